@@ -1,0 +1,163 @@
+//! [`Application`]: builds the state, binds the listener (so tests can use port 0), assembles
+//! routes and middleware, and serves until shut down.
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::IntoResponse;
+use shardgate_gatekeeper::Authenticator;
+use shardgate_shard_router::ShardRouter;
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::OpenApi as OpenApiDoc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::config::Config;
+use crate::embedded::{embedded_issuer, load_or_create_secret};
+use crate::error::ApiError;
+use crate::metrics::{self, Metrics};
+use crate::openapi::ApiDoc;
+use crate::routes::{admin, ops, records};
+use crate::state::App;
+
+/// How long a shutdown waits for in-flight requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// A built gateway with its listener bound.
+#[derive(Debug)]
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    app: Arc<App>,
+}
+
+/// Every route with its OpenAPI description, not yet bound to state.
+pub fn api_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(records::get_record, records::put_record, records::delete_record))
+        .routes(routes!(records::list_records))
+        .routes(routes!(admin::tenants::create_tenant, admin::tenants::list_tenants))
+        .routes(routes!(admin::tenants::get_tenant, admin::tenants::update_tenant, admin::tenants::delete_tenant))
+        .routes(routes!(admin::shards::register_shard, admin::shards::list_shards))
+        .routes(routes!(admin::shards::get_shard, admin::shards::update_shard, admin::shards::delete_shard))
+        .routes(routes!(admin::routing::get_shard_map))
+        .routes(routes!(admin::routing::explain_route))
+        .routes(routes!(ops::healthz))
+        .routes(routes!(ops::readyz))
+        .routes(routes!(ops::metrics))
+}
+
+/// The OpenAPI document of this build (what `shardgate openapi` prints).
+pub fn openapi_document() -> OpenApiDoc {
+    api_routes().split_for_parts().1
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not support the method")
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    ApiError::internal(&"handler panicked").into_response()
+}
+
+impl Application {
+    /// Opens storage, builds the state and binds `config.listen`.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let router = ShardRouter::open(&config.storage, &config.data_dir).await?;
+        let default_issuer = if config.auth.issuers.is_empty() {
+            Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
+        } else {
+            None
+        };
+        let auth = Authenticator::from_config(&config.auth, default_issuer)?;
+        let app = Arc::new(App {
+            router,
+            auth,
+            limits: config.limits.clone(),
+            metrics: Metrics::new(),
+            probe_timeout: config.storage.pool.probe_timeout,
+        });
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let router = Self::router(app.clone(), config.limits.max_record_bytes);
+        Ok(Self { listener, router, app })
+    }
+
+    fn router(app: Arc<App>, max_body_bytes: usize) -> Router {
+        let (routes, openapi) = api_routes().split_for_parts();
+        let routes = routes
+            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(DefaultBodyLimit::max(max_body_bytes))
+            .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
+            .layer(CatchPanicLayer::custom(panic_response))
+            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+                let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str());
+                let request_id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+                tracing::info_span!(
+                    "request",
+                    method = %request.method(),
+                    route,
+                    request_id,
+                    tenant = tracing::field::Empty,
+                    shard = tracing::field::Empty,
+                )
+            }))
+            .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+            .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+            .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]));
+        routes.with_state(app)
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The bound port (useful with `listen = 127.0.0.1:0`).
+    pub fn port(&self) -> u16 {
+        self.local_addr().port()
+    }
+
+    /// The shared state (for embedding and tests).
+    pub fn state(&self) -> Arc<App> {
+        self.app.clone()
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s).
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
+        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = draining_tx.send(());
+        });
+        let mut server = tokio::spawn(serve.into_future());
+        tokio::select! {
+            result = &mut server => result??,
+            Ok(()) = draining_rx => match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
+                Ok(result) => result??,
+                Err(_) => tracing::warn!(timeout_s = DRAIN_TIMEOUT.as_secs(), "in-flight requests did not finish in time; exiting"),
+            },
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,172 @@
+//! The `shardgate` command line: `serve`, `migrate`, `token`, `openapi`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use secrecy::SecretString;
+use shardgate_gatekeeper::{KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::db::humantime_serde::parse_duration;
+
+use crate::app::{Application, openapi_document};
+use crate::config::Config;
+use crate::embedded::{EMBEDDED_ISSUER, load_or_create_secret};
+use crate::telemetry;
+
+/// shardgate: a multi-tenant sharded storage gateway.
+#[derive(Debug, Parser)]
+#[command(name = "shardgate", version, about)]
+pub struct Cli {
+    /// Configuration file (TOML). Environment variables `SHARDGATE_*` override it.
+    #[arg(long, global = true, env = "SHARDGATE_CONFIG")]
+    config: Option<PathBuf>,
+    /// Data directory of the embedded default (overrides `data_dir` / `SHARDGATE_DATA_DIR`).
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the HTTP API (the embedded default when nothing is configured).
+    Serve {
+        /// Address to listen on (overrides `listen` / `SHARDGATE_LISTEN`; default 127.0.0.1:8080).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
+    /// Apply catalog and shard migrations to every configured and registered database.
+    Migrate,
+    /// Print a JWT signed with the configured HS256 secret (the embedded default's generated one).
+    Token {
+        /// Tenant the token is bound to.
+        #[arg(long, conflicts_with = "admin", required_unless_present = "admin")]
+        tenant: Option<String>,
+        /// Comma-separated scopes: read, write, manage.
+        #[arg(long, default_value = "read,write")]
+        scopes: String,
+        /// A platform token with the `admin` scope (no tenant).
+        #[arg(long)]
+        admin: bool,
+        /// Lifetime, e.g. 15m, 1h, 7d.
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+    },
+    /// Print the OpenAPI document.
+    Openapi,
+}
+
+impl Cli {
+    /// Runs the chosen command.
+    pub async fn run(self) -> anyhow::Result<()> {
+        let mut config = Config::load(self.config.as_deref()).context("invalid configuration")?;
+        if let Some(dir) = self.data_dir {
+            config.data_dir = dir;
+        }
+        match self.command {
+            Command::Serve { listen } => {
+                if let Some(listen) = listen {
+                    config.listen = listen;
+                }
+                telemetry::init(&config.log);
+                serve(config).await
+            }
+            Command::Migrate => {
+                telemetry::init(&config.log);
+                for done in ShardRouter::migrate_all(&config.storage, &config.data_dir).await? {
+                    println!("migrated {done}");
+                }
+                Ok(())
+            }
+            Command::Token { tenant, scopes, admin, ttl } => {
+                let ttl = parse_duration(&ttl).map_err(anyhow::Error::msg)?;
+                println!("{}", token(&config, tenant, &scopes, admin, ttl)?);
+                Ok(())
+            }
+            Command::Openapi => {
+                println!("{}", openapi_document().to_pretty_json()?);
+                Ok(())
+            }
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    let embedded = config.storage.catalog_url.is_none();
+    let data_dir = config.data_dir.clone();
+    let app = Application::build(config).await?;
+    let addr = app.local_addr();
+    println!("shardgate listening on http://{addr}");
+    println!("  API docs:    http://{addr}/docs");
+    if embedded {
+        println!("  embedded default: SQLite catalog and shards in {}", data_dir.display());
+    }
+    let dir_flag = if data_dir == Config::default().data_dir { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
+    println!("  admin token: shardgate token --admin{dir_flag}");
+    println!("  token:       shardgate token --tenant demo --scopes read,write{dir_flag}");
+    app.run_until(shutdown_signal()).await?;
+    tracing::info!("shut down cleanly");
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received; finishing in-flight requests");
+}
+
+fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl: Duration) -> anyhow::Result<String> {
+    let (issuer, secret): (String, SecretString) = if config.auth.issuers.is_empty() {
+        (EMBEDDED_ISSUER.to_owned(), load_or_create_secret(&config.data_dir)?)
+    } else {
+        let hs = config
+            .auth
+            .issuers
+            .iter()
+            .find(|i| i.algorithm == KeyAlgorithm::HS256 && i.secret.is_some())
+            .context("no HS256 issuer with a secret is configured: tokens for RS256/ES256/EdDSA issuers come from their identity provider")?;
+        (hs.issuer.clone(), hs.secret.clone().context("issuer has no secret")?)
+    };
+    let (scopes, subject) = if admin {
+        (Scopes::of(&[Scope::Admin]), "admin".to_owned())
+    } else {
+        let mut parsed = Vec::new();
+        for name in scopes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match Scope::parse(name) {
+                Some(Scope::Admin) => bail!("use --admin for an admin token"),
+                Some(scope) => parsed.push(scope),
+                None => bail!("unknown scope {name:?}: use read, write, manage"),
+            }
+        }
+        (Scopes::of(&parsed), format!("cli:{}", tenant.as_deref().unwrap_or_default()))
+    };
+    if let Some(t) = &tenant {
+        shardgate_shard_router::TenantId::parse(t)?;
+    }
+    Ok(mint_token(&secret, &TokenRequest { issuer, subject, tenant, scopes, ttl })?)
+}

@@ -1,0 +1,154 @@
+//! Configuration: defaults, then an optional TOML file, then `SHARDGATE_*` environment variables
+//! (nested keys joined with `__`, e.g. `SHARDGATE_STORAGE__CATALOG_URL`). Unknown keys are errors
+//! that name the key. Secrets are `SecretString`s and never appear in `Debug` output or logs.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+use shardgate_gatekeeper::AuthConfig;
+use shardgate_shard_router::StorageConfig;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address to listen on. Default `127.0.0.1:8080`. Env `SHARDGATE_LISTEN`, flag `--listen`.
+    pub listen: SocketAddr,
+    /// Directory for the embedded default's catalog, shards and generated secret. Default
+    /// `./shardgate-data`. Env `SHARDGATE_DATA_DIR`, flag `--data-dir`.
+    pub data_dir: PathBuf,
+    /// Catalog, shards and pools.
+    pub storage: StorageConfig,
+    /// Token issuers.
+    pub auth: AuthConfig,
+    /// Request limits.
+    pub limits: LimitsConfig,
+    /// Logging.
+    pub log: LogConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            data_dir: PathBuf::from("./shardgate-data"),
+            storage: StorageConfig::default(),
+            auth: AuthConfig::default(),
+            limits: LimitsConfig::default(),
+            log: LogConfig::default(),
+        }
+    }
+}
+
+/// The `[limits]` section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
+    pub max_record_bytes: usize,
+    /// Largest `limit` of a listing; larger values are capped to it. Default 1000.
+    pub max_list_limit: u32,
+    /// `limit` of a listing when none is given. Default 100.
+    pub default_list_limit: u32,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { max_record_bytes: 1024 * 1024, max_list_limit: 1000, default_list_limit: 100 }
+    }
+}
+
+/// The `[log]` section.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogConfig {
+    /// `tracing` filter, e.g. `info` or `shardgate=debug`. Default `info`. `RUST_LOG` wins.
+    pub filter: String,
+    /// `text` or `json`. Default `text`.
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { filter: "info".to_owned(), format: LogFormat::Text }
+    }
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Environment variables that are command-line options, not configuration keys.
+const NOT_CONFIG_KEYS: &[&str] = &["config"];
+
+impl Config {
+    /// Loads defaults, then `file` (if given), then `SHARDGATE_*` variables from the process
+    /// environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, figment::Error> {
+        Self::figment(file, Env::prefixed("SHARDGATE_").split("__").ignore(NOT_CONFIG_KEYS)).extract()
+    }
+
+    /// Like [`Config::load`] but with environment variables taken from `vars` (for tests).
+    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Self, figment::Error> {
+        let mut figment = Self::figment(file, Env::raw().only(&[] as &[&str]));
+        for (key, value) in vars {
+            let key = key.strip_prefix("SHARDGATE_").unwrap_or(key).to_ascii_lowercase().replace("__", ".");
+            figment = figment.merge(Serialized::default(&key, value));
+        }
+        figment.extract()
+    }
+
+    fn figment(file: Option<&Path>, env: Env) -> Figment {
+        let mut figment = Figment::new();
+        if let Some(file) = file {
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        figment.merge(env)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn defaults_are_the_embedded_default() {
+        let config = Config::load_from(None, &[]).unwrap();
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.data_dir, PathBuf::from("./shardgate-data"));
+        assert!(config.storage.catalog_url.is_none());
+        assert_eq!(config.storage.embedded_shards, 4);
+        assert_eq!(config.limits.max_record_bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn file_then_environment_with_nested_keys() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "listen = \"0.0.0.0:9000\"\n[limits]\nmax_record_bytes = 10\n[storage]\ncatalog_url = \"postgres://u:hunter2@db/cat\"").unwrap();
+        let config = Config::load_from(Some(file.path()), &[("SHARDGATE_LIMITS__MAX_RECORD_BYTES", "20")]).unwrap();
+        assert_eq!(config.listen.to_string(), "0.0.0.0:9000");
+        assert_eq!(config.limits.max_record_bytes, 20);
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("hunter2"), "secrets leak into Debug: {debug}");
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_that_name_the_key() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[storage]\ncatalog_ulr = \"x\"").unwrap();
+        let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+        assert!(err.contains("catalog_ulr"), "{err}");
+        let err = Config::load_from(None, &[("SHARDGATE_LISTN", "x")]).unwrap_err().to_string();
+        assert!(err.contains("listn"), "{err}");
+    }
+}

@@ -1,0 +1,62 @@
+//! Extractors whose rejections are problem+json, and the caller's identity.
+
+use std::sync::Arc;
+
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::header;
+use axum::http::request::Parts;
+use shardgate_gatekeeper::{Principal, Scope};
+use shardgate_shard_router::TenantId;
+
+use crate::error::{ApiError, invalid_path};
+use crate::state::App;
+
+/// `axum::extract::Path` with problem+json rejections.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct ApiPath<T>(pub T);
+
+/// `axum::extract::Query` with problem+json rejections.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct ApiQuery<T>(pub T);
+
+/// `axum::Json` with problem+json rejections.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);
+
+/// The verified caller. Extracting it authenticates the request (401 otherwise).
+#[derive(Debug, Clone)]
+pub struct Caller(pub Principal);
+
+impl FromRequestParts<Arc<App>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let principal = app.auth.verify_header(header)?;
+        Ok(Caller(principal))
+    }
+}
+
+impl Caller {
+    /// Binds the request to `tenant` (from the path) and checks `scope`. A token of another
+    /// tenant gets 404 `tenant_not_found`, exactly like a tenant that does not exist.
+    pub fn for_tenant(&self, tenant: &str, scope: Scope) -> Result<TenantId, ApiError> {
+        if !self.0.is_bound_to(tenant) {
+            return Err(ApiError::tenant_not_found());
+        }
+        let tenant = TenantId::parse(tenant).map_err(invalid_path)?;
+        if !self.0.scopes.contains(scope) {
+            return Err(ApiError::insufficient_scope(scope.as_str()));
+        }
+        tracing::Span::current().record("tenant", tenant.as_str());
+        Ok(tenant)
+    }
+
+    /// Requires the platform `admin` scope.
+    pub fn require_admin(&self) -> Result<(), ApiError> {
+        if self.0.scopes.contains(Scope::Admin) { Ok(()) } else { Err(ApiError::insufficient_scope("admin")) }
+    }
+}

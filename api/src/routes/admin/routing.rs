@@ -1,0 +1,168 @@
+//! `/v1/admin/shard-map` and `/v1/admin/route`: the routing state and the explanation of one
+//! routing decision.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiQuery, Caller};
+use crate::state::App;
+
+/// One shard in the map.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MapShard {
+    /// Shard id.
+    pub id: String,
+    /// State.
+    #[schema(value_type = String)]
+    pub state: ShardState,
+    /// vshards it owns.
+    pub vshards: u64,
+}
+
+/// A run of consecutive vshards owned by one shard.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VshardRange {
+    /// First vshard of the run.
+    pub first: u32,
+    /// Last vshard of the run (inclusive).
+    pub last: u32,
+    /// Owning shard.
+    pub shard: String,
+}
+
+/// The shard map.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShardMapView {
+    /// Increases on every change of shards, vshards, tenants or pins.
+    pub epoch: u64,
+    /// Number of vshards.
+    pub vshard_count: u32,
+    /// Registered shards.
+    pub shards: Vec<MapShard>,
+    /// The vshard table as runs.
+    pub vshard_ranges: Vec<VshardRange>,
+    /// Number of tenants.
+    pub tenants: u64,
+    /// Number of pinned tenants.
+    pub pinned_tenants: u64,
+}
+
+/// Read the shard map.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/shard-map",
+    tag = "admin",
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The current shard map", body = ShardMapView),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_shard_map(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardMapView>, ApiError> {
+    caller.require_admin()?;
+    let view = app.router.with_map(|map| {
+        let counts = map.vshards_per_shard();
+        ShardMapView {
+            epoch: map.epoch,
+            vshard_count: map.vshard_count,
+            shards: map
+                .shards
+                .iter()
+                .zip(counts)
+                .map(|(s, n)| MapShard { id: s.id.to_string(), state: s.state, vshards: n as u64 })
+                .collect(),
+            vshard_ranges: map
+                .vshard_runs()
+                .into_iter()
+                .map(|(first, last, i)| VshardRange { first, last, shard: map.shards[usize::from(i)].id.to_string() })
+                .collect(),
+            tenants: map.tenants.len() as u64,
+            pinned_tenants: map.tenants.values().filter(|t| t.pin.is_some()).count() as u64,
+        }
+    });
+    Ok(axum::Json(view))
+}
+
+/// What to route.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct RouteQuery {
+    /// Tenant id.
+    tenant: String,
+    /// Collection (optional).
+    collection: Option<String>,
+    /// Record key (optional).
+    key: Option<String>,
+}
+
+/// A routing decision, explained.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RouteExplanation {
+    /// Tenant.
+    pub tenant: String,
+    /// Collection, if given.
+    pub collection: Option<String>,
+    /// Key, if given.
+    pub key: Option<String>,
+    /// The collection's distribution (`tenant`: on the tenant's home shard).
+    #[schema(value_type = String, example = "tenant")]
+    pub distribution: Distribution,
+    /// `lookup` (pinned) or `hash`.
+    #[schema(value_type = String, example = "hash")]
+    pub strategy: Strategy,
+    /// `h(tenant) mod vshard_count`: the vshard the data is tagged with.
+    pub vshard: u32,
+    /// The physical shard.
+    pub shard: String,
+    /// The shard's state.
+    #[schema(value_type = String, example = "active")]
+    pub shard_state: ShardState,
+    /// The map epoch of this decision.
+    pub epoch: u64,
+}
+
+/// Explain where a tenant's (collection's, record's) data lives.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/route",
+    tag = "admin",
+    params(RouteQuery),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The routing decision", body = RouteExplanation),
+        (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`no_shards`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn explain_route(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<RouteQuery>,
+) -> Result<axum::Json<RouteExplanation>, ApiError> {
+    caller.require_admin()?;
+    let invalid = |e: shardgate_shard_router::InvalidId| ApiError::bad_request("invalid_query", e.to_string());
+    let tenant = TenantId::parse(&query.tenant).map_err(|_| ApiError::tenant_not_found())?;
+    let collection = query.collection.as_deref().map(CollectionName::parse).transpose().map_err(invalid)?;
+    let key = query.key.as_deref().map(RecordKey::parse).transpose().map_err(invalid)?;
+    let route = app.router.route_tenant(&tenant)?;
+    Ok(axum::Json(RouteExplanation {
+        tenant: tenant.to_string(),
+        collection: collection.map(|c| c.to_string()),
+        key: key.map(|k| k.to_string()),
+        distribution: Distribution::Tenant,
+        strategy: route.strategy,
+        vshard: route.vshard,
+        shard: route.shard.to_string(),
+        shard_state: route.shard_state,
+        epoch: route.epoch,
+    }))
+}

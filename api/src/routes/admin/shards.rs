@@ -1,0 +1,220 @@
+//! `/v1/admin/shards[/{id}]`: register shards by URL, read their statistics, change their state,
+//! unregister them. URLs are never echoed back.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+use shardgate_shard_router::router::ShardStats;
+use shardgate_shard_router::{ShardId, ShardState};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiJson, ApiPath, Caller};
+use crate::routes::rfc3339;
+use crate::state::App;
+
+/// A registered shard with statistics. Its URL is never shown.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Shard {
+    /// Shard id.
+    pub id: String,
+    /// `sqlite` or `postgres`.
+    pub engine: String,
+    /// `active`, `read_only` or `offline`.
+    #[schema(value_type = String, example = "active")]
+    pub state: ShardState,
+    /// vshards it owns.
+    pub vshards: u64,
+    /// Tenants whose home it is.
+    pub tenants: u64,
+    /// Tenants pinned to it.
+    pub pinned_tenants: u64,
+    /// Live records on it; `null` when it cannot be counted (offline or unreachable).
+    pub records: Option<u64>,
+    /// Registration time, RFC 3339.
+    pub created_at: String,
+    /// Last state change, RFC 3339.
+    pub updated_at: String,
+}
+
+impl From<ShardStats> for Shard {
+    fn from(s: ShardStats) -> Self {
+        Self {
+            id: s.shard.id.to_string(),
+            engine: s.shard.engine.as_str().to_owned(),
+            state: s.shard.state,
+            vshards: s.vshards,
+            tenants: s.tenants,
+            pinned_tenants: s.pinned_tenants,
+            records: s.records,
+            created_at: rfc3339(s.shard.created_at_ms),
+            updated_at: rfc3339(s.shard.updated_at_ms),
+        }
+    }
+}
+
+/// Body of `POST /v1/admin/shards`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterShard {
+    /// Shard id: `[a-z0-9][a-z0-9-]{0,62}`.
+    #[schema(value_type = String, example = "shard-4")]
+    pub id: ShardId,
+    /// `postgres://user:password@host/db` or `sqlite://path`. Stored in the catalog, never
+    /// returned.
+    #[schema(value_type = String, example = "postgres://shardgate@db-4.internal/shard4")]
+    pub url: SecretString,
+}
+
+/// Body of `PATCH /v1/admin/shards/{id}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateShard {
+    /// New state.
+    #[schema(value_type = String, example = "read_only")]
+    pub state: ShardState,
+}
+
+/// Path of one shard.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ShardPath {
+    /// Shard id.
+    id: String,
+}
+
+/// The shards of the list.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShardList {
+    /// Every registered shard, ordered by id.
+    pub items: Vec<Shard>,
+}
+
+fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
+    ShardId::parse(raw).map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {raw} not found")))
+}
+
+/// Register a shard by URL.
+#[utoipa::path(
+    post,
+    path = "/v1/admin/shards",
+    tag = "admin",
+    request_body = RegisterShard,
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 201, description = "Registered (connected and migrated)", body = Shard),
+        (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`shard_exists`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`shard_unreachable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn register_shard(State(app): State<Arc<App>>, caller: Caller, ApiJson(body): ApiJson<RegisterShard>) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let row = app.router.register_shard(body.id, body.url).await?;
+    tracing::info!(shard = %row.id, engine = row.engine.as_str(), "shard registered");
+    let stats = app.router.shard_stats(&row.id).await?;
+    let location = HeaderValue::from_str(&format!("/v1/admin/shards/{}", row.id)).ok();
+    let mut response = (StatusCode::CREATED, axum::Json(Shard::from(stats))).into_response();
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// List shards with statistics.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/shards",
+    tag = "admin",
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "Every shard", body = ShardList),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardList>, ApiError> {
+    caller.require_admin()?;
+    let ids: Vec<ShardId> = app.router.with_map(|m| m.shards.iter().map(|s| s.id.clone()).collect());
+    let stats = futures::future::try_join_all(ids.iter().map(|id| app.router.shard_stats(id))).await?;
+    let mut items: Vec<Shard> = stats.into_iter().map(Shard::from).collect();
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(axum::Json(ShardList { items }))
+}
+
+/// Read a shard with statistics.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/shards/{id}",
+    tag = "admin",
+    params(ShardPath),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The shard", body = Shard),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_shard(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<ShardPath>) -> Result<axum::Json<Shard>, ApiError> {
+    caller.require_admin()?;
+    let id = shard_id(&path.id)?;
+    Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
+}
+
+/// Change a shard's state (`active`, `read_only`, `offline`); enforced on the next request.
+#[utoipa::path(
+    patch,
+    path = "/v1/admin/shards/{id}",
+    tag = "admin",
+    params(ShardPath),
+    request_body = UpdateShard,
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The updated shard", body = Shard),
+        (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_shard(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<ShardPath>,
+    ApiJson(body): ApiJson<UpdateShard>,
+) -> Result<axum::Json<Shard>, ApiError> {
+    caller.require_admin()?;
+    let id = shard_id(&path.id)?;
+    app.router.set_shard_state(&id, body.state).await?;
+    tracing::info!(shard = %id, state = body.state.as_str(), "shard state changed");
+    Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
+}
+
+/// Unregister a shard that owns no vshard and no pinned tenant.
+#[utoipa::path(
+    delete,
+    path = "/v1/admin/shards/{id}",
+    tag = "admin",
+    params(ShardPath),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 204, description = "Unregistered (its database is left untouched)"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`shard_in_use`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_shard(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<ShardPath>) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let id = shard_id(&path.id)?;
+    app.router.remove_shard(&id).await?;
+    tracing::info!(shard = %id, "shard unregistered");
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,264 @@
+//! `/v1/admin/tenants[/{id}]`: create, list, read, update and delete tenants.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use shardgate_shard_router::catalog::TenantRow;
+use shardgate_shard_router::{ShardId, TenantId, Tier};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller};
+use crate::routes::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
+use crate::state::App;
+
+/// A tenant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Tenant {
+    /// Tenant id.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// `free`, `standard` or `premium`.
+    #[schema(value_type = String, example = "standard")]
+    pub tier: Tier,
+    /// The tenant's home shard (where its records live).
+    pub shard: Option<String>,
+    /// Whether the home shard is a pin (lookup) rather than the hash.
+    pub pinned: bool,
+    /// Creation time, RFC 3339.
+    pub created_at: String,
+    /// Last change, RFC 3339.
+    pub updated_at: String,
+}
+
+fn tenant_view(app: &App, row: TenantRow) -> Tenant {
+    let home = row.pinned_shard.as_ref().map(ShardId::to_string).or_else(|| app.router.route_tenant(&row.id).ok().map(|r| r.shard.to_string()));
+    Tenant {
+        pinned: row.pinned_shard.is_some(),
+        shard: home,
+        id: row.id.to_string(),
+        name: row.name,
+        tier: row.tier,
+        created_at: rfc3339(row.created_at_ms),
+        updated_at: rfc3339(row.updated_at_ms),
+    }
+}
+
+/// Body of `POST /v1/admin/tenants`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTenant {
+    /// Tenant id: `[a-z0-9][a-z0-9-]{0,62}`.
+    #[schema(value_type = String, example = "acme")]
+    pub id: TenantId,
+    /// Display name (default: the id).
+    pub name: Option<String>,
+    /// Tier (default `standard`).
+    #[schema(value_type = Option<String>, example = "standard")]
+    pub tier: Option<Tier>,
+    /// Pin the tenant to this shard (lookup strategy) instead of hashing it.
+    #[schema(value_type = Option<String>)]
+    pub shard: Option<ShardId>,
+}
+
+/// Body of `PATCH /v1/admin/tenants/{id}`. Moving a tenant to another shard is a separate
+/// operation (it moves data).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateTenant {
+    /// New display name.
+    pub name: Option<String>,
+    /// New tier.
+    #[schema(value_type = Option<String>)]
+    pub tier: Option<Tier>,
+}
+
+/// Path of one tenant.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct TenantPath {
+    /// Tenant id.
+    id: String,
+}
+
+/// Paging of the tenant list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct TenantListQuery {
+    /// Page size: default 100, capped at 1000.
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+const MAX_NAME_CHARS: usize = 200;
+
+fn check_name(name: &str) -> Result<(), ApiError> {
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(ApiError::bad_request("invalid_body", "name must be 1–200 characters without control characters"));
+    }
+    Ok(())
+}
+
+fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
+    // An id that cannot exist is simply not found.
+    TenantId::parse(raw).map_err(|_| ApiError::tenant_not_found())
+}
+
+/// Create a tenant.
+#[utoipa::path(
+    post,
+    path = "/v1/admin/tenants",
+    tag = "admin",
+    request_body = CreateTenant,
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 201, description = "Created", body = Tenant),
+        (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`tenant_exists`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`unknown_shard`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`no_shards` or `catalog_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_tenant(State(app): State<Arc<App>>, caller: Caller, ApiJson(body): ApiJson<CreateTenant>) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let name = body.name.unwrap_or_else(|| body.id.to_string());
+    check_name(&name)?;
+    let row = app.router.create_tenant(body.id, name, body.tier.unwrap_or_default(), body.shard).await?;
+    let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
+    let mut response = (StatusCode::CREATED, axum::Json(tenant_view(&app, row))).into_response();
+    if let Some(location) = location {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    Ok(response)
+}
+
+/// List tenants ordered by id.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/tenants",
+    tag = "admin",
+    params(TenantListQuery),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "A page of tenants", body = Page<Tenant>),
+        (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_tenants(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<TenantListQuery>,
+) -> Result<axum::Json<Page<Tenant>>, ApiError> {
+    caller.require_admin()?;
+    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
+    let mut rows = app.router.catalog().list_tenants(after.as_deref(), limit + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| encode_cursor(r.id.as_str()))
+    } else {
+        None
+    };
+    Ok(axum::Json(Page { items: rows.into_iter().map(|r| tenant_view(&app, r)).collect(), next_cursor }))
+}
+
+/// Read a tenant.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/tenants/{id}",
+    tag = "admin",
+    params(TenantPath),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The tenant", body = Tenant),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_tenant(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<TenantPath>) -> Result<axum::Json<Tenant>, ApiError> {
+    caller.require_admin()?;
+    let id = tenant_id(&path.id)?;
+    let row = app.router.catalog().get_tenant(&id).await?.ok_or_else(ApiError::tenant_not_found)?;
+    Ok(axum::Json(tenant_view(&app, row)))
+}
+
+/// Change a tenant's name or tier.
+#[utoipa::path(
+    patch,
+    path = "/v1/admin/tenants/{id}",
+    tag = "admin",
+    params(TenantPath),
+    request_body = UpdateTenant,
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The updated tenant", body = Tenant),
+        (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_tenant(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<TenantPath>,
+    ApiJson(body): ApiJson<UpdateTenant>,
+) -> Result<axum::Json<Tenant>, ApiError> {
+    caller.require_admin()?;
+    let id = tenant_id(&path.id)?;
+    if let Some(name) = &body.name {
+        check_name(name)?;
+    }
+    let row = app.router.update_tenant(&id, body.name.as_deref(), body.tier).await?;
+    Ok(axum::Json(tenant_view(&app, row)))
+}
+
+/// Delete a tenant and all its records.
+#[utoipa::path(
+    delete,
+    path = "/v1/admin/tenants/{id}",
+    tag = "admin",
+    params(TenantPath),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 204, description = "Deleted, with its records"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The home shard is read-only, offline or unavailable", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_tenant(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<TenantPath>) -> Result<StatusCode, ApiError> {
+    caller.require_admin()?;
+    let id = tenant_id(&path.id)?;
+    let purged = app.router.delete_tenant(&id).await?;
+    tracing::info!(tenant = %id, records = purged, "tenant deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_must_be_printable_and_bounded() {
+        assert!(check_name("Acme Corp ✓").is_ok());
+        assert!(check_name(" ").is_err());
+        assert!(check_name("a\u{7}b").is_err());
+        assert!(check_name(&"n".repeat(201)).is_err());
+    }
+
+    #[test]
+    fn impossible_ids_are_not_found() {
+        assert_eq!(tenant_id("Not Valid").unwrap_err().code(), "tenant_not_found");
+    }
+}

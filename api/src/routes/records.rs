@@ -1,0 +1,305 @@
+//! `/v1/tenants/{tenant}/collections/{collection}/records[/{key}]`: records on the tenant's home
+//! shard, with optimistic concurrency through `ETag` / `If-Match` / `If-None-Match`.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::records::{ListBounds, RecordAddress, RecordStore, StoredRecord, WriteCondition};
+use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_text, now_ms};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
+use crate::error::{ApiError, Problem, invalid_path};
+use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::state::App;
+
+/// A record as the API returns it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordEnvelope {
+    /// The record's key.
+    pub key: String,
+    /// Its version (also the `ETag`): 1 on create, +1 on every write or delete.
+    pub version: i64,
+    /// Time of the last write, RFC 3339.
+    pub updated_at: String,
+    /// The stored JSON value, as written.
+    #[schema(value_type = Object)]
+    pub value: Box<RawValue>,
+}
+
+impl From<StoredRecord> for RecordEnvelope {
+    fn from(r: StoredRecord) -> Self {
+        Self { key: r.key, version: r.version, updated_at: rfc3339(r.updated_at_ms), value: r.value }
+    }
+}
+
+/// Path of one record.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct RecordPath {
+    /// Tenant id (must be the token's tenant).
+    tenant: String,
+    /// Collection name: `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}`.
+    collection: String,
+    /// Record key: 1–512 bytes of UTF-8, no control characters; percent-encode `/` and
+    /// reserved characters.
+    key: String,
+}
+
+/// Path of a collection.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct CollectionPath {
+    /// Tenant id (must be the token's tenant).
+    tenant: String,
+    /// Collection name.
+    collection: String,
+}
+
+/// Listing filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only keys starting with this.
+    prefix: Option<String>,
+    /// Only keys `>=` this.
+    start: Option<String>,
+    /// Only keys `<` this.
+    end: Option<String>,
+    /// Page size: default 100, capped at 1000.
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+fn etag(version: i64) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{version}\"")).unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+}
+
+fn envelope_response(status: StatusCode, record: StoredRecord) -> Response {
+    let tag = etag(record.version);
+    let mut response = (status, axum::Json(RecordEnvelope::from(record))).into_response();
+    response.headers_mut().insert(header::ETAG, tag);
+    response
+}
+
+/// Parses `If-Match` / `If-None-Match` into a write condition. Entity tags are the quoted
+/// version (`"3"`; weak `W/"3"` is accepted as the same).
+fn write_condition(headers: &HeaderMap) -> Result<WriteCondition, ApiError> {
+    let text = |name: header::HeaderName| -> Result<Option<String>, ApiError> {
+        let values: Vec<&str> = headers
+            .get_all(&name)
+            .iter()
+            .map(|v| v.to_str().map_err(|_| ApiError::bad_request("invalid_header", format!("{name} is not valid text"))))
+            .collect::<Result<_, _>>()?;
+        Ok((!values.is_empty()).then(|| values.join(",")))
+    };
+    let if_match = text(header::IF_MATCH)?;
+    let if_none_match = text(header::IF_NONE_MATCH)?;
+    match (if_match, if_none_match) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request("invalid_header", "send If-Match or If-None-Match, not both")),
+        (Some(m), None) if m.trim() == "*" => Ok(WriteCondition::Exists),
+        (Some(m), None) => Ok(WriteCondition::VersionIn(parse_etags(&m, "If-Match")?)),
+        (None, Some(n)) if n.trim() == "*" => Ok(WriteCondition::Absent),
+        (None, Some(_)) => Err(ApiError::bad_request("invalid_header", "writes accept only If-None-Match: *")),
+        (None, None) => Ok(WriteCondition::Always),
+    }
+}
+
+fn parse_etags(list: &str, name: &str) -> Result<Vec<i64>, ApiError> {
+    list.split(',')
+        .map(|tag| {
+            let tag = tag.trim();
+            let tag = tag.strip_prefix("W/").unwrap_or(tag);
+            tag.strip_prefix('"')
+                .and_then(|t| t.strip_suffix('"'))
+                .and_then(|t| t.parse::<i64>().ok())
+                .ok_or_else(|| ApiError::bad_request("invalid_header", format!("{name} must be \"*\" or a list of quoted versions such as \"3\"")))
+        })
+        .collect()
+}
+
+struct Target {
+    tenant: shardgate_shard_router::TenantId,
+    collection: CollectionName,
+    key: RecordKey,
+}
+
+fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Target, ApiError> {
+    let tenant = caller.for_tenant(&path.tenant, scope)?;
+    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let key = RecordKey::parse(&path.key).map_err(invalid_path)?;
+    Ok(Target { tenant, collection, key })
+}
+
+/// Read a record.
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
+    tag = "records",
+    params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")),
+    security(("bearer" = ["read"])),
+    responses(
+        (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+        (status = 304, description = "Not modified (If-None-Match matched)"),
+        (status = 400, description = "Invalid collection or key", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_record(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<RecordPath>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let t = record_target(&caller, &path, Scope::Read)?;
+    let (route, db) = app.router.resolve(&t.tenant, Access::Read)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    let record = RecordStore::new(&db, &route.shard).get(addr).await?.ok_or(shardgate_shard_router::Error::RecordNotFound)?;
+    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
+        let matches = inm.trim() == "*" || parse_etags(inm, "If-None-Match").is_ok_and(|tags| tags.contains(&record.version));
+        if matches {
+            let mut response = StatusCode::NOT_MODIFIED.into_response();
+            response.headers_mut().insert(header::ETAG, etag(record.version));
+            return Ok(response);
+        }
+    }
+    Ok(envelope_response(StatusCode::OK, record))
+}
+
+/// Create or replace a record.
+#[utoipa::path(
+    put,
+    path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
+    tag = "records",
+    params(
+        RecordPath,
+        ("If-Match" = Option<String>, Header, description = "`*` or quoted versions: write only if the record has one of them"),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: create only, fail if the record exists"),
+    ),
+    request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB)", content_type = "application/json"),
+    security(("bearer" = ["write"])),
+    responses(
+        (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+        (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+        (status = 400, description = "`invalid_json`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn put_record(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<RecordPath>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let t = record_target(&caller, &path, Scope::Write)?;
+    let body = body?;
+    if body.len() > app.limits.max_record_bytes {
+        return Err(ApiError::payload_too_large());
+    }
+    let value: Box<RawValue> =
+        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+    let condition = write_condition(&headers)?;
+    let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    let outcome = RecordStore::new(&db, &route.shard).put(addr, route.vshard, &value, &condition, now_ms()).await?;
+    let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(envelope_response(status, outcome.record))
+}
+
+/// Delete a record.
+#[utoipa::path(
+    delete,
+    path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
+    tag = "records",
+    params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")),
+    security(("bearer" = ["write"])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "Invalid path or header", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_record(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<RecordPath>,
+    headers: HeaderMap,
+) -> Result<StatusCode, ApiError> {
+    let t = record_target(&caller, &path, Scope::Write)?;
+    let condition = match write_condition(&headers)? {
+        WriteCondition::Absent => return Err(ApiError::bad_request("invalid_header", "If-None-Match is not allowed on DELETE")),
+        condition => condition,
+    };
+    let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    RecordStore::new(&db, &route.shard).delete(addr, &condition, now_ms()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// List a collection's records in key order.
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/collections/{collection}/records",
+    tag = "records",
+    params(CollectionPath, ListQuery),
+    security(("bearer" = ["read"])),
+    responses(
+        (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
+        (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_records(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<CollectionPath>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<axum::Json<Page<RecordEnvelope>>, ApiError> {
+    let tenant = caller.for_tenant(&path.tenant, Scope::Read)?;
+    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
+        v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::bad_request("invalid_query", e.to_string()))).transpose()
+    };
+    let bounds = ListBounds {
+        prefix: bound("prefix", query.prefix)?,
+        start: bound("start", query.start)?,
+        end: bound("end", query.end)?,
+        after: query.cursor.as_deref().map(decode_cursor).transpose()?,
+    };
+    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let (route, db) = app.router.resolve(&tenant, Access::Read)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let mut records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await?;
+    let next_cursor = if records.len() > limit as usize {
+        records.truncate(limit as usize);
+        records.last().map(|r| encode_cursor(&r.key))
+    } else {
+        None
+    };
+    Ok(axum::Json(Page { items: records.into_iter().map(RecordEnvelope::from).collect(), next_cursor }))
+}

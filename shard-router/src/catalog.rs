@@ -1,0 +1,400 @@
+//! The catalog database: registered shards (with their URLs), the vshard table, tenants, tenant
+//! pins and the map epoch. Every change of routing state runs in one transaction that first moves
+//! the epoch on, so readers can tell maps apart and SQLite takes its write lock up front.
+
+use secrecy::SecretString;
+use sqlx::{Any, Row, Transaction};
+
+use crate::Error;
+use crate::db::{Database, Engine};
+use crate::ids::{ShardId, TenantId};
+use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, Tier};
+
+/// A shard as the catalog stores it.
+#[derive(Debug, Clone)]
+pub struct ShardRow {
+    /// Its id.
+    pub id: ShardId,
+    /// Its connection URL (a secret: it may hold a password).
+    pub url: SecretString,
+    /// The engine the URL points at.
+    pub engine: Engine,
+    /// Its state.
+    pub state: ShardState,
+    /// When it was registered (ms since the Unix epoch).
+    pub created_at_ms: i64,
+    /// When it last changed (ms since the Unix epoch).
+    pub updated_at_ms: i64,
+}
+
+/// A tenant as the catalog stores it.
+#[derive(Debug, Clone)]
+pub struct TenantRow {
+    /// Its id.
+    pub id: TenantId,
+    /// Display name.
+    pub name: String,
+    /// Tier.
+    pub tier: Tier,
+    /// The shard it is pinned to, if any.
+    pub pinned_shard: Option<ShardId>,
+    /// Creation time (ms since the Unix epoch).
+    pub created_at_ms: i64,
+    /// Last change (ms since the Unix epoch).
+    pub updated_at_ms: i64,
+}
+
+/// The catalog database.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    db: Database,
+}
+
+fn catalog_err(source: sqlx::Error) -> Error {
+    Error::Database { target: "catalog".to_owned(), source }
+}
+
+fn corrupt(what: String) -> Error {
+    Error::Corrupt(what)
+}
+
+impl Catalog {
+    /// Wraps an open (and migrated) catalog database.
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+
+    /// The underlying database (for readiness probes).
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Reads the whole routing state.
+    pub async fn load_map(&self) -> Result<MapSnapshot, Error> {
+        let pool = &self.db.pool;
+        let head = sqlx::query("SELECT epoch, vshard_count FROM shard_map WHERE id = 1")
+            .fetch_one(pool)
+            .await
+            .map_err(catalog_err)?;
+        let epoch: i64 = head.try_get(0).map_err(catalog_err)?;
+        let vshard_count: i64 = head.try_get(1).map_err(catalog_err)?;
+        let mut map = MapSnapshot::empty(u32::try_from(vshard_count).map_err(|_| corrupt("vshard_count".into()))?);
+        map.epoch = epoch as u64;
+        for shard in self.list_shards().await? {
+            map.shards.push(ShardEntry { id: shard.id, state: shard.state });
+        }
+        let rows = sqlx::query("SELECT vshard, shard FROM vshards ORDER BY vshard")
+            .fetch_all(pool)
+            .await
+            .map_err(catalog_err)?;
+        if !rows.is_empty() {
+            if rows.len() != map.vshard_count as usize {
+                return Err(corrupt(format!("vshard table has {} rows, expected {}", rows.len(), map.vshard_count)));
+            }
+            for (expected, row) in rows.iter().enumerate() {
+                let vshard: i64 = row.try_get(0).map_err(catalog_err)?;
+                let shard: String = row.try_get(1).map_err(catalog_err)?;
+                if vshard != expected as i64 {
+                    return Err(corrupt(format!("vshard table is missing vshard {expected}")));
+                }
+                let index = map.shard_index(&shard).ok_or_else(|| corrupt(format!("vshard {vshard} names unknown shard {shard}")))?;
+                map.vshards.push(index);
+            }
+        }
+        let rows = sqlx::query("SELECT t.id, t.tier, p.shard FROM tenants t LEFT JOIN tenant_pins p ON p.tenant = t.id")
+            .fetch_all(pool)
+            .await
+            .map_err(catalog_err)?;
+        map.tenants.reserve(rows.len());
+        for row in rows {
+            let id: String = row.try_get(0).map_err(catalog_err)?;
+            let tier: String = row.try_get(1).map_err(catalog_err)?;
+            let pin: Option<String> = row.try_get(2).map_err(catalog_err)?;
+            let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
+            let tier = Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} has tier {tier:?}")))?;
+            let pin = match pin {
+                Some(shard) => Some(map.shard_index(&shard).ok_or_else(|| corrupt(format!("tenant {id} pinned to unknown shard {shard}")))?),
+                None => None,
+            };
+            map.tenants.insert(id, TenantEntry { pin, tier });
+        }
+        Ok(map)
+    }
+
+    /// Every registered shard, ordered by id.
+    pub async fn list_shards(&self) -> Result<Vec<ShardRow>, Error> {
+        let rows = sqlx::query("SELECT id, url, engine, state, created_at, updated_at FROM shards ORDER BY id")
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        rows.iter().map(shard_row).collect()
+    }
+
+    /// The current epoch.
+    pub async fn epoch(&self) -> Result<u64, Error> {
+        let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM shard_map WHERE id = 1")
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        Ok(epoch as u64)
+    }
+
+    /// Starts a routing change: opens a transaction and moves the epoch on. Returns the new epoch.
+    async fn begin_change(&self) -> Result<(Transaction<'static, Any>, u64), Error> {
+        let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
+        let epoch: i64 = sqlx::query_scalar("UPDATE shard_map SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        Ok((tx, epoch as u64))
+    }
+
+    /// Registers a shard. When the vshard table is still empty, the shard takes every vshard.
+    /// Returns the new epoch and whether the shard received the vshards.
+    pub async fn insert_shard(&self, shard: &ShardRow, owns_all_if_first: bool) -> Result<(u64, bool), Error> {
+        use secrecy::ExposeSecret;
+        let (mut tx, epoch) = self.begin_change().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(shard.id.as_str())
+        .bind(shard.url.expose_secret())
+        .bind(shard.engine.as_str())
+        .bind(shard.state.as_str())
+        .bind(shard.created_at_ms)
+        .bind(shard.updated_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        if inserted.rows_affected() == 0 {
+            return Err(Error::ShardExists(shard.id.clone()));
+        }
+        let mut took_vshards = false;
+        if owns_all_if_first {
+            let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
+            if count == 0 {
+                let vshard_count: i64 = sqlx::query_scalar("SELECT vshard_count FROM shard_map WHERE id = 1")
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+                let owners = vec![shard.id.clone(); vshard_count as usize];
+                insert_vshards(&mut tx, &owners).await?;
+                took_vshards = true;
+            }
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok((epoch, took_vshards))
+    }
+
+    /// Registers several shards at once and spreads the (empty) vshard table evenly over them.
+    /// Used to bootstrap a new catalog.
+    pub async fn bootstrap_shards(&self, shards: &[ShardRow], owners: &[ShardId]) -> Result<u64, Error> {
+        use secrecy::ExposeSecret;
+        let (mut tx, epoch) = self.begin_change().await?;
+        for shard in shards {
+            sqlx::query(
+                "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(shard.id.as_str())
+            .bind(shard.url.expose_secret())
+            .bind(shard.engine.as_str())
+            .bind(shard.state.as_str())
+            .bind(shard.created_at_ms)
+            .bind(shard.updated_at_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        }
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
+        if count == 0 && !owners.is_empty() {
+            insert_vshards(&mut tx, owners).await?;
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(epoch)
+    }
+
+    /// Changes a shard's state. Returns the new epoch.
+    pub async fn set_shard_state(&self, id: &ShardId, state: ShardState, now_ms: i64) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change().await?;
+        let done = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
+            .bind(state.as_str())
+            .bind(now_ms)
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        if done.rows_affected() == 0 {
+            return Err(Error::ShardNotFound(id.clone()));
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(epoch)
+    }
+
+    /// Removes a shard that owns no vshard and has no pinned tenant. Returns the new epoch.
+    pub async fn delete_shard(&self, id: &ShardId) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change().await?;
+        let vshards: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards WHERE shard = $1")
+            .bind(id.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        let pins: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenant_pins WHERE shard = $1")
+            .bind(id.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        if vshards > 0 || pins > 0 {
+            return Err(Error::ShardInUse { shard: id.clone(), vshards: vshards as u64, pinned_tenants: pins as u64 });
+        }
+        let done = sqlx::query("DELETE FROM shards WHERE id = $1").bind(id.as_str()).execute(&mut *tx).await.map_err(catalog_err)?;
+        if done.rows_affected() == 0 {
+            return Err(Error::ShardNotFound(id.clone()));
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(epoch)
+    }
+
+    /// Creates a tenant (and its pin). Returns the new epoch.
+    pub async fn insert_tenant(&self, tenant: &TenantRow) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change().await?;
+        let inserted = sqlx::query(
+            "INSERT INTO tenants (id, name, tier, created_at, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(tenant.id.as_str())
+        .bind(&tenant.name)
+        .bind(tenant.tier.as_str())
+        .bind(tenant.created_at_ms)
+        .bind(tenant.updated_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        if inserted.rows_affected() == 0 {
+            return Err(Error::TenantExists(tenant.id.clone()));
+        }
+        if let Some(shard) = &tenant.pinned_shard {
+            sqlx::query("INSERT INTO tenant_pins (tenant, shard) VALUES ($1, $2)")
+                .bind(tenant.id.as_str())
+                .bind(shard.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(epoch)
+    }
+
+    /// Changes a tenant's name and tier. Returns the updated row and the new epoch.
+    pub async fn update_tenant(&self, id: &TenantId, name: Option<&str>, tier: Option<Tier>, now_ms: i64) -> Result<(TenantRow, u64), Error> {
+        let (mut tx, epoch) = self.begin_change().await?;
+        let done = sqlx::query(
+            "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3 WHERE id = $4",
+        )
+        .bind(name)
+        .bind(tier.map(Tier::as_str))
+        .bind(now_ms)
+        .bind(id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        if done.rows_affected() == 0 {
+            return Err(Error::TenantNotFound);
+        }
+        let row = fetch_tenant(&mut *tx, id).await?.ok_or(Error::TenantNotFound)?;
+        tx.commit().await.map_err(catalog_err)?;
+        Ok((row, epoch))
+    }
+
+    /// Removes a tenant (and its pin). Returns the new epoch.
+    pub async fn delete_tenant(&self, id: &TenantId) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change().await?;
+        sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1").bind(id.as_str()).execute(&mut *tx).await.map_err(catalog_err)?;
+        let done = sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str()).execute(&mut *tx).await.map_err(catalog_err)?;
+        if done.rows_affected() == 0 {
+            return Err(Error::TenantNotFound);
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(epoch)
+    }
+
+    /// One tenant.
+    pub async fn get_tenant(&self, id: &TenantId) -> Result<Option<TenantRow>, Error> {
+        let mut conn = self.db.pool.acquire().await.map_err(catalog_err)?;
+        fetch_tenant(&mut *conn, id).await
+    }
+
+    /// Tenants ordered by id, after `after` (exclusive), at most `limit`.
+    pub async fn list_tenants(&self, after: Option<&str>, limit: u32) -> Result<Vec<TenantRow>, Error> {
+        let rows = sqlx::query(
+            "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at FROM tenants t \
+             LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id > $1 ORDER BY t.id LIMIT $2",
+        )
+        .bind(after.unwrap_or(""))
+        .bind(i64::from(limit))
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(catalog_err)?;
+        rows.iter().map(tenant_row).collect()
+    }
+}
+
+async fn insert_vshards(tx: &mut Transaction<'static, Any>, owners: &[ShardId]) -> Result<(), Error> {
+    // Batched multi-row inserts keep bootstrap to a handful of round trips.
+    for (chunk_index, chunk) in owners.chunks(128).enumerate() {
+        let mut sql = String::from("INSERT INTO vshards (vshard, shard) VALUES ");
+        for i in 0..chunk.len() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("(${}, ${})", 2 * i + 1, 2 * i + 2));
+        }
+        let mut query = sqlx::query(&sql);
+        for (i, owner) in chunk.iter().enumerate() {
+            query = query.bind((chunk_index * 128 + i) as i64).bind(owner.as_str());
+        }
+        query.execute(&mut **tx).await.map_err(catalog_err)?;
+    }
+    Ok(())
+}
+
+async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<Option<TenantRow>, Error> {
+    let row = sqlx::query(
+        "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at FROM tenants t \
+         LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id = $1",
+    )
+    .bind(id.as_str())
+    .fetch_optional(conn)
+    .await
+    .map_err(catalog_err)?;
+    row.as_ref().map(tenant_row).transpose()
+}
+
+fn shard_row(row: &sqlx::any::AnyRow) -> Result<ShardRow, Error> {
+    let id: String = row.try_get(0).map_err(catalog_err)?;
+    let url: String = row.try_get(1).map_err(catalog_err)?;
+    let engine: String = row.try_get(2).map_err(catalog_err)?;
+    let state: String = row.try_get(3).map_err(catalog_err)?;
+    let id = ShardId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
+    Ok(ShardRow {
+        engine: Engine::parse(&engine).ok_or_else(|| corrupt(format!("shard {id} engine {engine:?}")))?,
+        state: ShardState::parse(&state).ok_or_else(|| corrupt(format!("shard {id} state {state:?}")))?,
+        url: SecretString::from(url),
+        created_at_ms: row.try_get(4).map_err(catalog_err)?,
+        updated_at_ms: row.try_get(5).map_err(catalog_err)?,
+        id,
+    })
+}
+
+fn tenant_row(row: &sqlx::any::AnyRow) -> Result<TenantRow, Error> {
+    let id: String = row.try_get(0).map_err(catalog_err)?;
+    let tier: String = row.try_get(2).map_err(catalog_err)?;
+    let pin: Option<String> = row.try_get(3).map_err(catalog_err)?;
+    let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
+    Ok(TenantRow {
+        name: row.try_get(1).map_err(catalog_err)?,
+        tier: Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} tier {tier:?}")))?,
+        pinned_shard: pin.map(|s| ShardId::parse(&s)).transpose().map_err(|e| corrupt(e.to_string()))?,
+        created_at_ms: row.try_get(4).map_err(catalog_err)?,
+        updated_at_ms: row.try_get(5).map_err(catalog_err)?,
+        id,
+    })
+}

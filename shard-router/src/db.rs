@@ -1,0 +1,220 @@
+//! Database connections for the catalog and the shards: one engine-neutral pool type (sqlx `Any`)
+//! so the same SQL runs on SQLite (the embedded default) and PostgreSQL.
+//!
+//! The SQL in this crate sticks to what both engines accept: `$n` placeholders in order,
+//! `INSERT ... ON CONFLICT`, `RETURNING`, integers for booleans and times (milliseconds since the
+//! Unix epoch). Keys are compared in byte order on both engines (`COLLATE "C"` on PostgreSQL).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::migrate::Migrator;
+use sqlx::{AnyPool, ConnectOptions};
+
+use crate::Error;
+
+/// Which database engine a URL points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// `sqlite://path`
+    Sqlite,
+    /// `postgres://...` or `postgresql://...`
+    Postgres,
+}
+
+impl Engine {
+    /// The engine named by a database URL's scheme.
+    pub fn of_url(url: &str) -> Result<Self, Error> {
+        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or_default();
+        match scheme {
+            "sqlite" => Ok(Engine::Sqlite),
+            "postgres" | "postgresql" => Ok(Engine::Postgres),
+            _ => Err(Error::InvalidDatabaseUrl(
+                "the URL must start with postgres://, postgresql:// or sqlite://".to_owned(),
+            )),
+        }
+    }
+
+    /// Parses an engine name as stored in the catalog.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "sqlite" => Some(Engine::Sqlite),
+            "postgres" => Some(Engine::Postgres),
+            _ => None,
+        }
+    }
+
+    /// The engine's name as shown by the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Sqlite => "sqlite",
+            Engine::Postgres => "postgres",
+        }
+    }
+}
+
+/// Connection pool settings, one pool per database (a bulkhead: a slow shard drains only its own
+/// pool).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolConfig {
+    /// Most connections per database. Default 16 (PostgreSQL) — SQLite pools use 4.
+    pub max_connections: u32,
+    /// How long a request waits for a connection before failing with 503. Default 5 s.
+    #[serde(with = "humantime_serde")]
+    pub acquire_timeout: Duration,
+    /// Timeout of the readiness probe per database. Default 2 s.
+    #[serde(with = "humantime_serde")]
+    pub probe_timeout: Duration,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(5),
+            probe_timeout: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A pool to one database, with the engine it speaks.
+#[derive(Debug, Clone)]
+pub struct Database {
+    /// The pool.
+    pub pool: AnyPool,
+    /// Its engine.
+    pub engine: Engine,
+}
+
+static CATALOG_SQLITE: Migrator = sqlx::migrate!("../migrations/catalog/sqlite");
+static CATALOG_POSTGRES: Migrator = sqlx::migrate!("../migrations/catalog/postgres");
+static SHARD_SQLITE: Migrator = sqlx::migrate!("../migrations/shard/sqlite");
+static SHARD_POSTGRES: Migrator = sqlx::migrate!("../migrations/shard/postgres");
+
+/// Which schema a database carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// Shards, tenants, pins, vshards, epoch.
+    Catalog,
+    /// Records (and later blobs and index entries).
+    Shard,
+}
+
+impl Database {
+    /// Opens a pool (lazily: the first query connects). SQLite files are created if missing and
+    /// run in WAL mode with a busy timeout.
+    pub fn open(url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
+        sqlx::any::install_default_drivers();
+        let raw = url.expose_secret();
+        let engine = Engine::of_url(raw)?;
+        let raw = match engine {
+            Engine::Sqlite if !raw.contains('?') => format!("{raw}?mode=rwc"),
+            _ => raw.to_owned(),
+        };
+        let options = AnyConnectOptions::from_str(&raw)
+            .map_err(|e| Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url)))?
+            .disable_statement_logging();
+        let max = match engine {
+            Engine::Sqlite => config.max_connections.min(4),
+            Engine::Postgres => config.max_connections,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max)
+            .min_connections(0)
+            .acquire_timeout(config.acquire_timeout)
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if engine == Engine::Sqlite {
+                        use sqlx::Executor;
+                        conn.execute("PRAGMA journal_mode = WAL").await?;
+                        conn.execute("PRAGMA synchronous = NORMAL").await?;
+                        conn.execute("PRAGMA busy_timeout = 10000").await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect_lazy_with(options);
+        Ok(Self { pool, engine })
+    }
+
+    /// Applies the migrations of `schema` for this engine.
+    pub async fn migrate(&self, schema: Schema) -> Result<(), Error> {
+        let migrator = match (schema, self.engine) {
+            (Schema::Catalog, Engine::Sqlite) => &CATALOG_SQLITE,
+            (Schema::Catalog, Engine::Postgres) => &CATALOG_POSTGRES,
+            (Schema::Shard, Engine::Sqlite) => &SHARD_SQLITE,
+            (Schema::Shard, Engine::Postgres) => &SHARD_POSTGRES,
+        };
+        migrator.run(&self.pool).await.map_err(|e| Error::Migration(e.to_string()))
+    }
+
+    /// `SELECT 1` within `timeout`: the readiness probe.
+    pub async fn ping(&self, timeout: Duration) -> Result<(), Error> {
+        match tokio::time::timeout(timeout, sqlx::query("SELECT 1").execute(&self.pool)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(Error::from(e)),
+            Err(_) => Err(Error::Timeout),
+        }
+    }
+}
+
+/// Removes the URL (which may hold a password) from a driver error message.
+fn redact_error(message: &str, url: &SecretString) -> String {
+    message.replace(url.expose_secret(), "<database url>")
+}
+
+/// Serde support for `Duration` fields written as `"5s"`, `"250ms"`, `"1h"`.
+pub mod humantime_serde {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Parses `"5s"`-style durations.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        parse_duration(&raw).map_err(serde::de::Error::custom)
+    }
+
+    /// Writes durations as whole milliseconds, `"250ms"`.
+    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&format!("{}ms", value.as_millis()))
+    }
+
+    /// Parses `<number><unit>` with unit `ms`, `s`, `m`, `h` or `d`.
+    pub fn parse_duration(raw: &str) -> Result<Duration, String> {
+        let raw = raw.trim();
+        let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
+        let (number, unit) = raw.split_at(split);
+        let number: u64 = number.parse().map_err(|_| format!("invalid duration {raw:?}: expected e.g. 5s, 250ms, 1h"))?;
+        let millis = match unit.trim() {
+            "ms" => Some(number),
+            "s" | "" => number.checked_mul(1_000),
+            "m" => number.checked_mul(60_000),
+            "h" => number.checked_mul(3_600_000),
+            "d" => number.checked_mul(86_400_000),
+            other => return Err(format!("invalid duration unit {other:?} in {raw:?}: use ms, s, m, h or d")),
+        };
+        millis.map(Duration::from_millis).ok_or_else(|| format!("duration {raw:?} is too large"))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn parses_units() {
+            assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+            assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
+            assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+            assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+            assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+            assert!(parse_duration("h").is_err());
+            assert!(parse_duration("5 weeks").is_err());
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Validated identifiers. Each type can only be built through `parse`, so a value that exists is
+//! valid and nothing downstream re-checks it.
+//!
+//! | type | rule |
+//! | --- | --- |
+//! | [`TenantId`] | `[a-z0-9][a-z0-9-]{0,62}` (1–63 characters) |
+//! | [`ShardId`] | `[a-z0-9][a-z0-9-]{0,62}` (1–63 characters) |
+//! | [`CollectionName`] | `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}` (1–64 characters) |
+//! | [`RecordKey`] | 1–512 bytes of UTF-8 without control characters (U+0000–U+001F, U+007F–U+009F) or Unicode noncharacters |
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Why an identifier was rejected. The message names the rule so a client can fix its input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind}: {reason}")]
+pub struct InvalidId {
+    /// Which identifier: `tenant id`, `shard id`, `collection name`, `record key`.
+    pub kind: &'static str,
+    /// What rule the value broke.
+    pub reason: String,
+}
+
+fn slug(kind: &'static str, value: &str) -> Result<(), InvalidId> {
+    let bad = |reason: &str| InvalidId { kind, reason: reason.to_owned() };
+    let bytes = value.as_bytes();
+    if bytes.is_empty() {
+        return Err(bad("must not be empty"));
+    }
+    if bytes.len() > 63 {
+        return Err(bad("must be at most 63 characters"));
+    }
+    if !matches!(bytes[0], b'a'..=b'z' | b'0'..=b'9') {
+        return Err(bad("must start with a lowercase letter or a digit"));
+    }
+    if !bytes.iter().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-')) {
+        return Err(bad("may contain only lowercase letters, digits and '-'"));
+    }
+    Ok(())
+}
+
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(Box<str>);
+
+        impl $name {
+            /// Parses and validates `value`.
+            pub fn parse(value: &str) -> Result<Self, InvalidId> {
+                let check: fn(&str) -> Result<(), InvalidId> = $check;
+                check(value)?;
+                Ok(Self(value.into()))
+            }
+
+            /// The identifier as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&*self.0, f)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let raw = String::deserialize(deserializer)?;
+                Self::parse(&raw).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+string_id!(
+    /// A tenant: `[a-z0-9][a-z0-9-]{0,62}`.
+    TenantId,
+    |v| slug("tenant id", v)
+);
+
+string_id!(
+    /// A physical shard: `[a-z0-9][a-z0-9-]{0,62}`.
+    ShardId,
+    |v| slug("shard id", v)
+);
+
+string_id!(
+    /// A collection of one tenant: `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}`.
+    CollectionName,
+    check_collection
+);
+
+string_id!(
+    /// A record key: 1–512 bytes of UTF-8 without control characters or noncharacters.
+    /// Keys are compared and listed in byte order (the order of Unicode code points).
+    RecordKey,
+    check_record_key
+);
+
+fn check_collection(value: &str) -> Result<(), InvalidId> {
+    let bad = |reason: &str| InvalidId { kind: "collection name", reason: reason.to_owned() };
+    let bytes = value.as_bytes();
+    if bytes.is_empty() {
+        return Err(bad("must not be empty"));
+    }
+    if bytes.len() > 64 {
+        return Err(bad("must be at most 64 characters"));
+    }
+    if !bytes[0].is_ascii_alphanumeric() {
+        return Err(bad("must start with a letter or a digit"));
+    }
+    if !bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')) {
+        return Err(bad("may contain only letters, digits, '_', '.' and '-'"));
+    }
+    Ok(())
+}
+
+/// The longest record key, in bytes.
+pub const MAX_RECORD_KEY_BYTES: usize = 512;
+
+fn check_record_key(value: &str) -> Result<(), InvalidId> {
+    check_key_text("record key", value)
+}
+
+/// Whether `c` is allowed inside record keys (and key bounds such as prefixes).
+pub fn is_key_char(c: char) -> bool {
+    let cp = u32::from(c);
+    !(c.is_control() || (0xFDD0..=0xFDEF).contains(&cp) || (cp & 0xFFFE) == 0xFFFE)
+}
+
+/// Validates a key or a key bound (prefix, start, end): the record key rules, but `kind` names
+/// what was given.
+pub fn check_key_text(kind: &'static str, value: &str) -> Result<(), InvalidId> {
+    let bad = |reason: &str| InvalidId { kind, reason: reason.to_owned() };
+    if value.is_empty() {
+        return Err(bad("must not be empty"));
+    }
+    if value.len() > MAX_RECORD_KEY_BYTES {
+        return Err(bad("must be at most 512 bytes of UTF-8"));
+    }
+    if !value.chars().all(is_key_char) {
+        return Err(bad("must not contain control characters or Unicode noncharacters"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_ids_follow_the_slug_rule() {
+        assert!(TenantId::parse("acme").is_ok());
+        assert!(TenantId::parse("a").is_ok());
+        assert!(TenantId::parse("0-team-9").is_ok());
+        assert!(TenantId::parse(&"a".repeat(63)).is_ok());
+        for bad in ["", "-acme", "Acme", "ac_me", "acme!", "ac me", "é"] {
+            assert!(TenantId::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        assert!(TenantId::parse(&"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn collection_names_allow_mixed_case_and_dots() {
+        assert!(CollectionName::parse("Orders.v2_eu-1").is_ok());
+        assert!(CollectionName::parse(".hidden").is_err());
+        assert!(CollectionName::parse("a/b").is_err());
+        assert!(CollectionName::parse(&"c".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn record_keys_allow_unicode_and_slashes_but_not_controls() {
+        assert!(RecordKey::parse("user/42 ünïcode ✓").is_ok());
+        assert!(RecordKey::parse(&"k".repeat(512)).is_ok());
+        assert!(RecordKey::parse(&"k".repeat(513)).is_err());
+        assert!(RecordKey::parse("").is_err());
+        assert!(RecordKey::parse("a\nb").is_err());
+        assert!(RecordKey::parse("a\u{0}b").is_err());
+        assert!(RecordKey::parse("a\u{10FFFF}").is_err());
+        assert!(RecordKey::parse("a\u{FDD0}").is_err());
+    }
+
+    #[test]
+    fn errors_name_the_identifier() {
+        let err = TenantId::parse("Bad").unwrap_err();
+        assert_eq!(err.kind, "tenant id");
+        assert!(err.to_string().starts_with("invalid tenant id"));
+    }
+}

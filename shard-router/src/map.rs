@@ -1,0 +1,321 @@
+//! The shard map: the in-memory copy of the catalog's routing state (vshard table, tenant
+//! directory with pins, shard states) and the routing decision made from it.
+//!
+//! Routing a tenant's data is one hash-map look-up (does the tenant exist, is it pinned?) and, for
+//! unpinned tenants, one hash and one array index. [`ShardMap::route_tenant`] returns a [`Route`]
+//! that says which strategy decided and why, so `/v1/admin/route` can print it.
+
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
+use serde::{Deserialize, Serialize};
+
+use crate::hash::tenant_vshard;
+use crate::ids::{ShardId, TenantId};
+
+/// Service tier of a tenant: drives limits and placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Small limits, shared shards.
+    Free,
+    /// The default tier.
+    #[default]
+    Standard,
+    /// Large limits; usually pinned to a dedicated shard.
+    Premium,
+}
+
+impl Tier {
+    /// The name stored in the catalog and shown by the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Free => "free",
+            Tier::Standard => "standard",
+            Tier::Premium => "premium",
+        }
+    }
+
+    /// Parses a catalog value.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "free" => Some(Tier::Free),
+            "standard" => Some(Tier::Standard),
+            "premium" => Some(Tier::Premium),
+            _ => None,
+        }
+    }
+}
+
+/// Operational state of a shard, enforced on every request that routes to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardState {
+    /// Serves reads and writes.
+    Active,
+    /// Serves reads; writes get 503 `shard_read_only`.
+    ReadOnly,
+    /// Serves nothing; every request gets 503 `shard_offline`.
+    Offline,
+}
+
+impl ShardState {
+    /// The name stored in the catalog and shown by the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardState::Active => "active",
+            ShardState::ReadOnly => "read_only",
+            ShardState::Offline => "offline",
+        }
+    }
+
+    /// Parses a catalog value.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "active" => Some(ShardState::Active),
+            "read_only" => Some(ShardState::ReadOnly),
+            "offline" => Some(ShardState::Offline),
+            _ => None,
+        }
+    }
+}
+
+/// How a collection's records are spread. Only `Tenant` exists so far; `Hash` and `Range` come
+/// with hash- and range-distributed collections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Distribution {
+    /// The whole collection lives on the tenant's home shard.
+    Tenant,
+}
+
+/// Which strategy picked the shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// The tenant is pinned to a shard (`tenant_pins`).
+    Lookup,
+    /// `vshard_table[h(tenant) mod V]`.
+    Hash,
+}
+
+/// Index of a shard inside one [`MapSnapshot`]'s shard list; small so the tenant directory stays
+/// compact.
+pub type ShardIndex = u16;
+
+/// A routing decision, printable as-is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Which strategy decided.
+    pub strategy: Strategy,
+    /// The vshard the tenant hashes to (the one its rows are tagged with, pinned or not).
+    pub vshard: u32,
+    /// The physical shard.
+    pub shard: ShardId,
+    /// The shard's state at the time of the decision.
+    pub shard_state: ShardState,
+    /// The map epoch the decision was made on.
+    pub epoch: u64,
+}
+
+/// One tenant as the router sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TenantEntry {
+    /// The shard the tenant is pinned to, if any.
+    pub pin: Option<ShardIndex>,
+    /// The tenant's tier.
+    pub tier: Tier,
+}
+
+/// A registered shard as the router sees it (no URL: the router never needs it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardEntry {
+    /// The shard's id.
+    pub id: ShardId,
+    /// Its state.
+    pub state: ShardState,
+}
+
+/// Why a routing decision could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    /// The tenant is not in the directory.
+    #[error("tenant not found")]
+    UnknownTenant,
+    /// The vshard table is empty: no shard has been registered yet.
+    #[error("no shard owns vshard {0}: register a shard first")]
+    NoShards(u32),
+}
+
+/// The whole routing state at one epoch.
+#[derive(Debug, Clone)]
+pub struct MapSnapshot {
+    /// Increases on every change of shards, vshards, pins or tenants.
+    pub epoch: u64,
+    /// Registered shards; [`ShardIndex`] values point into this list.
+    pub shards: Vec<ShardEntry>,
+    /// `vshards[v]` is the shard owning vshard `v`; empty until a shard exists.
+    pub vshards: Vec<ShardIndex>,
+    /// Every tenant, pinned or not.
+    pub tenants: HashMap<TenantId, TenantEntry, RandomState>,
+    /// The number of vshards (fixed for the life of the catalog).
+    pub vshard_count: u32,
+}
+
+impl MapSnapshot {
+    /// An empty map with `vshard_count` vshards and no shards.
+    pub fn empty(vshard_count: u32) -> Self {
+        Self {
+            epoch: 0,
+            shards: Vec::new(),
+            vshards: Vec::new(),
+            tenants: HashMap::default(),
+            vshard_count,
+        }
+    }
+
+    /// Where `tenant`'s home data lives.
+    pub fn route_tenant(&self, tenant: &str) -> Result<Route, RouteError> {
+        let entry = self.tenants.get(tenant).ok_or(RouteError::UnknownTenant)?;
+        self.route_entry(tenant, entry)
+    }
+
+    /// Where a tenant with directory entry `entry` lives (also used to place new tenants).
+    pub fn route_entry(&self, tenant: &str, entry: &TenantEntry) -> Result<Route, RouteError> {
+        let vshard = tenant_vshard(tenant, self.vshard_count);
+        let (strategy, index) = match entry.pin {
+            Some(index) => (Strategy::Lookup, index),
+            None => {
+                let index = *self.vshards.get(vshard as usize).ok_or(RouteError::NoShards(vshard))?;
+                (Strategy::Hash, index)
+            }
+        };
+        let shard = &self.shards[usize::from(index)];
+        Ok(Route { strategy, vshard, shard: shard.id.clone(), shard_state: shard.state, epoch: self.epoch })
+    }
+
+    /// The index of shard `id`, if registered.
+    pub fn shard_index(&self, id: &str) -> Option<ShardIndex> {
+        self.shards.iter().position(|s| s.id.as_str() == id).and_then(|i| ShardIndex::try_from(i).ok())
+    }
+
+    /// The shard entry for `id`, if registered.
+    pub fn shard(&self, id: &str) -> Option<&ShardEntry> {
+        self.shards.iter().find(|s| s.id.as_str() == id)
+    }
+
+    /// How many vshards each shard owns, in shard-list order.
+    pub fn vshards_per_shard(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.shards.len()];
+        for &index in &self.vshards {
+            counts[usize::from(index)] += 1;
+        }
+        counts
+    }
+
+    /// How many tenants have their home on each shard, in shard-list order.
+    pub fn tenants_per_shard(&self) -> Vec<usize> {
+        let mut counts = vec![0; self.shards.len()];
+        for (tenant, entry) in &self.tenants {
+            if let Ok(route) = self.route_entry(tenant.as_str(), entry)
+                && let Some(index) = self.shard_index(route.shard.as_str())
+            {
+                counts[usize::from(index)] += 1;
+            }
+        }
+        counts
+    }
+
+    /// The vshard table as runs: `(first_vshard, last_vshard, shard_index)`.
+    pub fn vshard_runs(&self) -> Vec<(u32, u32, ShardIndex)> {
+        let mut runs: Vec<(u32, u32, ShardIndex)> = Vec::new();
+        for (v, &index) in self.vshards.iter().enumerate() {
+            let v = v as u32;
+            match runs.last_mut() {
+                Some(last) if last.2 == index && last.1 + 1 == v => last.1 = v,
+                _ => runs.push((v, v, index)),
+            }
+        }
+        runs
+    }
+}
+
+/// Spreads `vshard_count` vshards evenly over `shard_count` shards in contiguous runs: shard `i`
+/// owns vshards `[i*V/n, (i+1)*V/n)`.
+pub fn spread_vshards(vshard_count: u32, shard_count: usize) -> Vec<ShardIndex> {
+    assert!(shard_count > 0, "at least one shard");
+    let n = shard_count as u64;
+    (0..u64::from(vshard_count))
+        .map(|v| (v * n / u64::from(vshard_count)) as ShardIndex)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map_with(shards: usize, tenants: &[(&str, Option<ShardIndex>)]) -> MapSnapshot {
+        let mut map = MapSnapshot::empty(1024);
+        map.epoch = 7;
+        map.shards = (0..shards)
+            .map(|i| ShardEntry { id: ShardId::parse(&format!("shard-{i}")).unwrap(), state: ShardState::Active })
+            .collect();
+        map.vshards = spread_vshards(1024, shards);
+        for (t, pin) in tenants {
+            map.tenants.insert(TenantId::parse(t).unwrap(), TenantEntry { pin: *pin, tier: Tier::Standard });
+        }
+        map
+    }
+
+    #[test]
+    fn spread_is_even_and_contiguous() {
+        let table = spread_vshards(1024, 4);
+        assert_eq!(table.len(), 1024);
+        for shard in 0..4u16 {
+            assert_eq!(table.iter().filter(|&&s| s == shard).count(), 256);
+        }
+        assert!(table.windows(2).all(|w| w[0] <= w[1]));
+        let three = spread_vshards(1024, 3);
+        let counts: Vec<usize> = (0..3u16).map(|s| three.iter().filter(|&&x| x == s).count()).collect();
+        assert!(counts.iter().all(|&c| c == 341 || c == 342), "{counts:?}");
+    }
+
+    #[test]
+    fn pins_override_the_hash() {
+        let map = map_with(4, &[("acme", None), ("globex", Some(2))]);
+        let hashed = map.route_tenant("acme").unwrap();
+        assert_eq!(hashed.strategy, Strategy::Hash);
+        assert_eq!(hashed.vshard, tenant_vshard("acme", 1024));
+        assert_eq!(usize::from(map.vshards[hashed.vshard as usize]), map.shard_index(hashed.shard.as_str()).unwrap() as usize);
+        let pinned = map.route_tenant("globex").unwrap();
+        assert_eq!(pinned.strategy, Strategy::Lookup);
+        assert_eq!(pinned.shard.as_str(), "shard-2");
+        assert_eq!(pinned.epoch, 7);
+        assert_eq!(map.route_tenant("nobody"), Err(RouteError::UnknownTenant));
+    }
+
+    #[test]
+    fn ten_thousand_tenants_spread_within_ten_percent() {
+        let names: Vec<String> = (0..10_000).map(|i| format!("tenant-{i}")).collect();
+        let entries: Vec<(&str, Option<ShardIndex>)> = names.iter().map(|n| (n.as_str(), None)).collect();
+        let map = map_with(4, &entries);
+        let counts = map.tenants_per_shard();
+        assert_eq!(counts.iter().sum::<usize>(), 10_000);
+        for count in counts {
+            assert!((2_250..=2_750).contains(&count), "a shard got {count} of 10,000 tenants");
+        }
+    }
+
+    #[test]
+    fn unsharded_map_reports_no_shards() {
+        let mut map = MapSnapshot::empty(1024);
+        map.tenants.insert(TenantId::parse("acme").unwrap(), TenantEntry { pin: None, tier: Tier::Free });
+        assert!(matches!(map.route_tenant("acme"), Err(RouteError::NoShards(_))));
+    }
+
+    #[test]
+    fn runs_compress_the_vshard_table() {
+        let map = map_with(4, &[]);
+        assert_eq!(map.vshard_runs(), vec![(0, 255, 0), (256, 511, 1), (512, 767, 2), (768, 1023, 3)]);
+    }
+}

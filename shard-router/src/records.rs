@@ -1,0 +1,298 @@
+//! Records on a shard: read, conditional write, tombstoning delete, ordered listing.
+//!
+//! Writes are compare-and-swap on the record's version, one statement each, so they behave the
+//! same on SQLite and PostgreSQL without explicit transactions: read the current version, check
+//! the client's precondition against it, then write only if the version is still the one read
+//! (retrying from the read when another writer got there first). Deleted records stay as
+//! tombstones so that a key's version never goes backwards, even across delete and re-create.
+
+use serde_json::value::RawValue;
+use sqlx::Row;
+
+use crate::Error;
+use crate::db::Database;
+use crate::ids::{CollectionName, RecordKey, ShardId, TenantId};
+
+/// How many times a write re-reads after losing a race before giving up with
+/// [`Error::WriteContention`].
+const MAX_WRITE_ATTEMPTS: usize = 32;
+
+/// A record as stored.
+#[derive(Debug, Clone)]
+pub struct StoredRecord {
+    /// Its key.
+    pub key: String,
+    /// Its version: 1 on first create, +1 on every write and delete.
+    pub version: i64,
+    /// Last write (ms since the Unix epoch).
+    pub updated_at_ms: i64,
+    /// The JSON value, as the client sent it.
+    pub value: Box<RawValue>,
+}
+
+/// A client's precondition on a write or delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// No precondition.
+    Always,
+    /// `If-Match: *`: the record must exist.
+    Exists,
+    /// `If-Match: "v1", "v2"`: the record must exist with one of these versions.
+    VersionIn(Vec<i64>),
+    /// `If-None-Match: *`: the record must not exist.
+    Absent,
+}
+
+impl WriteCondition {
+    fn allows(&self, live_version: Option<i64>) -> bool {
+        match (self, live_version) {
+            (WriteCondition::Always, _) => true,
+            (WriteCondition::Exists, live) => live.is_some(),
+            (WriteCondition::VersionIn(versions), Some(v)) => versions.contains(&v),
+            (WriteCondition::VersionIn(_), None) => false,
+            (WriteCondition::Absent, live) => live.is_none(),
+        }
+    }
+}
+
+/// The result of a put.
+#[derive(Debug, Clone)]
+pub struct PutOutcome {
+    /// Whether the record did not exist before (201 rather than 200).
+    pub created: bool,
+    /// The record as written.
+    pub record: StoredRecord,
+}
+
+/// Bounds of a listing. All bounds are on keys in byte order.
+#[derive(Debug, Clone, Default)]
+pub struct ListBounds {
+    /// Only keys starting with this.
+    pub prefix: Option<String>,
+    /// Only keys `>=` this.
+    pub start: Option<String>,
+    /// Only keys `<` this.
+    pub end: Option<String>,
+    /// Only keys `>` this (the cursor).
+    pub after: Option<String>,
+}
+
+/// Identifies one record.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordAddress<'a> {
+    /// Tenant.
+    pub tenant: &'a TenantId,
+    /// Collection.
+    pub collection: &'a CollectionName,
+    /// Key.
+    pub key: &'a RecordKey,
+}
+
+/// Record operations on one shard database.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordStore<'a> {
+    db: &'a Database,
+    shard: &'a ShardId,
+}
+
+impl<'a> RecordStore<'a> {
+    /// Record operations on `db`, which is shard `shard` (named in errors).
+    pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
+        Self { db, shard }
+    }
+
+    fn err(&self, source: sqlx::Error) -> Error {
+        Error::Database { target: format!("shard {}", self.shard), source }
+    }
+
+    /// The live record at `addr`, if any.
+    pub async fn get(&self, addr: RecordAddress<'_>) -> Result<Option<StoredRecord>, Error> {
+        let row = sqlx::query(
+            "SELECT key, version, updated_at, value FROM records \
+             WHERE tenant = $1 AND collection = $2 AND key = $3 AND deleted = 0",
+        )
+        .bind(addr.tenant.as_str())
+        .bind(addr.collection.as_str())
+        .bind(addr.key.as_str())
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        row.map(|r| self.record(&r)).transpose()
+    }
+
+    fn record(&self, row: &sqlx::any::AnyRow) -> Result<StoredRecord, Error> {
+        let value: String = row.try_get(3).map_err(|e| self.err(e))?;
+        Ok(StoredRecord {
+            key: row.try_get(0).map_err(|e| self.err(e))?,
+            version: row.try_get(1).map_err(|e| self.err(e))?,
+            updated_at_ms: row.try_get(2).map_err(|e| self.err(e))?,
+            value: RawValue::from_string(value).map_err(|e| Error::Corrupt(format!("record value on shard {}: {e}", self.shard)))?,
+        })
+    }
+
+    /// The current version of `addr` and whether it is a tombstone.
+    async fn current(&self, addr: RecordAddress<'_>) -> Result<Option<(i64, bool)>, Error> {
+        let row = sqlx::query("SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3")
+            .bind(addr.tenant.as_str())
+            .bind(addr.collection.as_str())
+            .bind(addr.key.as_str())
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        row.map(|r| -> Result<(i64, bool), Error> {
+            let version: i64 = r.try_get(0).map_err(|e| self.err(e))?;
+            let deleted: i64 = r.try_get(1).map_err(|e| self.err(e))?;
+            Ok((version, deleted != 0))
+        })
+        .transpose()
+    }
+
+    /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.
+    pub async fn put(
+        &self,
+        addr: RecordAddress<'_>,
+        vshard: u32,
+        value: &RawValue,
+        condition: &WriteCondition,
+        now_ms: i64,
+    ) -> Result<PutOutcome, Error> {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let current = self.current(addr).await?;
+            let live = current.and_then(|(v, deleted)| (!deleted).then_some(v));
+            if !condition.allows(live) {
+                return Err(Error::PreconditionFailed);
+            }
+            let written = match current {
+                None => sqlx::query_scalar::<_, i64>(
+                    "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value) \
+                     VALUES ($1, $2, $3, $4, 1, $5, 0, $6) ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version",
+                )
+                .bind(addr.tenant.as_str())
+                .bind(addr.collection.as_str())
+                .bind(addr.key.as_str())
+                .bind(i64::from(vshard))
+                .bind(now_ms)
+                .bind(value.get())
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(|e| self.err(e))?,
+                Some((version, _)) => sqlx::query_scalar::<_, i64>(
+                    "UPDATE records SET version = $1, updated_at = $2, deleted = 0, value = $3, vshard = $4 \
+                     WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 RETURNING version",
+                )
+                .bind(version + 1)
+                .bind(now_ms)
+                .bind(value.get())
+                .bind(i64::from(vshard))
+                .bind(addr.tenant.as_str())
+                .bind(addr.collection.as_str())
+                .bind(addr.key.as_str())
+                .bind(version)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(|e| self.err(e))?,
+            };
+            if let Some(version) = written {
+                return Ok(PutOutcome {
+                    created: live.is_none(),
+                    record: StoredRecord {
+                        key: addr.key.as_str().to_owned(),
+                        version,
+                        updated_at_ms: now_ms,
+                        value: value.to_owned(),
+                    },
+                });
+            }
+        }
+        Err(Error::WriteContention)
+    }
+
+    /// Deletes the record at `addr` if it exists and `condition` holds; returns the tombstone's
+    /// version.
+    pub async fn delete(&self, addr: RecordAddress<'_>, condition: &WriteCondition, now_ms: i64) -> Result<i64, Error> {
+        for _ in 0..MAX_WRITE_ATTEMPTS {
+            let Some((version, false)) = self.current(addr).await? else {
+                return Err(Error::RecordNotFound);
+            };
+            if !condition.allows(Some(version)) {
+                return Err(Error::PreconditionFailed);
+            }
+            let written = sqlx::query_scalar::<_, i64>(
+                "UPDATE records SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
+                 WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 RETURNING version",
+            )
+            .bind(version + 1)
+            .bind(now_ms)
+            .bind(addr.tenant.as_str())
+            .bind(addr.collection.as_str())
+            .bind(addr.key.as_str())
+            .bind(version)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+            if let Some(version) = written {
+                return Ok(version);
+            }
+        }
+        Err(Error::WriteContention)
+    }
+
+    /// Live records of a collection within `bounds`, ordered by key, at most `limit`.
+    pub async fn list(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+    ) -> Result<Vec<StoredRecord>, Error> {
+        let mut sql = String::from(
+            "SELECT key, version, updated_at, value FROM records WHERE tenant = $1 AND collection = $2 AND deleted = 0",
+        );
+        let mut binds: Vec<String> = Vec::new();
+        let mut push = |sql: &mut String, op: &str, value: String| {
+            binds.push(value);
+            sql.push_str(&format!(" AND key {op} ${}", binds.len() + 2));
+        };
+        if let Some(prefix) = &bounds.prefix {
+            push(&mut sql, ">=", prefix.clone());
+            // No valid key contains U+10FFFF (a noncharacter), so every key with this prefix sorts
+            // below prefix + U+10FFFF.
+            push(&mut sql, "<", format!("{prefix}\u{10FFFF}"));
+        }
+        if let Some(start) = &bounds.start {
+            push(&mut sql, ">=", start.clone());
+        }
+        if let Some(end) = &bounds.end {
+            push(&mut sql, "<", end.clone());
+        }
+        if let Some(after) = &bounds.after {
+            push(&mut sql, ">", after.clone());
+        }
+        sql.push_str(&format!(" ORDER BY key LIMIT ${}", binds.len() + 3));
+        let mut query = sqlx::query(&sql).bind(tenant.as_str()).bind(collection.as_str());
+        for value in binds {
+            query = query.bind(value);
+        }
+        let rows = query.bind(i64::from(limit)).fetch_all(&self.db.pool).await.map_err(|e| self.err(e))?;
+        rows.iter().map(|r| self.record(r)).collect()
+    }
+
+    /// Live records on this shard (all tenants).
+    pub async fn count_live(&self) -> Result<u64, Error> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE deleted = 0")
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(count as u64)
+    }
+
+    /// Removes every record (and tombstone) of `tenant` on this shard.
+    pub async fn purge_tenant(&self, tenant: &TenantId) -> Result<u64, Error> {
+        let done = sqlx::query("DELETE FROM records WHERE tenant = $1")
+            .bind(tenant.as_str())
+            .execute(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected())
+    }
+}

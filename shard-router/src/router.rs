@@ -1,0 +1,383 @@
+//! [`ShardRouter`]: the catalog, the in-memory shard map and the shard pools behind one type.
+//! Data-plane calls route and hand out the pool of the right shard; admin calls change the
+//! catalog first and then the in-memory map, one change at a time.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use secrecy::{ExposeSecret, SecretString};
+use serde::Deserialize;
+
+use crate::catalog::{Catalog, ShardRow, TenantRow};
+use crate::db::{Database, Engine, PoolConfig, Schema};
+use crate::ids::{ShardId, TenantId};
+use crate::map::{MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, Tier, spread_vshards};
+use crate::records::RecordStore;
+use crate::{Error, now_ms};
+
+/// How long registering a shard may take to connect and migrate it.
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The `[storage]` configuration section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// Catalog database URL (`postgres://...` or `sqlite://...`). Default: unset, which means the
+    /// embedded default: a SQLite catalog at `<data_dir>/catalog.db`.
+    pub catalog_url: Option<SecretString>,
+    /// Shards registered at start-up if the catalog does not have them yet. On a new catalog the
+    /// vshards are spread evenly over them. Default: none (and, on the embedded default,
+    /// `embedded_shards` SQLite shards in `<data_dir>/shards/`).
+    pub shards: Vec<ShardSeed>,
+    /// How many SQLite shards the embedded default creates on first start. Default 4.
+    pub embedded_shards: u16,
+    /// Connection pools, per database.
+    pub pool: PoolConfig,
+    /// Apply catalog and shard migrations when the server starts. Default true.
+    pub migrate_on_start: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self { catalog_url: None, shards: Vec::new(), embedded_shards: 4, pool: PoolConfig::default(), migrate_on_start: true }
+    }
+}
+
+/// A shard named in configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardSeed {
+    /// Its id.
+    pub id: ShardId,
+    /// Its URL (kept secret).
+    pub url: SecretString,
+}
+
+/// What a request wants to do on a shard; decides which shard states let it through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads work on `active` and `read_only` shards.
+    Read,
+    /// Writes work on `active` shards only.
+    Write,
+}
+
+/// A registered shard with its statistics.
+#[derive(Debug, Clone)]
+pub struct ShardStats {
+    /// The catalog row.
+    pub shard: ShardRow,
+    /// vshards it owns.
+    pub vshards: u64,
+    /// Tenants whose home it is (pinned or hashed).
+    pub tenants: u64,
+    /// Tenants pinned to it.
+    pub pinned_tenants: u64,
+    /// Live records on it; `None` when it cannot be counted (offline or unreachable).
+    pub records: Option<u64>,
+}
+
+/// Catalog, shard map and shard pools.
+#[derive(Debug)]
+pub struct ShardRouter {
+    catalog: Catalog,
+    map: RwLock<MapSnapshot>,
+    pools: RwLock<HashMap<ShardId, Database>>,
+    pool_config: PoolConfig,
+    /// Serialises admin changes so the in-memory map follows the catalog's epoch order.
+    admin: tokio::sync::Mutex<()>,
+}
+
+impl ShardRouter {
+    /// Opens the catalog (migrating it if configured), registers configured shards the catalog
+    /// does not know yet, opens a pool per shard and loads the map.
+    pub async fn open(config: &StorageConfig, data_dir: &Path) -> Result<Self, Error> {
+        let embedded = config.catalog_url.is_none();
+        let catalog_url = match &config.catalog_url {
+            Some(url) => url.clone(),
+            None => {
+                std::fs::create_dir_all(data_dir)
+                    .map_err(|e| Error::InvalidDatabaseUrl(format!("cannot create data dir {}: {e}", data_dir.display())))?;
+                sqlite_url(&data_dir.join("catalog.db"))
+            }
+        };
+        let catalog_db = Database::open(&catalog_url, &config.pool)?;
+        if config.migrate_on_start {
+            catalog_db.migrate(Schema::Catalog).await?;
+        }
+        let catalog = Catalog::new(catalog_db);
+
+        let registered = catalog.list_shards().await?;
+        let mut seeds = config.shards.clone();
+        if seeds.is_empty() && embedded && registered.is_empty() {
+            let dir = data_dir.join("shards");
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| Error::InvalidDatabaseUrl(format!("cannot create {}: {e}", dir.display())))?;
+            for i in 0..config.embedded_shards {
+                let id = ShardId::parse(&format!("shard-{i}")).map_err(|e| Error::Corrupt(e.to_string()))?;
+                seeds.push(ShardSeed { id, url: sqlite_url(&dir.join(format!("shard-{i}.db"))) });
+            }
+        }
+        let now = now_ms();
+        let mut new_rows = Vec::new();
+        for seed in &seeds {
+            if registered.iter().any(|r| r.id == seed.id) {
+                continue;
+            }
+            let db = connect_shard(&seed.id, &seed.url, &config.pool).await?;
+            drop(db);
+            new_rows.push(ShardRow {
+                id: seed.id.clone(),
+                url: seed.url.clone(),
+                engine: Engine::of_url(seed.url.expose_secret())?,
+                state: ShardState::Active,
+                created_at_ms: now,
+                updated_at_ms: now,
+            });
+        }
+        if !new_rows.is_empty() {
+            let owners: Vec<ShardId> = spread_vshards(crate::hash::DEFAULT_VSHARD_COUNT, seeds.len())
+                .into_iter()
+                .map(|i| seeds[usize::from(i)].id.clone())
+                .collect();
+            catalog.bootstrap_shards(&new_rows, &owners).await?;
+        }
+
+        let mut pools = HashMap::new();
+        for shard in catalog.list_shards().await? {
+            let db = Database::open(&shard.url, &config.pool)?;
+            if config.migrate_on_start
+                && shard.state != ShardState::Offline
+                && let Err(e) = db.migrate(Schema::Shard).await
+            {
+                tracing::warn!(shard = %shard.id, error = %e, "shard migration failed at start-up; the shard will report unready");
+            }
+            pools.insert(shard.id, db);
+        }
+        let map = catalog.load_map().await?;
+        tracing::info!(epoch = map.epoch, shards = map.shards.len(), tenants = map.tenants.len(), "shard map loaded");
+        Ok(Self {
+            catalog,
+            map: RwLock::new(map),
+            pools: RwLock::new(pools),
+            pool_config: config.pool.clone(),
+            admin: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Applies catalog and shard migrations to every configured and registered database, then
+    /// closes. Used by `shardgate migrate`.
+    pub async fn migrate_all(config: &StorageConfig, data_dir: &Path) -> Result<Vec<String>, Error> {
+        let mut config = config.clone();
+        config.migrate_on_start = true;
+        let router = Self::open(&config, data_dir).await?;
+        let mut migrated = vec!["catalog".to_owned()];
+        for (id, db) in router.pools.read().clone() {
+            db.migrate(Schema::Shard).await.map_err(|e| Error::ShardUnreachable { shard: id.clone(), reason: e.to_string() })?;
+            migrated.push(format!("shard {id}"));
+        }
+        Ok(migrated)
+    }
+
+    /// The catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// Reads the map under its lock.
+    pub fn with_map<T>(&self, f: impl FnOnce(&MapSnapshot) -> T) -> T {
+        f(&self.map.read())
+    }
+
+    /// Routes `tenant`'s home data.
+    pub fn route_tenant(&self, tenant: &TenantId) -> Result<Route, Error> {
+        self.map.read().route_tenant(tenant.as_str()).map_err(route_error)
+    }
+
+    /// Routes `tenant` and returns the shard's record store inputs if the shard's state allows
+    /// `access`.
+    pub fn resolve(&self, tenant: &TenantId, access: Access) -> Result<(Route, Database), Error> {
+        let route = self.route_tenant(tenant)?;
+        match (route.shard_state, access) {
+            (ShardState::Offline, _) => return Err(Error::ShardOffline(route.shard)),
+            (ShardState::ReadOnly, Access::Write) => return Err(Error::ShardReadOnly(route.shard)),
+            _ => {}
+        }
+        let db = self.shard_db(&route.shard)?;
+        Ok((route, db))
+    }
+
+    /// The pool of shard `id`.
+    pub fn shard_db(&self, id: &ShardId) -> Result<Database, Error> {
+        self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))
+    }
+
+    /// Every shard pool with the shard's state, for readiness probes.
+    pub fn shard_dbs(&self) -> Vec<(ShardId, ShardState, Database)> {
+        let map = self.map.read();
+        let pools = self.pools.read();
+        map.shards
+            .iter()
+            .filter_map(|s| pools.get(&s.id).map(|db| (s.id.clone(), s.state, db.clone())))
+            .collect()
+    }
+
+    /// Registers a shard by URL: connects, migrates, then records it in the catalog. The first
+    /// shard of an empty catalog takes every vshard.
+    pub async fn register_shard(&self, id: ShardId, url: SecretString) -> Result<ShardRow, Error> {
+        let engine = Engine::of_url(url.expose_secret())?;
+        let _guard = self.admin.lock().await;
+        if self.map.read().shard(id.as_str()).is_some() {
+            return Err(Error::ShardExists(id));
+        }
+        let db = connect_shard(&id, &url, &self.pool_config).await?;
+        let now = now_ms();
+        let row = ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
+        let (epoch, took_vshards) = self.catalog.insert_shard(&row, true).await?;
+        self.pools.write().insert(id.clone(), db);
+        let mut map = self.map.write();
+        map.shards.push(ShardEntry { id, state: ShardState::Active });
+        if took_vshards {
+            let index = (map.shards.len() - 1) as u16;
+            map.vshards = vec![index; map.vshard_count as usize];
+        }
+        map.epoch = epoch;
+        Ok(row)
+    }
+
+    /// One shard with statistics.
+    pub async fn shard_stats(&self, id: &ShardId) -> Result<ShardStats, Error> {
+        let shard = self
+            .catalog
+            .list_shards()
+            .await?
+            .into_iter()
+            .find(|s| &s.id == id)
+            .ok_or_else(|| Error::ShardNotFound(id.clone()))?;
+        let (vshards, tenants, pinned) = self.with_map(|map| {
+            let index = map.shard_index(id.as_str());
+            let vshards = index.map_or(0, |i| map.vshards.iter().filter(|&&v| v == i).count());
+            let tenants = index.map_or(0, |i| map.tenants_per_shard()[usize::from(i)]);
+            let pinned = map.tenants.values().filter(|t| t.pin.is_some() && t.pin == index).count();
+            (vshards as u64, tenants as u64, pinned as u64)
+        });
+        let records = if shard.state == ShardState::Offline {
+            None
+        } else {
+            match self.shard_db(id) {
+                Ok(db) => match tokio::time::timeout(self.pool_config.probe_timeout, RecordStore::new(&db, id).count_live()).await {
+                    Ok(Ok(count)) => Some(count),
+                    Ok(Err(e)) => {
+                        tracing::warn!(shard = %id, error = %e, "could not count records");
+                        None
+                    }
+                    Err(_) => None,
+                },
+                Err(_) => None,
+            }
+        };
+        Ok(ShardStats { shard, vshards, tenants, pinned_tenants: pinned, records })
+    }
+
+    /// Changes a shard's state; requests see it at once.
+    pub async fn set_shard_state(&self, id: &ShardId, state: ShardState) -> Result<(), Error> {
+        let _guard = self.admin.lock().await;
+        let epoch = self.catalog.set_shard_state(id, state, now_ms()).await?;
+        let mut map = self.map.write();
+        if let Some(index) = map.shard_index(id.as_str()) {
+            map.shards[usize::from(index)].state = state;
+        }
+        map.epoch = epoch;
+        Ok(())
+    }
+
+    /// Unregisters a shard that owns no vshard and no pinned tenant, and closes its pool.
+    pub async fn remove_shard(&self, id: &ShardId) -> Result<(), Error> {
+        let _guard = self.admin.lock().await;
+        self.catalog.delete_shard(id).await?;
+        // Indexes shift when a shard leaves the list: reload rather than patch.
+        let map = self.catalog.load_map().await?;
+        *self.map.write() = map;
+        let db = self.pools.write().remove(id);
+        if let Some(db) = db {
+            db.pool.close().await;
+        }
+        Ok(())
+    }
+
+    /// Creates a tenant, optionally pinned to `pin`.
+    pub async fn create_tenant(&self, id: TenantId, name: String, tier: Tier, pin: Option<ShardId>) -> Result<TenantRow, Error> {
+        let _guard = self.admin.lock().await;
+        let entry = {
+            let map = self.map.read();
+            if map.tenants.contains_key(id.as_str()) {
+                return Err(Error::TenantExists(id));
+            }
+            let pin_index = match &pin {
+                Some(shard) => Some(map.shard_index(shard.as_str()).ok_or_else(|| Error::UnknownShard(shard.clone()))?),
+                None => None,
+            };
+            let entry = TenantEntry { pin: pin_index, tier };
+            map.route_entry(id.as_str(), &entry).map_err(route_error)?;
+            entry
+        };
+        let now = now_ms();
+        let row = TenantRow { id: id.clone(), name, tier, pinned_shard: pin, created_at_ms: now, updated_at_ms: now };
+        let epoch = self.catalog.insert_tenant(&row).await?;
+        let mut map = self.map.write();
+        map.tenants.insert(id, entry);
+        map.epoch = epoch;
+        Ok(row)
+    }
+
+    /// Changes a tenant's name and/or tier.
+    pub async fn update_tenant(&self, id: &TenantId, name: Option<&str>, tier: Option<Tier>) -> Result<TenantRow, Error> {
+        let _guard = self.admin.lock().await;
+        let (row, epoch) = self.catalog.update_tenant(id, name, tier, now_ms()).await?;
+        let mut map = self.map.write();
+        if let Some(entry) = map.tenants.get_mut(id.as_str()) {
+            entry.tier = row.tier;
+        }
+        map.epoch = epoch;
+        Ok(row)
+    }
+
+    /// Deletes a tenant and every record it has on its home shard. The records go first, so a
+    /// failure leaves the tenant in place (and the call can be repeated).
+    pub async fn delete_tenant(&self, id: &TenantId) -> Result<u64, Error> {
+        let _guard = self.admin.lock().await;
+        let (route, db) = self.resolve(id, Access::Write)?;
+        let purged = RecordStore::new(&db, &route.shard).purge_tenant(id).await?;
+        let epoch = self.catalog.delete_tenant(id).await?;
+        let mut map = self.map.write();
+        map.tenants.remove(id.as_str());
+        map.epoch = epoch;
+        Ok(purged)
+    }
+}
+
+fn route_error(e: RouteError) -> Error {
+    match e {
+        RouteError::UnknownTenant => Error::TenantNotFound,
+        RouteError::NoShards(_) => Error::NoShards,
+    }
+}
+
+/// A `sqlite://` URL for a file path.
+pub fn sqlite_url(path: &Path) -> SecretString {
+    let path: PathBuf = path.to_path_buf();
+    SecretString::from(format!("sqlite://{}", path.display()))
+}
+
+/// Opens a shard database, checks it answers and applies the shard migrations.
+async fn connect_shard(id: &ShardId, url: &SecretString, pool: &PoolConfig) -> Result<Database, Error> {
+    let unreachable = |reason: String| Error::ShardUnreachable { shard: id.clone(), reason: reason.replace(url.expose_secret(), "<url>") };
+    let db = Database::open(url, pool)?;
+    match tokio::time::timeout(REGISTER_TIMEOUT, db.migrate(Schema::Shard)).await {
+        Ok(Ok(())) => Ok(db),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable("timed out connecting and migrating".to_owned())),
+    }
+}
