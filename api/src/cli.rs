@@ -103,7 +103,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if embedded {
         println!("  embedded default: SQLite catalog and shards in {}", data_dir.display());
     }
-    let dir_flag = if data_dir == Config::default().data_dir { String::new() } else { format!(" --data-dir {}", data_dir.display()) };
+    let dir_flag = if data_dir == Config::default().data_dir {
+        String::new()
+    } else {
+        format!(" --data-dir {}", data_dir.display())
+    };
     println!("  admin token: shardgate token --admin{dir_flag}");
     println!("  token:       shardgate token --tenant demo --scopes read,write{dir_flag}");
     app.run_until(shutdown_signal()).await?;

@@ -65,7 +65,7 @@ impl Default for LimitsConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogConfig {
-    /// `tracing` filter, e.g. `info` or `shardgate=debug`. Default `info`. `RUST_LOG` wins.
+    /// `tracing` filter, e.g. `info` or `shardgate=debug`. Default `info,sqlx=warn`. `RUST_LOG` wins.
     pub filter: String,
     /// `text` or `json`. Default `text`.
     pub format: LogFormat,
@@ -73,7 +73,7 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self { filter: "info".to_owned(), format: LogFormat::Text }
+        Self { filter: "info,sqlx=warn".to_owned(), format: LogFormat::Text }
     }
 }
 
@@ -93,18 +93,19 @@ const NOT_CONFIG_KEYS: &[&str] = &["config"];
 impl Config {
     /// Loads defaults, then `file` (if given), then `SHARDGATE_*` variables from the process
     /// environment.
-    pub fn load(file: Option<&Path>) -> Result<Self, figment::Error> {
-        Self::figment(file, Env::prefixed("SHARDGATE_").split("__").ignore(NOT_CONFIG_KEYS)).extract()
+    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
+        Self::figment(file, Env::prefixed("SHARDGATE_").split("__").ignore(NOT_CONFIG_KEYS)).extract().map_err(Box::new)
     }
 
     /// Like [`Config::load`] but with environment variables taken from `vars` (for tests).
-    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Self, figment::Error> {
+    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Self, Box<figment::Error>> {
         let mut figment = Self::figment(file, Env::raw().only(&[] as &[&str]));
         for (key, value) in vars {
             let key = key.strip_prefix("SHARDGATE_").unwrap_or(key).to_ascii_lowercase().replace("__", ".");
+            let value: figment::value::Value = value.parse().unwrap_or_else(|never| match never {});
             figment = figment.merge(Serialized::default(&key, value));
         }
-        figment.extract()
+        figment.extract().map_err(Box::new)
     }
 
     fn figment(file: Option<&Path>, env: Env) -> Figment {

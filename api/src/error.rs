@@ -128,22 +128,38 @@ impl From<StoreError> for ApiError {
         };
         match e {
             StoreError::TenantNotFound => Self::tenant_not_found(),
-            StoreError::TenantExists(id) => Self::new(StatusCode::CONFLICT, "tenant_exists", format!("tenant {id} already exists")),
-            StoreError::ShardNotFound(id) => Self::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {id} not found")),
-            StoreError::UnknownShard(id) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_shard", format!("shard {id} is not registered")),
-            StoreError::ShardExists(id) => Self::new(StatusCode::CONFLICT, "shard_exists", format!("shard {id} already exists")),
+            StoreError::TenantExists(id) => {
+                Self::new(StatusCode::CONFLICT, "tenant_exists", format!("tenant {id} already exists"))
+            }
+            StoreError::ShardNotFound(id) => {
+                Self::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {id} not found"))
+            }
+            StoreError::UnknownShard(id) => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_shard", format!("shard {id} is not registered"))
+            }
+            StoreError::ShardExists(id) => {
+                Self::new(StatusCode::CONFLICT, "shard_exists", format!("shard {id} already exists"))
+            }
             e @ StoreError::ShardInUse { .. } => Self::new(StatusCode::CONFLICT, "shard_in_use", e.to_string()),
-            e @ StoreError::ShardUnreachable { .. } => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "shard_unreachable", e.to_string()),
+            e @ StoreError::ShardUnreachable { .. } => {
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "shard_unreachable", e.to_string())
+            }
             StoreError::ShardOffline(id) => unavailable("shard_offline", format!("shard {id} is offline")),
-            StoreError::ShardReadOnly(id) => unavailable("shard_read_only", format!("shard {id} is read-only: writes are refused")),
-            StoreError::NoShards => unavailable("no_shards", "no shard is registered yet: register one with POST /v1/admin/shards".into()),
+            StoreError::ShardReadOnly(id) => {
+                unavailable("shard_read_only", format!("shard {id} is read-only: writes are refused"))
+            }
+            StoreError::NoShards => {
+                unavailable("no_shards", "no shard is registered yet: register one with POST /v1/admin/shards".into())
+            }
             StoreError::RecordNotFound => Self::new(StatusCode::NOT_FOUND, "record_not_found", "record not found"),
             StoreError::PreconditionFailed => Self::new(
                 StatusCode::PRECONDITION_FAILED,
                 "precondition_failed",
                 "the record's current version does not satisfy If-Match / If-None-Match",
             ),
-            StoreError::WriteContention => Self::new(StatusCode::CONFLICT, "write_contention", "too many concurrent writes to this record; retry"),
+            StoreError::WriteContention => {
+                Self::new(StatusCode::CONFLICT, "write_contention", "too many concurrent writes to this record; retry")
+            }
             StoreError::InvalidDatabaseUrl(reason) => Self::bad_request("invalid_database_url", reason),
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");

@@ -16,10 +16,32 @@ use crate::state::App;
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub struct ApiPath<T>(pub T);
 
-/// `axum::extract::Query` with problem+json rejections.
-#[derive(Debug, FromRequestParts)]
-#[from_request(via(axum::extract::Query), rejection(ApiError))]
+/// `axum::extract::Query` with problem+json rejections. Percent-encoded bytes that are not UTF-8
+/// are refused (400 `invalid_query`) instead of being replaced by U+FFFD, so two different raw
+/// values never become the same key.
+#[derive(Debug)]
 pub struct ApiQuery<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ApiQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let raw = parts.uri.query().unwrap_or_default();
+        let valid = raw
+            .split('&')
+            .flat_map(|pair| pair.split('='))
+            .all(|part| percent_encoding::percent_decode_str(part).decode_utf8().is_ok());
+        if !valid {
+            return Err(ApiError::bad_request("invalid_query", "query parameters must be percent-encoded UTF-8"));
+        }
+        let axum::extract::Query(value) = axum::extract::Query::<T>::try_from_uri(&parts.uri)?;
+        Ok(Self(value))
+    }
+}
 
 /// `axum::Json` with problem+json rejections.
 #[derive(Debug, FromRequest)]

@@ -65,10 +65,8 @@ impl Metrics {
 pub async fn record(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().as_str().to_owned();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let route =
+        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let response = next.run(request).await;
     let labels = RequestLabels { method, route, status: response.status().as_u16() };
     app.metrics.requests.get_or_create(&labels).inc();

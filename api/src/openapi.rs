@@ -33,7 +33,8 @@ impl Modify for BearerAuth {
         let mut scheme = Http::new(HttpAuthScheme::Bearer);
         scheme.bearer_format = Some("JWT".to_owned());
         scheme.description = Some(
-            "JWT with claims `iss`, `exp`, `tenant` and `scope` (space-separated: read, write, manage, admin)".to_owned(),
+            "JWT with claims `iss`, `exp`, `tenant` and `scope` (space-separated: read, write, manage, admin)"
+                .to_owned(),
         );
         components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
     }

@@ -108,11 +108,8 @@ impl Authenticator {
     /// Builds verifiers for `config.issuers`. When none is configured, `default_issuer` (the
     /// embedded default's HS256 issuer) is used.
     pub fn from_config(config: &AuthConfig, default_issuer: Option<IssuerConfig>) -> Result<Self, AuthError> {
-        let issuers: Vec<IssuerConfig> = if config.issuers.is_empty() {
-            default_issuer.into_iter().collect()
-        } else {
-            config.issuers.clone()
-        };
+        let issuers: Vec<IssuerConfig> =
+            if config.issuers.is_empty() { default_issuer.into_iter().collect() } else { config.issuers.clone() };
         let mut verifiers = Vec::with_capacity(issuers.len());
         for issuer in &issuers {
             if verifiers.iter().any(|v: &Verifier| v.issuer == issuer.issuer) {
@@ -139,7 +136,8 @@ impl Authenticator {
             return Err(AuthError::Malformed);
         }
         let header = decode_header(token).map_err(|_| AuthError::Malformed)?;
-        let unverified = jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token).map_err(|_| AuthError::Malformed)?;
+        let unverified =
+            jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token).map_err(|_| AuthError::Malformed)?;
         let iss = unverified.claims.iss.ok_or_else(|| AuthError::InvalidClaims("iss is required".into()))?;
         let verifier = self.verifiers.iter().find(|v| v.issuer == iss).ok_or(AuthError::UnknownIssuer)?;
         if header.alg != verifier.algorithm {
@@ -163,7 +161,9 @@ fn config_error(issuer: &IssuerConfig, reason: String) -> AuthError {
 fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, AuthError> {
     let alg = algorithm(issuer.algorithm);
     let pem = match (&issuer.public_key_pem, &issuer.public_key_file) {
-        (Some(_), Some(_)) => return Err(config_error(issuer, "set public_key_pem or public_key_file, not both".into())),
+        (Some(_), Some(_)) => {
+            return Err(config_error(issuer, "set public_key_pem or public_key_file, not both".into()));
+        }
         (Some(pem), None) => Some(pem.clone().into_bytes()),
         (None, Some(path)) => Some(
             std::fs::read(path).map_err(|e| config_error(issuer, format!("cannot read {}: {e}", path.display())))?,
@@ -180,7 +180,9 @@ fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, A
         (KeyAlgorithm::RS256, None, Some(pem)) => DecodingKey::from_rsa_pem(&pem),
         (KeyAlgorithm::ES256, None, Some(pem)) => DecodingKey::from_ec_pem(&pem),
         (KeyAlgorithm::EdDSA, None, Some(pem)) => DecodingKey::from_ed_pem(&pem),
-        (KeyAlgorithm::HS256, _, _) => return Err(config_error(issuer, "HS256 needs `secret` and no public key".into())),
+        (KeyAlgorithm::HS256, _, _) => {
+            return Err(config_error(issuer, "HS256 needs `secret` and no public key".into()));
+        }
         (_, _, _) => return Err(config_error(issuer, "RS256/ES256/EdDSA need a public key and no `secret`".into())),
     }
     .map_err(|e| config_error(issuer, format!("invalid key: {e}")))?;
@@ -313,7 +315,8 @@ mod tests {
     fn expired_tokens_are_rejected_beyond_the_leeway() {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
         let claims = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read", "exp": now - 120});
-        let token = encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+        let token =
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
         assert_eq!(authenticator().verify(&token), Err(AuthError::Expired));
     }
 
@@ -321,11 +324,13 @@ mod tests {
     fn alg_none_and_missing_exp_are_rejected() {
         use base64::Engine as _;
         let b64 = |v: &serde_json::Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
-        let claims = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read admin", "exp": 4_000_000_000u64});
+        let claims =
+            serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read admin", "exp": 4_000_000_000u64});
         let none = format!("{}.{}.", b64(&serde_json::json!({"alg": "none", "typ": "JWT"})), b64(&claims));
         assert!(authenticator().verify(&none).is_err());
         let no_exp = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read"});
-        let token = encode(&Header::new(Algorithm::HS256), &no_exp, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+        let token =
+            encode(&Header::new(Algorithm::HS256), &no_exp, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
         assert!(matches!(authenticator().verify(&token), Err(AuthError::InvalidClaims(_))));
     }
 

@@ -122,7 +122,12 @@ mod tests {
 
     #[test]
     fn binding_requires_the_same_tenant() {
-        let p = Principal { subject: "s".into(), issuer: "i".into(), tenant: Some("acme".into()), scopes: Scopes::default() };
+        let p = Principal {
+            subject: "s".into(),
+            issuer: "i".into(),
+            tenant: Some("acme".into()),
+            scopes: Scopes::default(),
+        };
         assert!(p.is_bound_to("acme"));
         assert!(!p.is_bound_to("globex"));
         let admin = Principal { tenant: None, ..p };

@@ -97,14 +97,17 @@ impl Catalog {
                 if vshard != expected as i64 {
                     return Err(corrupt(format!("vshard table is missing vshard {expected}")));
                 }
-                let index = map.shard_index(&shard).ok_or_else(|| corrupt(format!("vshard {vshard} names unknown shard {shard}")))?;
+                let index = map
+                    .shard_index(&shard)
+                    .ok_or_else(|| corrupt(format!("vshard {vshard} names unknown shard {shard}")))?;
                 map.vshards.push(index);
             }
         }
-        let rows = sqlx::query("SELECT t.id, t.tier, p.shard FROM tenants t LEFT JOIN tenant_pins p ON p.tenant = t.id")
-            .fetch_all(pool)
-            .await
-            .map_err(catalog_err)?;
+        let rows =
+            sqlx::query("SELECT t.id, t.tier, p.shard FROM tenants t LEFT JOIN tenant_pins p ON p.tenant = t.id")
+                .fetch_all(pool)
+                .await
+                .map_err(catalog_err)?;
         map.tenants.reserve(rows.len());
         for row in rows {
             let id: String = row.try_get(0).map_err(catalog_err)?;
@@ -113,10 +116,13 @@ impl Catalog {
             let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
             let tier = Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} has tier {tier:?}")))?;
             let pin = match pin {
-                Some(shard) => Some(map.shard_index(&shard).ok_or_else(|| corrupt(format!("tenant {id} pinned to unknown shard {shard}")))?),
+                Some(shard) => Some(
+                    map.shard_index(&shard)
+                        .ok_or_else(|| corrupt(format!("tenant {id} pinned to unknown shard {shard}")))?,
+                ),
                 None => None,
             };
-            map.tenants.insert(id, TenantEntry { pin, tier });
+            map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier });
         }
         Ok(map)
     }
@@ -171,7 +177,8 @@ impl Catalog {
         }
         let mut took_vshards = false;
         if owns_all_if_first {
-            let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
+            let count: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
             if count == 0 {
                 let vshard_count: i64 = sqlx::query_scalar("SELECT vshard_count FROM shard_map WHERE id = 1")
                     .fetch_one(&mut *tx)
@@ -205,7 +212,8 @@ impl Catalog {
             .await
             .map_err(catalog_err)?;
         }
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
         if count == 0 && !owners.is_empty() {
             insert_vshards(&mut tx, owners).await?;
         }
@@ -246,7 +254,11 @@ impl Catalog {
         if vshards > 0 || pins > 0 {
             return Err(Error::ShardInUse { shard: id.clone(), vshards: vshards as u64, pinned_tenants: pins as u64 });
         }
-        let done = sqlx::query("DELETE FROM shards WHERE id = $1").bind(id.as_str()).execute(&mut *tx).await.map_err(catalog_err)?;
+        let done = sqlx::query("DELETE FROM shards WHERE id = $1")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
         if done.rows_affected() == 0 {
             return Err(Error::ShardNotFound(id.clone()));
         }
@@ -284,7 +296,13 @@ impl Catalog {
     }
 
     /// Changes a tenant's name and tier. Returns the updated row and the new epoch.
-    pub async fn update_tenant(&self, id: &TenantId, name: Option<&str>, tier: Option<Tier>, now_ms: i64) -> Result<(TenantRow, u64), Error> {
+    pub async fn update_tenant(
+        &self,
+        id: &TenantId,
+        name: Option<&str>,
+        tier: Option<Tier>,
+        now_ms: i64,
+    ) -> Result<(TenantRow, u64), Error> {
         let (mut tx, epoch) = self.begin_change().await?;
         let done = sqlx::query(
             "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3 WHERE id = $4",
@@ -299,7 +317,7 @@ impl Catalog {
         if done.rows_affected() == 0 {
             return Err(Error::TenantNotFound);
         }
-        let row = fetch_tenant(&mut *tx, id).await?.ok_or(Error::TenantNotFound)?;
+        let row = fetch_tenant(&mut tx, id).await?.ok_or(Error::TenantNotFound)?;
         tx.commit().await.map_err(catalog_err)?;
         Ok((row, epoch))
     }
@@ -307,8 +325,16 @@ impl Catalog {
     /// Removes a tenant (and its pin). Returns the new epoch.
     pub async fn delete_tenant(&self, id: &TenantId) -> Result<u64, Error> {
         let (mut tx, epoch) = self.begin_change().await?;
-        sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1").bind(id.as_str()).execute(&mut *tx).await.map_err(catalog_err)?;
-        let done = sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str()).execute(&mut *tx).await.map_err(catalog_err)?;
+        sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        let done = sqlx::query("DELETE FROM tenants WHERE id = $1")
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
         if done.rows_affected() == 0 {
             return Err(Error::TenantNotFound);
         }
@@ -319,7 +345,7 @@ impl Catalog {
     /// One tenant.
     pub async fn get_tenant(&self, id: &TenantId) -> Result<Option<TenantRow>, Error> {
         let mut conn = self.db.pool.acquire().await.map_err(catalog_err)?;
-        fetch_tenant(&mut *conn, id).await
+        fetch_tenant(&mut conn, id).await
     }
 
     /// Tenants ordered by id, after `after` (exclusive), at most `limit`.

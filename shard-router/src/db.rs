@@ -74,11 +74,7 @@ pub struct PoolConfig {
 
 impl Default for PoolConfig {
     fn default() -> Self {
-        Self {
-            max_connections: 16,
-            acquire_timeout: Duration::from_secs(5),
-            probe_timeout: Duration::from_secs(2),
-        }
+        Self { max_connections: 16, acquire_timeout: Duration::from_secs(5), probe_timeout: Duration::from_secs(2) }
     }
 }
 
@@ -190,7 +186,8 @@ pub mod humantime_serde {
         let raw = raw.trim();
         let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
         let (number, unit) = raw.split_at(split);
-        let number: u64 = number.parse().map_err(|_| format!("invalid duration {raw:?}: expected e.g. 5s, 250ms, 1h"))?;
+        let number: u64 =
+            number.parse().map_err(|_| format!("invalid duration {raw:?}: expected e.g. 5s, 250ms, 1h"))?;
         let millis = match unit.trim() {
             "ms" => Some(number),
             "s" | "" => number.checked_mul(1_000),

@@ -44,7 +44,7 @@ macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident, $check:expr) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(Box<str>);
+        pub struct $name(std::sync::Arc<str>);
 
         impl $name {
             /// Parses and validates `value`.

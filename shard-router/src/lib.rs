@@ -111,10 +111,12 @@ impl Error {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Error::Timeout => true,
-            Error::Database { source, .. } => matches!(
-                source,
-                sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_)
-            ) || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked")),
+            Error::Database { source, .. } => {
+                matches!(
+                    source,
+                    sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_)
+                ) || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
+            }
             _ => false,
         }
     }
@@ -122,8 +124,5 @@ impl Error {
 
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()
 }

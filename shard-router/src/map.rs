@@ -11,7 +11,7 @@ use foldhash::fast::RandomState;
 use serde::{Deserialize, Serialize};
 
 use crate::hash::tenant_vshard;
-use crate::ids::{ShardId, TenantId};
+use crate::ids::ShardId;
 
 /// Service tier of a tenant: drives limits and placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -99,6 +99,9 @@ pub enum Strategy {
     Hash,
 }
 
+/// A tenant id as stored in the directory (inline up to 24 bytes).
+pub type TenantKey = compact_str::CompactString;
+
 /// Index of a shard inside one [`MapSnapshot`]'s shard list; small so the tenant directory stays
 /// compact.
 pub type ShardIndex = u16;
@@ -156,8 +159,9 @@ pub struct MapSnapshot {
     pub shards: Vec<ShardEntry>,
     /// `vshards[v]` is the shard owning vshard `v`; empty until a shard exists.
     pub vshards: Vec<ShardIndex>,
-    /// Every tenant, pinned or not.
-    pub tenants: HashMap<TenantId, TenantEntry, RandomState>,
+    /// Every tenant, pinned or not. Keys are stored inline (up to 24 bytes) so a look-up touches
+    /// one bucket rather than a bucket and a heap string.
+    pub tenants: HashMap<TenantKey, TenantEntry, RandomState>,
     /// The number of vshards (fixed for the life of the catalog).
     pub vshard_count: u32,
 }
@@ -165,13 +169,7 @@ pub struct MapSnapshot {
 impl MapSnapshot {
     /// An empty map with `vshard_count` vshards and no shards.
     pub fn empty(vshard_count: u32) -> Self {
-        Self {
-            epoch: 0,
-            shards: Vec::new(),
-            vshards: Vec::new(),
-            tenants: HashMap::default(),
-            vshard_count,
-        }
+        Self { epoch: 0, shards: Vec::new(), vshards: Vec::new(), tenants: HashMap::default(), vshard_count }
     }
 
     /// Where `tenant`'s home data lives.
@@ -182,16 +180,21 @@ impl MapSnapshot {
 
     /// Where a tenant with directory entry `entry` lives (also used to place new tenants).
     pub fn route_entry(&self, tenant: &str, entry: &TenantEntry) -> Result<Route, RouteError> {
-        let vshard = tenant_vshard(tenant, self.vshard_count);
-        let (strategy, index) = match entry.pin {
-            Some(index) => (Strategy::Lookup, index),
-            None => {
-                let index = *self.vshards.get(vshard as usize).ok_or(RouteError::NoShards(vshard))?;
-                (Strategy::Hash, index)
-            }
-        };
+        let (strategy, vshard, index) = self.place(tenant, entry)?;
         let shard = &self.shards[usize::from(index)];
         Ok(Route { strategy, vshard, shard: shard.id.clone(), shard_state: shard.state, epoch: self.epoch })
+    }
+
+    /// The routing decision as indexes: strategy, vshard and the shard's index.
+    fn place(&self, tenant: &str, entry: &TenantEntry) -> Result<(Strategy, u32, ShardIndex), RouteError> {
+        let vshard = tenant_vshard(tenant, self.vshard_count);
+        match entry.pin {
+            Some(index) => Ok((Strategy::Lookup, vshard, index)),
+            None => {
+                let index = *self.vshards.get(vshard as usize).ok_or(RouteError::NoShards(vshard))?;
+                Ok((Strategy::Hash, vshard, index))
+            }
+        }
     }
 
     /// The index of shard `id`, if registered.
@@ -217,9 +220,7 @@ impl MapSnapshot {
     pub fn tenants_per_shard(&self) -> Vec<usize> {
         let mut counts = vec![0; self.shards.len()];
         for (tenant, entry) in &self.tenants {
-            if let Ok(route) = self.route_entry(tenant.as_str(), entry)
-                && let Some(index) = self.shard_index(route.shard.as_str())
-            {
+            if let Ok((_, _, index)) = self.place(tenant.as_str(), entry) {
                 counts[usize::from(index)] += 1;
             }
         }
@@ -245,9 +246,7 @@ impl MapSnapshot {
 pub fn spread_vshards(vshard_count: u32, shard_count: usize) -> Vec<ShardIndex> {
     assert!(shard_count > 0, "at least one shard");
     let n = shard_count as u64;
-    (0..u64::from(vshard_count))
-        .map(|v| (v * n / u64::from(vshard_count)) as ShardIndex)
-        .collect()
+    (0..u64::from(vshard_count)).map(|v| (v * n / u64::from(vshard_count)) as ShardIndex).collect()
 }
 
 #[cfg(test)]
@@ -262,7 +261,7 @@ mod tests {
             .collect();
         map.vshards = spread_vshards(1024, shards);
         for (t, pin) in tenants {
-            map.tenants.insert(TenantId::parse(t).unwrap(), TenantEntry { pin: *pin, tier: Tier::Standard });
+            map.tenants.insert(TenantKey::from(*t), TenantEntry { pin: *pin, tier: Tier::Standard });
         }
         map
     }
@@ -286,7 +285,10 @@ mod tests {
         let hashed = map.route_tenant("acme").unwrap();
         assert_eq!(hashed.strategy, Strategy::Hash);
         assert_eq!(hashed.vshard, tenant_vshard("acme", 1024));
-        assert_eq!(usize::from(map.vshards[hashed.vshard as usize]), map.shard_index(hashed.shard.as_str()).unwrap() as usize);
+        assert_eq!(
+            usize::from(map.vshards[hashed.vshard as usize]),
+            map.shard_index(hashed.shard.as_str()).unwrap() as usize
+        );
         let pinned = map.route_tenant("globex").unwrap();
         assert_eq!(pinned.strategy, Strategy::Lookup);
         assert_eq!(pinned.shard.as_str(), "shard-2");
@@ -309,7 +311,7 @@ mod tests {
     #[test]
     fn unsharded_map_reports_no_shards() {
         let mut map = MapSnapshot::empty(1024);
-        map.tenants.insert(TenantId::parse("acme").unwrap(), TenantEntry { pin: None, tier: Tier::Free });
+        map.tenants.insert(TenantKey::from("acme"), TenantEntry { pin: None, tier: Tier::Free });
         assert!(matches!(map.route_tenant("acme"), Err(RouteError::NoShards(_))));
     }
 

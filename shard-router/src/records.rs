@@ -126,19 +126,21 @@ impl<'a> RecordStore<'a> {
             key: row.try_get(0).map_err(|e| self.err(e))?,
             version: row.try_get(1).map_err(|e| self.err(e))?,
             updated_at_ms: row.try_get(2).map_err(|e| self.err(e))?,
-            value: RawValue::from_string(value).map_err(|e| Error::Corrupt(format!("record value on shard {}: {e}", self.shard)))?,
+            value: RawValue::from_string(value)
+                .map_err(|e| Error::Corrupt(format!("record value on shard {}: {e}", self.shard)))?,
         })
     }
 
     /// The current version of `addr` and whether it is a tombstone.
     async fn current(&self, addr: RecordAddress<'_>) -> Result<Option<(i64, bool)>, Error> {
-        let row = sqlx::query("SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3")
-            .bind(addr.tenant.as_str())
-            .bind(addr.collection.as_str())
-            .bind(addr.key.as_str())
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
+        let row =
+            sqlx::query("SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3")
+                .bind(addr.tenant.as_str())
+                .bind(addr.collection.as_str())
+                .bind(addr.key.as_str())
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(|e| self.err(e))?;
         row.map(|r| -> Result<(i64, bool), Error> {
             let version: i64 = r.try_get(0).map_err(|e| self.err(e))?;
             let deleted: i64 = r.try_get(1).map_err(|e| self.err(e))?;

@@ -41,7 +41,13 @@ pub struct StorageConfig {
 
 impl Default for StorageConfig {
     fn default() -> Self {
-        Self { catalog_url: None, shards: Vec::new(), embedded_shards: 4, pool: PoolConfig::default(), migrate_on_start: true }
+        Self {
+            catalog_url: None,
+            shards: Vec::new(),
+            embedded_shards: 4,
+            pool: PoolConfig::default(),
+            migrate_on_start: true,
+        }
     }
 }
 
@@ -98,8 +104,9 @@ impl ShardRouter {
         let catalog_url = match &config.catalog_url {
             Some(url) => url.clone(),
             None => {
-                std::fs::create_dir_all(data_dir)
-                    .map_err(|e| Error::InvalidDatabaseUrl(format!("cannot create data dir {}: {e}", data_dir.display())))?;
+                std::fs::create_dir_all(data_dir).map_err(|e| {
+                    Error::InvalidDatabaseUrl(format!("cannot create data dir {}: {e}", data_dir.display()))
+                })?;
                 sqlite_url(&data_dir.join("catalog.db"))
             }
         };
@@ -174,8 +181,11 @@ impl ShardRouter {
         config.migrate_on_start = true;
         let router = Self::open(&config, data_dir).await?;
         let mut migrated = vec!["catalog".to_owned()];
-        for (id, db) in router.pools.read().clone() {
-            db.migrate(Schema::Shard).await.map_err(|e| Error::ShardUnreachable { shard: id.clone(), reason: e.to_string() })?;
+        let pools = router.pools.read().clone();
+        for (id, db) in pools {
+            db.migrate(Schema::Shard)
+                .await
+                .map_err(|e| Error::ShardUnreachable { shard: id.clone(), reason: e.to_string() })?;
             migrated.push(format!("shard {id}"));
         }
         Ok(migrated)
@@ -218,10 +228,7 @@ impl ShardRouter {
     pub fn shard_dbs(&self) -> Vec<(ShardId, ShardState, Database)> {
         let map = self.map.read();
         let pools = self.pools.read();
-        map.shards
-            .iter()
-            .filter_map(|s| pools.get(&s.id).map(|db| (s.id.clone(), s.state, db.clone())))
-            .collect()
+        map.shards.iter().filter_map(|s| pools.get(&s.id).map(|db| (s.id.clone(), s.state, db.clone()))).collect()
     }
 
     /// Registers a shard by URL: connects, migrates, then records it in the catalog. The first
@@ -234,7 +241,8 @@ impl ShardRouter {
         }
         let db = connect_shard(&id, &url, &self.pool_config).await?;
         let now = now_ms();
-        let row = ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
+        let row =
+            ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
         let (epoch, took_vshards) = self.catalog.insert_shard(&row, true).await?;
         self.pools.write().insert(id.clone(), db);
         let mut map = self.map.write();
@@ -267,14 +275,18 @@ impl ShardRouter {
             None
         } else {
             match self.shard_db(id) {
-                Ok(db) => match tokio::time::timeout(self.pool_config.probe_timeout, RecordStore::new(&db, id).count_live()).await {
-                    Ok(Ok(count)) => Some(count),
-                    Ok(Err(e)) => {
-                        tracing::warn!(shard = %id, error = %e, "could not count records");
-                        None
+                Ok(db) => {
+                    match tokio::time::timeout(self.pool_config.probe_timeout, RecordStore::new(&db, id).count_live())
+                        .await
+                    {
+                        Ok(Ok(count)) => Some(count),
+                        Ok(Err(e)) => {
+                            tracing::warn!(shard = %id, error = %e, "could not count records");
+                            None
+                        }
+                        Err(_) => None,
                     }
-                    Err(_) => None,
-                },
+                }
                 Err(_) => None,
             }
         };
@@ -308,7 +320,13 @@ impl ShardRouter {
     }
 
     /// Creates a tenant, optionally pinned to `pin`.
-    pub async fn create_tenant(&self, id: TenantId, name: String, tier: Tier, pin: Option<ShardId>) -> Result<TenantRow, Error> {
+    pub async fn create_tenant(
+        &self,
+        id: TenantId,
+        name: String,
+        tier: Tier,
+        pin: Option<ShardId>,
+    ) -> Result<TenantRow, Error> {
         let _guard = self.admin.lock().await;
         let entry = {
             let map = self.map.read();
@@ -327,13 +345,18 @@ impl ShardRouter {
         let row = TenantRow { id: id.clone(), name, tier, pinned_shard: pin, created_at_ms: now, updated_at_ms: now };
         let epoch = self.catalog.insert_tenant(&row).await?;
         let mut map = self.map.write();
-        map.tenants.insert(id, entry);
+        map.tenants.insert(crate::map::TenantKey::from(id.as_str()), entry);
         map.epoch = epoch;
         Ok(row)
     }
 
     /// Changes a tenant's name and/or tier.
-    pub async fn update_tenant(&self, id: &TenantId, name: Option<&str>, tier: Option<Tier>) -> Result<TenantRow, Error> {
+    pub async fn update_tenant(
+        &self,
+        id: &TenantId,
+        name: Option<&str>,
+        tier: Option<Tier>,
+    ) -> Result<TenantRow, Error> {
         let _guard = self.admin.lock().await;
         let (row, epoch) = self.catalog.update_tenant(id, name, tier, now_ms()).await?;
         let mut map = self.map.write();
@@ -373,7 +396,10 @@ pub fn sqlite_url(path: &Path) -> SecretString {
 
 /// Opens a shard database, checks it answers and applies the shard migrations.
 async fn connect_shard(id: &ShardId, url: &SecretString, pool: &PoolConfig) -> Result<Database, Error> {
-    let unreachable = |reason: String| Error::ShardUnreachable { shard: id.clone(), reason: reason.replace(url.expose_secret(), "<url>") };
+    let unreachable = |reason: String| Error::ShardUnreachable {
+        shard: id.clone(),
+        reason: reason.replace(url.expose_secret(), "<url>"),
+    };
     let db = Database::open(url, pool)?;
     match tokio::time::timeout(REGISTER_TIMEOUT, db.migrate(Schema::Shard)).await {
         Ok(Ok(())) => Ok(db),

@@ -54,7 +54,8 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
     match result {
         Ok(()) => ComponentStatus { status: "up", latency_ms, error: None },
         Err(e) => {
-            let error = if e.is_unavailable() { "unreachable or timed out".to_owned() } else { "query failed".to_owned() };
+            let error =
+                if e.is_unavailable() { "unreachable or timed out".to_owned() } else { "query failed".to_owned() };
             tracing::warn!(error = %e, "readiness probe failed");
             ComponentStatus { status: "down", latency_ms, error: Some(error) }
         }

@@ -94,7 +94,9 @@ fn write_condition(headers: &HeaderMap) -> Result<WriteCondition, ApiError> {
         let values: Vec<&str> = headers
             .get_all(&name)
             .iter()
-            .map(|v| v.to_str().map_err(|_| ApiError::bad_request("invalid_header", format!("{name} is not valid text"))))
+            .map(|v| {
+                v.to_str().map_err(|_| ApiError::bad_request("invalid_header", format!("{name} is not valid text")))
+            })
             .collect::<Result<_, _>>()?;
         Ok((!values.is_empty()).then(|| values.join(",")))
     };
@@ -115,10 +117,14 @@ fn parse_etags(list: &str, name: &str) -> Result<Vec<i64>, ApiError> {
         .map(|tag| {
             let tag = tag.trim();
             let tag = tag.strip_prefix("W/").unwrap_or(tag);
-            tag.strip_prefix('"')
-                .and_then(|t| t.strip_suffix('"'))
-                .and_then(|t| t.parse::<i64>().ok())
-                .ok_or_else(|| ApiError::bad_request("invalid_header", format!("{name} must be \"*\" or a list of quoted versions such as \"3\"")))
+            tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')).and_then(|t| t.parse::<i64>().ok()).ok_or_else(
+                || {
+                    ApiError::bad_request(
+                        "invalid_header",
+                        format!("{name} must be \"*\" or a list of quoted versions such as \"3\""),
+                    )
+                },
+            )
         })
         .collect()
 }
@@ -163,9 +169,11 @@ pub async fn get_record(
     let (route, db) = app.router.resolve(&t.tenant, Access::Read)?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let record = RecordStore::new(&db, &route.shard).get(addr).await?.ok_or(shardgate_shard_router::Error::RecordNotFound)?;
+    let record =
+        RecordStore::new(&db, &route.shard).get(addr).await?.ok_or(shardgate_shard_router::Error::RecordNotFound)?;
     if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        let matches = inm.trim() == "*" || parse_etags(inm, "If-None-Match").is_ok_and(|tags| tags.contains(&record.version));
+        let matches =
+            inm.trim() == "*" || parse_etags(inm, "If-None-Match").is_ok_and(|tags| tags.contains(&record.version));
         if matches {
             let mut response = StatusCode::NOT_MODIFIED.into_response();
             response.headers_mut().insert(header::ETAG, etag(record.version));
@@ -212,8 +220,8 @@ pub async fn put_record(
     if body.len() > app.limits.max_record_bytes {
         return Err(ApiError::payload_too_large());
     }
-    let value: Box<RawValue> =
-        serde_json::from_slice(&body).map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+    let value: Box<RawValue> = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
     let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
     tracing::Span::current().record("shard", route.shard.as_str());
@@ -248,7 +256,9 @@ pub async fn delete_record(
 ) -> Result<StatusCode, ApiError> {
     let t = record_target(&caller, &path, Scope::Write)?;
     let condition = match write_condition(&headers)? {
-        WriteCondition::Absent => return Err(ApiError::bad_request("invalid_header", "If-None-Match is not allowed on DELETE")),
+        WriteCondition::Absent => {
+            return Err(ApiError::bad_request("invalid_header", "If-None-Match is not allowed on DELETE"));
+        }
         condition => condition,
     };
     let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
@@ -283,7 +293,10 @@ pub async fn list_records(
     let tenant = caller.for_tenant(&path.tenant, Scope::Read)?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
-        v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::bad_request("invalid_query", e.to_string()))).transpose()
+        v.map(|v| {
+            check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::bad_request("invalid_query", e.to_string()))
+        })
+        .transpose()
     };
     let bounds = ListBounds {
         prefix: bound("prefix", query.prefix)?,

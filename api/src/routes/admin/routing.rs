@@ -136,7 +136,7 @@ pub struct RouteExplanation {
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The routing decision", body = RouteExplanation),
-        (status = 400, description = "`invalid_query`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_query`: an identifier breaks its rule", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -150,7 +150,7 @@ pub async fn explain_route(
 ) -> Result<axum::Json<RouteExplanation>, ApiError> {
     caller.require_admin()?;
     let invalid = |e: shardgate_shard_router::InvalidId| ApiError::bad_request("invalid_query", e.to_string());
-    let tenant = TenantId::parse(&query.tenant).map_err(|_| ApiError::tenant_not_found())?;
+    let tenant = TenantId::parse(&query.tenant).map_err(invalid)?;
     let collection = query.collection.as_deref().map(CollectionName::parse).transpose().map_err(invalid)?;
     let key = query.key.as_deref().map(RecordKey::parse).transpose().map_err(invalid)?;
     let route = app.router.route_tenant(&tenant)?;

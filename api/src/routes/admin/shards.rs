@@ -94,7 +94,8 @@ pub struct ShardList {
 }
 
 fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
-    ShardId::parse(raw).map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {raw} not found")))
+    ShardId::parse(raw)
+        .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {raw} not found")))
 }
 
 /// Register a shard by URL.
@@ -113,7 +114,11 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
         (status = 422, description = "`shard_unreachable`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn register_shard(State(app): State<Arc<App>>, caller: Caller, ApiJson(body): ApiJson<RegisterShard>) -> Result<Response, ApiError> {
+pub async fn register_shard(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiJson(body): ApiJson<RegisterShard>,
+) -> Result<Response, ApiError> {
     caller.require_admin()?;
     let row = app.router.register_shard(body.id, body.url).await?;
     tracing::info!(shard = %row.id, engine = row.engine.as_str(), "shard registered");
@@ -161,7 +166,11 @@ pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<
         (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_shard(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<ShardPath>) -> Result<axum::Json<Shard>, ApiError> {
+pub async fn get_shard(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<ShardPath>,
+) -> Result<axum::Json<Shard>, ApiError> {
     caller.require_admin()?;
     let id = shard_id(&path.id)?;
     Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
@@ -211,7 +220,11 @@ pub async fn update_shard(
         (status = 409, description = "`shard_in_use`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn delete_shard(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<ShardPath>) -> Result<StatusCode, ApiError> {
+pub async fn delete_shard(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<ShardPath>,
+) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
     let id = shard_id(&path.id)?;
     app.router.remove_shard(&id).await?;

@@ -36,7 +36,11 @@ pub struct Tenant {
 }
 
 fn tenant_view(app: &App, row: TenantRow) -> Tenant {
-    let home = row.pinned_shard.as_ref().map(ShardId::to_string).or_else(|| app.router.route_tenant(&row.id).ok().map(|r| r.shard.to_string()));
+    let home = row
+        .pinned_shard
+        .as_ref()
+        .map(ShardId::to_string)
+        .or_else(|| app.router.route_tenant(&row.id).ok().map(|r| r.shard.to_string()));
     Tenant {
         pinned: row.pinned_shard.is_some(),
         shard: home,
@@ -125,7 +129,11 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
         (status = 503, description = "`no_shards` or `catalog_unavailable`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn create_tenant(State(app): State<Arc<App>>, caller: Caller, ApiJson(body): ApiJson<CreateTenant>) -> Result<Response, ApiError> {
+pub async fn create_tenant(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiJson(body): ApiJson<CreateTenant>,
+) -> Result<Response, ApiError> {
     caller.require_admin()?;
     let name = body.name.unwrap_or_else(|| body.id.to_string());
     check_name(&name)?;
@@ -184,7 +192,11 @@ pub async fn list_tenants(
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn get_tenant(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<TenantPath>) -> Result<axum::Json<Tenant>, ApiError> {
+pub async fn get_tenant(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<TenantPath>,
+) -> Result<axum::Json<Tenant>, ApiError> {
     caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     let row = app.router.catalog().get_tenant(&id).await?.ok_or_else(ApiError::tenant_not_found)?;
@@ -237,7 +249,11 @@ pub async fn update_tenant(
         (status = 503, description = "The home shard is read-only, offline or unavailable", body = Problem, content_type = "application/problem+json"),
     )
 )]
-pub async fn delete_tenant(State(app): State<Arc<App>>, caller: Caller, ApiPath(path): ApiPath<TenantPath>) -> Result<StatusCode, ApiError> {
+pub async fn delete_tenant(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(path): ApiPath<TenantPath>,
+) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     let purged = app.router.delete_tenant(&id).await?;

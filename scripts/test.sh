@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The test command: every unit, conformance (SQLite and PostgreSQL) and doc test of the workspace.
+# Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth); scripts/services.sh starts it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/services.sh >/dev/null
+cargo nextest run --workspace --no-fail-fast

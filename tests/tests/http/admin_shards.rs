@@ -1,0 +1,191 @@
+//! `/v1/admin/shards`: registering, inspecting and retiring shards.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_tests::{SEEDED_SHARDS, TestApp, expect_any_problem, expect_json, expect_problem, is_rfc3339};
+
+shardgate_tests::conformance!(
+    the_four_seeded_shards_share_the_vshards_evenly,
+    an_operator_registers_a_shard_pins_a_tenant_on_it_and_retires_it,
+    registering_a_bad_shard_fails_without_leaking_its_url,
+    shard_statistics_count_live_records_and_tenants,
+    shards_in_use_or_unknown_cannot_be_deleted,
+);
+
+fn assert_shard_shape(shard: &Value, engine: &str) {
+    assert!(shard["id"].is_string(), "{shard}");
+    assert_eq!(shard["engine"], engine, "{shard}");
+    assert!(["active", "read_only", "draining", "offline"].contains(&shard["state"].as_str().unwrap_or("")), "{shard}");
+    assert!(shard["vshards"].is_u64(), "{shard}");
+    assert!(shard["tenants"].is_u64(), "{shard}");
+    assert!(shard["pinned_tenants"].is_u64(), "{shard}");
+    assert!(shard["records"].is_u64() || shard["records"].is_null(), "{shard}");
+    assert!(is_rfc3339(shard["created_at"].as_str().unwrap_or("")), "{shard}");
+    assert!(is_rfc3339(shard["updated_at"].as_str().unwrap_or("")), "{shard}");
+}
+
+async fn get_text(app: &TestApp, path: &str) -> String {
+    let response = app.admin(Method::GET, path, None).await;
+    assert_eq!(response.status(), StatusCode::OK, "GET {path}");
+    response.text().await.unwrap()
+}
+
+async fn the_four_seeded_shards_share_the_vshards_evenly(app: TestApp) {
+    let engine = app.backend().engine();
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    let items = list["items"].as_array().unwrap();
+    let ids: Vec<&str> = items.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, SEEDED_SHARDS);
+    for shard in items {
+        assert_shard_shape(shard, engine);
+        assert_eq!(shard["state"], "active");
+        assert_eq!(shard["vshards"], 256);
+        assert_eq!(shard["tenants"], 0);
+        assert_eq!(shard["pinned_tenants"], 0);
+        let one = expect_json(
+            app.admin(Method::GET, &format!("/v1/admin/shards/{}", shard["id"].as_str().unwrap()), None).await,
+            StatusCode::OK,
+        )
+        .await;
+        assert_shard_shape(&one, engine);
+        assert_eq!(one["id"], shard["id"]);
+        assert_eq!(one["records"], 0, "a new shard holds no records: {one}");
+    }
+    // No URL, path or database name of a seeded shard is shown.
+    let text = get_text(&app, "/v1/admin/shards").await;
+    for (id, url) in app.shard_urls() {
+        assert!(!text.contains(&url), "the URL of {id} leaks: {text}");
+        if let Some(db) = app.pg_database_of(&id) {
+            assert!(!text.contains(&db), "the database of {id} leaks: {text}");
+        }
+        assert!(!text.contains(&format!("{id}.db")), "the file of {id} leaks: {text}");
+        let one = get_text(&app, &format!("/v1/admin/shards/{id}")).await;
+        assert!(!one.contains(&url) && !one.contains("postgres://") && !one.contains("sqlite:"), "{one}");
+    }
+}
+
+async fn an_operator_registers_a_shard_pins_a_tenant_on_it_and_retires_it(app: TestApp) {
+    let engine = app.backend().engine();
+    let (url, secret) = app.extra_shard_url("extra").await;
+    let epoch = app.epoch().await;
+
+    let response = app.admin(Method::POST, "/v1/admin/shards", Some(&json!({"id": "extra", "url": url}))).await;
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    assert!(!text.contains(&url) && !text.contains(&secret), "the new shard's URL leaks: {text}");
+    let shard: Value = serde_json::from_str(&text).unwrap();
+    assert_shard_shape(&shard, engine);
+    assert_eq!(shard["id"], "extra");
+    assert_eq!(shard["state"], "active");
+    assert_eq!(shard["vshards"], 0, "a new shard owns no vshards until a rebalance");
+    assert_eq!(shard["tenants"], 0);
+    assert!(app.epoch().await > epoch, "registering a shard is a shard-map change");
+
+    for path in ["/v1/admin/shards", "/v1/admin/shards/extra", "/v1/admin/shard-map"] {
+        let text = get_text(&app, path).await;
+        assert!(!text.contains(&url) && !text.contains(&secret), "{path} leaks the URL: {text}");
+        assert!(text.contains("extra"), "{path} lists the new shard: {text}");
+    }
+
+    // Registering it twice is a conflict.
+    let response = app.admin(Method::POST, "/v1/admin/shards", Some(&json!({"id": "extra", "url": url}))).await;
+    let problem = expect_problem(response, StatusCode::CONFLICT, "shard_exists").await;
+    assert!(!problem.to_string().contains(&secret), "{problem}");
+
+    // A tenant pinned to it lives there.
+    let tenant = app.create_tenant_with(&json!({"id": "big", "tier": "premium", "shard": "extra"})).await;
+    assert_eq!(tenant["shard"], "extra");
+    assert_eq!(tenant["pinned"], true);
+    expect_json(app.put_record("big", "docs", "d1", &json!({"on": "extra"})).await, StatusCode::CREATED).await;
+    let route = app.route("big", "docs", "d1").await;
+    assert_eq!(route["strategy"], "lookup");
+    assert_eq!(route["shard"], "extra");
+    let stats = expect_json(app.admin(Method::GET, "/v1/admin/shards/extra", None).await, StatusCode::OK).await;
+    assert_eq!(stats["tenants"], 1, "{stats}");
+    assert_eq!(stats["pinned_tenants"], 1, "{stats}");
+    assert_eq!(stats["records"], 1, "{stats}");
+
+    // In use: cannot be deleted.
+    let response = app.admin(Method::DELETE, "/v1/admin/shards/extra", None).await;
+    expect_problem(response, StatusCode::CONFLICT, "shard_in_use").await;
+
+    // Once its tenant is gone it can.
+    let response = app.admin(Method::DELETE, "/v1/admin/tenants/big", None).await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let response = app.admin(Method::DELETE, "/v1/admin/shards/extra", None).await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let response = app.admin(Method::GET, "/v1/admin/shards/extra", None).await;
+    expect_problem(response, StatusCode::NOT_FOUND, "shard_not_found").await;
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 4);
+    let response = app.admin(Method::POST, "/v1/admin/tenants", Some(&json!({"id": "late", "shard": "extra"}))).await;
+    expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "unknown_shard").await;
+}
+
+async fn registering_a_bad_shard_fails_without_leaking_its_url(app: TestApp) {
+    let post = async |body: Value| app.admin(Method::POST, "/v1/admin/shards", Some(&body)).await;
+
+    let unreachable = "postgres://postgres:s3cret-pw@127.0.0.1:1/nope";
+    let response = post(json!({"id": "far", "url": unreachable})).await;
+    let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "shard_unreachable").await;
+    let text = problem.to_string();
+    assert!(!text.contains("s3cret-pw") && !text.contains("127.0.0.1:1"), "the URL leaks: {text}");
+
+    for url in ["mysql://root:s3cret-pw@db/x", "http://example.com/db", "not a url"] {
+        let response = post(json!({"id": "odd", "url": url})).await;
+        let problem = expect_problem(response, StatusCode::BAD_REQUEST, "invalid_database_url").await;
+        assert!(!problem.to_string().contains("s3cret-pw"), "the URL leaks: {problem}");
+    }
+
+    let response = post(json!({"id": "shard-0", "url": unreachable})).await;
+    expect_problem(response, StatusCode::CONFLICT, "shard_exists").await;
+
+    for body in [json!({"id": "Bad Id", "url": unreachable}), json!({"id": "x"}), json!({"id": "x", "url": 1})] {
+        expect_problem(post(body).await, StatusCode::BAD_REQUEST, "invalid_body").await;
+    }
+    let response = post(json!({"id": "x", "url": unreachable, "extra": true})).await;
+    expect_problem(response, StatusCode::BAD_REQUEST, "invalid_body").await;
+
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    assert_eq!(list["items"].as_array().unwrap().len(), 4, "nothing was registered: {list}");
+}
+
+async fn shard_statistics_count_live_records_and_tenants(app: TestApp) {
+    let tenant = app.create_tenant("acme").await;
+    let home = tenant["shard"].as_str().unwrap().to_owned();
+    for key in ["a", "b", "c", "d"] {
+        expect_json(app.put_record("acme", "docs", key, &json!(1)).await, StatusCode::CREATED).await;
+    }
+    app.put_record("acme", "docs", "a", &json!(2)).await;
+    assert_eq!(app.delete_record("acme", "docs", "d").await.status(), StatusCode::NO_CONTENT);
+
+    let stats =
+        expect_json(app.admin(Method::GET, &format!("/v1/admin/shards/{home}"), None).await, StatusCode::OK).await;
+    assert_eq!(stats["tenants"], 1, "{stats}");
+    assert_eq!(stats["pinned_tenants"], 0, "{stats}");
+    assert_eq!(stats["records"], 3, "three live records (one deleted): {stats}");
+    for other in SEEDED_SHARDS.iter().filter(|s| **s != home) {
+        let stats =
+            expect_json(app.admin(Method::GET, &format!("/v1/admin/shards/{other}"), None).await, StatusCode::OK).await;
+        assert_eq!(stats["tenants"], 0, "{stats}");
+        assert_eq!(stats["records"], 0, "{stats}");
+    }
+}
+
+async fn shards_in_use_or_unknown_cannot_be_deleted(app: TestApp) {
+    for shard in SEEDED_SHARDS {
+        let response = app.admin(Method::DELETE, &format!("/v1/admin/shards/{shard}"), None).await;
+        expect_problem(response, StatusCode::CONFLICT, "shard_in_use").await;
+    }
+    let response = app.admin(Method::GET, "/v1/admin/shards/nowhere", None).await;
+    expect_problem(response, StatusCode::NOT_FOUND, "shard_not_found").await;
+    let response = app.admin(Method::DELETE, "/v1/admin/shards/nowhere", None).await;
+    expect_problem(response, StatusCode::NOT_FOUND, "shard_not_found").await;
+    let response = app.admin(Method::PATCH, "/v1/admin/shards/nowhere", Some(&json!({"state": "offline"}))).await;
+    expect_problem(response, StatusCode::NOT_FOUND, "shard_not_found").await;
+    let response = app.admin(Method::PATCH, "/v1/admin/shards/shard-0", Some(&json!({"state": "sleeping"}))).await;
+    expect_any_problem(response, StatusCode::BAD_REQUEST).await;
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    assert!(list["items"].as_array().unwrap().iter().all(|s| s["state"] == "active"), "{list}");
+}

@@ -1,0 +1,135 @@
+//! A tenant's token reaches its own data only; other tenants look like they do not exist.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_gatekeeper::Scope;
+use shardgate_tests::{TestApp, expect_json, expect_problem, expect_unauthorized, record_path, records_path};
+
+shardgate_tests::conformance!(
+    a_tenant_cannot_see_or_touch_another_tenants_records,
+    a_tenant_token_is_forbidden_on_every_admin_endpoint,
+    a_token_needs_the_scope_of_the_operation,
+);
+
+/// (method, path, body, headers)
+type Call<'a> = (Method, &'a str, Option<Value>, &'a [(&'a str, &'a str)]);
+
+/// The parts of a problem that must not differ between "exists but not yours" and "missing".
+fn identity(problem: &Value) -> Value {
+    json!({"type": problem["type"], "title": problem["title"], "status": problem["status"], "code": problem["code"]})
+}
+
+async fn a_tenant_cannot_see_or_touch_another_tenants_records(app: TestApp) {
+    app.create_tenant("alice").await;
+    app.create_tenant("bob").await;
+    let created =
+        expect_json(app.put_record("bob", "secrets", "s1", &json!({"pin": 1234})).await, StatusCode::CREATED).await;
+    let alice = app.rw_token("alice");
+    let all_scopes = app.token("alice", &[Scope::Read, Scope::Write, Scope::Manage]);
+
+    let mut identities = Vec::new();
+    for victim in ["bob", "nobody"] {
+        let record = record_path(victim, "secrets", "s1");
+        let list = format!("{}?limit=10", records_path(victim, "secrets"));
+        for token in [&alice, &all_scopes] {
+            let calls: [Call; 7] = [
+                (Method::PUT, &record, Some(json!({"pin": 0})), &[]),
+                (Method::PUT, &record, Some(json!({"pin": 0})), &[("if-match", "*")]),
+                (Method::PUT, &record, Some(json!({"pin": 0})), &[("if-none-match", "*")]),
+                (Method::GET, &record, None, &[]),
+                (Method::GET, &record, None, &[("if-none-match", "\"1\"")]),
+                (Method::DELETE, &record, None, &[]),
+                (Method::GET, &list, None, &[]),
+            ];
+            for (method, path, body, headers) in calls {
+                let response = app.send(method.clone(), path, Some(token), body.as_ref(), headers).await;
+                let problem = expect_problem(response, StatusCode::NOT_FOUND, "tenant_not_found").await;
+                identities.push((format!("{method} {path} {headers:?}"), identity(&problem)));
+            }
+        }
+    }
+    // Identical whether the other tenant exists or not.
+    let first = identities[0].1.clone();
+    for (call, problem) in &identities {
+        assert_eq!(problem, &first, "{call} answers like a missing tenant");
+    }
+
+    // Bob's record is untouched.
+    let body = expect_json(app.get_record("bob", "secrets", "s1").await, StatusCode::OK).await;
+    assert_eq!(body, created);
+    let listing = expect_json(app.list_records("bob", "secrets", "").await, StatusCode::OK).await;
+    assert_eq!(listing["items"], json!([created]));
+    // And alice has nothing.
+    let listing = expect_json(app.list_records("alice", "secrets", "").await, StatusCode::OK).await;
+    assert_eq!(listing["items"], json!([]));
+}
+
+async fn a_tenant_token_is_forbidden_on_every_admin_endpoint(app: TestApp) {
+    app.create_tenant("alice").await;
+    let tenant_token = app.token("alice", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let admin_endpoints: Vec<(Method, &str, Option<Value>)> = vec![
+        (Method::GET, "/v1/admin/tenants", None),
+        (Method::POST, "/v1/admin/tenants", Some(json!({"id": "mallory"}))),
+        (Method::GET, "/v1/admin/tenants/alice", None),
+        (Method::PATCH, "/v1/admin/tenants/alice", Some(json!({"tier": "premium"}))),
+        (Method::DELETE, "/v1/admin/tenants/alice", None),
+        (Method::GET, "/v1/admin/shards", None),
+        (Method::POST, "/v1/admin/shards", Some(json!({"id": "evil", "url": "sqlite:///tmp/evil.db"}))),
+        (Method::GET, "/v1/admin/shards/shard-0", None),
+        (Method::PATCH, "/v1/admin/shards/shard-0", Some(json!({"state": "offline"}))),
+        (Method::DELETE, "/v1/admin/shards/shard-0", None),
+        (Method::GET, "/v1/admin/shard-map", None),
+        (Method::GET, "/v1/admin/route?tenant=alice&collection=c&key=k", None),
+    ];
+    for (method, path, body) in &admin_endpoints {
+        let response = app.send(method.clone(), path, Some(&tenant_token), body.as_ref(), &[]).await;
+        expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+        let response = app.send(method.clone(), path, None, body.as_ref(), &[]).await;
+        expect_unauthorized(response).await;
+    }
+    // Nothing changed.
+    let tenants = expect_json(app.admin(Method::GET, "/v1/admin/tenants", None).await, StatusCode::OK).await;
+    assert_eq!(tenants["items"].as_array().unwrap().len(), 1);
+    assert_eq!(tenants["items"][0]["tier"], "standard");
+    let shards = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    assert_eq!(shards["items"].as_array().unwrap().len(), 4);
+    assert!(shards["items"].as_array().unwrap().iter().all(|s| s["state"] == "active"));
+}
+
+async fn a_token_needs_the_scope_of_the_operation(app: TestApp) {
+    app.create_tenant("alice").await;
+    app.put_record("alice", "c", "k", &json!(1)).await;
+    let read_only = app.token("alice", &[Scope::Read]);
+    let write_only = app.token("alice", &[Scope::Write]);
+    let no_scope = app.token("alice", &[]);
+    let record = record_path("alice", "c", "k");
+    let list = records_path("alice", "c");
+
+    for token in [&read_only, &no_scope] {
+        let response = app.send(Method::PUT, &record, Some(token), Some(&json!(2)), &[]).await;
+        expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+        let response = app.send(Method::DELETE, &record, Some(token), None, &[]).await;
+        expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+    }
+    for token in [&write_only, &no_scope] {
+        let response = app.send(Method::GET, &record, Some(token), None, &[]).await;
+        expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+        let response = app.send(Method::GET, &list, Some(token), None, &[]).await;
+        expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+    }
+    expect_json(app.send(Method::GET, &record, Some(&read_only), None, &[]).await, StatusCode::OK).await;
+    expect_json(app.send(Method::GET, &list, Some(&read_only), None, &[]).await, StatusCode::OK).await;
+    let body =
+        expect_json(app.send(Method::PUT, &record, Some(&write_only), Some(&json!(3)), &[]).await, StatusCode::OK)
+            .await;
+    assert_eq!(body["version"], 2, "the forbidden writes changed nothing");
+
+    // An admin token is not a tenant token: no scope for records.
+    let admin = app.admin_token();
+    let response = app.send(Method::GET, &record, Some(&admin), None, &[]).await;
+    assert!(
+        response.status() == StatusCode::NOT_FOUND || response.status() == StatusCode::FORBIDDEN,
+        "an admin token does not read tenant records: {}",
+        response.status()
+    );
+}

@@ -1,0 +1,16 @@
+//! Black-box HTTP stories against a real shardgate server. One test binary (fast to link); each
+//! module is one area of the API. Stories in `shardgate_tests::conformance!` run on SQLite and on
+//! PostgreSQL.
+
+mod admin_shards;
+mod admin_tenants;
+mod auth;
+mod isolation;
+mod listing;
+mod malformed;
+mod operations;
+mod placement;
+mod records;
+mod restart;
+mod routing;
+mod shard_states;

@@ -1,0 +1,123 @@
+//! Malformed requests get a 4xx problem, never a 500.
+
+use reqwest::Method;
+use shardgate_tests::{TestApp, assert_problem_shape, clip};
+
+shardgate_tests::conformance!(malformed_requests_get_a_client_error_problem);
+
+/// (method, path, auth, content type, body, expected status; 0 means any 4xx)
+type Case<'a> = (Method, String, Auth, Option<&'a str>, String, u16);
+
+enum Auth {
+    Tenant,
+    Admin,
+    None,
+}
+
+async fn malformed_requests_get_a_client_error_problem(app: TestApp) {
+    app.create_tenant("acme").await;
+    let tenant = app.rw_token("acme");
+    let admin = app.admin_token();
+    let records = "/v1/tenants/acme/collections/docs/records";
+    let long_key = "k".repeat(513);
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let json = Some("application/json");
+
+    // (method, path, auth, content type, body, expected status)
+    let cases: Vec<Case> = vec![
+        (Method::GET, format!("{records}/%FF"), Auth::Tenant, None, String::new(), 400),
+        (Method::PUT, format!("{records}/%FF%FE"), Auth::Tenant, json, "1".into(), 400),
+        (Method::GET, format!("{records}/%C3%28"), Auth::Tenant, None, String::new(), 400),
+        (Method::PUT, format!("{records}/{long_key}"), Auth::Tenant, json, "1".into(), 400),
+        (Method::GET, format!("{records}/{long_key}"), Auth::Tenant, None, String::new(), 400),
+        (Method::PUT, format!("{records}/ok"), Auth::Tenant, json, "{\"a\":".into(), 400),
+        (Method::GET, format!("{records}?prefix=%FF"), Auth::Tenant, None, String::new(), 400),
+        (Method::GET, format!("{records}?limit=99999999999999999999999"), Auth::Tenant, None, String::new(), 400),
+        (Method::GET, format!("{records}?cursor=%25%25%25"), Auth::Tenant, None, String::new(), 400),
+        (Method::GET, "/v1/tenants/ACME/collections/docs/records/k".into(), Auth::Tenant, None, String::new(), 0),
+        (Method::GET, "/v1/tenants/a_b/collections/docs/records/k".into(), Auth::Tenant, None, String::new(), 0),
+        (Method::GET, "/v1/tenants/-acme/collections/docs/records".into(), Auth::Tenant, None, String::new(), 0),
+        (Method::GET, "/v1/tenants/%FF/collections/docs/records".into(), Auth::Tenant, None, String::new(), 0),
+        (Method::GET, "/v1/nope".into(), Auth::Tenant, None, String::new(), 404),
+        (Method::GET, "/".into(), Auth::None, None, String::new(), 404),
+        (Method::GET, "/v1/tenants/acme/collections/docs".into(), Auth::Tenant, None, String::new(), 404),
+        (Method::GET, "/v1/admin/nothing".into(), Auth::Admin, None, String::new(), 404),
+        (Method::POST, format!("{records}/k"), Auth::Tenant, json, "1".into(), 405),
+        (Method::PATCH, format!("{records}/k"), Auth::Tenant, json, "1".into(), 405),
+        (Method::DELETE, records.into(), Auth::Tenant, None, String::new(), 405),
+        (Method::PUT, "/v1/admin/shard-map".into(), Auth::Admin, json, "{}".into(), 405),
+        (Method::POST, "/healthz".into(), Auth::None, None, String::new(), 405),
+        (Method::POST, "/v1/admin/tenants".into(), Auth::Admin, json, "not json".into(), 400),
+        (Method::POST, "/v1/admin/tenants".into(), Auth::Admin, json, "[]".into(), 400),
+        (Method::POST, "/v1/admin/tenants".into(), Auth::Admin, json, deep.clone(), 400),
+        (Method::POST, "/v1/admin/tenants".into(), Auth::Admin, Some("text/plain"), "{\"id\":\"x\"}".into(), 0),
+        (Method::POST, "/v1/admin/tenants".into(), Auth::Admin, None, String::new(), 0),
+        (Method::POST, "/v1/admin/shards".into(), Auth::Admin, json, "{\"id\":\"x\",\"url\":".into(), 400),
+        (Method::PATCH, "/v1/admin/shards/shard-0".into(), Auth::Admin, json, "{\"state\":7}".into(), 400),
+        (Method::PATCH, "/v1/admin/tenants/acme".into(), Auth::Admin, json, "{\"tier\":null,\"x\":1}".into(), 400),
+        (Method::GET, "/v1/admin/tenants?limit=abc".into(), Auth::Admin, None, String::new(), 400),
+        (
+            Method::GET,
+            "/v1/admin/route?tenant=acme&collection=docs&key=%FF".into(),
+            Auth::Admin,
+            None,
+            String::new(),
+            400,
+        ),
+        (
+            Method::GET,
+            format!("/v1/admin/route?tenant=acme&collection=docs&key={long_key}"),
+            Auth::Admin,
+            None,
+            String::new(),
+            400,
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (method, path, auth, content_type, body, expected) in cases {
+        let mut request = app.client.request(method.clone(), app.url(&path));
+        match auth {
+            Auth::Tenant => request = request.bearer_auth(&tenant),
+            Auth::Admin => request = request.bearer_auth(&admin),
+            Auth::None => {}
+        }
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let response = request.body(body).send().await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        let what = format!("{method} {}", &path[..path.len().min(120)]);
+        let status_ok = if expected == 0 { status.is_client_error() } else { status.as_u16() == expected };
+        if !status_ok {
+            let wanted = if expected == 0 { "a 4xx".to_owned() } else { expected.to_string() };
+            failures.push(format!("{what}: expected {wanted}, got {status}: {}", clip(&text)));
+            continue;
+        }
+        let shape = std::panic::catch_unwind(|| assert_problem_shape(&headers, &text, &what));
+        match shape {
+            Ok(problem) if problem["status"] == status.as_u16() => {}
+            Ok(problem) => failures.push(format!("{what}: problem status differs from {status}: {problem}")),
+            Err(_) => {
+                failures.push(format!("{what}: {status} is not a problem+json with x-request-id: {}", clip(&text)))
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} malformed requests were mishandled:\n{}", failures.len(), failures.join("\n"));
+
+    // Valid but absurdly deep JSON is the server's call to store or refuse, never a crash.
+    let response = app
+        .client
+        .put(app.url(&format!("{records}/deep")))
+        .bearer_auth(&tenant)
+        .header("content-type", "application/json")
+        .body(deep)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    assert!(status.is_success() || status.is_client_error(), "deep JSON: {status}");
+    let response = app.get_record("acme", "docs", "deep").await;
+    assert!(!response.status().is_server_error(), "reading deep JSON back: {}", response.status());
+}

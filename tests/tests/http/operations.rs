@@ -1,0 +1,113 @@
+//! Operations endpoints: health, readiness, metrics, OpenAPI and the docs UI.
+
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use shardgate_tests::{Backend, SEEDED_SHARDS, TestApp, eventually, expect_json};
+
+shardgate_tests::conformance!(
+    health_and_readiness_report_every_component,
+    metrics_count_requests_by_route_and_status,
+    the_openapi_document_and_docs_ui_are_served_from_the_binary,
+);
+
+async fn health_and_readiness_report_every_component(app: TestApp) {
+    let response = app.send(Method::GET, "/healthz", None, None, &[]).await;
+    let body = expect_json(response, StatusCode::OK).await;
+    assert_eq!(body["status"], "ok");
+
+    let response = app.send(Method::GET, "/readyz", None, None, &[]).await;
+    let body = expect_json(response, StatusCode::OK).await;
+    assert_eq!(body["status"], "ready", "{body}");
+    assert_eq!(body["components"]["catalog"]["status"], "up", "{body}");
+    for shard in SEEDED_SHARDS {
+        assert_eq!(body["components"][shard]["status"], "up", "{shard}: {body}");
+    }
+    // No secrets in the readiness report.
+    let text = body.to_string();
+    for (_, url) in app.shard_urls() {
+        assert!(!text.contains(&url), "{text}");
+    }
+}
+
+async fn metrics_count_requests_by_route_and_status(app: TestApp) {
+    app.create_tenant("acme").await;
+    app.put_record("acme", "docs", "d1", &json!(1)).await;
+    app.get_record("acme", "docs", "missing").await;
+    app.send(Method::GET, "/healthz", None, None, &[]).await;
+
+    let response = app.send(Method::GET, "/metrics", None, None, &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(content_type.starts_with("text/plain") || content_type.starts_with("application/openmetrics-text"));
+    let text = response.text().await.unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#') && l.contains("http_requests_total{")).collect();
+    assert!(!lines.is_empty(), "no http_requests_total samples: {text}");
+    let record_route = "/v1/tenants/{tenant}/collections/{collection}/records/{key}";
+    assert!(
+        lines.iter().any(|l| l.contains(record_route) && l.contains("\"201\"")),
+        "the created record is counted under its route template and status: {lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(record_route) && l.contains("\"404\"")),
+        "the 404 is counted under its route template and status: {lines:#?}"
+    );
+    assert!(!text.contains("/records/d1"), "raw paths are not labels (cardinality): {lines:#?}");
+}
+
+async fn the_openapi_document_and_docs_ui_are_served_from_the_binary(app: TestApp) {
+    let response = app.send(Method::GET, "/openapi.json", None, None, &[]).await;
+    let doc = expect_json(response, StatusCode::OK).await;
+    assert!(doc["openapi"].as_str().unwrap_or("").starts_with('3'), "{}", doc["openapi"]);
+    let paths = doc["paths"].as_object().expect("paths");
+    for path in [
+        "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
+        "/v1/tenants/{tenant}/collections/{collection}/records",
+        "/v1/admin/tenants",
+        "/v1/admin/shards",
+        "/v1/admin/shard-map",
+        "/v1/admin/route",
+    ] {
+        assert!(paths.contains_key(path), "openapi.json documents {path}");
+    }
+
+    let response = app.client.get(app.url("/docs/")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(content_type.starts_with("text/html"), "{content_type}");
+    let html = response.text().await.unwrap();
+    assert!(html.to_lowercase().contains("swagger"), "the docs page is Swagger UI");
+    for tag in html.split("<script").skip(1) {
+        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
+        assert!(!tag.contains("http://") && !tag.contains("https://"), "a script comes from a CDN: <script{tag}>");
+    }
+    for tag in html.split("<link").skip(1) {
+        let tag = &tag[..tag.find('>').unwrap_or(tag.len())];
+        assert!(!tag.contains("http://") && !tag.contains("https://"), "a stylesheet comes from a CDN: <link{tag}>");
+    }
+}
+
+/// PostgreSQL only: a shard database that disappears makes the server not ready, naming it.
+#[tokio::test]
+async fn readiness_fails_and_names_the_shard_whose_database_is_gone() {
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let body = expect_json(app.send(Method::GET, "/readyz", None, None, &[]).await, StatusCode::OK).await;
+    assert_eq!(body["status"], "ready");
+
+    let db = app.pg_database_of("shard-3").unwrap();
+    app.drop_pg_database(&db).await;
+
+    let body = eventually(std::time::Duration::from_secs(10), async || {
+        let response = app.send(Method::GET, "/readyz", None, None, &[]).await;
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+            return None;
+        }
+        Some(response.json::<serde_json::Value>().await.unwrap())
+    })
+    .await
+    .expect("/readyz answers 503 once a shard database is gone");
+    assert_eq!(body["status"], "not_ready", "{body}");
+    assert_ne!(body["components"]["shard-3"]["status"], "up", "{body}");
+    assert_eq!(body["components"]["catalog"]["status"], "up", "{body}");
+    assert_eq!(body["components"]["shard-0"]["status"], "up", "{body}");
+    assert!(!body.to_string().contains(&db), "the database name does not leak: {body}");
+}
