@@ -105,18 +105,26 @@ impl<'a> RecordStore<'a> {
         Error::Database { target: format!("shard {}", self.shard), source }
     }
 
+    /// Runs `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one row.
+    async fn fetch_one_record_row(
+        &self,
+        sql: &str,
+        addr: RecordAddress<'_>,
+    ) -> Result<Option<sqlx::any::AnyRow>, Error> {
+        sqlx::query(sql)
+            .bind(addr.tenant.as_str())
+            .bind(addr.collection.as_str())
+            .bind(addr.key.as_str())
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))
+    }
+
     /// The live record at `addr`, if any.
     pub async fn get(&self, addr: RecordAddress<'_>) -> Result<Option<StoredRecord>, Error> {
-        let row = sqlx::query(
-            "SELECT key, version, updated_at, value FROM records \
-             WHERE tenant = $1 AND collection = $2 AND key = $3 AND deleted = 0",
-        )
-        .bind(addr.tenant.as_str())
-        .bind(addr.collection.as_str())
-        .bind(addr.key.as_str())
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(|e| self.err(e))?;
+        let sql = "SELECT key, version, updated_at, value FROM records \
+                   WHERE tenant = $1 AND collection = $2 AND key = $3 AND deleted = 0";
+        let row = self.fetch_one_record_row(sql, addr).await?;
         row.map(|r| self.record(&r)).transpose()
     }
 
@@ -133,14 +141,8 @@ impl<'a> RecordStore<'a> {
 
     /// The current version of `addr` and whether it is a tombstone.
     async fn current(&self, addr: RecordAddress<'_>) -> Result<Option<(i64, bool)>, Error> {
-        let row =
-            sqlx::query("SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3")
-                .bind(addr.tenant.as_str())
-                .bind(addr.collection.as_str())
-                .bind(addr.key.as_str())
-                .fetch_optional(&self.db.pool)
-                .await
-                .map_err(|e| self.err(e))?;
+        let sql = "SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3";
+        let row = self.fetch_one_record_row(sql, addr).await?;
         row.map(|r| -> Result<(i64, bool), Error> {
             let version: i64 = r.try_get(0).map_err(|e| self.err(e))?;
             let deleted: i64 = r.try_get(1).map_err(|e| self.err(e))?;
