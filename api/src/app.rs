@@ -10,6 +10,7 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
+use shardgate_cache::RecordCache;
 use shardgate_gatekeeper::Authenticator;
 use shardgate_shard_router::ShardRouter;
 use tokio::net::TcpListener;
@@ -77,6 +78,27 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response:
     ApiError::internal(&"handler panicked").into_response()
 }
 
+/// How often every instance polls the catalog for a new map epoch or cache generation.
+const CATALOG_POLL: Duration = Duration::from_millis(500);
+
+/// Keeps the in-memory shard map and the cache generation in step with the catalog: polls every
+/// 500 ms, and at once when another instance announces a change through Redis. Ends with the app.
+async fn follow_catalog(app: std::sync::Weak<App>) {
+    loop {
+        let Some(strong) = app.upgrade() else { return };
+        match strong.router.refresh().await {
+            Ok(heads) => strong.cache.set_generation(heads.cache_generation),
+            Err(e) => tracing::warn!(error = %e, "cannot poll the catalog for shard map changes"),
+        }
+        let hint = strong.cache.clone();
+        drop(strong);
+        tokio::select! {
+            () = tokio::time::sleep(CATALOG_POLL) => {}
+            () = hint.epoch_hint().notified() => {}
+        }
+    }
+}
+
 impl Application {
     /// Opens storage, builds the state and binds `config.listen`.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
@@ -87,13 +109,21 @@ impl Application {
             None
         };
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
+        let heads = router.catalog().heads().await?;
+        let mut cache = None;
+        let metrics = Metrics::new(|registry| {
+            cache = Some(RecordCache::start(config.cache.clone(), heads.cache_generation, registry));
+        });
+        let cache = cache.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
         let app = Arc::new(App {
             router,
+            cache,
             auth,
             limits: config.limits.clone(),
-            metrics: Metrics::new(),
+            metrics,
             probe_timeout: config.storage.pool.probe_timeout,
         });
+        tokio::spawn(follow_catalog(Arc::downgrade(&app)));
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -120,6 +150,7 @@ impl Application {
                     request_id,
                     tenant = tracing::field::Empty,
                     shard = tracing::field::Empty,
+                    cache = tracing::field::Empty,
                 )
             }))
             .layer(PropagateRequestIdLayer::new(REQUEST_ID))

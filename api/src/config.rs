@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
+use shardgate_cache::CacheConfig;
 use shardgate_gatekeeper::AuthConfig;
 use shardgate_shard_router::StorageConfig;
 
@@ -24,6 +25,8 @@ pub struct Config {
     pub storage: StorageConfig,
     /// Token issuers.
     pub auth: AuthConfig,
+    /// Record cache (L1 in-process, L2 Redis).
+    pub cache: CacheConfig,
     /// Request limits.
     pub limits: LimitsConfig,
     /// Logging.
@@ -37,6 +40,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./shardgate-data"),
             storage: StorageConfig::default(),
             auth: AuthConfig::default(),
+            cache: CacheConfig::default(),
             limits: LimitsConfig::default(),
             log: LogConfig::default(),
         }

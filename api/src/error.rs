@@ -121,6 +121,12 @@ impl From<AuthError> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        Self::from(&e)
+    }
+}
+
+impl From<&StoreError> for ApiError {
+    fn from(e: &StoreError) -> Self {
         let unavailable = |code: &'static str, detail: String| {
             let mut err = Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail);
             err.retry_after_secs = Some(5);
@@ -140,8 +146,8 @@ impl From<StoreError> for ApiError {
             StoreError::ShardExists(id) => {
                 Self::new(StatusCode::CONFLICT, "shard_exists", format!("shard {id} already exists"))
             }
-            e @ StoreError::ShardInUse { .. } => Self::new(StatusCode::CONFLICT, "shard_in_use", e.to_string()),
-            e @ StoreError::ShardUnreachable { .. } => {
+            StoreError::ShardInUse { .. } => Self::new(StatusCode::CONFLICT, "shard_in_use", e.to_string()),
+            StoreError::ShardUnreachable { .. } => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "shard_unreachable", e.to_string())
             }
             StoreError::ShardOffline(id) => unavailable("shard_offline", format!("shard {id} is offline")),
@@ -160,16 +166,16 @@ impl From<StoreError> for ApiError {
             StoreError::WriteContention => {
                 Self::new(StatusCode::CONFLICT, "write_contention", "too many concurrent writes to this record; retry")
             }
-            StoreError::InvalidDatabaseUrl(reason) => Self::bad_request("invalid_database_url", reason),
+            StoreError::InvalidDatabaseUrl(reason) => Self::bad_request("invalid_database_url", reason.clone()),
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");
-                let code = match &e {
+                let code = match e {
                     StoreError::Database { target, .. } if target == "catalog" => "catalog_unavailable",
                     _ => "shard_unavailable",
                 };
                 unavailable(code, "a database is temporarily unavailable; retry later".into())
             }
-            e => Self::internal(&e),
+            e => Self::internal(e),
         }
     }
 }

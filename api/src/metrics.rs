@@ -32,15 +32,9 @@ pub struct Metrics {
     latency: Family<RequestLabels, Histogram>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl Metrics {
-    /// A registry with the HTTP metrics registered.
-    pub fn new() -> Self {
+    /// A registry with the HTTP metrics registered, plus whatever `register` adds.
+    pub fn new(register: impl FnOnce(&mut Registry)) -> Self {
         let mut registry = Registry::with_prefix("shardgate");
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<RequestLabels, Histogram>::new_with_constructor(|| {
@@ -48,6 +42,7 @@ impl Metrics {
         });
         registry.register("http_requests", "HTTP requests by method, route and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency in seconds", latency.clone());
+        register(&mut registry);
         Self { registry, requests, latency }
     }
 

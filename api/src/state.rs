@@ -1,6 +1,7 @@
 //! The application state every handler shares: one `App` behind an `Arc`.
 
 use shardgate_gatekeeper::Authenticator;
+use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::ShardRouter;
 
 use crate::config::LimitsConfig;
@@ -11,6 +12,8 @@ use crate::metrics::Metrics;
 pub struct App {
     /// Catalog, shard map and shard pools.
     pub router: ShardRouter,
+    /// Record cache.
+    pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
     /// Bearer token verification.
     pub auth: Authenticator,
     /// Request limits.
@@ -19,4 +22,33 @@ pub struct App {
     pub metrics: Metrics,
     /// Timeout of each readiness probe.
     pub probe_timeout: std::time::Duration,
+}
+
+impl App {
+    /// Tells other instances the shard map changed (they also poll the catalog).
+    pub async fn announce_map_change(&self) {
+        self.cache.announce_epoch(self.router.epoch()).await;
+    }
+
+    /// After a record write reached its shard at `version`, and before it is acknowledged:
+    /// invalidates cached copies. If Redis cannot be reached, the cache generation moves on in the
+    /// catalog instead, so no instance reads the old entry again (others learn it within one
+    /// catalog poll).
+    pub async fn invalidate_record(&self, cache_key: &str, collection: &str, version: i64) {
+        if self.cache.invalidate(cache_key, collection, version).await.is_ok() {
+            return;
+        }
+        match self.router.catalog().bump_cache_generation().await {
+            Ok(generation) => self.cache.set_generation(generation),
+            Err(e) => log_generation_failure(&e),
+        }
+    }
+}
+
+fn log_generation_failure(e: &StoreError) {
+    tracing::error!(
+        error = %e,
+        "cache invalidation failed and the cache generation could not be moved on: \
+         other instances may serve the old value until its TTL"
+    );
 }

@@ -44,6 +44,15 @@ pub struct TenantRow {
     pub updated_at_ms: i64,
 }
 
+/// The catalog's change counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CatalogHeads {
+    /// The shard map epoch.
+    pub epoch: u64,
+    /// The cache generation.
+    pub cache_generation: u64,
+}
+
 /// The catalog database.
 #[derive(Debug, Clone)]
 pub struct Catalog {
@@ -136,13 +145,26 @@ impl Catalog {
         rows.iter().map(shard_row).collect()
     }
 
-    /// The current epoch.
-    pub async fn epoch(&self) -> Result<u64, Error> {
-        let epoch: i64 = sqlx::query_scalar("SELECT epoch FROM shard_map WHERE id = 1")
+    /// The current map epoch and cache generation (polled by every instance).
+    pub async fn heads(&self) -> Result<CatalogHeads, Error> {
+        let row = sqlx::query("SELECT epoch, cache_generation FROM shard_map WHERE id = 1")
             .fetch_one(&self.db.pool)
             .await
             .map_err(catalog_err)?;
-        Ok(epoch as u64)
+        let epoch: i64 = row.try_get(0).map_err(catalog_err)?;
+        let cache_generation: i64 = row.try_get(1).map_err(catalog_err)?;
+        Ok(CatalogHeads { epoch: epoch as u64, cache_generation: cache_generation as u64 })
+    }
+
+    /// Moves the cache generation on; returns the new one.
+    pub async fn bump_cache_generation(&self) -> Result<u64, Error> {
+        let generation: i64 = sqlx::query_scalar(
+            "UPDATE shard_map SET cache_generation = cache_generation + 1 WHERE id = 1 RETURNING cache_generation",
+        )
+        .fetch_one(&self.db.pool)
+        .await
+        .map_err(catalog_err)?;
+        Ok(generation as u64)
     }
 
     /// Starts a routing change: opens a transaction and moves the epoch on. Returns the new epoch.

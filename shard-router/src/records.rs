@@ -30,6 +30,17 @@ pub struct StoredRecord {
     pub value: Box<RawValue>,
 }
 
+/// A record read with its tombstone, if deleted.
+#[derive(Debug, Clone)]
+pub enum RecordRead {
+    /// The record exists.
+    Live(StoredRecord),
+    /// It was deleted at this version.
+    Gone(i64),
+    /// There never was a record here.
+    Absent,
+}
+
 /// A client's precondition on a write or delete.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteCondition {
@@ -122,10 +133,23 @@ impl<'a> RecordStore<'a> {
 
     /// The live record at `addr`, if any.
     pub async fn get(&self, addr: RecordAddress<'_>) -> Result<Option<StoredRecord>, Error> {
-        let sql = "SELECT key, version, updated_at, value FROM records \
-                   WHERE tenant = $1 AND collection = $2 AND key = $3 AND deleted = 0";
-        let row = self.fetch_one_record_row(sql, addr).await?;
-        row.map(|r| self.record(&r)).transpose()
+        match self.read(addr).await? {
+            RecordRead::Live(record) => Ok(Some(record)),
+            RecordRead::Gone(_) | RecordRead::Absent => Ok(None),
+        }
+    }
+
+    /// What the shard holds at `addr`, tombstones included (their version bounds caches).
+    pub async fn read(&self, addr: RecordAddress<'_>) -> Result<RecordRead, Error> {
+        let sql = "SELECT key, version, updated_at, value, deleted FROM records \
+                   WHERE tenant = $1 AND collection = $2 AND key = $3";
+        let Some(row) = self.fetch_one_record_row(sql, addr).await? else { return Ok(RecordRead::Absent) };
+        let deleted: i64 = row.try_get(4).map_err(|e| self.err(e))?;
+        if deleted != 0 {
+            let version: i64 = row.try_get(1).map_err(|e| self.err(e))?;
+            return Ok(RecordRead::Gone(version));
+        }
+        Ok(RecordRead::Live(self.record(&row)?))
     }
 
     fn record(&self, row: &sqlx::any::AnyRow) -> Result<StoredRecord, Error> {

@@ -191,6 +191,53 @@ impl ShardRouter {
         Ok(migrated)
     }
 
+    /// Reloads the map from the catalog if the catalog's epoch is newer than the map's. Returns
+    /// the catalog heads.
+    pub async fn refresh(&self) -> Result<crate::catalog::CatalogHeads, Error> {
+        let heads = self.catalog.heads().await?;
+        if heads.epoch > self.map.read().epoch {
+            let _guard = self.admin.lock().await;
+            if heads.epoch > self.map.read().epoch {
+                let map = self.catalog.load_map().await?;
+                self.sync_pools(&map).await;
+                tracing::info!(epoch = map.epoch, "shard map refreshed from the catalog");
+                *self.map.write() = map;
+            }
+        }
+        Ok(heads)
+    }
+
+    /// Opens pools for shards another instance registered, closes pools of removed shards.
+    async fn sync_pools(&self, map: &MapSnapshot) {
+        let missing: Vec<ShardId> =
+            map.shards.iter().filter(|s| !self.pools.read().contains_key(&s.id)).map(|s| s.id.clone()).collect();
+        if !missing.is_empty()
+            && let Ok(rows) = self.catalog.list_shards().await
+        {
+            for row in rows.into_iter().filter(|r| missing.contains(&r.id)) {
+                match Database::open(&row.url, &self.pool_config) {
+                    Ok(db) => {
+                        self.pools.write().insert(row.id, db);
+                    }
+                    Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
+                }
+            }
+        }
+        let removed: Vec<Database> = {
+            let mut pools = self.pools.write();
+            let gone: Vec<ShardId> = pools.keys().filter(|id| map.shard(id.as_str()).is_none()).cloned().collect();
+            gone.iter().filter_map(|id| pools.remove(id)).collect()
+        };
+        for db in removed {
+            db.pool.close().await;
+        }
+    }
+
+    /// The current map epoch.
+    pub fn epoch(&self) -> u64 {
+        self.map.read().epoch
+    }
+
     /// The catalog.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog

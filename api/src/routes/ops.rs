@@ -8,6 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+use shardgate_cache::CacheHealth;
 use shardgate_shard_router::{Database, ShardState};
 use utoipa::ToSchema;
 
@@ -29,7 +30,9 @@ pub async fn healthz() -> axum::Json<Health> {
 /// One dependency's readiness.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ComponentStatus {
-    /// `up`, `down`, or `offline` (a shard an operator took offline; not a failure).
+    /// `up`, `down`, `offline` (a shard an operator took offline), `degraded` (the cache: Redis
+    /// does not answer, reads go to the shards) or `disabled`. Only `down` makes the instance
+    /// not ready.
     pub status: &'static str,
     /// How long the probe took, in milliseconds.
     pub latency_ms: u64,
@@ -43,7 +46,7 @@ pub struct ComponentStatus {
 pub struct Readiness {
     /// `ready` or `not_ready`.
     pub status: &'static str,
-    /// `catalog` and one entry per shard id.
+    /// `catalog`, `cache` and one entry per shard id.
     pub components: BTreeMap<String, ComponentStatus>,
 }
 
@@ -89,6 +92,13 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let mut components = BTreeMap::new();
     components.insert("catalog".to_owned(), catalog);
     components.extend(shard_probes);
+    let cache = match app.cache.health() {
+        CacheHealth::Disabled => "disabled",
+        CacheHealth::Local => "up",
+        CacheHealth::Up => "up",
+        CacheHealth::Degraded => "degraded",
+    };
+    components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error: None });
     let ready = components.values().all(|c| c.status != "down");
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, axum::Json(Readiness { status: if ready { "ready" } else { "not_ready" }, components })).into_response()

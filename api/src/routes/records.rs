@@ -9,8 +9,11 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
-use shardgate_shard_router::records::{ListBounds, RecordAddress, RecordStore, StoredRecord, WriteCondition};
+use shardgate_shard_router::records::{
+    ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
+};
 use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_text, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
@@ -167,10 +170,25 @@ pub async fn get_record(
 ) -> Result<Response, ApiError> {
     let t = record_target(&caller, &path, Scope::Read)?;
     let (route, db) = app.router.resolve(&t.tenant, Access::Read)?;
-    tracing::Span::current().record("shard", route.shard.as_str());
+    let span = tracing::Span::current();
+    span.record("shard", route.shard.as_str());
+    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let record =
-        RecordStore::new(&db, &route.shard).get(addr).await?.ok_or(shardgate_shard_router::Error::RecordNotFound)?;
+    let store = RecordStore::new(&db, &route.shard);
+    let (result, outcome) = app
+        .cache
+        .read(&cache_key, t.collection.as_str(), || async move {
+            Ok(match store.read(addr).await? {
+                RecordRead::Live(record) => RecordState::Live(cached(record)),
+                RecordRead::Gone(version) => RecordState::Gone(version),
+                RecordRead::Absent => RecordState::Absent,
+            })
+        })
+        .await;
+    span.record("cache", outcome.as_str());
+    let RecordState::Live(record) = result.map_err(|e| ApiError::from(&*e))? else {
+        return Err(shardgate_shard_router::Error::RecordNotFound.into());
+    };
     if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
         let matches =
             inm.trim() == "*" || parse_etags(inm, "If-None-Match").is_ok_and(|tags| tags.contains(&record.version));
@@ -180,7 +198,18 @@ pub async fn get_record(
             return Ok(response);
         }
     }
-    Ok(envelope_response(StatusCode::OK, record))
+    let mut response = (StatusCode::OK, record.body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::ETAG, etag(record.version));
+    Ok(response)
+}
+
+/// The cached form of a record: its version and the exact response body.
+fn cached(record: StoredRecord) -> CachedRecord {
+    let version = record.version;
+    let body = serde_json::to_vec(&RecordEnvelope::from(record)).unwrap_or_default();
+    CachedRecord { version, body: Bytes::from(body) }
 }
 
 /// Create or replace a record.
@@ -227,6 +256,8 @@ pub async fn put_record(
     tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     let outcome = RecordStore::new(&db, &route.shard).put(addr, route.vshard, &value, &condition, now_ms()).await?;
+    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
+    app.invalidate_record(&cache_key, t.collection.as_str(), outcome.record.version).await;
     let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok(envelope_response(status, outcome.record))
 }
@@ -264,7 +295,9 @@ pub async fn delete_record(
     let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    RecordStore::new(&db, &route.shard).delete(addr, &condition, now_ms()).await?;
+    let version = RecordStore::new(&db, &route.shard).delete(addr, &condition, now_ms()).await?;
+    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
+    app.invalidate_record(&cache_key, t.collection.as_str(), version).await;
     Ok(StatusCode::NO_CONTENT)
 }
 

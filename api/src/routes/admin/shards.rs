@@ -121,6 +121,7 @@ pub async fn register_shard(
 ) -> Result<Response, ApiError> {
     caller.require_admin()?;
     let row = app.router.register_shard(body.id, body.url).await?;
+    app.announce_map_change().await;
     tracing::info!(shard = %row.id, engine = row.engine.as_str(), "shard registered");
     let stats = app.router.shard_stats(&row.id).await?;
     let location = HeaderValue::from_str(&format!("/v1/admin/shards/{}", row.id)).ok();
@@ -201,6 +202,7 @@ pub async fn update_shard(
     caller.require_admin()?;
     let id = shard_id(&path.id)?;
     app.router.set_shard_state(&id, body.state).await?;
+    app.announce_map_change().await;
     tracing::info!(shard = %id, state = body.state.as_str(), "shard state changed");
     Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
 }
@@ -228,6 +230,7 @@ pub async fn delete_shard(
     caller.require_admin()?;
     let id = shard_id(&path.id)?;
     app.router.remove_shard(&id).await?;
+    app.announce_map_change().await;
     tracing::info!(shard = %id, "shard unregistered");
     Ok(StatusCode::NO_CONTENT)
 }

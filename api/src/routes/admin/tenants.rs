@@ -138,6 +138,7 @@ pub async fn create_tenant(
     let name = body.name.unwrap_or_else(|| body.id.to_string());
     check_name(&name)?;
     let row = app.router.create_tenant(body.id, name, body.tier.unwrap_or_default(), body.shard).await?;
+    app.announce_map_change().await;
     let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
     let mut response = (StatusCode::CREATED, axum::Json(tenant_view(&app, row))).into_response();
     if let Some(location) = location {
@@ -231,6 +232,7 @@ pub async fn update_tenant(
         check_name(name)?;
     }
     let row = app.router.update_tenant(&id, body.name.as_deref(), body.tier).await?;
+    app.announce_map_change().await;
     Ok(axum::Json(tenant_view(&app, row)))
 }
 
@@ -257,6 +259,7 @@ pub async fn delete_tenant(
     caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     let purged = app.router.delete_tenant(&id).await?;
+    app.announce_map_change().await;
     tracing::info!(tenant = %id, records = purged, "tenant deleted");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,0 +1,417 @@
+#!/usr/bin/env bash
+# Load harness of shardgate: runs the gateway on PostgreSQL shards (+ Redis cache) under wrk and
+# compares each scenario with its physical baseline (HTTP ceiling, redis-benchmark, pgbench) at the
+# same concurrency. Prints one markdown table. It reports; it never fails on a figure: the exit
+# status is non-zero only when a step itself broke.
+#
+#   bench/run.sh                          # 15 s per measurement, 32 connections, 2 threads
+#   DURATION=5s CONNECTIONS=64 bench/run.sh
+#   KEEP_WORK=1 bench/run.sh              # keep the raw wrk/pgbench/redis-benchmark outputs
+#
+# See bench/README.md ("Load harness") for what each scenario measures and how to read the table.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+DURATION="${DURATION:-15s}"
+CONNECTIONS="${CONNECTIONS:-32}"
+THREADS=2
+KEYS=10000
+TENANT=bench
+PREFIX=sgbench                       # Redis key prefix of everything the harness writes
+DBS=(sgbench_cat sgbench_s0 sgbench_s1)
+GW_ADDR=127.0.0.1:18081
+CEILING_ADDR=127.0.0.1:18080
+PG=(-h 127.0.0.1 -p 5432 -U postgres)
+export PGOPTIONS="-c client_min_messages=warning"  # no NOTICEs from DROP ... IF EXISTS
+REDIS=(-h 127.0.0.1 -p 6379)
+BIN="$ROOT/target/release"
+export WRK_DIR="$ROOT/bench/wrk" KEYS TENANT
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Duration in whole seconds for pgbench -T ("15s", "2m", "15").
+duration_secs() {
+    case "$1" in
+        *s) echo "${1%s}" ;;
+        *m) echo "$(( ${1%m} * 60 ))" ;;
+        *) echo "$1" ;;
+    esac
+}
+SECS="$(duration_secs "$DURATION")"
+[[ "$SECS" =~ ^[0-9]+$ && "$SECS" -gt 0 ]] || die "DURATION must look like 15s, 2m or 15 (got '$DURATION')"
+[[ "$CONNECTIONS" =~ ^[0-9]+$ ]] || die "CONNECTIONS must be a number (got '$CONNECTIONS')"
+
+# ---------------------------------------------------------------------------------------------
+# Tools and services
+# ---------------------------------------------------------------------------------------------
+apt_install() {
+    local sudo=()
+    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo)
+    log "installing $*"
+    "${sudo[@]}" apt-get install -y "$@" >/dev/null || {
+        "${sudo[@]}" apt-get update >/dev/null && "${sudo[@]}" apt-get install -y "$@" >/dev/null
+    }
+}
+command -v wrk >/dev/null || apt_install wrk
+command -v pgbench >/dev/null || apt_install postgresql-contrib
+command -v redis-benchmark >/dev/null || apt_install redis-tools
+for tool in wrk pgbench redis-benchmark redis-cli psql curl; do
+    command -v "$tool" >/dev/null || die "$tool is not installed"
+done
+
+log "starting PostgreSQL and Redis if needed"
+scripts/services.sh >&2
+
+log "building (release)"
+cargo build --release -p shardgate-api -p shardgate-bench >&2
+
+# ---------------------------------------------------------------------------------------------
+# State and cleanup
+# ---------------------------------------------------------------------------------------------
+WORK="$(mktemp -d -t sgbench.XXXXXX)"
+GW_PID=""
+CEILING_PID=""
+
+stop_pid() { # pid: SIGTERM, wait for it to exit
+    local pid="$1"
+    [[ -n "$pid" ]] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+}
+flush_prefix() {
+    redis-cli "${REDIS[@]}" --scan --pattern "${PREFIX}*" | xargs -r redis-cli "${REDIS[@]}" del >/dev/null
+}
+drop_dbs() {
+    local db
+    for db in "${DBS[@]}"; do
+        psql "${PG[@]}" -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" postgres >/dev/null
+    done
+}
+cleanup() {
+    local status=$?
+    set +e
+    stop_pid "$GW_PID"
+    stop_pid "$CEILING_PID"
+    if [[ $status -ne 0 && -f "$WORK/gateway.log" ]]; then
+        echo "--- last lines of the gateway log ---" >&2
+        tail -n 20 "$WORK/gateway.log" >&2
+    fi
+    drop_dbs 2>/dev/null
+    flush_prefix 2>/dev/null
+    if [[ -n "${KEEP_WORK:-}" ]]; then
+        echo "raw outputs kept in $WORK" >&2
+    else
+        rm -rf "$WORK"
+    fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------------------------
+# Databases, Redis prefix, gateway configuration
+# ---------------------------------------------------------------------------------------------
+log "creating fresh databases ${DBS[*]}"
+drop_dbs
+for db in "${DBS[@]}"; do
+    psql "${PG[@]}" -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db" postgres >/dev/null
+done
+flush_prefix
+
+export SHARDGATE_LISTEN="$GW_ADDR"
+export SHARDGATE_DATA_DIR="$WORK/data"
+export SHARDGATE_STORAGE__CATALOG_URL="postgres://postgres@127.0.0.1:5432/sgbench_cat"
+export SHARDGATE_STORAGE__SHARDS='[{id="s0",url="postgres://postgres@127.0.0.1:5432/sgbench_s0"},{id="s1",url="postgres://postgres@127.0.0.1:5432/sgbench_s1"}]'
+export SHARDGATE_LOG__FILTER=warn
+mkdir -p "$SHARDGATE_DATA_DIR"
+
+# Cache settings of the scenarios (passed to the gateway only, on top of the exported ones).
+CACHE_L1=(SHARDGATE_CACHE__REDIS_URL=redis://127.0.0.1:6379 SHARDGATE_CACHE__KEY_PREFIX="$PREFIX" SHARDGATE_CACHE__L1__ENABLED=true)
+CACHE_REDIS=(SHARDGATE_CACHE__REDIS_URL=redis://127.0.0.1:6379 SHARDGATE_CACHE__KEY_PREFIX="$PREFIX" SHARDGATE_CACHE__L1__ENABLED=false)
+CACHE_OFF=(SHARDGATE_CACHE__ENABLED=false)
+
+# start_gateway [VAR=value ...]: starts the gateway with these extra variables and waits for
+# /readyz = 200. Returns 1 (gateway stopped, reason in $GW_FAILURE) if it exits or never gets ready.
+GW_FAILURE=""
+start_gateway() {
+    stop_gateway
+    env "$@" "$BIN/shardgate" serve >"$WORK/gateway.log" 2>&1 &
+    GW_PID=$!
+    local _
+    for _ in $(seq 1 300); do
+        if ! kill -0 "$GW_PID" 2>/dev/null; then
+            wait "$GW_PID" 2>/dev/null || true
+            GW_PID=""
+            GW_FAILURE="$(grep -v '^\s*$' "$WORK/gateway.log" | tail -n 3 | tr '\n' ' ')"
+            return 1
+        fi
+        if [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$GW_ADDR/readyz")" == 200 ]]; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    GW_FAILURE="not ready after 60 s: $(curl -s "http://$GW_ADDR/readyz")"
+    stop_gateway
+    return 1
+}
+stop_gateway() {
+    stop_pid "$GW_PID"
+    GW_PID=""
+}
+
+# A configuration the gateway rejects (an unknown SHARDGATE_CACHE__* key, while the cache settings
+# are not in this build) skips the scenarios that need it; any other start-up failure is an error.
+config_rejected() { grep -qiE 'invalid configuration|unknown (field|key)' <<<"$GW_FAILURE"; }
+
+NO_CACHE_SETTINGS=""
+log "starting the gateway, cache disabled"
+if ! start_gateway "${CACHE_OFF[@]}"; then
+    config_rejected || die "the gateway does not start: $GW_FAILURE"
+    NO_CACHE_SETTINGS="$GW_FAILURE"
+    log "cache settings rejected; continuing without them: $GW_FAILURE"
+    CACHE_OFF=()
+    start_gateway || die "the gateway does not start: $GW_FAILURE"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Tokens, tenant, seeding
+# ---------------------------------------------------------------------------------------------
+ADMIN_TOKEN="$("$BIN/shardgate" token --admin --data-dir "$SHARDGATE_DATA_DIR")"
+TOKEN="$("$BIN/shardgate" token --tenant "$TENANT" --scopes read,write --ttl 2h --data-dir "$SHARDGATE_DATA_DIR")"
+export TOKEN
+
+printf 'header = "Authorization: Bearer %s"\n' "$ADMIN_TOKEN" >"$WORK/admin.curl"
+printf 'header = "Authorization: Bearer %s"\n' "$TOKEN" >"$WORK/tenant.curl"
+chmod 600 "$WORK/admin.curl" "$WORK/tenant.curl"
+
+log "creating tenant $TENANT"
+code="$(curl -s -o "$WORK/tenant.json" -w '%{http_code}' -K "$WORK/admin.curl" \
+    -H 'Content-Type: application/json' -d "{\"id\":\"$TENANT\"}" "http://$GW_ADDR/v1/admin/tenants")"
+[[ "$code" == 201 || "$code" == 200 ]] || die "creating the tenant answered $code: $(cat "$WORK/tenant.json")"
+
+route="$(curl -sf -K "$WORK/admin.curl" "http://$GW_ADDR/v1/admin/route?tenant=$TENANT")" || die "GET /v1/admin/route failed"
+HOME_SHARD="$(sed -n 's/.*"shard":"\([^"]*\)".*/\1/p' <<<"$route")"
+case "$HOME_SHARD" in
+    s0 | s1) HOME_DB="sgbench_$HOME_SHARD" ;;
+    *) die "unexpected route answer: $route" ;;
+esac
+log "tenant $TENANT lives on shard $HOME_SHARD (database $HOME_DB)"
+
+# One pass over all keys with curl's parallel mode (one process, 32 transfers at a time). Prints
+# the number of answers that were not 2xx.
+one_pass() { # method (GET|PUT)
+    local method="$1" cfg="$WORK/pass.curl"
+    {
+        cat "$WORK/tenant.curl"
+        if [[ "$method" == PUT ]]; then
+            echo 'request = "PUT"'
+            echo 'header = "Content-Type: application/json"'
+            echo 'data-binary = "{\"n\":0,\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxx\"}"'
+        fi
+        awk -v n="$KEYS" -v base="http://$GW_ADDR/v1/tenants/$TENANT/collections/items/records/" \
+            'BEGIN { for (i = 0; i < n; i++) printf "url = \"%sk-%05d\"\noutput = \"/dev/null\"\n", base, i }'
+    } >"$cfg"
+    curl -s --no-progress-meter --parallel --parallel-max 32 -K "$cfg" -w '%{http_code}\n' | grep -cv '^2' || true
+}
+
+log "seeding $KEYS records"
+bad="$(one_pass PUT)"
+[[ "$bad" -eq 0 ]] || die "seeding: $bad of $KEYS PUTs were not 2xx"
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------------------------
+declare -A RPS P50 P99 NOTE
+
+# run_wrk NAME URL SCRIPT: fills RPS/P50/P99 (ms) for NAME.
+run_wrk() {
+    local name="$1" url="$2" script="$3" out line
+    log "wrk: $name ($DURATION, $CONNECTIONS connections, $THREADS threads)"
+    out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$script" "$url")"
+    printf '%s\n' "$out" >"$WORK/wrk-$name.txt"
+    line="$(grep '^SGBENCH ' <<<"$out" || true)"
+    [[ -n "$line" ]] || die "wrk printed no summary for $name: $out"
+    RPS[$name]="$(field rps "$line")"
+    P50[$name]="$(us_to_ms "$(field p50_us "$line")")"
+    P99[$name]="$(us_to_ms "$(field p99_us "$line")")"
+    local non2xx errors
+    non2xx="$(field non2xx "$line")"
+    errors="$(field socket_errors "$line")"
+    if [[ "$non2xx" != 0 || "$errors" != 0 ]]; then
+        NOTE[$name]="$non2xx non-2xx answers, $errors socket errors"
+    fi
+}
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+us_to_ms() { awk -v us="$1" 'BEGIN { printf "%.3f", us / 1000 }'; }
+
+skip() { # name reason
+    RPS[$1]="n/a"; P50[$1]="n/a"; P99[$1]="n/a"; NOTE[$1]="not run: $2"
+}
+
+GW_URL="http://$GW_ADDR"
+REJECTED=""   # the gateway's words when it rejected a cache configuration
+
+# cache_gateway NAME VAR=value...: restarts the gateway with these cache settings on an empty
+# cache prefix and warms the cache with one GET per key. On a rejected configuration, marks NAME
+# as not run and returns 1.
+cache_gateway() {
+    local name="$1" bad
+    shift
+    flush_prefix
+    log "restarting the gateway: $*"
+    if ! start_gateway "$@"; then
+        config_rejected || die "the gateway does not start with $*: $GW_FAILURE"
+        REJECTED="$GW_FAILURE"
+        skip "$name" "the gateway rejects its cache settings (see below)"
+        return 1
+    fi
+    log "warming the cache (one GET per key)"
+    bad="$(one_pass GET)"
+    [[ "$bad" -eq 0 ]] || NOTE[$name]="warm-up: $bad of $KEYS GETs were not 2xx"
+}
+[[ -z "$NO_CACHE_SETTINGS" ]] || REJECTED="$NO_CACHE_SETTINGS"
+
+# (c) uncached GET (the gateway started above has the cache disabled).
+run_wrk get_uncached "$GW_URL" bench/wrk/get.lua
+[[ -z "$NO_CACHE_SETTINGS" ]] || NOTE[get_uncached]="run with the cache variables omitted (this build rejects them)"
+
+# (b) GET from Redis, L1 off; (d) PUT with the same settings.
+if cache_gateway get_redis "${CACHE_REDIS[@]}"; then
+    run_wrk get_redis "$GW_URL" bench/wrk/get.lua
+    run_wrk put "$GW_URL" bench/wrk/put.lua
+else
+    LABEL_PUT="PUT (cache settings rejected: run with the cache off)"
+    start_gateway "${CACHE_OFF[@]}" || die "the gateway does not start: $GW_FAILURE"
+    run_wrk put "$GW_URL" bench/wrk/put.lua
+fi
+
+# (a) GET from L1.
+if cache_gateway get_l1 "${CACHE_L1[@]}"; then
+    run_wrk get_l1 "$GW_URL" bench/wrk/get.lua
+fi
+stop_gateway
+
+# (e) HTTP ceiling.
+log "starting the HTTP ceiling on $CEILING_ADDR"
+"$BIN/ceiling" "$CEILING_ADDR" >"$WORK/ceiling.log" 2>&1 &
+CEILING_PID=$!
+for _ in $(seq 1 100); do
+    curl -sf -o /dev/null "http://$CEILING_ADDR/" && break
+    kill -0 "$CEILING_PID" 2>/dev/null || die "ceiling exited: $(cat "$WORK/ceiling.log")"
+    sleep 0.1
+done
+run_wrk ceiling "http://$CEILING_ADDR" bench/wrk/ceiling.lua
+stop_pid "$CEILING_PID"
+CEILING_PID=""
+
+# Baselines: pgbench on the tenant's home shard database.
+# p50/p99 from pgbench's per-transaction log (column 3: latency in µs), nearest rank.
+pg_percentiles() { # log-prefix -> "p50_ms p99_ms"
+    cat "$1".* | awk '{ print $3 }' | sort -n | awk '
+        { v[NR] = $1 }
+        END {
+            if (NR == 0) { print "n/a n/a"; exit }
+            i50 = int(NR * 0.50); if (i50 < NR * 0.50) i50++; if (i50 < 1) i50 = 1
+            i99 = int(NR * 0.99); if (i99 < NR * 0.99) i99++; if (i99 < 1) i99 = 1
+            printf "%.3f %.3f\n", v[i50] / 1000, v[i99] / 1000
+        }'
+}
+run_pgbench() { # name args...
+    local name="$1" out tps p
+    shift
+    log "pgbench: $name ($SECS s, $CONNECTIONS clients, $THREADS threads)"
+    out="$(cd "$WORK" && pgbench "${PG[@]}" -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "$SECS" \
+        -l --log-prefix="$WORK/pg-$name" "$@" "$HOME_DB" 2>&1)" || die "pgbench $name failed: $out"
+    printf '%s\n' "$out" >"$WORK/pgbench-$name.txt"
+    tps="$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time).*/\1/p' <<<"$out")"
+    [[ -n "$tps" ]] || tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | tail -n 1)"
+    RPS[$name]="${tps:-n/a}"
+    read -r P50[$name] P99[$name] <<<"$(pg_percentiles "$WORK/pg-$name")"
+    if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
+        NOTE[$name]="$(grep 'number of failed transactions' <<<"$out")"
+    fi
+}
+log "initialising pgbench tables in $HOME_DB (beside the records table)"
+pgbench "${PG[@]}" -i -s 1 -q "$HOME_DB" >/dev/null 2>&1 || die "pgbench -i failed"
+run_pgbench pg_select -S
+run_pgbench pg_put -f "$ROOT/bench/pgbench/put.sql"
+
+# Baseline: redis-benchmark GET of values the size of a cached record, under the harness prefix.
+log "redis-benchmark: GET (32 clients, $THREADS threads, no pipelining)"
+awk -v n="$KEYS" -v p="$PREFIX" 'BEGIN {
+    v = sprintf("%0110d", 0)
+    for (i = 0; i < n; i++) printf "SET %s:rb:%012d %s\r\n", p, i, v
+}' | redis-cli "${REDIS[@]}" --pipe >/dev/null
+rb_threads=()
+redis-benchmark --help 2>&1 | grep -q -- '--threads' && rb_threads=(--threads "$THREADS")
+redis_bench() { # requests -> csv line of the GET test
+    redis-benchmark "${REDIS[@]}" -c "$CONNECTIONS" -n "$1" -P 1 -r "$KEYS" "${rb_threads[@]}" --csv \
+        GET "$PREFIX:rb:__rand_int__" | tail -n 1
+}
+# A short calibration run sizes -n for about DURATION.
+calib="$(redis_bench 50000)"
+calib_rps="$(tr -d '"' <<<"$calib" | cut -d, -f2)"
+rb_n="$(awk -v r="${calib_rps:-0}" -v s="$SECS" 'BEGIN { n = int(r * s); if (n < 50000) n = 50000; print n }')"
+csv="$(redis_bench "$rb_n")"
+printf '%s\n' "$csv" >"$WORK/redis-benchmark.csv"
+# CSV columns (redis-benchmark >= 6.2): test, rps, avg, min, p50, p95, p99, max (ms).
+IFS=, read -r _ rb_rps _ _ rb_p50 _ rb_p99 _ <<<"$(tr -d '"' <<<"$csv")"
+RPS[redis_get]="${rb_rps:-n/a}"
+P50[redis_get]="${rb_p50:-n/a}"
+P99[redis_get]="${rb_p99:-n/a}"
+[[ "${P50[redis_get]}" =~ ^[0-9.]+$ ]] || { P50[redis_get]="n/a"; P99[redis_get]="n/a"; }
+
+# ---------------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------------
+ratio() { # a b
+    if [[ "$1" =~ ^[0-9.]+$ && "$2" =~ ^[0-9.]+$ ]] && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
+        awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
+    else
+        echo "n/a"
+    fi
+}
+meets() { # value op target
+    [[ "$1" =~ ^[0-9.]+$ ]] || { echo "n/a"; return; }
+    if awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { exit !(op == ">=" ? v >= t : v <= t) }'; then echo yes; else echo no; fi
+}
+fmt_rps() { [[ "$1" =~ ^[0-9.]+$ ]] && printf '%.0f' "$1" || echo "$1"; }
+
+declare -A LABEL=(
+    [get_l1]="GET, L1 cache"
+    [get_redis]="GET, Redis cache (L1 off)"
+    [get_uncached]="GET, uncached"
+    [put]="PUT (Redis cache, L1 off)"
+    [ceiling]="HTTP ceiling (axum, fixed body)"
+    [redis_get]="redis-benchmark GET"
+    [pg_select]="pgbench -S"
+    [pg_put]="pgbench put.sql"
+)
+[[ -z "${LABEL_PUT:-}" ]] || LABEL[put]="$LABEL_PUT"
+
+echo
+echo "## shardgate load harness"
+echo
+echo "$DURATION per run, $CONNECTIONS connections/clients, $THREADS threads; $KEYS records of tenant \`$TENANT\` on shard $HOME_SHARD; $(nproc) CPUs shared by load generator and server."
+echo
+echo "| scenario | req/s | p50 ms | p99 ms | baseline | baseline req/s | baseline p50 ms | baseline p99 ms | ratio | target | meets |"
+echo "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"
+for pair in "get_l1 ceiling 0.6" "get_redis redis_get 0.4" "get_uncached pg_select 0.6" "put pg_put 0.5"; do
+    read -r s b t <<<"$pair"
+    r="$(ratio "${RPS[$s]}" "${RPS[$b]}")"
+    echo "| ${LABEL[$s]} | $(fmt_rps "${RPS[$s]}") | ${P50[$s]} | ${P99[$s]} | ${LABEL[$b]} | $(fmt_rps "${RPS[$b]}") | ${P50[$b]} | ${P99[$b]} | $r | ≥ $t | $(meets "$r" ">=" "$t") |"
+done
+for s in get_l1 get_redis; do
+    echo "| p99 of ${LABEL[$s]} | | | ${P99[$s]} | latency target | | | 2 | | ≤ 2 ms | $(meets "${P99[$s]}" "<=" 2) |"
+done
+echo
+echo "ratio = gateway req/s ÷ baseline req/s (tps for pgbench)."
+for s in get_l1 get_redis get_uncached put ceiling pg_select pg_put redis_get; do
+    [[ -z "${NOTE[$s]:-}" ]] || echo "- ${LABEL[$s]}: ${NOTE[$s]}"
+done
+[[ -z "$REJECTED" ]] || echo "- the gateway rejected the cache settings: $(tr '`' "'" <<<"$REJECTED")"

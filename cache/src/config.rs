@@ -1,0 +1,73 @@
+//! The `[cache]` configuration section.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+use shardgate_shard_router::db::humantime_serde;
+
+/// Cache settings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// Cache record reads at all. Default true.
+    pub enabled: bool,
+    /// Redis (L2, shared by every instance; also carries L1 invalidations). Default: unset, which
+    /// means L1 only (the embedded default).
+    pub redis_url: Option<SecretString>,
+    /// Prefix of every Redis key and channel, so several deployments (or tests) can share one
+    /// Redis. Default `shardgate`.
+    pub key_prefix: String,
+    /// Time to live of cached records (and of invalidation markers). Default 300 s.
+    #[serde(with = "humantime_serde")]
+    pub ttl: Duration,
+    /// Per-collection TTL overrides, by collection name.
+    #[serde(default, deserialize_with = "durations")]
+    pub collection_ttl: HashMap<String, Duration>,
+    /// Timeout of one Redis operation before the cache is bypassed. Default 250 ms.
+    #[serde(with = "humantime_serde")]
+    pub redis_timeout: Duration,
+    /// In-process L1.
+    pub l1: L1Config,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            redis_url: None,
+            key_prefix: "shardgate".to_owned(),
+            ttl: Duration::from_secs(300),
+            collection_ttl: HashMap::new(),
+            redis_timeout: Duration::from_millis(250),
+            l1: L1Config::default(),
+        }
+    }
+}
+
+/// The in-process L1 cache.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct L1Config {
+    /// Default: on without Redis (the embedded default), off with Redis. With Redis, L1 entries
+    /// are invalidated on every instance through pub/sub, so another instance may serve a value
+    /// for as long as the invalidation message takes to arrive (milliseconds); with L1 off every
+    /// read after an acknowledged write sees it, on every instance.
+    pub enabled: Option<bool>,
+    /// Upper bound of L1's size in bytes (keys and values). Default 64 MiB.
+    pub max_bytes: u64,
+}
+
+impl Default for L1Config {
+    fn default() -> Self {
+        Self { enabled: None, max_bytes: 64 * 1024 * 1024 }
+    }
+}
+
+fn durations<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<HashMap<String, Duration>, D::Error> {
+    let raw = HashMap::<String, String>::deserialize(deserializer)?;
+    raw.into_iter()
+        .map(|(k, v)| humantime_serde::parse_duration(&v).map(|d| (k, d)).map_err(serde::de::Error::custom))
+        .collect()
+}

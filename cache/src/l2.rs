@@ -1,0 +1,179 @@
+//! L2: Redis, shared by every instance. One multiplexed connection (`ConnectionManager`, which
+//! reconnects by itself); every operation has a timeout, and after a failure Redis is bypassed
+//! until a background probe sees it answer again, so a dead Redis costs requests nothing.
+//!
+//! Fills and invalidations are Lua scripts that compare versions inside Redis, so an older value
+//! can never overwrite a newer value or a newer invalidation marker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwapOption;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::entry::Slot;
+
+/// `KEYS[1]` key, `ARGV[1]` version, `ARGV[2]` encoded record, `ARGV[3]` TTL in ms.
+const FILL: &str = r"
+local cur = redis.call('GET', KEYS[1])
+local v = tonumber(ARGV[1])
+if cur then
+  local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
+  cv = tonumber(cv)
+  if kind == 'e' and cv and cv >= v then return 0 end
+  if kind == 'm' and cv and cv > v then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+";
+
+/// `KEYS[1]` key, `ARGV[1]` version, `ARGV[2]` TTL in ms.
+const INVALIDATE: &str = r"
+local cur = redis.call('GET', KEYS[1])
+local v = tonumber(ARGV[1])
+if cur then
+  local cv = tonumber(string.match(cur, '^%a:(%-?%d+)'))
+  if cv and cv >= v then return 0 end
+end
+redis.call('SET', KEYS[1], 'm:' .. ARGV[1], 'PX', ARGV[2])
+return 1
+";
+
+/// Redis is unreachable, timed out or answered with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unavailable;
+
+/// The shared cache.
+pub struct L2 {
+    client: redis::Client,
+    connection: ArcSwapOption<ConnectionManager>,
+    healthy: AtomicBool,
+    timeout: Duration,
+    fill: redis::Script,
+    invalidate: redis::Script,
+}
+
+impl std::fmt::Debug for L2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("L2").field("healthy", &self.healthy.load(Ordering::Relaxed)).finish()
+    }
+}
+
+impl L2 {
+    /// Prepares a client for `url` (no connection yet: [`L2::supervise`] makes and keeps it).
+    pub fn new(url: &SecretString, timeout: Duration) -> Result<Arc<Self>, String> {
+        let client = redis::Client::open(url.expose_secret()).map_err(|e| format!("invalid Redis URL: {e}"))?;
+        Ok(Arc::new(Self {
+            client,
+            connection: ArcSwapOption::empty(),
+            healthy: AtomicBool::new(false),
+            timeout,
+            fill: redis::Script::new(FILL),
+            invalidate: redis::Script::new(INVALIDATE),
+        }))
+    }
+
+    /// The client, for the pub/sub connection.
+    pub fn client(&self) -> &redis::Client {
+        &self.client
+    }
+
+    /// Whether Redis answered the last operation or probe.
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Acquire)
+    }
+
+    fn connection(&self) -> Result<ConnectionManager, Unavailable> {
+        if !self.is_healthy() {
+            return Err(Unavailable);
+        }
+        self.connection.load_full().map(|c| (*c).clone()).ok_or(Unavailable)
+    }
+
+    async fn run<T>(&self, op: impl std::future::Future<Output = redis::RedisResult<T>>) -> Result<T, Unavailable> {
+        match tokio::time::timeout(self.timeout, op).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "redis operation failed; bypassing the cache until it answers again");
+                self.healthy.store(false, Ordering::Release);
+                Err(Unavailable)
+            }
+            Err(_) => {
+                tracing::warn!(timeout_ms = self.timeout.as_millis() as u64, "redis operation timed out; bypassing");
+                self.healthy.store(false, Ordering::Release);
+                Err(Unavailable)
+            }
+        }
+    }
+
+    /// The slot at `key`.
+    pub async fn get(&self, key: &str) -> Result<Option<Slot>, Unavailable> {
+        let mut conn = self.connection()?;
+        let raw: Option<Vec<u8>> = self.run(redis::cmd("GET").arg(key).query_async(&mut conn)).await?;
+        Ok(raw.as_deref().and_then(Slot::decode))
+    }
+
+    /// Version-guarded store of a record slot.
+    pub async fn fill(&self, key: &str, slot: &Slot, ttl: Duration) -> Result<(), Unavailable> {
+        let mut conn = self.connection()?;
+        let ttl_ms = ttl.as_millis().max(1) as u64;
+        let mut invocation = self.fill.key(key);
+        invocation.arg(slot.version()).arg(slot.encode()).arg(ttl_ms);
+        let _: i64 = self.run(invocation.invoke_async(&mut conn)).await?;
+        Ok(())
+    }
+
+    /// Version-guarded invalidation: leaves a marker at `version`.
+    pub async fn invalidate(&self, key: &str, version: i64, ttl: Duration) -> Result<(), Unavailable> {
+        let mut conn = self.connection()?;
+        let ttl_ms = ttl.as_millis().max(1) as u64;
+        let mut invocation = self.invalidate.key(key);
+        invocation.arg(version).arg(ttl_ms);
+        let _: i64 = self.run(invocation.invoke_async(&mut conn)).await?;
+        Ok(())
+    }
+
+    /// Publishes `message` on `channel`.
+    pub async fn publish(&self, channel: &str, message: &str) -> Result<(), Unavailable> {
+        let mut conn = self.connection()?;
+        let _: i64 = self.run(redis::cmd("PUBLISH").arg(channel).arg(message).query_async(&mut conn)).await?;
+        Ok(())
+    }
+
+    /// Connects (again) when needed and probes with `PING`, updating the health flag.
+    pub async fn probe_once(&self) {
+        let connection = match self.connection.load_full() {
+            Some(c) => Some((*c).clone()),
+            None => {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(self.timeout.max(Duration::from_millis(500)))
+                    .set_response_timeout(self.timeout)
+                    .set_number_of_retries(1);
+                let connect = ConnectionManager::new_with_config(self.client.clone(), config);
+                match tokio::time::timeout(Duration::from_secs(2), connect).await {
+                    Ok(Ok(c)) => {
+                        self.connection.store(Some(Arc::new(c.clone())));
+                        Some(c)
+                    }
+                    _ => None,
+                }
+            }
+        };
+        let alive = match connection {
+            Some(mut c) => {
+                let command = redis::cmd("PING");
+                let ping = command.query_async::<String>(&mut c);
+                matches!(tokio::time::timeout(self.timeout.max(Duration::from_millis(500)), ping).await, Ok(Ok(_)))
+            }
+            None => false,
+        };
+        let was = self.healthy.swap(alive, Ordering::AcqRel);
+        if alive && !was {
+            tracing::info!("redis reachable: cache in use");
+        } else if !alive && was {
+            tracing::warn!("redis unreachable: cache bypassed, reads go to the shards");
+        }
+    }
+}

@@ -1,0 +1,395 @@
+//! # shardgate-cache
+//!
+//! Cache-aside for record reads: an optional in-process L1 (moka, bounded by bytes) in front of
+//! an optional shared L2 (Redis). It owns the caching rules and knows nothing of HTTP or SQL: the
+//! caller hands it a cache key and a loader.
+//!
+//! ## The rules
+//! - Reads look in L1, then L2; on a miss one load per key runs (single-flight) and its result is
+//!   stored in both, guarded by version. Not-found results are never cached.
+//! - Writes update the shard first, then call [`RecordCache::invalidate`] with the new version,
+//!   which leaves a *marker* at that version in L1 and L2 and tells other instances through
+//!   pub/sub. A marker says "anything older is stale": a slow reader that loaded an older version
+//!   cannot store it (Redis compares versions in a Lua script; L1 does the same under moka's
+//!   per-key compute). Markers live `max(ttl, 60 s)`, longer than any load can take.
+//! - Record versions only grow (deletes leave tombstones with a higher version), so "newer" is
+//!   always well defined.
+//! - L1 is used only while this instance is subscribed to the invalidation channel (or when there
+//!   is no Redis at all); on losing the subscription L1 is cleared and bypassed until it is back.
+//! - Redis failures never fail a request: the cache is bypassed until Redis answers a probe. If an
+//!   invalidation cannot reach Redis, the caller moves the *cache generation* on (stored in the
+//!   catalog, part of every key): old entries are never read again. Other instances learn the new
+//!   generation within one poll interval of the catalog (500 ms); that is the bound on serving an
+//!   old value from Redis after an invalidation failed.
+
+pub mod config;
+pub mod entry;
+pub mod flight;
+pub mod l1;
+pub mod l2;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
+use shardgate_shard_router::Error as StoreError;
+use tokio::sync::Notify;
+
+pub use config::{CacheConfig, L1Config};
+pub use entry::{CachedRecord, Slot};
+use flight::{Role, SingleFlight};
+use l1::L1;
+use l2::L2;
+
+/// The shortest life of an invalidation marker.
+const MIN_MARKER_TTL: Duration = Duration::from_secs(60);
+/// How often Redis is probed.
+const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// What the shard said about a record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordState {
+    /// It exists.
+    Live(CachedRecord),
+    /// It was deleted; the tombstone's version.
+    Gone(i64),
+    /// It never existed.
+    Absent,
+}
+
+impl RecordState {
+    /// The version the state speaks for (0 when absent).
+    pub fn version(&self) -> i64 {
+        match self {
+            RecordState::Live(r) => r.version,
+            RecordState::Gone(v) => *v,
+            RecordState::Absent => 0,
+        }
+    }
+}
+
+/// The result of a load, shared between single-flight callers.
+pub type LoadResult = Result<RecordState, Arc<StoreError>>;
+
+/// How a read was served, for the request span and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Served from L1.
+    L1Hit,
+    /// Served from Redis.
+    L2Hit,
+    /// Loaded from the shard.
+    Miss,
+    /// Loaded from the shard because Redis failed.
+    Bypass,
+    /// Caching is switched off.
+    Off,
+}
+
+impl CacheOutcome {
+    /// The span value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheOutcome::L1Hit => "l1_hit",
+            CacheOutcome::L2Hit => "l2_hit",
+            CacheOutcome::Miss => "miss",
+            CacheOutcome::Bypass => "bypass",
+            CacheOutcome::Off => "off",
+        }
+    }
+}
+
+/// An invalidation did not reach Redis: the caller must move the cache generation on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("cache invalidation did not reach Redis")]
+pub struct InvalidationFailed;
+
+/// Readiness of the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheHealth {
+    /// Caching is switched off.
+    Disabled,
+    /// L1 only (no Redis configured).
+    Local,
+    /// Redis answers.
+    Up,
+    /// Redis does not answer: reads go to the shards.
+    Degraded,
+}
+
+#[derive(Debug, Default)]
+struct CacheMetrics {
+    l1_hits: Counter,
+    l2_hits: Counter,
+    misses: Counter,
+    loads: Counter,
+    errors: Counter,
+    l1_evictions: Arc<Counter>,
+}
+
+/// The record cache of one gateway instance.
+#[derive(Debug)]
+pub struct RecordCache {
+    config: CacheConfig,
+    l1: Option<L1>,
+    l2: Option<Arc<L2>>,
+    l1_trusted: AtomicBool,
+    generation: AtomicU64,
+    flights: SingleFlight<LoadResult>,
+    metrics: CacheMetrics,
+    epoch_hint: Notify,
+    invalidation_channel: String,
+    epoch_channel: String,
+}
+
+impl RecordCache {
+    /// Builds the cache, registers its metrics and starts its Redis tasks (probe, subscription).
+    pub fn start(config: CacheConfig, generation: u64, registry: &mut Registry) -> Result<Arc<Self>, String> {
+        let l2 = match &config.redis_url {
+            Some(url) if config.enabled => Some(L2::new(url, config.redis_timeout)?),
+            _ => None,
+        };
+        let metrics = CacheMetrics::default();
+        let l1_on = config.enabled && config.l1.enabled.unwrap_or(l2.is_none());
+        let l1 = l1_on.then(|| {
+            let evictions = metrics.l1_evictions.clone();
+            L1::new(config.l1.max_bytes, move || {
+                evictions.inc();
+            })
+        });
+        registry.register("cache_l1_hits", "Record reads served from L1", metrics.l1_hits.clone());
+        registry.register("cache_l2_hits", "Record reads served from Redis", metrics.l2_hits.clone());
+        registry.register("cache_misses", "Record reads not served from a cache", metrics.misses.clone());
+        registry.register("cache_loads", "Shard reads made by record reads", metrics.loads.clone());
+        registry.register("cache_errors", "Redis operations that failed or timed out", metrics.errors.clone());
+        registry.register("cache_l1_evictions", "L1 entries evicted for size", (*metrics.l1_evictions).clone());
+        let prefix = config.key_prefix.clone();
+        let cache = Arc::new(Self {
+            l1_trusted: AtomicBool::new(l2.is_none()),
+            generation: AtomicU64::new(generation),
+            flights: SingleFlight::default(),
+            epoch_hint: Notify::new(),
+            invalidation_channel: format!("{prefix}:invalidate"),
+            epoch_channel: format!("{prefix}:epoch"),
+            metrics,
+            config,
+            l1,
+            l2,
+        });
+        if let Some(l2) = &cache.l2 {
+            tokio::spawn(supervise(Arc::downgrade(l2)));
+            tokio::spawn(subscribe(Arc::downgrade(&cache)));
+        }
+        Ok(cache)
+    }
+
+    /// The cache key of a record (includes the generation).
+    pub fn record_key(&self, tenant: &str, collection: &str, key: &str) -> String {
+        let generation = self.generation.load(Ordering::Acquire);
+        format!("{}:{generation}:r:{tenant}:{collection}:{key}", self.config.key_prefix)
+    }
+
+    fn ttl(&self, collection: &str) -> Duration {
+        self.config.collection_ttl.get(collection).copied().unwrap_or(self.config.ttl)
+    }
+
+    fn trusted_l1(&self) -> Option<&L1> {
+        self.l1.as_ref().filter(|_| self.l1_trusted.load(Ordering::Acquire))
+    }
+
+    /// Reads a record through the cache; `load` reads it from the shard.
+    pub async fn read<Fut>(
+        &self,
+        cache_key: &str,
+        collection: &str,
+        load: impl FnOnce() -> Fut,
+    ) -> (LoadResult, CacheOutcome)
+    where
+        Fut: std::future::Future<Output = Result<RecordState, StoreError>>,
+    {
+        if !self.config.enabled {
+            self.metrics.loads.inc();
+            return (load().await.map_err(Arc::new), CacheOutcome::Off);
+        }
+        let ttl = self.ttl(collection);
+        let mut floor = 0;
+        if let Some(l1) = self.trusted_l1() {
+            match l1.get(cache_key).await {
+                Some(Slot::Record(record)) => {
+                    self.metrics.l1_hits.inc();
+                    return (Ok(RecordState::Live(record)), CacheOutcome::L1Hit);
+                }
+                Some(Slot::Marker(version)) => floor = version,
+                None => {}
+            }
+        }
+        let mut outcome = CacheOutcome::Miss;
+        if let Some(l2) = &self.l2 {
+            match l2.get(cache_key).await {
+                Ok(Some(Slot::Record(record))) => {
+                    self.metrics.l2_hits.inc();
+                    if let Some(l1) = self.trusted_l1() {
+                        l1.fill(cache_key, record.clone(), ttl).await;
+                    }
+                    return (Ok(RecordState::Live(record)), CacheOutcome::L2Hit);
+                }
+                Ok(Some(Slot::Marker(version))) => floor = floor.max(version),
+                Ok(None) => {}
+                Err(_) => {
+                    self.metrics.errors.inc();
+                    outcome = CacheOutcome::Bypass;
+                }
+            }
+        }
+        self.metrics.misses.inc();
+        let acceptable = |result: &LoadResult| matches!(result, Ok(state) if state.version() >= floor);
+        let loaded = self
+            .flights
+            .load(cache_key, acceptable, || async {
+                self.metrics.loads.inc();
+                load().await.map_err(Arc::new)
+            })
+            .await;
+        if loaded.role == Role::Leader
+            && let Ok(RecordState::Live(record)) = &loaded.value
+        {
+            if let Some(l2) = self.l2.as_ref().filter(|_| outcome != CacheOutcome::Bypass)
+                && l2.fill(cache_key, &Slot::Record(record.clone()), ttl).await.is_err()
+            {
+                self.metrics.errors.inc();
+            }
+            if !loaded.raced_a_write
+                && let Some(l1) = self.trusted_l1()
+            {
+                l1.fill(cache_key, record.clone(), ttl).await;
+            }
+        }
+        (loaded.value, outcome)
+    }
+
+    /// After a write or delete of `cache_key` reached the shard at `version`, and before it is
+    /// acknowledged: makes every cached copy older than `version` unreadable.
+    pub async fn invalidate(&self, cache_key: &str, collection: &str, version: i64) -> Result<(), InvalidationFailed> {
+        let marker_ttl = self.ttl(collection).max(MIN_MARKER_TTL);
+        self.flights.note_write(cache_key);
+        if let Some(l1) = &self.l1 {
+            l1.invalidate(cache_key, version, marker_ttl).await;
+        }
+        let Some(l2) = &self.l2 else { return Ok(()) };
+        let sent = match l2.invalidate(cache_key, version, marker_ttl).await {
+            Ok(()) => l2.publish(&self.invalidation_channel, &format!("{version} {cache_key}")).await,
+            Err(e) => Err(e),
+        };
+        sent.map_err(|_| {
+            self.metrics.errors.inc();
+            InvalidationFailed
+        })
+    }
+
+    /// Moves to cache generation `generation` (learned from the catalog): keys of older
+    /// generations are never read again, and L1 starts empty.
+    pub fn set_generation(&self, generation: u64) {
+        let previous = self.generation.swap(generation, Ordering::AcqRel);
+        if previous != generation {
+            tracing::info!(previous, generation, "cache generation moved on");
+            if let Some(l1) = &self.l1 {
+                l1.clear();
+            }
+        }
+    }
+
+    /// The generation in use.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Readiness.
+    pub fn health(&self) -> CacheHealth {
+        match (&self.l2, self.config.enabled) {
+            (_, false) => CacheHealth::Disabled,
+            (None, true) => CacheHealth::Local,
+            (Some(l2), true) if l2.is_healthy() => CacheHealth::Up,
+            (Some(_), true) => CacheHealth::Degraded,
+        }
+    }
+
+    /// Whether L1 is configured and currently trusted.
+    pub fn l1_active(&self) -> bool {
+        self.trusted_l1().is_some()
+    }
+
+    /// Woken when another instance announces a new shard map epoch.
+    pub fn epoch_hint(&self) -> &Notify {
+        &self.epoch_hint
+    }
+
+    /// Tells other instances the shard map moved to `epoch` (best effort: they also poll).
+    pub async fn announce_epoch(&self, epoch: u64) {
+        if let Some(l2) = &self.l2 {
+            let _ = l2.publish(&self.epoch_channel, &epoch.to_string()).await;
+        }
+    }
+
+    fn on_invalidation_message(&self, payload: &str) {
+        let Some((version, key)) = payload.split_once(' ') else { return };
+        let Ok(version) = version.parse::<i64>() else { return };
+        self.flights.note_write(key);
+        if let Some(l1) = &self.l1 {
+            let l1 = l1.clone();
+            let (key, ttl) = (key.to_owned(), self.config.ttl.max(MIN_MARKER_TTL));
+            tokio::spawn(async move { l1.invalidate(&key, version, ttl).await });
+        }
+    }
+}
+
+async fn supervise(l2: Weak<L2>) {
+    // The probe loop holds the L2 only while probing, so dropping the cache ends it.
+    while let Some(l2) = l2.upgrade() {
+        l2.probe_once().await;
+        drop(l2);
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
+}
+
+async fn subscribe(cache: Weak<RecordCache>) {
+    loop {
+        let Some(strong) = cache.upgrade() else { return };
+        let Some(l2) = strong.l2.clone() else { return };
+        let channels = [strong.invalidation_channel.clone(), strong.epoch_channel.clone()];
+        drop(strong);
+        let pubsub = tokio::time::timeout(Duration::from_secs(2), l2.client().get_async_pubsub()).await;
+        if let Ok(Ok(mut pubsub)) = pubsub
+            && pubsub.subscribe(&channels).await.is_ok()
+        {
+            if let Some(strong) = cache.upgrade() {
+                if let Some(l1) = &strong.l1 {
+                    l1.clear();
+                }
+                strong.l1_trusted.store(true, Ordering::Release);
+                tracing::info!("subscribed to cache invalidations");
+            }
+            let mut messages = pubsub.on_message();
+            while let Some(message) = messages.next().await {
+                let Some(strong) = cache.upgrade() else { return };
+                let payload: String = message.get_payload().unwrap_or_default();
+                if message.get_channel_name() == channels[0] {
+                    strong.on_invalidation_message(&payload);
+                } else {
+                    strong.epoch_hint.notify_waiters();
+                }
+            }
+        }
+        let Some(strong) = cache.upgrade() else { return };
+        if strong.l1_trusted.swap(false, Ordering::AcqRel) {
+            tracing::warn!("lost the cache invalidation subscription: L1 cleared and bypassed until it is back");
+        }
+        if let Some(l1) = &strong.l1 {
+            l1.clear();
+        }
+        drop(strong);
+        tokio::time::sleep(PROBE_EVERY).await;
+    }
+}
