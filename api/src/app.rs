@@ -15,7 +15,7 @@ use shardgate_gatekeeper::Authenticator;
 use shardgate_shard_router::ShardRouter;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
@@ -64,6 +64,18 @@ pub fn api_routes() -> OpenApiRouter<Arc<App>> {
 /// The OpenAPI document of this build (what `shardgate openapi` prints).
 pub fn openapi_document() -> OpenApiDoc {
     api_routes().split_for_parts().1
+}
+
+/// Request ids: random UUIDs from the thread-local generator (no system call per request).
+#[derive(Debug, Clone, Copy)]
+struct RandomRequestId;
+
+impl MakeRequestId for RandomRequestId {
+    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
+        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let mut buffer = uuid::Uuid::encode_buffer();
+        axum::http::HeaderValue::from_str(id.hyphenated().encode_lower(&mut buffer)).ok().map(RequestId::new)
+    }
 }
 
 async fn not_found() -> ApiError {
@@ -154,7 +166,7 @@ impl Application {
                 )
             }))
             .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-            .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+            .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
             .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]));
         routes.with_state(app)
     }

@@ -50,7 +50,7 @@ pub struct ApiJson<T>(pub T);
 
 /// The verified caller. Extracting it authenticates the request (401 otherwise).
 #[derive(Debug, Clone)]
-pub struct Caller(pub Principal);
+pub struct Caller(pub std::sync::Arc<Principal>);
 
 impl FromRequestParts<Arc<App>> for Caller {
     type Rejection = ApiError;

@@ -6,6 +6,7 @@
 //! checked when the issuer lists audiences, `nbf` is honoured, with a small leeway. Key URLs in
 //! headers (`jku`, `x5u`) are never fetched.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, decode_header, encode};
@@ -62,6 +63,7 @@ pub enum AuthError {
 #[derive(Debug, Deserialize)]
 struct Claims {
     iss: String,
+    exp: u64,
     #[serde(default)]
     sub: Option<String>,
     #[serde(default)]
@@ -83,8 +85,30 @@ struct Verifier {
 }
 
 /// Verifies bearer tokens against the configured issuers.
+///
+/// Tokens that verified are remembered (by their exact text, for at most a minute and never past
+/// their `exp`), so a client reusing its token pays for the signature check once, not on every
+/// request.
 pub struct Authenticator {
     verifiers: Vec<Verifier>,
+    verified: moka::sync::Cache<Box<str>, Arc<Verified>, foldhash::fast::RandomState>,
+    leeway_secs: u64,
+    /// Seconds since the Unix epoch; replaced in tests.
+    clock: fn() -> u64,
+}
+
+struct Verified {
+    principal: Arc<Principal>,
+    exp: u64,
+}
+
+/// How many verified tokens are remembered.
+const VERIFIED_CAPACITY: u64 = 10_000;
+/// How long a verified token is remembered at most.
+const VERIFIED_TTL: Duration = Duration::from_secs(60);
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default()
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -117,11 +141,15 @@ impl Authenticator {
             }
             verifiers.push(build_verifier(issuer, config.leeway_secs)?);
         }
-        Ok(Self { verifiers })
+        let verified = moka::sync::Cache::builder()
+            .max_capacity(VERIFIED_CAPACITY)
+            .time_to_live(VERIFIED_TTL)
+            .build_with_hasher(foldhash::fast::RandomState::default());
+        Ok(Self { verifiers, verified, leeway_secs: config.leeway_secs, clock: now_secs })
     }
 
     /// Verifies an `Authorization` header value (`Bearer <jwt>`).
-    pub fn verify_header(&self, header: Option<&str>) -> Result<Principal, AuthError> {
+    pub fn verify_header(&self, header: Option<&str>) -> Result<Arc<Principal>, AuthError> {
         let header = header.ok_or(AuthError::Missing)?;
         let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::Missing)?;
         if !scheme.eq_ignore_ascii_case("bearer") {
@@ -131,10 +159,24 @@ impl Authenticator {
     }
 
     /// Verifies a compact JWT.
-    pub fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+    pub fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
         if token.is_empty() || token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::Malformed);
         }
+        if let Some(hit) = self.verified.get(token) {
+            if (self.clock)() <= hit.exp.saturating_add(self.leeway_secs) {
+                return Ok(hit.principal.clone());
+            }
+            self.verified.invalidate(token);
+            return Err(AuthError::Expired);
+        }
+        let (principal, exp) = self.verify_signature(token)?;
+        let principal = Arc::new(principal);
+        self.verified.insert(token.into(), Arc::new(Verified { principal: principal.clone(), exp }));
+        Ok(principal)
+    }
+
+    fn verify_signature(&self, token: &str) -> Result<(Principal, u64), AuthError> {
         let header = decode_header(token).map_err(|_| AuthError::Malformed)?;
         let unverified =
             jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token).map_err(|_| AuthError::Malformed)?;
@@ -145,12 +187,13 @@ impl Authenticator {
         }
         let data = decode::<Claims>(token, &verifier.key, &verifier.validation).map_err(map_jwt_error)?;
         let claims = data.claims;
-        Ok(Principal {
+        let principal = Principal {
             subject: claims.sub.unwrap_or_default(),
             issuer: claims.iss,
             tenant: claims.tenant,
             scopes: Scopes::from_claim(&claims.scope),
-        })
+        };
+        Ok((principal, claims.exp))
     }
 }
 
@@ -243,7 +286,7 @@ struct MintedClaims<'a> {
 
 /// Signs an HS256 token (used by `shardgate token` and by tests).
 pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<String, AuthError> {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or_default();
+    let now = now_secs();
     let claims = MintedClaims {
         iss: &request.issuer,
         sub: &request.subject,
@@ -332,6 +375,19 @@ mod tests {
         let token =
             encode(&Header::new(Algorithm::HS256), &no_exp, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
         assert!(matches!(authenticator().verify(&token), Err(AuthError::InvalidClaims(_))));
+    }
+
+    #[test]
+    fn a_remembered_token_still_expires() {
+        let mut auth =
+            Authenticator::from_config(&AuthConfig { issuers: vec![], leeway_secs: 5 }, Some(hs_issuer("shardgate")))
+                .unwrap();
+        let token = mint_token(&SecretString::from(SECRET), &request(Duration::from_secs(60))).unwrap();
+        assert!(auth.verify(&token).is_ok());
+        auth.clock = || now_secs() + 60;
+        assert!(auth.verify(&token).is_ok(), "still valid within the leeway, served from memory");
+        auth.clock = || now_secs() + 66;
+        assert_eq!(auth.verify(&token), Err(AuthError::Expired));
     }
 
     #[test]
