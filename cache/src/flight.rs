@@ -68,7 +68,9 @@ pub struct Loaded<V> {
 }
 
 impl<V: Clone + Send + Sync + 'static> SingleFlight<V> {
-    fn sequence(&self, key: &str) -> u64 {
+    /// The write sequence of `key`'s bucket: unchanged between two reads means no local write to
+    /// a key of that bucket happened in between.
+    pub fn sequence(&self, key: &str) -> u64 {
         let bucket = (self.hasher.hash_one(key) as usize) % BUCKETS;
         self.writes[bucket].load(Ordering::SeqCst)
     }

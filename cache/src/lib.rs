@@ -40,7 +40,7 @@ use tokio::sync::Notify;
 
 pub use config::{CacheConfig, L1Config};
 pub use entry::{CachedRecord, Slot};
-use flight::{Role, SingleFlight};
+use flight::SingleFlight;
 use l1::L1;
 use l2::L2;
 
@@ -246,27 +246,31 @@ impl RecordCache {
         }
         self.metrics.misses.inc();
         let acceptable = |result: &LoadResult| matches!(result, Ok(state) if state.version() >= floor);
+        // The leader stores what it loaded before its flight ends, so a reader arriving later
+        // finds either the flight or the filled cache: one shard read per burst of misses.
         let loaded = self
             .flights
             .load(cache_key, acceptable, || async {
                 self.metrics.loads.inc();
-                load().await.map_err(Arc::new)
+                let started_at = self.flights.sequence(cache_key);
+                let result = load().await.map_err(Arc::new);
+                if let Ok(RecordState::Live(record)) = &result {
+                    if let Some(l2) = self.l2.as_ref().filter(|_| outcome != CacheOutcome::Bypass)
+                        && l2.fill(cache_key, &Slot::Record(record.clone()), ttl).await.is_err()
+                    {
+                        self.metrics.errors.inc();
+                    }
+                    // A local write since the load started may be newer than what was read and
+                    // its L1 marker may have been evicted: only fill L1 when none happened.
+                    if self.flights.sequence(cache_key) == started_at
+                        && let Some(l1) = self.trusted_l1()
+                    {
+                        l1.fill(cache_key, record.clone(), ttl).await;
+                    }
+                }
+                result
             })
             .await;
-        if loaded.role == Role::Leader
-            && let Ok(RecordState::Live(record)) = &loaded.value
-        {
-            if let Some(l2) = self.l2.as_ref().filter(|_| outcome != CacheOutcome::Bypass)
-                && l2.fill(cache_key, &Slot::Record(record.clone()), ttl).await.is_err()
-            {
-                self.metrics.errors.inc();
-            }
-            if !loaded.raced_a_write
-                && let Some(l1) = self.trusted_l1()
-            {
-                l1.fill(cache_key, record.clone(), ttl).await;
-            }
-        }
         (loaded.value, outcome)
     }
 

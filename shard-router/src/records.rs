@@ -17,6 +17,15 @@ use crate::ids::{CollectionName, RecordKey, ShardId, TenantId};
 /// [`Error::WriteContention`].
 const MAX_WRITE_ATTEMPTS: usize = 32;
 
+/// Before a conditional write retries after losing a race: nothing the first time, then a
+/// random pause of up to `attempt` milliseconds, so competing writers spread out.
+async fn backoff(attempt: usize) {
+    if attempt > 0 {
+        let jitter = (crate::now_ms() as u64 ^ (attempt as u64).wrapping_mul(0x9E37_79B9)) % (attempt as u64 + 1);
+        tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
+    }
+}
+
 /// A record as stored.
 #[derive(Debug, Clone)]
 pub struct StoredRecord {
@@ -184,7 +193,11 @@ impl<'a> RecordStore<'a> {
         condition: &WriteCondition,
         now_ms: i64,
     ) -> Result<PutOutcome, Error> {
-        for _ in 0..MAX_WRITE_ATTEMPTS {
+        if *condition == WriteCondition::Always {
+            return self.upsert(addr, vshard, value, now_ms).await;
+        }
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            backoff(attempt).await;
             let current = self.current(addr).await?;
             let live = current.and_then(|(v, deleted)| (!deleted).then_some(v));
             if !condition.allows(live) {
@@ -192,8 +205,8 @@ impl<'a> RecordStore<'a> {
             }
             let written = match current {
                 None => sqlx::query_scalar::<_, i64>(
-                    "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value) \
-                     VALUES ($1, $2, $3, $4, 1, $5, 0, $6) ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version",
+                    "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
+                     VALUES ($1, $2, $3, $4, 1, $5, 0, $6, 1) ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version",
                 )
                 .bind(addr.tenant.as_str())
                 .bind(addr.collection.as_str())
@@ -205,7 +218,8 @@ impl<'a> RecordStore<'a> {
                 .await
                 .map_err(|e| self.err(e))?,
                 Some((version, _)) => sqlx::query_scalar::<_, i64>(
-                    "UPDATE records SET version = $1, updated_at = $2, deleted = 0, value = $3, vshard = $4 \
+                    "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
+                     live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
                      WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 RETURNING version",
                 )
                 .bind(version + 1)
@@ -235,10 +249,66 @@ impl<'a> RecordStore<'a> {
         Err(Error::WriteContention)
     }
 
+    /// An unconditional write in one statement: no read, no race to lose. A tombstone or a new
+    /// key counts as created.
+    async fn upsert(
+        &self,
+        addr: RecordAddress<'_>,
+        vshard: u32,
+        value: &RawValue,
+        now_ms: i64,
+    ) -> Result<PutOutcome, Error> {
+        let row = sqlx::query(
+            "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
+             VALUES ($1, $2, $3, $4, 1, $5, 0, $6, 1) \
+             ON CONFLICT (tenant, collection, key) DO UPDATE SET \
+               version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
+               vshard = excluded.vshard, \
+               live_since = CASE WHEN records.deleted = 1 THEN records.version + 1 ELSE records.live_since END, \
+               deleted = 0 \
+             RETURNING version, live_since",
+        )
+        .bind(addr.tenant.as_str())
+        .bind(addr.collection.as_str())
+        .bind(addr.key.as_str())
+        .bind(i64::from(vshard))
+        .bind(now_ms)
+        .bind(value.get())
+        .fetch_one(&self.db.pool)
+        .await
+        .map_err(|e| self.err(e))?;
+        let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
+        let live_since: i64 = row.try_get(1).map_err(|e| self.err(e))?;
+        Ok(PutOutcome {
+            created: version == live_since,
+            record: StoredRecord {
+                key: addr.key.as_str().to_owned(),
+                version,
+                updated_at_ms: now_ms,
+                value: value.to_owned(),
+            },
+        })
+    }
+
     /// Deletes the record at `addr` if it exists and `condition` holds; returns the tombstone's
     /// version.
     pub async fn delete(&self, addr: RecordAddress<'_>, condition: &WriteCondition, now_ms: i64) -> Result<i64, Error> {
-        for _ in 0..MAX_WRITE_ATTEMPTS {
+        if *condition == WriteCondition::Always {
+            let version = sqlx::query_scalar::<_, i64>(
+                "UPDATE records SET version = version + 1, updated_at = $1, deleted = 1, value = 'null' \
+                 WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 RETURNING version",
+            )
+            .bind(now_ms)
+            .bind(addr.tenant.as_str())
+            .bind(addr.collection.as_str())
+            .bind(addr.key.as_str())
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+            return version.ok_or(Error::RecordNotFound);
+        }
+        for attempt in 0..MAX_WRITE_ATTEMPTS {
+            backoff(attempt).await;
             let Some((version, false)) = self.current(addr).await? else {
                 return Err(Error::RecordNotFound);
             };

@@ -266,6 +266,19 @@ impl ShardRouter {
         Ok((route, db))
     }
 
+    /// Like [`ShardRouter::resolve`], but when the tenant is unknown to this instance's map, first
+    /// checks the catalog for a newer map (another instance may have just created the tenant),
+    /// refreshes, and tries once more.
+    pub async fn resolve_fresh(&self, tenant: &TenantId, access: Access) -> Result<(Route, Database), Error> {
+        match self.resolve(tenant, access) {
+            Err(Error::TenantNotFound) => {
+                self.refresh().await?;
+                self.resolve(tenant, access)
+            }
+            other => other,
+        }
+    }
+
     /// The pool of shard `id`.
     pub fn shard_db(&self, id: &ShardId) -> Result<Database, Error> {
         self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))

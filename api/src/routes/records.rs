@@ -169,7 +169,7 @@ pub async fn get_record(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let t = record_target(&caller, &path, Scope::Read)?;
-    let (route, db) = app.router.resolve(&t.tenant, Access::Read)?;
+    let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Read).await?;
     let span = tracing::Span::current();
     span.record("shard", route.shard.as_str());
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
@@ -252,7 +252,7 @@ pub async fn put_record(
     let value: Box<RawValue> = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
-    let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
+    let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Write).await?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     let outcome = RecordStore::new(&db, &route.shard).put(addr, route.vshard, &value, &condition, now_ms()).await?;
@@ -292,7 +292,7 @@ pub async fn delete_record(
         }
         condition => condition,
     };
-    let (route, db) = app.router.resolve(&t.tenant, Access::Write)?;
+    let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Write).await?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     let version = RecordStore::new(&db, &route.shard).delete(addr, &condition, now_ms()).await?;
@@ -338,7 +338,7 @@ pub async fn list_records(
         after: query.cursor.as_deref().map(decode_cursor).transpose()?,
     };
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
-    let (route, db) = app.router.resolve(&tenant, Access::Read)?;
+    let (route, db) = app.router.resolve_fresh(&tenant, Access::Read).await?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let mut records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await?;
     let next_cursor = if records.len() > limit as usize {

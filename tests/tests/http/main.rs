@@ -5,6 +5,7 @@
 mod admin_shards;
 mod admin_tenants;
 mod auth;
+mod cache;
 mod isolation;
 mod listing;
 mod malformed;

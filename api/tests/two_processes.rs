@@ -1,0 +1,142 @@
+//! Two `shardgate serve` processes share a PostgreSQL catalog, PostgreSQL shards and Redis:
+//! writes through one are never read stale through the other.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqlx::Connection;
+
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const SECRET: &str = "two-processes-test-secret-0123456789abcdef";
+
+struct Gateway {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn spawn(envs: &[(String, String)], data_dir: &std::path::Path) -> Gateway {
+    let port = free_port();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_shardgate"));
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(data_dir)
+        .env("SHARDGATE_LOG__FILTER", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    Gateway { child: command.spawn().expect("the shardgate binary starts"), base: format!("http://127.0.0.1:{port}") }
+}
+
+async fn wait_ready(client: &reqwest::Client, gateway: &Gateway) {
+    for _ in 0..100 {
+        if let Ok(response) = client.get(format!("{}/readyz", gateway.base)).send().await
+            && response.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} did not become ready", gateway.base);
+}
+
+fn token(tenant: Option<&str>, scope: &str) -> String {
+    use jsonwebtoken::{EncodingKey, Header, encode};
+    let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 600;
+    let mut claims = json!({"iss": "two", "sub": "test", "scope": scope, "exp": exp});
+    if let Some(t) = tenant {
+        claims["tenant"] = json!(t);
+    }
+    encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_through_one_process_are_never_read_stale_through_the_other() {
+    let tag = format!(
+        "sg2p_{:x}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
+    );
+    let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
+    let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
+    for name in &names {
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.unwrap();
+    }
+    let url = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
+    let envs = vec![
+        ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
+        (
+            "SHARDGATE_STORAGE__SHARDS".to_owned(),
+            format!("[{{id=\"s0\",url=\"{}\"}},{{id=\"s1\",url=\"{}\"}}]", url(&names[1]), url(&names[2])),
+        ),
+        ("SHARDGATE_CACHE__REDIS_URL".to_owned(), "redis://127.0.0.1:6379".to_owned()),
+        ("SHARDGATE_CACHE__KEY_PREFIX".to_owned(), tag.clone()),
+        ("SHARDGATE_AUTH__ISSUERS".to_owned(), format!("[{{issuer=\"two\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]")),
+    ];
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let client = reqwest::Client::new();
+    // The first process creates the catalog; the second joins it.
+    let a = spawn(&envs, dirs[0].path());
+    wait_ready(&client, &a).await;
+    let b = spawn(&envs, dirs[1].path());
+    wait_ready(&client, &b).await;
+
+    let admin_token = token(None, "admin");
+    let created = client
+        .post(format!("{}/v1/admin/tenants", a.base))
+        .bearer_auth(&admin_token)
+        .json(&json!({"id": "acme"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let tenant = token(Some("acme"), "read write");
+    for round in 1..=40i64 {
+        let (writer, reader) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
+        let record = format!("/v1/tenants/acme/collections/c/records/k{}", round % 3);
+        let put = client
+            .put(format!("{}{record}", writer.base))
+            .bearer_auth(&tenant)
+            .json(&json!({"round": round}))
+            .send()
+            .await
+            .unwrap();
+        assert!(put.status().is_success(), "PUT through {} answered {}", writer.base, put.status());
+        let written: Value = put.json().await.unwrap();
+        // Read through the other process, twice (the second read may come from Redis).
+        for _ in 0..2 {
+            let got: Value = client
+                .get(format!("{}{record}", reader.base))
+                .bearer_auth(&tenant)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(
+                got["version"], written["version"],
+                "read through {} after a write through {}",
+                reader.base, writer.base
+            );
+            assert_eq!(got["value"], json!({"round": round}));
+        }
+    }
+    drop(a);
+    drop(b);
+    for name in &names {
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.unwrap();
+    }
+}

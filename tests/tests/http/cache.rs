@@ -1,0 +1,345 @@
+//! Cache-aside: hits, invalidation on write, single-flight, no stale reads across instances, and
+//! Redis outages that cost no request and never bring an old value back.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use shardgate_api::Config;
+use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric, record_path};
+
+shardgate_tests::conformance!(reads_are_cached_and_every_write_invalidates);
+
+/// Points the cache at `redis_url` with the app's own key prefix, L1 as given.
+fn with_redis(config: &mut Config, redis_url: &str, prefix: &str, l1: bool) {
+    config.cache.redis_url = Some(SecretString::from(redis_url.to_owned()));
+    config.cache.key_prefix = prefix.to_owned();
+    config.cache.l1.enabled = Some(l1);
+}
+
+async fn version_at(client: &reqwest::Client, base_url: &str, token: &str, key: &str) -> Result<i64, String> {
+    let response = client
+        .get(format!("{base_url}{}", record_path("acme", "hot", key)))
+        .bearer_auth(token)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    match response.status() {
+        StatusCode::OK => Ok(response.json::<Value>().await.map_err(|e| e.to_string())?["version"].as_i64().unwrap()),
+        status => Err(format!("GET {key} answered {status}: {}", response.text().await.unwrap_or_default())),
+    }
+}
+
+async fn put_version(
+    client: &reqwest::Client,
+    base_url: &str,
+    token: &str,
+    key: &str,
+    n: usize,
+) -> Result<i64, String> {
+    let response = client
+        .put(format!("{base_url}{}", record_path("acme", "hot", key)))
+        .bearer_auth(token)
+        .json(&json!({"n": n}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    match response.status() {
+        StatusCode::OK | StatusCode::CREATED => {
+            Ok(response.json::<Value>().await.map_err(|e| e.to_string())?["version"].as_i64().unwrap())
+        }
+        status => Err(format!("PUT {key} answered {status}: {}", response.text().await.unwrap_or_default())),
+    }
+}
+
+async fn reads_are_cached_and_every_write_invalidates(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(app.put_record("acme", "hot", "k", &json!({"v": 1})).await, StatusCode::CREATED).await;
+    let hits_before = metric(&app.client, &app.base_url, "shardgate_cache_l1_hits_total").await;
+    for _ in 0..3 {
+        let body = expect_json(app.get_record("acme", "hot", "k").await, StatusCode::OK).await;
+        assert_eq!(body["value"], json!({"v": 1}));
+    }
+    let hits = metric(&app.client, &app.base_url, "shardgate_cache_l1_hits_total").await - hits_before;
+    assert!(hits >= 2.0, "repeated reads are served from L1 (hits: {hits})");
+
+    let updated = expect_json(app.put_record("acme", "hot", "k", &json!({"v": 2})).await, StatusCode::OK).await;
+    let read = expect_json(app.get_record("acme", "hot", "k").await, StatusCode::OK).await;
+    assert_eq!(read, updated, "a read after a write sees the write, never the cached value");
+
+    assert_eq!(app.delete_record("acme", "hot", "k").await.status(), StatusCode::NO_CONTENT);
+    expect_problem(app.get_record("acme", "hot", "k").await, StatusCode::NOT_FOUND, "record_not_found").await;
+    // Not-found is not cached: a create right after is visible at once.
+    let created = expect_json(app.put_record("acme", "hot", "k", &json!({"v": 3})).await, StatusCode::CREATED).await;
+    assert_eq!(created["version"], 4);
+    let read = expect_json(app.get_record("acme", "hot", "k").await, StatusCode::OK).await;
+    assert_eq!(read, created);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_misses_for_one_key_reads_the_shard_once() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    expect_json(app.put_record("acme", "hot", "cold", &json!({"v": 1})).await, StatusCode::CREATED).await;
+    // The write invalidated the key; nothing has read it since.
+    let loads_before = metric(&app.client, &app.base_url, "shardgate_cache_loads_total").await;
+    let token = app.rw_token("acme");
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..32 {
+        let (client, base, token) = (app.client.clone(), app.base_url.clone(), token.clone());
+        tasks.spawn(async move { version_at(&client, &base, &token, "cold").await });
+    }
+    while let Some(result) = tasks.join_next().await {
+        assert_eq!(result.unwrap(), Ok(1));
+    }
+    let loads = metric(&app.client, &app.base_url, "shardgate_cache_loads_total").await - loads_before;
+    assert_eq!(loads, 1.0, "32 concurrent misses share one shard read");
+}
+
+/// Writers and readers hammer a few keys through `servers`; every read must return at least the
+/// version of every write acknowledged before the read was sent.
+async fn stress_no_stale_reads(app: &TestApp, servers: Vec<String>, writers: usize, readers: usize, rounds: usize) {
+    const KEYS: [&str; 3] = ["a", "b", "c"];
+    let token = app.rw_token("acme");
+    let acked: Arc<Vec<AtomicI64>> = Arc::new(KEYS.iter().map(|_| AtomicI64::new(0)).collect());
+    let servers = Arc::new(servers);
+    let reads = Arc::new(AtomicUsize::new(0));
+    let writing = Arc::new(AtomicUsize::new(writers));
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..writers {
+        let (client, token, acked, servers, writing) =
+            (app.client.clone(), token.clone(), acked.clone(), servers.clone(), writing.clone());
+        tasks.spawn(async move {
+            for round in 0..rounds {
+                let k = (w + round) % KEYS.len();
+                let server = &servers[(w + round) % servers.len()];
+                let version = put_version(&client, server, &token, KEYS[k], round).await;
+                let version = version.inspect_err(|_| {
+                    writing.fetch_sub(1, Ordering::SeqCst);
+                })?;
+                acked[k].fetch_max(version, Ordering::SeqCst);
+            }
+            writing.fetch_sub(1, Ordering::SeqCst);
+            Ok::<(), String>(())
+        });
+    }
+    for r in 0..readers {
+        let (client, token, acked, servers, reads, writing) =
+            (app.client.clone(), token.clone(), acked.clone(), servers.clone(), reads.clone(), writing.clone());
+        tasks.spawn(async move {
+            // Read until every writer is done.
+            for round in 0.. {
+                if writing.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                let k = (r * 7 + round) % KEYS.len();
+                let server = &servers[(r + round) % servers.len()];
+                let floor = acked[k].load(Ordering::SeqCst);
+                if floor == 0 {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                let seen = version_at(&client, server, &token, KEYS[k]).await?;
+                reads.fetch_add(1, Ordering::Relaxed);
+                if seen < floor {
+                    return Err(format!(
+                        "stale read of {}: version {seen} after version {floor} was acknowledged",
+                        KEYS[k]
+                    ));
+                }
+            }
+            Ok(())
+        });
+    }
+    while let Some(result) = tasks.join_next().await {
+        result.unwrap().unwrap();
+    }
+    let reads = reads.load(Ordering::Relaxed);
+    assert!(reads >= writers * rounds, "the readers read while the writers wrote ({reads} reads)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_read_on_any_instance_is_older_than_an_acknowledged_write() {
+    let prefix_holder = TestApp::spawn(Backend::Sqlite).await; // only for a unique prefix
+    let prefix = prefix_holder.redis_prefix();
+    drop(prefix_holder);
+    let app = TestApp::spawn_with(Backend::Postgres, |c| with_redis(c, "redis://127.0.0.1:6379", &prefix, false)).await;
+    let peer = app.spawn_peer(|_| {}).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let known = eventually(Duration::from_secs(2), async || {
+        let url = format!("{}{}", peer.base_url, record_path("acme", "hot", "a"));
+        let body: Value = app.client.get(url).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+        (body["code"] == "record_not_found").then_some(())
+    });
+    assert!(known.await.is_some(), "the peer learns the new tenant");
+    let servers = vec![app.base_url.clone(), peer.base_url.clone()];
+    stress_no_stale_reads(&app, servers, 4, 8, 60).await;
+    let l2_hits = metric(&app.client, &app.base_url, "shardgate_cache_l2_hits_total").await
+        + metric(&app.client, &peer.base_url, "shardgate_cache_l2_hits_total").await;
+    assert!(l2_hits > 0.0, "the stress went through Redis (l2 hits: {l2_hits})");
+    peer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_read_through_l1_is_older_than_an_acknowledged_write() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    stress_no_stale_reads(&app, vec![app.base_url.clone()], 4, 8, 60).await;
+    assert!(metric(&app.client, &app.base_url, "shardgate_cache_l1_hits_total").await > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_outage_fails_no_request_and_never_brings_an_old_value_back() {
+    let mut redis = RedisServer::start().await;
+    let redis_url = redis.url();
+    let app = TestApp::spawn_with(Backend::Postgres, |c| with_redis(c, &redis_url, "outage", false)).await;
+    // The peer keeps an L1 too: it must drop it when the generation moves on.
+    let peer = app.spawn_peer(|c| c.cache.l1.enabled = Some(true)).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let (client, a, b) = (app.client.clone(), app.base_url.clone(), peer.base_url.clone());
+    let ready_cache = |base: String| {
+        let client = client.clone();
+        async move {
+            let body: Value = client.get(format!("{base}/readyz")).send().await.unwrap().json().await.unwrap();
+            body["components"]["cache"]["status"].as_str().unwrap().to_owned()
+        }
+    };
+    assert!(
+        eventually(Duration::from_secs(5), async || (ready_cache(a.clone()).await == "up").then_some(()))
+            .await
+            .is_some()
+    );
+
+    // v1 is cached in Redis (read through both instances).
+    assert_eq!(put_version(&client, &a, &token, "k", 1).await, Ok(1));
+    assert_eq!(version_at(&client, &a, &token, "k").await, Ok(1));
+    assert_eq!(version_at(&client, &b, &token, "k").await, Ok(1));
+
+    // Redis freezes: it keeps v1 but answers nothing. Writes and reads keep succeeding.
+    redis.pause();
+    assert_eq!(put_version(&client, &a, &token, "k", 2).await, Ok(2), "a write succeeds while Redis is frozen");
+    assert_eq!(version_at(&client, &a, &token, "k").await, Ok(2), "the writer reads its write at once");
+    // The peer learns the new cache generation from the catalog within one poll (500 ms): the
+    // documented bound while invalidations cannot reach Redis.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    for _ in 0..5 {
+        assert_eq!(version_at(&client, &a, &token, "k").await, Ok(2));
+        assert_eq!(version_at(&client, &b, &token, "k").await, Ok(2));
+    }
+    let status = client.get(format!("{a}/readyz")).send().await.unwrap().status();
+    assert_eq!(status, StatusCode::OK, "a degraded cache does not make the instance unready");
+    assert_eq!(ready_cache(a.clone()).await, "degraded");
+
+    // Redis thaws with v1 still in it: nobody may serve v1 again.
+    redis.resume();
+    assert!(
+        eventually(Duration::from_secs(5), async || (ready_cache(a.clone()).await == "up").then_some(()))
+            .await
+            .is_some()
+    );
+    for _ in 0..10 {
+        assert_eq!(version_at(&client, &a, &token, "k").await, Ok(2));
+        assert_eq!(version_at(&client, &b, &token, "k").await, Ok(2));
+    }
+
+    // Redis dies mid-run under load: no request fails; it comes back empty and is used again.
+    let failures = Arc::new(AtomicUsize::new(0));
+    let mut load = tokio::task::JoinSet::new();
+    for i in 0..4 {
+        let (client, token, failures) = (client.clone(), token.clone(), failures.clone());
+        let base = if i % 2 == 0 { a.clone() } else { b.clone() };
+        load.spawn(async move {
+            for n in 0..60 {
+                let ok = if n % 4 == 0 {
+                    put_version(&client, &base, &token, "load", n).await.is_ok()
+                } else {
+                    !matches!(version_at(&client, &base, &token, "load").await, Err(e) if !e.contains("404"))
+                };
+                if !ok {
+                    failures.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    redis.stop();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    redis.restart().await;
+    while load.join_next().await.is_some() {}
+    assert_eq!(failures.load(Ordering::SeqCst), 0, "no request failed while Redis went away");
+    assert!(
+        eventually(Duration::from_secs(5), async || (ready_cache(b.clone()).await == "up").then_some(()))
+            .await
+            .is_some()
+    );
+    let hits_before = metric(&client, &a, "shardgate_cache_l2_hits_total").await;
+    for _ in 0..3 {
+        assert_eq!(version_at(&client, &a, &token, "k").await, Ok(2));
+    }
+    let hits = metric(&client, &a, "shardgate_cache_l2_hits_total").await - hits_before;
+    assert!(hits >= 1.0, "after reconnecting by itself the gateway uses Redis again");
+    peer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_instance_learns_a_new_shard_map_within_a_second() {
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let peer = app.spawn_peer(|_| {}).await;
+    let epoch_before = app.epoch().await;
+    app.create_tenant("late").await;
+    let token = app.rw_token("late");
+    let started = std::time::Instant::now();
+    let seen = eventually(Duration::from_secs(1), async || {
+        let response = app
+            .client
+            .get(format!("{}{}", peer.base_url, record_path("late", "c", "k")))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        let body: Value = response.json().await.unwrap();
+        (body["code"] == "record_not_found").then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the peer routes the new tenant within a second (waited {:?})", started.elapsed());
+    let admin = app.admin_token();
+    let map: Value = app
+        .client
+        .get(format!("{}/v1/admin/shard-map", peer.base_url))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(map["epoch"].as_i64().unwrap() > epoch_before);
+    peer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_created_through_one_instance_is_usable_through_another_at_once() {
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let peer = app.spawn_peer(|_| {}).await;
+    // Both instances know the map; now one of them changes it.
+    app.create_tenant("fresh").await;
+    let token = app.rw_token("fresh");
+    let url = format!("{}{}", peer.base_url, record_path("fresh", "c", "k"));
+    let response = app.client.put(&url).bearer_auth(&token).json(&json!({"x": 1})).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED, "an unknown tenant makes the instance check the catalog once");
+    let route = app.route("fresh", "c", "k").await;
+    let shard = route["shard"].as_str().unwrap();
+    let (_, shard_url) = app.shard_urls().into_iter().find(|(id, _)| id == shard).unwrap();
+    let pool = shardgate_tests::open_shard(&shard_url).await;
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM records WHERE tenant = 'fresh'").fetch_one(&pool).await.unwrap();
+    assert_eq!(count, 1, "the write landed on the shard the route names");
+    pool.close().await;
+    peer.stop().await;
+}
