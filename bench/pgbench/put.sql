@@ -1,7 +1,5 @@
--- What one gateway PUT of an existing record does on its shard (shard-router RecordStore::put):
--- read the current version and tombstone flag, then an update conditional on that version which
--- bumps it. Two autocommit statements, as the gateway issues them.
+-- What one gateway PUT without precondition does on its shard (shard-router RecordStore::upsert):
+-- one INSERT ... ON CONFLICT DO UPDATE that bumps the version, as the gateway issues it.
 -- Run with: pgbench -n -M prepared -f bench/pgbench/put.sql (in the tenant's home shard database)
 \set n random(0, 9999)
-SELECT version AS cur, deleted AS del FROM records WHERE tenant = 'bench' AND collection = 'items' AND key = 'k-' || lpad(:n::text, 5, '0') \gset
-UPDATE records SET version = :cur + 1, updated_at = (extract(epoch FROM clock_timestamp()) * 1000)::bigint, deleted = 0, value = '{"n":' || :n || ',"pad":"xxxxxxxxxxxxxxxxxxxxxxxx"}' WHERE tenant = 'bench' AND collection = 'items' AND key = 'k-' || lpad(:n::text, 5, '0') AND version = :cur RETURNING version;
+INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) VALUES ('bench', 'items', 'k-' || lpad(:n::text, 5, '0'), 0, 1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, 0, '{"n":' || :n || ',"pad":"xxxxxxxxxxxxxxxxxxxxxxxx"}', 1) ON CONFLICT (tenant, collection, key) DO UPDATE SET version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, vshard = excluded.vshard, live_since = CASE WHEN records.deleted = 1 THEN records.version + 1 ELSE records.live_since END, deleted = 0 RETURNING version, live_since;
