@@ -62,9 +62,6 @@ pub struct Loaded<V> {
     pub value: V,
     /// Whether this call ran the load.
     pub role: Role,
-    /// Whether a local write to the key's bucket happened while the load ran: its result may
-    /// then predate that write and must not be cached.
-    pub raced_a_write: bool,
 }
 
 impl<V: Clone + Send + Sync + 'static> SingleFlight<V> {
@@ -106,12 +103,8 @@ impl<V: Clone + Send + Sync + 'static> SingleFlight<V> {
             Ok(mut rx) => {
                 let shared = rx.wait_for(Option::is_some).await.ok().and_then(|v| v.clone());
                 match shared {
-                    Some(value) if acceptable(&value) => Loaded { value, role: Role::Follower, raced_a_write: false },
-                    _ => {
-                        let started_at = self.sequence(key);
-                        let value = load().await;
-                        Loaded { value, role: Role::Leader, raced_a_write: self.sequence(key) != started_at }
-                    }
+                    Some(value) if acceptable(&value) => Loaded { value, role: Role::Follower },
+                    _ => Loaded { value: load().await, role: Role::Leader },
                 }
             }
             Err((tx, flight)) => {
@@ -122,9 +115,8 @@ impl<V: Clone + Send + Sync + 'static> SingleFlight<V> {
                         flights.remove(key);
                     }
                 }
-                let raced_a_write = self.sequence(key) != flight.started_at;
                 let _ = tx.send(Some(value.clone()));
-                Loaded { value, role: Role::Leader, raced_a_write }
+                Loaded { value, role: Role::Leader }
             }
         }
     }
@@ -192,9 +184,7 @@ mod tests {
         let late = flights.load("k", |_| true, || async { 2 }).await;
         assert_eq!((late.value, late.role), (2, Role::Leader), "the late reader loads on its own");
         release.notify_one();
-        let old = leader.await.unwrap();
-        assert_eq!(old.value, 1);
-        assert!(old.raced_a_write, "a load that raced a write is not cached");
+        assert_eq!(leader.await.unwrap().value, 1);
     }
 
     #[tokio::test]
