@@ -157,6 +157,10 @@ impl From<&StoreError> for ApiError {
             StoreError::NoShards => {
                 unavailable("no_shards", "no shard is registered yet: register one with POST /v1/admin/shards".into())
             }
+            StoreError::StaleMap(id) => unavailable(
+                "stale_shard_map",
+                format!("shard {id} refused a write routed on an outdated shard map; retry"),
+            ),
             StoreError::RecordNotFound => Self::new(StatusCode::NOT_FOUND, "record_not_found", "record not found"),
             StoreError::PreconditionFailed => Self::new(
                 StatusCode::PRECONDITION_FAILED,

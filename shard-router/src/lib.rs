@@ -67,6 +67,10 @@ pub enum Error {
     /// 503 `no_shards`: the vshard table is empty.
     #[error("no shard is registered yet")]
     NoShards,
+    /// The write was routed on a shard map older than the shard's fence; the caller refreshes
+    /// its map and retries once. 503 `stale_shard_map` if it still happens after that.
+    #[error("shard {0} refused a write routed on an outdated shard map")]
+    StaleMap(ShardId),
     /// 404 `record_not_found`.
     #[error("record not found")]
     RecordNotFound,

@@ -113,12 +113,31 @@ pub struct RecordAddress<'a> {
 pub struct RecordStore<'a> {
     db: &'a Database,
     shard: &'a ShardId,
+    /// The epoch of the map the writes were routed on; the shard refuses them if its fence is
+    /// newer.
+    map_epoch: i64,
 }
 
 impl<'a> RecordStore<'a> {
-    /// Record operations on `db`, which is shard `shard` (named in errors).
+    /// Record operations on `db`, which is shard `shard` (named in errors). Writes are not fenced
+    /// (for maintenance such as purges); use [`RecordStore::routed_at`] for routed requests.
     pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { db, shard }
+        Self { db, shard, map_epoch: i64::MAX }
+    }
+
+    /// Writes will be refused with [`Error::StaleMap`] if the shard's fence is newer than
+    /// `epoch` (the map they were routed on).
+    pub fn routed_at(self, epoch: u64) -> Self {
+        Self { map_epoch: i64::try_from(epoch).unwrap_or(i64::MAX), ..self }
+    }
+
+    /// After a write changed nothing: [`Error::StaleMap`] if the fence is why.
+    async fn check_fence(&self) -> Result<(), Error> {
+        let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        if fence > self.map_epoch { Err(Error::StaleMap(self.shard.clone())) } else { Ok(()) }
     }
 
     fn err(&self, source: sqlx::Error) -> Error {
@@ -206,7 +225,8 @@ impl<'a> RecordStore<'a> {
             let written = match current {
                 None => sqlx::query_scalar::<_, i64>(
                     "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-                     VALUES ($1, $2, $3, $4, 1, $5, 0, $6, 1) ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version",
+                     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+                     ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version",
                 )
                 .bind(addr.tenant.as_str())
                 .bind(addr.collection.as_str())
@@ -214,13 +234,15 @@ impl<'a> RecordStore<'a> {
                 .bind(i64::from(vshard))
                 .bind(now_ms)
                 .bind(value.get())
+                .bind(self.map_epoch)
                 .fetch_optional(&self.db.pool)
                 .await
                 .map_err(|e| self.err(e))?,
                 Some((version, _)) => sqlx::query_scalar::<_, i64>(
                     "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
                      live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
-                     WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 RETURNING version",
+                     WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
+                     AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) RETURNING version",
                 )
                 .bind(version + 1)
                 .bind(now_ms)
@@ -230,10 +252,14 @@ impl<'a> RecordStore<'a> {
                 .bind(addr.collection.as_str())
                 .bind(addr.key.as_str())
                 .bind(version)
+                .bind(self.map_epoch)
                 .fetch_optional(&self.db.pool)
                 .await
                 .map_err(|e| self.err(e))?,
             };
+            if written.is_none() {
+                self.check_fence().await?;
+            }
             if let Some(version) = written {
                 return Ok(PutOutcome {
                     created: live.is_none(),
@@ -260,7 +286,7 @@ impl<'a> RecordStore<'a> {
     ) -> Result<PutOutcome, Error> {
         let row = sqlx::query(
             "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-             VALUES ($1, $2, $3, $4, 1, $5, 0, $6, 1) \
+             SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
              ON CONFLICT (tenant, collection, key) DO UPDATE SET \
                version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
                vshard = excluded.vshard, \
@@ -274,9 +300,14 @@ impl<'a> RecordStore<'a> {
         .bind(i64::from(vshard))
         .bind(now_ms)
         .bind(value.get())
-        .fetch_one(&self.db.pool)
+        .bind(self.map_epoch)
+        .fetch_optional(&self.db.pool)
         .await
         .map_err(|e| self.err(e))?;
+        let Some(row) = row else {
+            self.check_fence().await?;
+            return Err(Error::StaleMap(self.shard.clone()));
+        };
         let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
         let live_since: i64 = row.try_get(1).map_err(|e| self.err(e))?;
         Ok(PutOutcome {
@@ -296,15 +327,20 @@ impl<'a> RecordStore<'a> {
         if *condition == WriteCondition::Always {
             let version = sqlx::query_scalar::<_, i64>(
                 "UPDATE records SET version = version + 1, updated_at = $1, deleted = 1, value = 'null' \
-                 WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 RETURNING version",
+                 WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 \
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) RETURNING version",
             )
             .bind(now_ms)
             .bind(addr.tenant.as_str())
             .bind(addr.collection.as_str())
             .bind(addr.key.as_str())
+            .bind(self.map_epoch)
             .fetch_optional(&self.db.pool)
             .await
             .map_err(|e| self.err(e))?;
+            if version.is_none() {
+                self.check_fence().await?;
+            }
             return version.ok_or(Error::RecordNotFound);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
@@ -317,7 +353,8 @@ impl<'a> RecordStore<'a> {
             }
             let written = sqlx::query_scalar::<_, i64>(
                 "UPDATE records SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
-                 WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 RETURNING version",
+                 WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 \
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING version",
             )
             .bind(version + 1)
             .bind(now_ms)
@@ -325,9 +362,13 @@ impl<'a> RecordStore<'a> {
             .bind(addr.collection.as_str())
             .bind(addr.key.as_str())
             .bind(version)
+            .bind(self.map_epoch)
             .fetch_optional(&self.db.pool)
             .await
             .map_err(|e| self.err(e))?;
+            if written.is_none() {
+                self.check_fence().await?;
+            }
             if let Some(version) = written {
                 return Ok(version);
             }
@@ -382,6 +423,16 @@ impl<'a> RecordStore<'a> {
             .await
             .map_err(|e| self.err(e))?;
         Ok(count as u64)
+    }
+
+    /// Raises the shard's fence to `epoch`: writes routed on older maps are refused from now on.
+    pub async fn raise_fence(&self, epoch: u64) -> Result<(), Error> {
+        sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1")
+            .bind(i64::try_from(epoch).unwrap_or(i64::MAX))
+            .execute(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
     }
 
     /// Removes every record (and tombstone) of `tenant` on this shard.

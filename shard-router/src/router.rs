@@ -279,6 +279,26 @@ impl ShardRouter {
         }
     }
 
+    /// Routes a write for `tenant` and runs `write` on the shard. If the shard refuses it because
+    /// this instance's map is older than the shard's fence, refreshes the map from the catalog and
+    /// runs it once more on the new route (which may now say the shard is read-only, or elsewhere).
+    pub async fn write<T, F, Fut>(&self, tenant: &TenantId, write: F) -> Result<T, Error>
+    where
+        F: Fn(Route, Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let (route, db) = self.resolve_fresh(tenant, Access::Write).await?;
+        match write(route, db).await {
+            Err(Error::StaleMap(shard)) => {
+                tracing::info!(shard = %shard, epoch = self.epoch(), "write refused by the shard fence; refreshing the map");
+                self.refresh().await?;
+                let (route, db) = self.resolve(tenant, Access::Write)?;
+                write(route, db).await
+            }
+            other => other,
+        }
+    }
+
     /// The pool of shard `id`.
     pub fn shard_db(&self, id: &ShardId) -> Result<Database, Error> {
         self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))
@@ -357,6 +377,21 @@ impl ShardRouter {
     pub async fn set_shard_state(&self, id: &ShardId, state: ShardState) -> Result<(), Error> {
         let _guard = self.admin.lock().await;
         let epoch = self.catalog.set_shard_state(id, state, now_ms()).await?;
+        if state != ShardState::Active {
+            // Instances still routing on older maps must not write here any more.
+            match self.shard_db(id) {
+                Ok(db) => {
+                    let store = RecordStore::new(&db, id);
+                    let fence = store.raise_fence(epoch);
+                    match tokio::time::timeout(self.pool_config.probe_timeout, fence).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not raise the shard fence"),
+                        Err(_) => tracing::warn!(shard = %id, "raising the shard fence timed out"),
+                    }
+                }
+                Err(e) => tracing::warn!(shard = %id, error = %e, "no pool to raise the shard fence"),
+            }
+        }
         let mut map = self.map.write();
         if let Some(index) = map.shard_index(id.as_str()) {
             map.shards[usize::from(index)].state = state;

@@ -234,7 +234,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
         (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn put_record(
@@ -252,10 +252,18 @@ pub async fn put_record(
     let value: Box<RawValue> = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
-    let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Write).await?;
-    tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let outcome = RecordStore::new(&db, &route.shard).put(addr, route.vshard, &value, &condition, now_ms()).await?;
+    let (value, condition, now) = (&*value, &condition, now_ms());
+    let outcome = app
+        .router
+        .write(&t.tenant, |route, db| async move {
+            tracing::Span::current().record("shard", route.shard.as_str());
+            RecordStore::new(&db, &route.shard)
+                .routed_at(route.epoch)
+                .put(addr, route.vshard, value, condition, now)
+                .await
+        })
+        .await?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.invalidate_record(&cache_key, t.collection.as_str(), outcome.record.version).await;
     let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -276,7 +284,7 @@ pub async fn put_record(
         (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn delete_record(
@@ -292,10 +300,15 @@ pub async fn delete_record(
         }
         condition => condition,
     };
-    let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Write).await?;
-    tracing::Span::current().record("shard", route.shard.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let version = RecordStore::new(&db, &route.shard).delete(addr, &condition, now_ms()).await?;
+    let (condition, now) = (&condition, now_ms());
+    let version = app
+        .router
+        .write(&t.tenant, |route, db| async move {
+            tracing::Span::current().record("shard", route.shard.as_str());
+            RecordStore::new(&db, &route.shard).routed_at(route.epoch).delete(addr, condition, now).await
+        })
+        .await?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.invalidate_record(&cache_key, t.collection.as_str(), version).await;
     Ok(StatusCode::NO_CONTENT)

@@ -343,3 +343,34 @@ async fn a_tenant_created_through_one_instance_is_usable_through_another_at_once
     pool.close().await;
     peer.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_on_an_old_map_cannot_write_to_a_shard_that_stopped_taking_writes() {
+    // No Redis: the peer hears of map changes only by polling, so it is briefly behind.
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let peer = app.spawn_peer(|_| {}).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let url = format!("{}{}", peer.base_url, record_path("acme", "c", "k"));
+    let first = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 1})).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let shard = app.route("acme", "c", "k").await["shard"].as_str().unwrap().to_owned();
+
+    // Read-only through the first instance; the peer writes right away, before its next poll.
+    app.set_shard_state(&shard, "read_only").await;
+    let refused = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 2})).send().await.unwrap();
+    expect_problem(refused, StatusCode::SERVICE_UNAVAILABLE, "shard_read_only").await;
+    let delete = app.client.delete(&url).bearer_auth(&token).send().await.unwrap();
+    expect_problem(delete, StatusCode::SERVICE_UNAVAILABLE, "shard_read_only").await;
+    let read = expect_json(app.get_record("acme", "c", "k").await, StatusCode::OK).await;
+    assert_eq!(read["value"], json!({"v": 1}), "the refused writes changed nothing");
+
+    // Active again: the peer takes writes again once it has the new map (within a poll).
+    app.set_shard_state(&shard, "active").await;
+    let accepted = eventually(Duration::from_secs(1), async || {
+        let response = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 3})).send().await.unwrap();
+        (response.status() == StatusCode::OK).then_some(())
+    });
+    assert!(accepted.await.is_some(), "the peer writes again within a second of the shard becoming active");
+    peer.stop().await;
+}
