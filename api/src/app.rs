@@ -122,9 +122,19 @@ impl Application {
         };
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
         let heads = router.catalog().heads().await?;
+        let mut cache_config = config.cache.clone();
+        if cache_config.l1.enabled.is_none() && cache_config.redis_url.is_none() && config.storage.catalog_url.is_some()
+        {
+            // A shared catalog means several instances may run, and without Redis nothing would
+            // carry invalidations between their L1 caches.
+            tracing::info!(
+                "record cache off: a shared catalog without Redis (set cache.l1.enabled = true for one instance)"
+            );
+            cache_config.l1.enabled = Some(false);
+        }
         let mut cache = None;
         let metrics = Metrics::new(|registry| {
-            cache = Some(RecordCache::start(config.cache.clone(), heads.cache_generation, registry));
+            cache = Some(RecordCache::start(cache_config, heads.cache_generation, registry));
         });
         let cache = cache.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
         let app = Arc::new(App {

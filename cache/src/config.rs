@@ -50,7 +50,9 @@ impl Default for CacheConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct L1Config {
-    /// Default: on without Redis (the embedded default), off with Redis. With Redis, L1 entries
+    /// Default: on for the embedded default (no Redis, no shared catalog); off with Redis, and off
+    /// with a shared (PostgreSQL) catalog but no Redis, where nothing could carry invalidations
+    /// between instances. With Redis, L1 entries
     /// are invalidated on every instance through pub/sub, so another instance may serve a value
     /// for as long as the invalidation message takes to arrive (milliseconds); with L1 off every
     /// read after an acknowledged write sees it, on every instance.

@@ -436,6 +436,11 @@ impl ShardRouter {
             map.route_entry(id.as_str(), &entry).map_err(route_error)?;
             entry
         };
+        // Rows a deleted tenant of the same id may have left behind (written by an instance on an
+        // old map while it was being deleted) must not become the new tenant's data.
+        let home = self.with_map(|map| map.route_entry(id.as_str(), &entry)).map_err(route_error)?;
+        let db = self.shard_db(&home.shard)?;
+        RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
         let now = now_ms();
         let row = TenantRow { id: id.clone(), name, tier, pinned_shard: pin, created_at_ms: now, updated_at_ms: now };
         let epoch = self.catalog.insert_tenant(&row).await?;
@@ -462,16 +467,35 @@ impl ShardRouter {
         Ok(row)
     }
 
-    /// Deletes a tenant and every record it has on its home shard. The records go first, so a
-    /// failure leaves the tenant in place (and the call can be repeated).
+    /// Deletes a tenant and every record it has on its home shard.
+    ///
+    /// The records go first, so a failure there leaves the tenant in place and the call can be
+    /// repeated. Then the tenant leaves the catalog (a new epoch), the home shard's fence is raised
+    /// to that epoch so instances still routing on a map that has the tenant cannot write there,
+    /// and whatever they wrote in between is swept. If that sweep fails, the leftovers are swept
+    /// when a tenant of the same id is created again (see [`ShardRouter::create_tenant`]).
     pub async fn delete_tenant(&self, id: &TenantId) -> Result<u64, Error> {
         let _guard = self.admin.lock().await;
         let (route, db) = self.resolve(id, Access::Write)?;
-        let purged = RecordStore::new(&db, &route.shard).purge_tenant(id).await?;
+        let store = RecordStore::new(&db, &route.shard);
+        let mut purged = store.purge_tenant(id).await?;
         let epoch = self.catalog.delete_tenant(id).await?;
-        let mut map = self.map.write();
-        map.tenants.remove(id.as_str());
-        map.epoch = epoch;
+        {
+            let mut map = self.map.write();
+            map.tenants.remove(id.as_str());
+            map.epoch = epoch;
+        }
+        let sweep = async {
+            store.raise_fence(epoch).await?;
+            store.purge_tenant(id).await
+        };
+        match sweep.await {
+            Ok(swept) => purged += swept,
+            Err(e) => tracing::warn!(
+                tenant = %id, shard = %route.shard, error = %e,
+                "could not fence and sweep the deleted tenant's shard; leftovers are swept if the id is reused"
+            ),
+        }
         Ok(purged)
     }
 }
