@@ -13,6 +13,25 @@ use crate::Error;
 use crate::db::Database;
 use crate::ids::{CollectionName, RecordKey, ShardId, TenantId};
 
+/// Inserts a new record (version 1) unless the key exists or the shard's fence is newer than the
+/// map the write was routed on. `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch.
+const INSERT_NEW_OR_NOTHING: &str = "INSERT INTO records \
+     (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
+     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+     ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version";
+
+/// Inserts a new record or bumps the existing one's version (reviving a tombstone), unless the
+/// fence is newer; same parameters. Returns the version and the version it last became live at.
+const INSERT_NEW_OR_UPDATE: &str = "INSERT INTO records \
+     (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
+     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+     ON CONFLICT (tenant, collection, key) DO UPDATE SET \
+       version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
+       vshard = excluded.vshard, \
+       live_since = CASE WHEN records.deleted = 1 THEN records.version + 1 ELSE records.live_since END, \
+       deleted = 0 \
+     RETURNING version, live_since";
+
 /// How many times a write re-reads after losing a race before giving up with
 /// [`Error::WriteContention`].
 const MAX_WRITE_ATTEMPTS: usize = 32;
@@ -131,6 +150,25 @@ impl<'a> RecordStore<'a> {
         Self { map_epoch: i64::try_from(epoch).unwrap_or(i64::MAX), ..self }
     }
 
+    /// Binds a new row's values to one of the `INSERT_NEW_*` statements.
+    fn insert_new<'q>(
+        &self,
+        sql: &'q str,
+        addr: RecordAddress<'q>,
+        vshard: u32,
+        value: &'q RawValue,
+        now_ms: i64,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+        sqlx::query(sql)
+            .bind(addr.tenant.as_str())
+            .bind(addr.collection.as_str())
+            .bind(addr.key.as_str())
+            .bind(i64::from(vshard))
+            .bind(now_ms)
+            .bind(value.get())
+            .bind(self.map_epoch)
+    }
+
     /// After a write changed nothing: [`Error::StaleMap`] if the fence is why.
     async fn check_fence(&self) -> Result<(), Error> {
         let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
@@ -223,21 +261,14 @@ impl<'a> RecordStore<'a> {
                 return Err(Error::PreconditionFailed);
             }
             let written = match current {
-                None => sqlx::query_scalar::<_, i64>(
-                    "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-                     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
-                     ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version",
-                )
-                .bind(addr.tenant.as_str())
-                .bind(addr.collection.as_str())
-                .bind(addr.key.as_str())
-                .bind(i64::from(vshard))
-                .bind(now_ms)
-                .bind(value.get())
-                .bind(self.map_epoch)
-                .fetch_optional(&self.db.pool)
-                .await
-                .map_err(|e| self.err(e))?,
+                None => {
+                    let row = self
+                        .insert_new(INSERT_NEW_OR_NOTHING, addr, vshard, value, now_ms)
+                        .fetch_optional(&self.db.pool)
+                        .await
+                        .map_err(|e| self.err(e))?;
+                    row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(|e| self.err(e))?
+                }
                 Some((version, _)) => sqlx::query_scalar::<_, i64>(
                     "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
                      live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
@@ -284,26 +315,11 @@ impl<'a> RecordStore<'a> {
         value: &RawValue,
         now_ms: i64,
     ) -> Result<PutOutcome, Error> {
-        let row = sqlx::query(
-            "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-             SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
-             ON CONFLICT (tenant, collection, key) DO UPDATE SET \
-               version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
-               vshard = excluded.vshard, \
-               live_since = CASE WHEN records.deleted = 1 THEN records.version + 1 ELSE records.live_since END, \
-               deleted = 0 \
-             RETURNING version, live_since",
-        )
-        .bind(addr.tenant.as_str())
-        .bind(addr.collection.as_str())
-        .bind(addr.key.as_str())
-        .bind(i64::from(vshard))
-        .bind(now_ms)
-        .bind(value.get())
-        .bind(self.map_epoch)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(|e| self.err(e))?;
+        let row = self
+            .insert_new(INSERT_NEW_OR_UPDATE, addr, vshard, value, now_ms)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?;
         let Some(row) = row else {
             self.check_fence().await?;
             return Err(Error::StaleMap(self.shard.clone()));
