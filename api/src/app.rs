@@ -160,7 +160,7 @@ impl Application {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(DefaultBodyLimit::max(max_body_bytes))
-            .layer(axum::middleware::from_fn_with_state(app.clone(), metrics::record))
+            .layer(metrics::RecordLayer::new(app.clone()))
             .layer(CatchPanicLayer::custom(panic_response))
             .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
                 let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str());

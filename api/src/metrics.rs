@@ -4,14 +4,22 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
+use axum::http::Method;
+use hashbrown::{Equivalent, HashMap};
+use parking_lot::RwLock;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::extract::MatchedPath;
 use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use tower::{Layer, Service};
 
 use crate::state::App;
 
@@ -30,6 +38,30 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
+    /// The counter and histogram of each (method, route, status) seen, so a request finds them
+    /// without building label strings.
+    handles: RwLock<HashMap<HandleKey, (Counter, Histogram), foldhash::fast::RandomState>>,
+}
+
+#[derive(Debug, Hash, PartialEq, Eq)]
+struct HandleKey {
+    method: Method,
+    route: Box<str>,
+    status: u16,
+}
+
+/// A borrowed [`HandleKey`]; hashes the same way.
+#[derive(Hash)]
+struct HandleKeyRef<'a> {
+    method: &'a Method,
+    route: &'a str,
+    status: u16,
+}
+
+impl Equivalent<HandleKey> for HandleKeyRef<'_> {
+    fn equivalent(&self, key: &HandleKey) -> bool {
+        *self.method == key.method && self.route == &*key.route && self.status == key.status
+    }
 }
 
 impl Metrics {
@@ -43,7 +75,7 @@ impl Metrics {
         registry.register("http_requests", "HTTP requests by method, route and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency in seconds", latency.clone());
         register(&mut registry);
-        Self { registry, requests, latency }
+        Self { registry, requests, latency, handles: RwLock::default() }
     }
 
     /// The Prometheus text exposition.
@@ -56,15 +88,97 @@ impl Metrics {
     }
 }
 
-/// Middleware recording every request.
-pub async fn record(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().as_str().to_owned();
-    let route =
-        request.extensions().get::<MatchedPath>().map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let response = next.run(request).await;
-    let labels = RequestLabels { method, route, status: response.status().as_u16() };
-    app.metrics.requests.get_or_create(&labels).inc();
-    app.metrics.latency.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
-    response
+impl Metrics {
+    fn observe(&self, method: &Method, route: &str, status: u16, seconds: f64) {
+        let key = HandleKeyRef { method, route, status };
+        if let Some((count, latency)) = self.handles.read().get(&key) {
+            count.inc();
+            latency.observe(seconds);
+            return;
+        }
+        let labels = RequestLabels { method: method.as_str().to_owned(), route: route.to_owned(), status };
+        let count = self.requests.get_or_create(&labels).clone();
+        let latency = self.latency.get_or_create(&labels).clone();
+        count.inc();
+        latency.observe(seconds);
+        let key = HandleKey { method: method.clone(), route: route.into(), status };
+        self.handles.write().insert(key, (count, latency));
+    }
+}
+
+/// Tower layer recording every request (a plain service wrapper: no boxing per request).
+#[derive(Debug, Clone)]
+pub struct RecordLayer {
+    app: Arc<App>,
+}
+
+impl RecordLayer {
+    /// Records into `app`'s metrics.
+    pub fn new(app: Arc<App>) -> Self {
+        Self { app }
+    }
+}
+
+impl<S> Layer<S> for RecordLayer {
+    type Service = Record<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Record { inner, app: self.app.clone() }
+    }
+}
+
+/// The service of [`RecordLayer`].
+#[derive(Debug, Clone)]
+pub struct Record<S> {
+    inner: S,
+    app: Arc<App>,
+}
+
+impl<S, B> Service<axum::http::Request<B>> for Record<S>
+where
+    S: Service<axum::http::Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = RecordFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        let method = request.method().clone();
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        RecordFuture { inner: self.inner.call(request), app: self.app.clone(), method, route, started: Instant::now() }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Completes with the inner response after recording it.
+    pub struct RecordFuture<F> {
+        #[pin]
+        inner: F,
+        app: Arc<App>,
+        method: Method,
+        route: Option<MatchedPath>,
+        started: Instant,
+    }
+}
+
+impl<F, E> Future for RecordFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        if let Ok(response) = &result {
+            let route = this.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+            let seconds = this.started.elapsed().as_secs_f64();
+            this.app.metrics.observe(this.method, route, response.status().as_u16(), seconds);
+        }
+        Poll::Ready(result)
+    }
 }
