@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa::openapi::OpenApi as OpenApiDoc;
@@ -56,6 +57,7 @@ pub fn api_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::shards::get_shard, admin::shards::update_shard, admin::shards::delete_shard))
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
+        .routes(routes!(admin::audit::list_audit))
         .routes(routes!(ops::healthz))
         .routes(routes!(ops::readyz))
         .routes(routes!(ops::metrics))
@@ -175,6 +177,10 @@ impl Application {
                     cache = tracing::field::Empty,
                 )
             }))
+            .layer(SetResponseHeaderLayer::overriding(
+                axum::http::header::X_CONTENT_TYPE_OPTIONS,
+                axum::http::HeaderValue::from_static("nosniff"),
+            ))
             .layer(PropagateRequestIdLayer::new(REQUEST_ID))
             .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
             .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]));

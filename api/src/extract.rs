@@ -82,3 +82,39 @@ impl Caller {
         if self.0.scopes.contains(Scope::Admin) { Ok(()) } else { Err(ApiError::insufficient_scope("admin")) }
     }
 }
+
+/// The request's `x-request-id` (always set by the request-id layer before handlers run).
+#[derive(Debug, Clone)]
+pub struct RequestIdHeader(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for RequestIdHeader {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let id = parts.headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        Ok(Self(id.to_owned()))
+    }
+}
+
+impl Caller {
+    /// The audit record of an admin action by this caller.
+    pub fn audit(
+        &self,
+        request: &RequestIdHeader,
+        action: &'static str,
+        tenant: Option<&str>,
+        target: String,
+    ) -> shardgate_shard_router::catalog::Audit {
+        shardgate_shard_router::catalog::Audit {
+            actor: if self.0.subject.is_empty() {
+                format!("{}:(no sub)", self.0.issuer)
+            } else {
+                self.0.subject.clone()
+            },
+            tenant: tenant.map(str::to_owned),
+            action,
+            target,
+            request_id: request.0.clone(),
+        }
+    }
+}

@@ -44,6 +44,40 @@ pub struct TenantRow {
     pub updated_at_ms: i64,
 }
 
+/// Who changed what, recorded with every admin change (in the change's transaction).
+#[derive(Debug, Clone)]
+pub struct Audit {
+    /// The token subject of the caller (`system` for start-up bootstrap).
+    pub actor: String,
+    /// The tenant concerned, if any.
+    pub tenant: Option<String>,
+    /// What was done, e.g. `tenant.create`, `shard.state`.
+    pub action: &'static str,
+    /// What it was done to, e.g. `tenant:acme`, `shard:shard-2 read_only`.
+    pub target: String,
+    /// The request's `x-request-id`.
+    pub request_id: String,
+}
+
+/// One recorded admin action.
+#[derive(Debug, Clone)]
+pub struct AuditEntry {
+    /// Increasing id (the listing cursor).
+    pub id: i64,
+    /// When (ms since the Unix epoch).
+    pub at_ms: i64,
+    /// The token subject of the caller.
+    pub actor: String,
+    /// The tenant concerned, if any.
+    pub tenant: Option<String>,
+    /// The action.
+    pub action: String,
+    /// The target.
+    pub target: String,
+    /// The request id.
+    pub request_id: String,
+}
+
 /// The catalog's change counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatalogHeads {
@@ -167,21 +201,65 @@ impl Catalog {
         Ok(generation as u64)
     }
 
-    /// Starts a routing change: opens a transaction and moves the epoch on. Returns the new epoch.
-    async fn begin_change(&self) -> Result<(Transaction<'static, Any>, u64), Error> {
+    /// Starts a routing change: opens a transaction, moves the epoch on and records `audit` in
+    /// the same transaction (so the change and its audit entry commit or roll back together).
+    /// Returns the new epoch.
+    async fn begin_change(&self, audit: &Audit) -> Result<(Transaction<'static, Any>, u64), Error> {
         let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
         let epoch: i64 = sqlx::query_scalar("UPDATE shard_map SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
             .fetch_one(&mut *tx)
             .await
             .map_err(catalog_err)?;
+        sqlx::query(
+            "INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(crate::now_ms())
+        .bind(&audit.actor)
+        .bind(audit.tenant.as_deref())
+        .bind(audit.action)
+        .bind(&audit.target)
+        .bind(&audit.request_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
         Ok((tx, epoch as u64))
+    }
+
+    /// Audit entries with id greater than `after`, oldest first, at most `limit`.
+    pub async fn list_audit(&self, after: i64, limit: u32) -> Result<Vec<AuditEntry>, Error> {
+        let rows = sqlx::query(
+            "SELECT id, at, actor, tenant, action, target, request_id FROM audit_log WHERE id > $1 ORDER BY id LIMIT $2",
+        )
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.db.pool)
+        .await
+        .map_err(catalog_err)?;
+        rows.iter()
+            .map(|row| {
+                Ok(AuditEntry {
+                    id: row.try_get(0).map_err(catalog_err)?,
+                    at_ms: row.try_get(1).map_err(catalog_err)?,
+                    actor: row.try_get(2).map_err(catalog_err)?,
+                    tenant: row.try_get(3).map_err(catalog_err)?,
+                    action: row.try_get(4).map_err(catalog_err)?,
+                    target: row.try_get(5).map_err(catalog_err)?,
+                    request_id: row.try_get(6).map_err(catalog_err)?,
+                })
+            })
+            .collect()
     }
 
     /// Registers a shard. When the vshard table is still empty, the shard takes every vshard.
     /// Returns the new epoch and whether the shard received the vshards.
-    pub async fn insert_shard(&self, shard: &ShardRow, owns_all_if_first: bool) -> Result<(u64, bool), Error> {
+    pub async fn insert_shard(
+        &self,
+        shard: &ShardRow,
+        owns_all_if_first: bool,
+        audit: &Audit,
+    ) -> Result<(u64, bool), Error> {
         use secrecy::ExposeSecret;
-        let (mut tx, epoch) = self.begin_change().await?;
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         let inserted = sqlx::query(
             "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
         )
@@ -217,9 +295,9 @@ impl Catalog {
 
     /// Registers several shards at once and spreads the (empty) vshard table evenly over them.
     /// Used to bootstrap a new catalog.
-    pub async fn bootstrap_shards(&self, shards: &[ShardRow], owners: &[ShardId]) -> Result<u64, Error> {
+    pub async fn bootstrap_shards(&self, shards: &[ShardRow], owners: &[ShardId], audit: &Audit) -> Result<u64, Error> {
         use secrecy::ExposeSecret;
-        let (mut tx, epoch) = self.begin_change().await?;
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         for shard in shards {
             sqlx::query(
                 "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
@@ -244,8 +322,14 @@ impl Catalog {
     }
 
     /// Changes a shard's state. Returns the new epoch.
-    pub async fn set_shard_state(&self, id: &ShardId, state: ShardState, now_ms: i64) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change().await?;
+    pub async fn set_shard_state(
+        &self,
+        id: &ShardId,
+        state: ShardState,
+        now_ms: i64,
+        audit: &Audit,
+    ) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         let done = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
             .bind(state.as_str())
             .bind(now_ms)
@@ -261,8 +345,8 @@ impl Catalog {
     }
 
     /// Removes a shard that owns no vshard and has no pinned tenant. Returns the new epoch.
-    pub async fn delete_shard(&self, id: &ShardId) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change().await?;
+    pub async fn delete_shard(&self, id: &ShardId, audit: &Audit) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         let vshards: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards WHERE shard = $1")
             .bind(id.as_str())
             .fetch_one(&mut *tx)
@@ -289,8 +373,8 @@ impl Catalog {
     }
 
     /// Creates a tenant (and its pin). Returns the new epoch.
-    pub async fn insert_tenant(&self, tenant: &TenantRow) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change().await?;
+    pub async fn insert_tenant(&self, tenant: &TenantRow, audit: &Audit) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         let inserted = sqlx::query(
             "INSERT INTO tenants (id, name, tier, created_at, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
         )
@@ -324,8 +408,9 @@ impl Catalog {
         name: Option<&str>,
         tier: Option<Tier>,
         now_ms: i64,
+        audit: &Audit,
     ) -> Result<(TenantRow, u64), Error> {
-        let (mut tx, epoch) = self.begin_change().await?;
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         let done = sqlx::query(
             "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3 WHERE id = $4",
         )
@@ -345,8 +430,8 @@ impl Catalog {
     }
 
     /// Removes a tenant (and its pin). Returns the new epoch.
-    pub async fn delete_tenant(&self, id: &TenantId) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change().await?;
+    pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
+        let (mut tx, epoch) = self.begin_change(audit).await?;
         sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1")
             .bind(id.as_str())
             .execute(&mut *tx)

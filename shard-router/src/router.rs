@@ -10,7 +10,7 @@ use parking_lot::RwLock;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
-use crate::catalog::{Catalog, ShardRow, TenantRow};
+use crate::catalog::{Audit, Catalog, ShardRow, TenantRow};
 use crate::db::{Database, Engine, PoolConfig, Schema};
 use crate::ids::{ShardId, TenantId};
 use crate::map::{MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, Tier, spread_vshards};
@@ -149,7 +149,14 @@ impl ShardRouter {
                 .into_iter()
                 .map(|i| seeds[usize::from(i)].id.clone())
                 .collect();
-            catalog.bootstrap_shards(&new_rows, &owners).await?;
+            let audit = Audit {
+                actor: "system".to_owned(),
+                tenant: None,
+                action: "shard.bootstrap",
+                target: new_rows.iter().map(|r| format!("shard:{}", r.id)).collect::<Vec<_>>().join(" "),
+                request_id: "start-up".to_owned(),
+            };
+            catalog.bootstrap_shards(&new_rows, &owners, &audit).await?;
         }
 
         let mut pools = HashMap::new();
@@ -313,7 +320,7 @@ impl ShardRouter {
 
     /// Registers a shard by URL: connects, migrates, then records it in the catalog. The first
     /// shard of an empty catalog takes every vshard.
-    pub async fn register_shard(&self, id: ShardId, url: SecretString) -> Result<ShardRow, Error> {
+    pub async fn register_shard(&self, id: ShardId, url: SecretString, audit: &Audit) -> Result<ShardRow, Error> {
         let engine = Engine::of_url(url.expose_secret())?;
         let _guard = self.admin.lock().await;
         if self.map.read().shard(id.as_str()).is_some() {
@@ -323,7 +330,7 @@ impl ShardRouter {
         let now = now_ms();
         let row =
             ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
-        let (epoch, took_vshards) = self.catalog.insert_shard(&row, true).await?;
+        let (epoch, took_vshards) = self.catalog.insert_shard(&row, true, audit).await?;
         self.pools.write().insert(id.clone(), db);
         let mut map = self.map.write();
         map.shards.push(ShardEntry { id, state: ShardState::Active });
@@ -374,9 +381,9 @@ impl ShardRouter {
     }
 
     /// Changes a shard's state; requests see it at once.
-    pub async fn set_shard_state(&self, id: &ShardId, state: ShardState) -> Result<(), Error> {
+    pub async fn set_shard_state(&self, id: &ShardId, state: ShardState, audit: &Audit) -> Result<(), Error> {
         let _guard = self.admin.lock().await;
-        let epoch = self.catalog.set_shard_state(id, state, now_ms()).await?;
+        let epoch = self.catalog.set_shard_state(id, state, now_ms(), audit).await?;
         if state != ShardState::Active {
             // Instances still routing on older maps must not write here any more.
             match self.shard_db(id) {
@@ -401,9 +408,9 @@ impl ShardRouter {
     }
 
     /// Unregisters a shard that owns no vshard and no pinned tenant, and closes its pool.
-    pub async fn remove_shard(&self, id: &ShardId) -> Result<(), Error> {
+    pub async fn remove_shard(&self, id: &ShardId, audit: &Audit) -> Result<(), Error> {
         let _guard = self.admin.lock().await;
-        self.catalog.delete_shard(id).await?;
+        self.catalog.delete_shard(id, audit).await?;
         // Indexes shift when a shard leaves the list: reload rather than patch.
         let map = self.catalog.load_map().await?;
         *self.map.write() = map;
@@ -421,6 +428,7 @@ impl ShardRouter {
         name: String,
         tier: Tier,
         pin: Option<ShardId>,
+        audit: &Audit,
     ) -> Result<TenantRow, Error> {
         let _guard = self.admin.lock().await;
         let entry = {
@@ -443,7 +451,7 @@ impl ShardRouter {
         RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
         let now = now_ms();
         let row = TenantRow { id: id.clone(), name, tier, pinned_shard: pin, created_at_ms: now, updated_at_ms: now };
-        let epoch = self.catalog.insert_tenant(&row).await?;
+        let epoch = self.catalog.insert_tenant(&row, audit).await?;
         let mut map = self.map.write();
         map.tenants.insert(crate::map::TenantKey::from(id.as_str()), entry);
         map.epoch = epoch;
@@ -456,9 +464,10 @@ impl ShardRouter {
         id: &TenantId,
         name: Option<&str>,
         tier: Option<Tier>,
+        audit: &Audit,
     ) -> Result<TenantRow, Error> {
         let _guard = self.admin.lock().await;
-        let (row, epoch) = self.catalog.update_tenant(id, name, tier, now_ms()).await?;
+        let (row, epoch) = self.catalog.update_tenant(id, name, tier, now_ms(), audit).await?;
         let mut map = self.map.write();
         if let Some(entry) = map.tenants.get_mut(id.as_str()) {
             entry.tier = row.tier;
@@ -474,12 +483,12 @@ impl ShardRouter {
     /// to that epoch so instances still routing on a map that has the tenant cannot write there,
     /// and whatever they wrote in between is swept. If that sweep fails, the leftovers are swept
     /// when a tenant of the same id is created again (see [`ShardRouter::create_tenant`]).
-    pub async fn delete_tenant(&self, id: &TenantId) -> Result<u64, Error> {
+    pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         let _guard = self.admin.lock().await;
         let (route, db) = self.resolve(id, Access::Write)?;
         let store = RecordStore::new(&db, &route.shard);
         let mut purged = store.purge_tenant(id).await?;
-        let epoch = self.catalog.delete_tenant(id).await?;
+        let epoch = self.catalog.delete_tenant(id, audit).await?;
         {
             let mut map = self.map.write();
             map.tenants.remove(id.as_str());

@@ -4,6 +4,7 @@
 
 mod admin_shards;
 mod admin_tenants;
+mod audit;
 mod auth;
 mod cache;
 mod isolation;

@@ -111,3 +111,12 @@ async fn readiness_fails_and_names_the_shard_whose_database_is_gone() {
     assert_eq!(body["components"]["shard-0"]["status"], "up", "{body}");
     assert!(!body.to_string().contains(&db), "the database name does not leak: {body}");
 }
+
+shardgate_tests::conformance!(every_response_forbids_content_sniffing);
+
+async fn every_response_forbids_content_sniffing(app: shardgate_tests::TestApp) {
+    for path in ["/healthz", "/v1/admin/shards", "/no/such/route", "/docs/"] {
+        let response = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff", "{path}");
+    }
+}

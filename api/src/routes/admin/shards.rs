@@ -13,7 +13,7 @@ use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiJson, ApiPath, Caller};
+use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
 use crate::routes::rfc3339;
 use crate::state::App;
 
@@ -117,10 +117,12 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
 pub async fn register_shard(
     State(app): State<Arc<App>>,
     caller: Caller,
+    request: RequestIdHeader,
     ApiJson(body): ApiJson<RegisterShard>,
 ) -> Result<Response, ApiError> {
     caller.require_admin()?;
-    let row = app.router.register_shard(body.id, body.url).await?;
+    let audit = caller.audit(&request, "shard.register", None, format!("shard:{}", body.id));
+    let row = app.router.register_shard(body.id, body.url, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(shard = %row.id, engine = row.engine.as_str(), "shard registered");
     let stats = app.router.shard_stats(&row.id).await?;
@@ -196,12 +198,14 @@ pub async fn get_shard(
 pub async fn update_shard(
     State(app): State<Arc<App>>,
     caller: Caller,
+    request: RequestIdHeader,
     ApiPath(path): ApiPath<ShardPath>,
     ApiJson(body): ApiJson<UpdateShard>,
 ) -> Result<axum::Json<Shard>, ApiError> {
     caller.require_admin()?;
     let id = shard_id(&path.id)?;
-    app.router.set_shard_state(&id, body.state).await?;
+    let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} {}", body.state.as_str()));
+    app.router.set_shard_state(&id, body.state, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(shard = %id, state = body.state.as_str(), "shard state changed");
     Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
@@ -225,11 +229,13 @@ pub async fn update_shard(
 pub async fn delete_shard(
     State(app): State<Arc<App>>,
     caller: Caller,
+    request: RequestIdHeader,
     ApiPath(path): ApiPath<ShardPath>,
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
     let id = shard_id(&path.id)?;
-    app.router.remove_shard(&id).await?;
+    let audit = caller.audit(&request, "shard.delete", None, format!("shard:{id}"));
+    app.router.remove_shard(&id, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(shard = %id, "shard unregistered");
     Ok(StatusCode::NO_CONTENT)

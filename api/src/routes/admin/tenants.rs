@@ -11,7 +11,7 @@ use shardgate_shard_router::{ShardId, TenantId, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::routes::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
 use crate::state::App;
 
@@ -132,12 +132,15 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
 pub async fn create_tenant(
     State(app): State<Arc<App>>,
     caller: Caller,
+    request: RequestIdHeader,
     ApiJson(body): ApiJson<CreateTenant>,
 ) -> Result<Response, ApiError> {
     caller.require_admin()?;
     let name = body.name.unwrap_or_else(|| body.id.to_string());
     check_name(&name)?;
-    let row = app.router.create_tenant(body.id, name, body.tier.unwrap_or_default(), body.shard).await?;
+    let target = format!("tenant:{}", body.id);
+    let audit = caller.audit(&request, "tenant.create", Some(body.id.as_str()), target);
+    let row = app.router.create_tenant(body.id, name, body.tier.unwrap_or_default(), body.shard, &audit).await?;
     app.announce_map_change().await;
     let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
     let mut response = (StatusCode::CREATED, axum::Json(tenant_view(&app, row))).into_response();
@@ -223,6 +226,7 @@ pub async fn get_tenant(
 pub async fn update_tenant(
     State(app): State<Arc<App>>,
     caller: Caller,
+    request: RequestIdHeader,
     ApiPath(path): ApiPath<TenantPath>,
     ApiJson(body): ApiJson<UpdateTenant>,
 ) -> Result<axum::Json<Tenant>, ApiError> {
@@ -231,7 +235,8 @@ pub async fn update_tenant(
     if let Some(name) = &body.name {
         check_name(name)?;
     }
-    let row = app.router.update_tenant(&id, body.name.as_deref(), body.tier).await?;
+    let audit = caller.audit(&request, "tenant.update", Some(id.as_str()), format!("tenant:{id}"));
+    let row = app.router.update_tenant(&id, body.name.as_deref(), body.tier, &audit).await?;
     app.announce_map_change().await;
     Ok(axum::Json(tenant_view(&app, row)))
 }
@@ -254,11 +259,13 @@ pub async fn update_tenant(
 pub async fn delete_tenant(
     State(app): State<Arc<App>>,
     caller: Caller,
+    request: RequestIdHeader,
     ApiPath(path): ApiPath<TenantPath>,
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin()?;
     let id = tenant_id(&path.id)?;
-    let purged = app.router.delete_tenant(&id).await?;
+    let audit = caller.audit(&request, "tenant.delete", Some(id.as_str()), format!("tenant:{id}"));
+    let purged = app.router.delete_tenant(&id, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(tenant = %id, records = purged, "tenant deleted");
     Ok(StatusCode::NO_CONTENT)

@@ -1,0 +1,91 @@
+//! `GET /v1/admin/audit`: the record of admin actions, oldest first.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiQuery, Caller};
+use crate::routes::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
+use crate::state::App;
+
+/// One recorded admin action.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AuditRecord {
+    /// Increasing id.
+    pub id: i64,
+    /// When, RFC 3339.
+    pub at: String,
+    /// The token subject that acted (`system` for start-up bootstrap).
+    pub actor: String,
+    /// The tenant concerned, if any.
+    pub tenant: Option<String>,
+    /// What was done: `tenant.create`, `tenant.update`, `tenant.delete`, `shard.register`,
+    /// `shard.state`, `shard.delete`, `shard.bootstrap`.
+    pub action: String,
+    /// What it was done to, e.g. `tenant:acme` or `shard:shard-2 read_only`.
+    pub target: String,
+    /// The `x-request-id` of the request that did it.
+    pub request_id: String,
+}
+
+/// Paging of the audit log.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct AuditQuery {
+    /// Page size: default 100, capped at 1000.
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// Page through the audit log, oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/audit",
+    tag = "admin",
+    params(AuditQuery),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
+        (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_audit(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<AuditQuery>,
+) -> Result<axum::Json<Page<AuditRecord>>, ApiError> {
+    caller.require_admin()?;
+    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let after = match query.cursor.as_deref().map(decode_cursor).transpose()? {
+        Some(text) => text
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request("invalid_cursor", "the cursor is not one this server issued"))?,
+        None => 0,
+    };
+    let mut entries = app.router.catalog().list_audit(after, limit + 1).await?;
+    let next_cursor = if entries.len() > limit as usize {
+        entries.truncate(limit as usize);
+        entries.last().map(|e| encode_cursor(&e.id.to_string()))
+    } else {
+        None
+    };
+    let items = entries
+        .into_iter()
+        .map(|e| AuditRecord {
+            id: e.id,
+            at: rfc3339(e.at_ms),
+            actor: e.actor,
+            tenant: e.tenant,
+            action: e.action,
+            target: e.target,
+            request_id: e.request_id,
+        })
+        .collect();
+    Ok(axum::Json(Page { items, next_cursor }))
+}
