@@ -53,6 +53,9 @@ impl Default for Config {
 pub struct LimitsConfig {
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,
+    /// Deepest nesting of arrays and objects in a record value; deeper bodies get 400
+    /// `json_too_deep`. Default 64.
+    pub max_json_depth: usize,
     /// Largest `limit` of a listing; larger values are capped to it. Default 1000.
     pub max_list_limit: u32,
     /// `limit` of a listing when none is given. Default 100.
@@ -61,7 +64,7 @@ pub struct LimitsConfig {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        Self { max_record_bytes: 1024 * 1024, max_list_limit: 1000, default_list_limit: 100 }
+        Self { max_record_bytes: 1024 * 1024, max_json_depth: 64, max_list_limit: 1000, default_list_limit: 100 }
     }
 }
 

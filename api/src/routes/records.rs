@@ -205,6 +205,33 @@ pub async fn get_record(
     Ok(response)
 }
 
+/// The deepest nesting of `[` and `{` in a JSON text (outside strings). Linear, no allocation;
+/// run before parsing so a deeply nested body costs no recursion.
+fn json_depth(body: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &byte in body {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// The cached form of a record: its version and the exact response body.
 fn cached(record: StoredRecord) -> CachedRecord {
     let version = record.version;
@@ -227,7 +254,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
     responses(
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 400, description = "`invalid_json`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -248,6 +275,12 @@ pub async fn put_record(
     let body = body?;
     if body.len() > app.limits.max_record_bytes {
         return Err(ApiError::payload_too_large());
+    }
+    if json_depth(&body) > app.limits.max_json_depth {
+        return Err(ApiError::bad_request(
+            "json_too_deep",
+            format!("the value nests arrays and objects deeper than {} levels", app.limits.max_json_depth),
+        ));
     }
     let value: Box<RawValue> = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
@@ -361,4 +394,18 @@ pub async fn list_records(
         None
     };
     Ok(axum::Json(Page { items: records.into_iter().map(RecordEnvelope::from).collect(), next_cursor }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth(b"1"), 0);
+        assert_eq!(json_depth(br#"{"a":[1,{"b":2}]}"#), 3);
+        assert_eq!(json_depth(br#"{"a":"[[[[{{{{"}"#), 1);
+        assert_eq!(json_depth(br#"["\"[[[", []]"#), 2);
+        assert_eq!(json_depth("[".repeat(10_000).as_bytes()), 10_000);
+    }
 }

@@ -306,3 +306,17 @@ async fn invalid_collections_and_keys_are_rejected(app: TestApp) {
     let collection = "C".repeat(64);
     expect_json(app.put_record("acme", &collection, "k", &json!(1)).await, StatusCode::CREATED).await;
 }
+
+shardgate_tests::conformance!(deeply_nested_values_are_refused);
+
+async fn deeply_nested_values_are_refused(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let url = app.url(&record_path("acme", "docs", "deep"));
+    let deep = format!("{}1{}", "[".repeat(65), "]".repeat(65));
+    let response = app.client.put(&url).bearer_auth(&token).body(deep).send().await.unwrap();
+    expect_problem(response, StatusCode::BAD_REQUEST, "json_too_deep").await;
+    let fine = format!("{}1{}", "[".repeat(64), "]".repeat(64));
+    let response = app.client.put(&url).bearer_auth(&token).body(fine).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+}
