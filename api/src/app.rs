@@ -80,6 +80,17 @@ impl MakeRequestId for RandomRequestId {
     }
 }
 
+/// Maps the errors of the timeout and load-shedding layers to problems.
+async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        ApiError::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
+    } else if error.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::overloaded()
+    } else {
+        ApiError::internal(&error)
+    }
+}
+
 async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }
@@ -151,17 +162,26 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-        let router = Self::router(app.clone(), config.limits.max_record_bytes);
+        let router = Self::router(app.clone(), &config.limits);
         Ok(Self { listener, router, app })
     }
 
-    fn router(app: Arc<App>, max_body_bytes: usize) -> Router {
+    fn router(app: Arc<App>, limits: &crate::config::LimitsConfig) -> Router {
+        // One semaphore for every route: the limit is global to the instance.
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests.max(1)));
         let (routes, openapi) = api_routes().split_for_parts();
         let routes = routes
             .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
-            .layer(DefaultBodyLimit::max(max_body_bytes))
+            .layer(DefaultBodyLimit::max(limits.max_record_bytes))
+            .layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .load_shed()
+                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight))
+                    .timeout(limits.request_timeout),
+            )
             .layer(metrics::RecordLayer::new(app.clone()))
             .layer(CatchPanicLayer::custom(panic_response))
             .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {

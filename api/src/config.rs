@@ -48,9 +48,15 @@ impl Default for Config {
 }
 
 /// The `[limits]` section.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
+    /// Longest a request may take before it is answered 504 `request_timeout`. Default 30 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub request_timeout: std::time::Duration,
+    /// Most requests in progress at once; more are shed at once with 503 `overloaded` and
+    /// `Retry-After`. Default 1024.
+    pub max_concurrent_requests: usize,
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,
     /// Deepest nesting of arrays and objects in a record value; deeper bodies get 400
@@ -64,7 +70,14 @@ pub struct LimitsConfig {
 
 impl Default for LimitsConfig {
     fn default() -> Self {
-        Self { max_record_bytes: 1024 * 1024, max_json_depth: 64, max_list_limit: 1000, default_list_limit: 100 }
+        Self {
+            request_timeout: std::time::Duration::from_secs(30),
+            max_concurrent_requests: 1024,
+            max_record_bytes: 1024 * 1024,
+            max_json_depth: 64,
+            max_list_limit: 1000,
+            default_list_limit: 100,
+        }
     }
 }
 

@@ -61,6 +61,14 @@ impl ApiError {
         Self::new(StatusCode::FORBIDDEN, "insufficient_scope", format!("this operation needs the `{scope}` scope"))
     }
 
+    /// 503 `overloaded` with `Retry-After: 1`: too many requests in progress.
+    pub fn overloaded() -> Self {
+        let mut err =
+            Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", "too many requests in progress; retry shortly");
+        err.retry_after_secs = Some(1);
+        err
+    }
+
     /// 413 `payload_too_large`.
     pub fn payload_too_large() -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the limit")

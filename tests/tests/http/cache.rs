@@ -409,3 +409,46 @@ async fn an_instance_on_an_old_map_cannot_write_for_a_deleted_tenant() {
     expect_problem(app.get_record("gone", "c", "k").await, StatusCode::NOT_FOUND, "record_not_found").await;
     peer.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_dependency_costs_a_timeout_and_excess_load_is_shed() {
+    let redis = RedisServer::start().await;
+    let redis_url = redis.url();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        with_redis(c, &redis_url, "hung", false);
+        // Redis operations may take long; the request deadline and the concurrency limit bound it.
+        c.cache.redis_timeout = Duration::from_secs(20);
+        c.limits.request_timeout = Duration::from_millis(1500);
+        c.limits.max_concurrent_requests = 2;
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let (client, base) = (app.client.clone(), app.base_url.clone());
+    let ready = async || {
+        let body: Value = client.get(format!("{base}/readyz")).send().await.unwrap().json().await.unwrap();
+        (body["components"]["cache"]["status"] == "up").then_some(())
+    };
+    assert!(eventually(Duration::from_secs(5), ready).await.is_some());
+    assert_eq!(put_version(&client, &base, &token, "k", 1).await, Ok(1));
+
+    redis.pause();
+    let url = format!("{base}{}", record_path("acme", "hot", "k"));
+    let hung: Vec<_> = (0..2)
+        .map(|_| {
+            let (client, url, token) = (client.clone(), url.clone(), token.clone());
+            tokio::spawn(async move { client.get(url).bearer_auth(token).send().await.unwrap() })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let shed = client.get(&url).bearer_auth(&token).send().await.unwrap();
+    assert!(started.elapsed() < Duration::from_millis(500), "excess requests are refused at once");
+    assert_eq!(shed.headers()["retry-after"], "1");
+    expect_problem(shed, StatusCode::SERVICE_UNAVAILABLE, "overloaded").await;
+    for request in hung {
+        let response = request.await.unwrap();
+        expect_problem(response, StatusCode::GATEWAY_TIMEOUT, "request_timeout").await;
+    }
+    redis.resume();
+}
