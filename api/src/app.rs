@@ -29,7 +29,7 @@ use crate::config::Config;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::ApiError;
 use crate::metrics::{self, Metrics};
-use crate::openapi::ApiDoc;
+use crate::openapi::{ApiDoc, add_shared_responses};
 use crate::routes::{admin, ops, records};
 use crate::state::App;
 
@@ -65,7 +65,9 @@ pub fn api_routes() -> OpenApiRouter<Arc<App>> {
 
 /// The OpenAPI document of this build (what `shardgate openapi` prints).
 pub fn openapi_document() -> OpenApiDoc {
-    api_routes().split_for_parts().1
+    let mut document = api_routes().split_for_parts().1;
+    add_shared_responses(&mut document);
+    document
 }
 
 /// Request ids: random UUIDs from the thread-local generator (no system call per request).
@@ -169,7 +171,8 @@ impl Application {
     fn router(app: Arc<App>, limits: &crate::config::LimitsConfig) -> Router {
         // One semaphore for every route: the limit is global to the instance.
         let in_flight = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests.max(1)));
-        let (routes, openapi) = api_routes().split_for_parts();
+        let (routes, mut openapi) = api_routes().split_for_parts();
+        add_shared_responses(&mut openapi);
         let routes = routes
             .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi))
             .fallback(not_found)

@@ -39,3 +39,29 @@ impl Modify for BearerAuth {
         components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
     }
 }
+
+/// Adds the answers any operation can give, whatever its handler does: 503 `overloaded` (load
+/// shedding) and 504 `request_timeout` (the request deadline), both problem+json.
+pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+    let problem = |description: &str| {
+        RefOr::T(
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/problem+json",
+                    ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
+                )
+                .build(),
+        )
+    };
+    for item in openapi.paths.paths.values_mut() {
+        let operations =
+            [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head];
+        for operation in operations.into_iter().flatten() {
+            let responses = &mut operation.responses.responses;
+            responses.entry("503".to_owned()).or_insert_with(|| problem("`overloaded`: too many requests in progress"));
+            responses.insert("504".to_owned(), problem("`request_timeout`: the request took longer than the limit"));
+        }
+    }
+}
