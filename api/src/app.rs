@@ -82,6 +82,31 @@ impl MakeRequestId for RandomRequestId {
     }
 }
 
+/// CORS as configured: no headers at all when no origin is allowed.
+fn cors_layer(config: &crate::config::CorsConfig) -> anyhow::Result<tower_http::cors::CorsLayer> {
+    use axum::http::{HeaderValue, Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let origins = if config.allowed_origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        let list = config
+            .allowed_origins
+            .iter()
+            .map(|o| {
+                HeaderValue::from_str(o)
+                    .map_err(|_| anyhow::anyhow!("cors.allowed_origins: {o:?} is not a valid origin"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        AllowOrigin::list(list)
+    };
+    Ok(CorsLayer::new()
+        .allow_origin(origins)
+        .allow_methods([Method::GET, Method::HEAD, Method::PUT, Method::POST, Method::PATCH, Method::DELETE])
+        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::IF_MATCH, header::IF_NONE_MATCH])
+        .expose_headers([header::ETAG, header::LOCATION, header::RETRY_AFTER, HeaderName::from_static("x-request-id")])
+        .max_age(config.max_age))
+}
+
 /// Maps the errors of the timeout and load-shedding layers to problems.
 async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
@@ -164,11 +189,15 @@ impl Application {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-        let router = Self::router(app.clone(), &config.limits);
+        let router = Self::router(app.clone(), &config.limits, &config.cors)?;
         Ok(Self { listener, router, app })
     }
 
-    fn router(app: Arc<App>, limits: &crate::config::LimitsConfig) -> Router {
+    fn router(
+        app: Arc<App>,
+        limits: &crate::config::LimitsConfig,
+        cors: &crate::config::CorsConfig,
+    ) -> anyhow::Result<Router> {
         // One semaphore for every route: the limit is global to the instance.
         let in_flight = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests.max(1)));
         let (routes, mut openapi) = api_routes().split_for_parts();
@@ -206,8 +235,9 @@ impl Application {
             ))
             .layer(PropagateRequestIdLayer::new(REQUEST_ID))
             .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
-            .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]));
-        routes.with_state(app)
+            .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]))
+            .layer(cors_layer(cors)?);
+        Ok(routes.with_state(app))
     }
 
     /// The bound address.

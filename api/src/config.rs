@@ -29,6 +29,8 @@ pub struct Config {
     pub cache: CacheConfig,
     /// Request limits.
     pub limits: LimitsConfig,
+    /// Cross-origin access for browser clients.
+    pub cors: CorsConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -42,6 +44,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             cache: CacheConfig::default(),
             limits: LimitsConfig::default(),
+            cors: CorsConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -79,6 +82,23 @@ impl Default for LimitsConfig {
             default_list_limit: 100,
         }
     }
+}
+
+/// The `[cors]` section: which browser origins may call the API.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CorsConfig {
+    /// Origins allowed to call the API from a browser, e.g. `["https://app.example.com"]`.
+    /// Default: none (no CORS headers; browsers refuse cross-origin calls). `["*"]` allows any
+    /// origin (credentials are never allowed).
+    pub allowed_origins: Vec<String>,
+    /// How long browsers may cache a preflight answer. Default 10 minutes.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde", default = "default_preflight_max_age")]
+    pub max_age: std::time::Duration,
+}
+
+fn default_preflight_max_age() -> std::time::Duration {
+    std::time::Duration::from_secs(600)
 }
 
 /// The `[log]` section.

@@ -120,3 +120,33 @@ async fn every_response_forbids_content_sniffing(app: shardgate_tests::TestApp) 
         assert_eq!(response.headers()["x-content-type-options"], "nosniff", "{path}");
     }
 }
+
+#[tokio::test]
+async fn only_configured_origins_get_cross_origin_access() {
+    let app = shardgate_tests::TestApp::spawn_with(shardgate_tests::Backend::Sqlite, |c| {
+        c.cors.allowed_origins = vec!["https://app.example.com".to_owned()];
+    })
+    .await;
+    let url = app.url("/v1/tenants/acme/collections/c/records/k");
+    let preflight = |origin: &'static str| {
+        app.client
+            .request(reqwest::Method::OPTIONS, &url)
+            .header("origin", origin)
+            .header("access-control-request-method", "PUT")
+            .header("access-control-request-headers", "authorization,if-match")
+            .send()
+    };
+    let allowed = preflight("https://app.example.com").await.unwrap();
+    assert!(allowed.status().is_success());
+    assert_eq!(allowed.headers()["access-control-allow-origin"], "https://app.example.com");
+    let methods = allowed.headers()["access-control-allow-methods"].to_str().unwrap().to_owned();
+    assert!(methods.contains("PUT"), "{methods}");
+    let other = preflight("https://evil.example").await.unwrap();
+    assert!(other.headers().get("access-control-allow-origin").is_none(), "other origins get no CORS grant");
+
+    // Without configuration, no CORS headers at all.
+    let plain = shardgate_tests::TestApp::spawn(shardgate_tests::Backend::Sqlite).await;
+    let response =
+        plain.client.get(plain.url("/healthz")).header("origin", "https://app.example.com").send().await.unwrap();
+    assert!(response.headers().get("access-control-allow-origin").is_none());
+}
