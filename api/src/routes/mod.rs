@@ -51,6 +51,26 @@ pub fn page_limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32,
     }
 }
 
+impl<T> Page<T> {
+    /// Builds a page from `fetched`, which was read with `limit + 1` to learn whether more
+    /// follow: the extra row is dropped and the cursor points after the last kept row
+    /// (`cursor_of` gives its key). `view` turns each row into its API form.
+    pub fn from_overfetch<R>(
+        mut fetched: Vec<R>,
+        limit: u32,
+        cursor_of: impl Fn(&R) -> String,
+        view: impl FnMut(R) -> T,
+    ) -> Self {
+        let next_cursor = if fetched.len() > limit as usize {
+            fetched.truncate(limit as usize);
+            fetched.last().map(|row| encode_cursor(&cursor_of(row)))
+        } else {
+            None
+        };
+        Self { items: fetched.into_iter().map(view).collect(), next_cursor }
+    }
+}
+
 /// A page of results with the cursor of the next page.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Page<T> {

@@ -17,7 +17,7 @@ use shardgate_shard_router::records::{
 use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_text, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
+use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller};
 use crate::state::App;
@@ -386,14 +386,8 @@ pub async fn list_records(
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let (route, db) = app.router.resolve_fresh(&tenant, Access::Read).await?;
     tracing::Span::current().record("shard", route.shard.as_str());
-    let mut records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await?;
-    let next_cursor = if records.len() > limit as usize {
-        records.truncate(limit as usize);
-        records.last().map(|r| encode_cursor(&r.key))
-    } else {
-        None
-    };
-    Ok(axum::Json(Page { items: records.into_iter().map(RecordEnvelope::from).collect(), next_cursor }))
+    let records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await?;
+    Ok(axum::Json(Page::from_overfetch(records, limit, |r| r.key.clone(), RecordEnvelope::from)))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiQuery, Caller};
-use crate::routes::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
+use crate::routes::{Page, decode_cursor, page_limit, rfc3339};
 use crate::state::App;
 
 /// One recorded admin action.
@@ -68,16 +68,12 @@ pub async fn list_audit(
             .map_err(|_| ApiError::bad_request("invalid_cursor", "the cursor is not one this server issued"))?,
         None => 0,
     };
-    let mut entries = app.router.catalog().list_audit(after, limit + 1).await?;
-    let next_cursor = if entries.len() > limit as usize {
-        entries.truncate(limit as usize);
-        entries.last().map(|e| encode_cursor(&e.id.to_string()))
-    } else {
-        None
-    };
-    let items = entries
-        .into_iter()
-        .map(|e| AuditRecord {
+    let entries = app.router.catalog().list_audit(after, limit + 1).await?;
+    let page = Page::from_overfetch(
+        entries,
+        limit,
+        |e| e.id.to_string(),
+        |e| AuditRecord {
             id: e.id,
             at: rfc3339(e.at_ms),
             actor: e.actor,
@@ -85,7 +81,7 @@ pub async fn list_audit(
             action: e.action,
             target: e.target,
             request_id: e.request_id,
-        })
-        .collect();
-    Ok(axum::Json(Page { items, next_cursor }))
+        },
+    );
+    Ok(axum::Json(page))
 }

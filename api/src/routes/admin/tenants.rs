@@ -12,7 +12,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
-use crate::routes::{Page, decode_cursor, encode_cursor, page_limit, rfc3339};
+use crate::routes::{Page, decode_cursor, page_limit, rfc3339};
 use crate::state::App;
 
 /// A tenant.
@@ -172,14 +172,8 @@ pub async fn list_tenants(
     caller.require_admin()?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
-    let mut rows = app.router.catalog().list_tenants(after.as_deref(), limit + 1).await?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(r.id.as_str()))
-    } else {
-        None
-    };
-    Ok(axum::Json(Page { items: rows.into_iter().map(|r| tenant_view(&app, r)).collect(), next_cursor }))
+    let rows = app.router.catalog().list_tenants(after.as_deref(), limit + 1).await?;
+    Ok(axum::Json(Page::from_overfetch(rows, limit, |r| r.id.to_string(), |r| tenant_view(&app, r))))
 }
 
 /// Read a tenant.
