@@ -344,40 +344,61 @@ impl ShardRouter {
 
     /// One shard with statistics.
     pub async fn shard_stats(&self, id: &ShardId) -> Result<ShardStats, Error> {
-        let shard = self
-            .catalog
-            .list_shards()
-            .await?
-            .into_iter()
-            .find(|s| &s.id == id)
-            .ok_or_else(|| Error::ShardNotFound(id.clone()))?;
-        let (vshards, tenants, pinned) = self.with_map(|map| {
-            let index = map.shard_index(id.as_str());
-            let vshards = index.map_or(0, |i| map.vshards.iter().filter(|&&v| v == i).count());
-            let tenants = index.map_or(0, |i| map.tenants_per_shard()[usize::from(i)]);
-            let pinned = map.tenants.values().filter(|t| t.pin.is_some() && t.pin == index).count();
-            (vshards as u64, tenants as u64, pinned as u64)
-        });
-        let records = if shard.state == ShardState::Offline {
-            None
-        } else {
-            match self.shard_db(id) {
-                Ok(db) => {
-                    match tokio::time::timeout(self.pool_config.probe_timeout, RecordStore::new(&db, id).count_live())
-                        .await
-                    {
-                        Ok(Ok(count)) => Some(count),
-                        Ok(Err(e)) => {
-                            tracing::warn!(shard = %id, error = %e, "could not count records");
-                            None
-                        }
-                        Err(_) => None,
+        self.stats_of(|row| &row.id == id).await?.pop().ok_or_else(|| Error::ShardNotFound(id.clone()))
+    }
+
+    /// Every registered shard with statistics, ordered by id.
+    pub async fn all_shard_stats(&self) -> Result<Vec<ShardStats>, Error> {
+        self.stats_of(|_| true).await
+    }
+
+    /// Statistics of the shards `wanted` picks: one catalog read and one pass over the tenant
+    /// directory for all of them, then the record counts concurrently.
+    async fn stats_of(&self, wanted: impl Fn(&ShardRow) -> bool) -> Result<Vec<ShardStats>, Error> {
+        let rows: Vec<ShardRow> = self.catalog.list_shards().await?.into_iter().filter(|r| wanted(r)).collect();
+        let counts: Vec<(u64, u64, u64)> = self.with_map(|map| {
+            let vshards = map.vshards_per_shard();
+            let tenants = map.tenants_per_shard();
+            rows.iter()
+                .map(|row| match map.shard_index(row.id.as_str()) {
+                    Some(i) => {
+                        let pinned = map.tenants.values().filter(|t| t.pin == Some(i)).count();
+                        (vshards[usize::from(i)] as u64, tenants[usize::from(i)] as u64, pinned as u64)
                     }
-                }
-                Err(_) => None,
+                    None => (0, 0, 0),
+                })
+                .collect()
+        });
+        let records = futures::future::join_all(rows.iter().map(|row| self.count_records(row))).await;
+        Ok(rows
+            .into_iter()
+            .zip(counts)
+            .zip(records)
+            .map(|((shard, (vshards, tenants, pinned_tenants)), records)| ShardStats {
+                shard,
+                vshards,
+                tenants,
+                pinned_tenants,
+                records,
+            })
+            .collect())
+    }
+
+    /// Live records on a shard; `None` when it is offline or does not answer in time.
+    async fn count_records(&self, shard: &ShardRow) -> Option<u64> {
+        if shard.state == ShardState::Offline {
+            return None;
+        }
+        let db = self.shard_db(&shard.id).ok()?;
+        let store = RecordStore::new(&db, &shard.id);
+        match tokio::time::timeout(self.pool_config.probe_timeout, store.count_live()).await {
+            Ok(Ok(count)) => Some(count),
+            Ok(Err(e)) => {
+                tracing::warn!(shard = %shard.id, error = %e, "could not count records");
+                None
             }
-        };
-        Ok(ShardStats { shard, vshards, tenants, pinned_tenants: pinned, records })
+            Err(_) => None,
+        }
     }
 
     /// Changes a shard's state; requests see it at once.
@@ -431,7 +452,7 @@ impl ShardRouter {
         audit: &Audit,
     ) -> Result<TenantRow, Error> {
         let _guard = self.admin.lock().await;
-        let entry = {
+        let (entry, home) = {
             let map = self.map.read();
             if map.tenants.contains_key(id.as_str()) {
                 return Err(Error::TenantExists(id));
@@ -441,12 +462,11 @@ impl ShardRouter {
                 None => None,
             };
             let entry = TenantEntry { pin: pin_index, tier };
-            map.route_entry(id.as_str(), &entry).map_err(route_error)?;
-            entry
+            let home = map.route_entry(id.as_str(), &entry).map_err(route_error)?;
+            (entry, home)
         };
         // Rows a deleted tenant of the same id may have left behind (written by an instance on an
         // old map while it was being deleted) must not become the new tenant's data.
-        let home = self.with_map(|map| map.route_entry(id.as_str(), &entry)).map_err(route_error)?;
         let db = self.shard_db(&home.shard)?;
         RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
         let now = now_ms();

@@ -148,10 +148,7 @@ pub async fn register_shard(
 )]
 pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardList>, ApiError> {
     caller.require_admin()?;
-    let ids: Vec<ShardId> = app.router.with_map(|m| m.shards.iter().map(|s| s.id.clone()).collect());
-    let stats = futures::future::try_join_all(ids.iter().map(|id| app.router.shard_stats(id))).await?;
-    let mut items: Vec<Shard> = stats.into_iter().map(Shard::from).collect();
-    items.sort_by(|a, b| a.id.cmp(&b.id));
+    let items = app.router.all_shard_stats().await?.into_iter().map(Shard::from).collect();
     Ok(axum::Json(ShardList { items }))
 }
 
