@@ -10,8 +10,9 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
-use shardgate_cache::RecordCache;
+use shardgate_cache::{RecordCache, RedisLink};
 use shardgate_gatekeeper::Authenticator;
+use shardgate_gatekeeper::throttle::{Limiter, SharedBuckets};
 use shardgate_shard_router::ShardRouter;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -28,6 +29,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::config::Config;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::ApiError;
+use crate::gate::{Gate, RedisBuckets, front_door};
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
 use crate::routes::{admin, ops, records};
@@ -48,9 +50,22 @@ pub struct Application {
 
 /// Every route with its OpenAPI description, not yet bound to state.
 pub fn api_routes() -> OpenApiRouter<Arc<App>> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(data_routes()).merge(admin_routes()).merge(ops_routes())
+}
+
+/// Tenants' data.
+fn data_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
         .routes(routes!(records::get_record, records::put_record, records::delete_record))
         .routes(routes!(records::list_records))
+}
+
+/// Largest body of an admin request.
+const ADMIN_BODY_BYTES: usize = 64 * 1024;
+
+/// `/v1/admin`.
+fn admin_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
         .routes(routes!(admin::tenants::create_tenant, admin::tenants::list_tenants))
         .routes(routes!(admin::tenants::get_tenant, admin::tenants::update_tenant, admin::tenants::delete_tenant))
         .routes(routes!(admin::shards::register_shard, admin::shards::list_shards))
@@ -58,9 +73,11 @@ pub fn api_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit::list_audit))
-        .routes(routes!(ops::healthz))
-        .routes(routes!(ops::readyz))
-        .routes(routes!(ops::metrics))
+}
+
+/// Probes, metrics.
+fn ops_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(ops::healthz)).routes(routes!(ops::readyz)).routes(routes!(ops::metrics))
 }
 
 /// The OpenAPI document of this build (what `shardgate openapi` prints).
@@ -130,6 +147,22 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response:
     ApiError::internal(&"handler panicked").into_response()
 }
 
+/// Where the rate limiter keeps its state: `rate_limits.redis_url`, else the cache's Redis
+/// connection, else (no Redis) nowhere shared.
+pub fn rate_limit_store(
+    config: &Config,
+    cache: Option<&RecordCache>,
+) -> Result<Option<Arc<dyn SharedBuckets>>, String> {
+    let link = match (&config.rate_limits.redis_url, cache.and_then(RecordCache::redis_link)) {
+        (Some(url), _) => Some(RedisLink::start(url, config.cache.redis_timeout)?),
+        (None, Some(link)) => Some(link),
+        (None, None) => {
+            config.cache.redis_url.as_ref().map(|url| RedisLink::start(url, config.cache.redis_timeout)).transpose()?
+        }
+    };
+    Ok(link.map(|link| Arc::new(RedisBuckets::new(link)) as Arc<dyn SharedBuckets>))
+}
+
 /// How often every instance polls the catalog for a new map epoch or cache generation.
 const CATALOG_POLL: Duration = Duration::from_millis(500);
 
@@ -172,15 +205,19 @@ impl Application {
             );
             cache_config.l1.enabled = Some(false);
         }
-        let mut cache = None;
+        let mut parts = None;
         let metrics = Metrics::new(|registry| {
-            cache = Some(RecordCache::start(cache_config, heads.cache_generation, registry));
+            parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
+                let shared = rate_limit_store(&config, Some(&cache))?;
+                let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
+                Ok((cache, Gate::new(auth, limiter, registry)))
+            }));
         });
-        let cache = cache.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
         let app = Arc::new(App {
             router,
             cache,
-            auth,
+            gate,
             limits: config.limits.clone(),
             metrics,
             probe_timeout: config.storage.pool.probe_timeout,
@@ -200,20 +237,28 @@ impl Application {
     ) -> anyhow::Result<Router> {
         // One semaphore for every route: the limit is global to the instance.
         let in_flight = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests.max(1)));
-        let (routes, mut openapi) = api_routes().split_for_parts();
-        add_shared_responses(&mut openapi);
-        let routes = routes
-            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi))
+        // Each group of routes has its own deadline and body limit.
+        let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
+            routes.split_for_parts().0.layer(DefaultBodyLimit::max(body_limit)).layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .timeout(timeout),
+            )
+        };
+        let routes = Router::new()
+            .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))
+            .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
+            .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
+            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
-            .layer(DefaultBodyLimit::max(limits.max_record_bytes))
             .layer(
                 tower::ServiceBuilder::new()
                     .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
                     .load_shed()
-                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight))
-                    .timeout(limits.request_timeout),
+                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
             )
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
             .layer(metrics::RecordLayer::new(app.clone()))
             .layer(CatchPanicLayer::custom(panic_response))
             .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
@@ -258,7 +303,8 @@ impl Application {
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
-        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
+        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        let serve = axum::serve(self.listener, service).with_graceful_shutdown(async move {
             shutdown.await;
             let _ = draining_tx.send(());
         });

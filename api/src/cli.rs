@@ -152,7 +152,7 @@ fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl
             .auth
             .issuers
             .iter()
-            .find(|i| i.algorithm == KeyAlgorithm::HS256 && i.secret.is_some())
+            .find(|i| i.allowed_algorithms().any(|a| a == KeyAlgorithm::HS256) && i.secret.is_some())
             .context("no HS256 issuer with a secret is configured: tokens for RS256/ES256/EdDSA issuers come from their identity provider")?;
         (hs.issuer.clone(), hs.secret.clone().context("issuer has no secret")?)
     };

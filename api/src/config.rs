@@ -10,6 +10,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use shardgate_cache::CacheConfig;
 use shardgate_gatekeeper::AuthConfig;
+use shardgate_gatekeeper::throttle::RateLimitConfig;
 use shardgate_shard_router::StorageConfig;
 
 /// The whole configuration.
@@ -31,6 +32,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// Cross-origin access for browser clients.
     pub cors: CorsConfig,
+    /// Throttling per tenant and per client IP.
+    pub rate_limits: RateLimitConfig,
     /// Logging.
     pub log: LogConfig,
 }
@@ -45,6 +48,7 @@ impl Default for Config {
             cache: CacheConfig::default(),
             limits: LimitsConfig::default(),
             cors: CorsConfig::default(),
+            rate_limits: RateLimitConfig::default(),
             log: LogConfig::default(),
         }
     }
@@ -57,6 +61,9 @@ pub struct LimitsConfig {
     /// Longest a request may take before it is answered 504 `request_timeout`. Default 30 s.
     #[serde(with = "shardgate_shard_router::db::humantime_serde")]
     pub request_timeout: std::time::Duration,
+    /// The same for `/v1/admin` routes, some of which move or purge data. Default 120 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub admin_timeout: std::time::Duration,
     /// Most requests in progress at once; more are shed at once with 503 `overloaded` and
     /// `Retry-After`. Default 1024.
     pub max_concurrent_requests: usize,
@@ -75,6 +82,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             request_timeout: std::time::Duration::from_secs(30),
+            admin_timeout: std::time::Duration::from_secs(120),
             max_concurrent_requests: 1024,
             max_record_bytes: 1024 * 1024,
             max_json_depth: 64,

@@ -48,11 +48,13 @@ pub fn load_or_create_secret(data_dir: &Path) -> anyhow::Result<SecretString> {
 pub fn embedded_issuer(secret: SecretString) -> IssuerConfig {
     IssuerConfig {
         issuer: EMBEDDED_ISSUER.to_owned(),
-        algorithm: KeyAlgorithm::HS256,
+        algorithm: Some(KeyAlgorithm::HS256),
+        algorithms: Vec::new(),
         audience: Vec::new(),
         secret: Some(secret),
         public_key_pem: None,
         public_key_file: None,
+        jwks_file: None,
     }
 }
 

@@ -69,6 +69,13 @@ impl ApiError {
         err
     }
 
+    /// 429 `rate_limited` with `Retry-After`.
+    pub fn rate_limited(detail: String, retry_after_secs: u64) -> Self {
+        let mut err = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail);
+        err.retry_after_secs = Some(u32::try_from(retry_after_secs).unwrap_or(u32::MAX));
+        err
+    }
+
     /// 413 `payload_too_large`.
     pub fn payload_too_large() -> Self {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the limit")

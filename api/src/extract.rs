@@ -9,6 +9,7 @@ use shardgate_gatekeeper::{Principal, Scope};
 use shardgate_shard_router::TenantId;
 
 use crate::error::{ApiError, invalid_path};
+use crate::gate::Authenticated;
 use crate::state::App;
 
 /// `axum::extract::Path` with problem+json rejections.
@@ -48,6 +49,19 @@ where
 #[from_request(via(axum::Json), rejection(ApiError))]
 pub struct ApiJson<T>(pub T);
 
+/// Refuses a body that is not declared JSON: 415 `unsupported_media_type`.
+pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let declared = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+    if declared.is_some_and(shardgate_gatekeeper::request::is_json_media_type) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "unsupported_media_type",
+        "the body must be sent with `Content-Type: application/json`",
+    ))
+}
+
 /// The verified caller. Extracting it authenticates the request (401 otherwise).
 #[derive(Debug, Clone)]
 pub struct Caller(pub std::sync::Arc<Principal>);
@@ -56,8 +70,12 @@ impl FromRequestParts<Arc<App>> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        // The front door verified the token already; verify here only when it did not run.
+        if let Some(Authenticated(result)) = parts.extensions.get::<Authenticated>() {
+            return Ok(Caller(result.clone()?));
+        }
         let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let principal = app.auth.verify_header(header)?;
+        let principal = app.gate.auth.verify_header(header)?;
         Ok(Caller(principal))
     }
 }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod embedded;
 pub mod error;
 pub mod extract;
+pub mod gate;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;

@@ -40,8 +40,9 @@ impl Modify for BearerAuth {
     }
 }
 
-/// Adds the answers any operation can give, whatever its handler does: 503 `overloaded` (load
-/// shedding) and 504 `request_timeout` (the request deadline), both problem+json.
+/// Adds the answers any operation can give, whatever its handler does: 414 `uri_too_long` and 429
+/// `rate_limited` (the front door), 503 `overloaded` (load shedding) and 504 `request_timeout`
+/// (the request deadline), all problem+json.
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
     let problem = |description: &str| {
@@ -55,11 +56,22 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                 .build(),
         )
     };
-    for item in openapi.paths.paths.values_mut() {
+    for (path, item) in openapi.paths.paths.iter_mut() {
+        let throttled = !crate::gate::is_unthrottled(path);
         let operations =
             [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head];
         for operation in operations.into_iter().flatten() {
             let responses = &mut operation.responses.responses;
+            if throttled {
+                responses.insert(
+                    "429".to_owned(),
+                    problem(
+                        "`rate_limited`: over the caller's rate limit (its tenant's, or its IP address's without a \
+                         valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`",
+                    ),
+                );
+            }
+            responses.insert("414".to_owned(), problem("`uri_too_long`: the path is longer than 2048 bytes"));
             responses.entry("503".to_owned()).or_insert_with(|| problem("`overloaded`: too many requests in progress"));
             responses.insert("504".to_owned(), problem("`request_timeout`: the request took longer than the limit"));
         }

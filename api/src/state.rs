@@ -1,6 +1,6 @@
 //! The application state every handler shares: one `App` behind an `Arc`.
 
-use shardgate_gatekeeper::Authenticator;
+use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::ShardRouter;
 
@@ -14,8 +14,8 @@ pub struct App {
     pub router: ShardRouter,
     /// Record cache.
     pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
-    /// Bearer token verification.
-    pub auth: Authenticator,
+    /// Authentication and rate limits.
+    pub gate: crate::gate::Gate,
     /// Request limits.
     pub limits: LimitsConfig,
     /// Prometheus metrics.
@@ -25,6 +25,15 @@ pub struct App {
 }
 
 impl App {
+    /// The rate limit of `tenant`: its own, else its tier's (`None`: no such tenant).
+    pub fn tenant_rate_limit(&self, tenant: &str) -> Option<RateLimit> {
+        let (tier, own) = self.router.tenant_limits(tenant)?;
+        Some(match own {
+            Some(own) => RateLimit { per_second: own.per_second, burst: own.burst },
+            None => self.gate.limiter.config().for_tier(tier.as_str()),
+        })
+    }
+
     /// Tells other instances the shard map changed (they also poll the catalog).
     pub async fn announce_map_change(&self) {
         self.cache.announce_epoch(self.router.epoch()).await;

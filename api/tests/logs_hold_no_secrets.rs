@@ -44,11 +44,13 @@ async fn no_log_line_holds_a_token_cookie_or_signature() {
         Config { listen: "127.0.0.1:0".parse().unwrap(), data_dir: dir.path().to_path_buf(), ..Config::default() };
     config.auth.issuers = vec![IssuerConfig {
         issuer: "logs".into(),
-        algorithm: KeyAlgorithm::HS256,
+        algorithm: Some(KeyAlgorithm::HS256),
+        algorithms: vec![],
         audience: vec![],
         secret: Some(SecretString::from(SECRET)),
         public_key_pem: None,
         public_key_file: None,
+        jwks_file: None,
     }];
     let app = Application::build(config).await.unwrap();
     let base = format!("http://127.0.0.1:{}", app.port());

@@ -135,6 +135,17 @@ impl L2 {
         Ok(())
     }
 
+    /// Runs `script` on `key` with integer arguments; the script returns a list of non-negative
+    /// integers.
+    pub async fn run_script(&self, script: &redis::Script, key: &str, args: &[u64]) -> Result<Vec<u64>, Unavailable> {
+        let mut conn = self.connection()?;
+        let mut invocation = script.key(key);
+        for arg in args {
+            invocation.arg(*arg);
+        }
+        self.run(invocation.invoke_async(&mut conn)).await
+    }
+
     /// Publishes `message` on `channel`.
     pub async fn publish(&self, channel: &str, message: &str) -> Result<(), Unavailable> {
         let mut conn = self.connection()?;

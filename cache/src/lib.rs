@@ -320,6 +320,11 @@ impl RecordCache {
         }
     }
 
+    /// The cache's Redis connection, for sharing (none when the cache has no Redis).
+    pub fn redis_link(&self) -> Option<RedisLink> {
+        self.l2.clone().map(RedisLink)
+    }
+
     /// Whether L1 is configured and currently trusted.
     pub fn l1_active(&self) -> bool {
         self.trusted_l1().is_some()
@@ -346,6 +351,42 @@ impl RecordCache {
             let (key, ttl) = (key.to_owned(), self.config.ttl.max(MIN_MARKER_TTL));
             tokio::spawn(async move { l1.invalidate(&key, version, ttl).await });
         }
+    }
+}
+
+/// A supervised Redis connection other parts of the gateway share (the rate limiter runs its
+/// script through it): one multiplexed connection that reconnects by itself, with a timeout on
+/// every operation, bypassed at no cost while Redis does not answer its probe.
+#[derive(Debug, Clone)]
+pub struct RedisLink(Arc<L2>);
+
+/// A Lua script to run through a [`RedisLink`] (loaded once, then called by its SHA-1).
+#[derive(Debug, Clone)]
+pub struct LinkScript(redis::Script);
+
+impl LinkScript {
+    /// Prepares `lua`.
+    pub fn new(lua: &str) -> Self {
+        Self(redis::Script::new(lua))
+    }
+}
+
+impl RedisLink {
+    /// Connects to `url` in the background and keeps probing it.
+    pub fn start(url: &secrecy::SecretString, timeout: Duration) -> Result<Self, String> {
+        let l2 = L2::new(url, timeout)?;
+        tokio::spawn(supervise(Arc::downgrade(&l2)));
+        Ok(Self(l2))
+    }
+
+    /// Runs `script` on `key`; `None` when Redis cannot answer now.
+    pub async fn run_script(&self, script: &LinkScript, key: &str, args: &[u64]) -> Option<Vec<u64>> {
+        self.0.run_script(&script.0, key, args).await.ok()
+    }
+
+    /// Whether Redis answered the last operation or probe.
+    pub fn is_healthy(&self) -> bool {
+        self.0.is_healthy()
     }
 }
 

@@ -1,10 +1,13 @@
 //! Bearer JWT verification and minting.
 //!
-//! Policy: each issuer has exactly one allowed algorithm and one key; the token's `iss` picks the
-//! issuer, and the header's `alg` must be that issuer's algorithm (so `alg: none` and algorithm
-//! confusion are rejected before any signature check). `exp` and `iss` are required, `aud` is
-//! checked when the issuer lists audiences, `nbf` is honoured, with a small leeway. Key URLs in
-//! headers (`jku`, `x5u`) are never fetched.
+//! Policy: the token's `iss` picks the issuer; the header's `alg` must be in that issuer's
+//! allow-list, and the key that verifies it is the issuer's one key (`secret` or a PEM public key)
+//! or, for an issuer with a JWKS file, the key its `kid` names. The key must be of the `alg`'s
+//! type, so `alg: none` and algorithm confusion (an HS256 token "signed" with an RSA public key)
+//! are rejected before any signature check. `exp` and `iss` are required, `aud` is required and
+//! checked when the issuer lists audiences, `nbf` is honoured, with a small leeway. Keys come
+//! from the configuration only: a token's `jku`, `x5u`, `jwk` and `x5c` headers are never used
+//! and nothing is fetched.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,6 +17,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{AuthConfig, IssuerConfig, KeyAlgorithm};
+use crate::jwks;
 use crate::principal::{Principal, Scopes};
 
 /// The longest token this verifier looks at; longer headers are rejected unparsed.
@@ -32,9 +36,13 @@ pub enum AuthError {
     /// `iss` names no configured issuer.
     #[error("unknown issuer")]
     UnknownIssuer,
-    /// `alg` is not the issuer's algorithm.
+    /// `alg` is not in the issuer's allow-list, or does not fit the key that verifies it.
     #[error("algorithm not allowed for this issuer")]
     AlgorithmNotAllowed,
+    /// The issuer has a key set and `kid` names none of its keys; or the token has no `kid` and
+    /// the set holds more than one key for its `alg`.
+    #[error("no key of this issuer fits the token's kid")]
+    UnknownKey,
     /// Signature does not verify.
     #[error("bad signature")]
     BadSignature,
@@ -79,9 +87,59 @@ struct IssuerOnly {
 
 struct Verifier {
     issuer: String,
-    algorithm: Algorithm,
+    /// The allow-list.
+    algorithms: Vec<KeyAlgorithm>,
+    keys: IssuerKeys,
+}
+
+/// Where an issuer's keys come from, which decides how a token's key is chosen.
+enum IssuerKeys {
+    /// `secret` or a PEM public key: the token's `kid` is not looked at.
+    One(Box<VerificationKey>),
+    /// A JWKS file: the token's `kid` picks the key; without one, the set's only key for its
+    /// `alg` is taken, if there is exactly one.
+    Set(Vec<(String, VerificationKey)>),
+}
+
+/// A key with the one algorithm it verifies and the checks for that algorithm.
+struct VerificationKey {
+    algorithm: KeyAlgorithm,
     key: DecodingKey,
     validation: Validation,
+}
+
+impl Verifier {
+    fn keys(&self) -> impl Iterator<Item = &VerificationKey> {
+        let (one, set) = match &self.keys {
+            IssuerKeys::One(key) => (Some(&**key), &[][..]),
+            IssuerKeys::Set(keys) => (None, &keys[..]),
+        };
+        one.into_iter().chain(set.iter().map(|(_, key)| key))
+    }
+
+    /// The key that verifies a token with this header, if the header's `alg` is allowed and fits.
+    fn key_for(&self, header: &Header) -> Result<&VerificationKey, AuthError> {
+        let alg = key_algorithm(header.alg)
+            .filter(|alg| self.algorithms.contains(alg))
+            .ok_or(AuthError::AlgorithmNotAllowed)?;
+        let key = match (&self.keys, header.kid.as_deref()) {
+            (IssuerKeys::One(key), _) => key,
+            (IssuerKeys::Set(keys), Some(kid)) => {
+                keys.iter().find(|(id, _)| id == kid).map(|(_, key)| key).ok_or(AuthError::UnknownKey)?
+            }
+            (IssuerKeys::Set(keys), None) => {
+                let mut usable = keys.iter().map(|(_, key)| key).filter(|key| key.algorithm == alg);
+                match (usable.next(), usable.next()) {
+                    (Some(key), None) => key,
+                    _ => return Err(AuthError::UnknownKey),
+                }
+            }
+        };
+        if key.algorithm != alg {
+            return Err(AuthError::AlgorithmNotAllowed);
+        }
+        Ok(key)
+    }
 }
 
 /// Verifies bearer tokens against the configured issuers.
@@ -114,17 +172,28 @@ fn now_secs() -> u64 {
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Authenticator")
-            .field("issuers", &self.verifiers.iter().map(|v| (&v.issuer, v.algorithm)).collect::<Vec<_>>())
+            .field("issuers", &self.verifiers.iter().map(|v| (&v.issuer, &v.algorithms)).collect::<Vec<_>>())
             .finish()
     }
 }
 
-fn algorithm(alg: KeyAlgorithm) -> Algorithm {
+fn jwt_algorithm(alg: KeyAlgorithm) -> Algorithm {
     match alg {
         KeyAlgorithm::HS256 => Algorithm::HS256,
         KeyAlgorithm::RS256 => Algorithm::RS256,
         KeyAlgorithm::ES256 => Algorithm::ES256,
         KeyAlgorithm::EdDSA => Algorithm::EdDSA,
+    }
+}
+
+/// Our name for a header's `alg`; `None` for the ones never allowed.
+fn key_algorithm(alg: Algorithm) -> Option<KeyAlgorithm> {
+    match alg {
+        Algorithm::HS256 => Some(KeyAlgorithm::HS256),
+        Algorithm::RS256 => Some(KeyAlgorithm::RS256),
+        Algorithm::ES256 => Some(KeyAlgorithm::ES256),
+        Algorithm::EdDSA => Some(KeyAlgorithm::EdDSA),
+        _ => None,
     }
 }
 
@@ -177,15 +246,20 @@ impl Authenticator {
     }
 
     fn verify_signature(&self, token: &str) -> Result<(Principal, u64), AuthError> {
+        if token.split('.').count() != 3 {
+            return Err(AuthError::Malformed);
+        }
         let header = decode_header(token).map_err(|_| AuthError::Malformed)?;
+        // RFC 7515 §4.1.11: extensions marked critical must be understood, and none are.
+        if header.crit.is_some() {
+            return Err(AuthError::Malformed);
+        }
         let unverified =
             jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token).map_err(|_| AuthError::Malformed)?;
         let iss = unverified.claims.iss.ok_or_else(|| AuthError::InvalidClaims("iss is required".into()))?;
         let verifier = self.verifiers.iter().find(|v| v.issuer == iss).ok_or(AuthError::UnknownIssuer)?;
-        if header.alg != verifier.algorithm {
-            return Err(AuthError::AlgorithmNotAllowed);
-        }
-        let data = decode::<Claims>(token, &verifier.key, &verifier.validation).map_err(map_jwt_error)?;
+        let key = verifier.key_for(&header)?;
+        let data = decode::<Claims>(token, &key.key, &key.validation).map_err(map_jwt_error)?;
         let claims = data.claims;
         let principal = Principal {
             subject: claims.sub.unwrap_or_default(),
@@ -202,45 +276,117 @@ fn config_error(issuer: &IssuerConfig, reason: String) -> AuthError {
 }
 
 fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, AuthError> {
-    let alg = algorithm(issuer.algorithm);
-    let pem = match (&issuer.public_key_pem, &issuer.public_key_file) {
-        (Some(_), Some(_)) => {
-            return Err(config_error(issuer, "set public_key_pem or public_key_file, not both".into()));
+    let algorithms = allow_list(issuer).map_err(|reason| config_error(issuer, reason))?;
+    let keys = issuer_keys(issuer, &algorithms, leeway_secs).map_err(|reason| config_error(issuer, reason))?;
+    let verifier = Verifier { issuer: issuer.issuer.clone(), algorithms, keys };
+    for alg in &verifier.algorithms {
+        if !verifier.keys().any(|key| key.algorithm == *alg) {
+            return Err(config_error(
+                issuer,
+                format!("`algorithms` lists {alg:?}, but no key of this issuer is for {alg:?}"),
+            ));
         }
-        (Some(pem), None) => Some(pem.clone().into_bytes()),
-        (None, Some(path)) => Some(
-            std::fs::read(path).map_err(|e| config_error(issuer, format!("cannot read {}: {e}", path.display())))?,
-        ),
-        (None, None) => None,
-    };
-    let key = match (issuer.algorithm, &issuer.secret, pem) {
-        (KeyAlgorithm::HS256, Some(secret), None) => {
-            if secret.expose_secret().len() < 32 {
-                return Err(config_error(issuer, "HS256 secrets must be at least 32 bytes".into()));
-            }
-            Ok(DecodingKey::from_secret(secret.expose_secret().as_bytes()))
-        }
-        (KeyAlgorithm::RS256, None, Some(pem)) => DecodingKey::from_rsa_pem(&pem),
-        (KeyAlgorithm::ES256, None, Some(pem)) => DecodingKey::from_ec_pem(&pem),
-        (KeyAlgorithm::EdDSA, None, Some(pem)) => DecodingKey::from_ed_pem(&pem),
-        (KeyAlgorithm::HS256, _, _) => {
-            return Err(config_error(issuer, "HS256 needs `secret` and no public key".into()));
-        }
-        (_, _, _) => return Err(config_error(issuer, "RS256/ES256/EdDSA need a public key and no `secret`".into())),
     }
-    .map_err(|e| config_error(issuer, format!("invalid key: {e}")))?;
-    let mut validation = Validation::new(alg);
+    Ok(verifier)
+}
+
+/// `algorithms`, or `[algorithm]`: exactly one of the two, not empty.
+fn allow_list(issuer: &IssuerConfig) -> Result<Vec<KeyAlgorithm>, String> {
+    match (issuer.algorithm, issuer.algorithms.is_empty()) {
+        (Some(_), false) => Err("set `algorithm` or `algorithms`, not both".into()),
+        (None, true) => Err("set `algorithms` (the allowed signature algorithms) or `algorithm`".into()),
+        (Some(algorithm), true) => Ok(vec![algorithm]),
+        (None, false) => {
+            let mut unique = Vec::with_capacity(issuer.algorithms.len());
+            for algorithm in &issuer.algorithms {
+                if !unique.contains(algorithm) {
+                    unique.push(*algorithm);
+                }
+            }
+            Ok(unique)
+        }
+    }
+}
+
+fn issuer_keys(issuer: &IssuerConfig, algorithms: &[KeyAlgorithm], leeway_secs: u64) -> Result<IssuerKeys, String> {
+    let verification_key = |algorithm: KeyAlgorithm, key: DecodingKey| -> Result<VerificationKey, String> {
+        check_key(&key, algorithm)?;
+        Ok(VerificationKey { algorithm, key, validation: validation(issuer, algorithm, leeway_secs) })
+    };
+    match (&issuer.secret, &issuer.public_key_pem, &issuer.public_key_file, &issuer.jwks_file) {
+        (Some(secret), None, None, None) => {
+            if algorithms != [KeyAlgorithm::HS256] {
+                return Err("a `secret` is an HS256 key: set `algorithm = \"HS256\"`".into());
+            }
+            if secret.expose_secret().len() < 32 {
+                return Err("HS256 secrets must be at least 32 bytes".into());
+            }
+            let key = DecodingKey::from_secret(secret.expose_secret().as_bytes());
+            Ok(IssuerKeys::One(Box::new(verification_key(KeyAlgorithm::HS256, key)?)))
+        }
+        (None, Some(pem), None, None) => {
+            let (algorithm, key) = pem_key(pem.as_bytes(), algorithms)?;
+            Ok(IssuerKeys::One(Box::new(verification_key(algorithm, key)?)))
+        }
+        (None, None, Some(path), None) => {
+            let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let (algorithm, key) = pem_key(&pem, algorithms)?;
+            Ok(IssuerKeys::One(Box::new(verification_key(algorithm, key)?)))
+        }
+        (None, None, None, Some(path)) => {
+            if algorithms.contains(&KeyAlgorithm::HS256) {
+                return Err("HS256 needs `secret`; a key set holds public keys only".into());
+            }
+            let mut keys = Vec::new();
+            for set_key in jwks::read_key_set(path, algorithms)? {
+                let key = verification_key(set_key.algorithm, set_key.key)
+                    .map_err(|reason| format!("kid {:?}: {reason}", set_key.kid))?;
+                keys.push((set_key.kid, key));
+            }
+            Ok(IssuerKeys::Set(keys))
+        }
+        _ => Err("set exactly one of `secret`, `public_key_pem`, `public_key_file` and `jwks_file`".into()),
+    }
+}
+
+/// A PEM public key, read as a key for the issuer's one algorithm.
+fn pem_key(pem: &[u8], algorithms: &[KeyAlgorithm]) -> Result<(KeyAlgorithm, DecodingKey), String> {
+    let (algorithm, key) = match algorithms {
+        [KeyAlgorithm::RS256] => (KeyAlgorithm::RS256, DecodingKey::from_rsa_pem(pem)),
+        [KeyAlgorithm::ES256] => (KeyAlgorithm::ES256, DecodingKey::from_ec_pem(pem)),
+        [KeyAlgorithm::EdDSA] => (KeyAlgorithm::EdDSA, DecodingKey::from_ed_pem(pem)),
+        [KeyAlgorithm::HS256] => return Err("HS256 needs `secret` and no public key".into()),
+        _ => return Err("a public key is for one algorithm: set `algorithm` to RS256, ES256 or EdDSA".into()),
+    };
+    Ok((algorithm, key.map_err(|e| format!("invalid {algorithm:?} key: {e}"))?))
+}
+
+/// Proves at start-up that `key` works for `algorithm`, so that a broken key (an EC point off
+/// the curve, a short Ed25519 key) stops the start-up instead of failing every request.
+fn check_key(key: &DecodingKey, algorithm: KeyAlgorithm) -> Result<(), String> {
+    if algorithm == KeyAlgorithm::EdDSA && key.as_bytes().len() != 32 {
+        return Err("an Ed25519 public key is 32 bytes".into());
+    }
+    jsonwebtoken::crypto::verify("", b"", key, jwt_algorithm(algorithm))
+        .map(drop)
+        .map_err(|e| format!("unusable {algorithm:?} key: {e}"))
+}
+
+/// The claim checks for tokens of `issuer` signed with `algorithm`.
+fn validation(issuer: &IssuerConfig, algorithm: KeyAlgorithm, leeway_secs: u64) -> Validation {
+    let mut validation = Validation::new(jwt_algorithm(algorithm));
     validation.leeway = leeway_secs;
     validation.validate_exp = true;
     validation.validate_nbf = true;
-    validation.set_required_spec_claims(&["exp", "iss"]);
     validation.set_issuer(&[issuer.issuer.as_str()]);
     if issuer.audience.is_empty() {
         validation.validate_aud = false;
+        validation.set_required_spec_claims(&["exp", "iss"]);
     } else {
         validation.set_audience(&issuer.audience);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
     }
-    Ok(Verifier { issuer: issuer.issuer.clone(), algorithm: alg, key, validation })
+    validation
 }
 
 fn map_jwt_error(e: jsonwebtoken::errors::Error) -> AuthError {
@@ -309,11 +455,13 @@ mod tests {
     fn hs_issuer(name: &str) -> IssuerConfig {
         IssuerConfig {
             issuer: name.into(),
-            algorithm: KeyAlgorithm::HS256,
+            algorithm: Some(KeyAlgorithm::HS256),
+            algorithms: vec![],
             audience: vec![],
             secret: Some(SecretString::from(SECRET)),
             public_key_pem: None,
             public_key_file: None,
+            jwks_file: None,
         }
     }
 
@@ -396,5 +544,256 @@ mod tests {
         weak.secret = Some(SecretString::from("short"));
         let config = AuthConfig { issuers: vec![weak], leeway_secs: 0 };
         assert!(matches!(Authenticator::from_config(&config, None), Err(AuthError::Config { .. })));
+    }
+
+    const KEYS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/keys");
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(format!("{KEYS}/{name}")).unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+    }
+
+    fn public_issuer(name: &str, algorithms: &[KeyAlgorithm]) -> IssuerConfig {
+        IssuerConfig { algorithm: None, algorithms: algorithms.to_vec(), secret: None, ..hs_issuer(name) }
+    }
+
+    fn jwks_issuer(name: &str, jwks_file: impl Into<std::path::PathBuf>) -> IssuerConfig {
+        let algorithms = [KeyAlgorithm::RS256, KeyAlgorithm::ES256, KeyAlgorithm::EdDSA];
+        IssuerConfig { jwks_file: Some(jwks_file.into()), ..public_issuer(name, &algorithms) }
+    }
+
+    fn start(issuers: Vec<IssuerConfig>) -> Result<Authenticator, AuthError> {
+        Authenticator::from_config(&AuthConfig { issuers, leeway_secs: 30 }, None)
+    }
+
+    fn refusal(issuer: IssuerConfig) -> String {
+        match start(vec![issuer]) {
+            Err(AuthError::Config { reason, .. }) => reason,
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+    }
+
+    /// A JWKS file of its own for one test, removed on drop.
+    struct TempJwks(std::path::PathBuf);
+
+    impl TempJwks {
+        fn new(name: &str, keys: &[serde_json::Value]) -> Self {
+            let path = std::env::temp_dir().join(format!("shardgate-{}-{name}.json", std::process::id()));
+            std::fs::write(&path, serde_json::json!({ "keys": keys }).to_string()).unwrap();
+            Self(path)
+        }
+    }
+
+    impl Drop for TempJwks {
+        fn drop(&mut self) {
+            std::fs::remove_file(&self.0).ok();
+        }
+    }
+
+    /// The JWK `kid` of the fixture key set `file`.
+    fn fixture_jwk(file: &str, kid: &str) -> serde_json::Value {
+        let set: serde_json::Value = serde_json::from_str(&fixture(file)).unwrap();
+        set["keys"].as_array().unwrap().iter().find(|key| key["kid"] == kid).unwrap().clone()
+    }
+
+    fn signing_key(alg: Algorithm, private_pem: &str) -> EncodingKey {
+        let pem = fixture(private_pem);
+        match alg {
+            Algorithm::RS256 => EncodingKey::from_rsa_pem(pem.as_bytes()),
+            Algorithm::ES256 => EncodingKey::from_ec_pem(pem.as_bytes()),
+            Algorithm::EdDSA => EncodingKey::from_ed_pem(pem.as_bytes()),
+            other => panic!("no fixture for {other:?}"),
+        }
+        .unwrap()
+    }
+
+    fn claims_of(issuer: &str) -> serde_json::Value {
+        serde_json::json!({"iss": issuer, "tenant": "acme", "scope": "read", "exp": now_secs() + 600})
+    }
+
+    fn signed(header: Header, private_pem: &str, claims: &serde_json::Value) -> String {
+        encode(&header, claims, &signing_key(header.alg, private_pem)).unwrap()
+    }
+
+    fn with_kid(alg: Algorithm, kid: &str) -> Header {
+        Header { kid: Some(kid.into()), ..Header::new(alg) }
+    }
+
+    #[test]
+    fn the_algorithm_key_is_a_shorthand_for_an_allow_list_of_one() {
+        let shorthand: IssuerConfig =
+            serde_json::from_value(serde_json::json!({"issuer": "a", "algorithm": "HS256", "secret": SECRET})).unwrap();
+        let list: IssuerConfig = serde_json::from_value(
+            serde_json::json!({"issuer": "b", "algorithms": ["RS256"], "public_key_pem": fixture("rs256-public.pem")}),
+        )
+        .unwrap();
+        assert_eq!(shorthand.allowed_algorithms().collect::<Vec<_>>(), [KeyAlgorithm::HS256]);
+        assert!(start(vec![shorthand, list]).is_ok());
+
+        let unknown = serde_json::json!({"issuer": "a", "algorithm": "HS256", "secret": SECRET, "jku": "x"});
+        assert!(serde_json::from_value::<IssuerConfig>(unknown).is_err(), "unknown fields are refused");
+    }
+
+    #[test]
+    fn the_allow_list_and_the_key_source_are_each_given_exactly_once() {
+        let both = IssuerConfig { algorithms: vec![KeyAlgorithm::HS256], ..hs_issuer("both") };
+        assert!(refusal(both).contains("not both"));
+        let neither = IssuerConfig { algorithm: None, ..hs_issuer("neither") };
+        assert!(refusal(neither).contains("set `algorithms`"));
+
+        let no_key = public_issuer("no-key", &[KeyAlgorithm::RS256]);
+        assert!(refusal(no_key).contains("exactly one of"));
+        let two_keys = IssuerConfig {
+            public_key_pem: Some(fixture("rs256-public.pem")),
+            jwks_file: Some(format!("{KEYS}/jwks.json").into()),
+            ..public_issuer("two-keys", &[KeyAlgorithm::RS256])
+        };
+        assert!(refusal(two_keys).contains("exactly one of"));
+        let secret_and_set = IssuerConfig { jwks_file: Some(format!("{KEYS}/jwks.json").into()), ..hs_issuer("mixed") };
+        assert!(refusal(secret_and_set).contains("exactly one of"));
+    }
+
+    #[test]
+    fn every_allowed_algorithm_fits_a_key_and_every_key_its_algorithm() {
+        let pem = |algorithms: &[KeyAlgorithm]| IssuerConfig {
+            public_key_pem: Some(fixture("rs256-public.pem")),
+            ..public_issuer("pem", algorithms)
+        };
+        assert!(start(vec![pem(&[KeyAlgorithm::RS256])]).is_ok());
+        assert!(refusal(pem(&[KeyAlgorithm::HS256])).contains("HS256 needs `secret`"));
+        assert!(refusal(pem(&[KeyAlgorithm::RS256, KeyAlgorithm::ES256])).contains("one algorithm"));
+        assert!(refusal(pem(&[KeyAlgorithm::ES256])).contains("invalid ES256 key"), "an RSA key read as EC");
+
+        let secret_for_rs256 = IssuerConfig { algorithm: Some(KeyAlgorithm::RS256), ..hs_issuer("hs") };
+        assert!(refusal(secret_for_rs256).contains("HS256 key"));
+
+        let mut set_with_hs256 = jwks_issuer("set", format!("{KEYS}/jwks.json"));
+        set_with_hs256.algorithms.push(KeyAlgorithm::HS256);
+        assert!(refusal(set_with_hs256).contains("HS256 needs `secret`"));
+
+        let rsa_only = TempJwks::new("rsa-only", &[fixture_jwk("jwks.json", "rs-1")]);
+        let unused = IssuerConfig {
+            algorithms: vec![KeyAlgorithm::RS256, KeyAlgorithm::ES256],
+            ..jwks_issuer("set", &rsa_only.0)
+        };
+        assert!(refusal(unused).contains("no key of this issuer is for ES256"));
+    }
+
+    #[test]
+    fn a_broken_key_in_a_set_stops_the_start_up() {
+        let mut off_curve = fixture_jwk("jwks.json", "es-1");
+        off_curve["y"] = fixture_jwk("jwks.json", "es-1")["x"].clone();
+        let off_curve = TempJwks::new("off-curve", &[off_curve]);
+        assert!(refusal(jwks_issuer("set", &off_curve.0)).contains("unusable ES256 key"));
+
+        let mut short = fixture_jwk("jwks.json", "ed-1");
+        short["x"] = serde_json::json!("AAAA");
+        let short = TempJwks::new("short-ed25519", &[short]);
+        assert!(refusal(jwks_issuer("set", &short.0)).contains("32 bytes"));
+
+        assert!(refusal(jwks_issuer("set", format!("{KEYS}/no-such-file.json"))).contains("cannot read"));
+    }
+
+    #[test]
+    fn the_kid_picks_the_key_of_a_set() {
+        let auth = start(vec![jwks_issuer("set", format!("{KEYS}/jwks.json"))]).unwrap();
+        let claims = claims_of("set");
+        for (alg, kid, private) in [
+            (Algorithm::RS256, "rs-1", "rs256-private.pem"),
+            (Algorithm::ES256, "es-1", "es256-private.pem"),
+            (Algorithm::EdDSA, "ed-1", "ed25519-private.pem"),
+        ] {
+            let token = signed(with_kid(alg, kid), private, &claims);
+            assert_eq!(auth.verify(&token).map(|p| p.issuer.clone()), Ok("set".into()), "{kid}");
+            // Exactly one key of the set fits the alg, so the kid may be left out.
+            assert!(auth.verify(&signed(Header::new(alg), private, &claims)).is_ok(), "{kid} without kid");
+        }
+        let unknown = signed(with_kid(Algorithm::RS256, "rs-2"), "rs256-private.pem", &claims);
+        assert_eq!(auth.verify(&unknown), Err(AuthError::UnknownKey));
+        let wrong_type = signed(with_kid(Algorithm::ES256, "rs-1"), "es256-private.pem", &claims);
+        assert_eq!(auth.verify(&wrong_type), Err(AuthError::AlgorithmNotAllowed));
+        let other_key = signed(with_kid(Algorithm::RS256, "rs-1"), "rs256-other-private.pem", &claims);
+        assert_eq!(auth.verify(&other_key), Err(AuthError::BadSignature));
+    }
+
+    #[test]
+    fn without_a_kid_a_set_with_two_keys_for_the_alg_verifies_nothing() {
+        let two = TempJwks::new(
+            "two-rsa",
+            &[
+                fixture_jwk("jwks.json", "rs-1"),
+                fixture_jwk("jwks-other.json", "rs-other"),
+                fixture_jwk("jwks.json", "es-1"),
+            ],
+        );
+        let issuer =
+            IssuerConfig { algorithms: vec![KeyAlgorithm::RS256, KeyAlgorithm::ES256], ..jwks_issuer("set", &two.0) };
+        let auth = start(vec![issuer]).unwrap();
+        let claims = claims_of("set");
+        let no_kid = signed(Header::new(Algorithm::RS256), "rs256-private.pem", &claims);
+        assert_eq!(auth.verify(&no_kid), Err(AuthError::UnknownKey));
+        for (kid, private) in [("rs-1", "rs256-private.pem"), ("rs-other", "rs256-other-private.pem")] {
+            assert!(auth.verify(&signed(with_kid(Algorithm::RS256, kid), private, &claims)).is_ok(), "{kid}");
+        }
+        assert!(auth.verify(&signed(Header::new(Algorithm::ES256), "es256-private.pem", &claims)).is_ok());
+    }
+
+    #[test]
+    fn algorithm_confusion_and_embedded_keys_are_refused() {
+        let rs = IssuerConfig {
+            public_key_pem: Some(fixture("rs256-public.pem")),
+            ..public_issuer("rs", &[KeyAlgorithm::RS256])
+        };
+        let auth = start(vec![rs, jwks_issuer("set", format!("{KEYS}/jwks.json"))]).unwrap();
+        let public_pem = fixture("rs256-public.pem");
+        for (issuer, kid) in [("rs", None), ("set", Some("rs-1")), ("set", None)] {
+            let header = Header { kid: kid.map(str::to_owned), ..Header::new(Algorithm::HS256) };
+            let hmac = encode(&header, &claims_of(issuer), &EncodingKey::from_secret(public_pem.as_bytes())).unwrap();
+            assert_eq!(auth.verify(&hmac), Err(AuthError::AlgorithmNotAllowed), "{issuer} {kid:?}");
+        }
+
+        // The attacker's own public key rides along in the header; it is never used.
+        let attacker: jsonwebtoken::jwk::Jwk =
+            serde_json::from_value(fixture_jwk("jwks-other.json", "rs-other")).unwrap();
+        for (issuer, kid) in [("rs", None), ("set", Some("rs-1")), ("set", None)] {
+            let header = Header {
+                kid: kid.map(str::to_owned),
+                jwk: Some(attacker.clone()),
+                jku: Some("http://127.0.0.1:1/jwks".into()),
+                ..Header::new(Algorithm::RS256)
+            };
+            let token = signed(header, "rs256-other-private.pem", &claims_of(issuer));
+            assert_eq!(auth.verify(&token), Err(AuthError::BadSignature), "{issuer} {kid:?}");
+        }
+    }
+
+    #[test]
+    fn an_issuer_with_an_audience_requires_aud() {
+        let issuer = IssuerConfig { audience: vec!["shardgate-api".into()], ..hs_issuer("aud") };
+        let auth = start(vec![issuer]).unwrap();
+        let token = |aud: Option<serde_json::Value>| {
+            let mut claims = claims_of("aud");
+            if let Some(aud) = aud {
+                claims["aud"] = aud;
+            }
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+        };
+        assert!(auth.verify(&token(Some(serde_json::json!("shardgate-api")))).is_ok());
+        assert!(auth.verify(&token(Some(serde_json::json!(["other", "shardgate-api"])))).is_ok());
+        assert_eq!(auth.verify(&token(Some(serde_json::json!("other")))), Err(AuthError::WrongAudience));
+        assert_eq!(auth.verify(&token(None)), Err(AuthError::InvalidClaims("aud is required".into())));
+    }
+
+    #[test]
+    fn critical_header_extensions_and_odd_shapes_are_malformed() {
+        let auth = authenticator();
+        let header = Header { crit: Some(vec!["exp".into()]), ..Header::new(Algorithm::HS256) };
+        let claims = claims_of("shardgate");
+        let crit = encode(&header, &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+        assert_eq!(auth.verify(&crit), Err(AuthError::Malformed));
+        let good =
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+        assert!(auth.verify(&good).is_ok());
+        assert_eq!(auth.verify(&format!("{good}.extra")), Err(AuthError::Malformed));
+        assert_eq!(auth.verify(good.rsplit_once('.').unwrap().0), Err(AuthError::Malformed));
     }
 }

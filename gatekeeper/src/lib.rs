@@ -9,7 +9,11 @@
 
 mod auth;
 mod config;
+pub mod internal;
+mod jwks;
 mod principal;
+pub mod request;
+pub mod throttle;
 
 pub use auth::{AuthError, Authenticator, TokenRequest, mint_token};
 pub use config::{AuthConfig, IssuerConfig, KeyAlgorithm};

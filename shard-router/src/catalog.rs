@@ -8,7 +8,7 @@ use sqlx::{Any, Row, Transaction};
 use crate::Error;
 use crate::db::{Database, Engine};
 use crate::ids::{ShardId, TenantId};
-use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, Tier};
+use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
 /// A shard as the catalog stores it.
 #[derive(Debug, Clone)]
@@ -38,6 +38,8 @@ pub struct TenantRow {
     pub tier: Tier,
     /// The shard it is pinned to, if any.
     pub pinned_shard: Option<ShardId>,
+    /// Its own rate limit, overriding the tier's.
+    pub rate_limit: Option<TenantRateLimit>,
     /// Creation time (ms since the Unix epoch).
     pub created_at_ms: i64,
     /// Last change (ms since the Unix epoch).
@@ -146,11 +148,13 @@ impl Catalog {
                 map.vshards.push(index);
             }
         }
-        let rows =
-            sqlx::query("SELECT t.id, t.tier, p.shard FROM tenants t LEFT JOIN tenant_pins p ON p.tenant = t.id")
-                .fetch_all(pool)
-                .await
-                .map_err(catalog_err)?;
+        let rows = sqlx::query(
+            "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst FROM tenants t \
+                 LEFT JOIN tenant_pins p ON p.tenant = t.id",
+        )
+        .fetch_all(pool)
+        .await
+        .map_err(catalog_err)?;
         map.tenants.reserve(rows.len());
         for row in rows {
             let id: String = row.try_get(0).map_err(catalog_err)?;
@@ -165,7 +169,8 @@ impl Catalog {
                 ),
                 None => None,
             };
-            map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier });
+            let rate_limit = rate_limit_columns(&row, 3)?;
+            map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier, rate_limit });
         }
         Ok(map)
     }
@@ -376,13 +381,16 @@ impl Catalog {
     pub async fn insert_tenant(&self, tenant: &TenantRow, audit: &Audit) -> Result<u64, Error> {
         let (mut tx, epoch) = self.begin_change(audit).await?;
         let inserted = sqlx::query(
-            "INSERT INTO tenants (id, name, tier, created_at, updated_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
         )
         .bind(tenant.id.as_str())
         .bind(&tenant.name)
         .bind(tenant.tier.as_str())
         .bind(tenant.created_at_ms)
         .bind(tenant.updated_at_ms)
+        .bind(tenant.rate_limit.map(|r| i64::from(r.per_second)))
+        .bind(tenant.rate_limit.map(|r| i64::from(r.burst)))
         .execute(&mut *tx)
         .await
         .map_err(catalog_err)?;
@@ -401,23 +409,28 @@ impl Catalog {
         Ok(epoch)
     }
 
-    /// Changes a tenant's name and tier. Returns the updated row and the new epoch.
+    /// Changes a tenant's name, tier and rate limit. Returns the updated row and the new epoch.
     pub async fn update_tenant(
         &self,
         id: &TenantId,
-        name: Option<&str>,
-        tier: Option<Tier>,
+        change: &TenantChange,
         now_ms: i64,
         audit: &Audit,
     ) -> Result<(TenantRow, u64), Error> {
         let (mut tx, epoch) = self.begin_change(audit).await?;
+        // `$5` says whether the rate limit changes at all (it may change to none).
         let done = sqlx::query(
-            "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3 WHERE id = $4",
+            "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3, \
+             rate_per_second = CASE WHEN $5 = 1 THEN $6 ELSE rate_per_second END, \
+             rate_burst = CASE WHEN $5 = 1 THEN $7 ELSE rate_burst END WHERE id = $4",
         )
-        .bind(name)
-        .bind(tier.map(Tier::as_str))
+        .bind(change.name.as_deref())
+        .bind(change.tier.map(Tier::as_str))
         .bind(now_ms)
         .bind(id.as_str())
+        .bind(i64::from(change.rate_limit.is_some()))
+        .bind(change.rate_limit.flatten().map(|r| i64::from(r.per_second)))
+        .bind(change.rate_limit.flatten().map(|r| i64::from(r.burst)))
         .execute(&mut *tx)
         .await
         .map_err(catalog_err)?;
@@ -458,7 +471,7 @@ impl Catalog {
     /// Tenants ordered by id, after `after` (exclusive), at most `limit`.
     pub async fn list_tenants(&self, after: Option<&str>, limit: u32) -> Result<Vec<TenantRow>, Error> {
         let rows = sqlx::query(
-            "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at FROM tenants t \
+            "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst FROM tenants t \
              LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id > $1 ORDER BY t.id LIMIT $2",
         )
         .bind(after.unwrap_or(""))
@@ -491,7 +504,7 @@ async fn insert_vshards(tx: &mut Transaction<'static, Any>, owners: &[ShardId]) 
 
 async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<Option<TenantRow>, Error> {
     let row = sqlx::query(
-        "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at FROM tenants t \
+        "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst FROM tenants t \
          LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id = $1",
     )
     .bind(id.as_str())
@@ -517,6 +530,31 @@ fn shard_row(row: &sqlx::any::AnyRow) -> Result<ShardRow, Error> {
     })
 }
 
+/// A tenant's rate limit from the two columns starting at `first` (both NULL: none).
+fn rate_limit_columns(row: &sqlx::any::AnyRow, first: usize) -> Result<Option<TenantRateLimit>, Error> {
+    let per_second: Option<i64> = row.try_get(first).map_err(catalog_err)?;
+    let burst: Option<i64> = row.try_get(first + 1).map_err(catalog_err)?;
+    match (per_second, burst) {
+        (None, None) => Ok(None),
+        (Some(per_second), Some(burst)) => Ok(Some(TenantRateLimit {
+            per_second: u32::try_from(per_second).map_err(|_| corrupt(format!("rate limit {per_second}")))?,
+            burst: u32::try_from(burst).map_err(|_| corrupt(format!("rate burst {burst}")))?,
+        })),
+        _ => Err(corrupt("a tenant's rate limit has only one of its two columns".into())),
+    }
+}
+
+/// What an update changes in a tenant; `None` fields stay as they are.
+#[derive(Debug, Clone, Default)]
+pub struct TenantChange {
+    /// New display name.
+    pub name: Option<String>,
+    /// New tier.
+    pub tier: Option<Tier>,
+    /// New rate limit: `Some(None)` removes the tenant's own limit (its tier's applies).
+    pub rate_limit: Option<Option<TenantRateLimit>>,
+}
+
 fn tenant_row(row: &sqlx::any::AnyRow) -> Result<TenantRow, Error> {
     let id: String = row.try_get(0).map_err(catalog_err)?;
     let tier: String = row.try_get(2).map_err(catalog_err)?;
@@ -526,6 +564,7 @@ fn tenant_row(row: &sqlx::any::AnyRow) -> Result<TenantRow, Error> {
         name: row.try_get(1).map_err(catalog_err)?,
         tier: Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} tier {tier:?}")))?,
         pinned_shard: pin.map(|s| ShardId::parse(&s)).transpose().map_err(|e| corrupt(e.to_string()))?,
+        rate_limit: rate_limit_columns(row, 6)?,
         created_at_ms: row.try_get(4).map_err(catalog_err)?,
         updated_at_ms: row.try_get(5).map_err(catalog_err)?,
         id,

@@ -18,7 +18,7 @@ pub mod router;
 
 pub use db::{Database, Engine, PoolConfig};
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
-pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, Tier};
+pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
 pub use router::{Access, ShardRouter, StorageConfig};
 
 /// Everything that can go wrong below the HTTP layer. Each variant documents the status the API

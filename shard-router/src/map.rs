@@ -128,6 +128,17 @@ pub struct TenantEntry {
     pub pin: Option<ShardIndex>,
     /// The tenant's tier.
     pub tier: Tier,
+    /// The tenant's own rate limit, overriding its tier's.
+    pub rate_limit: Option<TenantRateLimit>,
+}
+
+/// A tenant's own request rate limit (the gatekeeper's throttle enforces it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantRateLimit {
+    /// Sustained requests per second.
+    pub per_second: u32,
+    /// Requests admitted at once.
+    pub burst: u32,
 }
 
 /// A registered shard as the router sees it (no URL: the router never needs it).
@@ -261,7 +272,7 @@ mod tests {
             .collect();
         map.vshards = spread_vshards(1024, shards);
         for (t, pin) in tenants {
-            map.tenants.insert(TenantKey::from(*t), TenantEntry { pin: *pin, tier: Tier::Standard });
+            map.tenants.insert(TenantKey::from(*t), TenantEntry { pin: *pin, tier: Tier::Standard, rate_limit: None });
         }
         map
     }
@@ -311,7 +322,7 @@ mod tests {
     #[test]
     fn unsharded_map_reports_no_shards() {
         let mut map = MapSnapshot::empty(1024);
-        map.tenants.insert(TenantKey::from("acme"), TenantEntry { pin: None, tier: Tier::Free });
+        map.tenants.insert(TenantKey::from("acme"), TenantEntry { pin: None, tier: Tier::Free, rate_limit: None });
         assert!(matches!(map.route_tenant("acme"), Err(RouteError::NoShards(_))));
     }
 

@@ -10,10 +10,12 @@ use parking_lot::RwLock;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
-use crate::catalog::{Audit, Catalog, ShardRow, TenantRow};
+use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
 use crate::db::{Database, Engine, PoolConfig, Schema};
 use crate::ids::{ShardId, TenantId};
-use crate::map::{MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, Tier, spread_vshards};
+use crate::map::{
+    MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier, spread_vshards,
+};
 use crate::records::RecordStore;
 use crate::{Error, now_ms};
 
@@ -260,6 +262,11 @@ impl ShardRouter {
         self.map.read().route_tenant(tenant.as_str()).map_err(route_error)
     }
 
+    /// A tenant's tier and its own rate limit, if it exists (from memory: no catalog access).
+    pub fn tenant_limits(&self, tenant: &str) -> Option<(Tier, Option<TenantRateLimit>)> {
+        self.map.read().tenants.get(tenant).map(|entry| (entry.tier, entry.rate_limit))
+    }
+
     /// Routes `tenant` and returns the shard's record store inputs if the shard's state allows
     /// `access`.
     pub fn resolve(&self, tenant: &TenantId, access: Access) -> Result<(Route, Database), Error> {
@@ -448,6 +455,7 @@ impl ShardRouter {
         id: TenantId,
         name: String,
         tier: Tier,
+        rate_limit: Option<TenantRateLimit>,
         pin: Option<ShardId>,
         audit: &Audit,
     ) -> Result<TenantRow, Error> {
@@ -461,7 +469,7 @@ impl ShardRouter {
                 Some(shard) => Some(map.shard_index(shard.as_str()).ok_or_else(|| Error::UnknownShard(shard.clone()))?),
                 None => None,
             };
-            let entry = TenantEntry { pin: pin_index, tier };
+            let entry = TenantEntry { pin: pin_index, tier, rate_limit };
             let home = map.route_entry(id.as_str(), &entry).map_err(route_error)?;
             (entry, home)
         };
@@ -470,7 +478,15 @@ impl ShardRouter {
         let db = self.shard_db(&home.shard)?;
         RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
         let now = now_ms();
-        let row = TenantRow { id: id.clone(), name, tier, pinned_shard: pin, created_at_ms: now, updated_at_ms: now };
+        let row = TenantRow {
+            id: id.clone(),
+            name,
+            tier,
+            pinned_shard: pin,
+            rate_limit,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
         let epoch = self.catalog.insert_tenant(&row, audit).await?;
         let mut map = self.map.write();
         map.tenants.insert(crate::map::TenantKey::from(id.as_str()), entry);
@@ -478,19 +494,14 @@ impl ShardRouter {
         Ok(row)
     }
 
-    /// Changes a tenant's name and/or tier.
-    pub async fn update_tenant(
-        &self,
-        id: &TenantId,
-        name: Option<&str>,
-        tier: Option<Tier>,
-        audit: &Audit,
-    ) -> Result<TenantRow, Error> {
+    /// Changes a tenant's name, tier and/or rate limit.
+    pub async fn update_tenant(&self, id: &TenantId, change: &TenantChange, audit: &Audit) -> Result<TenantRow, Error> {
         let _guard = self.admin.lock().await;
-        let (row, epoch) = self.catalog.update_tenant(id, name, tier, now_ms(), audit).await?;
+        let (row, epoch) = self.catalog.update_tenant(id, change, now_ms(), audit).await?;
         let mut map = self.map.write();
         if let Some(entry) = map.tenants.get_mut(id.as_str()) {
             entry.tier = row.tier;
+            entry.rate_limit = row.rate_limit;
         }
         map.epoch = epoch;
         Ok(row)

@@ -198,6 +198,8 @@ impl TestApp {
         let db_prefix = format!("sg_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let pg = PgDatabases::default();
         let mut config = test_config(data_dir.path());
+        // Rate-limit buckets in Redis are this app's own (peers share them on purpose).
+        config.rate_limits.key_prefix = format!("{db_prefix}-rl");
         let shard_urls = match backend {
             Backend::Sqlite => SEEDED_SHARDS
                 .iter()
@@ -467,11 +469,13 @@ pub fn test_config(data_dir: &Path) -> Config {
 pub fn hs256_issuer() -> IssuerConfig {
     IssuerConfig {
         issuer: ISSUER.into(),
-        algorithm: KeyAlgorithm::HS256,
+        algorithm: Some(KeyAlgorithm::HS256),
+        algorithms: vec![],
         audience: vec![],
         secret: Some(SecretString::from(SECRET)),
         public_key_pem: None,
         public_key_file: None,
+        jwks_file: None,
     }
 }
 

@@ -31,8 +31,9 @@ pub async fn healthz() -> axum::Json<Health> {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ComponentStatus {
     /// `up`, `down`, `offline` (a shard an operator took offline), `degraded` (the cache: Redis
-    /// does not answer, reads go to the shards) or `disabled`. Only `down` makes the instance
-    /// not ready.
+    /// does not answer, reads go to the shards; rate limits: Redis does not answer, each instance
+    /// limits alone), `local` (rate limits without Redis) or `disabled`. Only `down` makes the
+    /// instance not ready.
     pub status: &'static str,
     /// How long the probe took, in milliseconds.
     pub latency_ms: u64,
@@ -46,7 +47,7 @@ pub struct ComponentStatus {
 pub struct Readiness {
     /// `ready` or `not_ready`.
     pub status: &'static str,
-    /// `catalog`, `cache` and one entry per shard id.
+    /// `catalog`, `cache`, `rate_limits` and one entry per shard id.
     pub components: BTreeMap<String, ComponentStatus>,
 }
 
@@ -99,6 +100,8 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
         CacheHealth::Degraded => "degraded",
     };
     components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error: None });
+    let rate_limits = app.gate.limiter.store_status();
+    components.insert("rate_limits".to_owned(), ComponentStatus { status: rate_limits, latency_ms: 0, error: None });
     let ready = components.values().all(|c| c.status != "down");
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, axum::Json(Readiness { status: if ready { "ready" } else { "not_ready" }, components })).into_response()

@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::error::{ApiError, Problem, invalid_path};
-use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::state::App;
 
 /// A record as the API returns it.
@@ -261,6 +261,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
         (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -272,6 +273,7 @@ pub async fn put_record(
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     let t = record_target(&caller, &path, Scope::Write)?;
+    require_json(&headers)?;
     let body = body?;
     if body.len() > app.limits.max_record_bytes {
         return Err(ApiError::payload_too_large());

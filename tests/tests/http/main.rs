@@ -16,3 +16,4 @@ mod records;
 mod restart;
 mod routing;
 mod shard_states;
+mod throttling;

@@ -31,6 +31,25 @@ async fn malformed_requests_get_a_client_error_problem(app: TestApp) {
         (Method::PUT, format!("{records}/{long_key}"), Auth::Tenant, json, "1".into(), 400),
         (Method::GET, format!("{records}/{long_key}"), Auth::Tenant, None, String::new(), 400),
         (Method::PUT, format!("{records}/ok"), Auth::Tenant, json, "{\"a\":".into(), 400),
+        (Method::PUT, format!("{records}/ok"), Auth::Tenant, Some("text/plain"), "{}".into(), 415),
+        (Method::PUT, format!("{records}/ok"), Auth::Tenant, None, "{}".into(), 415),
+        (Method::PUT, format!("{records}/ok"), Auth::Tenant, Some("application/jsonp"), "{}".into(), 415),
+        (
+            Method::POST,
+            "/v1/admin/tenants".into(),
+            Auth::Admin,
+            json,
+            format!("{{\"id\":\"{}\"}}", "x".repeat(70_000)),
+            413,
+        ),
+        (
+            Method::GET,
+            format!("/v1/tenants/acme/collections/docs/records/{}", "k".repeat(2100)),
+            Auth::Tenant,
+            None,
+            String::new(),
+            414,
+        ),
         (Method::GET, format!("{records}?prefix=%FF"), Auth::Tenant, None, String::new(), 400),
         (Method::GET, format!("{records}?limit=99999999999999999999999"), Auth::Tenant, None, String::new(), 400),
         (Method::GET, format!("{records}?cursor=%25%25%25"), Auth::Tenant, None, String::new(), 400),
@@ -120,4 +139,48 @@ async fn malformed_requests_get_a_client_error_problem(app: TestApp) {
     assert!(status.is_success() || status.is_client_error(), "deep JSON: {status}");
     let response = app.get_record("acme", "docs", "deep").await;
     assert!(!response.status().is_server_error(), "reading deep JSON back: {}", response.status());
+}
+
+/// Sends `GET <raw path>` exactly as written (HTTP clients normalise dot segments away) and
+/// returns the status and body.
+async fn raw_get(app: &TestApp, path: &str, token: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.base_url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response)
+}
+
+#[tokio::test]
+async fn dot_segments_and_encoded_controls_in_paths_are_refused() {
+    let app = TestApp::spawn(shardgate_tests::Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    app.create_tenant("bob").await;
+    let token = app.rw_token("acme");
+    let records = "/v1/tenants/acme/collections/docs/records";
+    for path in [
+        "/v1/tenants/acme/../bob/collections/docs/records".to_owned(),
+        "/v1/tenants/acme/%2e%2e/bob/collections/docs/records".to_owned(),
+        format!("{records}/.."),
+        format!("{records}/%2E%2e"),
+        format!("{records}/."),
+        format!("{records}/a%00b"),
+        format!("{records}/a%0ab"),
+        format!("{records}/a%zz"),
+    ] {
+        let (status, response) = raw_get(&app, &path, &token).await;
+        assert_eq!(status, 400, "{path}: {response}");
+        assert!(response.contains("\"code\":\"invalid_path\""), "{path}: {response}");
+    }
+    // An encoded slash is part of a key, and dots inside a segment are plain characters.
+    for path in [format!("{records}/a%2F..%2Fb"), format!("{records}/..."), format!("{records}/a..b")] {
+        let (status, response) = raw_get(&app, &path, &token).await;
+        assert_eq!(status, 404, "{path}: {response}");
+        assert!(response.contains("record_not_found"), "{path}: {response}");
+    }
 }

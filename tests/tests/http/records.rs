@@ -314,9 +314,25 @@ async fn deeply_nested_values_are_refused(app: TestApp) {
     let token = app.rw_token("acme");
     let url = app.url(&record_path("acme", "docs", "deep"));
     let deep = format!("{}1{}", "[".repeat(65), "]".repeat(65));
-    let response = app.client.put(&url).bearer_auth(&token).body(deep).send().await.unwrap();
+    let response = app
+        .client
+        .put(&url)
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(deep)
+        .send()
+        .await
+        .unwrap();
     expect_problem(response, StatusCode::BAD_REQUEST, "json_too_deep").await;
     let fine = format!("{}1{}", "[".repeat(64), "]".repeat(64));
-    let response = app.client.put(&url).bearer_auth(&token).body(fine).send().await.unwrap();
+    let response = app
+        .client
+        .put(&url)
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(fine)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
 }

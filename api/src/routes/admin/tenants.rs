@@ -6,8 +6,9 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use shardgate_shard_router::catalog::TenantRow;
-use shardgate_shard_router::{ShardId, TenantId, Tier};
+use shardgate_gatekeeper::throttle::RateLimit;
+use shardgate_shard_router::catalog::{TenantChange, TenantRow};
+use shardgate_shard_router::{ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, Problem};
@@ -29,6 +30,10 @@ pub struct Tenant {
     pub shard: Option<String>,
     /// Whether the home shard is a pin (lookup) rather than the hash.
     pub pinned: bool,
+    /// The tenant's own rate limit, overriding its tier's (null: the tier's applies).
+    pub rate_limit: Option<RateLimit>,
+    /// The rate limit in force: the tenant's own, or its tier's.
+    pub effective_rate_limit: RateLimit,
     /// Creation time, RFC 3339.
     pub created_at: String,
     /// Last change, RFC 3339.
@@ -41,7 +46,10 @@ fn tenant_view(app: &App, row: TenantRow) -> Tenant {
         .as_ref()
         .map(ShardId::to_string)
         .or_else(|| app.router.route_tenant(&row.id).ok().map(|r| r.shard.to_string()));
+    let own = row.rate_limit.map(|r| RateLimit { per_second: r.per_second, burst: r.burst });
     Tenant {
+        effective_rate_limit: own.unwrap_or_else(|| app.gate.limiter.config().for_tier(row.tier.as_str())),
+        rate_limit: own,
         pinned: row.pinned_shard.is_some(),
         shard: home,
         id: row.id.to_string(),
@@ -67,6 +75,8 @@ pub struct CreateTenant {
     /// Pin the tenant to this shard (lookup strategy) instead of hashing it.
     #[schema(value_type = Option<String>)]
     pub shard: Option<ShardId>,
+    /// The tenant's own rate limit (default: its tier's).
+    pub rate_limit: Option<RateLimit>,
 }
 
 /// Body of `PATCH /v1/admin/tenants/{id}`. Moving a tenant to another shard is a separate
@@ -79,6 +89,22 @@ pub struct UpdateTenant {
     /// New tier.
     #[schema(value_type = Option<String>)]
     pub tier: Option<Tier>,
+    /// The tenant's own rate limit; `null` removes it (the tier's applies again), absent leaves
+    /// it as it is.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<RateLimit>, nullable)]
+    pub rate_limit: Option<Option<RateLimit>>,
+}
+
+/// A field that may be absent (`None`), `null` (`Some(None)`) or a value.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// Checks a rate limit from a request body and converts it for the catalog.
+fn tenant_rate_limit(limit: RateLimit) -> Result<TenantRateLimit, ApiError> {
+    let limit = limit.validate().map_err(|e| ApiError::bad_request("invalid_body", format!("rate_limit: {e}")))?;
+    Ok(TenantRateLimit { per_second: limit.per_second, burst: limit.burst })
 }
 
 /// Path of one tenant.
@@ -140,7 +166,9 @@ pub async fn create_tenant(
     check_name(&name)?;
     let target = format!("tenant:{}", body.id);
     let audit = caller.audit(&request, "tenant.create", Some(body.id.as_str()), target);
-    let row = app.router.create_tenant(body.id, name, body.tier.unwrap_or_default(), body.shard, &audit).await?;
+    let rate_limit = body.rate_limit.map(tenant_rate_limit).transpose()?;
+    let tier = body.tier.unwrap_or_default();
+    let row = app.router.create_tenant(body.id, name, tier, rate_limit, body.shard, &audit).await?;
     app.announce_map_change().await;
     let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
     let mut response = (StatusCode::CREATED, axum::Json(tenant_view(&app, row))).into_response();
@@ -230,7 +258,13 @@ pub async fn update_tenant(
         check_name(name)?;
     }
     let audit = caller.audit(&request, "tenant.update", Some(id.as_str()), format!("tenant:{id}"));
-    let row = app.router.update_tenant(&id, body.name.as_deref(), body.tier, &audit).await?;
+    let rate_limit = match body.rate_limit {
+        Some(Some(limit)) => Some(Some(tenant_rate_limit(limit)?)),
+        Some(None) => Some(None),
+        None => None,
+    };
+    let change = TenantChange { name: body.name, tier: body.tier, rate_limit };
+    let row = app.router.update_tenant(&id, &change, &audit).await?;
     app.announce_map_change().await;
     Ok(axum::Json(tenant_view(&app, row)))
 }
