@@ -10,9 +10,11 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
+use secrecy::SecretString;
 use shardgate_cache::{RecordCache, RedisLink};
 use shardgate_gatekeeper::Authenticator;
-use shardgate_gatekeeper::throttle::{Limiter, SharedBuckets};
+use shardgate_gatekeeper::internal::InternalKey;
+use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
 use shardgate_shard_router::ShardRouter;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -61,7 +63,7 @@ fn data_routes() -> OpenApiRouter<Arc<App>> {
 }
 
 /// Largest body of an admin request.
-const ADMIN_BODY_BYTES: usize = 64 * 1024;
+pub const ADMIN_BODY_BYTES: usize = 64 * 1024;
 
 /// `/v1/admin`.
 fn admin_routes() -> OpenApiRouter<Arc<App>> {
@@ -125,7 +127,7 @@ fn cors_layer(config: &crate::config::CorsConfig) -> anyhow::Result<tower_http::
 }
 
 /// Maps the errors of the timeout and load-shedding layers to problems.
-async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
+pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
         ApiError::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
     } else if error.is::<tower::load_shed::error::Overloaded>() {
@@ -135,11 +137,11 @@ async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
     }
 }
 
-async fn not_found() -> ApiError {
+pub async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
 }
 
-async fn method_not_allowed() -> ApiError {
+pub async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not support the method")
 }
 
@@ -148,17 +150,17 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response:
 }
 
 /// Where the rate limiter keeps its state: `rate_limits.redis_url`, else the cache's Redis
-/// connection, else (no Redis) nowhere shared.
-pub fn rate_limit_store(
-    config: &Config,
-    cache: Option<&RecordCache>,
+/// connection (`cache_link`), else the cache's Redis URL, else (no Redis) nowhere shared.
+pub fn rate_limit_store_for(
+    rate_limits: &RateLimitConfig,
+    cache_link: Option<RedisLink>,
+    cache_url: Option<&SecretString>,
 ) -> Result<Option<Arc<dyn SharedBuckets>>, String> {
-    let link = match (&config.rate_limits.redis_url, cache.and_then(RecordCache::redis_link)) {
-        (Some(url), _) => Some(RedisLink::start(url, config.cache.redis_timeout)?),
+    let timeout = Duration::from_millis(rate_limits.redis_timeout_ms.max(1));
+    let link = match (&rate_limits.redis_url, cache_link) {
+        (Some(url), _) => Some(RedisLink::start(url, timeout)?),
         (None, Some(link)) => Some(link),
-        (None, None) => {
-            config.cache.redis_url.as_ref().map(|url| RedisLink::start(url, config.cache.redis_timeout)).transpose()?
-        }
+        (None, None) => cache_url.map(|url| RedisLink::start(url, timeout)).transpose()?,
     };
     Ok(link.map(|link| Arc::new(RedisBuckets::new(link)) as Arc<dyn SharedBuckets>))
 }
@@ -208,16 +210,28 @@ impl Application {
         let mut parts = None;
         let metrics = Metrics::new(|registry| {
             parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
-                let shared = rate_limit_store(&config, Some(&cache))?;
+                let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
+                let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
                 let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
                 Ok((cache, Gate::new(auth, limiter, registry)))
             }));
         });
         let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let trusted = if config.trusted {
+            let secret = config.internal.secret.clone().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "`serve --trusted` needs internal.secret (SHARDGATE_INTERNAL__SECRET), shared with the gatekeeper"
+                )
+            })?;
+            Some(InternalKey::new(secret).map_err(anyhow::Error::msg)?)
+        } else {
+            None
+        };
         let app = Arc::new(App {
             router,
             cache,
             gate,
+            trusted,
             limits: config.limits.clone(),
             metrics,
             probe_timeout: config.storage.pool.probe_timeout,
@@ -259,30 +273,8 @@ impl Application {
                     .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
             )
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
-            .layer(metrics::RecordLayer::new(app.clone()))
-            .layer(CatchPanicLayer::custom(panic_response))
-            .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-                let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str());
-                let request_id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-                tracing::info_span!(
-                    "request",
-                    method = %request.method(),
-                    route,
-                    request_id,
-                    tenant = tracing::field::Empty,
-                    shard = tracing::field::Empty,
-                    cache = tracing::field::Empty,
-                )
-            }))
-            .layer(SetResponseHeaderLayer::overriding(
-                axum::http::header::X_CONTENT_TYPE_OPTIONS,
-                axum::http::HeaderValue::from_static("nosniff"),
-            ))
-            .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-            .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
-            .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]))
-            .layer(cors_layer(cors)?);
-        Ok(routes.with_state(app))
+            .layer(metrics::RecordLayer::new(app.clone()));
+        Ok(edge_layers(routes, cors)?.with_state(app))
     }
 
     /// The bound address.
@@ -302,20 +294,62 @@ impl Application {
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
-        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
-        let serve = axum::serve(self.listener, service).with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = draining_tx.send(());
-        });
-        let mut server = tokio::spawn(serve.into_future());
-        tokio::select! {
-            result = &mut server => result??,
-            Ok(()) = draining_rx => match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
-                Ok(result) => result??,
-                Err(_) => tracing::warn!(timeout_s = DRAIN_TIMEOUT.as_secs(), "in-flight requests did not finish in time; exiting"),
-            },
-        }
-        Ok(())
+        serve_until(self.listener, self.router, shutdown).await
     }
+}
+
+/// Serves `router` on `listener` (with each connection's peer address) until `shutdown`
+/// completes, then lets in-flight requests finish (up to 30 s).
+pub async fn serve_until(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    let serve = axum::serve(listener, service).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = draining_tx.send(());
+    });
+    let mut server = tokio::spawn(serve.into_future());
+    tokio::select! {
+        result = &mut server => result??,
+        Ok(()) = draining_rx => match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
+            Ok(result) => result??,
+            Err(_) => tracing::warn!(timeout_s = DRAIN_TIMEOUT.as_secs(), "in-flight requests did not finish in time; exiting"),
+        },
+    }
+    Ok(())
+}
+
+/// The layers every front of shardgate has (the gateway and the standalone gatekeeper): CORS,
+/// `Authorization` marked sensitive, a request id (kept if the client sent one), `nosniff`, one
+/// trace span per request, and a panic turned into a 500 problem.
+pub fn edge_layers<S: Clone + Send + Sync + 'static>(
+    routes: Router<S>,
+    cors: &crate::config::CorsConfig,
+) -> anyhow::Result<Router<S>> {
+    Ok(routes
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str());
+            let request_id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!(
+                "request",
+                method = %request.method(),
+                route,
+                request_id,
+                tenant = tracing::field::Empty,
+                shard = tracing::field::Empty,
+                cache = tracing::field::Empty,
+            )
+        }))
+        .layer(SetResponseHeaderLayer::overriding(
+            axum::http::header::X_CONTENT_TYPE_OPTIONS,
+            axum::http::HeaderValue::from_static("nosniff"),
+        ))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
+        .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]))
+        .layer(cors_layer(cors)?))
 }

@@ -11,8 +11,9 @@ use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
 use crate::app::{Application, openapi_document};
-use crate::config::Config;
+use crate::config::{Config, GatekeeperConfig};
 use crate::embedded::{EMBEDDED_ISSUER, load_or_create_secret};
+use crate::gatekeeper::Gatekeeper;
 use crate::telemetry;
 
 /// shardgate: a multi-tenant sharded storage gateway.
@@ -34,6 +35,20 @@ enum Command {
     /// Serve the HTTP API (the embedded default when nothing is configured).
     Serve {
         /// Address to listen on (overrides `listen` / `SHARDGATE_LISTEN`; default 127.0.0.1:8080).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+        /// Serve only requests forwarded by `shardgate gatekeeper` (they carry its internal
+        /// credential; everything else gets 401). Needs `internal.secret`.
+        #[arg(long)]
+        trusted: bool,
+    },
+    /// Run the gatekeeper alone: validate every request and forward it to a trusted backend.
+    /// Its configuration holds no shard or catalog URL.
+    Gatekeeper {
+        /// Base URL of the backend started with `shardgate serve --trusted`.
+        #[arg(long)]
+        upstream: Option<String>,
+        /// Address to listen on (default 127.0.0.1:8080).
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
     },
@@ -61,15 +76,31 @@ enum Command {
 impl Cli {
     /// Runs the chosen command.
     pub async fn run(self) -> anyhow::Result<()> {
+        if let Command::Gatekeeper { upstream, listen } = self.command {
+            let mut config =
+                GatekeeperConfig::load(self.config.as_deref()).context("invalid gatekeeper configuration")?;
+            config.upstream = upstream.or(config.upstream);
+            config.listen = listen.unwrap_or(config.listen);
+            if let Some(dir) = self.data_dir {
+                config.data_dir = dir;
+            }
+            telemetry::init(&config.log);
+            let gatekeeper = Gatekeeper::build(config).await?;
+            println!("shardgate gatekeeper listening on http://{}", gatekeeper.local_addr());
+            gatekeeper.run_until(shutdown_signal()).await?;
+            tracing::info!("shut down cleanly");
+            return Ok(());
+        }
         let mut config = Config::load(self.config.as_deref()).context("invalid configuration")?;
         if let Some(dir) = self.data_dir {
             config.data_dir = dir;
         }
         match self.command {
-            Command::Serve { listen } => {
+            Command::Serve { listen, trusted } => {
                 if let Some(listen) = listen {
                     config.listen = listen;
                 }
+                config.trusted |= trusted;
                 telemetry::init(&config.log);
                 serve(config).await
             }
@@ -89,6 +120,7 @@ impl Cli {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
             }
+            Command::Gatekeeper { .. } => unreachable!("handled above"),
         }
     }
 }

@@ -34,6 +34,11 @@ pub struct Config {
     pub cors: CorsConfig,
     /// Throttling per tenant and per client IP.
     pub rate_limits: RateLimitConfig,
+    /// The credential shared with a standalone gatekeeper.
+    pub internal: InternalConfig,
+    /// Serve only requests forwarded by a standalone gatekeeper (`serve --trusted`): every
+    /// request must carry its internal credential (401 otherwise), and no token is verified here.
+    pub trusted: bool,
     /// Logging.
     pub log: LogConfig,
 }
@@ -49,6 +54,8 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             cors: CorsConfig::default(),
             rate_limits: RateLimitConfig::default(),
+            internal: InternalConfig::default(),
+            trusted: false,
             log: LogConfig::default(),
         }
     }
@@ -89,6 +96,67 @@ impl Default for LimitsConfig {
             max_list_limit: 1000,
             default_list_limit: 100,
         }
+    }
+}
+
+/// The `[internal]` section: the secret a standalone gatekeeper and its trusted backends share.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InternalConfig {
+    /// HMAC key of the internal credential (at least 32 bytes). Required by `shardgate
+    /// gatekeeper` and by `serve --trusted`.
+    pub secret: Option<secrecy::SecretString>,
+}
+
+/// The standalone gatekeeper's configuration (`shardgate gatekeeper`). It holds no shard or
+/// catalog URL and no valet signing key: unknown sections such as `[storage]` are refused.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatekeeperConfig {
+    /// Address to listen on. Default `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// Base URL of the trusted backend (`shardgate serve --trusted`), e.g. `http://10.0.0.5:8081`.
+    pub upstream: Option<String>,
+    /// Directory of the embedded default's generated HS256 secret, used when no issuer is
+    /// configured. Default `./shardgate-data`.
+    pub data_dir: PathBuf,
+    /// The credential shared with the backend.
+    pub internal: InternalConfig,
+    /// Token issuers.
+    pub auth: AuthConfig,
+    /// Throttling (`rate_limits.redis_url` shares limits between gatekeepers).
+    pub rate_limits: RateLimitConfig,
+    /// Request limits (deadlines, body sizes, concurrency).
+    pub limits: LimitsConfig,
+    /// Cross-origin access for browser clients.
+    pub cors: CorsConfig,
+    /// Logging.
+    pub log: LogConfig,
+}
+
+impl Default for GatekeeperConfig {
+    fn default() -> Self {
+        let base = Config::default();
+        Self {
+            listen: base.listen,
+            upstream: None,
+            data_dir: base.data_dir,
+            internal: InternalConfig::default(),
+            auth: base.auth,
+            rate_limits: base.rate_limits,
+            limits: base.limits,
+            cors: base.cors,
+            log: base.log,
+        }
+    }
+}
+
+impl GatekeeperConfig {
+    /// Loads defaults, then `file`, then `SHARDGATE_*` variables (as [`Config::load`]).
+    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
+        Config::figment(file, Env::prefixed("SHARDGATE_").split("__").ignore(NOT_CONFIG_KEYS))
+            .extract()
+            .map_err(Box::new)
     }
 }
 

@@ -18,6 +18,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use shardgate_cache::{LinkScript, RedisLink};
+use shardgate_gatekeeper::internal::{self, InternalKey};
 use shardgate_gatekeeper::throttle::{Decision, GCRA_SCRIPT, Limiter, RateLimit, SharedBuckets, SharedFuture, Subject};
 use shardgate_gatekeeper::{AuthError, Authenticator, Principal};
 
@@ -171,6 +172,43 @@ pub fn client_ip(request: &Request) -> IpAddr {
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(addr)| addr.ip())
 }
 
+/// Behind a standalone gatekeeper: accepts only requests with a valid internal credential (401
+/// `invalid_internal_credential` otherwise), takes the principal the gatekeeper verified, and
+/// tells the gatekeeper the tenant's rate limit in a response header. (Probes and metrics, which
+/// carry no tenant data, stay open for the orchestrator and the scraper.)
+async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: Next) -> Response {
+    // In a block: a borrow of the request (whose body is not `Sync`) must not live across an await.
+    let verified = {
+        let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+        let path_and_query = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
+        key.verify(
+            request.method().as_str(),
+            path_and_query,
+            header(internal::PRINCIPAL_HEADER),
+            header(internal::TIMESTAMP_HEADER),
+            header(internal::SIGNATURE_HEADER),
+        )
+    };
+    let principal = match verified {
+        Ok(principal) => principal.map(Arc::new),
+        Err(e) => {
+            tracing::warn!(reason = %e, "request without a valid internal credential refused");
+            return ApiError::new(axum::http::StatusCode::UNAUTHORIZED, "invalid_internal_credential", e.to_string())
+                .into_response();
+        }
+    };
+    let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
+    // A request the gatekeeper let through without a token has none here either.
+    request.extensions_mut().insert(Authenticated(principal.ok_or(AuthError::Missing)));
+    let mut response = next.run(request).await;
+    if let Some(limit) = tenant.and_then(|t| app.tenant_rate_limit(&t))
+        && let Ok(value) = HeaderValue::from_str(&format!("{} {}", limit.per_second, limit.burst))
+    {
+        response.headers_mut().insert(internal::RATE_LIMIT_HEADER, value);
+    }
+    response
+}
+
 /// The path rules of [`shardgate_gatekeeper::request`]: 400 `invalid_path` or 414 `uri_too_long`.
 pub fn check_request_path(path: &str) -> Result<(), ApiError> {
     use shardgate_gatekeeper::request::{PathProblem, check_path};
@@ -189,12 +227,16 @@ pub fn is_unthrottled(path: &str) -> bool {
 }
 
 /// The gateway's front door: authenticate, throttle with the tenant limits of the shard map.
+/// In trusted mode the internal credential replaces both (the gatekeeper did them).
 pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if let Err(refused) = check_request_path(request.uri().path()) {
         return refused.into_response();
     }
     if is_unthrottled(request.uri().path()) {
         return next.run(request).await;
+    }
+    if let Some(key) = &app.trusted {
+        return trusted_door(&app, key, request, next).await;
     }
     let authenticated = app.gate.authenticate(request.headers());
     let client = client_ip(&request);

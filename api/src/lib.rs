@@ -14,6 +14,7 @@ pub mod embedded;
 pub mod error;
 pub mod extract;
 pub mod gate;
+pub mod gatekeeper;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;

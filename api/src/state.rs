@@ -16,6 +16,8 @@ pub struct App {
     pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
     /// Authentication and rate limits.
     pub gate: crate::gate::Gate,
+    /// In trusted mode (behind `shardgate gatekeeper`): the key of the internal credential.
+    pub trusted: Option<shardgate_gatekeeper::internal::InternalKey>,
     /// Request limits.
     pub limits: LimitsConfig,
     /// Prometheus metrics.

@@ -11,6 +11,8 @@
 
 use percent_encoding::percent_decode_str;
 
+use crate::principal::Scope;
+
 /// The longest raw path accepted.
 pub const MAX_PATH_BYTES: usize = 2048;
 
@@ -58,6 +60,46 @@ pub fn check_path(raw: &str) -> Result<(), PathProblem> {
         }
     }
     Ok(())
+}
+
+/// What a request needs from its caller, decided from its method and raw path alone (the
+/// standalone gatekeeper's route table; the backend's handlers check the same again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// No token needed: docs, probes, metrics.
+    Open,
+    /// Any valid token (other `/v1` paths).
+    Authenticated,
+    /// The platform `admin` scope: `/v1/admin/...`.
+    Admin,
+    /// A token bound to `tenant` with `scope`: `/v1/tenants/{tenant}/...`.
+    Tenant {
+        /// The tenant of the path (percent-decoded).
+        tenant: String,
+        /// `read` for GET and HEAD; `manage` for changing index definitions; `write` otherwise.
+        scope: Scope,
+    },
+}
+
+/// The access rule of `method path`.
+pub fn access(method: &str, path: &str) -> Access {
+    if path == "/v1/admin" || path.starts_with("/v1/admin/") {
+        return Access::Admin;
+    }
+    if let Some(rest) = path.strip_prefix("/v1/tenants/") {
+        let mut segments = rest.split('/');
+        let tenant = percent_decode_str(segments.next().unwrap_or_default()).decode_utf8_lossy().into_owned();
+        let reads = matches!(method, "GET" | "HEAD");
+        let rest: Vec<&str> = segments.collect();
+        let index_definition = matches!(rest.as_slice(), ["collections", _, "indexes", _]);
+        let scope = match (reads, index_definition) {
+            (true, _) => Scope::Read,
+            (false, true) => Scope::Manage,
+            (false, false) => Scope::Write,
+        };
+        return Access::Tenant { tenant, scope };
+    }
+    if path == "/v1" || path.starts_with("/v1/") { Access::Authenticated } else { Access::Open }
 }
 
 /// Whether a `Content-Type` value is JSON: `application/json` or `application/<anything>+json`,
@@ -110,6 +152,24 @@ mod tests {
         assert_eq!(check_path("/v1/tenants/a%zzb"), Err(PathProblem::BadEscape));
         assert_eq!(check_path("/v1/tenants/a%2"), Err(PathProblem::BadEscape));
         assert_eq!(check_path(&format!("/{}", "a".repeat(MAX_PATH_BYTES))), Err(PathProblem::TooLong));
+    }
+
+    #[test]
+    fn access_rules_follow_the_route_families() {
+        let tenant = |t: &str, scope| Access::Tenant { tenant: t.into(), scope };
+        assert_eq!(access("GET", "/v1/tenants/acme/collections/c/records/k"), tenant("acme", Scope::Read));
+        assert_eq!(access("HEAD", "/v1/tenants/acme/collections/c/records"), tenant("acme", Scope::Read));
+        assert_eq!(access("PUT", "/v1/tenants/acme/collections/c/records/k"), tenant("acme", Scope::Write));
+        assert_eq!(access("DELETE", "/v1/tenants/%61cme/blobs/x"), tenant("acme", Scope::Write));
+        assert_eq!(access("PUT", "/v1/tenants/acme/collections/c/indexes/by-email"), tenant("acme", Scope::Manage));
+        assert_eq!(access("GET", "/v1/tenants/acme/collections/c/indexes/by-email"), tenant("acme", Scope::Read));
+        assert_eq!(access("POST", "/v1/admin/tenants"), Access::Admin);
+        assert_eq!(access("GET", "/v1/admin"), Access::Admin);
+        assert_eq!(access("GET", "/v1/nope"), Access::Authenticated);
+        assert_eq!(access("GET", "/v1administrator"), Access::Open);
+        for open in ["/healthz", "/readyz", "/metrics", "/docs/", "/openapi.json", "/"] {
+            assert_eq!(access("GET", open), Access::Open, "{open}");
+        }
     }
 
     #[test]

@@ -20,6 +20,8 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use reqwest::{Method, StatusCode};
 use secrecy::SecretString;
 use serde_json::Value;
+use shardgate_api::config::GatekeeperConfig;
+use shardgate_api::gatekeeper::Gatekeeper;
 use shardgate_api::{Application, Config};
 use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
 use shardgate_shard_router::ShardId;
@@ -85,6 +87,17 @@ impl RunningServer {
         let (shutdown, signal) = oneshot::channel::<()>();
         let task = tokio::spawn(app.run_until(async move {
             // Either an explicit stop or the sender being dropped ends the server.
+            signal.await.ok();
+        }));
+        Self { base_url, shutdown: Some(shutdown), task: Some(task) }
+    }
+
+    /// A standalone gatekeeper (`shardgate gatekeeper`) with `config`, in a task.
+    pub async fn start_gatekeeper(config: GatekeeperConfig) -> Self {
+        let gatekeeper = Gatekeeper::build(config).await.expect("the gatekeeper builds");
+        let base_url = format!("http://127.0.0.1:{}", gatekeeper.local_addr().port());
+        let (shutdown, signal) = oneshot::channel::<()>();
+        let task = tokio::spawn(gatekeeper.run_until(async move {
             signal.await.ok();
         }));
         Self { base_url, shutdown: Some(shutdown), task: Some(task) }
@@ -180,7 +193,10 @@ pub struct TestApp {
     shard_urls: Vec<(String, String)>,
     db_prefix: String,
     config: Config,
-    // Field order is drop order: the server stops before its databases and directory go.
+    /// The backend's own URL when a gatekeeper stands in front (`base_url` is the gatekeeper's).
+    backend_url: Option<String>,
+    // Field order is drop order: the servers stop before their databases and directory go.
+    gatekeeper: Option<RunningServer>,
     server: Option<RunningServer>,
     pg: PgDatabases,
     data_dir: TempDir,
@@ -233,10 +249,55 @@ impl TestApp {
             shard_urls,
             db_prefix,
             config,
+            backend_url: None,
+            gatekeeper: None,
             server: Some(server),
             pg,
             data_dir,
         }
+    }
+
+    /// A fresh trusted backend on `backend` behind a standalone gatekeeper; `base_url` is the
+    /// gatekeeper's, [`TestApp::backend_url`] the backend's.
+    pub async fn spawn_via_gatekeeper(backend: Backend) -> Self {
+        let secret = format!("internal-test-secret-{}", uuid::Uuid::new_v4().simple());
+        let mut app = Self::spawn_with(backend, |config| {
+            config.trusted = true;
+            config.internal.secret = Some(SecretString::from(secret.clone()));
+        })
+        .await;
+        app.start_gatekeeper().await;
+        app
+    }
+
+    async fn start_gatekeeper(&mut self) {
+        let backend_url = self.server.as_ref().expect("the backend runs").base_url.clone();
+        let config = GatekeeperConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: Some(backend_url.clone()),
+            data_dir: self.data_dir.path().to_path_buf(),
+            internal: self.config.internal.clone(),
+            auth: self.config.auth.clone(),
+            rate_limits: self.config.rate_limits.clone(),
+            limits: self.config.limits.clone(),
+            cors: self.config.cors.clone(),
+            log: self.config.log.clone(),
+        };
+        let gatekeeper = RunningServer::start_gatekeeper(config).await;
+        self.base_url = gatekeeper.base_url.clone();
+        self.backend_url = Some(backend_url);
+        self.gatekeeper = Some(gatekeeper);
+    }
+
+    /// Where the gateway's own metrics are scraped: the backend's when a gatekeeper stands in
+    /// front (probes and metrics need no internal credential), else the gateway's.
+    pub fn metrics_base(&self) -> &str {
+        self.backend_url.as_deref().unwrap_or(&self.base_url)
+    }
+
+    /// The trusted backend's URL, when this app runs behind a gatekeeper.
+    pub fn backend_url(&self) -> Option<&str> {
+        self.backend_url.as_deref()
     }
 
     /// Which engine this app runs on.
@@ -445,6 +506,9 @@ impl TestApp {
     /// Stops the server gracefully and starts a new one with the same configuration (same data
     /// directory and databases, a new port).
     pub async fn restart(&mut self) {
+        if let Some(gatekeeper) = self.gatekeeper.take() {
+            gatekeeper.stop().await;
+        }
         if let Some(server) = self.server.take() {
             server.stop().await;
         }
@@ -453,6 +517,9 @@ impl TestApp {
         let server = RunningServer::start(config).await;
         self.base_url = server.base_url.clone();
         self.server = Some(server);
+        if self.backend_url.is_some() {
+            self.start_gatekeeper().await;
+        }
     }
 }
 
@@ -648,6 +715,12 @@ macro_rules! conformance {
             #[tokio::test]
             async fn postgres() {
                 super::$story($crate::TestApp::spawn($crate::Backend::Postgres).await).await;
+            }
+
+            /// Through a standalone gatekeeper in front of a trusted backend (SQLite).
+            #[tokio::test]
+            async fn via_gatekeeper() {
+                super::$story($crate::TestApp::spawn_via_gatekeeper($crate::Backend::Sqlite).await).await;
             }
         }
     )+};

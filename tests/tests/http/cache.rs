@@ -58,12 +58,12 @@ async fn put_version(
 async fn reads_are_cached_and_every_write_invalidates(app: TestApp) {
     app.create_tenant("acme").await;
     expect_json(app.put_record("acme", "hot", "k", &json!({"v": 1})).await, StatusCode::CREATED).await;
-    let hits_before = metric(&app.client, &app.base_url, "shardgate_cache_l1_hits_total").await;
+    let hits_before = metric(&app.client, app.metrics_base(), "shardgate_cache_l1_hits_total").await;
     for _ in 0..3 {
         let body = expect_json(app.get_record("acme", "hot", "k").await, StatusCode::OK).await;
         assert_eq!(body["value"], json!({"v": 1}));
     }
-    let hits = metric(&app.client, &app.base_url, "shardgate_cache_l1_hits_total").await - hits_before;
+    let hits = metric(&app.client, app.metrics_base(), "shardgate_cache_l1_hits_total").await - hits_before;
     match app.backend() {
         // The embedded default caches in L1.
         Backend::Sqlite => assert!(hits >= 2.0, "repeated reads are served from L1 (hits: {hits})"),
@@ -90,7 +90,7 @@ async fn a_burst_of_misses_for_one_key_reads_the_shard_once() {
     app.create_tenant("acme").await;
     expect_json(app.put_record("acme", "hot", "cold", &json!({"v": 1})).await, StatusCode::CREATED).await;
     // The write invalidated the key; nothing has read it since.
-    let loads_before = metric(&app.client, &app.base_url, "shardgate_cache_loads_total").await;
+    let loads_before = metric(&app.client, app.metrics_base(), "shardgate_cache_loads_total").await;
     let token = app.rw_token("acme");
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..32 {
@@ -100,7 +100,7 @@ async fn a_burst_of_misses_for_one_key_reads_the_shard_once() {
     while let Some(result) = tasks.join_next().await {
         assert_eq!(result.unwrap(), Ok(1));
     }
-    let loads = metric(&app.client, &app.base_url, "shardgate_cache_loads_total").await - loads_before;
+    let loads = metric(&app.client, app.metrics_base(), "shardgate_cache_loads_total").await - loads_before;
     assert_eq!(loads, 1.0, "32 concurrent misses share one shard read");
 }
 

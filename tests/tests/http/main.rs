@@ -7,6 +7,7 @@ mod admin_tenants;
 mod audit;
 mod auth;
 mod cache;
+mod gatekeeper;
 mod isolation;
 mod listing;
 mod malformed;

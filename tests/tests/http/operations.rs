@@ -35,7 +35,7 @@ async fn metrics_count_requests_by_route_and_status(app: TestApp) {
     app.get_record("acme", "docs", "missing").await;
     app.send(Method::GET, "/healthz", None, None, &[]).await;
 
-    let response = app.send(Method::GET, "/metrics", None, None, &[]).await;
+    let response = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(content_type.starts_with("text/plain") || content_type.starts_with("application/openmetrics-text"));

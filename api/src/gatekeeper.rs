@@ -1,0 +1,299 @@
+//! `shardgate gatekeeper --upstream URL`: the gatekeeper as its own process (the Gatekeeper
+//! pattern). It validates every request — path rules, bearer token, tenant binding and scope,
+//! rate limits, body size and media type — and forwards what passes to a trusted backend
+//! (`shardgate serve --trusted`) with the internal credential (see
+//! [`shardgate_gatekeeper::internal`]). It holds no shard or catalog URL and no valet key.
+//!
+//! Tenant rate limits live in the catalog, which the gatekeeper cannot read: the backend reports
+//! a tenant's limit in a response header, and the gatekeeper remembers it for a minute (until it
+//! has heard, the `standard` tier's limit applies).
+//!
+//! Bodies are read up to their route's limit before forwarding; responses are streamed back.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use shardgate_gatekeeper::internal::{self, InternalKey};
+use shardgate_gatekeeper::request::{Access, access};
+use shardgate_gatekeeper::throttle::{Limiter, RateLimit};
+use shardgate_gatekeeper::{AuthError, Authenticator};
+use tokio::net::TcpListener;
+
+use crate::app::{
+    ADMIN_BODY_BYTES, edge_layers, method_not_allowed, overload_or_timeout, rate_limit_store_for, serve_until,
+};
+use crate::config::{GatekeeperConfig, LimitsConfig};
+use crate::embedded::{embedded_issuer, load_or_create_secret};
+use crate::error::ApiError;
+use crate::extract::require_json;
+use crate::gate::{Gate, check_request_path, client_ip};
+use crate::metrics::Metrics;
+
+/// How long a tenant's limit reported by the backend is remembered.
+const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
+
+/// State of the standalone gatekeeper.
+#[derive(Debug)]
+pub struct Front {
+    gate: Gate,
+    key: InternalKey,
+    upstream: String,
+    client: reqwest::Client,
+    learned: moka::sync::Cache<String, RateLimit>,
+    limits: LimitsConfig,
+    metrics: Metrics,
+}
+
+/// A built gatekeeper with its listener bound.
+#[derive(Debug)]
+pub struct Gatekeeper {
+    listener: TcpListener,
+    router: Router,
+}
+
+impl Gatekeeper {
+    /// Checks the configuration, builds the state and binds `config.listen`.
+    pub async fn build(config: GatekeeperConfig) -> anyhow::Result<Self> {
+        let upstream = config.upstream.clone().ok_or_else(|| {
+            anyhow::anyhow!("the gatekeeper needs --upstream (or `upstream`): the trusted backend's URL")
+        })?;
+        let upstream = upstream.trim_end_matches('/').to_owned();
+        reqwest::Url::parse(&upstream).map_err(|e| anyhow::anyhow!("upstream {upstream:?} is not a URL: {e}"))?;
+        let secret = config.internal.secret.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "the gatekeeper needs internal.secret (SHARDGATE_INTERNAL__SECRET), shared with the backend"
+            )
+        })?;
+        let key = InternalKey::new(secret).map_err(anyhow::Error::msg)?;
+        let default_issuer = if config.auth.issuers.is_empty() {
+            Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
+        } else {
+            None
+        };
+        let auth = Authenticator::from_config(&config.auth, default_issuer)?;
+        let mut gate = None;
+        let metrics = Metrics::new(|registry| {
+            gate = Some(
+                rate_limit_store_for(&config.rate_limits, None, None)
+                    .and_then(|shared| Limiter::new(config.rate_limits.clone(), shared))
+                    .map(|limiter| Gate::new(auth, limiter, registry)),
+            );
+        });
+        let gate = gate.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(2))
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()?;
+        let front = Arc::new(Front {
+            gate,
+            key,
+            upstream,
+            client,
+            learned: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(LEARNED_LIMIT_TTL).build(),
+            limits: config.limits.clone(),
+            metrics,
+        });
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrent_requests.max(1)));
+        let routes = Router::new()
+            .route("/healthz", axum::routing::get(healthz))
+            .route("/metrics", axum::routing::get(serve_metrics))
+            .method_not_allowed_fallback(method_not_allowed)
+            .fallback(forward)
+            .layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .load_shed()
+                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
+            );
+        let router = edge_layers(routes, &config.cors)?.with_state(front);
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        Ok(Self { listener, router })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// Serves until `shutdown` completes (then drains, as the gateway does).
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        serve_until(self.listener, self.router, shutdown).await
+    }
+}
+
+async fn healthz() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn serve_metrics(State(front): State<Arc<Front>>) -> Response {
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], front.metrics.render())
+        .into_response()
+}
+
+/// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus what the
+/// gatekeeper replaces: the client's `Authorization` (the backend trusts the internal credential
+/// instead) and any internal header a client tried to smuggle in.
+fn forwardable(name: &HeaderName) -> bool {
+    !matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "authorization"
+            | "content-length"
+    ) && !name.as_str().starts_with("x-shardgate-")
+}
+
+/// Checks the caller against the route's access rule, as the backend's handlers would: 401
+/// without a valid token, 404 `tenant_not_found` for another tenant's path, 403 without the scope.
+fn authorize(
+    rule: &Access,
+    authenticated: Option<&Result<Arc<shardgate_gatekeeper::Principal>, AuthError>>,
+) -> Result<(), ApiError> {
+    if *rule == Access::Open {
+        return Ok(());
+    }
+    let principal = match authenticated {
+        Some(Ok(principal)) => principal,
+        Some(Err(e)) => return Err(ApiError::from(e.clone())),
+        None => return Err(ApiError::from(AuthError::Missing)),
+    };
+    match rule {
+        Access::Open | Access::Authenticated => Ok(()),
+        Access::Admin if principal.scopes.contains(shardgate_gatekeeper::Scope::Admin) => Ok(()),
+        Access::Admin => Err(ApiError::insufficient_scope("admin")),
+        Access::Tenant { tenant, .. } if !principal.is_bound_to(tenant) => Err(ApiError::tenant_not_found()),
+        Access::Tenant { scope, .. } if !principal.scopes.contains(*scope) => {
+            Err(ApiError::insufficient_scope(scope.as_str()))
+        }
+        Access::Tenant { .. } => Ok(()),
+    }
+}
+
+async fn forward(State(front): State<Arc<Front>>, request: Request) -> Response {
+    match admit_and_forward(&front, request).await {
+        Ok(response) => response,
+        Err(response) => response,
+    }
+}
+
+async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, Response> {
+    let path = request.uri().path().to_owned();
+    check_request_path(&path).map_err(IntoResponse::into_response)?;
+    let rule = access(request.method().as_str(), &path);
+    let throttled = !crate::gate::is_unthrottled(&path);
+    let authenticated = front.gate.authenticate(request.headers());
+    let admission = if throttled {
+        front.gate.admit(authenticated.as_ref(), client_ip(&request), |tenant| front.learned.get(tenant)).await?
+    } else {
+        None
+    };
+    authorize(&rule, authenticated.as_ref()).map_err(IntoResponse::into_response)?;
+    let admin = rule == Access::Admin;
+    let body_limit = if admin { ADMIN_BODY_BYTES } else { front.limits.max_record_bytes };
+    if request.method() == axum::http::Method::PUT && path.contains("/records/") {
+        require_json(request.headers()).map_err(IntoResponse::into_response)?;
+    }
+    let deadline = if admin { front.limits.admin_timeout } else { front.limits.request_timeout };
+    let principal = match &authenticated {
+        Some(Ok(principal)) => Some(principal.clone()),
+        _ => None,
+    };
+    let mut response = match tokio::time::timeout(deadline, send(front, request, principal, body_limit)).await {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::GATEWAY_TIMEOUT,
+                "request_timeout",
+                "the request took longer than the limit",
+            )
+            .into_response());
+        }
+    };
+    if let Some(admission) = admission {
+        admission.report(response.headers_mut());
+    }
+    Ok(response)
+}
+
+/// Reads the body (up to `body_limit`), signs and sends the request upstream, and streams the
+/// answer back.
+async fn send(
+    front: &Front,
+    request: Request,
+    principal: Option<Arc<shardgate_gatekeeper::Principal>>,
+    body_limit: usize,
+) -> Result<Response, Response> {
+    let (parts, body) = request.into_parts();
+    if parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|length| length > body_limit)
+    {
+        return Err(ApiError::payload_too_large().into_response());
+    }
+    let body =
+        axum::body::to_bytes(body, body_limit).await.map_err(|_| ApiError::payload_too_large().into_response())?;
+    let path_and_query = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let signed = front.key.sign(parts.method.as_str(), path_and_query, principal.as_deref());
+    let mut headers = HeaderMap::with_capacity(parts.headers.len() + 4);
+    for (name, value) in &parts.headers {
+        if forwardable(name) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    for (name, value) in [
+        (internal::PRINCIPAL_HEADER, signed.principal),
+        (internal::TIMESTAMP_HEADER, signed.timestamp),
+        (internal::SIGNATURE_HEADER, signed.signature),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
+    let url = format!("{}{path_and_query}", front.upstream);
+    let upstream = front.client.request(parts.method, url).headers(headers).body(body).send().await.map_err(|e| {
+        tracing::warn!(error = %e, "upstream unavailable");
+        let mut problem =
+            ApiError::new(StatusCode::BAD_GATEWAY, "upstream_unavailable", "the backend could not be reached")
+                .into_response();
+        problem.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        problem
+    })?;
+    let principal_tenant = principal.as_ref().and_then(|p| p.tenant.clone());
+    let mut response = Response::builder().status(upstream.status());
+    for (name, value) in upstream.headers() {
+        if name.as_str() == internal::RATE_LIMIT_HEADER {
+            if let (Some(tenant), Some(limit)) = (&principal_tenant, parse_limit(value)) {
+                front.learned.insert(tenant.clone(), limit);
+            }
+            continue;
+        }
+        if forwardable(name) || name == header::CONTENT_LENGTH {
+            response = response.header(name, value);
+        }
+    }
+    response.body(Body::from_stream(upstream.bytes_stream())).map_err(|e| ApiError::internal(&e).into_response())
+}
+
+fn parse_limit(value: &HeaderValue) -> Option<RateLimit> {
+    let (per_second, burst) = value.to_str().ok()?.split_once(' ')?;
+    RateLimit { per_second: per_second.parse().ok()?, burst: burst.parse().ok()? }.validate().ok()
+}

@@ -1,0 +1,121 @@
+//! `shardgate gatekeeper --upstream URL` in front of `shardgate serve --trusted`, as two real
+//! processes: requests through the gatekeeper work, direct requests to the backend are refused,
+//! and the gatekeeper refuses a configuration holding a catalog URL.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::json;
+
+const INTERNAL: &str = "gatekeeper-process-internal-secret-0123456789";
+
+struct Process {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start(args: &[&str], data_dir: &std::path::Path) -> Process {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_shardgate"))
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+        .arg(data_dir)
+        .env("SHARDGATE_INTERNAL__SECRET", INTERNAL)
+        .env("SHARDGATE_LOG__FILTER", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the shardgate binary starts");
+    Process { child, base: format!("http://127.0.0.1:{port}") }
+}
+
+async fn wait_healthy(client: &reqwest::Client, process: &Process) {
+    for _ in 0..100 {
+        if let Ok(response) = client.get(format!("{}/healthz", process.base)).send().await
+            && response.status().is_success()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} did not come up", process.base);
+}
+
+fn token(data_dir: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_shardgate"))
+        .arg("token")
+        .args(args)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .output()
+        .expect("shardgate token runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn a_gatekeeper_process_fronts_a_trusted_backend_process() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let backend = start(&["serve", "--trusted"], data_dir.path());
+    wait_healthy(&client, &backend).await;
+    // The gatekeeper shares only the token secret's directory (the embedded issuer) and the
+    // internal secret: no storage configuration at all.
+    let gatekeeper = start(&["gatekeeper", "--upstream", &backend.base], data_dir.path());
+    wait_healthy(&client, &gatekeeper).await;
+
+    let admin = token(data_dir.path(), &["--admin"]);
+    let response = client
+        .post(format!("{}/v1/admin/tenants", gatekeeper.base))
+        .bearer_auth(&admin)
+        .json(&json!({"id": "demo"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let tenant = token(data_dir.path(), &["--tenant", "demo", "--scopes", "read,write"]);
+    let record = "/v1/tenants/demo/collections/orders/records/o1";
+    let response = client
+        .put(format!("{}{record}", gatekeeper.base))
+        .bearer_auth(&tenant)
+        .json(&json!({"total": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let response = client.get(format!("{}{record}", gatekeeper.base)).bearer_auth(&tenant).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().get("ratelimit").is_some());
+
+    // The same token straight to the backend: refused.
+    let response = client.get(format!("{}{record}", backend.base)).bearer_auth(&tenant).send().await.unwrap();
+    assert_eq!(response.status(), 401);
+    let problem: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(problem["code"], "invalid_internal_credential");
+}
+
+#[test]
+fn a_gatekeeper_configured_with_storage_refuses_to_start() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_shardgate"))
+        .args(["gatekeeper", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir.path())
+        .env("SHARDGATE_INTERNAL__SECRET", INTERNAL)
+        .env("SHARDGATE_STORAGE__CATALOG_URL", "postgres://postgres@127.0.0.1:5432/nothing")
+        .output()
+        .expect("the binary runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("storage"), "the error names the refused key: {stderr}");
+}
