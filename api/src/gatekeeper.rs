@@ -286,7 +286,9 @@ async fn send(
             }
             continue;
         }
-        if forwardable(name) || name == header::CONTENT_LENGTH {
+        // CORS is the gatekeeper's own policy (its edge layers add it); the backend's is dropped.
+        let cors = name == header::VARY || name.as_str().starts_with("access-control-");
+        if (forwardable(name) || name == header::CONTENT_LENGTH) && !cors && name != header::DATE {
             response = response.header(name, value);
         }
     }
