@@ -10,6 +10,9 @@ use crate::db::{Database, Engine};
 use crate::ids::{ShardId, TenantId};
 use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
+mod valet;
+pub use valet::{Retirement, ValetGrantRow, ValetKeyRow, ValetKeyState};
+
 /// A shard as the catalog stores it.
 #[derive(Debug, Clone)]
 pub struct ShardRow {
@@ -210,11 +213,17 @@ impl Catalog {
     /// the same transaction (so the change and its audit entry commit or roll back together).
     /// Returns the new epoch.
     async fn begin_change(&self, audit: &Audit) -> Result<(Transaction<'static, Any>, u64), Error> {
-        let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
+        let mut tx = self.begin_audited(audit).await?;
         let epoch: i64 = sqlx::query_scalar("UPDATE shard_map SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
             .fetch_one(&mut *tx)
             .await
             .map_err(catalog_err)?;
+        Ok((tx, epoch as u64))
+    }
+
+    /// Opens a transaction that records `audit`, for a change that does not touch routing.
+    async fn begin_audited(&self, audit: &Audit) -> Result<Transaction<'static, Any>, Error> {
+        let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
         sqlx::query(
             "INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES ($1, $2, $3, $4, $5, $6)",
         )
@@ -227,7 +236,7 @@ impl Catalog {
         .execute(&mut *tx)
         .await
         .map_err(catalog_err)?;
-        Ok((tx, epoch as u64))
+        Ok(tx)
     }
 
     /// Audit entries with id greater than `after`, oldest first, at most `limit`.

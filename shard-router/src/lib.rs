@@ -2,12 +2,13 @@
 //!
 //! Owns where data lives and how to reach it: the catalog database, the shard map (vshard table,
 //! tenant directory and pins, epoch), the routing hash, one connection pool per shard, and the
-//! storage of records on shards.
+//! storage of records and blobs on shards.
 //!
 //! It must not know about HTTP, tokens or caching: callers hand it validated identifiers
 //! ([`ids`]) and get back values or an [`Error`] whose variants say which HTTP status they
 //! become (the `api` crate does that mapping, in one place).
 
+pub mod blobs;
 pub mod catalog;
 pub mod db;
 pub mod hash;
@@ -16,6 +17,10 @@ pub mod map;
 pub mod records;
 pub mod router;
 
+pub use blobs::{
+    BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
+    UploadState,
+};
 pub use db::{Database, Engine, PoolConfig};
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
 pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
@@ -80,6 +85,20 @@ pub enum Error {
     /// 409 `write_contention`: too many concurrent writers on one record.
     #[error("too many concurrent writes to this record; retry")]
     WriteContention,
+    /// 404 `blob_not_found`; also a chunk read of a blob that was replaced or deleted and whose
+    /// chunks have been collected since it was looked up (mid-stream: the response is cut off).
+    #[error("blob not found")]
+    BlobNotFound,
+    /// 409 `upload_closed`: a chunk, commit or abort for an upload that was already committed,
+    /// aborted or collected as abandoned.
+    #[error("the upload is no longer open")]
+    UploadClosed,
+    /// 500 `internal`: the caller broke the blob chunk protocol (a chunk out of order, empty,
+    /// larger than the chunk size or after a short chunk; a commit whose size or chunk count
+    /// disagree with the chunks stored, or whose SHA-256 is not hex; a chunk read past the end).
+    /// A bug in the caller, never the client's doing.
+    #[error("blob chunk protocol violated: {0}")]
+    BlobProtocol(String),
     /// 400 `invalid_database_url`.
     #[error("invalid database URL: {0}")]
     InvalidDatabaseUrl(String),

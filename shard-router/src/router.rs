@@ -10,6 +10,7 @@ use parking_lot::RwLock;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+use crate::blobs::BlobStore;
 use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
 use crate::db::{Database, Engine, PoolConfig, Schema};
 use crate::ids::{ShardId, TenantId};
@@ -477,6 +478,7 @@ impl ShardRouter {
         // old map while it was being deleted) must not become the new tenant's data.
         let db = self.shard_db(&home.shard)?;
         RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
+        BlobStore::new(&db, &home.shard).purge_tenant(&id).await?;
         let now = now_ms();
         let row = TenantRow {
             id: id.clone(),
@@ -507,18 +509,21 @@ impl ShardRouter {
         Ok(row)
     }
 
-    /// Deletes a tenant and every record it has on its home shard.
+    /// Deletes a tenant and every record and blob it has on its home shard; returns how many
+    /// records were removed.
     ///
-    /// The records go first, so a failure there leaves the tenant in place and the call can be
-    /// repeated. Then the tenant leaves the catalog (a new epoch), the home shard's fence is raised
-    /// to that epoch so instances still routing on a map that has the tenant cannot write there,
-    /// and whatever they wrote in between is swept. If that sweep fails, the leftovers are swept
-    /// when a tenant of the same id is created again (see [`ShardRouter::create_tenant`]).
+    /// The records and blobs go first, so a failure there leaves the tenant in place and the call
+    /// can be repeated. Then the tenant leaves the catalog (a new epoch), the home shard's fence is
+    /// raised to that epoch so instances still routing on a map that has the tenant cannot write
+    /// there, and whatever they wrote in between is swept. If that sweep fails, the leftovers are
+    /// swept when a tenant of the same id is created again (see [`ShardRouter::create_tenant`]).
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         let _guard = self.admin.lock().await;
         let (route, db) = self.resolve(id, Access::Write)?;
         let store = RecordStore::new(&db, &route.shard);
+        let blobs = BlobStore::new(&db, &route.shard);
         let mut purged = store.purge_tenant(id).await?;
+        blobs.purge_tenant(id).await?;
         let epoch = self.catalog.delete_tenant(id, audit).await?;
         {
             let mut map = self.map.write();
@@ -527,6 +532,7 @@ impl ShardRouter {
         }
         let sweep = async {
             store.raise_fence(epoch).await?;
+            blobs.purge_tenant(id).await?;
             store.purge_tenant(id).await
         };
         match sweep.await {

@@ -1,51 +1,56 @@
 //! # shardgate-valet
 //!
-//! Valet keys: signed, time-limited URLs that grant one operation on one blob. This crate owns
-//! the canonical string, signing and verification and the key ring; it does no I/O and knows
-//! nothing of HTTP servers or databases.
+//! Valet keys: signed, time-limited URLs that grant one operation (read or write) on one blob of
+//! one tenant. This crate owns the grant model, the canonical string, HMAC-SHA256 signing, the
+//! `sg-` query form and verification; `docs/valet-keys.md` specifies them byte by byte.
 //!
-//! So far it holds the permission model the canonical form binds; signing and verification
-//! arrive with the valet-key issue.
+//! It does no I/O and knows nothing of HTTP servers, databases or tokens: the caller hands it a
+//! method, a tenant, a raw path and a raw query, looks keys up by id, and enforces what needs
+//! state (unknown or retired key ids, revoked grant ids, single use) and what needs the request
+//! body or response (size, content type, content disposition).
+//!
+//! Issuing:
+//!
+//! ```
+//! use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, KeyId, Permission, SigningKey};
+//!
+//! let key = SigningKey::generate(KeyId::parse("k1")?);
+//! let now = 1_700_000_000;
+//! let grant = Grant::new(
+//!     GrantRequest {
+//!         permission: Permission::Read,
+//!         tenant: "acme".into(),
+//!         path: "reports/q1.pdf".into(),
+//!         not_before: now - shardgate_valet::NOT_BEFORE_SKEW_SECS,
+//!         expires_at: now + 600,
+//!         grant_id: GrantId::generate(),
+//!         constraints: Constraints::default(),
+//!     },
+//!     &key,
+//! )?;
+//! let url = format!("/valet/{}/{}?{}", grant.tenant(), grant.path(), grant.to_query(&key));
+//! # let query = url.split_once('?').unwrap().1;
+//! # let verified = shardgate_valet::UnverifiedGrant::parse("GET", "acme", "reports/q1.pdf", query)?.verify(&key, now)?;
+//! # assert_eq!(verified, grant);
+//! # Ok::<(), shardgate_valet::ValetError>(())
+//! ```
+//!
+//! Verifying: [`UnverifiedGrant::parse`], look the key up by [`UnverifiedGrant::key_id`]
+//! ([`ValetError::UnknownKey`] when there is none), then [`UnverifiedGrant::verify`].
 
-/// What a valet key lets its holder do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Permission {
-    /// Download (`GET`, and `HEAD`, which is canonicalised as `GET`).
-    Read,
-    /// Upload (`PUT`).
-    Write,
-}
+mod error;
+mod fields;
+mod grant;
+mod key;
+mod permission;
+mod query;
 
-impl Permission {
-    /// The permission an HTTP method needs, or `None` for methods valet URLs never allow.
-    /// `HEAD` needs the same permission as `GET`.
-    pub fn for_method(method: &str) -> Option<Self> {
-        match method {
-            "GET" | "HEAD" => Some(Permission::Read),
-            "PUT" => Some(Permission::Write),
-            _ => None,
-        }
-    }
-
-    /// The token used in the canonical string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Permission::Read => "read",
-            Permission::Write => "write",
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn head_is_read_and_unknown_methods_are_refused() {
-        assert_eq!(Permission::for_method("HEAD"), Some(Permission::Read));
-        assert_eq!(Permission::for_method("GET"), Some(Permission::Read));
-        assert_eq!(Permission::for_method("PUT"), Some(Permission::Write));
-        assert_eq!(Permission::for_method("DELETE"), None);
-        assert_eq!(Permission::for_method("get"), None);
-    }
-}
+pub use error::ValetError;
+pub use fields::{MAX_CONTENT_DISPOSITION_LEN, MAX_CONTENT_TYPE_LEN, MAX_PATH_LEN};
+pub use grant::{Constraints, Grant, GrantId, GrantRequest, NOT_BEFORE_SKEW_SECS, SCHEME_VERSION};
+pub use key::{KeyId, SigningKey};
+pub use permission::Permission;
+pub use query::{
+    PARAM_CONTENT_DISPOSITION, PARAM_CONTENT_TYPE, PARAM_EXPIRES_AT, PARAM_GRANT_ID, PARAM_KEY_ID, PARAM_MAX_SIZE,
+    PARAM_NOT_BEFORE, PARAM_PERMISSION, PARAM_SIGNATURE, PARAM_SINGLE_USE, PARAM_VERSION, UnverifiedGrant,
+};

@@ -1,0 +1,278 @@
+//! Valet keys in the catalog: the signing keys (`valet_keys`) and every grant issued
+//! (`valet_grants`). Every instance reads them here, so a rotation, a retirement, a revocation or
+//! the one use of a single-use grant is seen by all instances at once.
+
+use sqlx::Row;
+
+use super::{Audit, Catalog, catalog_err, corrupt};
+use crate::Error;
+
+/// State of a signing key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValetKeyState {
+    /// Signs new grants (exactly one key at a time, once any exists).
+    Current,
+    /// Verifies the grants it signed, signs no new ones.
+    Active,
+    /// Verifies nothing: every URL it signed is refused.
+    Retired,
+}
+
+impl ValetKeyState {
+    fn as_str(self) -> &'static str {
+        match self {
+            ValetKeyState::Current => "current",
+            ValetKeyState::Active => "active",
+            ValetKeyState::Retired => "retired",
+        }
+    }
+
+    fn parse(value: &str) -> Option<Self> {
+        match value {
+            "current" => Some(ValetKeyState::Current),
+            "active" => Some(ValetKeyState::Active),
+            "retired" => Some(ValetKeyState::Retired),
+            _ => None,
+        }
+    }
+
+    /// The name the API shows.
+    pub fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// A signing key as the catalog stores it.
+#[derive(Clone)]
+pub struct ValetKeyRow {
+    /// Key id (in every URL it signs).
+    pub id: String,
+    /// The 32-byte HMAC secret.
+    pub secret: [u8; 32],
+    /// Its state.
+    pub state: ValetKeyState,
+    /// Creation time (ms since the Unix epoch).
+    pub created_at_ms: i64,
+    /// When it was retired.
+    pub retired_at_ms: Option<i64>,
+}
+
+impl std::fmt::Debug for ValetKeyRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValetKeyRow").field("id", &self.id).field("state", &self.state).finish_non_exhaustive()
+    }
+}
+
+/// What retiring a key did.
+#[derive(Debug, Clone)]
+pub enum Retirement {
+    /// Retired (or already was).
+    Retired(ValetKeyRow),
+    /// No key has that id.
+    NotFound,
+    /// It is the current key, which cannot be retired: rotate first.
+    IsCurrent,
+}
+
+/// A grant as the catalog stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValetGrantRow {
+    /// Grant id (in the URL).
+    pub id: String,
+    /// Tenant.
+    pub tenant: String,
+    /// Blob path, raw (percent-encoded) as in the URL.
+    pub path: String,
+    /// `read` or `write`.
+    pub permission: String,
+    /// The key that signed it.
+    pub key_id: String,
+    /// Valid from (unix seconds).
+    pub not_before: i64,
+    /// Valid until (unix seconds, exclusive).
+    pub expires_at: i64,
+    /// Whether it works once only.
+    pub single_use: bool,
+    /// When it was used (single-use grants).
+    pub used_at_ms: Option<i64>,
+    /// When it was revoked.
+    pub revoked_at_ms: Option<i64>,
+    /// When it was issued.
+    pub created_at_ms: i64,
+}
+
+fn key_row(row: &sqlx::any::AnyRow) -> Result<ValetKeyRow, Error> {
+    let id: String = row.try_get(0).map_err(catalog_err)?;
+    let secret: String = row.try_get(1).map_err(catalog_err)?;
+    let state: String = row.try_get(2).map_err(catalog_err)?;
+    let secret = hex::decode(&secret)
+        .ok()
+        .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
+        .ok_or_else(|| corrupt(format!("valet key {id} has a malformed secret")))?;
+    Ok(ValetKeyRow {
+        state: ValetKeyState::parse(&state).ok_or_else(|| corrupt(format!("valet key {id} state {state:?}")))?,
+        created_at_ms: row.try_get(3).map_err(catalog_err)?,
+        retired_at_ms: row.try_get(4).map_err(catalog_err)?,
+        secret,
+        id,
+    })
+}
+
+const GRANT_COLUMNS: &str = "id, tenant, path, permission, key_id, not_before, expires_at, single_use, used_at, \
+                             revoked_at, created_at";
+
+fn grant_row(row: &sqlx::any::AnyRow) -> Result<ValetGrantRow, Error> {
+    let single_use: i64 = row.try_get(7).map_err(catalog_err)?;
+    Ok(ValetGrantRow {
+        id: row.try_get(0).map_err(catalog_err)?,
+        tenant: row.try_get(1).map_err(catalog_err)?,
+        path: row.try_get(2).map_err(catalog_err)?,
+        permission: row.try_get(3).map_err(catalog_err)?,
+        key_id: row.try_get(4).map_err(catalog_err)?,
+        not_before: row.try_get(5).map_err(catalog_err)?,
+        expires_at: row.try_get(6).map_err(catalog_err)?,
+        single_use: single_use != 0,
+        used_at_ms: row.try_get(8).map_err(catalog_err)?,
+        revoked_at_ms: row.try_get(9).map_err(catalog_err)?,
+        created_at_ms: row.try_get(10).map_err(catalog_err)?,
+    })
+}
+
+impl Catalog {
+    /// Every signing key, oldest first.
+    pub async fn valet_keys(&self) -> Result<Vec<ValetKeyRow>, Error> {
+        let rows =
+            sqlx::query("SELECT id, secret, state, created_at, retired_at FROM valet_keys ORDER BY created_at, id")
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+        rows.iter().map(key_row).collect()
+    }
+
+    /// Makes a new current key (the previous current one keeps verifying as `active`).
+    pub async fn rotate_valet_key(&self, id: &str, secret: &[u8; 32], audit: &Audit) -> Result<ValetKeyRow, Error> {
+        let mut tx = self.begin_audited(audit).await?;
+        sqlx::query("UPDATE valet_keys SET state = 'active' WHERE state = 'current'")
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        let now = crate::now_ms();
+        sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
+            .bind(id)
+            .bind(hex::encode(secret))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(ValetKeyRow {
+            id: id.to_owned(),
+            secret: *secret,
+            state: ValetKeyState::Current,
+            created_at_ms: now,
+            retired_at_ms: None,
+        })
+    }
+
+    /// Retires a key that is not the current one.
+    pub async fn retire_valet_key(&self, id: &str, audit: &Audit) -> Result<Retirement, Error> {
+        let mut tx = self.begin_audited(audit).await?;
+        let row = sqlx::query("SELECT id, secret, state, created_at, retired_at FROM valet_keys WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        let Some(row) = row.as_ref().map(key_row).transpose()? else { return Ok(Retirement::NotFound) };
+        if row.state == ValetKeyState::Current {
+            return Ok(Retirement::IsCurrent);
+        }
+        let now = crate::now_ms();
+        sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(Retirement::Retired(ValetKeyRow {
+            state: ValetKeyState::Retired,
+            retired_at_ms: row.retired_at_ms.or(Some(now)),
+            ..row
+        }))
+    }
+
+    /// Records an issued grant, with its audit entry, in one transaction.
+    pub async fn insert_valet_grant(&self, grant: &ValetGrantRow, audit: &Audit) -> Result<(), Error> {
+        let mut tx = self.begin_audited(audit).await?;
+        sqlx::query(&format!(
+            "INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        ))
+        .bind(&grant.id)
+        .bind(&grant.tenant)
+        .bind(&grant.path)
+        .bind(&grant.permission)
+        .bind(&grant.key_id)
+        .bind(grant.not_before)
+        .bind(grant.expires_at)
+        .bind(i64::from(grant.single_use))
+        .bind(grant.used_at_ms)
+        .bind(grant.revoked_at_ms)
+        .bind(grant.created_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        tx.commit().await.map_err(catalog_err)
+    }
+
+    /// One grant with the state of the key that signed it (`None` for the state: the key is
+    /// gone).
+    pub async fn valet_grant(&self, id: &str) -> Result<Option<(ValetGrantRow, Option<ValetKeyState>)>, Error> {
+        let columns = GRANT_COLUMNS.split(", ").map(|c| format!("g.{c}")).collect::<Vec<_>>().join(", ");
+        let row = sqlx::query(&format!(
+            "SELECT {columns}, k.state FROM valet_grants g LEFT JOIN valet_keys k ON k.id = g.key_id WHERE g.id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.db.pool)
+        .await
+        .map_err(catalog_err)?;
+        let Some(row) = row else { return Ok(None) };
+        let state: Option<String> = row.try_get(11).map_err(catalog_err)?;
+        Ok(Some((grant_row(&row)?, state.as_deref().and_then(ValetKeyState::parse))))
+    }
+
+    /// Uses a single-use grant: true for exactly one caller, however many try at once.
+    pub async fn use_valet_grant(&self, id: &str) -> Result<bool, Error> {
+        let done = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
+            .bind(crate::now_ms())
+            .bind(id)
+            .execute(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Revokes a tenant's grant. `false`: the tenant has no such grant.
+    pub async fn revoke_valet_grant(&self, tenant: &str, id: &str, audit: &Audit) -> Result<bool, Error> {
+        let mut tx = self.begin_audited(audit).await?;
+        let done =
+            sqlx::query("UPDATE valet_grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND tenant = $3")
+                .bind(crate::now_ms())
+                .bind(id)
+                .bind(tenant)
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(true)
+    }
+
+    /// Appends one audit entry on its own (events that change nothing in the catalog, such as a
+    /// valet download or a refused valet request).
+    pub async fn append_audit(&self, audit: &Audit) -> Result<(), Error> {
+        let tx = self.begin_audited(audit).await?;
+        tx.commit().await.map_err(catalog_err)
+    }
+}

@@ -1,0 +1,336 @@
+//! What a valet URL allows ([`Grant`]) and the canonical string its signature covers.
+
+use std::fmt;
+
+use rand::RngCore;
+
+use crate::fields::{
+    MAX_CONTENT_DISPOSITION_LEN, MAX_CONTENT_TYPE_LEN, Rule, check_grant_id, check_header_value, check_path,
+    check_tenant,
+};
+use crate::{KeyId, Permission, SigningKey, ValetError};
+
+/// The version of the valet URL scheme this crate signs and accepts (`sg-v`).
+pub const SCHEME_VERSION: u32 = 1;
+
+/// How far in the past an issuer should put `not_before` (five minutes), so that a verifier whose
+/// clock runs a little behind the issuer's still accepts a fresh URL.
+pub const NOT_BEFORE_SKEW_SECS: u64 = 300;
+
+/// The first line of every canonical string: separates valet signatures from anything else the
+/// same secret could ever be used for.
+const CANONICAL_CONTEXT: &str = "shardgate-valet";
+
+/// The random id of one grant, 16 bytes written as 32 lowercase hex digits. The caller records it
+/// in the catalog to revoke the grant or to consume a single-use grant.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GrantId(String);
+
+impl GrantId {
+    /// A new random grant id (16 bytes from the thread-local CSPRNG).
+    pub fn generate() -> Self {
+        let mut bytes = [0u8; 16];
+        rand::rng().fill_bytes(&mut bytes);
+        Self(hex::encode(bytes))
+    }
+
+    /// Parses and validates a grant id (32 lowercase hex digits).
+    pub fn parse(id: &str) -> Result<Self, ValetError> {
+        check_grant_id(id).map_err(|reason| ValetError::InvalidField { field: "grant_id", reason })?;
+        Ok(Self(id.to_owned()))
+    }
+
+    /// The grant id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for GrantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for GrantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// Limits on the one operation a grant allows. All of them are signed, absent ones included;
+/// enforcing them is the caller's job (this crate never sees a request body or a response).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Constraints {
+    /// Uploads: the `Content-Type` the `PUT` must carry. Downloads: the `Content-Type` to serve.
+    /// Visible ASCII and spaces, at most [`crate::MAX_CONTENT_TYPE_LEN`] bytes.
+    pub content_type: Option<String>,
+    /// Uploads: the largest body, in bytes, the `PUT` may send.
+    pub max_size: Option<u64>,
+    /// Downloads: the `Content-Disposition` to serve (for example `attachment; filename="a.pdf"`).
+    /// Visible ASCII and spaces, at most [`crate::MAX_CONTENT_DISPOSITION_LEN`] bytes.
+    pub content_disposition: Option<String>,
+    /// The grant works once: the caller consumes its grant id in the catalog on first use.
+    pub single_use: bool,
+}
+
+/// What an issuer asks for; [`Grant::new`] validates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantRequest {
+    /// Read (`GET`/`HEAD`) or write (`PUT`).
+    pub permission: Permission,
+    /// The tenant id (`[a-z0-9][a-z0-9-]{0,62}`), as in `/valet/{tenant}/`.
+    pub tenant: String,
+    /// The blob path exactly as it will appear, percent-encoded, in the URL after
+    /// `/valet/{tenant}/`. `a%2Fb` and `a/b` are different paths.
+    pub path: String,
+    /// First second (unix time) at which the URL works. Put it [`NOT_BEFORE_SKEW_SECS`] in the
+    /// past to allow for clock skew.
+    pub not_before: u64,
+    /// First second (unix time) at which the URL no longer works. Keep it short.
+    pub expires_at: u64,
+    /// The grant's id, usually [`GrantId::generate`].
+    pub grant_id: GrantId,
+    /// Limits on the operation.
+    pub constraints: Constraints,
+}
+
+/// What a valet URL allows: one operation class on one blob of one tenant, during
+/// `[not_before, expires_at)`, under limits. A `Grant` is valid by construction: it comes from
+/// [`Grant::new`] (issuing) or [`crate::UnverifiedGrant::verify`] (a verified URL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub(crate) permission: Permission,
+    pub(crate) tenant: String,
+    pub(crate) path: String,
+    pub(crate) not_before: u64,
+    pub(crate) expires_at: u64,
+    pub(crate) key_id: KeyId,
+    pub(crate) grant_id: GrantId,
+    pub(crate) constraints: Constraints,
+}
+
+impl Grant {
+    /// Validates `request` and makes a grant to be signed by `key` (the grant binds `key`'s id).
+    ///
+    /// Refuses, as [`ValetError::InvalidField`], a tenant outside the tenant id grammar, a path
+    /// that is not a raw URL path (control characters, spaces, `?`, `#`, bad `%` escapes, empty,
+    /// `.` or `..` segments even when percent-encoded, over [`crate::MAX_PATH_LEN`] bytes), a
+    /// header-valued constraint with control characters or outside its length, and
+    /// `not_before >= expires_at`.
+    pub fn new(request: GrantRequest, key: &SigningKey) -> Result<Self, ValetError> {
+        let GrantRequest { permission, tenant, path, not_before, expires_at, grant_id, constraints } = request;
+        let grant =
+            Grant { permission, tenant, path, not_before, expires_at, key_id: key.id().clone(), grant_id, constraints };
+        grant.check().map_err(|(field, reason)| ValetError::InvalidField { field, reason })?;
+        Ok(grant)
+    }
+
+    /// Checks every field rule, naming the first field that breaks one.
+    pub(crate) fn check(&self) -> Result<(), (&'static str, &'static str)> {
+        let named = |field: &'static str, rule: Rule| rule.map_err(|reason| (field, reason));
+        named("tenant", check_tenant(&self.tenant))?;
+        named("path", check_path(&self.path))?;
+        if let Some(content_type) = &self.constraints.content_type {
+            named("content_type", check_header_value(content_type, MAX_CONTENT_TYPE_LEN))?;
+        }
+        if let Some(disposition) = &self.constraints.content_disposition {
+            named("content_disposition", check_header_value(disposition, MAX_CONTENT_DISPOSITION_LEN))?;
+        }
+        if self.not_before >= self.expires_at {
+            return Err(("expires_at", "must be after not_before"));
+        }
+        Ok(())
+    }
+
+    /// The scheme version, [`SCHEME_VERSION`].
+    pub fn version(&self) -> u32 {
+        SCHEME_VERSION
+    }
+
+    /// Read or write.
+    pub fn permission(&self) -> Permission {
+        self.permission
+    }
+
+    /// The tenant id.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// The raw, percent-encoded blob path after `/valet/{tenant}/`. Decoding it into a blob path
+    /// is the caller's job.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// First second (unix time) at which the URL works.
+    pub fn not_before(&self) -> u64 {
+        self.not_before
+    }
+
+    /// First second (unix time) at which the URL no longer works.
+    pub fn expires_at(&self) -> u64 {
+        self.expires_at
+    }
+
+    /// The id of the key that signs (or signed) this grant.
+    pub fn key_id(&self) -> &KeyId {
+        &self.key_id
+    }
+
+    /// The grant's id, for revocation and single use.
+    pub fn grant_id(&self) -> &GrantId {
+        &self.grant_id
+    }
+
+    /// The limits on the operation.
+    pub fn constraints(&self) -> &Constraints {
+        &self.constraints
+    }
+
+    /// The canonical string the signature covers (see `docs/valet-keys.md`): thirteen lines, each
+    /// ended by `\n`, in this fixed order:
+    ///
+    /// ```text
+    /// shardgate-valet
+    /// v=1
+    /// perm=<read|write>
+    /// tenant=<tenant>
+    /// path=<raw path>
+    /// nbf=<decimal>
+    /// exp=<decimal>
+    /// kid=<key id>
+    /// grant=<grant id>
+    /// ct=<content type>            or  ct      when absent
+    /// max=<decimal>                or  max     when absent
+    /// cd=<content disposition>     or  cd      when absent
+    /// once=<1|0>
+    /// ```
+    ///
+    /// A present value is written after `=`; an absent optional one is the bare label, so absent
+    /// and empty never look alike. No value can contain a line feed (every field's rule forbids
+    /// control characters), so the string splits back into exactly these fields.
+    pub fn canonical(&self) -> String {
+        let mut out = String::with_capacity(256 + self.path.len());
+        let mut line = |label: &str, value: Option<&str>| {
+            out.push_str(label);
+            if let Some(value) = value {
+                out.push('=');
+                out.push_str(value);
+            }
+            out.push('\n');
+        };
+        let c = &self.constraints;
+        line(CANONICAL_CONTEXT, None);
+        line("v", Some(&SCHEME_VERSION.to_string()));
+        line("perm", Some(self.permission.as_str()));
+        line("tenant", Some(&self.tenant));
+        line("path", Some(&self.path));
+        line("nbf", Some(&self.not_before.to_string()));
+        line("exp", Some(&self.expires_at.to_string()));
+        line("kid", Some(self.key_id.as_str()));
+        line("grant", Some(self.grant_id.as_str()));
+        line("ct", c.content_type.as_deref());
+        line("max", c.max_size.map(|max| max.to_string()).as_deref());
+        line("cd", c.content_disposition.as_deref());
+        line("once", Some(if c.single_use { "1" } else { "0" }));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> SigningKey {
+        SigningKey::from_parts(KeyId::parse("k1").unwrap(), [7; 32])
+    }
+
+    fn request() -> GrantRequest {
+        GrantRequest {
+            permission: Permission::Read,
+            tenant: "acme".into(),
+            path: "a/b.txt".into(),
+            not_before: 100,
+            expires_at: 200,
+            grant_id: GrantId::parse("00112233445566778899aabbccddeeff").unwrap(),
+            constraints: Constraints::default(),
+        }
+    }
+
+    fn refused(request: GrantRequest) -> &'static str {
+        match Grant::new(request, &key()) {
+            Err(ValetError::InvalidField { field, .. }) => field,
+            other => panic!("expected InvalidField, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn absent_constraints_are_bare_labels() {
+        let grant = Grant::new(request(), &key()).unwrap();
+        assert_eq!(
+            grant.canonical(),
+            "shardgate-valet\nv=1\nperm=read\ntenant=acme\npath=a/b.txt\nnbf=100\nexp=200\nkid=k1\n\
+             grant=00112233445566778899aabbccddeeff\nct\nmax\ncd\nonce=0\n"
+        );
+    }
+
+    #[test]
+    fn every_field_has_one_line() {
+        let mut request = request();
+        request.constraints = Constraints {
+            content_type: Some("text/plain".into()),
+            max_size: Some(0),
+            content_disposition: Some("attachment".into()),
+            single_use: true,
+        };
+        let canonical = Grant::new(request, &key()).unwrap().canonical();
+        let lines: Vec<&str> = canonical.strip_suffix('\n').unwrap().split('\n').collect();
+        assert_eq!(lines.len(), 13);
+        assert_eq!(&lines[9..], ["ct=text/plain", "max=0", "cd=attachment", "once=1"]);
+    }
+
+    #[test]
+    fn control_characters_are_refused_in_every_text_field() {
+        let mut r = request();
+        r.tenant = "acme\nperm=write".into();
+        assert_eq!(refused(r), "tenant");
+        let mut r = request();
+        r.path = "a\nb".into();
+        assert_eq!(refused(r), "path");
+        let mut r = request();
+        r.constraints.content_type = Some("text/plain\nmax=1".into());
+        assert_eq!(refused(r), "content_type");
+        let mut r = request();
+        r.constraints.content_disposition = Some("attachment\r\nx: 1".into());
+        assert_eq!(refused(r), "content_disposition");
+        let mut r = request();
+        r.constraints.content_type = Some("text/plain\0".into());
+        assert_eq!(refused(r), "content_type");
+    }
+
+    #[test]
+    fn other_bad_fields_are_refused() {
+        let mut r = request();
+        r.path = "a/../b".into();
+        assert_eq!(refused(r), "path");
+        let mut r = request();
+        r.path = "a/%2e%2E/b".into();
+        assert_eq!(refused(r), "path");
+        let mut r = request();
+        r.constraints.content_type = Some(String::new());
+        assert_eq!(refused(r), "content_type");
+        let mut r = request();
+        r.expires_at = r.not_before;
+        assert_eq!(refused(r), "expires_at");
+    }
+
+    #[test]
+    fn grant_ids_are_random_hex() {
+        let a = GrantId::generate();
+        assert_eq!(GrantId::parse(a.as_str()), Ok(a.clone()));
+        assert_ne!(a, GrantId::generate());
+        assert!(GrantId::parse("not-a-grant-id").is_err());
+    }
+}
