@@ -34,7 +34,7 @@ use crate::error::ApiError;
 use crate::gate::{Gate, RedisBuckets, front_door};
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
-use crate::routes::{admin, ops, records};
+use crate::routes::{admin, blobs, ops, records};
 use crate::state::App;
 
 /// How long a shutdown waits for in-flight requests.
@@ -52,7 +52,11 @@ pub struct Application {
 
 /// Every route with its OpenAPI description, not yet bound to state.
 pub fn api_routes() -> OpenApiRouter<Arc<App>> {
-    OpenApiRouter::with_openapi(ApiDoc::openapi()).merge(data_routes()).merge(admin_routes()).merge(ops_routes())
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(data_routes())
+        .merge(blob_routes())
+        .merge(admin_routes())
+        .merge(ops_routes())
 }
 
 /// Tenants' data.
@@ -60,6 +64,13 @@ fn data_routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
         .routes(routes!(records::get_record, records::put_record, records::delete_record))
         .routes(routes!(records::list_records))
+}
+
+/// Blobs: streamed, with their own size limits and deadline.
+fn blob_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(blobs::put_blob, blobs::get_blob, blobs::head_blob, blobs::delete_blob))
+        .routes(routes!(blobs::list_blobs))
 }
 
 /// Largest body of an admin request.
@@ -165,6 +176,31 @@ pub fn rate_limit_store_for(
     Ok(link.map(|link| Arc::new(RedisBuckets::new(link)) as Arc<dyn SharedBuckets>))
 }
 
+/// How often each instance sweeps the shards for blob garbage.
+const JANITOR_EVERY: Duration = Duration::from_secs(60);
+
+/// Deletes the chunks of aborted, superseded and abandoned blob uploads once they are older than
+/// the grace period (a reader may still be streaming a superseded blob until then). Ends with the
+/// app.
+async fn blob_janitor(app: std::sync::Weak<App>) {
+    use shardgate_shard_router::blobs::{BLOB_GARBAGE_GRACE_MS, BlobStore};
+    loop {
+        tokio::time::sleep(JANITOR_EVERY).await;
+        let Some(strong) = app.upgrade() else { return };
+        let cutoff = shardgate_shard_router::now_ms() - BLOB_GARBAGE_GRACE_MS;
+        for (shard, state, db) in strong.router.shard_dbs() {
+            if state == shardgate_shard_router::ShardState::Offline {
+                continue;
+            }
+            match BlobStore::new(&db, &shard).collect_garbage(cutoff).await {
+                Ok(0) => {}
+                Ok(chunks) => tracing::info!(shard = %shard, chunks, "collected blob garbage"),
+                Err(e) => tracing::warn!(shard = %shard, error = %e, "blob garbage collection failed"),
+            }
+        }
+    }
+}
+
 /// How often every instance polls the catalog for a new map epoch or cache generation.
 const CATALOG_POLL: Duration = Duration::from_millis(500);
 
@@ -233,10 +269,12 @@ impl Application {
             gate,
             trusted,
             limits: config.limits.clone(),
+            blobs: config.blobs.clone(),
             metrics,
             probe_timeout: config.storage.pool.probe_timeout,
         });
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
+        tokio::spawn(blob_janitor(Arc::downgrade(&app)));
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -262,6 +300,7 @@ impl Application {
         let routes = Router::new()
             .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))
             .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
+            .merge(group(blob_routes(), limits.transfer_timeout, usize::MAX))
             .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
             .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()))
             .fallback(not_found)

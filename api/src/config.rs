@@ -34,6 +34,8 @@ pub struct Config {
     pub cors: CorsConfig,
     /// Throttling per tenant and per client IP.
     pub rate_limits: RateLimitConfig,
+    /// Blob limits.
+    pub blobs: BlobsConfig,
     /// The credential shared with a standalone gatekeeper.
     pub internal: InternalConfig,
     /// Serve only requests forwarded by a standalone gatekeeper (`serve --trusted`): every
@@ -54,6 +56,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             cors: CorsConfig::default(),
             rate_limits: RateLimitConfig::default(),
+            blobs: BlobsConfig::default(),
             internal: InternalConfig::default(),
             trusted: false,
             log: LogConfig::default(),
@@ -71,6 +74,9 @@ pub struct LimitsConfig {
     /// The same for `/v1/admin` routes, some of which move or purge data. Default 120 s.
     #[serde(with = "shardgate_shard_router::db::humantime_serde")]
     pub admin_timeout: std::time::Duration,
+    /// The same for blob uploads and downloads (and valet transfers). Default 1 h.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub transfer_timeout: std::time::Duration,
     /// Most requests in progress at once; more are shed at once with 503 `overloaded` and
     /// `Retry-After`. Default 1024.
     pub max_concurrent_requests: usize,
@@ -90,11 +96,42 @@ impl Default for LimitsConfig {
         Self {
             request_timeout: std::time::Duration::from_secs(30),
             admin_timeout: std::time::Duration::from_secs(120),
+            transfer_timeout: std::time::Duration::from_secs(3600),
             max_concurrent_requests: 1024,
             max_record_bytes: 1024 * 1024,
             max_json_depth: 64,
             max_list_limit: 1000,
             default_list_limit: 100,
+        }
+    }
+}
+
+/// The `[blobs]` section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BlobsConfig {
+    /// Largest blob of a `free` tenant, in bytes (413 beyond). Default 100 MiB.
+    pub max_size_free: u64,
+    /// Largest blob of a `standard` tenant. Default 5 GiB.
+    pub max_size_standard: u64,
+    /// Largest blob of a `premium` tenant. Default 50 GiB.
+    pub max_size_premium: u64,
+}
+
+impl Default for BlobsConfig {
+    fn default() -> Self {
+        const GIB: u64 = 1024 * 1024 * 1024;
+        Self { max_size_free: 100 * 1024 * 1024, max_size_standard: 5 * GIB, max_size_premium: 50 * GIB }
+    }
+}
+
+impl BlobsConfig {
+    /// The largest blob of a tenant of `tier`.
+    pub fn max_size(&self, tier: shardgate_shard_router::Tier) -> u64 {
+        match tier {
+            shardgate_shard_router::Tier::Free => self.max_size_free,
+            shardgate_shard_router::Tier::Standard => self.max_size_standard,
+            shardgate_shard_router::Tier::Premium => self.max_size_premium,
         }
     }
 }

@@ -180,10 +180,14 @@ impl From<&StoreError> for ApiError {
             StoreError::PreconditionFailed => Self::new(
                 StatusCode::PRECONDITION_FAILED,
                 "precondition_failed",
-                "the record's current version does not satisfy If-Match / If-None-Match",
+                "the current version does not satisfy If-Match / If-None-Match",
             ),
             StoreError::WriteContention => {
-                Self::new(StatusCode::CONFLICT, "write_contention", "too many concurrent writes to this record; retry")
+                Self::new(StatusCode::CONFLICT, "write_contention", "too many concurrent writes to this item; retry")
+            }
+            StoreError::BlobNotFound => Self::new(StatusCode::NOT_FOUND, "blob_not_found", "blob not found"),
+            StoreError::UploadClosed => {
+                Self::new(StatusCode::CONFLICT, "upload_closed", "the upload was closed before it finished; retry")
             }
             StoreError::InvalidDatabaseUrl(reason) => Self::bad_request("invalid_database_url", reason.clone()),
             e if e.is_unavailable() => {

@@ -206,15 +206,23 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     };
     authorize(&rule, authenticated.as_ref()).map_err(IntoResponse::into_response)?;
     let admin = rule == Access::Admin;
+    // Blob bodies stream through (the backend enforces the tenant's size limit); others are read
+    // up to their route's limit first.
+    let streamed = is_transfer(&path);
     let body_limit = if admin { ADMIN_BODY_BYTES } else { front.limits.max_record_bytes };
     if request.method() == axum::http::Method::PUT && path.contains("/records/") {
         require_json(request.headers()).map_err(IntoResponse::into_response)?;
     }
-    let deadline = if admin { front.limits.admin_timeout } else { front.limits.request_timeout };
+    let deadline = match (admin, streamed) {
+        (true, _) => front.limits.admin_timeout,
+        (false, true) => front.limits.transfer_timeout,
+        (false, false) => front.limits.request_timeout,
+    };
     let principal = match &authenticated {
         Some(Ok(principal)) => Some(principal.clone()),
         _ => None,
     };
+    let body_limit = (!streamed).then_some(body_limit);
     let mut response = match tokio::time::timeout(deadline, send(front, request, principal, body_limit)).await {
         Ok(result) => result?,
         Err(_) => {
@@ -238,19 +246,25 @@ async fn send(
     front: &Front,
     request: Request,
     principal: Option<Arc<shardgate_gatekeeper::Principal>>,
-    body_limit: usize,
+    body_limit: Option<usize>,
 ) -> Result<Response, Response> {
     let (parts, body) = request.into_parts();
-    if parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
-        .is_some_and(|length| length > body_limit)
-    {
-        return Err(ApiError::payload_too_large().into_response());
-    }
-    let body =
-        axum::body::to_bytes(body, body_limit).await.map_err(|_| ApiError::payload_too_large().into_response())?;
+    let body = match body_limit {
+        None => reqwest::Body::wrap_stream(body.into_data_stream()),
+        Some(limit) => {
+            if parts
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+                .is_some_and(|length| length > limit)
+            {
+                return Err(ApiError::payload_too_large().into_response());
+            }
+            let bytes =
+                axum::body::to_bytes(body, limit).await.map_err(|_| ApiError::payload_too_large().into_response())?;
+            reqwest::Body::from(bytes)
+        }
+    };
     let path_and_query = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
     let signed = front.key.sign(parts.method.as_str(), path_and_query, principal.as_deref());
     let mut headers = HeaderMap::with_capacity(parts.headers.len() + 4);
@@ -293,6 +307,11 @@ async fn send(
         }
     }
     response.body(Body::from_stream(upstream.bytes_stream())).map_err(|e| ApiError::internal(&e).into_response())
+}
+
+/// Whether a path moves blob bytes (streamed, with the transfer deadline).
+fn is_transfer(path: &str) -> bool {
+    path.starts_with("/valet/") || (path.starts_with("/v1/tenants/") && path.contains("/blobs/"))
 }
 
 fn parse_limit(value: &HeaderValue) -> Option<RateLimit> {

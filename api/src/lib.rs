@@ -8,6 +8,7 @@
 //! Find the code for a URL in [`routes`].
 
 pub mod app;
+pub mod blobs;
 pub mod cli;
 pub mod config;
 pub mod embedded;

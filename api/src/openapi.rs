@@ -44,6 +44,9 @@ impl Modify for BearerAuth {
 /// `rate_limited` (the front door), 503 `overloaded` (load shedding) and 504 `request_timeout`
 /// (the request deadline), all problem+json.
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
+    // axum's catch-all `{*path}` is the OpenAPI template `{path}` (its value may contain `/`).
+    let paths = std::mem::take(&mut openapi.paths.paths);
+    openapi.paths.paths = paths.into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
     let problem = |description: &str| {
         RefOr::T(

@@ -20,6 +20,8 @@ pub struct App {
     pub trusted: Option<shardgate_gatekeeper::internal::InternalKey>,
     /// Request limits.
     pub limits: LimitsConfig,
+    /// Blob limits.
+    pub blobs: crate::config::BlobsConfig,
     /// Prometheus metrics.
     pub metrics: Metrics,
     /// Timeout of each readiness probe.

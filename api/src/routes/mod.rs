@@ -10,6 +10,7 @@
 //! | `/healthz`, `/readyz`, `/metrics` | `ops.rs` |
 
 pub mod admin;
+pub mod blobs;
 pub mod ops;
 pub mod records;
 

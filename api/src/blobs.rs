@@ -1,0 +1,222 @@
+//! Moving blob bytes over HTTP, for the blob API and the valet endpoint alike: streaming an
+//! upload into chunks (hashing as it goes, with a size limit and nothing left behind on failure)
+//! and answering a download (`ETag`, `If-None-Match`, a single `Range`, streamed chunks).
+//!
+//! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
+//! into a [`BlobPath`]; `%2F` is therefore the same as `/` (a separator, not part of a segment
+//! name). Empty, `.` and `..` segments, control characters and paths over 1024 bytes are refused.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use futures::{StreamExt, TryStreamExt};
+use sha2::{Digest, Sha256};
+use shardgate_shard_router::blobs::{BLOB_CHUNK_BYTES, BlobMeta, BlobPath, BlobStore, Upload};
+use shardgate_shard_router::now_ms;
+
+use crate::error::ApiError;
+
+/// What a finished upload stream produced.
+#[derive(Debug)]
+pub struct Received {
+    /// Bytes received.
+    pub size: u64,
+    /// SHA-256, lowercase hex.
+    pub sha256: String,
+    /// Chunks stored.
+    pub chunks: u64,
+}
+
+/// Decodes the raw blob path of a URL (400 `invalid_path`).
+pub fn blob_path(raw: &str) -> Result<BlobPath, ApiError> {
+    let decoded = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| ApiError::bad_request("invalid_path", "the blob path must be percent-encoded UTF-8"))?;
+    BlobPath::parse(&decoded).map_err(crate::error::invalid_path)
+}
+
+/// 413 for a body over `max_size` bytes.
+pub fn too_large(max_size: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!("the blob is larger than the limit of {max_size} bytes"),
+    )
+}
+
+/// Refuses at once a body whose declared length is over the limit.
+pub fn check_declared_length(headers: &HeaderMap, max_size: u64) -> Result<(), ApiError> {
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > max_size) { Err(too_large(max_size)) } else { Ok(()) }
+}
+
+/// Streams `body` into `upload` in chunks of [`BLOB_CHUNK_BYTES`], at most one chunk in memory.
+/// On any failure (the client goes away, the body exceeds `max_size`, a shard error) the upload
+/// is aborted, so nothing of it remains.
+pub async fn receive(store: &BlobStore<'_>, upload: &Upload, body: Body, max_size: u64) -> Result<Received, ApiError> {
+    let outcome = stream_chunks(store, upload, body, max_size).await;
+    if outcome.is_err()
+        && let Err(e) = store.abort(upload, now_ms()).await
+    {
+        tracing::warn!(error = %e, upload = upload.id(), "could not abort a failed upload; the janitor will");
+    }
+    outcome
+}
+
+async fn stream_chunks(
+    store: &BlobStore<'_>,
+    upload: &Upload,
+    body: Body,
+    max_size: u64,
+) -> Result<Received, ApiError> {
+    let mut stream = body.into_data_stream();
+    let mut hasher = Sha256::new();
+    let mut buffer = BytesMut::with_capacity(BLOB_CHUNK_BYTES);
+    let (mut size, mut chunks) = (0u64, 0u64);
+    while let Some(piece) = stream.next().await {
+        let mut piece = piece.map_err(|e| {
+            ApiError::bad_request("upload_interrupted", format!("the request body could not be read: {e}"))
+        })?;
+        size += piece.len() as u64;
+        if size > max_size {
+            return Err(too_large(max_size));
+        }
+        hasher.update(&piece);
+        while !piece.is_empty() {
+            let take = (BLOB_CHUNK_BYTES - buffer.len()).min(piece.len());
+            buffer.extend_from_slice(&piece.split_to(take));
+            if buffer.len() == BLOB_CHUNK_BYTES {
+                store.put_chunk(upload, chunks, &buffer, now_ms()).await?;
+                chunks += 1;
+                buffer.clear();
+            }
+        }
+    }
+    if !buffer.is_empty() {
+        store.put_chunk(upload, chunks, &buffer, now_ms()).await?;
+        chunks += 1;
+    }
+    Ok(Received { size, sha256: hex::encode(hasher.finalize()), chunks })
+}
+
+/// The strong `ETag` of a blob: its SHA-256 in quotes.
+pub fn etag(meta: &BlobMeta) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{}\"", meta.sha256)).unwrap_or_else(|_| HeaderValue::from_static("\"\""))
+}
+
+/// Whether an `If-None-Match` list names the blob (`*` names any).
+fn none_match_hits(headers: &HeaderMap, meta: &BlobMeta) -> bool {
+    let tag = format!("\"{}\"", meta.sha256);
+    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|list| {
+        list.split(',').map(str::trim).any(|t| t == "*" || t == tag || t.strip_prefix("W/") == Some(tag.as_str()))
+    })
+}
+
+/// A single byte range from a `Range` header: `Ok(None)` for a whole-body answer (no header, a
+/// unit other than bytes, several ranges, or an `If-Range` that does not match), `Err(())` when
+/// the range cannot be satisfied.
+fn requested_range(headers: &HeaderMap, meta: &BlobMeta) -> Result<Option<std::ops::Range<u64>>, ()> {
+    let Some(value) = headers.get(header::RANGE).and_then(|v| v.to_str().ok()) else { return Ok(None) };
+    if let Some(if_range) = headers.get(header::IF_RANGE).and_then(|v| v.to_str().ok())
+        && if_range.trim() != format!("\"{}\"", meta.sha256)
+    {
+        return Ok(None);
+    }
+    let Some(spec) = value.trim().strip_prefix("bytes=") else { return Ok(None) };
+    if spec.contains(',') {
+        return Ok(None);
+    }
+    let (first, last) = spec.split_once('-').ok_or(())?;
+    let (first, last) = (first.trim(), last.trim());
+    let size = meta.size;
+    let range = if first.is_empty() {
+        let suffix: u64 = last.parse().map_err(|_| ())?;
+        if suffix == 0 || size == 0 {
+            return Err(());
+        }
+        size.saturating_sub(suffix)..size
+    } else {
+        let start: u64 = first.parse().map_err(|_| ())?;
+        let end = if last.is_empty() { size } else { last.parse::<u64>().map_err(|_| ())?.saturating_add(1).min(size) };
+        if start >= size || end <= start {
+            return Err(());
+        }
+        start..end
+    };
+    Ok(Some(range))
+}
+
+/// The answer to `GET` (or `HEAD`, without a body) of `meta`: 304 on a matching `If-None-Match`,
+/// 206 with `Content-Range` for one satisfiable range, 416 for an unsatisfiable one, else 200.
+/// The body streams chunk by chunk.
+pub fn download(store: &BlobStore<'_>, meta: &BlobMeta, headers: &HeaderMap, head: bool) -> Response {
+    let mut response_headers = HeaderMap::new();
+    response_headers.insert(header::ETAG, etag(meta));
+    response_headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Ok(modified) = HeaderValue::from_str(&httpdate(meta.updated_at_ms)) {
+        response_headers.insert(header::LAST_MODIFIED, modified);
+    }
+    if none_match_hits(headers, meta) {
+        return (StatusCode::NOT_MODIFIED, response_headers).into_response();
+    }
+    let content_type = HeaderValue::from_str(&meta.content_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    let (status, range) = match requested_range(headers, meta) {
+        Ok(Some(range)) => (StatusCode::PARTIAL_CONTENT, range),
+        Ok(None) => (StatusCode::OK, 0..meta.size),
+        Err(()) => {
+            let mut refused = ApiError::new(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "range_not_satisfiable",
+                format!("the blob has {} bytes", meta.size),
+            )
+            .into_response();
+            if let Ok(value) = HeaderValue::from_str(&format!("bytes */{}", meta.size)) {
+                refused.headers_mut().insert(header::CONTENT_RANGE, value);
+            }
+            refused.headers_mut().extend(response_headers);
+            return refused;
+        }
+    };
+    if status == StatusCode::PARTIAL_CONTENT
+        && let Ok(value) = HeaderValue::from_str(&format!("bytes {}-{}/{}", range.start, range.end - 1, meta.size))
+    {
+        response_headers.insert(header::CONTENT_RANGE, value);
+    }
+    response_headers.insert(header::CONTENT_TYPE, content_type);
+    response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(range.end - range.start));
+    if head || range.is_empty() {
+        return (status, response_headers).into_response();
+    }
+    let chunk_size = u64::from(meta.chunk_size);
+    let seqs = meta.chunks_covering(range.clone());
+    let first_offset = seqs.start * chunk_size;
+    let chunks = match store.read_chunks(meta, seqs) {
+        Ok(chunks) => chunks,
+        Err(e) => return ApiError::from(&e).into_response(),
+    };
+    // Trim the first and last chunk to the range.
+    let body = chunks
+        .scan(first_offset, move |offset, chunk| {
+            let out = chunk.map(|chunk: Bytes| {
+                let (chunk_start, chunk_end) = (*offset, *offset + chunk.len() as u64);
+                *offset = chunk_end;
+                let from = range.start.max(chunk_start) - chunk_start;
+                let to = range.end.min(chunk_end) - chunk_start;
+                chunk.slice(from as usize..to as usize)
+            });
+            std::future::ready(Some(out))
+        })
+        .map_err(|e| std::io::Error::other(e.to_string()));
+    (status, response_headers, Body::from_stream(body)).into_response()
+}
+
+/// An HTTP date (RFC 9110 IMF-fixdate) from ms since the Unix epoch.
+fn httpdate(ms: i64) -> String {
+    let Ok(at) = time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)) else { return String::new() };
+    let format = time::macros::format_description!(
+        "[weekday repr:short], [day] [month repr:short] [year] [hour]:[minute]:[second] GMT"
+    );
+    at.format(&format).unwrap_or_default()
+}

@@ -1,0 +1,371 @@
+//! `/v1/tenants/{tenant}/blobs[/{path}]`: binary objects on the tenant's home shard, streamed in
+//! and out in chunks, with a strong `ETag` (the SHA-256), `If-Match` / `If-None-Match` and
+//! single `Range` requests. The byte moving lives in [`crate::blobs`].
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::blobs::{BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobStore};
+use shardgate_shard_router::{Access, TenantId, now_ms};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{Page, decode_cursor, page_limit, rfc3339};
+use crate::blobs::{blob_path, check_declared_length, download, etag, receive};
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::state::App;
+
+/// A blob's description.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BlobInfo {
+    /// Its path.
+    pub path: String,
+    /// Length in bytes.
+    pub size: u64,
+    /// SHA-256 of its bytes, lowercase hex (the `ETag`, in quotes).
+    pub sha256: String,
+    /// Media type, as written.
+    pub content_type: String,
+    /// 1 on first write, +1 on every overwrite and delete.
+    pub version: i64,
+    /// Last write, RFC 3339.
+    pub updated_at: String,
+}
+
+impl From<&BlobMeta> for BlobInfo {
+    fn from(meta: &BlobMeta) -> Self {
+        Self {
+            path: meta.path.to_string(),
+            size: meta.size,
+            sha256: meta.sha256.clone(),
+            content_type: meta.content_type.clone(),
+            version: meta.version,
+            updated_at: rfc3339(meta.updated_at_ms),
+        }
+    }
+}
+
+/// Path of one blob.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct BlobRoute {
+    /// Tenant id (must be the token's tenant).
+    tenant: String,
+    /// Blob path: `/`-separated segments, 1–1024 bytes of UTF-8 in all, no empty, `.` or `..`
+    /// segment, no control characters; `%2F` is the same as `/`.
+    #[expect(dead_code, reason = "documents the path parameter; the raw path is read from the URI")]
+    path: String,
+}
+
+/// Path of a tenant's blobs.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct BlobsRoute {
+    /// Tenant id (must be the token's tenant).
+    tenant: String,
+}
+
+/// Listing filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct BlobListQuery {
+    /// Only paths starting with this.
+    prefix: Option<String>,
+    /// Page size: default 100, capped at 1000.
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// The raw blob path of the request (what follows `/blobs/`), decoded and checked.
+fn path_of(request_path: &str) -> Result<BlobPath, ApiError> {
+    let raw = request_path.split_once("/blobs/").map(|(_, rest)| rest).unwrap_or_default();
+    blob_path(raw)
+}
+
+fn tenant_for(caller: &Caller, tenant: &str, scope: Scope) -> Result<TenantId, ApiError> {
+    caller.for_tenant(tenant, scope)
+}
+
+/// `If-Match` / `If-None-Match` of a blob write or delete.
+fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
+    let text = |name: header::HeaderName| -> Result<Option<String>, ApiError> {
+        let values: Vec<&str> = headers
+            .get_all(&name)
+            .iter()
+            .map(|v| v.to_str().map_err(|_| ApiError::bad_request("invalid_header", format!("{name} is not text"))))
+            .collect::<Result<_, _>>()?;
+        Ok((!values.is_empty()).then(|| values.join(",")))
+    };
+    match (text(header::IF_MATCH)?, text(header::IF_NONE_MATCH)?) {
+        (Some(_), Some(_)) => Err(ApiError::bad_request("invalid_header", "send If-Match or If-None-Match, not both")),
+        (Some(m), None) if m.trim() == "*" => Ok(BlobCondition::Exists),
+        (Some(m), None) => {
+            let tags = m
+                .split(',')
+                .map(|t| {
+                    let t = t.trim();
+                    t.strip_prefix('"').and_then(|t| t.strip_suffix('"')).map(str::to_owned).ok_or_else(|| {
+                        ApiError::bad_request("invalid_header", "If-Match must be \"*\" or quoted SHA-256 ETags")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(BlobCondition::Sha256In(tags))
+        }
+        (None, Some(n)) if n.trim() == "*" => Ok(BlobCondition::Absent),
+        (None, Some(_)) => Err(ApiError::bad_request("invalid_header", "writes accept only If-None-Match: *")),
+        (None, None) => Ok(BlobCondition::Always),
+    }
+}
+
+fn precondition_failed() -> ApiError {
+    ApiError::new(StatusCode::PRECONDITION_FAILED, "precondition_failed", "the blob does not satisfy the precondition")
+}
+
+/// What a blob write stores, and under which conditions.
+#[derive(Debug)]
+pub struct NewBlob<'a> {
+    /// Whose.
+    pub tenant: &'a TenantId,
+    /// Where.
+    pub path: &'a BlobPath,
+    /// Its media type.
+    pub content_type: String,
+    /// `If-Match` / `If-None-Match`.
+    pub condition: BlobCondition,
+    /// The largest body accepted.
+    pub max_size: u64,
+}
+
+/// Stores `body` as a blob (shared with valet uploads): streams it into a staged upload, then
+/// switches it live if the condition still holds. Returns whether it was created, and the blob.
+pub async fn store_blob(
+    app: &App,
+    blob: NewBlob<'_>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(bool, BlobMeta), ApiError> {
+    let NewBlob { tenant, path, content_type, condition, max_size } = blob;
+    check_declared_length(headers, max_size)?;
+    let (route, db) = app.router.resolve(tenant, Access::Write)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
+    // Refuse a failing precondition before reading a possibly large body.
+    if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
+        return Err(precondition_failed());
+    }
+    let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
+    let received = receive(&store, &upload, body, max_size).await?;
+    let commit = BlobCommit {
+        size: received.size,
+        sha256_hex: received.sha256,
+        content_type,
+        chunk_count: received.chunks,
+        condition,
+    };
+    let outcome = store.commit(&upload, commit, now_ms()).await?;
+    Ok((outcome.created, outcome.blob))
+}
+
+/// The media type a blob is stored with: the request's `Content-Type`, or
+/// `application/octet-stream`.
+pub fn content_type_of(headers: &HeaderMap) -> Result<String, ApiError> {
+    match headers.get(header::CONTENT_TYPE) {
+        None => Ok("application/octet-stream".to_owned()),
+        Some(value) => {
+            let text = value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
+                ApiError::bad_request("invalid_header", "Content-Type must be 1–255 characters of visible ASCII")
+            })?;
+            Ok(text.to_owned())
+        }
+    }
+}
+
+fn blob_response(status: StatusCode, meta: &BlobMeta) -> Response {
+    (status, [(header::ETAG, etag(meta))], axum::Json(BlobInfo::from(meta))).into_response()
+}
+
+/// Upload a blob (streamed; replaces any blob at the path atomically).
+#[utoipa::path(
+    put,
+    path = "/v1/tenants/{tenant}/blobs/{*path}",
+    tag = "blobs",
+    params(
+        BlobRoute,
+        ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags: write only if the blob has one of them"),
+        ("If-None-Match" = Option<String>, Header, description = "`*`: create only"),
+    ),
+    request_body(content = Vec<u8>, description = "The bytes (any media type; stored as given by Content-Type)", content_type = "application/octet-stream"),
+    security(("bearer" = ["write"])),
+    responses(
+        (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
+        (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
+        (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`write_contention` or `upload_closed`", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`: over the tier's blob size limit", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn put_blob(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(route): ApiPath<BlobRoute>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_for(&caller, &route.tenant, Scope::Write)?;
+    let path = path_of(request.uri().path())?;
+    let (parts, body) = request.into_parts();
+    let condition = blob_condition(&parts.headers)?;
+    let content_type = content_type_of(&parts.headers)?;
+    let (tier, _) = app.router.tenant_limits(tenant.as_str()).ok_or_else(ApiError::tenant_not_found)?;
+    let max_size = app.blobs.max_size(tier);
+    let blob = NewBlob { tenant: &tenant, path: &path, content_type, condition, max_size };
+    let (created, meta) = store_blob(&app, blob, &parts.headers, body).await?;
+    Ok(blob_response(if created { StatusCode::CREATED } else { StatusCode::OK }, &meta))
+}
+
+/// Looks up a live blob (404 `blob_not_found` otherwise) and answers a download of it.
+pub async fn serve_blob(
+    app: &App,
+    tenant: &TenantId,
+    path: &BlobPath,
+    headers: &HeaderMap,
+    head: bool,
+) -> Result<Response, ApiError> {
+    let (route, db) = app.router.resolve(tenant, Access::Read)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let store = BlobStore::new(&db, &route.shard);
+    let meta = store.head(tenant, path).await?.ok_or(shardgate_shard_router::Error::BlobNotFound)?;
+    Ok(download(&store, &meta, headers, head))
+}
+
+/// Download a blob (or a single byte range of it).
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/blobs/{*path}",
+    tag = "blobs",
+    params(
+        BlobRoute,
+        ("Range" = Option<String>, Header, description = "One range: `bytes=first-last`, `bytes=first-` or `bytes=-suffix`"),
+        ("If-None-Match" = Option<String>, Header, description = "Quoted SHA-256 ETags or `*`: 304 if the blob has one"),
+        ("If-Range" = Option<String>, Header, description = "Quoted ETag: honour `Range` only if it still matches"),
+    ),
+    security(("bearer" = ["read"])),
+    responses(
+        (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
+        (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
+        (status = 304, description = "Not modified"),
+        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_blob(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(route): ApiPath<BlobRoute>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_for(&caller, &route.tenant, Scope::Read)?;
+    let path = path_of(request.uri().path())?;
+    let head = request.method() == axum::http::Method::HEAD;
+    serve_blob(&app, &tenant, &path, request.headers(), head).await
+}
+
+/// A blob's headers (`ETag`, `Content-Length`, `Content-Type`, `Accept-Ranges`) without its bytes.
+#[utoipa::path(
+    head,
+    path = "/v1/tenants/{tenant}/blobs/{*path}",
+    tag = "blobs",
+    params(BlobRoute),
+    security(("bearer" = ["read"])),
+    responses(
+        (status = 200, description = "The blob exists", headers(("ETag" = String), ("Content-Length" = u64), ("Accept-Ranges" = String))),
+        (status = 304, description = "Not modified"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn head_blob(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(route): ApiPath<BlobRoute>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_for(&caller, &route.tenant, Scope::Read)?;
+    let path = path_of(request.uri().path())?;
+    serve_blob(&app, &tenant, &path, request.headers(), true).await
+}
+
+/// Delete a blob.
+#[utoipa::path(
+    delete,
+    path = "/v1/tenants/{tenant}/blobs/{*path}",
+    tag = "blobs",
+    params(BlobRoute, ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags")),
+    security(("bearer" = ["write"])),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete_blob(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(route): ApiPath<BlobRoute>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_for(&caller, &route.tenant, Scope::Write)?;
+    let path = path_of(request.uri().path())?;
+    let condition = blob_condition(request.headers())?;
+    let (route, db) = app.router.resolve(&tenant, Access::Write)?;
+    let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
+    match store.delete(&tenant, &path, &condition, now_ms()).await? {
+        Some(_) => Ok(StatusCode::NO_CONTENT.into_response()),
+        None => Err(ApiError::from(&shardgate_shard_router::Error::BlobNotFound)),
+    }
+}
+
+/// List a tenant's blobs in path order.
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/blobs",
+    tag = "blobs",
+    params(BlobsRoute, BlobListQuery),
+    security(("bearer" = ["read"])),
+    responses(
+        (status = 200, description = "A page of blobs", body = Page<BlobInfo>),
+        (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_blobs(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(route): ApiPath<BlobsRoute>,
+    ApiQuery(query): ApiQuery<BlobListQuery>,
+) -> Result<axum::Json<Page<BlobInfo>>, ApiError> {
+    let tenant = tenant_for(&caller, &route.tenant, Scope::Read)?;
+    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
+    let (route, db) = app.router.resolve(&tenant, Access::Read)?;
+    let store = BlobStore::new(&db, &route.shard);
+    let rows = store.list(&tenant, query.prefix.as_deref(), after.as_deref(), limit + 1).await?;
+    Ok(axum::Json(Page::from_overfetch(rows, limit, |meta| meta.path.to_string(), |meta| BlobInfo::from(&meta))))
+}

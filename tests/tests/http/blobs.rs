@@ -1,0 +1,237 @@
+//! Blobs: streamed in and out in chunks, a SHA-256 `ETag`, conditional writes, single ranges,
+//! listing, path rules, tier size limits, and nothing left behind by a failed upload.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use shardgate_tests::{Backend, TestApp, expect_json, expect_problem};
+
+shardgate_tests::conformance!(blobs_round_trip_with_ranges_and_conditions, blob_paths_and_listing);
+
+/// Bytes that differ everywhere (so a misplaced chunk shows).
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4] ^ seed).collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+async fn put_blob(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    body: Vec<u8>,
+    headers: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut request = app.client.put(app.url(&format!("/v1/tenants/acme/blobs/{path}"))).bearer_auth(token).body(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+async fn get_blob(app: &TestApp, token: &str, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = app.client.get(app.url(&format!("/v1/tenants/acme/blobs/{path}"))).bearer_auth(token);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap()
+}
+
+async fn blobs_round_trip_with_ranges_and_conditions(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    // 2.7 chunks of 256 KiB.
+    let bytes = pattern(700_000, 7);
+    let digest = sha256_hex(&bytes);
+    let etag = format!("\"{digest}\"");
+    let created =
+        put_blob(&app, &token, "docs/report.bin", bytes.clone(), &[("content-type", "application/pdf")]).await;
+    assert_eq!(created.headers()["etag"], etag.as_str());
+    let info = expect_json(created, StatusCode::CREATED).await;
+    assert_eq!(info["size"], 700_000);
+    assert_eq!(info["sha256"], digest);
+    assert_eq!(info["content_type"], "application/pdf");
+
+    let whole = get_blob(&app, &token, "docs/report.bin", &[]).await;
+    assert_eq!(whole.status(), StatusCode::OK);
+    assert_eq!(whole.headers()["etag"], etag.as_str());
+    assert_eq!(whole.headers()["accept-ranges"], "bytes");
+    assert_eq!(whole.headers()["content-type"], "application/pdf");
+    assert_eq!(whole.bytes().await.unwrap().as_ref(), bytes.as_slice());
+
+    // Ranges across chunk boundaries, open-ended and suffix ranges.
+    for (range, expected) in [
+        ("bytes=0-0", 0..1),
+        ("bytes=262000-524400", 262_000..524_401),
+        ("bytes=699990-", 699_990..700_000),
+        ("bytes=-10", 699_990..700_000),
+        ("bytes=500000-999999999", 500_000..700_000),
+    ] {
+        let response = get_blob(&app, &token, "docs/report.bin", &[("range", range)]).await;
+        assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT, "{range}");
+        let content_range = format!("bytes {}-{}/700000", expected.start, expected.end - 1);
+        assert_eq!(response.headers()["content-range"], content_range.as_str(), "{range}");
+        assert_eq!(response.bytes().await.unwrap().as_ref(), &bytes[expected.clone()], "{range}");
+    }
+    for unsatisfiable in ["bytes=700000-", "bytes=-0", "bytes=5-2"] {
+        let response = get_blob(&app, &token, "docs/report.bin", &[("range", unsatisfiable)]).await;
+        assert_eq!(response.headers()["content-range"], "bytes */700000", "{unsatisfiable}");
+        expect_problem(response, StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable").await;
+    }
+    // A stale If-Range gets the whole blob.
+    let response = get_blob(&app, &token, "docs/report.bin", &[("range", "bytes=0-9"), ("if-range", "\"old\"")]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    // Conditional GET and HEAD.
+    let response = get_blob(&app, &token, "docs/report.bin", &[("if-none-match", &etag)]).await;
+    assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
+    let head =
+        app.client.head(app.url("/v1/tenants/acme/blobs/docs/report.bin")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_eq!(head.headers()["content-length"], "700000");
+    assert_eq!(head.headers()["etag"], etag.as_str());
+
+    // Conditional overwrites: a wrong If-Match and a create-only write change nothing.
+    let other = pattern(10, 9);
+    let response = put_blob(&app, &token, "docs/report.bin", other.clone(), &[("if-match", "\"0000\"")]).await;
+    expect_problem(response, StatusCode::PRECONDITION_FAILED, "precondition_failed").await;
+    let response = put_blob(&app, &token, "docs/report.bin", other.clone(), &[("if-none-match", "*")]).await;
+    expect_problem(response, StatusCode::PRECONDITION_FAILED, "precondition_failed").await;
+    let response = get_blob(&app, &token, "docs/report.bin", &[]).await;
+    assert_eq!(response.bytes().await.unwrap().as_ref(), bytes.as_slice(), "the old blob is intact");
+    // The right If-Match replaces it (200), with the new ETag.
+    let response = put_blob(&app, &token, "docs/report.bin", other.clone(), &[("if-match", &etag)]).await;
+    let info = expect_json(response, StatusCode::OK).await;
+    assert_eq!(info["sha256"], sha256_hex(&other));
+    assert_eq!(info["content_type"], "application/octet-stream");
+    assert_eq!(info["version"], 2);
+
+    // Delete: a stale If-Match is refused, then the blob goes.
+    let path = app.url("/v1/tenants/acme/blobs/docs/report.bin");
+    let response = app.client.delete(&path).bearer_auth(&token).header("if-match", &etag).send().await.unwrap();
+    expect_problem(response, StatusCode::PRECONDITION_FAILED, "precondition_failed").await;
+    let response = app.client.delete(&path).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    expect_problem(get_blob(&app, &token, "docs/report.bin", &[]).await, StatusCode::NOT_FOUND, "blob_not_found").await;
+    let response = app.client.delete(&path).bearer_auth(&token).send().await.unwrap();
+    expect_problem(response, StatusCode::NOT_FOUND, "blob_not_found").await;
+
+    // An empty blob is a blob.
+    let response = put_blob(&app, &token, "empty", Vec::new(), &[]).await;
+    let info = expect_json(response, StatusCode::CREATED).await;
+    assert_eq!(info["sha256"], sha256_hex(&[]));
+    let response = get_blob(&app, &token, "empty", &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.bytes().await.unwrap().is_empty());
+}
+
+async fn blob_paths_and_listing(app: TestApp) {
+    app.create_tenant("acme").await;
+    app.create_tenant("bob").await;
+    let token = app.rw_token("acme");
+    for path in ["b/2", "a/1", "a/2", "a%2F3", "c%20d/%E2%9C%93"] {
+        expect_json(put_blob(&app, &token, path, b"x".to_vec(), &[]).await, StatusCode::CREATED).await;
+    }
+    let page = |query: &str| {
+        let url = app.url(&format!("/v1/tenants/acme/blobs{query}"));
+        let token = token.clone();
+        let client = app.client.clone();
+        async move { expect_json(client.get(url).bearer_auth(token).send().await.unwrap(), StatusCode::OK).await }
+    };
+    let paths = |page: &Value| -> Vec<String> {
+        page["items"].as_array().unwrap().iter().map(|i| i["path"].as_str().unwrap().to_owned()).collect()
+    };
+    // `%2F` is a separator like `/`: "a%2F3" is the blob "a/3".
+    assert_eq!(paths(&page("?prefix=a/").await), ["a/1", "a/2", "a/3"]);
+    let first = page("?limit=2").await;
+    assert_eq!(paths(&first), ["a/1", "a/2"]);
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let rest = page(&format!("?limit=10&cursor={cursor}")).await;
+    assert_eq!(paths(&rest), ["a/3", "b/2", "c d/✓"]);
+    assert!(rest["next_cursor"].is_null());
+
+    // Bad paths are 400, whatever the method.
+    for bad in ["a//b", "a/%00", "a/%zz", "%FF"] {
+        let response = put_blob(&app, &token, bad, b"x".to_vec(), &[]).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{bad}");
+    }
+    let long = "x".repeat(1025);
+    let response = put_blob(&app, &token, &long, b"x".to_vec(), &[]).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+
+    // Another tenant's token sees nothing of acme's blobs.
+    let bob = app.rw_token("bob");
+    let response = app.client.get(app.url("/v1/tenants/acme/blobs/a/1")).bearer_auth(&bob).send().await.unwrap();
+    expect_problem(response, StatusCode::NOT_FOUND, "tenant_not_found").await;
+    let response = app.client.get(app.url("/v1/tenants/bob/blobs")).bearer_auth(&bob).send().await.unwrap();
+    assert_eq!(expect_json(response, StatusCode::OK).await["items"], json!([]));
+    // A read-only token cannot write.
+    let reader = app.token("acme", &[shardgate_gatekeeper::Scope::Read]);
+    let response = put_blob(&app, &reader, "a/9", b"x".to_vec(), &[]).await;
+    expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+}
+
+#[tokio::test]
+async fn a_blob_over_the_tier_limit_is_refused_and_leaves_nothing() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| c.blobs.max_size_free = 300_000).await;
+    app.create_tenant_with(&json!({"id": "acme", "tier": "free"})).await;
+    let token = app.rw_token("acme");
+    let response = put_blob(&app, &token, "big", pattern(300_001, 1), &[]).await;
+    expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+    // Without a declared length, the limit is enforced while streaming.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..10).map(|i| Ok(pattern(50_000, i))).collect();
+    let response = app
+        .client
+        .put(app.url("/v1/tenants/acme/blobs/streamed"))
+        .bearer_auth(&token)
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+    expect_problem(get_blob(&app, &token, "streamed", &[]).await, StatusCode::NOT_FOUND, "blob_not_found").await;
+    expect_json(put_blob(&app, &token, "fits", pattern(300_000, 1), &[]).await, StatusCode::CREATED).await;
+    assert_eq!(staged_chunks(&app).await, 0, "the refused uploads left no chunks");
+}
+
+/// Chunks of uploads that are not live, summed over the shards.
+async fn staged_chunks(app: &TestApp) -> i64 {
+    let mut total = 0;
+    for (_, url) in app.shard_urls() {
+        let pool = shardgate_tests::open_shard(&url).await;
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM blob_chunks c JOIN blob_uploads u ON u.upload_id = c.upload_id WHERE u.state <> 'live'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        total += count;
+        pool.close().await;
+    }
+    total
+}
+
+#[tokio::test]
+async fn an_interrupted_upload_leaves_nothing_behind() {
+    use tokio::io::AsyncWriteExt;
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let address = app.base_url.trim_start_matches("http://").to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "PUT /v1/tenants/acme/blobs/cut HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: 1000000\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&pattern(600_000, 3)).await.unwrap();
+    stream.flush().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    drop(stream);
+    let gone = async || (staged_chunks(&app).await == 0).then_some(());
+    assert!(shardgate_tests::eventually(std::time::Duration::from_secs(5), gone).await.is_some());
+    expect_problem(get_blob(&app, &token, "cut", &[]).await, StatusCode::NOT_FOUND, "blob_not_found").await;
+    let response = app.send(Method::GET, "/v1/tenants/acme/blobs", Some(&token), None, &[]).await;
+    assert_eq!(expect_json(response, StatusCode::OK).await["items"], json!([]));
+}
