@@ -34,7 +34,7 @@ use crate::error::ApiError;
 use crate::gate::{Gate, RedisBuckets, front_door};
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
-use crate::routes::{admin, blobs, ops, records};
+use crate::routes::{admin, blobs, ops, records, valet};
 use crate::state::App;
 
 /// How long a shutdown waits for in-flight requests.
@@ -47,6 +47,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct Application {
     listener: TcpListener,
     router: Router,
+    valet: Option<(TcpListener, Router)>,
     app: Arc<App>,
 }
 
@@ -64,6 +65,8 @@ fn data_routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
         .routes(routes!(records::get_record, records::put_record, records::delete_record))
         .routes(routes!(records::list_records))
+        .routes(routes!(valet::issue_valet_key))
+        .routes(routes!(valet::revoke_valet_key))
 }
 
 /// Blobs: streamed, with their own size limits and deadline.
@@ -71,6 +74,12 @@ fn blob_routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
         .routes(routes!(blobs::put_blob, blobs::get_blob, blobs::head_blob, blobs::delete_blob))
         .routes(routes!(blobs::list_blobs))
+        .merge(valet_routes())
+}
+
+/// The valet endpoint: no token, the signed URL is the credential.
+fn valet_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(valet::valet_get, valet::valet_head, valet::valet_put))
 }
 
 /// Largest body of an admin request.
@@ -86,6 +95,9 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit::list_audit))
+        .routes(routes!(valet::list_signing_keys))
+        .routes(routes!(valet::rotate_signing_key))
+        .routes(routes!(valet::retire_signing_key))
 }
 
 /// Probes, metrics.
@@ -113,27 +125,71 @@ impl MakeRequestId for RandomRequestId {
 }
 
 /// CORS as configured: no headers at all when no origin is allowed.
-fn cors_layer(config: &crate::config::CorsConfig) -> anyhow::Result<tower_http::cors::CorsLayer> {
-    use axum::http::{HeaderValue, Method, header};
-    use tower_http::cors::{AllowOrigin, CorsLayer};
-    let origins = if config.allowed_origins.iter().any(|o| o == "*") {
-        AllowOrigin::any()
-    } else {
-        let list = config
-            .allowed_origins
+/// Origins of one CORS policy: any, or a list.
+#[derive(Debug, Clone)]
+enum Origins {
+    Any,
+    List(Vec<axum::http::HeaderValue>),
+}
+
+impl Origins {
+    fn parse(list: &[String], key: &str) -> anyhow::Result<Self> {
+        if list.iter().any(|o| o == "*") {
+            return Ok(Origins::Any);
+        }
+        let values = list
             .iter()
             .map(|o| {
-                HeaderValue::from_str(o)
-                    .map_err(|_| anyhow::anyhow!("cors.allowed_origins: {o:?} is not a valid origin"))
+                axum::http::HeaderValue::from_str(o).map_err(|_| anyhow::anyhow!("{key}: {o:?} is not a valid origin"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        AllowOrigin::list(list)
-    };
+        Ok(Origins::List(values))
+    }
+
+    fn allows(&self, origin: &axum::http::HeaderValue) -> bool {
+        match self {
+            Origins::Any => true,
+            Origins::List(list) => list.contains(origin),
+        }
+    }
+}
+
+/// CORS as configured: the API's origins (`cors.allowed_origins`, none by default: no grant) and,
+/// for `/valet/...`, the valet endpoint's (`valet.cors_allowed_origins`, any by default). Browsers
+/// may send `Range` and `Content-Type` and read `ETag`, `Content-Range` and the like; credentials
+/// (cookies) are never allowed.
+fn cors_layer(
+    config: &crate::config::CorsConfig,
+    valet_origins: &[String],
+) -> anyhow::Result<tower_http::cors::CorsLayer> {
+    use axum::http::{Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let api = Origins::parse(&config.allowed_origins, "cors.allowed_origins")?;
+    let valet = Origins::parse(valet_origins, "valet.cors_allowed_origins")?;
+    let origins = AllowOrigin::predicate(move |origin, request| {
+        if request.uri.path().starts_with("/valet/") { valet.allows(origin) } else { api.allows(origin) }
+    });
     Ok(CorsLayer::new()
         .allow_origin(origins)
         .allow_methods([Method::GET, Method::HEAD, Method::PUT, Method::POST, Method::PATCH, Method::DELETE])
-        .allow_headers([header::AUTHORIZATION, header::CONTENT_TYPE, header::IF_MATCH, header::IF_NONE_MATCH])
-        .expose_headers([header::ETAG, header::LOCATION, header::RETRY_AFTER, HeaderName::from_static("x-request-id")])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::IF_MATCH,
+            header::IF_NONE_MATCH,
+            header::RANGE,
+            header::IF_RANGE,
+        ])
+        .expose_headers([
+            header::ETAG,
+            header::LOCATION,
+            header::RETRY_AFTER,
+            header::CONTENT_RANGE,
+            header::CONTENT_LENGTH,
+            header::ACCEPT_RANGES,
+            header::CONTENT_DISPOSITION,
+            HeaderName::from_static("x-request-id"),
+        ])
         .max_age(config.max_age))
 }
 
@@ -244,7 +300,9 @@ impl Application {
             cache_config.l1.enabled = Some(false);
         }
         let mut parts = None;
+        let valet_refusals = prometheus_client::metrics::family::Family::default();
         let metrics = Metrics::new(|registry| {
+            registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
                 let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
                 let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
@@ -253,6 +311,22 @@ impl Application {
             }));
         });
         let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let valet_listener = match config.valet.listen {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {address} (valet.listen): {e}"))?,
+            ),
+            None => None,
+        };
+        let mut valet_config = config.valet.clone();
+        if valet_config.public_url.is_none() {
+            let address = valet_listener.as_ref().unwrap_or(&listener).local_addr()?;
+            valet_config.public_url = Some(format!("http://{address}"));
+        }
         let trusted = if config.trusted {
             let secret = config.internal.secret.clone().ok_or_else(|| {
                 anyhow::anyhow!(
@@ -270,16 +344,41 @@ impl Application {
             trusted,
             limits: config.limits.clone(),
             blobs: config.blobs.clone(),
+            valet: valet_config,
+            valet_keys: crate::routes::valet::ValetKeys::default(),
+            valet_refusals,
             metrics,
             probe_timeout: config.storage.pool.probe_timeout,
         });
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let router = Self::router(app.clone(), &config.limits, &config.cors)?;
-        Ok(Self { listener, router, app })
+        let valet = match valet_listener {
+            Some(listener) => Some((listener, Self::valet_router(app.clone(), &config.limits, &config.cors)?)),
+            None => None,
+        };
+        Ok(Self { listener, router, valet, app })
+    }
+
+    /// The valet endpoint alone, for its own listener.
+    fn valet_router(
+        app: Arc<App>,
+        limits: &crate::config::LimitsConfig,
+        cors: &crate::config::CorsConfig,
+    ) -> anyhow::Result<Router> {
+        let (routes, _) = valet_routes().split_for_parts();
+        let routes = routes
+            .layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .timeout(limits.transfer_timeout),
+            )
+            .route("/healthz", axum::routing::get(ops::healthz))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
+            .layer(metrics::RecordLayer::new(app.clone()));
+        Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
     fn router(
@@ -313,7 +412,7 @@ impl Application {
             )
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
             .layer(metrics::RecordLayer::new(app.clone()));
-        Ok(edge_layers(routes, cors)?.with_state(app))
+        Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
     /// The bound address.
@@ -333,7 +432,26 @@ impl Application {
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        serve_until(self.listener, self.router, shutdown).await
+        let Some((valet_listener, valet_router)) = self.valet else {
+            return serve_until(self.listener, self.router, shutdown).await;
+        };
+        // One shutdown signal for both listeners.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        });
+        let signal = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        let valet = tokio::spawn(serve_until(valet_listener, valet_router, signal(stopped.clone())));
+        serve_until(self.listener, self.router, signal(stopped)).await?;
+        valet.await?
+    }
+
+    /// The address of the valet endpoint's own listener, if configured.
+    pub fn valet_addr(&self) -> Option<SocketAddr> {
+        self.valet.as_ref().and_then(|(listener, _)| listener.local_addr().ok())
     }
 }
 
@@ -367,6 +485,7 @@ pub async fn serve_until(
 pub fn edge_layers<S: Clone + Send + Sync + 'static>(
     routes: Router<S>,
     cors: &crate::config::CorsConfig,
+    valet_origins: &[String],
 ) -> anyhow::Result<Router<S>> {
     Ok(routes
         .layer(CatchPanicLayer::custom(panic_response))
@@ -390,5 +509,5 @@ pub fn edge_layers<S: Clone + Send + Sync + 'static>(
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
         .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]))
-        .layer(cors_layer(cors)?))
+        .layer(cors_layer(cors, valet_origins)?))
 }

@@ -36,6 +36,8 @@ pub struct Config {
     pub rate_limits: RateLimitConfig,
     /// Blob limits.
     pub blobs: BlobsConfig,
+    /// Valet keys (signed URLs).
+    pub valet: ValetConfig,
     /// The credential shared with a standalone gatekeeper.
     pub internal: InternalConfig,
     /// Serve only requests forwarded by a standalone gatekeeper (`serve --trusted`): every
@@ -57,6 +59,7 @@ impl Default for Config {
             cors: CorsConfig::default(),
             rate_limits: RateLimitConfig::default(),
             blobs: BlobsConfig::default(),
+            valet: ValetConfig::default(),
             internal: InternalConfig::default(),
             trusted: false,
             log: LogConfig::default(),
@@ -132,6 +135,44 @@ impl BlobsConfig {
             shardgate_shard_router::Tier::Free => self.max_size_free,
             shardgate_shard_router::Tier::Standard => self.max_size_standard,
             shardgate_shard_router::Tier::Premium => self.max_size_premium,
+        }
+    }
+}
+
+/// The `[valet]` section: signed URLs for direct blob transfer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ValetConfig {
+    /// Base URL clients reach the valet endpoint at, put in front of `/valet/...` in issued URLs.
+    /// Default: `http://` and the valet listener's (else the API's) address.
+    pub public_url: Option<String>,
+    /// A listener of its own for `/valet/...` only (the API's listener serves it too), so that it
+    /// can be exposed and scaled apart. Default: none.
+    pub listen: Option<SocketAddr>,
+    /// Lifetime of a valet key when the request gives none. Default 300 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub default_expires_in: std::time::Duration,
+    /// Longest lifetime a valet key may ask for. Default 1 h.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub max_expires_in: std::time::Duration,
+    /// How far in the past a key's not-before is set, for clients whose clock is behind. Default
+    /// 5 min.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub not_before_skew: std::time::Duration,
+    /// Browser origins allowed to GET/PUT valet URLs (with `Range` and `Content-Type`). Default
+    /// `["*"]`: the URL itself is the credential, and cookies are never allowed.
+    pub cors_allowed_origins: Vec<String>,
+}
+
+impl Default for ValetConfig {
+    fn default() -> Self {
+        Self {
+            public_url: None,
+            listen: None,
+            default_expires_in: std::time::Duration::from_secs(300),
+            max_expires_in: std::time::Duration::from_secs(3600),
+            not_before_skew: std::time::Duration::from_secs(300),
+            cors_allowed_origins: vec!["*".to_owned()],
         }
     }
 }

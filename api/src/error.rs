@@ -96,6 +96,11 @@ impl ApiError {
     pub fn code(&self) -> &'static str {
         self.code
     }
+
+    /// The human explanation.
+    pub fn detail(&self) -> &str {
+        &self.detail
+    }
 }
 
 impl IntoResponse for ApiError {

@@ -217,6 +217,10 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
         Err(problem @ PathProblem::TooLong) => {
             Err(ApiError::new(axum::http::StatusCode::URI_TOO_LONG, "uri_too_long", problem.to_string()))
         }
+        // A valet URL is refused like any other bad valet URL.
+        Err(problem) if path.starts_with("/valet/") => {
+            Err(ApiError::new(axum::http::StatusCode::FORBIDDEN, "valet_malformed", problem.to_string()))
+        }
         Err(problem) => Err(ApiError::bad_request("invalid_path", problem.to_string())),
     }
 }

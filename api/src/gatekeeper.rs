@@ -112,7 +112,8 @@ impl Gatekeeper {
                     .load_shed()
                     .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
             );
-        let router = edge_layers(routes, &config.cors)?.with_state(front);
+        let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
+        let router = edge_layers(routes, &config.cors, &valet_origins)?.with_state(front);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;

@@ -22,6 +22,15 @@ pub struct App {
     pub limits: LimitsConfig,
     /// Blob limits.
     pub blobs: crate::config::BlobsConfig,
+    /// Valet key settings (`public_url` resolved).
+    pub valet: crate::config::ValetConfig,
+    /// Valet signing keys seen by this instance.
+    pub valet_keys: crate::routes::valet::ValetKeys,
+    /// Refused valet requests, by code.
+    pub valet_refusals: prometheus_client::metrics::family::Family<
+        crate::routes::valet::RefusalLabels,
+        prometheus_client::metrics::counter::Counter,
+    >,
     /// Prometheus metrics.
     pub metrics: Metrics,
     /// Timeout of each readiness probe.

@@ -92,7 +92,10 @@ pub fn access(method: &str, path: &str) -> Access {
         let reads = matches!(method, "GET" | "HEAD");
         let rest: Vec<&str> = segments.collect();
         let index_definition = matches!(rest.as_slice(), ["collections", _, "indexes", _]);
-        let scope = match (reads, index_definition) {
+        // Issuing a valet key needs the scope of its permission, which only the body says: `read`
+        // here, and the handler checks the rest.
+        let valet_issue = method == "POST" && rest.as_slice() == ["valet-keys"];
+        let scope = match (reads || valet_issue, index_definition) {
             (true, _) => Scope::Read,
             (false, true) => Scope::Manage,
             (false, false) => Scope::Write,
@@ -165,6 +168,8 @@ mod tests {
         assert_eq!(access("GET", "/v1/tenants/acme/collections/c/indexes/by-email"), tenant("acme", Scope::Read));
         assert_eq!(access("POST", "/v1/admin/tenants"), Access::Admin);
         assert_eq!(access("GET", "/v1/admin"), Access::Admin);
+        assert_eq!(access("POST", "/v1/tenants/acme/valet-keys"), tenant("acme", Scope::Read));
+        assert_eq!(access("DELETE", "/v1/tenants/acme/valet-keys/abc"), tenant("acme", Scope::Write));
         assert_eq!(access("GET", "/v1/nope"), Access::Authenticated);
         assert_eq!(access("GET", "/v1administrator"), Access::Open);
         for open in ["/healthz", "/readyz", "/metrics", "/docs/", "/openapi.json", "/"] {

@@ -13,6 +13,7 @@ pub mod admin;
 pub mod blobs;
 pub mod ops;
 pub mod records;
+pub mod valet;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

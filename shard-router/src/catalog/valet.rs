@@ -251,6 +251,16 @@ impl Catalog {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Gives a single-use grant its use back (its upload failed before anything was stored).
+    pub async fn release_valet_grant(&self, id: &str) -> Result<(), Error> {
+        sqlx::query("UPDATE valet_grants SET used_at = NULL WHERE id = $1")
+            .bind(id)
+            .execute(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        Ok(())
+    }
+
     /// Revokes a tenant's grant. `false`: the tenant has no such grant.
     pub async fn revoke_valet_grant(&self, tenant: &str, id: &str, audit: &Audit) -> Result<bool, Error> {
         let mut tx = self.begin_audited(audit).await?;

@@ -19,3 +19,4 @@ mod restart;
 mod routing;
 mod shard_states;
 mod throttling;
+mod valet;

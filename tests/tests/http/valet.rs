@@ -1,0 +1,368 @@
+//! Valet keys: signed URLs that let a client download or upload one blob without a token. Every
+//! tampered, expired, early, revoked or retired URL is refused with 403 and its own code; single
+//! use holds under concurrency; downloads resume with `Range`; the signed size limit stores
+//! nothing over it; key rotation and retirement; the audit log and refusal metrics.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use shardgate_tests::{Backend, TestApp, expect_json, expect_problem, metric};
+
+shardgate_tests::conformance!(valet_urls_download_and_upload_one_blob);
+
+async fn issue(app: &TestApp, token: &str, body: Value) -> Value {
+    let response =
+        app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(token).json(&body).send().await.unwrap();
+    expect_json(response, StatusCode::CREATED).await
+}
+
+fn url_of(key: &Value) -> String {
+    key["url"].as_str().unwrap().to_owned()
+}
+
+async fn put_blob(app: &TestApp, token: &str, path: &str, body: Vec<u8>) {
+    let response =
+        app.client.put(app.url(&format!("/v1/tenants/acme/blobs/{path}"))).bearer_auth(token).body(body).send().await;
+    assert!(response.unwrap().status().is_success());
+}
+
+fn bytes(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 % 251) as u8).collect()
+}
+
+/// The URL a gateway issued, but reached through `base` (the gatekeeper's address when there is one).
+fn through(app: &TestApp, url: &str) -> String {
+    let path = &url[url.find("/valet/").unwrap()..];
+    app.url(path)
+}
+
+async fn valet_urls_download_and_upload_one_blob(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let blob = bytes(600_000);
+    put_blob(&app, &token, "docs/report.pdf", blob.clone()).await;
+    let key = issue(
+        &app,
+        &token,
+        json!({"path": "docs/report.pdf", "permission": "read", "content_disposition": "attachment; filename=\"Résumé.pdf\""}),
+    )
+    .await;
+    assert_eq!(key["method"], "GET");
+    let url = through(&app, &url_of(&key));
+    let response = app.client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"R_sum_.pdf\"; filename*=UTF-8''R%C3%A9sum%C3%A9.pdf"
+    );
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["cache-control"], "private");
+    assert_eq!(headers["accept-ranges"], "bytes");
+    assert_eq!(response.bytes().await.unwrap().as_ref(), blob.as_slice());
+
+    // A resumed download: the first part, then the rest from where it stopped.
+    let first = app.client.get(&url).header("range", "bytes=0-250000").send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::PARTIAL_CONTENT);
+    let mut assembled = first.bytes().await.unwrap().to_vec();
+    let rest = app.client.get(&url).header("range", format!("bytes={}-", assembled.len())).send().await.unwrap();
+    assert_eq!(rest.status(), StatusCode::PARTIAL_CONTENT);
+    assembled.extend_from_slice(&rest.bytes().await.unwrap());
+    assert_eq!(hex::encode(Sha256::digest(&assembled)), hex::encode(Sha256::digest(&blob)));
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    let cached = app.client.get(&url).header("if-none-match", &etag).send().await.unwrap();
+    assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+    // HEAD is a read; PUT is not.
+    assert_eq!(app.client.head(&url).send().await.unwrap().status(), StatusCode::OK);
+    let response = app.client.put(&url).body("x").send().await.unwrap();
+    expect_problem(response, StatusCode::FORBIDDEN, "valet_wrong_method").await;
+
+    // An upload URL: size and media type are the signed ones, and nothing over the size is kept.
+    let upload = issue(
+        &app,
+        &token,
+        json!({"path": "in/photo.jpg", "permission": "write", "max_size": 100000, "content_type": "image/jpeg"}),
+    )
+    .await;
+    assert_eq!(upload["method"], "PUT");
+    let upload_url = through(&app, &url_of(&upload));
+    let response =
+        app.client.put(&upload_url).header("content-type", "image/jpeg").body(bytes(100_001)).send().await.unwrap();
+    expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
+    let response =
+        app.client.put(&upload_url).header("content-type", "image/png").body(bytes(10)).send().await.unwrap();
+    expect_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "valet_content_type").await;
+    let missing = app.client.get(app.url("/v1/tenants/acme/blobs/in/photo.jpg")).bearer_auth(&token).send().await;
+    expect_problem(missing.unwrap(), StatusCode::NOT_FOUND, "blob_not_found").await;
+    let response =
+        app.client.put(&upload_url).header("content-type", "image/jpeg").body(bytes(100_000)).send().await.unwrap();
+    let info = expect_json(response, StatusCode::CREATED).await;
+    assert_eq!(info["sha256"], hex::encode(Sha256::digest(bytes(100_000))));
+    let stored = app.client.get(app.url("/v1/tenants/acme/blobs/in/photo.jpg")).bearer_auth(&token).send().await;
+    assert_eq!(stored.unwrap().bytes().await.unwrap().as_ref(), bytes(100_000).as_slice());
+}
+
+/// Replaces the value of `param` in `url`'s query.
+fn with_param(url: &str, param: &str, value: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap();
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| if pair.split('=').next() == Some(param) { format!("{param}={value}") } else { pair.to_owned() })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
+fn param<'a>(url: &'a str, name: &str) -> &'a str {
+    url.split_once('?').unwrap().1.split('&').find_map(|p| p.strip_prefix(&format!("{name}="))).unwrap()
+}
+
+#[tokio::test]
+async fn every_tampered_or_stale_url_is_refused_with_its_own_code() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    app.create_tenant("bob").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "a/b", bytes(10)).await;
+    put_blob(&app, &token, "other", bytes(10)).await;
+    let bob = app.rw_token("bob");
+    let response = app.client.put(app.url("/v1/tenants/bob/blobs/a/b")).bearer_auth(&bob).body("bob").send().await;
+    assert!(response.unwrap().status().is_success());
+    let url = url_of(&issue(&app, &token, json!({"path": "a/b", "permission": "read"})).await);
+    assert_eq!(app.client.get(&url).send().await.unwrap().status(), StatusCode::OK, "the control works");
+    let upload = url_of(&issue(&app, &token, json!({"path": "a/b", "permission": "write", "max_size": 5})).await);
+
+    let sig = param(&url, "sg-sig").to_owned();
+    let exp: u64 = param(&url, "sg-exp").parse().unwrap();
+    let nbf: u64 = param(&url, "sg-nbf").parse().unwrap();
+    let swap_path = |to: &str| url.replacen("/valet/acme/a/b?", &format!("/valet/{to}?"), 1);
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("expiry moved", with_param(&url, "sg-exp", &(exp + 60).to_string()), "valet_bad_signature"),
+        ("not-before moved", with_param(&url, "sg-nbf", &(nbf - 60).to_string()), "valet_bad_signature"),
+        ("permission", with_param(&url, "sg-perm", "write"), "valet_wrong_method"),
+        ("grant id", with_param(&url, "sg-grant", &"0".repeat(32)), "valet_bad_signature"),
+        ("key id", with_param(&url, "sg-kid", "k000000000000"), "valet_unknown_key"),
+        ("signature", with_param(&url, "sg-sig", &sig.replacen(&sig[..4], "AAAA", 1)), "valet_bad_signature"),
+        ("constraint added", format!("{url}&sg-once=1"), "valet_bad_signature"),
+        ("duplicate parameter", format!("{url}&sg-exp={exp}"), "valet_malformed"),
+        ("unknown parameter", format!("{url}&sg-admin=1"), "valet_malformed"),
+        ("version", with_param(&url, "sg-v", "2"), "valet_malformed"),
+        ("no signature", url.replace(&format!("&sg-sig={sig}"), ""), "valet_malformed"),
+        ("another blob", swap_path("acme/other"), "valet_bad_signature"),
+        ("another tenant's blob", swap_path("bob/a/b"), "valet_bad_signature"),
+        ("encoded slash", swap_path("acme/a%2Fb"), "valet_bad_signature"),
+        ("dot segment", swap_path("acme/a/../a/b"), "valet_malformed"),
+        ("encoded dot segment", swap_path("acme/a/%2e%2e/a/b"), "valet_malformed"),
+        ("upload key used to read", upload.clone(), "valet_wrong_method"),
+    ];
+    let mut failures = Vec::new();
+    for (what, tampered, code) in &cases {
+        let response = raw_get(&app, tampered).await;
+        if response.0 != 403 || !response.1.contains(&format!("\"code\":\"{code}\"")) {
+            failures.push(format!("{what}: expected 403 {code}, got {} {}", response.0, response.1));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // Expired: a one-second key, a little later. (Expiry has no grace.)
+    let short = url_of(&issue(&app, &token, json!({"path": "a/b", "permission": "read", "expires_in": 1})).await);
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    expect_problem(app.client.get(&short).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_expired").await;
+
+    // Revoked: refused at once.
+    let key = issue(&app, &token, json!({"path": "a/b", "permission": "read"})).await;
+    let revoked = url_of(&key);
+    assert_eq!(app.client.get(&revoked).send().await.unwrap().status(), StatusCode::OK);
+    let id = key["id"].as_str().unwrap();
+    let response =
+        app.client.delete(app.url(&format!("/v1/tenants/acme/valet-keys/{id}"))).bearer_auth(&token).send().await;
+    assert_eq!(response.unwrap().status(), StatusCode::NO_CONTENT);
+    expect_problem(app.client.get(&revoked).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_revoked").await;
+    // Bob cannot revoke acme's keys (nor learn they exist).
+    let response =
+        app.client.delete(app.url(&format!("/v1/tenants/bob/valet-keys/{id}"))).bearer_auth(&bob).send().await;
+    expect_problem(response.unwrap(), StatusCode::NOT_FOUND, "valet_key_not_found").await;
+
+    // Not yet valid, and valid under clock skew: URLs signed with the catalog's current key.
+    let (signed_early, signed_skewed) = craft(&app).await;
+    expect_problem(app.client.get(&signed_early).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_not_yet_valid")
+        .await;
+    assert_eq!(app.client.get(&signed_skewed).send().await.unwrap().status(), StatusCode::OK, "clock skew");
+
+    // Refusals are counted and audited.
+    assert!(metric(&app.client, &app.base_url, "shardgate_valet_refusals_total").await >= cases.len() as f64);
+    let audit = expect_json(app.admin(Method::GET, "/v1/admin/audit?limit=1000", None).await, StatusCode::OK).await;
+    let actions: Vec<&str> = audit["items"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    for action in ["valet.issue", "valet.download", "valet.refused", "valet.revoke"] {
+        assert!(actions.contains(&action), "{action} is audited: {actions:?}");
+    }
+}
+
+/// GET `url` exactly as written (clients normalise `..` away); returns status and body.
+async fn raw_get(app: &TestApp, url: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = app.base_url.trim_start_matches("http://").to_owned();
+    let target = &url[url.find("/valet/").unwrap()..];
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let request = format!("GET {target} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response).await;
+    let status = response.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, response)
+}
+
+/// Two URLs for `acme/a/b` signed with the current key read from the catalog: one valid only
+/// from a minute from now, and one issued "a minute from now" by a server whose clock is ahead
+/// (its not-before is that time minus the 5-minute skew allowance).
+async fn craft(app: &TestApp) -> (String, String) {
+    use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, KeyId, Permission, SigningKey};
+    let catalog = format!("sqlite://{}/catalog.db", app.data_dir().display());
+    let pool = shardgate_tests::open_shard(&catalog).await;
+    let (id, secret): (String, String) =
+        sqlx::query_as("SELECT id, secret FROM valet_keys WHERE state = 'current'").fetch_one(&pool).await.unwrap();
+    let key =
+        SigningKey::from_parts(KeyId::parse(&id).unwrap(), <[u8; 32]>::try_from(hex::decode(secret).unwrap()).unwrap());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut urls = Vec::new();
+    for not_before in [now + 60, now + 60 - 300] {
+        let grant_id = GrantId::generate();
+        let grant = Grant::new(
+            GrantRequest {
+                permission: Permission::Read,
+                tenant: "acme".into(),
+                path: "a/b".into(),
+                not_before,
+                expires_at: now + 600,
+                grant_id: grant_id.clone(),
+                constraints: Constraints::default(),
+            },
+            &key,
+        )
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO valet_grants (id, tenant, path, permission, key_id, not_before, expires_at, single_use, \
+             created_at) VALUES ($1, 'acme', 'a/b', 'read', $2, $3, $4, 0, $5)",
+        )
+        .bind(grant_id.as_str())
+        .bind(&id)
+        .bind(not_before as i64)
+        .bind((now + 600) as i64)
+        .bind((now * 1000) as i64)
+        .execute(&pool)
+        .await
+        .unwrap();
+        urls.push(app.url(&format!("/valet/acme/a/b?{}", grant.to_query(&key))));
+    }
+    pool.close().await;
+    (urls.remove(0), urls.remove(0))
+}
+
+#[tokio::test]
+async fn a_single_use_url_works_exactly_once_under_concurrent_use() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "once", bytes(1000)).await;
+    let url = url_of(&issue(&app, &token, json!({"path": "once", "permission": "read", "single_use": true})).await);
+    let attempts: Vec<_> = (0..12)
+        .map(|_| {
+            let (client, url) = (app.client.clone(), url.clone());
+            tokio::spawn(async move { client.get(url).send().await.unwrap().status() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for attempt in attempts {
+        statuses.push(attempt.await.unwrap());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::OK).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::FORBIDDEN).count(), 11, "{statuses:?}");
+    expect_problem(app.client.get(&url).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_used").await;
+}
+
+#[tokio::test]
+async fn rotation_keeps_old_urls_until_their_key_is_retired_on_every_instance() {
+    let app = TestApp::spawn(Backend::Postgres).await;
+    app.create_tenant("acme").await;
+    let peer = app.spawn_peer(|_| {}).await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "f", bytes(100)).await;
+    let old = issue(&app, &token, json!({"path": "f", "permission": "read"})).await;
+    let old_url = url_of(&old);
+    let on_peer = |url: &str| format!("{}{}", peer.base_url, &url[url.find("/valet/").unwrap()..]);
+
+    let rotated =
+        expect_json(app.admin(Method::POST, "/v1/admin/valet/signing-keys/rotate", None).await, StatusCode::CREATED)
+            .await;
+    assert_ne!(rotated["id"], old["key_id"]);
+    let new = issue(&app, &token, json!({"path": "f", "permission": "read"})).await;
+    assert_eq!(new["key_id"], rotated["id"]);
+    for url in [&old_url, &url_of(&new)] {
+        assert_eq!(app.client.get(on_peer(url)).send().await.unwrap().status(), StatusCode::OK, "{url}");
+    }
+    let keys = expect_json(app.admin(Method::GET, "/v1/admin/valet/signing-keys", None).await, StatusCode::OK).await;
+    assert!(!keys.to_string().contains("secret"), "secrets never leave the catalog: {keys}");
+
+    // The current key cannot be retired; the old one can, and its URLs die everywhere at once.
+    let current = rotated["id"].as_str().unwrap();
+    let response = app.admin(Method::DELETE, &format!("/v1/admin/valet/signing-keys/{current}"), None).await;
+    expect_problem(response, StatusCode::CONFLICT, "signing_key_current").await;
+    let old_key = old["key_id"].as_str().unwrap();
+    let retired = app.admin(Method::DELETE, &format!("/v1/admin/valet/signing-keys/{old_key}"), None).await;
+    assert_eq!(expect_json(retired, StatusCode::OK).await["state"], "retired");
+    for base in [&app.base_url, &peer.base_url] {
+        let url = format!("{base}{}", &old_url[old_url.find("/valet/").unwrap()..]);
+        expect_problem(app.client.get(url).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_key_retired").await;
+    }
+    assert_eq!(app.client.get(on_peer(&url_of(&new))).send().await.unwrap().status(), StatusCode::OK);
+
+    // Revocation through one instance holds on the other.
+    let id = new["id"].as_str().unwrap();
+    let response =
+        app.client.delete(app.url(&format!("/v1/tenants/acme/valet-keys/{id}"))).bearer_auth(&token).send().await;
+    assert_eq!(response.unwrap().status(), StatusCode::NO_CONTENT);
+    expect_problem(
+        app.client.get(on_peer(&url_of(&new))).send().await.unwrap(),
+        StatusCode::FORBIDDEN,
+        "valet_revoked",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn issuing_checks_scope_lifetime_and_constraints() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let reader = app.token("acme", &[shardgate_gatekeeper::Scope::Read]);
+    issue(&app, &reader, json!({"path": "x", "permission": "read"})).await;
+    let post = |token: String, body: Value| {
+        let request = app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(token).json(&body);
+        async move { request.send().await.unwrap() }
+    };
+    let response = post(reader.clone(), json!({"path": "x", "permission": "write"})).await;
+    expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+    let writer = app.rw_token("acme");
+    for bad in [
+        json!({"path": "x", "permission": "delete"}),
+        json!({"path": "x", "permission": "read", "expires_in": 0}),
+        json!({"path": "x", "permission": "read", "expires_in": 3601}),
+        json!({"path": "a//b", "permission": "read"}),
+        json!({"path": "../x", "permission": "read"}),
+        json!({"path": "x", "permission": "read", "max_size": 10}),
+        json!({"path": "x", "permission": "write", "content_disposition": "inline"}),
+        json!({"path": "x", "permission": "read", "content_disposition": "evil\r\nSet-Cookie: a=b"}),
+    ] {
+        assert_eq!(post(writer.clone(), bad.clone()).await.status(), StatusCode::BAD_REQUEST, "{bad}");
+    }
+    let response = app
+        .client
+        .post(app.url("/v1/tenants/acme/valet-keys"))
+        .bearer_auth(app.rw_token("bob"))
+        .json(&json!({"path": "x", "permission": "read"}))
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::NOT_FOUND, "tenant_not_found").await;
+}
