@@ -344,6 +344,7 @@ impl Application {
             trusted,
             limits: config.limits.clone(),
             blobs: config.blobs.clone(),
+            chunks: crate::blobs::ChunkCache::new(config.blobs.chunk_cache_bytes),
             valet: valet_config,
             valet_keys: crate::routes::valet::ValetKeys::default(),
             valet_refusals,

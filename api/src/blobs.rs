@@ -12,8 +12,10 @@ use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
 use shardgate_shard_router::blobs::{BLOB_CHUNK_BYTES, BlobMeta, BlobPath, BlobStore, Upload};
-use shardgate_shard_router::now_ms;
+use shardgate_shard_router::{Database, Error as StoreError, ShardId, now_ms};
 
 use crate::error::ApiError;
 
@@ -147,10 +149,54 @@ fn requested_range(headers: &HeaderMap, meta: &BlobMeta) -> Result<Option<std::o
     Ok(Some(range))
 }
 
+/// Chunks recently read, by upload id and position. An upload's chunks never change and upload
+/// ids are never reused, so an entry can never be stale; a replaced or deleted blob's chunks are
+/// simply never asked for again (every download looks the blob up first) and age out.
+#[derive(Debug, Clone)]
+pub struct ChunkCache {
+    chunks: Option<moka::future::Cache<(Arc<str>, u64), Bytes, foldhash::fast::RandomState>>,
+}
+
+impl ChunkCache {
+    /// A cache of at most `max_bytes` (0: none).
+    pub fn new(max_bytes: u64) -> Self {
+        let chunks = (max_bytes > 0).then(|| {
+            moka::future::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|_, chunk: &Bytes| u32::try_from(chunk.len()).unwrap_or(u32::MAX))
+                .build_with_hasher(foldhash::fast::RandomState::default())
+        });
+        Self { chunks }
+    }
+
+    /// Chunk `seq` of `meta`: from the cache, else from the shard (one read per chunk however
+    /// many downloads want it at once).
+    async fn get(
+        &self,
+        db: &Database,
+        shard: &ShardId,
+        meta: &BlobMeta,
+        upload: &Arc<str>,
+        seq: u64,
+    ) -> Result<Bytes, Arc<StoreError>> {
+        let read = async { BlobStore::new(db, shard).read_chunk(meta, seq).await };
+        match &self.chunks {
+            Some(chunks) => chunks.try_get_with((upload.clone(), seq), read).await,
+            None => read.await.map_err(Arc::new),
+        }
+    }
+}
+
 /// The answer to `GET` (or `HEAD`, without a body) of `meta`: 304 on a matching `If-None-Match`,
 /// 206 with `Content-Range` for one satisfiable range, 416 for an unsatisfiable one, else 200.
-/// The body streams chunk by chunk.
-pub fn download(store: &BlobStore<'_>, meta: &BlobMeta, headers: &HeaderMap, head: bool) -> Response {
+/// The body streams chunk by chunk (through `cache`).
+pub fn download(
+    cache: &ChunkCache,
+    (db, shard): (&Database, &ShardId),
+    meta: &BlobMeta,
+    headers: &HeaderMap,
+    head: bool,
+) -> Response {
     let mut response_headers = HeaderMap::new();
     response_headers.insert(header::ETAG, etag(meta));
     response_headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
@@ -192,10 +238,11 @@ pub fn download(store: &BlobStore<'_>, meta: &BlobMeta, headers: &HeaderMap, hea
     let chunk_size = u64::from(meta.chunk_size);
     let seqs = meta.chunks_covering(range.clone());
     let first_offset = seqs.start * chunk_size;
-    let chunks = match store.read_chunks(meta, seqs) {
-        Ok(chunks) => chunks,
-        Err(e) => return ApiError::from(&e).into_response(),
-    };
+    let state = (cache.clone(), db.clone(), shard.clone(), meta.clone(), Arc::<str>::from(meta.upload_id.as_str()));
+    let chunks = futures::stream::iter(seqs).then(move |seq| {
+        let (cache, db, shard, meta, upload) = state.clone();
+        async move { cache.get(&db, &shard, &meta, &upload, seq).await }
+    });
     // Trim the first and last chunk to the range.
     let body = chunks
         .scan(first_offset, move |offset, chunk| {

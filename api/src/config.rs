@@ -119,12 +119,19 @@ pub struct BlobsConfig {
     pub max_size_standard: u64,
     /// Largest blob of a `premium` tenant. Default 50 GiB.
     pub max_size_premium: u64,
+    /// Bytes of blob chunks kept in memory for repeated downloads (0: none). Default 256 MiB.
+    pub chunk_cache_bytes: u64,
 }
 
 impl Default for BlobsConfig {
     fn default() -> Self {
         const GIB: u64 = 1024 * 1024 * 1024;
-        Self { max_size_free: 100 * 1024 * 1024, max_size_standard: 5 * GIB, max_size_premium: 50 * GIB }
+        Self {
+            max_size_free: 100 * 1024 * 1024,
+            max_size_standard: 5 * GIB,
+            max_size_premium: 50 * GIB,
+            chunk_cache_bytes: 256 * 1024 * 1024,
+        }
     }
 }
 

@@ -22,6 +22,8 @@ pub struct App {
     pub limits: LimitsConfig,
     /// Blob limits.
     pub blobs: crate::config::BlobsConfig,
+    /// Blob chunks recently downloaded.
+    pub chunks: crate::blobs::ChunkCache,
     /// Valet key settings (`public_url` resolved).
     pub valet: crate::config::ValetConfig,
     /// Valet signing keys seen by this instance.

@@ -243,7 +243,7 @@ pub async fn serve_blob(
     tracing::Span::current().record("shard", route.shard.as_str());
     let store = BlobStore::new(&db, &route.shard);
     let meta = store.head(tenant, path).await?.ok_or(shardgate_shard_router::Error::BlobNotFound)?;
-    Ok(download(&store, &meta, headers, head))
+    Ok(download(&app.chunks, (&db, &route.shard), &meta, headers, head))
 }
 
 /// Download a blob (or a single byte range of it).

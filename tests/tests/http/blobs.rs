@@ -106,6 +106,9 @@ async fn blobs_round_trip_with_ranges_and_conditions(app: TestApp) {
     assert_eq!(info["sha256"], sha256_hex(&other));
     assert_eq!(info["content_type"], "application/octet-stream");
     assert_eq!(info["version"], 2);
+    // The old blob's chunks were read (and cached) above; the new blob is what a reader gets.
+    let response = get_blob(&app, &token, "docs/report.bin", &[]).await;
+    assert_eq!(response.bytes().await.unwrap().as_ref(), other.as_slice());
 
     // Delete: a stale If-Match is refused, then the blob goes.
     let path = app.url("/v1/tenants/acme/blobs/docs/report.bin");

@@ -366,3 +366,37 @@ async fn issuing_checks_scope_lifetime_and_constraints() {
         .unwrap();
     expect_problem(response, StatusCode::NOT_FOUND, "tenant_not_found").await;
 }
+
+#[tokio::test]
+async fn the_valet_endpoint_can_have_a_listener_of_its_own() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.valet.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "f", bytes(1000)).await;
+    let key = issue(&app, &token, json!({"path": "f", "permission": "read"})).await;
+    let url = url_of(&key);
+    assert!(url.starts_with(&format!("http://127.0.0.1:{port}/valet/acme/f?")), "URLs name the valet listener: {url}");
+    let response = app.client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.bytes().await.unwrap().len(), 1000);
+    // Only valet URLs (and a liveness probe) are served there.
+    let valet_base = format!("http://127.0.0.1:{port}");
+    let api = app.client.get(format!("{valet_base}/v1/tenants/acme/blobs/f")).bearer_auth(&token).send().await;
+    expect_problem(api.unwrap(), StatusCode::NOT_FOUND, "not_found").await;
+    assert_eq!(app.client.get(format!("{valet_base}/healthz")).send().await.unwrap().status(), StatusCode::OK);
+    // A browser on any origin may fetch a range.
+    let preflight = app
+        .client
+        .request(Method::OPTIONS, &url)
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "GET")
+        .header("access-control-request-headers", "range")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "https://app.example");
+}
