@@ -164,6 +164,28 @@ async fn every_tampered_or_stale_url_is_refused_with_its_own_code() {
             failures.push(format!("{what}: expected 403 {code}, got {} {}", response.0, response.1));
         }
     }
+    // The upload constraints are signed too.
+    let with_ct = url_of(
+        &issue(
+            &app,
+            &token,
+            json!({"path": "a/b", "permission": "write", "max_size": 5, "content_type": "text/plain"}),
+        )
+        .await,
+    );
+    for (what, tampered) in [
+        ("max size raised", with_param(&upload, "sg-max", "5000000")),
+        ("max size removed", upload.replace("&sg-max=5", "")),
+        ("media type changed", with_param(&with_ct, "sg-ct", "image%2Fpng")),
+        ("disposition added", format!("{upload}&sg-cd=inline")),
+    ] {
+        let response = app.client.put(&tampered).header("content-type", "image/png").body("x").send().await.unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        if status != StatusCode::FORBIDDEN || !text.contains("\"code\":\"valet_bad_signature\"") {
+            failures.push(format!("{what}: expected 403 valet_bad_signature, got {status} {text}"));
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
     // Expired: a one-second key, a little later. (Expiry has no grace.)
