@@ -109,9 +109,8 @@ pub fn etag(meta: &BlobMeta) -> HeaderValue {
 
 /// Whether an `If-None-Match` list names the blob (`*` names any).
 fn none_match_hits(headers: &HeaderMap, meta: &BlobMeta) -> bool {
-    let tag = format!("\"{}\"", meta.sha256);
     headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|list| {
-        list.split(',').map(str::trim).any(|t| t == "*" || t == tag || t.strip_prefix("W/") == Some(tag.as_str()))
+        list.trim() == "*" || crate::extract::entity_tags(list).is_some_and(|tags| tags.contains(&meta.sha256))
     })
 }
 

@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::blobs::{blob_path, check_declared_length, download, etag, receive};
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, precondition};
 use crate::state::App;
 
 /// A blob's description.
@@ -90,35 +90,14 @@ fn tenant_for(caller: &Caller, tenant: &str, scope: Scope) -> Result<TenantId, A
     caller.for_tenant(tenant, scope)
 }
 
-/// `If-Match` / `If-None-Match` of a blob write or delete.
+/// `If-Match` / `If-None-Match` of a blob write or delete (entity tags are SHA-256s).
 fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
-    let text = |name: header::HeaderName| -> Result<Option<String>, ApiError> {
-        let values: Vec<&str> = headers
-            .get_all(&name)
-            .iter()
-            .map(|v| v.to_str().map_err(|_| ApiError::bad_request("invalid_header", format!("{name} is not text"))))
-            .collect::<Result<_, _>>()?;
-        Ok((!values.is_empty()).then(|| values.join(",")))
-    };
-    match (text(header::IF_MATCH)?, text(header::IF_NONE_MATCH)?) {
-        (Some(_), Some(_)) => Err(ApiError::bad_request("invalid_header", "send If-Match or If-None-Match, not both")),
-        (Some(m), None) if m.trim() == "*" => Ok(BlobCondition::Exists),
-        (Some(m), None) => {
-            let tags = m
-                .split(',')
-                .map(|t| {
-                    let t = t.trim();
-                    t.strip_prefix('"').and_then(|t| t.strip_suffix('"')).map(str::to_owned).ok_or_else(|| {
-                        ApiError::bad_request("invalid_header", "If-Match must be \"*\" or quoted SHA-256 ETags")
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(BlobCondition::Sha256In(tags))
-        }
-        (None, Some(n)) if n.trim() == "*" => Ok(BlobCondition::Absent),
-        (None, Some(_)) => Err(ApiError::bad_request("invalid_header", "writes accept only If-None-Match: *")),
-        (None, None) => Ok(BlobCondition::Always),
-    }
+    Ok(match precondition(headers)? {
+        Precondition::Always => BlobCondition::Always,
+        Precondition::Exists => BlobCondition::Exists,
+        Precondition::Absent => BlobCondition::Absent,
+        Precondition::Match(tags) => BlobCondition::Sha256In(tags),
+    })
 }
 
 fn precondition_failed() -> ApiError {

@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::error::{ApiError, Problem, invalid_path};
-use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
+use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, entity_tags, precondition, require_json};
 use crate::state::App;
 
 /// A record as the API returns it.
@@ -93,43 +93,23 @@ fn envelope_response(status: StatusCode, record: StoredRecord) -> Response {
 /// Parses `If-Match` / `If-None-Match` into a write condition. Entity tags are the quoted
 /// version (`"3"`; weak `W/"3"` is accepted as the same).
 fn write_condition(headers: &HeaderMap) -> Result<WriteCondition, ApiError> {
-    let text = |name: header::HeaderName| -> Result<Option<String>, ApiError> {
-        let values: Vec<&str> = headers
-            .get_all(&name)
-            .iter()
-            .map(|v| {
-                v.to_str().map_err(|_| ApiError::bad_request("invalid_header", format!("{name} is not valid text")))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok((!values.is_empty()).then(|| values.join(",")))
-    };
-    let if_match = text(header::IF_MATCH)?;
-    let if_none_match = text(header::IF_NONE_MATCH)?;
-    match (if_match, if_none_match) {
-        (Some(_), Some(_)) => Err(ApiError::bad_request("invalid_header", "send If-Match or If-None-Match, not both")),
-        (Some(m), None) if m.trim() == "*" => Ok(WriteCondition::Exists),
-        (Some(m), None) => Ok(WriteCondition::VersionIn(parse_etags(&m, "If-Match")?)),
-        (None, Some(n)) if n.trim() == "*" => Ok(WriteCondition::Absent),
-        (None, Some(_)) => Err(ApiError::bad_request("invalid_header", "writes accept only If-None-Match: *")),
-        (None, None) => Ok(WriteCondition::Always),
-    }
-}
-
-fn parse_etags(list: &str, name: &str) -> Result<Vec<i64>, ApiError> {
-    list.split(',')
-        .map(|tag| {
-            let tag = tag.trim();
-            let tag = tag.strip_prefix("W/").unwrap_or(tag);
-            tag.strip_prefix('"').and_then(|t| t.strip_suffix('"')).and_then(|t| t.parse::<i64>().ok()).ok_or_else(
-                || {
-                    ApiError::bad_request(
-                        "invalid_header",
-                        format!("{name} must be \"*\" or a list of quoted versions such as \"3\""),
-                    )
-                },
-            )
-        })
-        .collect()
+    Ok(match precondition(headers)? {
+        Precondition::Always => WriteCondition::Always,
+        Precondition::Exists => WriteCondition::Exists,
+        Precondition::Absent => WriteCondition::Absent,
+        Precondition::Match(tags) => WriteCondition::VersionIn(
+            tags.iter()
+                .map(|tag| {
+                    tag.parse::<i64>().map_err(|_| {
+                        ApiError::bad_request(
+                            "invalid_header",
+                            "If-Match must be \"*\" or a list of quoted versions such as \"3\"",
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    })
 }
 
 struct Target {
@@ -190,8 +170,8 @@ pub async fn get_record(
         return Err(shardgate_shard_router::Error::RecordNotFound.into());
     };
     if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        let matches =
-            inm.trim() == "*" || parse_etags(inm, "If-None-Match").is_ok_and(|tags| tags.contains(&record.version));
+        let matches = inm.trim() == "*"
+            || entity_tags(inm).is_some_and(|tags| tags.iter().any(|t| t.parse() == Ok(record.version)));
         if matches {
             let mut response = StatusCode::NOT_MODIFIED.into_response();
             response.headers_mut().insert(header::ETAG, etag(record.version));
