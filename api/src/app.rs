@@ -34,7 +34,7 @@ use crate::error::ApiError;
 use crate::gate::{Gate, RedisBuckets, front_door};
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
-use crate::routes::{admin, blobs, ops, records, valet};
+use crate::routes::{admin, blobs, indexes, ops, records, valet};
 use crate::state::App;
 
 /// How long a shutdown waits for in-flight requests.
@@ -65,6 +65,8 @@ fn data_routes() -> OpenApiRouter<Arc<App>> {
     OpenApiRouter::new()
         .routes(routes!(records::get_record, records::put_record, records::delete_record))
         .routes(routes!(records::list_records))
+        .routes(routes!(indexes::put_index, indexes::get_index, indexes::delete_index))
+        .routes(routes!(indexes::lookup_records))
         .routes(routes!(valet::issue_valet_key))
         .routes(routes!(valet::revoke_valet_key))
 }
@@ -95,6 +97,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit::list_audit))
+        .routes(routes!(indexes::get_job))
         .routes(routes!(valet::list_signing_keys))
         .routes(routes!(valet::rotate_signing_key))
         .routes(routes!(valet::retire_signing_key))
@@ -266,7 +269,12 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
     loop {
         let Some(strong) = app.upgrade() else { return };
         match strong.router.refresh().await {
-            Ok(heads) => strong.cache.set_generation(heads.cache_generation),
+            Ok(heads) => {
+                strong.cache.set_generation(heads.cache_generation);
+                if let Err(e) = strong.indexes.follow(&strong, heads.epoch).await {
+                    tracing::warn!(code = e.code(), "cannot reload index definitions");
+                }
+            }
             Err(e) => tracing::warn!(error = %e, "cannot poll the catalog for shard map changes"),
         }
         let hint = strong.cache.clone();
@@ -301,8 +309,16 @@ impl Application {
         }
         let mut parts = None;
         let valet_refusals = prometheus_client::metrics::family::Family::default();
+        let index_repairs = prometheus_client::metrics::counter::Counter::default();
+        let index_queries = prometheus_client::metrics::family::Family::default();
         let metrics = Metrics::new(|registry| {
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
+            registry.register("index_repairs", "Stale index entries removed by look-ups", index_repairs.clone());
+            registry.register(
+                "index_entry_queries",
+                "Index entry statements run by look-ups, per shard",
+                index_queries.clone(),
+            );
             parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
                 let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
                 let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
@@ -347,10 +363,20 @@ impl Application {
             chunks: crate::blobs::ChunkCache::new(config.blobs.chunk_cache_bytes),
             valet: valet_config,
             valet_keys: crate::routes::valet::ValetKeys::default(),
+            indexes: crate::indexing::IndexRegistry::default(),
+            index_repairs: index_repairs.clone(),
+            index_queries: index_queries.clone(),
             valet_refusals,
             metrics,
             probe_timeout: config.storage.pool.probe_timeout,
         });
+        app.indexes.follow(&app, app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", e.detail()))?;
+        for job in app.router.catalog().running_jobs().await? {
+            if job.kind == "index.backfill" {
+                tracing::info!(job = job.id, target = job.target, "resuming an index backfill");
+                crate::indexing::spawn_backfill(Arc::downgrade(&app), job);
+            }
+        }
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));
         let router = Self::router(app.clone(), &config.limits, &config.cors)?;

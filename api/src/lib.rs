@@ -16,6 +16,7 @@ pub mod error;
 pub mod extract;
 pub mod gate;
 pub mod gatekeeper;
+pub mod indexing;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;

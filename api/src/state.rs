@@ -26,6 +26,15 @@ pub struct App {
     pub chunks: crate::blobs::ChunkCache,
     /// Valet key settings (`public_url` resolved).
     pub valet: crate::config::ValetConfig,
+    /// Secondary index definitions.
+    pub indexes: crate::indexing::IndexRegistry,
+    /// Index entry statements run by look-ups, per shard.
+    pub index_queries: prometheus_client::metrics::family::Family<
+        crate::indexing::ShardLabels,
+        prometheus_client::metrics::counter::Counter,
+    >,
+    /// Stale index entries removed by look-ups.
+    pub index_repairs: prometheus_client::metrics::counter::Counter,
     /// Valet signing keys seen by this instance.
     pub valet_keys: crate::routes::valet::ValetKeys,
     /// Refused valet requests, by code.

@@ -1,92 +1,74 @@
 //! # shardgate-index-tables
 //!
-//! Secondary index tables over one field of a collection's records. Index entries are sharded
-//! by `h(tenant, index, value)` and refer to records by key, never by physical shard.
+//! Secondary index tables over fields of a collection's records (the Index Table pattern):
+//! definitions ([`IndexDef`]: 1 to 4 fields, unique or not, normalized, covering or full
+//! entries), the order-preserving encoding of indexed values ([`ValueKey`]), the placement of
+//! entries ([`entry_vshard`]: `h(tenant, collection, index, value) mod V`, so all entries of a
+//! value sit on one shard) and the merge of the sorted pages a range look-up gathers from every
+//! shard ([`merge_pages`]).
 //!
-//! This crate depends only on `shard-router` (for identifiers and storage); it knows nothing of
-//! HTTP. So far it holds the index name and field path types; entry maintenance, look-ups and
-//! backfill arrive with the index-table issue.
+//! The entries themselves are stored by `shard-router`
+//! ([`IndexEntryStore`](shardgate_shard_router::index_entries::IndexEntryStore)), next to the
+//! records and with the same engine-neutral SQL; this crate decides what goes into them. It
+//! depends on `shard-router` only (never the other way round) and knows nothing of HTTP.
+//!
+//! Maintenance of an index on a record write, run by the caller:
+//! 1. [`IndexDef::change`] says which value's entry to write and which to remove;
+//! 2. [`IndexDef::entry`] builds the entry (placement, record reference, copy), written as
+//!    pending before the record (`put_pending`, or `claim_unique` for a unique index);
+//! 3. after the record commits: `mark_live`, then `remove` of the old value's entry.
 
-use serde_json::Value;
+pub mod definition;
+pub mod entries;
+pub mod merge;
+pub mod names;
+pub mod placement;
+pub mod value_key;
 
-/// Why an index definition was rejected.
+pub use definition::{EntryChange, IndexDef, Layout, MAX_INCLUDED_FIELDS};
+pub use entries::RecordVersion;
+pub use merge::{EntryCursor, MergedPage, merge_pages};
+pub use names::{FieldPath, IndexName};
+pub use placement::entry_vshard;
+pub use value_key::{MAX_KEY_PARTS, MAX_VALUE_KEY_BYTES, ValueKey};
+
+/// Why an index definition, an indexed value or a looked-up value was rejected. Each variant
+/// says the status the API answers with.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IndexError {
-    /// The index name breaks the naming rule.
+    /// 422 `invalid_index`: the index name breaks the naming rule.
     #[error("invalid index name: must match [a-z0-9][a-z0-9_-]{{0,62}}")]
     InvalidName,
-    /// The field is not a JSON pointer (RFC 6901).
+    /// 422 `invalid_index`: a field is not a JSON pointer (RFC 6901).
     #[error("invalid field: expected a JSON pointer such as /customer/email")]
     InvalidField,
-}
-
-/// An index name: `[a-z0-9][a-z0-9_-]{0,62}`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct IndexName(String);
-
-impl IndexName {
-    /// Parses and validates an index name.
-    pub fn parse(value: &str) -> Result<Self, IndexError> {
-        let bytes = value.as_bytes();
-        let valid = !bytes.is_empty()
-            && bytes.len() <= 63
-            && matches!(bytes[0], b'a'..=b'z' | b'0'..=b'9')
-            && bytes.iter().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'));
-        if valid { Ok(Self(value.to_owned())) } else { Err(IndexError::InvalidName) }
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// The indexed field, as a JSON pointer (`/customer/email`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldPath(String);
-
-impl FieldPath {
-    /// Parses a JSON pointer: empty is not allowed (an index over the whole record makes no sense).
-    pub fn parse(value: &str) -> Result<Self, IndexError> {
-        if !value.starts_with('/') || value.len() > 256 {
-            return Err(IndexError::InvalidField);
-        }
-        // `~` must be followed by 0 or 1 (RFC 6901 escapes).
-        let mut chars = value.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-                return Err(IndexError::InvalidField);
-            }
-        }
-        Ok(Self(value.to_owned()))
-    }
-
-    /// The value at this path in `record`, if present.
-    pub fn extract<'a>(&self, record: &'a Value) -> Option<&'a Value> {
-        record.pointer(&self.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_slugs() {
-        assert!(IndexName::parse("by_email").is_ok());
-        assert_eq!(IndexName::parse("By-Email"), Err(IndexError::InvalidName));
-        assert_eq!(IndexName::parse(""), Err(IndexError::InvalidName));
-    }
-
-    #[test]
-    fn field_paths_extract_nested_values() {
-        let record = serde_json::json!({"customer": {"email": "a@b.c", "a/b": 1}});
-        let email = FieldPath::parse("/customer/email").unwrap();
-        assert_eq!(email.extract(&record), Some(&serde_json::json!("a@b.c")));
-        let escaped = FieldPath::parse("/customer/a~1b").unwrap();
-        assert_eq!(escaped.extract(&record), Some(&serde_json::json!(1)));
-        assert_eq!(FieldPath::parse("/missing").unwrap().extract(&record), None);
-        assert_eq!(FieldPath::parse("customer"), Err(IndexError::InvalidField));
-        assert_eq!(FieldPath::parse("/a~2"), Err(IndexError::InvalidField));
-    }
+    /// 422 `invalid_index`: an index has 1 to 4 fields.
+    #[error("an index has 1 to 4 fields")]
+    FieldCount,
+    /// 422 `invalid_index`: a field appears twice in the index's fields.
+    #[error("an index names each field once")]
+    DuplicateField,
+    /// 422 `invalid_index`: the layout's included fields are wrong.
+    #[error("invalid layout: {0}")]
+    InvalidLayout(&'static str),
+    /// 422 `index_value_too_long`: a record's (or a look-up's) value encodes to more than
+    /// [`MAX_VALUE_KEY_BYTES`]; the record write is refused rather than left out of the index.
+    #[error("the indexed value is too long (at most {MAX_VALUE_KEY_BYTES} bytes encoded)")]
+    ValueTooLong,
+    /// 400 `invalid_index_value`: a looked-up value no record can hold (`null`, an object, an
+    /// empty or nested array, more than 4 parts).
+    #[error("only booleans, numbers, strings and arrays of up to 4 of them are indexed")]
+    UnindexableValue,
+    /// 400 `invalid_index_value`: a composite look-up with a different number of parts than the
+    /// index has fields.
+    #[error("the index has {expected} fields but the value has {found} parts")]
+    ValueArity {
+        /// The index's field count.
+        expected: usize,
+        /// The value's part count.
+        found: usize,
+    },
+    /// 400 `invalid_cursor`: a value key read back from a cursor is not a valid encoding.
+    #[error("invalid value key")]
+    InvalidValueKey,
 }

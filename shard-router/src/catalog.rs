@@ -10,7 +10,9 @@ use crate::db::{Database, Engine};
 use crate::ids::{ShardId, TenantId};
 use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
+mod indexes;
 mod valet;
+pub use indexes::{IndexDefRow, JobRow};
 pub use valet::{Retirement, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 /// A shard as the catalog stores it.

@@ -2,7 +2,7 @@
 //!
 //! Owns where data lives and how to reach it: the catalog database, the shard map (vshard table,
 //! tenant directory and pins, epoch), the routing hash, one connection pool per shard, and the
-//! storage of records and blobs on shards.
+//! storage of records, blobs and secondary index entries on shards.
 //!
 //! It must not know about HTTP, tokens or caching: callers hand it validated identifiers
 //! ([`ids`]) and get back values or an [`Error`] whose variants say which HTTP status they
@@ -13,6 +13,7 @@ pub mod catalog;
 pub mod db;
 pub mod hash;
 pub mod ids;
+pub mod index_entries;
 pub mod map;
 pub mod records;
 pub mod router;
@@ -23,6 +24,9 @@ pub use blobs::{
 };
 pub use db::{Database, Engine, PoolConfig};
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
+pub use index_entries::{
+    Claim, EntryAfter, EntryKey, EntryState, IndexEntry, IndexEntryStore, IndexScope, StoredEntry,
+};
 pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
 pub use router::{Access, ShardRouter, StorageConfig};
 

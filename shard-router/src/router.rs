@@ -314,6 +314,29 @@ impl ShardRouter {
         }
     }
 
+    /// The shard owning `vshard` (where an index entry placed by it lives), its pool and the map
+    /// epoch, if the shard's state allows `access`.
+    pub fn resolve_vshard(&self, vshard: u32, access: Access) -> Result<(ShardId, Database, u64), Error> {
+        let (shard, state, epoch) = {
+            let map = self.map.read();
+            let index = *map.vshards.get(vshard as usize).ok_or(Error::NoShards)?;
+            let entry = &map.shards[usize::from(index)];
+            (entry.id.clone(), entry.state, map.epoch)
+        };
+        match (state, access) {
+            (ShardState::Offline, _) => return Err(Error::ShardOffline(shard)),
+            (ShardState::ReadOnly, Access::Write) => return Err(Error::ShardReadOnly(shard)),
+            _ => {}
+        }
+        let db = self.shard_db(&shard)?;
+        Ok((shard, db, epoch))
+    }
+
+    /// The number of vshards.
+    pub fn vshard_count(&self) -> u32 {
+        self.map.read().vshard_count
+    }
+
     /// The pool of shard `id`.
     pub fn shard_db(&self, id: &ShardId) -> Result<Database, Error> {
         self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))

@@ -11,6 +11,7 @@
 
 pub mod admin;
 pub mod blobs;
+pub mod indexes;
 pub mod ops;
 pub mod records;
 pub mod valet;

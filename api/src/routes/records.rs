@@ -20,6 +20,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, entity_tags, precondition, require_json};
+use crate::indexing;
 use crate::state::App;
 
 /// A record as the API returns it.
@@ -212,6 +213,49 @@ fn json_depth(body: &[u8]) -> usize {
     deepest
 }
 
+/// A record write about to happen in an indexed collection: its new value (`None`: a delete)
+/// and the entries prepared for it.
+struct IndexedWrite {
+    new: Option<serde_json::Value>,
+    maintenance: indexing::Maintenance,
+}
+
+/// Prepares the collection's indexes for a write of `new` (`None`: a delete) to `addr`: reads
+/// the record's current value and writes the new values' entries before the record commits
+/// (409 `unique_violation` if another record holds a unique value). `None` without indexes.
+async fn index_maintenance(
+    app: &App,
+    addr: RecordAddress<'_>,
+    new: Option<&RawValue>,
+) -> Result<Option<IndexedWrite>, ApiError> {
+    if app.indexes.for_collection(addr.tenant.as_str(), addr.collection.as_str()).is_empty() {
+        return Ok(None);
+    }
+    let (route, db) = app.router.resolve_fresh(addr.tenant, Access::Write).await?;
+    let old = indexing::current_value(&db, &route.shard, addr).await?;
+    let new = new
+        .map(|raw| serde_json::from_str(raw.get()))
+        .transpose()
+        .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+    let maintenance = indexing::prepare(app, addr, route.vshard, old.as_ref(), new.as_ref()).await?;
+    Ok(Some(IndexedWrite { new, maintenance }))
+}
+
+/// After the record write: makes the new entries live and removes the old ones, or (the write
+/// failed) removes the pending entries.
+async fn finish_index_maintenance(
+    app: &App,
+    indexed: Option<IndexedWrite>,
+    written: Result<i64, &shardgate_shard_router::Error>,
+) -> Result<(), ApiError> {
+    let Some(IndexedWrite { new, maintenance }) = indexed else { return Ok(()) };
+    match written {
+        Ok(version) => indexing::complete(app, maintenance, version, new.as_ref()).await,
+        Err(_) => indexing::abandon(app, maintenance).await,
+    }
+    Ok(())
+}
+
 /// The cached form of a record: its version and the exact response body.
 fn cached(record: StoredRecord) -> CachedRecord {
     let version = record.version;
@@ -268,8 +312,9 @@ pub async fn put_record(
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    let indexed = index_maintenance(&app, addr, Some(&value)).await?;
     let (value, condition, now) = (&*value, &condition, now_ms());
-    let outcome = app
+    let written = app
         .router
         .write(&t.tenant, |route, db| async move {
             tracing::Span::current().record("shard", route.shard.as_str());
@@ -278,7 +323,9 @@ pub async fn put_record(
                 .put(addr, route.vshard, value, condition, now)
                 .await
         })
-        .await?;
+        .await;
+    finish_index_maintenance(&app, indexed, written.as_ref().map(|o| o.record.version)).await?;
+    let outcome = written?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.invalidate_record(&cache_key, t.collection.as_str(), outcome.record.version).await;
     let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
@@ -316,14 +363,17 @@ pub async fn delete_record(
         condition => condition,
     };
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    let indexed = index_maintenance(&app, addr, None).await?;
     let (condition, now) = (&condition, now_ms());
-    let version = app
+    let deleted = app
         .router
         .write(&t.tenant, |route, db| async move {
             tracing::Span::current().record("shard", route.shard.as_str());
             RecordStore::new(&db, &route.shard).routed_at(route.epoch).delete(addr, condition, now).await
         })
-        .await?;
+        .await;
+    finish_index_maintenance(&app, indexed, deleted.as_ref().copied()).await?;
+    let version = deleted?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.invalidate_record(&cache_key, t.collection.as_str(), version).await;
     Ok(StatusCode::NO_CONTENT)

@@ -9,6 +9,7 @@ mod auth;
 mod blobs;
 mod cache;
 mod gatekeeper;
+mod indexes;
 mod isolation;
 mod listing;
 mod malformed;

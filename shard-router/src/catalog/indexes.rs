@@ -1,0 +1,233 @@
+//! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
+//! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
+
+use sqlx::Row;
+
+use super::{Audit, Catalog, catalog_err};
+use crate::Error;
+
+/// An index definition row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexDefRow {
+    /// Tenant.
+    pub tenant: String,
+    /// Collection.
+    pub collection: String,
+    /// Index name.
+    pub name: String,
+    /// The definition, JSON.
+    pub definition: String,
+    /// `building` or `active`.
+    pub state: String,
+    /// The backfill job, while building (and after, for reference).
+    pub job_id: Option<String>,
+    /// Creation time (ms since the Unix epoch).
+    pub created_at_ms: i64,
+    /// Last change.
+    pub updated_at_ms: i64,
+}
+
+/// A background job row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRow {
+    /// Job id.
+    pub id: String,
+    /// `index.backfill` or `index.audit`.
+    pub kind: String,
+    /// Tenant concerned.
+    pub tenant: Option<String>,
+    /// What it works on, e.g. `acme/users/by-email`.
+    pub target: String,
+    /// `running`, `done` or `failed`.
+    pub state: String,
+    /// Progress, JSON (kind-specific; holds the resume point).
+    pub progress: String,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Creation time.
+    pub created_at_ms: i64,
+    /// Last progress.
+    pub updated_at_ms: i64,
+}
+
+const DEF_COLUMNS: &str = "tenant, collection, name, definition, state, job_id, created_at, updated_at";
+const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, created_at, updated_at";
+
+fn def_row(row: &sqlx::any::AnyRow) -> Result<IndexDefRow, Error> {
+    Ok(IndexDefRow {
+        tenant: row.try_get(0).map_err(catalog_err)?,
+        collection: row.try_get(1).map_err(catalog_err)?,
+        name: row.try_get(2).map_err(catalog_err)?,
+        definition: row.try_get(3).map_err(catalog_err)?,
+        state: row.try_get(4).map_err(catalog_err)?,
+        job_id: row.try_get(5).map_err(catalog_err)?,
+        created_at_ms: row.try_get(6).map_err(catalog_err)?,
+        updated_at_ms: row.try_get(7).map_err(catalog_err)?,
+    })
+}
+
+fn job_row(row: &sqlx::any::AnyRow) -> Result<JobRow, Error> {
+    Ok(JobRow {
+        id: row.try_get(0).map_err(catalog_err)?,
+        kind: row.try_get(1).map_err(catalog_err)?,
+        tenant: row.try_get(2).map_err(catalog_err)?,
+        target: row.try_get(3).map_err(catalog_err)?,
+        state: row.try_get(4).map_err(catalog_err)?,
+        progress: row.try_get(5).map_err(catalog_err)?,
+        error: row.try_get(6).map_err(catalog_err)?,
+        created_at_ms: row.try_get(7).map_err(catalog_err)?,
+        updated_at_ms: row.try_get(8).map_err(catalog_err)?,
+    })
+}
+
+impl Catalog {
+    /// Every index definition (each instance keeps them all in memory).
+    pub async fn index_defs(&self) -> Result<Vec<IndexDefRow>, Error> {
+        let rows = sqlx::query(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name"))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        rows.iter().map(def_row).collect()
+    }
+
+    /// Creates an index definition with its backfill job (one transaction, audited, new epoch).
+    /// `Ok(false)`: an index of that name exists.
+    pub async fn create_index_def(&self, def: &IndexDefRow, job: &JobRow, audit: &Audit) -> Result<bool, Error> {
+        let (mut tx, _epoch) = self.begin_change(audit).await?;
+        let inserted = sqlx::query(&format!(
+            "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+             ON CONFLICT (tenant, collection, name) DO NOTHING"
+        ))
+        .bind(&def.tenant)
+        .bind(&def.collection)
+        .bind(&def.name)
+        .bind(&def.definition)
+        .bind(&def.state)
+        .bind(def.job_id.as_deref())
+        .bind(def.created_at_ms)
+        .bind(def.updated_at_ms)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        if inserted.rows_affected() == 0 {
+            return Ok(false);
+        }
+        insert_job(&mut tx, job).await?;
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(true)
+    }
+
+    /// Sets an index's state (`active` when its backfill finished). New epoch.
+    pub async fn set_index_state(
+        &self,
+        tenant: &str,
+        collection: &str,
+        name: &str,
+        state: &str,
+        audit: &Audit,
+    ) -> Result<(), Error> {
+        let (mut tx, _epoch) = self.begin_change(audit).await?;
+        sqlx::query(
+            "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
+        )
+        .bind(state)
+        .bind(crate::now_ms())
+        .bind(tenant)
+        .bind(collection)
+        .bind(name)
+        .execute(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        tx.commit().await.map_err(catalog_err)
+    }
+
+    /// Removes an index definition. `Ok(None)`: no such index. New epoch.
+    pub async fn delete_index_def(
+        &self,
+        tenant: &str,
+        collection: &str,
+        name: &str,
+        audit: &Audit,
+    ) -> Result<Option<IndexDefRow>, Error> {
+        let (mut tx, _epoch) = self.begin_change(audit).await?;
+        let row = sqlx::query(&format!(
+            "SELECT {DEF_COLUMNS} FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3"
+        ))
+        .bind(tenant)
+        .bind(collection)
+        .bind(name)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(catalog_err)?;
+        let Some(row) = row.as_ref().map(def_row).transpose()? else { return Ok(None) };
+        sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
+            .bind(tenant)
+            .bind(collection)
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+        tx.commit().await.map_err(catalog_err)?;
+        Ok(Some(row))
+    }
+
+    /// One job.
+    pub async fn job(&self, id: &str) -> Result<Option<JobRow>, Error> {
+        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        row.as_ref().map(job_row).transpose()
+    }
+
+    /// Jobs still running (to resume after a restart).
+    pub async fn running_jobs(&self) -> Result<Vec<JobRow>, Error> {
+        let rows = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+        rows.iter().map(job_row).collect()
+    }
+
+    /// Records a job (one that is not created with an index).
+    pub async fn insert_job(&self, job: &JobRow, audit: &Audit) -> Result<(), Error> {
+        let mut tx = self.begin_audited(audit).await?;
+        insert_job(&mut tx, job).await?;
+        tx.commit().await.map_err(catalog_err)
+    }
+
+    /// Stores a job's progress (and state, error), only while it is `running`. Returns whether
+    /// it was still running.
+    pub async fn update_job(&self, id: &str, state: &str, progress: &str, error: Option<&str>) -> Result<bool, Error> {
+        let done = sqlx::query(
+            "UPDATE jobs SET state = $1, progress = $2, error = $3, updated_at = $4 WHERE id = $5 AND state = 'running'",
+        )
+        .bind(state)
+        .bind(progress)
+        .bind(error)
+        .bind(crate::now_ms())
+        .bind(id)
+        .execute(&self.db.pool)
+        .await
+        .map_err(catalog_err)?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+async fn insert_job(tx: &mut sqlx::Transaction<'static, sqlx::Any>, job: &JobRow) -> Result<(), Error> {
+    sqlx::query(&format!("INSERT INTO jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"))
+        .bind(&job.id)
+        .bind(&job.kind)
+        .bind(job.tenant.as_deref())
+        .bind(&job.target)
+        .bind(&job.state)
+        .bind(&job.progress)
+        .bind(job.error.as_deref())
+        .bind(job.created_at_ms)
+        .bind(job.updated_at_ms)
+        .execute(&mut **tx)
+        .await
+        .map_err(catalog_err)?;
+    Ok(())
+}

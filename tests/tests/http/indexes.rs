@@ -1,0 +1,265 @@
+//! Secondary indexes: definitions, backfill jobs, look-ups that read one index shard and verify
+//! every candidate, unique values under races, and stale entries (left by a write interrupted
+//! between its steps) that never produce a wrong answer and are repaired.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem, metric, record_path};
+
+shardgate_tests::conformance!(
+    indexes_are_built_maintained_and_looked_up,
+    a_unique_value_goes_to_exactly_one_of_two_racing_writers
+);
+
+fn index_path(index: &str) -> String {
+    format!("/v1/tenants/acme/collections/users/indexes/{index}")
+}
+
+async fn define(app: &TestApp, token: &str, index: &str, spec: Value) -> reqwest::Response {
+    app.client.put(app.url(&index_path(index))).bearer_auth(token).json(&spec).send().await.unwrap()
+}
+
+async fn put(app: &TestApp, token: &str, key: &str, value: Value) -> reqwest::Response {
+    app.client.put(app.url(&record_path("acme", "users", key))).bearer_auth(token).json(&value).send().await.unwrap()
+}
+
+/// Waits until the index is active.
+async fn until_active(app: &TestApp, token: &str, index: &str) -> Value {
+    let active = async || {
+        let info: Value =
+            app.client.get(app.url(&index_path(index))).bearer_auth(token).send().await.ok()?.json().await.ok()?;
+        (info["state"] == "active").then_some(info)
+    };
+    eventually(Duration::from_secs(15), active).await.expect("the backfill finishes")
+}
+
+async fn find(app: &TestApp, token: &str, index: &str, query: &str) -> (Vec<String>, Value) {
+    let url = app.url(&format!("{}/records?{query}", index_path(index)));
+    let page = expect_json(app.client.get(url).bearer_auth(token).send().await.unwrap(), StatusCode::OK).await;
+    let keys = page["items"].as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect();
+    (keys, page)
+}
+
+fn manager(app: &TestApp) -> String {
+    use shardgate_gatekeeper::Scope;
+    app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage])
+}
+
+async fn indexes_are_built_maintained_and_looked_up(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = manager(&app);
+    for (key, town, age) in [("u1", "Lyon", 30), ("u2", "Paris", 41), ("u3", "Lyon", 25), ("u4", "Nice", 41)] {
+        expect_json(put(&app, &token, key, json!({"town": town, "age": age, "name": key})).await, StatusCode::CREATED)
+            .await;
+    }
+    // Only `manage` may define indexes.
+    let response = define(&app, &app.rw_token("acme"), "by-town", json!({"field": "/town"})).await;
+    expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+    let created = define(&app, &token, "by-town", json!({"field": "/town"})).await;
+    let info = expect_json(created, StatusCode::CREATED).await;
+    assert_eq!(info["state"], "building");
+    let job = info["job"].as_str().unwrap().to_owned();
+    // A write while the index builds is indexed too.
+    expect_json(put(&app, &token, "u5", json!({"town": "Lyon", "age": 52})).await, StatusCode::CREATED).await;
+    until_active(&app, &token, "by-town").await;
+    let job = expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{job}"), None).await, StatusCode::OK).await;
+    assert_eq!(job["state"], "done");
+    assert!(job["progress"]["indexed"].as_u64().unwrap() >= 4, "{job}");
+
+    let (lyon, _) = find(&app, &token, "by-town", "value=Lyon").await;
+    assert_eq!(lyon, ["u1", "u3", "u5"]);
+    // Paging by cursor.
+    let (first, page) = find(&app, &token, "by-town", "value=Lyon&limit=2").await;
+    assert_eq!(first, ["u1", "u3"]);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    assert_eq!(find(&app, &token, "by-town", &format!("value=Lyon&limit=2&cursor={cursor}")).await.0, ["u5"]);
+
+    // A record that changes value moves; a deleted one goes.
+    expect_json(put(&app, &token, "u1", json!({"town": "Paris", "age": 30})).await, StatusCode::OK).await;
+    let response = app.client.delete(app.url(&record_path("acme", "users", "u3"))).bearer_auth(&token).send().await;
+    assert_eq!(response.unwrap().status(), StatusCode::NO_CONTENT);
+    assert_eq!(find(&app, &token, "by-town", "value=Lyon").await.0, ["u5"]);
+    assert_eq!(find(&app, &token, "by-town", "value=Paris").await.0, ["u1", "u2"]);
+
+    // Numbers order numerically, ranges are half-open and may span every shard.
+    let created =
+        define(&app, &token, "by-age", json!({"field": "/age", "layout": "covering", "include": ["/name"]})).await;
+    expect_json(created, StatusCode::CREATED).await;
+    until_active(&app, &token, "by-age").await;
+    assert_eq!(find(&app, &token, "by-age", "from=30&to=42").await.0, ["u1", "u2", "u4"]);
+    assert_eq!(find(&app, &token, "by-age", "value=41").await.0, ["u2", "u4"]);
+    // The same definition again is fine; another one under the name is not.
+    let again =
+        define(&app, &token, "by-age", json!({"field": "/age", "layout": "covering", "include": ["/name"]})).await;
+    expect_json(again, StatusCode::OK).await;
+    expect_problem(
+        define(&app, &token, "by-age", json!({"field": "/town"})).await,
+        StatusCode::CONFLICT,
+        "index_exists",
+    )
+    .await;
+    for bad in [
+        json!({}),
+        json!({"field": "town"}),
+        json!({"field": "/a", "layout": "covering"}),
+        json!({"field": "/a", "x": 1}),
+    ] {
+        assert_eq!(define(&app, &token, "bad", bad.clone()).await.status(), StatusCode::BAD_REQUEST, "{bad}");
+    }
+    // Deleting an index: look-ups are 404.
+    let response = app.client.delete(app.url(&index_path("by-age"))).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let url = app.url(&format!("{}/records?value=41", index_path("by-age")));
+    let response = app.client.get(url).bearer_auth(&token).send().await.unwrap();
+    expect_problem(response, StatusCode::NOT_FOUND, "index_not_found").await;
+}
+
+async fn a_unique_value_goes_to_exactly_one_of_two_racing_writers(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = manager(&app);
+    expect_json(
+        define(&app, &token, "by-email", json!({"field": "/email", "unique": true})).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    until_active(&app, &token, "by-email").await;
+    for round in 0..5 {
+        let email = format!("same{round}@example.com");
+        let writers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|who| {
+                let (client, token) = (app.client.clone(), token.clone());
+                let url = app.url(&record_path("acme", "users", &format!("{who}{round}")));
+                let body = json!({"email": email});
+                tokio::spawn(
+                    async move { client.put(url).bearer_auth(token).json(&body).send().await.unwrap().status() },
+                )
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for writer in writers {
+            statuses.push(writer.await.unwrap());
+        }
+        assert_eq!(statuses.iter().filter(|s| s.is_success()).count(), 1, "round {round}: {statuses:?}");
+        assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CONFLICT).count(), 1, "round {round}: {statuses:?}");
+        let (owners, _) = find(&app, &token, "by-email", &format!("value={email}")).await;
+        assert_eq!(owners.len(), 1, "round {round}: {owners:?}");
+        // The loser wrote nothing.
+        let loser = if owners[0].starts_with('a') { "b" } else { "a" };
+        let response = app.get_record("acme", "users", &format!("{loser}{round}")).await;
+        expect_problem(response, StatusCode::NOT_FOUND, "record_not_found").await;
+    }
+    // A value released by its record is free for a new owner.
+    expect_json(put(&app, &token, "c", json!({"email": "c@example.com"})).await, StatusCode::CREATED).await;
+    let response = put(&app, &token, "d", json!({"email": "c@example.com"})).await;
+    expect_problem(response, StatusCode::CONFLICT, "unique_violation").await;
+    expect_json(put(&app, &token, "c", json!({"email": "c2@example.com"})).await, StatusCode::OK).await;
+    expect_json(put(&app, &token, "d", json!({"email": "c@example.com"})).await, StatusCode::CREATED).await;
+}
+
+/// Rows of `index_entries` on every shard, as (value_key, record_key, state).
+async fn entries(app: &TestApp) -> Vec<(String, String, String)> {
+    let mut all = Vec::new();
+    for (_, url) in app.shard_urls() {
+        let pool = shardgate_tests::open_shard(&url).await;
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT value_key, record_key, state FROM index_entries ORDER BY value_key, record_key")
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+        all.extend(rows);
+        pool.close().await;
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_lookup_reads_one_index_shard_and_never_returns_a_stale_entry() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = manager(&app);
+    expect_json(define(&app, &token, "by-town", json!({"field": "/town"})).await, StatusCode::CREATED).await;
+    until_active(&app, &token, "by-town").await;
+    for (key, town) in [("u1", "Lyon"), ("u2", "Lyon"), ("u3", "Nice")] {
+        expect_json(put(&app, &token, key, json!({"town": town})).await, StatusCode::CREATED).await;
+    }
+    // One equality look-up: one statement on one shard, none elsewhere.
+    let before = metric(&app.client, &app.base_url, "shardgate_index_entry_queries_total").await;
+    assert_eq!(find(&app, &token, "by-town", "value=Lyon").await.0, ["u1", "u2"]);
+    let after = metric(&app.client, &app.base_url, "shardgate_index_entry_queries_total").await;
+    assert_eq!(after - before, 1.0, "one index shard, one statement");
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let shards_touched = text.lines().filter(|l| l.starts_with("shardgate_index_entry_queries_total{")).count();
+    assert_eq!(shards_touched, 1, "{text}");
+
+    // Fault: "record written, old entry not removed" — the record changes value behind the
+    // gateway's back (as if the write crashed after its commit), so u1's Lyon entry is stale.
+    for (_, url) in app.shard_urls() {
+        let pool = shardgate_tests::open_shard(&url).await;
+        sqlx::query("UPDATE records SET value = '{\"town\":\"Paris\"}' WHERE key = 'u1'").execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+    // Fault: "entry written, record not" — an old pending entry for a record that never came.
+    let lyon_rows: Vec<_> =
+        entries(&app).await.into_iter().filter(|(v, r, _)| r == "u2" && v.contains("Lyon")).collect();
+    let value_key = lyon_rows[0].0.clone();
+    for (_, url) in app.shard_urls() {
+        let pool = shardgate_tests::open_shard(&url).await;
+        let holds: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM index_entries WHERE record_key = 'u2'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        if holds > 0 {
+            sqlx::query(
+                "INSERT INTO index_entries (tenant, collection, index_name, value_key, record_key, vshard, record_vshard, \
+                 record_version, state, claimed_at, copy, unique_claim) \
+                 SELECT tenant, collection, index_name, value_key, 'ghost', vshard, record_vshard, 1, 'pending', 0, NULL, 0 \
+                 FROM index_entries WHERE record_key = 'u2' AND value_key = $1",
+            )
+            .bind(&value_key)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+        pool.close().await;
+    }
+    assert!(entries(&app).await.iter().any(|(_, r, _)| r == "ghost"));
+    // Neither fault changes the answer, and both leftovers are repaired by the look-up.
+    assert_eq!(find(&app, &token, "by-town", "value=Lyon").await.0, ["u2"]);
+    let left = entries(&app).await;
+    assert!(!left.iter().any(|(_, r, _)| r == "ghost"), "{left:?}");
+    assert!(!left.iter().any(|(v, r, _)| r == "u1" && v.contains("Lyon")), "{left:?}");
+    assert_eq!(metric(&app.client, &app.base_url, "shardgate_index_repairs_total").await, 2.0);
+    assert_eq!(find(&app, &token, "by-town", "value=Lyon").await.0, ["u2"]);
+}
+
+#[tokio::test]
+async fn a_backfill_survives_a_restart() {
+    let mut app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = manager(&app);
+    let keys: Vec<String> = (0..300).map(|i| format!("k{i:04}")).collect();
+    app.put_many("acme", "users", &keys).await;
+    let info = expect_json(define(&app, &token, "by-k", json!({"field": "/k"})).await, StatusCode::CREATED).await;
+    // Restart before the backfill (which waits for every instance to learn the index) ran.
+    app.restart().await;
+    until_active(&app, &token, "by-k").await;
+    let job = info["job"].as_str().unwrap();
+    let job = expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{job}"), None).await, StatusCode::OK).await;
+    assert_eq!(job["state"], "done", "{job}");
+    assert_eq!(job["progress"]["indexed"], 300, "{job}");
+    assert_eq!(find(&app, &token, "by-k", "value=k0123").await.0, ["k0123"]);
+}
+
+#[tokio::test]
+async fn a_lookup_on_a_building_index_is_409() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = manager(&app);
+    expect_json(define(&app, &token, "by-town", json!({"field": "/town"})).await, StatusCode::CREATED).await;
+    let url = app.url(&format!("{}/records?value=Lyon", index_path("by-town")));
+    let response = app.client.get(url).bearer_auth(&token).send().await.unwrap();
+    expect_problem(response, StatusCode::CONFLICT, "index_building").await;
+}
