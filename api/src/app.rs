@@ -98,6 +98,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit::list_audit))
         .routes(routes!(indexes::get_job))
+        .routes(routes!(indexes::start_audit))
         .routes(routes!(valet::list_signing_keys))
         .routes(routes!(valet::rotate_signing_key))
         .routes(routes!(valet::retire_signing_key))
@@ -311,9 +312,15 @@ impl Application {
         let valet_refusals = prometheus_client::metrics::family::Family::default();
         let index_repairs = prometheus_client::metrics::counter::Counter::default();
         let index_queries = prometheus_client::metrics::family::Family::default();
+        let index_audit = (
+            prometheus_client::metrics::counter::Counter::default(),
+            prometheus_client::metrics::counter::Counter::default(),
+        );
         let metrics = Metrics::new(|registry| {
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             registry.register("index_repairs", "Stale index entries removed by look-ups", index_repairs.clone());
+            registry.register("index_audit_missing", "Index entries the drift audit wrote", index_audit.0.clone());
+            registry.register("index_audit_dangling", "Index entries the drift audit removed", index_audit.1.clone());
             registry.register(
                 "index_entry_queries",
                 "Index entry statements run by look-ups, per shard",
@@ -366,15 +373,19 @@ impl Application {
             indexes: crate::indexing::IndexRegistry::default(),
             index_repairs: index_repairs.clone(),
             index_queries: index_queries.clone(),
+            index_audit_missing: index_audit.0.clone(),
+            index_audit_dangling: index_audit.1.clone(),
             valet_refusals,
             metrics,
             probe_timeout: config.storage.pool.probe_timeout,
         });
         app.indexes.follow(&app, app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", e.detail()))?;
         for job in app.router.catalog().running_jobs().await? {
-            if job.kind == "index.backfill" {
-                tracing::info!(job = job.id, target = job.target, "resuming an index backfill");
-                crate::indexing::spawn_backfill(Arc::downgrade(&app), job);
+            tracing::info!(job = job.id, kind = job.kind, target = job.target, "resuming a job");
+            match job.kind.as_str() {
+                "index.backfill" => crate::indexing::spawn_backfill(Arc::downgrade(&app), job),
+                "index.audit" => crate::indexing::spawn_audit(Arc::downgrade(&app), job),
+                other => tracing::warn!(kind = other, "unknown job kind left running"),
             }
         }
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));

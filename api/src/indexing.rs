@@ -416,13 +416,14 @@ pub async fn lookup(
             (merged.entries, next, shards.len())
         }
     };
-    let records = verify(app, index, entries).await?;
+    let (records, _) = verify(app, index, entries).await?;
     Ok(Found { records, next, shards_queried })
 }
 
 /// Reads each candidate's record (in parallel, from the tenant's home shard) and keeps those that
-/// hold the entry's value now; repairs the others.
-async fn verify(app: &App, index: &LiveIndex, entries: Vec<StoredEntry>) -> Result<Vec<StoredRecord>, ApiError> {
+/// hold the entry's value now; repairs the others. Returns the records kept and how many entries
+/// were removed.
+async fn verify(app: &App, index: &LiveIndex, entries: Vec<StoredEntry>) -> Result<(Vec<StoredRecord>, u64), ApiError> {
     let (route, db) = app.router.resolve(&index.tenant, Access::Read)?;
     let store = RecordStore::new(&db, &route.shard);
     let reads = futures::future::try_join_all(entries.iter().map(|entry| {
@@ -434,6 +435,7 @@ async fn verify(app: &App, index: &LiveIndex, entries: Vec<StoredEntry>) -> Resu
     }))
     .await?;
     let mut found = Vec::with_capacity(entries.len());
+    let mut repaired = 0;
     for (entry, read) in entries.iter().zip(reads) {
         match read {
             RecordRead::Live(record) if value_key_of(index, &record).as_deref() == Some(entry.value_key.as_str()) => {
@@ -441,17 +443,18 @@ async fn verify(app: &App, index: &LiveIndex, entries: Vec<StoredEntry>) -> Resu
             }
             _ => {
                 let in_flight = entry.state.as_str() == "pending" && now_ms() - entry.claimed_at_ms < IN_FLIGHT_MS;
-                if !in_flight {
-                    repair(app, index, entry).await;
+                if !in_flight && repair(app, index, entry).await {
+                    repaired += 1;
                 }
             }
         }
     }
-    Ok(found)
+    Ok((found, repaired))
 }
 
 /// Removes an entry whose record no longer holds its value (only if it is still as read).
-async fn repair(app: &App, index: &LiveIndex, entry: &StoredEntry) {
+/// Returns whether it did.
+async fn repair(app: &App, index: &LiveIndex, entry: &StoredEntry) -> bool {
     let result = async {
         let (shard, db, _) = entry_store(app, entry.vshard, Access::Write)?;
         Ok::<_, ApiError>(IndexEntryStore::new(&db, &shard).remove_if_unchanged(index.scope(), entry).await?)
@@ -461,9 +464,13 @@ async fn repair(app: &App, index: &LiveIndex, entry: &StoredEntry) {
         Ok(true) => {
             app.index_repairs.inc();
             tracing::info!(index = %index.def.name(), record = entry.record_key, "removed a stale index entry");
+            true
         }
-        Ok(false) => {}
-        Err(e) => tracing::warn!(index = %index.def.name(), code = e.code(), "could not repair a stale index entry"),
+        Ok(false) => false,
+        Err(e) => {
+            tracing::warn!(index = %index.def.name(), code = e.code(), "could not repair a stale index entry");
+            false
+        }
     }
 }
 
@@ -485,15 +492,9 @@ pub fn spawn_backfill(app: std::sync::Weak<App>, job: JobRow) {
 }
 
 async fn backfill(app: &App, job: &JobRow) -> Result<(), ApiError> {
-    let mut parts = job.target.splitn(3, '/');
-    let (Some(tenant), Some(collection), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(ApiError::internal(&format!("job {} has target {}", job.id, job.target)));
-    };
     app.indexes.follow(app, app.router.epoch()).await?;
-    let index = app
-        .indexes
-        .get(tenant, collection, name)
-        .ok_or_else(|| ApiError::internal(&format!("job {}: the index is gone", job.id)))?;
+    let index = job_index(app, job)?;
+    let (tenant, collection, name) = (index.tenant.as_str(), index.collection.as_str(), index.def.name().as_str());
     let progress: Value = serde_json::from_str(&job.progress).unwrap_or(Value::Null);
     let mut after = progress["after"].as_str().map(str::to_owned);
     let mut indexed = progress["indexed"].as_u64().unwrap_or(0);
@@ -553,4 +554,99 @@ async fn backfill(app: &App, job: &JobRow) -> Result<(), ApiError> {
             return Ok(());
         }
     }
+}
+
+/// Starts a drift audit of an index (job kind `index.audit`): every record must have its entry
+/// (missing ones are written) and every entry must name a record holding its value (dangling ones
+/// are removed). The counts are the job's progress and the `index_audit_*` metrics.
+pub fn spawn_audit(app: std::sync::Weak<App>, job: JobRow) {
+    tokio::spawn(async move {
+        let Some(strong) = app.upgrade() else { return };
+        if let Err(e) = audit(&strong, &job).await {
+            tracing::error!(job = job.id, code = e.code(), detail = e.detail(), "index audit failed");
+            let _ = strong.router.catalog().update_job(&job.id, "failed", &job.progress, Some(e.detail())).await;
+        }
+    });
+}
+
+/// The index a job works on (`tenant/collection/index`).
+fn job_index(app: &App, job: &JobRow) -> Result<Arc<LiveIndex>, ApiError> {
+    let mut parts = job.target.splitn(3, '/');
+    let (Some(tenant), Some(collection), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(ApiError::internal(&format!("job {} has target {}", job.id, job.target)));
+    };
+    app.indexes.get(tenant, collection, name).ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "index_not_found", format!("job {}: the index is gone", job.id))
+    })
+}
+
+async fn audit(app: &App, job: &JobRow) -> Result<(), ApiError> {
+    let index = job_index(app, job)?;
+    let vshard_count = app.router.vshard_count();
+    let (mut records, mut entries_seen, mut missing, mut dangling) = (0u64, 0u64, 0u64, 0u64);
+    // Every record has its entry.
+    let mut after: Option<String> = None;
+    loop {
+        let (route, db) = app.router.resolve(&index.tenant, Access::Read)?;
+        let bounds = ListBounds { after: after.clone(), ..ListBounds::default() };
+        let page =
+            RecordStore::new(&db, &route.shard).list(&index.tenant, &index.collection, &bounds, BACKFILL_PAGE).await?;
+        for record in &page {
+            records += 1;
+            let Ok(key) = RecordKey::parse(&record.key) else { continue };
+            let value: Value = serde_json::from_str(record.value.get()).unwrap_or(Value::Null);
+            let version = RecordVersion {
+                tenant: &index.tenant,
+                collection: &index.collection,
+                key: &key,
+                vshard: route.vshard,
+                version: record.version,
+                value: &value,
+            };
+            let Ok(Some(entry)) = index.def.entry_for(&version, vshard_count, now_ms()) else { continue };
+            let (shard, entry_db, epoch) = entry_store(app, entry.vshard, Access::Write)?;
+            let store = IndexEntryStore::new(&entry_db, &shard).routed_at(epoch);
+            if store.get(entry.key()).await?.is_none() {
+                missing += 1;
+                if index.def.is_unique() {
+                    let addr = RecordAddress { tenant: &index.tenant, collection: &index.collection, key: &key };
+                    if claim(app, &index, &store, &entry, addr).await.is_ok() {
+                        store.mark_live(entry.key(), record.version, entry.copy.as_deref()).await?;
+                    }
+                } else {
+                    store.put_live(&entry).await?;
+                }
+            }
+        }
+        after = page.last().map(|r| r.key.clone()).or(after);
+        if page.len() < BACKFILL_PAGE as usize {
+            break;
+        }
+    }
+    // Every entry names a record holding its value.
+    for (shard, state, db) in app.router.shard_dbs() {
+        if state == shardgate_shard_router::ShardState::Offline {
+            continue;
+        }
+        let store = IndexEntryStore::new(&db, &shard);
+        let mut cursor: Option<(String, String)> = None;
+        loop {
+            let after = cursor.as_ref().map(|(v, r)| EntryAfter { value_key: v, record_key: r });
+            let page = store.scan_entries(index.scope(), after, BACKFILL_PAGE).await?;
+            entries_seen += page.len() as u64;
+            cursor = page.last().map(|e| (e.value_key.clone(), e.record_key.clone()));
+            let full = page.len() == BACKFILL_PAGE as usize;
+            dangling += verify(app, &index, page).await?.1;
+            if !full {
+                break;
+            }
+        }
+    }
+    app.index_audit_missing.inc_by(missing);
+    app.index_audit_dangling.inc_by(dangling);
+    let progress =
+        serde_json::json!({"records": records, "entries": entries_seen, "missing": missing, "dangling": dangling})
+            .to_string();
+    app.router.catalog().update_job(&job.id, "done", &progress, None).await?;
+    Ok(())
 }

@@ -33,6 +33,10 @@ pub struct App {
         crate::indexing::ShardLabels,
         prometheus_client::metrics::counter::Counter,
     >,
+    /// Index entries the drift audit found missing (and wrote).
+    pub index_audit_missing: prometheus_client::metrics::counter::Counter,
+    /// Index entries the drift audit found dangling (and removed).
+    pub index_audit_dangling: prometheus_client::metrics::counter::Counter,
     /// Stale index entries removed by look-ups.
     pub index_repairs: prometheus_client::metrics::counter::Counter,
     /// Valet signing keys seen by this instance.

@@ -456,11 +456,13 @@ impl Catalog {
     /// Removes a tenant (and its pin). Returns the new epoch.
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         let (mut tx, epoch) = self.begin_change(audit).await?;
-        sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1")
-            .bind(id.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
+        for table in ["tenant_pins", "index_defs"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE tenant = $1"))
+                .bind(id.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+        }
         let done = sqlx::query("DELETE FROM tenants WHERE id = $1")
             .bind(id.as_str())
             .execute(&mut *tx)

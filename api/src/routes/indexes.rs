@@ -419,3 +419,70 @@ pub async fn get_job(
         error: job.error,
     }))
 }
+
+/// Body of `POST /v1/admin/index-audits`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditRequest {
+    /// Tenant.
+    pub tenant: String,
+    /// Collection.
+    pub collection: String,
+    /// Index name.
+    pub index: String,
+}
+
+/// Start a drift audit of an index: compares entries and records, writes missing entries and
+/// removes dangling ones; the counts are the job's progress.
+#[utoipa::path(
+    post,
+    path = "/v1/admin/index-audits",
+    tag = "admin",
+    request_body = AuditRequest,
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 202, description = "Started; follow it at `/v1/admin/jobs/{id}`", body = Job),
+        (status = 400, description = "`invalid_body`", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`index_not_found`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn start_audit(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    request: RequestIdHeader,
+    ApiJson(body): ApiJson<AuditRequest>,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let index = app
+        .indexes
+        .get(&body.tenant, &body.collection, &body.index)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "index_not_found", "no such index"))?;
+    let now = now_ms();
+    let job = JobRow {
+        id: format!("job-{}", uuid::Uuid::new_v4().simple()),
+        kind: "index.audit".into(),
+        tenant: Some(index.tenant.to_string()),
+        target: format!("{}/{}/{}", index.tenant, index.collection, index.def.name()),
+        state: "running".into(),
+        progress: "{}".into(),
+        error: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+    };
+    let audit = caller.audit(&request, "index.audit", Some(index.tenant.as_str()), format!("index:{}", job.target));
+    app.router.catalog().insert_job(&job, &audit).await?;
+    crate::indexing::spawn_audit(Arc::downgrade(&app), job.clone());
+    let view = Job {
+        progress: Value::Object(Default::default()),
+        created_at: rfc3339(job.created_at_ms),
+        updated_at: rfc3339(job.updated_at_ms),
+        id: job.id,
+        kind: job.kind,
+        target: job.target,
+        state: job.state,
+        error: None,
+    };
+    Ok((StatusCode::ACCEPTED, axum::Json(view)).into_response())
+}
