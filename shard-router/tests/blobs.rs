@@ -2,61 +2,27 @@
 //! readers see whole or not at all, preconditions, aborts and garbage that leave nothing behind,
 //! tombstones, ordered listings, the shard fence and tenant purges.
 
+mod common;
+
+use common::TestDb;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::TryStreamExt;
-use secrecy::SecretString;
 use sha2::{Digest, Sha256};
 use shardgate_shard_router::blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
     UploadState,
 };
 use shardgate_shard_router::catalog::Audit;
-use shardgate_shard_router::db::{Database, PoolConfig, Schema};
 use shardgate_shard_router::records::RecordStore;
 use shardgate_shard_router::router::{ShardRouter, StorageConfig};
 use shardgate_shard_router::{Error, ShardId, TenantId, Tier};
-use sqlx::Connection;
 
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const CHUNK: usize = BLOB_CHUNK_BYTES;
 
-/// A database for one test: a SQLite file in a temp dir, or a PostgreSQL database dropped at the
-/// end.
-struct TestDb {
-    db: Database,
-    pg_name: Option<String>,
-    _dir: tempfile::TempDir,
-}
-
 impl TestDb {
-    async fn sqlite() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let url = SecretString::from(format!("sqlite://{}", dir.path().join("shard.db").display()));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: None, _dir: dir }
-    }
-
-    async fn postgres() -> Self {
-        let name = format!("sg_blobs_{}", unique_suffix());
-        let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.unwrap();
-        let url = SecretString::from(format!("postgres://postgres@127.0.0.1:5432/{name}"));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: Some(name), _dir: tempfile::tempdir().unwrap() }
-    }
-
-    async fn drop_db(self) {
-        self.db.pool.close().await;
-        if let Some(name) = self.pg_name {
-            let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.unwrap();
-        }
-    }
-
     /// How many chunk rows an upload has.
     async fn chunk_rows(&self, upload_id: &str) -> i64 {
         sqlx::query_scalar("SELECT COUNT(*) FROM blob_chunks WHERE upload_id = $1")
@@ -76,11 +42,6 @@ impl TestDb {
         }
         query.fetch_one(&self.db.pool).await.unwrap()
     }
-}
-
-fn unique_suffix() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}_{}", nanos, std::process::id())
 }
 
 fn acme() -> TenantId {
@@ -552,7 +513,7 @@ macro_rules! on_both_engines {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $scenario() {
-                    super::$scenario(super::TestDb::postgres().await).await;
+                    super::$scenario(super::TestDb::postgres("sg_blobs").await).await;
                 }
             )*
         }

@@ -6,61 +6,19 @@
 //! Value keys are opaque text here (their encoding belongs to `index-tables`); all the store
 //! relies on is their byte order.
 
+mod common;
+
+use common::TestDb;
+
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use secrecy::SecretString;
-use shardgate_shard_router::db::{Database, PoolConfig, Schema};
 use shardgate_shard_router::index_entries::{
     Claim, EntryAfter, EntryKey, EntryState, IndexEntry, IndexEntryStore, IndexScope, StoredEntry,
 };
 use shardgate_shard_router::records::RecordStore;
 use shardgate_shard_router::{CollectionName, Error, RecordKey, ShardId, TenantId};
-use sqlx::Connection;
-
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-/// A database for one test: a SQLite file in a temp dir, or a PostgreSQL database dropped at the
-/// end.
-struct TestDb {
-    db: Database,
-    pg_name: Option<String>,
-    _dir: tempfile::TempDir,
-}
-
-impl TestDb {
-    async fn sqlite() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let url = SecretString::from(format!("sqlite://{}", dir.path().join("shard.db").display()));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: None, _dir: dir }
-    }
-
-    async fn postgres() -> Self {
-        let name = format!("sg_index_{}", unique_suffix());
-        let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.unwrap();
-        let url = SecretString::from(format!("postgres://postgres@127.0.0.1:5432/{name}"));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: Some(name), _dir: tempfile::tempdir().unwrap() }
-    }
-
-    async fn drop_db(self) {
-        self.db.pool.close().await;
-        if let Some(name) = self.pg_name {
-            let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.unwrap();
-        }
-    }
-}
-
-fn unique_suffix() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}_{}", nanos, std::process::id())
-}
 
 /// The index every test writes to, unless it says otherwise.
 struct Ids {
@@ -416,7 +374,7 @@ macro_rules! on_both_engines {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
-                    super::$name(super::TestDb::postgres().await).await;
+                    super::$name(super::TestDb::postgres("sg_index").await).await;
                 }
             )*
         }

@@ -1,57 +1,15 @@
 //! Concurrent writers on one record, on both engines: every acknowledged write gets its own
 //! version, none is lost, and of several writers racing with the same `If-Match` exactly one wins.
 
+mod common;
+
+use common::TestDb;
+
 use std::sync::Arc;
 
-use secrecy::SecretString;
 use serde_json::value::RawValue;
-use shardgate_shard_router::db::{Database, PoolConfig, Schema};
 use shardgate_shard_router::records::{RecordAddress, RecordStore, WriteCondition};
 use shardgate_shard_router::{CollectionName, Error, RecordKey, ShardId, TenantId};
-use sqlx::Connection;
-
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-
-/// A database for one test: a SQLite file in a temp dir, or a PostgreSQL database dropped at the
-/// end.
-struct TestDb {
-    db: Database,
-    pg_name: Option<String>,
-    _dir: tempfile::TempDir,
-}
-
-impl TestDb {
-    async fn sqlite() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let url = SecretString::from(format!("sqlite://{}", dir.path().join("shard.db").display()));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: None, _dir: dir }
-    }
-
-    async fn postgres() -> Self {
-        let name = format!("sg_cas_{}", uuid_like());
-        let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.unwrap();
-        let url = SecretString::from(format!("postgres://postgres@127.0.0.1:5432/{name}"));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: Some(name), _dir: tempfile::tempdir().unwrap() }
-    }
-
-    async fn drop_db(self) {
-        self.db.pool.close().await;
-        if let Some(name) = self.pg_name {
-            let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.unwrap();
-        }
-    }
-}
-
-fn uuid_like() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:x}_{}", nanos, std::process::id())
-}
 
 struct Ids {
     tenant: TenantId,
@@ -148,7 +106,7 @@ async fn no_acknowledged_write_is_lost_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_acknowledged_write_is_lost_postgres() {
-    no_acknowledged_write_is_lost(TestDb::postgres().await).await;
+    no_acknowledged_write_is_lost(TestDb::postgres("sg_cas").await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -158,5 +116,5 @@ async fn one_winner_per_if_match_sqlite() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_winner_per_if_match_postgres() {
-    one_winner_per_if_match(TestDb::postgres().await).await;
+    one_winner_per_if_match(TestDb::postgres("sg_cas").await).await;
 }
