@@ -474,6 +474,27 @@ async fn repair(app: &App, index: &LiveIndex, entry: &StoredEntry) -> bool {
     }
 }
 
+/// The entry a stored record needs in `index` (`None`: the record is not indexed).
+fn expected_entry(
+    index: &LiveIndex,
+    record: &StoredRecord,
+    record_vshard: u32,
+    vshard_count: u32,
+) -> Result<Option<(RecordKey, IndexEntry)>, ApiError> {
+    let Ok(key) = RecordKey::parse(&record.key) else { return Ok(None) };
+    let value: Value = serde_json::from_str(record.value.get()).unwrap_or(Value::Null);
+    let version = RecordVersion {
+        tenant: &index.tenant,
+        collection: &index.collection,
+        key: &key,
+        vshard: record_vshard,
+        version: record.version,
+        value: &value,
+    };
+    let entry = index.def.entry_for(&version, vshard_count, now_ms()).map_err(index_error)?;
+    Ok(entry.map(|entry| (key, entry)))
+}
+
 /// How many records a backfill reads per page.
 const BACKFILL_PAGE: u32 = 500;
 
@@ -505,19 +526,7 @@ async fn backfill(app: &App, job: &JobRow) -> Result<(), ApiError> {
         let page =
             RecordStore::new(&db, &route.shard).list(&index.tenant, &index.collection, &bounds, BACKFILL_PAGE).await?;
         for record in &page {
-            let Ok(key) = RecordKey::parse(&record.key) else { continue };
-            let value: Value = serde_json::from_str(record.value.get()).unwrap_or(Value::Null);
-            let version = RecordVersion {
-                tenant: &index.tenant,
-                collection: &index.collection,
-                key: &key,
-                vshard: route.vshard,
-                version: record.version,
-                value: &value,
-            };
-            let Some(entry) = index.def.entry_for(&version, vshard_count, now_ms()).map_err(index_error)? else {
-                continue;
-            };
+            let Some((key, entry)) = expected_entry(&index, record, route.vshard, vshard_count)? else { continue };
             let (shard, entry_db, epoch) = entry_store(app, entry.vshard, Access::Write)?;
             let store = IndexEntryStore::new(&entry_db, &shard).routed_at(epoch);
             if index.def.is_unique() {
@@ -593,17 +602,7 @@ async fn audit(app: &App, job: &JobRow) -> Result<(), ApiError> {
             RecordStore::new(&db, &route.shard).list(&index.tenant, &index.collection, &bounds, BACKFILL_PAGE).await?;
         for record in &page {
             records += 1;
-            let Ok(key) = RecordKey::parse(&record.key) else { continue };
-            let value: Value = serde_json::from_str(record.value.get()).unwrap_or(Value::Null);
-            let version = RecordVersion {
-                tenant: &index.tenant,
-                collection: &index.collection,
-                key: &key,
-                vshard: route.vshard,
-                version: record.version,
-                value: &value,
-            };
-            let Ok(Some(entry)) = index.def.entry_for(&version, vshard_count, now_ms()) else { continue };
+            let Ok(Some((key, entry))) = expected_entry(&index, record, route.vshard, vshard_count) else { continue };
             let (shard, entry_db, epoch) = entry_store(app, entry.vshard, Access::Write)?;
             let store = IndexEntryStore::new(&entry_db, &shard).routed_at(epoch);
             if store.get(entry.key()).await?.is_none() {
