@@ -238,10 +238,13 @@ pub fn download(
     let seqs = meta.chunks_covering(range.clone());
     let first_offset = seqs.start * chunk_size;
     let state = (cache.clone(), db.clone(), shard.clone(), meta.clone(), Arc::<str>::from(meta.upload_id.as_str()));
-    let chunks = futures::stream::iter(seqs).then(move |seq| {
-        let (cache, db, shard, meta, upload) = state.clone();
-        async move { cache.get(&db, &shard, &meta, &upload, seq).await }
-    });
+    // The next chunk is read while this one is sent (at most two in memory per download).
+    let chunks = futures::stream::iter(seqs)
+        .map(move |seq| {
+            let (cache, db, shard, meta, upload) = state.clone();
+            async move { cache.get(&db, &shard, &meta, &upload, seq).await }
+        })
+        .buffered(2);
     // Trim the first and last chunk to the range.
     let body = chunks
         .scan(first_offset, move |offset, chunk| {

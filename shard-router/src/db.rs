@@ -75,7 +75,12 @@ pub struct PoolConfig {
 
 impl Default for PoolConfig {
     fn default() -> Self {
-        Self { max_connections: 16, acquire_timeout: Duration::from_secs(5), probe_timeout: Duration::from_secs(2) }
+        let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        Self {
+            max_connections: u32::try_from(2 * cpus).unwrap_or(16),
+            acquire_timeout: Duration::from_secs(5),
+            probe_timeout: Duration::from_secs(2),
+        }
     }
 }
 
