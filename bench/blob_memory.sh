@@ -21,6 +21,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source "$ROOT/bench/lib.sh"
 
 SIZE_MIB="${SIZE_MIB:-1024}"
 [[ "$SIZE_MIB" =~ ^[1-9][0-9]*$ ]] || { echo "error: SIZE_MIB must be a positive number" >&2; exit 1; }
@@ -29,8 +30,6 @@ TENANT=bench
 BLOB=memory-bench/big.bin
 BIN="$ROOT/target/release"
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 for tool in curl python3 sha256sum; do
     command -v "$tool" >/dev/null || die "$tool is not installed"
@@ -42,21 +41,12 @@ else
     log "building (release)"
     cargo build --release -p shardgate-api >&2
 fi
-busy_builds() { pgrep -xc 'rustc|clippy-driver|cc1|cc1plus|ld|cargo|cargo-nextest' 2>/dev/null || true; }
 
 # ---------------------------------------------------------------------------------------------
 # State and cleanup (the work directory holds the blob and the SQLite shards: ~2x SIZE_MIB)
 # ---------------------------------------------------------------------------------------------
 WORK="$(mktemp -d -t sgmem.XXXXXX)"
 GW_PID=""
-stop_pid() { # pid: SIGTERM, wait for it to exit
-    local pid="$1"
-    [[ -n "$pid" ]] || return 0
-    if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-}
 cleanup() {
     local status=$?
     set +e

@@ -17,17 +17,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source "$ROOT/bench/lib.sh"
 
-duration_secs() { # "20s", "2m", "20" -> seconds
-    case "$1" in
-        *s) echo "${1%s}" ;;
-        *m) echo "$(( ${1%m} * 60 ))" ;;
-        *) echo "$1" ;;
-    esac
-}
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 SECS="$(duration_secs "${DURATION:-20s}")"
 LIMIT="${LIMIT:-200}"
@@ -50,14 +42,6 @@ BIN="$ROOT/target/release"
 # ---------------------------------------------------------------------------------------------
 # Tools and build
 # ---------------------------------------------------------------------------------------------
-apt_install() {
-    local sudo=()
-    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo)
-    log "installing $*"
-    "${sudo[@]}" apt-get install -y "$@" >/dev/null || {
-        "${sudo[@]}" apt-get update >/dev/null && "${sudo[@]}" apt-get install -y "$@" >/dev/null
-    }
-}
 command -v wrk >/dev/null || apt_install wrk
 for tool in wrk curl python3; do
     command -v "$tool" >/dev/null || die "$tool is not installed"
@@ -73,7 +57,6 @@ fi
 
 # Other compilations on the machine skew every figure (the cores are shared): sampled around
 # each phase and reported under the table.
-busy_builds() { pgrep -xc 'rustc|clippy-driver|cc1|cc1plus|ld|cargo|cargo-nextest' 2>/dev/null || true; }
 # CPU seconds the whole machine has been busy so far (all cores, from /proc/stat).
 machine_cpu() {
     awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
@@ -95,14 +78,6 @@ WORK="$(mktemp -d -t sgfair.XXXXXX)"
 GW_PID=""
 FLOOD_PID=""
 
-stop_pid() { # pid: SIGTERM, wait for it to exit
-    local pid="$1"
-    [[ -n "$pid" ]] || return 0
-    if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-}
 cleanup() {
     local status=$?
     set +e

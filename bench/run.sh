@@ -13,6 +13,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source "$ROOT/bench/lib.sh"
 
 DURATION="${DURATION:-15s}"
 CONNECTIONS="${CONNECTIONS:-32}"
@@ -29,17 +30,7 @@ REDIS=(-h 127.0.0.1 -p 6379)
 BIN="$ROOT/target/release"
 export WRK_DIR="$ROOT/bench/wrk" KEYS TENANT
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-# Duration in whole seconds for pgbench -T ("15s", "2m", "15").
-duration_secs() {
-    case "$1" in
-        *s) echo "${1%s}" ;;
-        *m) echo "$(( ${1%m} * 60 ))" ;;
-        *) echo "$1" ;;
-    esac
-}
 SECS="$(duration_secs "$DURATION")"
 [[ "$SECS" =~ ^[0-9]+$ && "$SECS" -gt 0 ]] || die "DURATION must look like 15s, 2m or 15 (got '$DURATION')"
 [[ "$CONNECTIONS" =~ ^[0-9]+$ ]] || die "CONNECTIONS must be a number (got '$CONNECTIONS')"
@@ -47,14 +38,6 @@ SECS="$(duration_secs "$DURATION")"
 # ---------------------------------------------------------------------------------------------
 # Tools and services
 # ---------------------------------------------------------------------------------------------
-apt_install() {
-    local sudo=()
-    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo)
-    log "installing $*"
-    "${sudo[@]}" apt-get install -y "$@" >/dev/null || {
-        "${sudo[@]}" apt-get update >/dev/null && "${sudo[@]}" apt-get install -y "$@" >/dev/null
-    }
-}
 command -v wrk >/dev/null || apt_install wrk
 command -v pgbench >/dev/null || apt_install postgresql-contrib
 command -v redis-benchmark >/dev/null || apt_install redis-tools
@@ -75,14 +58,6 @@ WORK="$(mktemp -d -t sgbench.XXXXXX)"
 GW_PID=""
 CEILING_PID=""
 
-stop_pid() { # pid: SIGTERM, wait for it to exit
-    local pid="$1"
-    [[ -n "$pid" ]] || return 0
-    if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-}
 flush_prefix() {
     redis-cli "${REDIS[@]}" --scan --pattern "${PREFIX}*" | xargs -r redis-cli "${REDIS[@]}" del >/dev/null
 }

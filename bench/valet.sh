@@ -18,6 +18,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+source "$ROOT/bench/lib.sh"
 
 DURATION="${DURATION:-10s}"
 CONNECTIONS="${CONNECTIONS:-8}"
@@ -38,16 +39,7 @@ declare -A BYTES=([1m]=1048576 [64m]=67108864)
 declare -A SIZE_LABEL=([1m]="1 MiB" [64m]="64 MiB")
 declare -A BLOB_PATH=([1m]="valet-bench/1mib.bin" [64m]="valet-bench/64mib.bin")
 
-log() { printf '==> %s\n' "$*" >&2; }
-die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
-duration_secs() {
-    case "$1" in
-        *s) echo "${1%s}" ;;
-        *m) echo "$(( ${1%m} * 60 ))" ;;
-        *) echo "$1" ;;
-    esac
-}
 SECS="$(duration_secs "$DURATION")"
 [[ "$SECS" =~ ^[0-9]+$ && "$SECS" -gt 0 ]] || die "DURATION must look like 10s, 2m or 10 (got '$DURATION')"
 for n in CONNECTIONS THREADS POOL ROUNDS; do
@@ -58,15 +50,6 @@ done
 # ---------------------------------------------------------------------------------------------
 # Tools, services, build
 # ---------------------------------------------------------------------------------------------
-apt_install() {
-    local sudo=()
-    [[ "$(id -u)" -eq 0 ]] || sudo=(sudo)
-    log "installing $*"
-    # RUNLEVEL=1: the package's scripts must not start a system-wide nginx on port 80.
-    "${sudo[@]}" env RUNLEVEL=1 apt-get install -y "$@" >/dev/null || {
-        "${sudo[@]}" apt-get update >/dev/null && "${sudo[@]}" env RUNLEVEL=1 apt-get install -y "$@" >/dev/null
-    }
-}
 command -v wrk >/dev/null || apt_install wrk
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || apt_install nginx
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
@@ -91,7 +74,6 @@ fi
 
 # Other compilations on the machine skew every figure (the cores are shared): counted around
 # each measurement and reported under the tables.
-busy_builds() { pgrep -xc 'rustc|clippy-driver|cc1|cc1plus|ld|cargo|cargo-nextest' 2>/dev/null || true; }
 # With QUIET_WAIT=N, each run first waits up to N seconds for no compiler or linker to be running.
 wait_for_quiet() {
     local waited=0
@@ -109,14 +91,6 @@ GW_PID=""
 NGINX_PID=""
 SAMPLER_PID=""
 
-stop_pid() { # pid: SIGTERM, wait for it to exit
-    local pid="$1"
-    [[ -n "$pid" ]] || return 0
-    if kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    fi
-}
 drop_dbs() {
     local db
     for db in "${DBS[@]}"; do

@@ -132,6 +132,9 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let addr = app.local_addr();
     println!("shardgate listening on http://{addr}");
     println!("  API docs:    http://{addr}/docs");
+    if let Some(valet) = app.valet_addr() {
+        println!("  valet URLs:  http://{valet}/valet/...");
+    }
     if embedded {
         println!("  embedded default: SQLite catalog and shards in {}", data_dir.display());
     }

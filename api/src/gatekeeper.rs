@@ -102,7 +102,7 @@ impl Gatekeeper {
         });
         let in_flight = Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrent_requests.max(1)));
         let routes = Router::new()
-            .route("/healthz", axum::routing::get(healthz))
+            .route("/healthz", axum::routing::get(crate::routes::ops::healthz))
             .route("/metrics", axum::routing::get(serve_metrics))
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(forward)
@@ -131,13 +131,8 @@ impl Gatekeeper {
     }
 }
 
-async fn healthz() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({"status": "ok"}))
-}
-
 async fn serve_metrics(State(front): State<Arc<Front>>) -> Response {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], front.metrics.render())
-        .into_response()
+    front.metrics.response()
 }
 
 /// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus what the

@@ -66,8 +66,9 @@ impl LiveIndex {
     }
 }
 
-/// The indexes of each (tenant, collection).
-type ByCollection = HashMap<(String, String), Vec<Arc<LiveIndex>>>;
+/// The indexes of each tenant's collections (nested, so a record write looks its collection up
+/// without allocating).
+type ByCollection = HashMap<String, HashMap<String, Vec<Arc<LiveIndex>>>>;
 
 /// The index definitions of every tenant collection, reloaded when the map epoch moves.
 #[derive(Debug, Default)]
@@ -96,7 +97,7 @@ impl IndexRegistry {
             let state = if row.state == "active" { IndexState::Active } else { IndexState::Building };
             let index =
                 LiveIndex { tenant, collection, def, state, job_id: row.job_id, created_at_ms: row.created_at_ms };
-            by_collection.entry((row.tenant, row.collection)).or_default().push(Arc::new(index));
+            by_collection.entry(row.tenant).or_default().entry(row.collection).or_default().push(Arc::new(index));
         }
         *self.by_collection.write() = by_collection;
         self.loaded_epoch.store(epoch, Ordering::Release);
@@ -105,7 +106,7 @@ impl IndexRegistry {
 
     /// The indexes of a collection.
     pub fn for_collection(&self, tenant: &str, collection: &str) -> Vec<Arc<LiveIndex>> {
-        self.by_collection.read().get(&(tenant.to_owned(), collection.to_owned())).cloned().unwrap_or_default()
+        self.by_collection.read().get(tenant).and_then(|c| c.get(collection)).cloned().unwrap_or_default()
     }
 
     /// One index.
@@ -151,18 +152,11 @@ pub struct PendingEntry {
 }
 
 /// What a record write does to the collection's indexes, prepared before the commit.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Maintenance {
-    record_key: Option<RecordKey>,
+    record_key: RecordKey,
     written: Vec<PendingEntry>,
     removals: Vec<(Arc<LiveIndex>, ValueKey)>,
-}
-
-impl Maintenance {
-    /// Whether the write touches any index.
-    pub fn is_empty(&self) -> bool {
-        self.written.is_empty() && self.removals.is_empty()
-    }
 }
 
 /// The record's current value and version (for index maintenance), if the collection has indexes.
@@ -179,20 +173,17 @@ pub async fn current_value(
     })
 }
 
-/// Before a record write turns `old` into `new` (`None`: deleted): writes the new values'
-/// entries (pending) and claims unique values; 409 `unique_violation` if another record holds one.
+/// Before a record write turns `old` into `new` (`None`: deleted) in a collection with
+/// `indexes`: writes the new values' entries (pending) and claims unique values; 409 `unique_violation` if another record holds one.
 pub async fn prepare(
     app: &App,
+    indexes: Vec<Arc<LiveIndex>>,
     addr: RecordAddress<'_>,
     record_vshard: u32,
     old: Option<&(Value, i64)>,
     new: Option<&Value>,
 ) -> Result<Maintenance, ApiError> {
-    let indexes = app.indexes.for_collection(addr.tenant.as_str(), addr.collection.as_str());
-    let mut maintenance = Maintenance { record_key: Some(addr.key.clone()), ..Maintenance::default() };
-    if indexes.is_empty() {
-        return Ok(maintenance);
-    }
+    let mut maintenance = Maintenance { record_key: addr.key.clone(), written: Vec::new(), removals: Vec::new() };
     let expected_version = old.map_or(1, |(_, version)| version + 1);
     let vshard_count = app.router.vshard_count();
     for index in indexes {
@@ -299,7 +290,7 @@ pub async fn complete(app: &App, maintenance: Maintenance, version: i64, new: Op
             tracing::warn!(index = %index.def.name(), code = e.code(), "index entry left pending; look-ups verify it");
         }
     }
-    let Some(record_key) = maintenance.record_key else { return };
+    let record_key = maintenance.record_key;
     let vshard_count = app.router.vshard_count();
     for (index, old_key) in maintenance.removals {
         let vshard = shardgate_index_tables::entry_vshard(

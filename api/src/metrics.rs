@@ -86,6 +86,13 @@ impl Metrics {
         }
         out
     }
+
+    /// The `/metrics` response: [`Metrics::render`] as OpenMetrics text.
+    pub fn response(&self) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        ([(axum::http::header::CONTENT_TYPE, content_type)], self.render()).into_response()
+    }
 }
 
 impl Metrics {

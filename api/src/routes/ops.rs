@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_cache::CacheHealth;
@@ -115,10 +115,5 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"))
 )]
 pub async fn metrics(State(app): State<Arc<App>>) -> Response {
-    let mut response = app.metrics.render().into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
-    response
+    app.metrics.response()
 }

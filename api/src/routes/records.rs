@@ -228,7 +228,8 @@ async fn index_maintenance(
     addr: RecordAddress<'_>,
     new: Option<&RawValue>,
 ) -> Result<Option<IndexedWrite>, ApiError> {
-    if app.indexes.for_collection(addr.tenant.as_str(), addr.collection.as_str()).is_empty() {
+    let indexes = app.indexes.for_collection(addr.tenant.as_str(), addr.collection.as_str());
+    if indexes.is_empty() {
         return Ok(None);
     }
     let (route, db) = app.router.resolve_fresh(addr.tenant, Access::Write).await?;
@@ -237,7 +238,7 @@ async fn index_maintenance(
         .map(|raw| serde_json::from_str(raw.get()))
         .transpose()
         .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
-    let maintenance = indexing::prepare(app, addr, route.vshard, old.as_ref(), new.as_ref()).await?;
+    let maintenance = indexing::prepare(app, indexes, addr, route.vshard, old.as_ref(), new.as_ref()).await?;
     Ok(Some(IndexedWrite { new, maintenance }))
 }
 
