@@ -10,10 +10,10 @@ use shardgate_gatekeeper::{KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
-use crate::app::{Application, openapi_document};
 use crate::config::{Config, GatekeeperConfig};
 use crate::embedded::{EMBEDDED_ISSUER, load_or_create_secret};
-use crate::gatekeeper::Gatekeeper;
+use crate::gatekeeper_proxy::Gatekeeper;
+use crate::startup::{Application, openapi_document};
 use crate::telemetry;
 
 /// shardgate: a multi-tenant sharded storage gateway.

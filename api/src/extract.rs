@@ -8,9 +8,9 @@ use axum::http::request::Parts;
 use shardgate_gatekeeper::{Principal, Scope};
 use shardgate_shard_router::TenantId;
 
+use crate::app::App;
 use crate::error::{ApiError, invalid_path};
-use crate::gate::Authenticated;
-use crate::state::App;
+use crate::front_door::Authenticated;
 
 /// `axum::extract::Path` with problem+json rejections.
 #[derive(Debug, FromRequestParts)]

@@ -27,8 +27,8 @@ use shardgate_shard_router::index_entries::{Claim, EntryAfter, IndexEntry, Index
 use shardgate_shard_router::records::{ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord};
 use shardgate_shard_router::{Access, CollectionName, Database, RecordKey, ShardId, TenantId, now_ms};
 
+use crate::app::App;
 use crate::error::ApiError;
-use crate::state::App;
 
 /// A pending claim younger than this is a write in flight: it blocks a unique value and is not
 /// repaired away.

@@ -8,20 +8,20 @@
 //! Find the code for a URL in [`routes`].
 
 pub mod app;
-pub mod blobs;
+pub mod blob_service;
 pub mod cli;
 pub mod config;
 pub mod embedded;
 pub mod error;
 pub mod extract;
-pub mod gate;
-pub mod gatekeeper;
+pub mod front_door;
+pub mod gatekeeper_proxy;
 pub mod indexing;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
-pub mod state;
+pub mod startup;
 pub mod telemetry;
 
-pub use app::{Application, openapi_document};
 pub use config::Config;
+pub use startup::{Application, openapi_document};

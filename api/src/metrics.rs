@@ -21,7 +21,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tower::{Layer, Service};
 
-use crate::state::App;
+use crate::app::App;
 
 /// Labels of the HTTP metrics. `route` is the matched route template (low cardinality), or
 /// `unmatched`.

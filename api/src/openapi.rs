@@ -1,5 +1,5 @@
 //! The OpenAPI document: the base (info, security scheme, tags) here; paths and schemas come
-//! from the handlers' `#[utoipa::path]` attributes as the routes are assembled in `app.rs`.
+//! from the handlers' `#[utoipa::path]` attributes as the routes are assembled in `startup.rs`.
 
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -60,7 +60,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
         )
     };
     for (path, item) in openapi.paths.paths.iter_mut() {
-        let throttled = !crate::gate::is_unthrottled(path);
+        let throttled = !crate::front_door::is_unthrottled(path);
         let operations =
             [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head];
         for operation in operations.into_iter().flatten() {

@@ -21,7 +21,7 @@ use reqwest::{Method, StatusCode};
 use secrecy::SecretString;
 use serde_json::Value;
 use shardgate_api::config::GatekeeperConfig;
-use shardgate_api::gatekeeper::Gatekeeper;
+use shardgate_api::gatekeeper_proxy::Gatekeeper;
 use shardgate_api::{Application, Config};
 use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
 use shardgate_shard_router::ShardId;

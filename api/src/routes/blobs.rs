@@ -1,6 +1,6 @@
 //! `/v1/tenants/{tenant}/blobs[/{path}]`: binary objects on the tenant's home shard, streamed in
 //! and out in chunks, with a strong `ETag` (the SHA-256), `If-Match` / `If-None-Match` and
-//! single `Range` requests. The byte moving lives in [`crate::blobs`].
+//! single `Range` requests. The byte moving lives in [`crate::blob_service`].
 
 use std::sync::Arc;
 
@@ -15,10 +15,10 @@ use shardgate_shard_router::{Access, TenantId, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Page, decode_cursor, page_limit, rfc3339};
-use crate::blobs::{blob_path, check_declared_length, download, etag, receive};
+use crate::app::App;
+use crate::blob_service::{blob_path, check_declared_length, download, etag, receive};
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, precondition};
-use crate::state::App;
 
 /// A blob's description.
 #[derive(Debug, Serialize, ToSchema)]

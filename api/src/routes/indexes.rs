@@ -20,10 +20,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::records::RecordEnvelope;
 use super::{Page, page_limit, rfc3339};
+use crate::app::App;
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::indexing::{IndexState, LiveIndex, Lookup, lookup, spawn_backfill};
-use crate::state::App;
 
 /// Body of `PUT .../indexes/{index}`.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -6,7 +6,7 @@
 //! | `/v1/admin/tenants[/{id}]` | `admin/tenants.rs` |
 //! | `/v1/admin/shards[/{id}]` | `admin/shards.rs` |
 //! | `/v1/admin/shard-map`, `/v1/admin/route` | `admin/routing.rs` |
-//! | `/v1/admin/audit` | `admin/audit.rs` |
+//! | `/v1/admin/audit` | `admin/audit_log.rs` |
 //! | `/healthz`, `/readyz`, `/metrics` | `ops.rs` |
 
 pub mod admin;

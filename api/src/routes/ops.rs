@@ -12,7 +12,7 @@ use shardgate_cache::CacheHealth;
 use shardgate_shard_router::{Database, ShardState};
 use utoipa::ToSchema;
 
-use crate::state::App;
+use crate::app::App;
 
 /// Liveness.
 #[derive(Debug, Serialize, ToSchema)]

@@ -18,10 +18,10 @@ use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_t
 use utoipa::{IntoParams, ToSchema};
 
 use super::{Page, decode_cursor, page_limit, rfc3339};
+use crate::app::App;
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, entity_tags, precondition, require_json};
 use crate::indexing;
-use crate::state::App;
 
 /// A record as the API returns it.
 #[derive(Debug, Serialize, ToSchema)]

@@ -26,10 +26,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::blobs::{NewBlob, content_type_of, serve_blob, store_blob};
 use super::rfc3339;
-use crate::blobs::blob_path;
+use crate::app::App;
+use crate::blob_service::blob_path;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
-use crate::state::App;
 
 /// Characters escaped in a blob path segment of a valet URL: everything but RFC 3986 unreserved.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
@@ -661,6 +661,6 @@ async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, 
     let (created, meta) = store_blob(app, blob, &parts.headers, body).await.map_err(api)?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     let response =
-        (status, [(header::ETAG, crate::blobs::etag(&meta))], axum::Json(super::blobs::BlobInfo::from(&meta)));
+        (status, [(header::ETAG, crate::blob_service::etag(&meta))], axum::Json(super::blobs::BlobInfo::from(&meta)));
     Ok((response.into_response(), "valet.upload"))
 }

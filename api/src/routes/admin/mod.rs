@@ -1,6 +1,6 @@
 //! `/v1/admin/...`: the platform administration plane (scope `admin`).
 
-pub mod audit;
+pub mod audit_log;
 pub mod routing;
 pub mod shards;
 pub mod tenants;

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiQuery, Caller};
-use crate::state::App;
 
 /// One shard in the map.
 #[derive(Debug, Serialize, ToSchema)]

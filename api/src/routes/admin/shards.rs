@@ -12,10 +12,10 @@ use shardgate_shard_router::router::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
 use crate::routes::rfc3339;
-use crate::state::App;
 
 /// A registered shard with statistics. Its URL is never shown.
 #[derive(Debug, Serialize, ToSchema)]

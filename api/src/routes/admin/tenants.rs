@@ -11,10 +11,10 @@ use shardgate_shard_router::catalog::{TenantChange, TenantRow};
 use shardgate_shard_router::{ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::routes::{Page, decode_cursor, page_limit, rfc3339};
-use crate::state::App;
 
 /// A tenant.
 #[derive(Debug, Serialize, ToSchema)]

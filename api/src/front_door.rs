@@ -22,8 +22,8 @@ use shardgate_gatekeeper::internal::{self, InternalKey};
 use shardgate_gatekeeper::throttle::{Decision, GCRA_SCRIPT, Limiter, RateLimit, SharedBuckets, SharedFuture, Subject};
 use shardgate_gatekeeper::{AuthError, Authenticator, Principal};
 
+use crate::app::App;
 use crate::error::ApiError;
-use crate::state::App;
 
 /// `RateLimit-Policy` (IETF httpapi rate-limit fields).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");

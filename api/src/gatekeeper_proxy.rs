@@ -25,15 +25,15 @@ use shardgate_gatekeeper::throttle::{Limiter, RateLimit};
 use shardgate_gatekeeper::{AuthError, Authenticator};
 use tokio::net::TcpListener;
 
-use crate::app::{
-    ADMIN_BODY_BYTES, edge_layers, method_not_allowed, overload_or_timeout, rate_limit_store_for, serve_until,
-};
 use crate::config::{GatekeeperConfig, LimitsConfig};
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::ApiError;
 use crate::extract::require_json;
-use crate::gate::{Gate, check_request_path, client_ip};
+use crate::front_door::{Gate, check_request_path, client_ip};
 use crate::metrics::Metrics;
+use crate::startup::{
+    ADMIN_BODY_BYTES, edge_layers, method_not_allowed, overload_or_timeout, rate_limit_store_for, serve_until,
+};
 
 /// How long a tenant's limit reported by the backend is remembered.
 const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
@@ -193,7 +193,7 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     let path = request.uri().path().to_owned();
     check_request_path(&path).map_err(IntoResponse::into_response)?;
     let rule = access(request.method().as_str(), &path);
-    let throttled = !crate::gate::is_unthrottled(&path);
+    let throttled = !crate::front_door::is_unthrottled(&path);
     let authenticated = front.gate.authenticate(request.headers());
     let admission = if throttled {
         front.gate.admit(authenticated.as_ref(), client_ip(&request), |tenant| front.learned.get(tenant)).await?

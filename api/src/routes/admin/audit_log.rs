@@ -6,10 +6,10 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiQuery, Caller};
 use crate::routes::{Page, decode_cursor, page_limit, rfc3339};
-use crate::state::App;
 
 /// One recorded admin action.
 #[derive(Debug, Serialize, ToSchema)]

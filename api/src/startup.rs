@@ -1,0 +1,551 @@
+//! [`Application`]: builds the state, binds the listener (so tests can use port 0), assembles
+//! routes and middleware, and serves until shut down.
+
+use std::future::{Future, IntoFuture};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::IntoResponse;
+use secrecy::SecretString;
+use shardgate_cache::{RecordCache, RedisLink};
+use shardgate_gatekeeper::Authenticator;
+use shardgate_gatekeeper::internal::InternalKey;
+use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
+use shardgate_shard_router::ShardRouter;
+use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::OpenApi as OpenApiDoc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::app::App;
+use crate::config::Config;
+use crate::embedded::{embedded_issuer, load_or_create_secret};
+use crate::error::ApiError;
+use crate::front_door::{Gate, RedisBuckets, front_door};
+use crate::metrics::{self, Metrics};
+use crate::openapi::{ApiDoc, add_shared_responses};
+use crate::routes::{admin, blobs, indexes, ops, records, valet};
+
+/// How long a shutdown waits for in-flight requests.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// A built gateway with its listener bound.
+#[derive(Debug)]
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    valet: Option<(TcpListener, Router)>,
+    app: Arc<App>,
+}
+
+/// Every route with its OpenAPI description, not yet bound to state.
+pub fn api_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(data_routes())
+        .merge(blob_routes())
+        .merge(admin_routes())
+        .merge(ops_routes())
+}
+
+/// Tenants' data.
+fn data_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(records::get_record, records::put_record, records::delete_record))
+        .routes(routes!(records::list_records))
+        .routes(routes!(indexes::put_index, indexes::get_index, indexes::delete_index))
+        .routes(routes!(indexes::lookup_records))
+        .routes(routes!(valet::issue_valet_key))
+        .routes(routes!(valet::revoke_valet_key))
+}
+
+/// Blobs: streamed, with their own size limits and deadline.
+fn blob_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(blobs::put_blob, blobs::get_blob, blobs::head_blob, blobs::delete_blob))
+        .routes(routes!(blobs::list_blobs))
+        .merge(valet_routes())
+}
+
+/// The valet endpoint: no token, the signed URL is the credential.
+fn valet_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(valet::valet_get, valet::valet_head, valet::valet_put))
+}
+
+/// Largest body of an admin request.
+pub const ADMIN_BODY_BYTES: usize = 64 * 1024;
+
+/// `/v1/admin`.
+fn admin_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new()
+        .routes(routes!(admin::tenants::create_tenant, admin::tenants::list_tenants))
+        .routes(routes!(admin::tenants::get_tenant, admin::tenants::update_tenant, admin::tenants::delete_tenant))
+        .routes(routes!(admin::shards::register_shard, admin::shards::list_shards))
+        .routes(routes!(admin::shards::get_shard, admin::shards::update_shard, admin::shards::delete_shard))
+        .routes(routes!(admin::routing::get_shard_map))
+        .routes(routes!(admin::routing::explain_route))
+        .routes(routes!(admin::audit_log::list_audit))
+        .routes(routes!(indexes::get_job))
+        .routes(routes!(indexes::start_audit))
+        .routes(routes!(valet::list_signing_keys))
+        .routes(routes!(valet::rotate_signing_key))
+        .routes(routes!(valet::retire_signing_key))
+}
+
+/// Probes, metrics.
+fn ops_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(ops::healthz)).routes(routes!(ops::readyz)).routes(routes!(ops::metrics))
+}
+
+/// The OpenAPI document of this build (what `shardgate openapi` prints).
+pub fn openapi_document() -> OpenApiDoc {
+    let mut document = api_routes().split_for_parts().1;
+    add_shared_responses(&mut document);
+    document
+}
+
+/// Request ids: random UUIDs from the thread-local generator (no system call per request).
+#[derive(Debug, Clone, Copy)]
+struct RandomRequestId;
+
+impl MakeRequestId for RandomRequestId {
+    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
+        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+        let mut buffer = uuid::Uuid::encode_buffer();
+        axum::http::HeaderValue::from_str(id.hyphenated().encode_lower(&mut buffer)).ok().map(RequestId::new)
+    }
+}
+
+/// CORS as configured: no headers at all when no origin is allowed.
+/// Origins of one CORS policy: any, or a list.
+#[derive(Debug, Clone)]
+enum Origins {
+    Any,
+    List(Vec<axum::http::HeaderValue>),
+}
+
+impl Origins {
+    fn parse(list: &[String], key: &str) -> anyhow::Result<Self> {
+        if list.iter().any(|o| o == "*") {
+            return Ok(Origins::Any);
+        }
+        let values = list
+            .iter()
+            .map(|o| {
+                axum::http::HeaderValue::from_str(o).map_err(|_| anyhow::anyhow!("{key}: {o:?} is not a valid origin"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Origins::List(values))
+    }
+
+    fn allows(&self, origin: &axum::http::HeaderValue) -> bool {
+        match self {
+            Origins::Any => true,
+            Origins::List(list) => list.contains(origin),
+        }
+    }
+}
+
+/// CORS as configured: the API's origins (`cors.allowed_origins`, none by default: no grant) and,
+/// for `/valet/...`, the valet endpoint's (`valet.cors_allowed_origins`, any by default). Browsers
+/// may send `Range` and `Content-Type` and read `ETag`, `Content-Range` and the like; credentials
+/// (cookies) are never allowed.
+fn cors_layer(
+    config: &crate::config::CorsConfig,
+    valet_origins: &[String],
+) -> anyhow::Result<tower_http::cors::CorsLayer> {
+    use axum::http::{Method, header};
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    let api = Origins::parse(&config.allowed_origins, "cors.allowed_origins")?;
+    let valet = Origins::parse(valet_origins, "valet.cors_allowed_origins")?;
+    let origins = AllowOrigin::predicate(move |origin, request| {
+        if request.uri.path().starts_with("/valet/") { valet.allows(origin) } else { api.allows(origin) }
+    });
+    Ok(CorsLayer::new()
+        .allow_origin(origins)
+        .allow_methods([Method::GET, Method::HEAD, Method::PUT, Method::POST, Method::PATCH, Method::DELETE])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::IF_MATCH,
+            header::IF_NONE_MATCH,
+            header::RANGE,
+            header::IF_RANGE,
+        ])
+        .expose_headers([
+            header::ETAG,
+            header::LOCATION,
+            header::RETRY_AFTER,
+            header::CONTENT_RANGE,
+            header::CONTENT_LENGTH,
+            header::ACCEPT_RANGES,
+            header::CONTENT_DISPOSITION,
+            HeaderName::from_static("x-request-id"),
+        ])
+        .max_age(config.max_age))
+}
+
+/// Maps the errors of the timeout and load-shedding layers to problems.
+pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
+    if error.is::<tower::timeout::error::Elapsed>() {
+        ApiError::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
+    } else if error.is::<tower::load_shed::error::Overloaded>() {
+        ApiError::overloaded()
+    } else {
+        ApiError::internal(&error)
+    }
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}
+
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not support the method")
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    ApiError::internal(&"handler panicked").into_response()
+}
+
+/// Where the rate limiter keeps its state: `rate_limits.redis_url`, else the cache's Redis
+/// connection (`cache_link`), else the cache's Redis URL, else (no Redis) nowhere shared.
+pub fn rate_limit_store_for(
+    rate_limits: &RateLimitConfig,
+    cache_link: Option<RedisLink>,
+    cache_url: Option<&SecretString>,
+) -> Result<Option<Arc<dyn SharedBuckets>>, String> {
+    let timeout = Duration::from_millis(rate_limits.redis_timeout_ms.max(1));
+    let link = match (&rate_limits.redis_url, cache_link) {
+        (Some(url), _) => Some(RedisLink::start(url, timeout)?),
+        (None, Some(link)) => Some(link),
+        (None, None) => cache_url.map(|url| RedisLink::start(url, timeout)).transpose()?,
+    };
+    Ok(link.map(|link| Arc::new(RedisBuckets::new(link)) as Arc<dyn SharedBuckets>))
+}
+
+/// How often each instance sweeps the shards for blob garbage.
+const JANITOR_EVERY: Duration = Duration::from_secs(60);
+
+/// Deletes the chunks of aborted, superseded and abandoned blob uploads once they are older than
+/// the grace period (a reader may still be streaming a superseded blob until then). Ends with the
+/// app.
+async fn blob_janitor(app: std::sync::Weak<App>) {
+    use shardgate_shard_router::blobs::{BLOB_GARBAGE_GRACE_MS, BlobStore};
+    loop {
+        tokio::time::sleep(JANITOR_EVERY).await;
+        let Some(strong) = app.upgrade() else { return };
+        let cutoff = shardgate_shard_router::now_ms() - BLOB_GARBAGE_GRACE_MS;
+        for (shard, state, db) in strong.router.shard_dbs() {
+            if state == shardgate_shard_router::ShardState::Offline {
+                continue;
+            }
+            match BlobStore::new(&db, &shard).collect_garbage(cutoff).await {
+                Ok(0) => {}
+                Ok(chunks) => tracing::info!(shard = %shard, chunks, "collected blob garbage"),
+                Err(e) => tracing::warn!(shard = %shard, error = %e, "blob garbage collection failed"),
+            }
+        }
+    }
+}
+
+/// How often every instance polls the catalog for a new map epoch or cache generation.
+const CATALOG_POLL: Duration = Duration::from_millis(500);
+
+/// Keeps the in-memory shard map and the cache generation in step with the catalog: polls every
+/// 500 ms, and at once when another instance announces a change through Redis. Ends with the app.
+async fn follow_catalog(app: std::sync::Weak<App>) {
+    loop {
+        let Some(strong) = app.upgrade() else { return };
+        match strong.router.refresh().await {
+            Ok(heads) => {
+                strong.cache.set_generation(heads.cache_generation);
+                if let Err(e) = strong.indexes.follow(&strong, heads.epoch).await {
+                    tracing::warn!(code = e.code(), "cannot reload index definitions");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot poll the catalog for shard map changes"),
+        }
+        let hint = strong.cache.clone();
+        drop(strong);
+        tokio::select! {
+            () = tokio::time::sleep(CATALOG_POLL) => {}
+            () = hint.epoch_hint().notified() => {}
+        }
+    }
+}
+
+impl Application {
+    /// Opens storage, builds the state and binds `config.listen`.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let router = ShardRouter::open(&config.storage, &config.data_dir).await?;
+        let default_issuer = if config.auth.issuers.is_empty() {
+            Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
+        } else {
+            None
+        };
+        let auth = Authenticator::from_config(&config.auth, default_issuer)?;
+        let heads = router.catalog().heads().await?;
+        let mut cache_config = config.cache.clone();
+        if cache_config.l1.enabled.is_none() && cache_config.redis_url.is_none() && config.storage.catalog_url.is_some()
+        {
+            // A shared catalog means several instances may run, and without Redis nothing would
+            // carry invalidations between their L1 caches.
+            tracing::info!(
+                "record cache off: a shared catalog without Redis (set cache.l1.enabled = true for one instance)"
+            );
+            cache_config.l1.enabled = Some(false);
+        }
+        let mut parts = None;
+        let valet_refusals = prometheus_client::metrics::family::Family::default();
+        let index_repairs = prometheus_client::metrics::counter::Counter::default();
+        let index_queries = prometheus_client::metrics::family::Family::default();
+        let index_audit = (
+            prometheus_client::metrics::counter::Counter::default(),
+            prometheus_client::metrics::counter::Counter::default(),
+        );
+        let metrics = Metrics::new(|registry| {
+            registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
+            registry.register("index_repairs", "Stale index entries removed by look-ups", index_repairs.clone());
+            registry.register("index_audit_missing", "Index entries the drift audit wrote", index_audit.0.clone());
+            registry.register("index_audit_dangling", "Index entries the drift audit removed", index_audit.1.clone());
+            registry.register(
+                "index_entry_queries",
+                "Index entry statements run by look-ups, per shard",
+                index_queries.clone(),
+            );
+            parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
+                let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
+                let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
+                let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
+                Ok((cache, Gate::new(auth, limiter, registry)))
+            }));
+        });
+        let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
+        let valet_listener = match config.valet.listen {
+            Some(address) => Some(
+                TcpListener::bind(address)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {address} (valet.listen): {e}"))?,
+            ),
+            None => None,
+        };
+        let mut valet_config = config.valet.clone();
+        if valet_config.public_url.is_none() {
+            let address = valet_listener.as_ref().unwrap_or(&listener).local_addr()?;
+            valet_config.public_url = Some(format!("http://{address}"));
+        }
+        let trusted = if config.trusted {
+            let secret = config.internal.secret.clone().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "`serve --trusted` needs internal.secret (SHARDGATE_INTERNAL__SECRET), shared with the gatekeeper"
+                )
+            })?;
+            Some(InternalKey::new(secret).map_err(anyhow::Error::msg)?)
+        } else {
+            None
+        };
+        let app = Arc::new(App {
+            router,
+            cache,
+            gate,
+            trusted,
+            limits: config.limits.clone(),
+            blobs: config.blobs.clone(),
+            chunks: crate::blob_service::ChunkCache::new(config.blobs.chunk_cache_bytes),
+            valet: valet_config,
+            valet_keys: crate::routes::valet::ValetKeys::default(),
+            indexes: crate::indexing::IndexRegistry::default(),
+            index_repairs: index_repairs.clone(),
+            index_queries: index_queries.clone(),
+            index_audit_missing: index_audit.0.clone(),
+            index_audit_dangling: index_audit.1.clone(),
+            valet_refusals,
+            metrics,
+            probe_timeout: config.storage.pool.probe_timeout,
+        });
+        app.indexes.follow(&app, app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", e.detail()))?;
+        for job in app.router.catalog().running_jobs().await? {
+            tracing::info!(job = job.id, kind = job.kind, target = job.target, "resuming a job");
+            match job.kind.as_str() {
+                "index.backfill" => crate::indexing::spawn_backfill(Arc::downgrade(&app), job),
+                "index.audit" => crate::indexing::spawn_audit(Arc::downgrade(&app), job),
+                other => tracing::warn!(kind = other, "unknown job kind left running"),
+            }
+        }
+        tokio::spawn(follow_catalog(Arc::downgrade(&app)));
+        tokio::spawn(blob_janitor(Arc::downgrade(&app)));
+        let router = Self::router(app.clone(), &config.limits, &config.cors)?;
+        let valet = match valet_listener {
+            Some(listener) => Some((listener, Self::valet_router(app.clone(), &config.limits, &config.cors)?)),
+            None => None,
+        };
+        Ok(Self { listener, router, valet, app })
+    }
+
+    /// The valet endpoint alone, for its own listener.
+    fn valet_router(
+        app: Arc<App>,
+        limits: &crate::config::LimitsConfig,
+        cors: &crate::config::CorsConfig,
+    ) -> anyhow::Result<Router> {
+        let (routes, _) = valet_routes().split_for_parts();
+        let routes = routes
+            .layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .timeout(limits.transfer_timeout),
+            )
+            .route("/healthz", axum::routing::get(ops::healthz))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
+            .layer(metrics::RecordLayer::new(app.clone()));
+        Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
+    }
+
+    fn router(
+        app: Arc<App>,
+        limits: &crate::config::LimitsConfig,
+        cors: &crate::config::CorsConfig,
+    ) -> anyhow::Result<Router> {
+        // One semaphore for every route: the limit is global to the instance.
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests.max(1)));
+        // Each group of routes has its own deadline and body limit.
+        let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
+            routes.split_for_parts().0.layer(DefaultBodyLimit::max(body_limit)).layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .timeout(timeout),
+            )
+        };
+        let routes = Router::new()
+            .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))
+            .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
+            .merge(group(blob_routes(), limits.transfer_timeout, usize::MAX))
+            .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
+            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()))
+            .fallback(not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(
+                tower::ServiceBuilder::new()
+                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .load_shed()
+                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
+            )
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
+            .layer(metrics::RecordLayer::new(app.clone()));
+        Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
+    }
+
+    /// The bound port (useful with `listen = 127.0.0.1:0`).
+    pub fn port(&self) -> u16 {
+        self.local_addr().port()
+    }
+
+    /// The shared state (for embedding and tests).
+    pub fn state(&self) -> Arc<App> {
+        self.app.clone()
+    }
+
+    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s).
+    pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let Some((valet_listener, valet_router)) = self.valet else {
+            return serve_until(self.listener, self.router, shutdown).await;
+        };
+        // One shutdown signal for both listeners.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        });
+        let signal = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        let valet = tokio::spawn(serve_until(valet_listener, valet_router, signal(stopped.clone())));
+        serve_until(self.listener, self.router, signal(stopped)).await?;
+        valet.await?
+    }
+
+    /// The address of the valet endpoint's own listener, if configured.
+    pub fn valet_addr(&self) -> Option<SocketAddr> {
+        self.valet.as_ref().and_then(|(listener, _)| listener.local_addr().ok())
+    }
+}
+
+/// Serves `router` on `listener` (with each connection's peer address) until `shutdown`
+/// completes, then lets in-flight requests finish (up to 30 s).
+pub async fn serve_until(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
+    let service = router.into_make_service_with_connect_info::<SocketAddr>();
+    let serve = axum::serve(listener, service).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = draining_tx.send(());
+    });
+    let mut server = tokio::spawn(serve.into_future());
+    tokio::select! {
+        result = &mut server => result??,
+        Ok(()) = draining_rx => match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
+            Ok(result) => result??,
+            Err(_) => tracing::warn!(timeout_s = DRAIN_TIMEOUT.as_secs(), "in-flight requests did not finish in time; exiting"),
+        },
+    }
+    Ok(())
+}
+
+/// The layers every front of shardgate has (the gateway and the standalone gatekeeper): CORS,
+/// `Authorization` marked sensitive, a request id (kept if the client sent one), `nosniff`, one
+/// trace span per request, and a panic turned into a 500 problem.
+pub fn edge_layers<S: Clone + Send + Sync + 'static>(
+    routes: Router<S>,
+    cors: &crate::config::CorsConfig,
+    valet_origins: &[String],
+) -> anyhow::Result<Router<S>> {
+    Ok(routes
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
+            let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str());
+            let request_id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!(
+                "request",
+                method = %request.method(),
+                route,
+                request_id,
+                tenant = tracing::field::Empty,
+                shard = tracing::field::Empty,
+                cache = tracing::field::Empty,
+            )
+        }))
+        .layer(SetResponseHeaderLayer::overriding(
+            axum::http::header::X_CONTENT_TYPE_OPTIONS,
+            axum::http::HeaderValue::from_static("nosniff"),
+        ))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
+        .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]))
+        .layer(cors_layer(cors, valet_origins)?))
+}
