@@ -15,7 +15,7 @@ pub struct App {
     /// Record cache.
     pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
     /// Authentication and rate limits.
-    pub gate: crate::front_door::Gate,
+    pub gate: crate::admission::Gate,
     /// In trusted mode (behind `shardgate gatekeeper`): the key of the internal credential.
     pub trusted: Option<shardgate_gatekeeper::internal::InternalKey>,
     /// Request limits.
@@ -47,7 +47,7 @@ pub struct App {
         prometheus_client::metrics::counter::Counter,
     >,
     /// Prometheus metrics.
-    pub metrics: Metrics,
+    pub metrics: std::sync::Arc<Metrics>,
     /// Timeout of each readiness probe.
     pub probe_timeout: std::time::Duration,
 }

@@ -110,7 +110,7 @@ pub fn etag(meta: &BlobMeta) -> HeaderValue {
 /// Whether an `If-None-Match` list names the blob (`*` names any).
 fn none_match_hits(headers: &HeaderMap, meta: &BlobMeta) -> bool {
     headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|list| {
-        list.trim() == "*" || crate::extract::entity_tags(list).is_some_and(|tags| tags.contains(&meta.sha256))
+        list.trim() == "*" || crate::preconditions::entity_tags(list).is_some_and(|tags| tags.contains(&meta.sha256))
     })
 }
 

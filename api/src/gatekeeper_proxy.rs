@@ -25,11 +25,12 @@ use shardgate_gatekeeper::throttle::{Limiter, RateLimit};
 use shardgate_gatekeeper::{AuthError, Authenticator};
 use tokio::net::TcpListener;
 
+use crate::admission::Gate;
 use crate::config::{GatekeeperConfig, LimitsConfig};
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::ApiError;
 use crate::extract::require_json;
-use crate::front_door::{Gate, check_request_path, client_ip};
+use crate::front_door::{check_request_path, client_ip};
 use crate::metrics::Metrics;
 use crate::startup::{
     ADMIN_BODY_BYTES, edge_layers, method_not_allowed, overload_or_timeout, rate_limit_store_for, serve_until,

@@ -7,6 +7,7 @@
 //!
 //! Find the code for a URL in [`routes`].
 
+pub mod admission;
 pub mod app;
 pub mod blob_service;
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod gatekeeper_proxy;
 pub mod indexing;
 pub mod metrics;
 pub mod openapi;
+pub mod preconditions;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

@@ -21,8 +21,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tower::{Layer, Service};
 
-use crate::app::App;
-
 /// Labels of the HTTP metrics. `route` is the matched route template (low cardinality), or
 /// `unmatched`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -116,13 +114,13 @@ impl Metrics {
 /// Tower layer recording every request (a plain service wrapper: no boxing per request).
 #[derive(Debug, Clone)]
 pub struct RecordLayer {
-    app: Arc<App>,
+    metrics: Arc<Metrics>,
 }
 
 impl RecordLayer {
-    /// Records into `app`'s metrics.
-    pub fn new(app: Arc<App>) -> Self {
-        Self { app }
+    /// Records into `metrics`.
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self { metrics }
     }
 }
 
@@ -130,7 +128,7 @@ impl<S> Layer<S> for RecordLayer {
     type Service = Record<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Record { inner, app: self.app.clone() }
+        Record { inner, metrics: self.metrics.clone() }
     }
 }
 
@@ -138,7 +136,7 @@ impl<S> Layer<S> for RecordLayer {
 #[derive(Debug, Clone)]
 pub struct Record<S> {
     inner: S,
-    app: Arc<App>,
+    metrics: Arc<Metrics>,
 }
 
 impl<S, B> Service<axum::http::Request<B>> for Record<S>
@@ -156,7 +154,13 @@ where
     fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
         let method = request.method().clone();
         let route = request.extensions().get::<MatchedPath>().cloned();
-        RecordFuture { inner: self.inner.call(request), app: self.app.clone(), method, route, started: Instant::now() }
+        RecordFuture {
+            inner: self.inner.call(request),
+            metrics: self.metrics.clone(),
+            method,
+            route,
+            started: Instant::now(),
+        }
     }
 }
 
@@ -165,7 +169,7 @@ pin_project_lite::pin_project! {
     pub struct RecordFuture<F> {
         #[pin]
         inner: F,
-        app: Arc<App>,
+        metrics: Arc<Metrics>,
         method: Method,
         route: Option<MatchedPath>,
         started: Instant,
@@ -184,7 +188,7 @@ where
         if let Ok(response) = &result {
             let route = this.route.as_ref().map_or("unmatched", MatchedPath::as_str);
             let seconds = this.started.elapsed().as_secs_f64();
-            this.app.metrics.observe(this.method, route, response.status().as_u16(), seconds);
+            this.metrics.observe(this.method, route, response.status().as_u16(), seconds);
         }
         Poll::Ready(result)
     }

@@ -40,9 +40,12 @@ impl Modify for BearerAuth {
     }
 }
 
-/// Adds the answers any operation can give, whatever its handler does: 414 `uri_too_long` and 429
-/// `rate_limited` (the front door), 503 `overloaded` (load shedding) and 504 `request_timeout`
-/// (the request deadline), all problem+json.
+/// Adds the answers any operation can give, whatever its handler does, so no handler repeats
+/// them: 401 (missing or invalid token) and 403 (missing scope) on operations that need a bearer
+/// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long` and 429 `rate_limited` (the
+/// front door), 503 `overloaded` (load shedding) and 504 `request_timeout` (the request
+/// deadline), all problem+json. A handler that documents one of these itself (a more precise
+/// description) keeps its own.
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     // axum's catch-all `{*path}` is the OpenAPI template `{path}` (its value may contain `/`).
     let paths = std::mem::take(&mut openapi.paths.paths);
@@ -61,10 +64,22 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     };
     for (path, item) in openapi.paths.paths.iter_mut() {
         let throttled = !crate::front_door::is_unthrottled(path);
+        let tenant_path = path.starts_with("/v1/tenants/{tenant}");
         let operations =
             [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head];
         for operation in operations.into_iter().flatten() {
+            let scopes = bearer_scopes(operation.security.as_deref());
             let responses = &mut operation.responses.responses;
+            if let Some(scopes) = scopes {
+                responses.entry("401".to_owned()).or_insert_with(|| problem("Missing or invalid token"));
+                if let [scope] = scopes.as_slice() {
+                    responses.entry("403".to_owned()).or_insert_with(|| problem(&format!("Missing `{scope}` scope")));
+                }
+                if tenant_path {
+                    // A token of another tenant gets 404 too, so existence never leaks.
+                    responses.entry("404".to_owned()).or_insert_with(|| problem("`tenant_not_found`"));
+                }
+            }
             if throttled {
                 responses.insert(
                     "429".to_owned(),
@@ -79,4 +94,13 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             responses.insert("504".to_owned(), problem("`request_timeout`: the request took longer than the limit"));
         }
     }
+}
+
+/// The scopes of an operation's bearer requirement (`None`: it needs no token).
+fn bearer_scopes(security: Option<&[utoipa::openapi::security::SecurityRequirement]>) -> Option<Vec<String>> {
+    security?.iter().find_map(|requirement| {
+        let value = serde_json::to_value(requirement).ok()?;
+        let scopes = value.get("bearer")?.as_array()?;
+        Some(scopes.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+    })
 }

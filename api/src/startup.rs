@@ -28,11 +28,12 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::admission::{Gate, RedisBuckets};
 use crate::app::App;
 use crate::config::Config;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::ApiError;
-use crate::front_door::{Gate, RedisBuckets, front_door};
+use crate::front_door::front_door;
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
 use crate::routes::{admin, blobs, indexes, ops, records, valet};
@@ -376,7 +377,7 @@ impl Application {
             index_audit_missing: index_audit.0.clone(),
             index_audit_dangling: index_audit.1.clone(),
             valet_refusals,
-            metrics,
+            metrics: Arc::new(metrics),
             probe_timeout: config.storage.pool.probe_timeout,
         });
         app.indexes.follow(&app, app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", e.detail()))?;
@@ -415,7 +416,7 @@ impl Application {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
-            .layer(metrics::RecordLayer::new(app.clone()));
+            .layer(metrics::RecordLayer::new(app.metrics.clone()));
         Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
@@ -449,7 +450,7 @@ impl Application {
                     .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
             )
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
-            .layer(metrics::RecordLayer::new(app.clone()));
+            .layer(metrics::RecordLayer::new(app.metrics.clone()));
         Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 

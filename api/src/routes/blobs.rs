@@ -18,7 +18,8 @@ use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::app::App;
 use crate::blob_service::{blob_path, check_declared_length, download, etag, receive};
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, precondition};
+use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::preconditions::{Precondition, precondition};
 
 /// A blob's description.
 #[derive(Debug, Serialize, ToSchema)]

@@ -20,8 +20,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::app::App;
 use crate::error::{ApiError, Problem, invalid_path};
-use crate::extract::{ApiPath, ApiQuery, Caller, Precondition, entity_tags, precondition, require_json};
+use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::indexing;
+use crate::preconditions::{Precondition, entity_tags, precondition};
 
 /// A record as the API returns it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -137,8 +138,6 @@ fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Tar
         (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 304, description = "Not modified (If-None-Match matched)"),
         (status = 400, description = "Invalid collection or key", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
     )
@@ -280,9 +279,6 @@ fn cached(record: StoredRecord) -> CachedRecord {
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
@@ -343,8 +339,6 @@ pub async fn put_record(
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, description = "Invalid path or header", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
@@ -390,9 +384,6 @@ pub async fn delete_record(
     responses(
         (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
         (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
     )
 )]

@@ -51,8 +51,6 @@ pub struct AuditQuery {
     responses(
         (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
         (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_audit(

@@ -60,8 +60,6 @@ pub struct ShardMapView {
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The current shard map", body = ShardMapView),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get_shard_map(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardMapView>, ApiError> {
@@ -137,8 +135,6 @@ pub struct RouteExplanation {
     responses(
         (status = 200, description = "The routing decision", body = RouteExplanation),
         (status = 400, description = "`invalid_query`: an identifier breaks its rule", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`no_shards`", body = Problem, content_type = "application/problem+json"),
     )

@@ -108,8 +108,6 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
     responses(
         (status = 201, description = "Registered (connected and migrated)", body = Shard),
         (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`shard_exists`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`shard_unreachable`", body = Problem, content_type = "application/problem+json"),
     )
@@ -142,8 +140,6 @@ pub async fn register_shard(
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Every shard", body = ShardList),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardList>, ApiError> {
@@ -161,8 +157,6 @@ pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The shard", body = Shard),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -187,8 +181,6 @@ pub async fn get_shard(
     responses(
         (status = 200, description = "The updated shard", body = Shard),
         (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -217,8 +209,6 @@ pub async fn update_shard(
     security(("bearer" = ["admin"])),
     responses(
         (status = 204, description = "Unregistered (its database is left untouched)"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`shard_in_use`", body = Problem, content_type = "application/problem+json"),
     )

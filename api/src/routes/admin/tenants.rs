@@ -148,8 +148,6 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
     responses(
         (status = 201, description = "Created", body = Tenant),
         (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`tenant_exists`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`unknown_shard`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`no_shards` or `catalog_unavailable`", body = Problem, content_type = "application/problem+json"),
@@ -188,8 +186,6 @@ pub async fn create_tenant(
     responses(
         (status = 200, description = "A page of tenants", body = Page<Tenant>),
         (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_tenants(
@@ -213,8 +209,6 @@ pub async fn list_tenants(
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The tenant", body = Tenant),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -240,8 +234,6 @@ pub async fn get_tenant(
     responses(
         (status = 200, description = "The updated tenant", body = Tenant),
         (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -278,8 +270,6 @@ pub async fn update_tenant(
     security(("bearer" = ["admin"])),
     responses(
         (status = 204, description = "Deleted, with its records"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "The home shard is read-only, offline or unavailable", body = Problem, content_type = "application/problem+json"),
     )
