@@ -81,6 +81,84 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the limit")
     }
 
+    /// 400 `invalid_path`: a path segment breaks its rule.
+    pub fn invalid_path(detail: impl Into<String>) -> Self {
+        Self::bad_request("invalid_path", detail)
+    }
+
+    /// 400 `invalid_query`: a query parameter is malformed.
+    pub fn invalid_query(detail: impl Into<String>) -> Self {
+        Self::bad_request("invalid_query", detail)
+    }
+
+    /// 400 `invalid_body`: the body is well-formed but not what the operation takes.
+    pub fn invalid_body(detail: impl Into<String>) -> Self {
+        Self::bad_request("invalid_body", detail)
+    }
+
+    /// 400 `invalid_json`: the body is not JSON.
+    pub fn invalid_json(detail: impl Into<String>) -> Self {
+        Self::bad_request("invalid_json", detail)
+    }
+
+    /// 400 `json_too_deep`: a record value nests deeper than `max_depth`.
+    pub fn json_too_deep(max_depth: usize) -> Self {
+        Self::bad_request("json_too_deep", format!("the value nests arrays and objects deeper than {max_depth} levels"))
+    }
+
+    /// 400 `invalid_header`: a header the operation reads is malformed or not allowed.
+    pub fn invalid_header(detail: impl Into<String>) -> Self {
+        Self::bad_request("invalid_header", detail)
+    }
+
+    /// 400 `invalid_cursor`: a listing's cursor was not issued by this server.
+    pub fn invalid_cursor() -> Self {
+        Self::bad_request("invalid_cursor", "the cursor is not one this server issued")
+    }
+
+    /// 414 `uri_too_long`.
+    pub fn uri_too_long(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::URI_TOO_LONG, "uri_too_long", detail)
+    }
+
+    /// 415 `unsupported_media_type`.
+    pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", detail)
+    }
+
+    /// 404 `shard_not_found` (also for a shard id that breaks the naming rule: no such shard).
+    pub fn shard_not_found(id: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {id} not found"))
+    }
+
+    /// 404 `not_found`: no endpoint at this path.
+    pub fn no_such_endpoint() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+    }
+
+    /// 405 `method_not_allowed`.
+    pub fn method_not_allowed() -> Self {
+        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not support the method")
+    }
+
+    /// 401 `invalid_internal_credential`: a trusted backend's request did not come from the
+    /// gatekeeper.
+    pub fn invalid_internal_credential(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "invalid_internal_credential", detail)
+    }
+
+    /// 502 `upstream_unavailable` with `Retry-After: 1`: the gatekeeper's backend cannot be reached.
+    pub fn upstream_unavailable() -> Self {
+        let mut err = Self::new(StatusCode::BAD_GATEWAY, "upstream_unavailable", "the backend could not be reached");
+        err.retry_after_secs = Some(1);
+        err
+    }
+
+    /// 504 `request_timeout`: the request's deadline passed.
+    pub fn request_timeout() -> Self {
+        Self::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
+    }
+
     /// 500 `internal`, logging `cause`.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
@@ -157,9 +235,7 @@ impl From<&StoreError> for ApiError {
             StoreError::TenantExists(id) => {
                 Self::new(StatusCode::CONFLICT, "tenant_exists", format!("tenant {id} already exists"))
             }
-            StoreError::ShardNotFound(id) => {
-                Self::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {id} not found"))
-            }
+            StoreError::ShardNotFound(id) => Self::shard_not_found(id.as_str()),
             StoreError::UnknownShard(id) => {
                 Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_shard", format!("shard {id} is not registered"))
             }
@@ -210,31 +286,29 @@ impl From<&StoreError> for ApiError {
 
 /// An invalid identifier in a path: 400 `invalid_path` naming the rule.
 pub fn invalid_path(e: InvalidId) -> ApiError {
-    ApiError::bad_request("invalid_path", e.to_string())
+    ApiError::invalid_path(e.to_string())
 }
 
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
-        Self::bad_request("invalid_path", e.body_text())
+        Self::invalid_path(e.body_text())
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
-        Self::bad_request("invalid_query", e.body_text())
+        Self::invalid_query(e.body_text())
     }
 }
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
         match e {
-            JsonRejection::JsonDataError(e) => Self::bad_request("invalid_body", e.body_text()),
-            JsonRejection::JsonSyntaxError(e) => Self::bad_request("invalid_json", e.body_text()),
-            JsonRejection::MissingJsonContentType(e) => {
-                Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", e.body_text())
-            }
+            JsonRejection::JsonDataError(e) => Self::invalid_body(e.body_text()),
+            JsonRejection::JsonSyntaxError(e) => Self::invalid_json(e.body_text()),
+            JsonRejection::MissingJsonContentType(e) => Self::unsupported_media_type(e.body_text()),
             JsonRejection::BytesRejection(e) => Self::from(e),
-            other => Self::bad_request("invalid_body", other.body_text()),
+            other => Self::invalid_body(other.body_text()),
         }
     }
 }
@@ -244,7 +318,7 @@ impl From<BytesRejection> for ApiError {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::payload_too_large()
         } else {
-            Self::bad_request("invalid_body", e.body_text())
+            Self::invalid_body(e.body_text())
         }
     }
 }

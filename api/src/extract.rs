@@ -37,7 +37,7 @@ where
             .flat_map(|pair| pair.split('='))
             .all(|part| percent_encoding::percent_decode_str(part).decode_utf8().is_ok());
         if !valid {
-            return Err(ApiError::bad_request("invalid_query", "query parameters must be percent-encoded UTF-8"));
+            return Err(ApiError::invalid_query("query parameters must be percent-encoded UTF-8"));
         }
         let axum::extract::Query(value) = axum::extract::Query::<T>::try_from_uri(&parts.uri)?;
         Ok(Self(value))
@@ -55,11 +55,7 @@ pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     if declared.is_some_and(shardgate_gatekeeper::request::is_json_media_type) {
         return Ok(());
     }
-    Err(ApiError::new(
-        axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-        "unsupported_media_type",
-        "the body must be sent with `Content-Type: application/json`",
-    ))
+    Err(ApiError::unsupported_media_type("the body must be sent with `Content-Type: application/json`"))
 }
 
 /// The verified caller. Extracting it authenticates the request (401 otherwise).

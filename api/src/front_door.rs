@@ -46,8 +46,7 @@ async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: 
         Ok(principal) => principal.map(Arc::new),
         Err(e) => {
             tracing::warn!(reason = %e, "request without a valid internal credential refused");
-            return ApiError::new(axum::http::StatusCode::UNAUTHORIZED, "invalid_internal_credential", e.to_string())
-                .into_response();
+            return ApiError::invalid_internal_credential(e.to_string()).into_response();
         }
     };
     let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
@@ -67,14 +66,12 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
     use shardgate_gatekeeper::request::{PathProblem, check_path};
     match check_path(path) {
         Ok(()) => Ok(()),
-        Err(problem @ PathProblem::TooLong) => {
-            Err(ApiError::new(axum::http::StatusCode::URI_TOO_LONG, "uri_too_long", problem.to_string()))
-        }
+        Err(problem @ PathProblem::TooLong) => Err(ApiError::uri_too_long(problem.to_string())),
         // A valet URL is refused like any other bad valet URL.
         Err(problem) if path.starts_with("/valet/") => {
             Err(ApiError::new(axum::http::StatusCode::FORBIDDEN, "valet_malformed", problem.to_string()))
         }
-        Err(problem) => Err(ApiError::bad_request("invalid_path", problem.to_string())),
+        Err(problem) => Err(ApiError::invalid_path(problem.to_string())),
     }
 }
 

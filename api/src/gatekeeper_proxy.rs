@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use shardgate_gatekeeper::internal::{self, InternalKey};
 use shardgate_gatekeeper::request::{Access, access};
@@ -223,12 +223,7 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     let mut response = match tokio::time::timeout(deadline, send(front, request, principal, body_limit)).await {
         Ok(result) => result?,
         Err(_) => {
-            return Err(ApiError::new(
-                StatusCode::GATEWAY_TIMEOUT,
-                "request_timeout",
-                "the request took longer than the limit",
-            )
-            .into_response());
+            return Err(ApiError::request_timeout().into_response());
         }
     };
     if let Some(admission) = admission {
@@ -282,11 +277,7 @@ async fn send(
     let url = format!("{}{path_and_query}", front.upstream);
     let upstream = front.client.request(parts.method, url).headers(headers).body(body).send().await.map_err(|e| {
         tracing::warn!(error = %e, "upstream unavailable");
-        let mut problem =
-            ApiError::new(StatusCode::BAD_GATEWAY, "upstream_unavailable", "the backend could not be reached")
-                .into_response();
-        problem.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        problem
+        ApiError::upstream_unavailable().into_response()
     })?;
     let principal_tenant = principal.as_ref().and_then(|p| p.tenant.clone());
     let mut response = Response::builder().status(upstream.status());

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
-use axum::http::{HeaderName, StatusCode};
+use axum::http::HeaderName;
 use axum::response::IntoResponse;
 use secrecy::SecretString;
 use shardgate_cache::{RecordCache, RedisLink};
@@ -201,7 +201,7 @@ fn cors_layer(
 /// Maps the errors of the timeout and load-shedding layers to problems.
 pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
-        ApiError::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
+        ApiError::request_timeout()
     } else if error.is::<tower::load_shed::error::Overloaded>() {
         ApiError::overloaded()
     } else {
@@ -210,11 +210,11 @@ pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
 }
 
 pub async fn not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+    ApiError::no_such_endpoint()
 }
 
 pub async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not support the method")
+    ApiError::method_not_allowed()
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {

@@ -39,7 +39,7 @@ pub fn encode_cursor(last: &str) -> String {
 
 /// Decodes a cursor made by [`encode_cursor`]; 400 `invalid_cursor` otherwise.
 pub fn decode_cursor(cursor: &str) -> Result<String, ApiError> {
-    let invalid = || ApiError::bad_request("invalid_cursor", "the cursor is not one this server issued");
+    let invalid = ApiError::invalid_cursor;
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
     let text = String::from_utf8(bytes).map_err(|_| invalid())?;
     text.strip_prefix("1:").filter(|k| !k.is_empty()).map(str::to_owned).ok_or_else(invalid)
@@ -49,7 +49,7 @@ pub fn decode_cursor(cursor: &str) -> Result<String, ApiError> {
 pub fn page_limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
     match requested {
         None => Ok(default.min(max)),
-        Some(0) => Err(ApiError::bad_request("invalid_query", "limit must be at least 1")),
+        Some(0) => Err(ApiError::invalid_query("limit must be at least 1")),
         Some(n) => Ok(n.min(max)),
     }
 }

@@ -103,10 +103,7 @@ fn write_condition(headers: &HeaderMap) -> Result<WriteCondition, ApiError> {
             tags.iter()
                 .map(|tag| {
                     tag.parse::<i64>().map_err(|_| {
-                        ApiError::bad_request(
-                            "invalid_header",
-                            "If-Match must be \"*\" or a list of quoted versions such as \"3\"",
-                        )
+                        ApiError::invalid_header("If-Match must be \"*\" or a list of quoted versions such as \"3\"")
                     })
                 })
                 .collect::<Result<_, _>>()?,
@@ -236,7 +233,7 @@ async fn index_maintenance(
     let new = new
         .map(|raw| serde_json::from_str(raw.get()))
         .transpose()
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+        .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))?;
     let maintenance = indexing::prepare(app, indexes, addr, route.vshard, old.as_ref(), new.as_ref()).await?;
     Ok(Some(IndexedWrite { new, maintenance }))
 }
@@ -300,13 +297,10 @@ pub async fn put_record(
         return Err(ApiError::payload_too_large());
     }
     if json_depth(&body) > app.limits.max_json_depth {
-        return Err(ApiError::bad_request(
-            "json_too_deep",
-            format!("the value nests arrays and objects deeper than {} levels", app.limits.max_json_depth),
-        ));
+        return Err(ApiError::json_too_deep(app.limits.max_json_depth));
     }
     let value: Box<RawValue> = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request("invalid_json", format!("the body is not valid JSON: {e}")))?;
+        .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     let indexed = index_maintenance(&app, addr, Some(&value)).await?;
@@ -353,7 +347,7 @@ pub async fn delete_record(
     let t = record_target(&caller, &path, Scope::Write)?;
     let condition = match write_condition(&headers)? {
         WriteCondition::Absent => {
-            return Err(ApiError::bad_request("invalid_header", "If-None-Match is not allowed on DELETE"));
+            return Err(ApiError::invalid_header("If-None-Match is not allowed on DELETE"));
         }
         condition => condition,
     };
@@ -396,10 +390,7 @@ pub async fn list_records(
     let tenant = caller.for_tenant(&path.tenant, Scope::Read)?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
-        v.map(|v| {
-            check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::bad_request("invalid_query", e.to_string()))
-        })
-        .transpose()
+        v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::invalid_query(e.to_string()))).transpose()
     };
     let bounds = ListBounds {
         prefix: bound("prefix", query.prefix)?,

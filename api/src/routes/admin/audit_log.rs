@@ -61,9 +61,7 @@ pub async fn list_audit(
     caller.require_admin()?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = match query.cursor.as_deref().map(decode_cursor).transpose()? {
-        Some(text) => text
-            .parse::<i64>()
-            .map_err(|_| ApiError::bad_request("invalid_cursor", "the cursor is not one this server issued"))?,
+        Some(text) => text.parse::<i64>().map_err(|_| ApiError::invalid_cursor())?,
         None => 0,
     };
     let entries = app.router.catalog().list_audit(after, limit + 1).await?;

@@ -145,7 +145,7 @@ pub async fn explain_route(
     ApiQuery(query): ApiQuery<RouteQuery>,
 ) -> Result<axum::Json<RouteExplanation>, ApiError> {
     caller.require_admin()?;
-    let invalid = |e: shardgate_shard_router::InvalidId| ApiError::bad_request("invalid_query", e.to_string());
+    let invalid = |e: shardgate_shard_router::InvalidId| ApiError::invalid_query(e.to_string());
     let tenant = TenantId::parse(&query.tenant).map_err(invalid)?;
     let collection = query.collection.as_deref().map(CollectionName::parse).transpose().map_err(invalid)?;
     let key = query.key.as_deref().map(RecordKey::parse).transpose().map_err(invalid)?;

@@ -94,8 +94,7 @@ pub struct ShardList {
 }
 
 fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
-    ShardId::parse(raw)
-        .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {raw} not found")))
+    ShardId::parse(raw).map_err(|_| ApiError::shard_not_found(raw))
 }
 
 /// Register a shard by URL.

@@ -103,7 +103,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
 
 /// Checks a rate limit from a request body and converts it for the catalog.
 fn tenant_rate_limit(limit: RateLimit) -> Result<TenantRateLimit, ApiError> {
-    let limit = limit.validate().map_err(|e| ApiError::bad_request("invalid_body", format!("rate_limit: {e}")))?;
+    let limit = limit.validate().map_err(|e| ApiError::invalid_body(format!("rate_limit: {e}")))?;
     Ok(TenantRateLimit { per_second: limit.per_second, burst: limit.burst })
 }
 
@@ -128,7 +128,7 @@ const MAX_NAME_CHARS: usize = 200;
 
 fn check_name(name: &str) -> Result<(), ApiError> {
     if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(ApiError::bad_request("invalid_body", "name must be 1–200 characters without control characters"));
+        return Err(ApiError::invalid_body("name must be 1–200 characters without control characters"));
     }
     Ok(())
 }
