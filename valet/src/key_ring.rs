@@ -57,7 +57,9 @@ impl KeyRing {
     ///   ignored and only the state is taken.
     /// - Retirement is final: a retired key stays retired whatever state is given later.
     /// - One current key: making a key current makes the previous current key active.
-    pub fn insert(&mut self, key: SigningKey, state: KeyState) {
+    ///
+    /// Returns the key the ring holds for that id.
+    pub fn insert(&mut self, key: SigningKey, state: KeyState) -> Arc<SigningKey> {
         if state == KeyState::Current {
             for other in self.keys.values_mut().filter(|k| k.state == KeyState::Current) {
                 other.state = KeyState::Active;
@@ -68,6 +70,7 @@ impl KeyRing {
         if entry.state != KeyState::Retired {
             entry.state = state;
         }
+        entry.key.clone()
     }
 
     /// Retires the key `id` (nothing if the ring does not hold it).
@@ -153,7 +156,8 @@ mod tests {
     fn an_id_keeps_its_first_secret() {
         let mut ring = KeyRing::new();
         ring.insert(key("k1", 1), KeyState::Current);
-        ring.insert(key("k1", 9), KeyState::Active);
+        let held = ring.insert(key("k1", 9), KeyState::Active);
+        assert_eq!(held.expose_secret(), &[1; 32]);
         assert_eq!(ring.verifying_key(&id("k1")).unwrap().expose_secret(), &[1; 32]);
         assert_eq!(ring.state(&id("k1")), Some(KeyState::Active));
     }
