@@ -227,7 +227,10 @@ mod tests {
         }
     }
 
-    fn refused(request: GrantRequest) -> &'static str {
+    /// The field named when [`request`], changed by `change`, is refused.
+    fn refused(change: impl FnOnce(&mut GrantRequest)) -> &'static str {
+        let mut request = request();
+        change(&mut request);
         match Grant::new(request, &key()) {
             Err(ValetError::InvalidField { field, .. }) => field,
             other => panic!("expected InvalidField, got {other:?}"),
@@ -261,37 +264,22 @@ mod tests {
 
     #[test]
     fn control_characters_are_refused_in_every_text_field() {
-        let mut r = request();
-        r.tenant = "acme\nperm=write".into();
-        assert_eq!(refused(r), "tenant");
-        let mut r = request();
-        r.path = "a\nb".into();
-        assert_eq!(refused(r), "path");
-        let mut r = request();
-        r.constraints.content_type = Some("text/plain\nmax=1".into());
-        assert_eq!(refused(r), "content_type");
-        let mut r = request();
-        r.constraints.content_disposition = Some("attachment\r\nx: 1".into());
-        assert_eq!(refused(r), "content_disposition");
-        let mut r = request();
-        r.constraints.content_type = Some("text/plain\0".into());
-        assert_eq!(refused(r), "content_type");
+        assert_eq!(refused(|r| r.tenant = "acme\nperm=write".into()), "tenant");
+        assert_eq!(refused(|r| r.path = "a\nb".into()), "path");
+        assert_eq!(refused(|r| r.constraints.content_type = Some("text/plain\nmax=1".into())), "content_type");
+        assert_eq!(
+            refused(|r| r.constraints.content_disposition = Some("attachment\r\nx: 1".into())),
+            "content_disposition"
+        );
+        assert_eq!(refused(|r| r.constraints.content_type = Some("text/plain\0".into())), "content_type");
     }
 
     #[test]
     fn other_bad_fields_are_refused() {
-        let mut r = request();
-        r.path = "a/../b".into();
-        assert_eq!(refused(r), "path");
-        let mut r = request();
-        r.path = "a/%2e%2E/b".into();
-        assert_eq!(refused(r), "path");
-        let mut r = request();
-        r.constraints.content_type = Some(String::new());
-        assert_eq!(refused(r), "content_type");
-        let mut r = request();
-        r.expires_at = r.not_before;
-        assert_eq!(refused(r), "expires_at");
+        assert_eq!(refused(|r| r.path = "a/../b".into()), "path");
+        assert_eq!(refused(|r| r.path = "a/%2e%2E/b".into()), "path");
+        assert_eq!(refused(|r| r.constraints.content_type = Some(String::new())), "content_type");
+        assert_eq!(refused(|r| r.expires_at = r.not_before), "expires_at");
     }
 
     #[test]
