@@ -39,13 +39,10 @@ pub struct App {
     pub index_audit_dangling: prometheus_client::metrics::counter::Counter,
     /// Stale index entries removed by look-ups.
     pub index_repairs: prometheus_client::metrics::counter::Counter,
-    /// Valet signing keys seen by this instance.
-    pub valet_keys: crate::routes::valet::ValetKeys,
+    /// Valet signing keys seen by this instance (the catalog's, cached).
+    pub signing_keys: crate::signing_keys::SigningKeys,
     /// Refused valet requests, by code.
-    pub valet_refusals: prometheus_client::metrics::family::Family<
-        crate::routes::valet::RefusalLabels,
-        prometheus_client::metrics::counter::Counter,
-    >,
+    pub valet_refusals: crate::valet_service::RefusalCounter,
     /// Prometheus metrics.
     pub metrics: std::sync::Arc<Metrics>,
     /// Timeout of each readiness probe.

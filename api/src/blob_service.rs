@@ -1,6 +1,8 @@
-//! Moving blob bytes over HTTP, for the blob API and the valet endpoint alike: streaming an
-//! upload into chunks (hashing as it goes, with a size limit and nothing left behind on failure)
-//! and answering a download (`ETag`, `If-None-Match`, a single `Range`, streamed chunks).
+//! The blob service, below the blob API and the valet endpoint alike: storing a blob
+//! ([`store_blob`]: streaming an upload into chunks, hashing as it goes, with a size limit and
+//! nothing left behind on failure) and serving one ([`serve_blob`]: `ETag`, `If-None-Match`, a
+//! single `Range`, streamed chunks through the [`ChunkCache`]), and the [`BlobInfo`] both answer
+//! with.
 //!
 //! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
 //! into a [`BlobPath`]; `%2F` is therefore the same as `/` (a separator, not part of a segment
@@ -11,13 +13,131 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use utoipa::ToSchema;
 
-use shardgate_shard_router::blobs::{BLOB_CHUNK_BYTES, BlobMeta, BlobPath, BlobStore, Upload};
-use shardgate_shard_router::{Database, Error as StoreError, ShardId, now_ms};
+use shardgate_shard_router::blobs::{
+    BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobStore, Upload,
+};
+use shardgate_shard_router::{Access, Database, Error as StoreError, ShardId, TenantId, now_ms};
 
+use crate::app::App;
 use crate::error::ApiError;
+use crate::routes::rfc3339;
+
+/// A blob's description.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BlobInfo {
+    /// Its path.
+    pub path: String,
+    /// Length in bytes.
+    pub size: u64,
+    /// SHA-256 of its bytes, lowercase hex (the `ETag`, in quotes).
+    pub sha256: String,
+    /// Media type, as written.
+    pub content_type: String,
+    /// 1 on first write, +1 on every overwrite and delete.
+    pub version: i64,
+    /// Last write, RFC 3339.
+    pub updated_at: String,
+}
+
+impl From<&BlobMeta> for BlobInfo {
+    fn from(meta: &BlobMeta) -> Self {
+        Self {
+            path: meta.path.to_string(),
+            size: meta.size,
+            sha256: meta.sha256.clone(),
+            content_type: meta.content_type.clone(),
+            version: meta.version,
+            updated_at: rfc3339(meta.updated_at_ms),
+        }
+    }
+}
+
+/// What a blob write stores, and under which conditions.
+#[derive(Debug)]
+pub struct NewBlob<'a> {
+    /// Whose.
+    pub tenant: &'a TenantId,
+    /// Where.
+    pub path: &'a BlobPath,
+    /// Its media type.
+    pub content_type: String,
+    /// `If-Match` / `If-None-Match`.
+    pub condition: BlobCondition,
+    /// The largest body accepted.
+    pub max_size: u64,
+}
+
+/// Stores `body` as a blob: streams it into a staged upload, then switches it live if the
+/// condition still holds. Answers 201 (created) or 200 (replaced) with the blob's `ETag` and
+/// [`BlobInfo`].
+pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
+    let NewBlob { tenant, path, content_type, condition, max_size } = blob;
+    check_declared_length(headers, max_size)?;
+    let (route, db) = app.router.resolve(tenant, Access::Write)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
+    // Refuse a failing precondition before reading a possibly large body.
+    if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
+        return Err(ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "precondition_failed",
+            "the blob does not satisfy the precondition",
+        ));
+    }
+    let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
+    let received = receive(&store, &upload, body, max_size).await?;
+    let commit = BlobCommit {
+        size: received.size,
+        sha256_hex: received.sha256,
+        content_type,
+        chunk_count: received.chunks,
+        condition,
+    };
+    let outcome = store.commit(&upload, commit, now_ms()).await?;
+    let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, [(header::ETAG, etag(&outcome.blob))], axum::Json(BlobInfo::from(&outcome.blob))).into_response())
+}
+
+/// Looks up a live blob (404 `blob_not_found` otherwise) and answers a download of it.
+pub async fn serve_blob(
+    app: &App,
+    tenant: &TenantId,
+    path: &BlobPath,
+    headers: &HeaderMap,
+    head: bool,
+) -> Result<Response, ApiError> {
+    let (route, db) = app.router.resolve(tenant, Access::Read)?;
+    tracing::Span::current().record("shard", route.shard.as_str());
+    let store = BlobStore::new(&db, &route.shard);
+    let meta = store.head(tenant, path).await?.ok_or(StoreError::BlobNotFound)?;
+    Ok(download(&app.chunks, (&db, &route.shard), &meta, headers, head))
+}
+
+/// The media type a blob is stored with: the request's `Content-Type`, or
+/// `application/octet-stream`.
+pub fn content_type_of(headers: &HeaderMap) -> Result<String, ApiError> {
+    match headers.get(header::CONTENT_TYPE) {
+        None => Ok("application/octet-stream".to_owned()),
+        Some(value) => {
+            let text = value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
+                ApiError::bad_request("invalid_header", "Content-Type must be 1–255 characters of visible ASCII")
+            })?;
+            Ok(text.to_owned())
+        }
+    }
+}
+
+/// The largest blob `tenant` may store: its tier's limit (404 `tenant_not_found` for no
+/// tenant).
+pub fn max_blob_size(app: &App, tenant: &TenantId) -> Result<u64, ApiError> {
+    let (tier, _) = app.router.tenant_limits(tenant.as_str()).ok_or_else(ApiError::tenant_not_found)?;
+    Ok(app.blobs.max_size(tier))
+}
 
 /// What a finished upload stream produced.
 #[derive(Debug)]

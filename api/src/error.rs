@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_gatekeeper::AuthError;
 use shardgate_shard_router::{Error as StoreError, InvalidId};
+use shardgate_valet::ValetError;
 use utoipa::ToSchema;
 
 /// An RFC 9457 problem document.
@@ -280,6 +281,28 @@ impl From<&StoreError> for ApiError {
                 unavailable(code, "a database is temporarily unavailable; retry later".into())
             }
             e => Self::internal(e),
+        }
+    }
+}
+
+impl From<ValetError> for ApiError {
+    /// Valet refusals: 403 with the refusal's code, but 415 `valet_content_type` for an upload
+    /// of another media type than the signed one. A grant field that breaks its rule when
+    /// issuing came from the client's request body: 400 `invalid_body`.
+    fn from(e: ValetError) -> Self {
+        match e {
+            ValetError::InvalidField { .. } => Self::bad_request("invalid_body", e.to_string()),
+            ValetError::WrongContentType => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, e.code(), e.to_string()),
+            ValetError::Malformed(_)
+            | ValetError::BadSignature
+            | ValetError::Expired
+            | ValetError::NotYetValid
+            | ValetError::WrongMethod
+            | ValetError::UnknownKey
+            | ValetError::KeyRetired
+            | ValetError::UnknownGrant
+            | ValetError::Revoked
+            | ValetError::Used => Self::new(StatusCode::FORBIDDEN, e.code(), e.to_string()),
         }
     }
 }

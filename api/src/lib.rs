@@ -22,8 +22,10 @@ pub mod metrics;
 pub mod openapi;
 pub mod preconditions;
 pub mod routes;
+pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;
+pub mod valet_service;
 
 pub use config::Config;
 pub use startup::{Application, openapi_document};

@@ -36,7 +36,7 @@ use crate::error::ApiError;
 use crate::front_door::front_door;
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
-use crate::routes::{admin, blobs, indexes, ops, records, valet};
+use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
 
 /// How long a shutdown waits for in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -68,8 +68,8 @@ fn data_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(records::list_records))
         .routes(routes!(indexes::put_index, indexes::get_index, indexes::delete_index))
         .routes(routes!(indexes::lookup_records))
-        .routes(routes!(valet::issue_valet_key))
-        .routes(routes!(valet::revoke_valet_key))
+        .routes(routes!(valet_keys::issue_valet_key))
+        .routes(routes!(valet_keys::revoke_valet_key))
 }
 
 /// Blobs: streamed, with their own size limits and deadline.
@@ -100,9 +100,9 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(indexes::get_job))
         .routes(routes!(indexes::start_audit))
-        .routes(routes!(valet::list_signing_keys))
-        .routes(routes!(valet::rotate_signing_key))
-        .routes(routes!(valet::retire_signing_key))
+        .routes(routes!(admin::signing_keys::list_signing_keys))
+        .routes(routes!(admin::signing_keys::rotate_signing_key))
+        .routes(routes!(admin::signing_keys::retire_signing_key))
 }
 
 /// Probes, metrics.
@@ -370,7 +370,7 @@ impl Application {
             blobs: config.blobs.clone(),
             chunks: crate::blob_service::ChunkCache::new(config.blobs.chunk_cache_bytes),
             valet: valet_config,
-            valet_keys: crate::routes::valet::ValetKeys::default(),
+            signing_keys: crate::signing_keys::SigningKeys::default(),
             indexes: crate::indexing::IndexRegistry::default(),
             index_repairs: index_repairs.clone(),
             index_queries: index_queries.clone(),

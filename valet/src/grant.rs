@@ -1,14 +1,9 @@
 //! What a valet URL allows ([`Grant`]) and the canonical string its signature covers.
 
-use std::fmt;
-
-use rand::RngCore;
-
 use crate::fields::{
-    MAX_CONTENT_DISPOSITION_LEN, MAX_CONTENT_TYPE_LEN, Rule, check_grant_id, check_header_value, check_path,
-    check_tenant,
+    MAX_CONTENT_DISPOSITION_LEN, MAX_CONTENT_TYPE_LEN, Rule, check_header_value, check_path, check_tenant,
 };
-use crate::{KeyId, Permission, SigningKey, ValetError};
+use crate::{GrantId, KeyId, Permission, SigningKey, ValetError};
 
 /// The version of the valet URL scheme this crate signs and accepts (`sg-v`).
 pub const SCHEME_VERSION: u32 = 1;
@@ -20,43 +15,6 @@ pub const NOT_BEFORE_SKEW_SECS: u64 = 300;
 /// The first line of every canonical string: separates valet signatures from anything else the
 /// same secret could ever be used for.
 const CANONICAL_CONTEXT: &str = "shardgate-valet";
-
-/// The random id of one grant, 16 bytes written as 32 lowercase hex digits. The caller records it
-/// in the catalog to revoke the grant or to consume a single-use grant.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GrantId(String);
-
-impl GrantId {
-    /// A new random grant id (16 bytes from the thread-local CSPRNG).
-    pub fn generate() -> Self {
-        let mut bytes = [0u8; 16];
-        rand::rng().fill_bytes(&mut bytes);
-        Self(hex::encode(bytes))
-    }
-
-    /// Parses and validates a grant id (32 lowercase hex digits).
-    pub fn parse(id: &str) -> Result<Self, ValetError> {
-        check_grant_id(id).map_err(|reason| ValetError::InvalidField { field: "grant_id", reason })?;
-        Ok(Self(id.to_owned()))
-    }
-
-    /// The grant id as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for GrantId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for GrantId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
-    }
-}
 
 /// Limits on the one operation a grant allows. All of them are signed, absent ones included;
 /// enforcing them is the caller's job (this crate never sees a request body or a response).
@@ -189,6 +147,16 @@ impl Grant {
         &self.constraints
     }
 
+    /// Checks an upload's `Content-Type` against the signed one (compared without regard to ASCII
+    /// case): [`ValetError::WrongContentType`] when the grant signs another. Any type passes a
+    /// grant that signs none.
+    pub fn check_upload_content_type(&self, content_type: &str) -> Result<(), ValetError> {
+        match &self.constraints.content_type {
+            Some(signed) if !signed.eq_ignore_ascii_case(content_type) => Err(ValetError::WrongContentType),
+            _ => Ok(()),
+        }
+    }
+
     /// The canonical string the signature covers (see `docs/valet-keys.md`): thirteen lines, each
     /// ended by `\n`, in this fixed order:
     ///
@@ -259,7 +227,10 @@ mod tests {
         }
     }
 
-    fn refused(request: GrantRequest) -> &'static str {
+    /// The field named when [`request`], changed by `change`, is refused.
+    fn refused(change: impl FnOnce(&mut GrantRequest)) -> &'static str {
+        let mut request = request();
+        change(&mut request);
         match Grant::new(request, &key()) {
             Err(ValetError::InvalidField { field, .. }) => field,
             other => panic!("expected InvalidField, got {other:?}"),
@@ -293,44 +264,32 @@ mod tests {
 
     #[test]
     fn control_characters_are_refused_in_every_text_field() {
-        let mut r = request();
-        r.tenant = "acme\nperm=write".into();
-        assert_eq!(refused(r), "tenant");
-        let mut r = request();
-        r.path = "a\nb".into();
-        assert_eq!(refused(r), "path");
-        let mut r = request();
-        r.constraints.content_type = Some("text/plain\nmax=1".into());
-        assert_eq!(refused(r), "content_type");
-        let mut r = request();
-        r.constraints.content_disposition = Some("attachment\r\nx: 1".into());
-        assert_eq!(refused(r), "content_disposition");
-        let mut r = request();
-        r.constraints.content_type = Some("text/plain\0".into());
-        assert_eq!(refused(r), "content_type");
+        assert_eq!(refused(|r| r.tenant = "acme\nperm=write".into()), "tenant");
+        assert_eq!(refused(|r| r.path = "a\nb".into()), "path");
+        assert_eq!(refused(|r| r.constraints.content_type = Some("text/plain\nmax=1".into())), "content_type");
+        assert_eq!(
+            refused(|r| r.constraints.content_disposition = Some("attachment\r\nx: 1".into())),
+            "content_disposition"
+        );
+        assert_eq!(refused(|r| r.constraints.content_type = Some("text/plain\0".into())), "content_type");
     }
 
     #[test]
     fn other_bad_fields_are_refused() {
-        let mut r = request();
-        r.path = "a/../b".into();
-        assert_eq!(refused(r), "path");
-        let mut r = request();
-        r.path = "a/%2e%2E/b".into();
-        assert_eq!(refused(r), "path");
-        let mut r = request();
-        r.constraints.content_type = Some(String::new());
-        assert_eq!(refused(r), "content_type");
-        let mut r = request();
-        r.expires_at = r.not_before;
-        assert_eq!(refused(r), "expires_at");
+        assert_eq!(refused(|r| r.path = "a/../b".into()), "path");
+        assert_eq!(refused(|r| r.path = "a/%2e%2E/b".into()), "path");
+        assert_eq!(refused(|r| r.constraints.content_type = Some(String::new())), "content_type");
+        assert_eq!(refused(|r| r.expires_at = r.not_before), "expires_at");
     }
 
     #[test]
-    fn grant_ids_are_random_hex() {
-        let a = GrantId::generate();
-        assert_eq!(GrantId::parse(a.as_str()), Ok(a.clone()));
-        assert_ne!(a, GrantId::generate());
-        assert!(GrantId::parse("not-a-grant-id").is_err());
+    fn uploads_must_carry_the_signed_content_type() {
+        let anything = Grant::new(request(), &key()).unwrap();
+        assert_eq!(anything.check_upload_content_type("text/html"), Ok(()));
+        let mut r = request();
+        r.constraints.content_type = Some("application/pdf".into());
+        let pdf = Grant::new(r, &key()).unwrap();
+        assert_eq!(pdf.check_upload_content_type("Application/PDF"), Ok(()));
+        assert_eq!(pdf.check_upload_content_type("text/html"), Err(ValetError::WrongContentType));
     }
 }

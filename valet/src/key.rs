@@ -1,44 +1,11 @@
-//! Signing keys and their ids.
-
-use std::fmt;
+//! Signing keys: an id and a secret.
 
 use hmac::{Hmac, Mac};
 use rand::RngCore;
 use secrecy::{ExposeSecret, SecretBox};
 use sha2::Sha256;
 
-use crate::ValetError;
-use crate::fields::check_key_id;
-
-/// The id of a signing key, `[a-z0-9-]{1,32}`: carried in every valet URL (`sg-kid`) so the
-/// verifier can pick the key, and retired (or rotated away from) to revoke every URL it signed.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KeyId(String);
-
-impl KeyId {
-    /// Parses and validates a key id.
-    pub fn parse(id: &str) -> Result<Self, ValetError> {
-        check_key_id(id).map_err(|reason| ValetError::InvalidField { field: "key_id", reason })?;
-        Ok(Self(id.to_owned()))
-    }
-
-    /// The key id as a string slice.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for KeyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl fmt::Debug for KeyId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
-    }
-}
+use crate::KeyId;
 
 /// An HMAC-SHA256 signing key: an id and 32 secret bytes. The secret is zeroed on drop and
 /// never printed by `Debug`.
@@ -79,12 +46,6 @@ impl SigningKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn key_ids_are_validated() {
-        assert_eq!(KeyId::parse("k1").map(|id| id.to_string()), Ok("k1".to_owned()));
-        assert_eq!(KeyId::parse("K1").map(|_| ()).unwrap_err().code(), "valet_invalid_field");
-    }
 
     #[test]
     fn generated_keys_are_random() {

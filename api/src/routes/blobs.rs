@@ -1,55 +1,25 @@
 //! `/v1/tenants/{tenant}/blobs[/{path}]`: binary objects on the tenant's home shard, streamed in
 //! and out in chunks, with a strong `ETag` (the SHA-256), `If-Match` / `If-None-Match` and
-//! single `Range` requests. The byte moving lives in [`crate::blob_service`].
+//! single `Range` requests. Storing and serving live in [`crate::blob_service`], shared with the
+//! valet endpoint.
 
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use shardgate_gatekeeper::Scope;
-use shardgate_shard_router::blobs::{BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobStore};
+use shardgate_shard_router::blobs::{BlobCondition, BlobPath, BlobStore};
 use shardgate_shard_router::{Access, TenantId, now_ms};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
-use super::{Page, decode_cursor, page_limit, rfc3339};
+use super::{Page, decode_cursor, page_limit};
 use crate::app::App;
-use crate::blob_service::{blob_path, check_declared_length, download, etag, receive};
+use crate::blob_service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiPath, ApiQuery, Caller};
 use crate::preconditions::{Precondition, precondition};
-
-/// A blob's description.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct BlobInfo {
-    /// Its path.
-    pub path: String,
-    /// Length in bytes.
-    pub size: u64,
-    /// SHA-256 of its bytes, lowercase hex (the `ETag`, in quotes).
-    pub sha256: String,
-    /// Media type, as written.
-    pub content_type: String,
-    /// 1 on first write, +1 on every overwrite and delete.
-    pub version: i64,
-    /// Last write, RFC 3339.
-    pub updated_at: String,
-}
-
-impl From<&BlobMeta> for BlobInfo {
-    fn from(meta: &BlobMeta) -> Self {
-        Self {
-            path: meta.path.to_string(),
-            size: meta.size,
-            sha256: meta.sha256.clone(),
-            content_type: meta.content_type.clone(),
-            version: meta.version,
-            updated_at: rfc3339(meta.updated_at_ms),
-        }
-    }
-}
 
 /// Path of one blob.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -81,14 +51,12 @@ pub struct BlobListQuery {
     cursor: Option<String>,
 }
 
-/// The raw blob path of the request (what follows `/blobs/`), decoded and checked.
-fn path_of(request_path: &str) -> Result<BlobPath, ApiError> {
-    let raw = request_path.split_once("/blobs/").map(|(_, rest)| rest).unwrap_or_default();
-    blob_path(raw)
-}
-
-fn tenant_for(caller: &Caller, tenant: &str, scope: Scope) -> Result<TenantId, ApiError> {
-    caller.for_tenant(tenant, scope)
+/// The caller's tenant (with `scope`) and the blob the request's URI names (what follows
+/// `/blobs/`, decoded and checked).
+fn blob_of(caller: &Caller, route: &BlobRoute, uri: &Uri, scope: Scope) -> Result<(TenantId, BlobPath), ApiError> {
+    let tenant = caller.for_tenant(&route.tenant, scope)?;
+    let raw = uri.path().split_once("/blobs/").map(|(_, rest)| rest).unwrap_or_default();
+    Ok((tenant, blob_path(raw)?))
 }
 
 /// `If-Match` / `If-None-Match` of a blob write or delete (entity tags are SHA-256s).
@@ -99,73 +67,6 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
         Precondition::Absent => BlobCondition::Absent,
         Precondition::Match(tags) => BlobCondition::Sha256In(tags),
     })
-}
-
-fn precondition_failed() -> ApiError {
-    ApiError::new(StatusCode::PRECONDITION_FAILED, "precondition_failed", "the blob does not satisfy the precondition")
-}
-
-/// What a blob write stores, and under which conditions.
-#[derive(Debug)]
-pub struct NewBlob<'a> {
-    /// Whose.
-    pub tenant: &'a TenantId,
-    /// Where.
-    pub path: &'a BlobPath,
-    /// Its media type.
-    pub content_type: String,
-    /// `If-Match` / `If-None-Match`.
-    pub condition: BlobCondition,
-    /// The largest body accepted.
-    pub max_size: u64,
-}
-
-/// Stores `body` as a blob (shared with valet uploads): streams it into a staged upload, then
-/// switches it live if the condition still holds. Returns whether it was created, and the blob.
-pub async fn store_blob(
-    app: &App,
-    blob: NewBlob<'_>,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<(bool, BlobMeta), ApiError> {
-    let NewBlob { tenant, path, content_type, condition, max_size } = blob;
-    check_declared_length(headers, max_size)?;
-    let (route, db) = app.router.resolve(tenant, Access::Write)?;
-    tracing::Span::current().record("shard", route.shard.as_str());
-    let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
-    // Refuse a failing precondition before reading a possibly large body.
-    if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
-        return Err(precondition_failed());
-    }
-    let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
-    let received = receive(&store, &upload, body, max_size).await?;
-    let commit = BlobCommit {
-        size: received.size,
-        sha256_hex: received.sha256,
-        content_type,
-        chunk_count: received.chunks,
-        condition,
-    };
-    let outcome = store.commit(&upload, commit, now_ms()).await?;
-    Ok((outcome.created, outcome.blob))
-}
-
-/// The media type a blob is stored with: the request's `Content-Type`, or
-/// `application/octet-stream`.
-pub fn content_type_of(headers: &HeaderMap) -> Result<String, ApiError> {
-    match headers.get(header::CONTENT_TYPE) {
-        None => Ok("application/octet-stream".to_owned()),
-        Some(value) => {
-            let text = value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
-                ApiError::bad_request("invalid_header", "Content-Type must be 1–255 characters of visible ASCII")
-            })?;
-            Ok(text.to_owned())
-        }
-    }
-}
-
-fn blob_response(status: StatusCode, meta: &BlobMeta) -> Response {
-    (status, [(header::ETAG, etag(meta))], axum::Json(BlobInfo::from(meta))).into_response()
 }
 
 /// Upload a blob (streamed; replaces any blob at the path atomically).
@@ -199,31 +100,13 @@ pub async fn put_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant_for(&caller, &route.tenant, Scope::Write)?;
-    let path = path_of(request.uri().path())?;
+    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Write)?;
     let (parts, body) = request.into_parts();
     let condition = blob_condition(&parts.headers)?;
     let content_type = content_type_of(&parts.headers)?;
-    let (tier, _) = app.router.tenant_limits(tenant.as_str()).ok_or_else(ApiError::tenant_not_found)?;
-    let max_size = app.blobs.max_size(tier);
+    let max_size = max_blob_size(&app, &tenant)?;
     let blob = NewBlob { tenant: &tenant, path: &path, content_type, condition, max_size };
-    let (created, meta) = store_blob(&app, blob, &parts.headers, body).await?;
-    Ok(blob_response(if created { StatusCode::CREATED } else { StatusCode::OK }, &meta))
-}
-
-/// Looks up a live blob (404 `blob_not_found` otherwise) and answers a download of it.
-pub async fn serve_blob(
-    app: &App,
-    tenant: &TenantId,
-    path: &BlobPath,
-    headers: &HeaderMap,
-    head: bool,
-) -> Result<Response, ApiError> {
-    let (route, db) = app.router.resolve(tenant, Access::Read)?;
-    tracing::Span::current().record("shard", route.shard.as_str());
-    let store = BlobStore::new(&db, &route.shard);
-    let meta = store.head(tenant, path).await?.ok_or(shardgate_shard_router::Error::BlobNotFound)?;
-    Ok(download(&app.chunks, (&db, &route.shard), &meta, headers, head))
+    store_blob(&app, blob, &parts.headers, body).await
 }
 
 /// Download a blob (or a single byte range of it).
@@ -256,8 +139,7 @@ pub async fn get_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant_for(&caller, &route.tenant, Scope::Read)?;
-    let path = path_of(request.uri().path())?;
+    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Read)?;
     let head = request.method() == axum::http::Method::HEAD;
     serve_blob(&app, &tenant, &path, request.headers(), head).await
 }
@@ -282,8 +164,7 @@ pub async fn head_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant_for(&caller, &route.tenant, Scope::Read)?;
-    let path = path_of(request.uri().path())?;
+    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Read)?;
     serve_blob(&app, &tenant, &path, request.headers(), true).await
 }
 
@@ -309,8 +190,7 @@ pub async fn delete_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let tenant = tenant_for(&caller, &route.tenant, Scope::Write)?;
-    let path = path_of(request.uri().path())?;
+    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Write)?;
     let condition = blob_condition(request.headers())?;
     let (route, db) = app.router.resolve(&tenant, Access::Write)?;
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
@@ -341,7 +221,7 @@ pub async fn list_blobs(
     ApiPath(route): ApiPath<BlobsRoute>,
     ApiQuery(query): ApiQuery<BlobListQuery>,
 ) -> Result<axum::Json<Page<BlobInfo>>, ApiError> {
-    let tenant = tenant_for(&caller, &route.tenant, Scope::Read)?;
+    let tenant = caller.for_tenant(&route.tenant, Scope::Read)?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let (route, db) = app.router.resolve(&tenant, Access::Read)?;

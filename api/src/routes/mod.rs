@@ -15,6 +15,7 @@ pub mod indexes;
 pub mod ops;
 pub mod records;
 pub mod valet;
+pub mod valet_keys;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -3,4 +3,5 @@
 pub mod audit_log;
 pub mod routing;
 pub mod shards;
+pub mod signing_keys;
 pub mod tenants;

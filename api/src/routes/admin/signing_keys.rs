@@ -1,0 +1,128 @@
+//! `/v1/admin/valet/signing-keys[/rotate|/{id}]`: the valet signing keys (scope `admin`): list
+//! them, rotate to a new current key, retire one. The keys themselves are
+//! [`crate::signing_keys`]'.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use shardgate_shard_router::catalog::{Retirement, ValetKeyRow};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::app::App;
+use crate::error::{ApiError, Problem};
+use crate::extract::{ApiPath, Caller, RequestIdHeader};
+use crate::routes::rfc3339;
+
+/// A signing key (never its secret).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SigningKeyInfo {
+    /// Key id.
+    pub id: String,
+    /// `current` (signs new keys), `active` (still verifies) or `retired` (verifies nothing).
+    pub state: &'static str,
+    /// Creation time, RFC 3339.
+    pub created_at: String,
+    /// Retirement time, RFC 3339.
+    pub retired_at: Option<String>,
+}
+
+impl From<&ValetKeyRow> for SigningKeyInfo {
+    fn from(row: &ValetKeyRow) -> Self {
+        Self {
+            id: row.id.clone(),
+            state: row.state.name(),
+            created_at: rfc3339(row.created_at_ms),
+            retired_at: row.retired_at_ms.map(rfc3339),
+        }
+    }
+}
+
+/// List the valet signing keys.
+#[utoipa::path(
+    get,
+    path = "/v1/admin/valet/signing-keys",
+    tag = "admin",
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "Every signing key, oldest first", body = Vec<SigningKeyInfo>),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_signing_keys(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+) -> Result<axum::Json<Vec<SigningKeyInfo>>, ApiError> {
+    caller.require_admin()?;
+    let rows = app.signing_keys.rows(app.router.catalog()).await?;
+    Ok(axum::Json(rows.iter().map(SigningKeyInfo::from).collect()))
+}
+
+/// Make a new current signing key; older keys keep verifying until retired.
+#[utoipa::path(
+    post,
+    path = "/v1/admin/valet/signing-keys/rotate",
+    tag = "admin",
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 201, description = "The new current key", body = SigningKeyInfo),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn rotate_signing_key(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    request: RequestIdHeader,
+) -> Result<Response, ApiError> {
+    caller.require_admin()?;
+    let audit = caller.audit(&request, "valet.key.rotate", None, "valet signing key".into());
+    let row = app.signing_keys.rotate(app.router.catalog(), &audit).await?;
+    Ok((StatusCode::CREATED, axum::Json(SigningKeyInfo::from(&row))).into_response())
+}
+
+/// Path of one signing key.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct SigningKeyRoute {
+    /// Key id.
+    id: String,
+}
+
+/// Retire a signing key: every URL it signed is refused from now on, on every instance.
+#[utoipa::path(
+    delete,
+    path = "/v1/admin/valet/signing-keys/{id}",
+    tag = "admin",
+    params(SigningKeyRoute),
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "Retired", body = SigningKeyInfo),
+        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`signing_key_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`signing_key_current`: rotate first", body = Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn retire_signing_key(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    request: RequestIdHeader,
+    ApiPath(route): ApiPath<SigningKeyRoute>,
+) -> Result<axum::Json<SigningKeyInfo>, ApiError> {
+    caller.require_admin()?;
+    let audit = caller.audit(&request, "valet.key.retire", None, format!("valet-key:{}", route.id));
+    match app.signing_keys.retire(app.router.catalog(), &route.id, &audit).await? {
+        Retirement::Retired(row) => Ok(axum::Json(SigningKeyInfo::from(&row))),
+        Retirement::NotFound => {
+            Err(ApiError::new(StatusCode::NOT_FOUND, "signing_key_not_found", "no such signing key"))
+        }
+        Retirement::IsCurrent => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "signing_key_current",
+            "the current signing key cannot be retired; rotate first",
+        )),
+    }
+}

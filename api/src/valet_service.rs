@@ -1,0 +1,255 @@
+//! The Valet Key pattern's work below the routes: issuing a grant (signed with the current key
+//! and recorded in the catalog), and answering a request to `/valet/...`: verifying its URL
+//! against the key ring and the catalog (revocation, retired keys, single use), running the one
+//! blob transfer it grants through the [`crate::blob_service`], counting each refusal
+//! (`shardgate_valet_refusals_total{code}`) and auditing every use and refusal.
+//!
+//! Refusals are [`ValetError`]s, turned into problem+json by `crate::error` like every error.
+//! The canonical form and the checks are specified in `docs/valet-keys.md`.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::Response;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use shardgate_shard_router::Error as StoreError;
+use shardgate_shard_router::blobs::{BlobCondition, BlobPath};
+use shardgate_shard_router::catalog::{Audit, ValetGrantRow};
+use shardgate_shard_router::{TenantId, now_ms};
+use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, Permission, UnverifiedGrant, ValetError};
+
+use crate::app::App;
+use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
+use crate::error::ApiError;
+use crate::signing_keys::key_state;
+
+/// Labels of the refusal counter: the refusal's code (a closed set: the codes are `'static`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RefusalLabels {
+    /// The refusal's code.
+    pub code: &'static str,
+}
+
+/// Refused valet requests, by code.
+pub type RefusalCounter = Family<RefusalLabels, Counter>;
+
+/// Characters escaped in a blob path segment of a valet URL and in a `filename*`: everything but
+/// RFC 3986 unreserved.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
+/// The canonical raw form of a blob path in a valet URL (each segment percent-encoded).
+fn encoded_path(path: &BlobPath) -> String {
+    path.as_str()
+        .split('/')
+        .map(|segment| utf8_percent_encode(segment, SEGMENT).to_string())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The clock valet grants are issued and checked with: unix seconds.
+pub fn now_secs() -> u64 {
+    u64::try_from(now_ms() / 1000).unwrap_or_default()
+}
+
+/// A `Content-Disposition` to sign into a download grant: `inline` or `attachment`, optionally
+/// with `; filename=...`, rebuilt per RFC 6266 with an ASCII `filename` fallback and a UTF-8
+/// `filename*` (400 `invalid_body` otherwise).
+pub fn content_disposition(value: &str) -> Result<String, ApiError> {
+    let bad = || {
+        ApiError::bad_request(
+            "invalid_body",
+            "content_disposition must be `inline` or `attachment`, optionally with `; filename=...`",
+        )
+    };
+    let (kind, rest) = value.split_once(';').map_or((value.trim(), ""), |(k, r)| (k.trim(), r.trim()));
+    if !matches!(kind, "inline" | "attachment") {
+        return Err(bad());
+    }
+    if rest.is_empty() {
+        return Ok(kind.to_owned());
+    }
+    let name = rest.strip_prefix("filename=").ok_or_else(bad)?.trim().trim_matches('"');
+    if name.is_empty() || name.chars().any(char::is_control) || name.len() > 255 {
+        return Err(bad());
+    }
+    let ascii: String = name.chars().map(|c| if c.is_ascii() && c != '"' && c != '\\' { c } else { '_' }).collect();
+    let encoded = utf8_percent_encode(name, SEGMENT);
+    Ok(format!("{kind}; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"))
+}
+
+/// What a tenant asks a valet key for, already checked against the API's rules.
+#[derive(Debug)]
+pub struct Issue<'a> {
+    /// Whose blob.
+    pub tenant: &'a TenantId,
+    /// Which blob.
+    pub path: &'a BlobPath,
+    /// Read or write.
+    pub permission: Permission,
+    /// Lifetime in seconds.
+    pub expires_in: u64,
+    /// The signed limits.
+    pub constraints: Constraints,
+}
+
+/// An issued valet key: the grant and its URL.
+#[derive(Debug)]
+pub struct Issued {
+    /// What the URL allows.
+    pub grant: Grant,
+    /// The signed URL.
+    pub url: String,
+}
+
+/// Signs a grant with the current key and records it in the catalog (audited as `audit`, whose
+/// target becomes the grant's).
+pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, ApiError> {
+    let Issue { tenant, path, permission, expires_in, constraints } = issue;
+    let key = app.signing_keys.current(app.router.catalog(), &audit.request_id).await?;
+    let now = now_secs();
+    let single_use = constraints.single_use;
+    let grant = Grant::new(
+        GrantRequest {
+            permission,
+            tenant: tenant.to_string(),
+            path: encoded_path(path),
+            not_before: now.saturating_sub(app.valet.not_before_skew.as_secs()),
+            expires_at: now + expires_in,
+            grant_id: GrantId::generate(),
+            constraints,
+        },
+        &key,
+    )?;
+    let row = ValetGrantRow {
+        id: grant.grant_id().as_str().to_owned(),
+        tenant: tenant.to_string(),
+        path: grant.path().to_owned(),
+        permission: permission.as_str().to_owned(),
+        key_id: key.id().as_str().to_owned(),
+        not_before: grant.not_before() as i64,
+        expires_at: grant.expires_at() as i64,
+        single_use,
+        used_at_ms: None,
+        revoked_at_ms: None,
+        created_at_ms: now_ms(),
+    };
+    let audit = Audit { target: format!("valet-key:{} {} {}", row.id, row.permission, path), ..audit };
+    app.router.catalog().insert_valet_grant(&row, &audit).await?;
+    let base = app.valet.public_url.as_deref().unwrap_or_default().trim_end_matches('/');
+    let url = format!("{base}/valet/{tenant}/{}?{}", grant.path(), grant.to_query(&key));
+    Ok(Issued { grant, url })
+}
+
+/// Answers a request to `/valet/{tenant}/...`: the download or upload its URL grants, or the
+/// refusal. Either way the outcome is audited (off the request's path); a refusal is counted.
+pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<Response, ApiError> {
+    let id = request_id(request.headers());
+    let target = request.uri().path().to_owned();
+    let outcome = match authorize(app, request.method().as_str(), request.uri(), tenant).await {
+        Ok(grant) => {
+            let served = serve(app, &grant, request).await;
+            // A single-use upload that stored nothing may be tried again.
+            if served.is_err()
+                && grant.constraints().single_use
+                && grant.permission() == Permission::Write
+                && let Err(e) = app.router.catalog().release_valet_grant(grant.grant_id().as_str()).await
+            {
+                tracing::warn!(error = %e, "could not give a failed single-use upload its use back");
+            }
+            served
+        }
+        Err(refusal) => Err(refusal),
+    };
+    match outcome {
+        Ok((response, action)) => {
+            record(app, tenant, action, target, &id);
+            Ok(response)
+        }
+        Err(refusal) => {
+            app.valet_refusals.get_or_create(&RefusalLabels { code: refusal.code() }).inc();
+            record(app, tenant, "valet.refused", format!("{target} {}", refusal.code()), &id);
+            Err(refusal)
+        }
+    }
+}
+
+/// 503 `catalog_unavailable`: a valet URL cannot be checked without the catalog.
+fn catalog_unreachable(e: StoreError) -> ApiError {
+    tracing::warn!(error = %e, "a valet URL could not be checked against the catalog");
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable", "the catalog cannot be reached")
+}
+
+/// Checks a valet request's URL against the key ring and the catalog; returns the verified
+/// grant (and consumes a single-use one).
+async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<Grant, ApiError> {
+    let catalog = app.router.catalog();
+    let prefix = format!("/valet/{tenant}/");
+    let raw_path = uri.path().strip_prefix(&prefix).ok_or(ValetError::Malformed("no blob path"))?;
+    let unverified = UnverifiedGrant::parse(method, tenant, raw_path, uri.query().unwrap_or(""))?;
+    let key = app.signing_keys.verifying_key(catalog, unverified.key_id()).await.map_err(catalog_unreachable)??;
+    let grant = unverified.verify(&key, now_secs())?;
+    let (row, state) = catalog
+        .valet_grant(grant.grant_id().as_str())
+        .await
+        .map_err(catalog_unreachable)?
+        .ok_or(ValetError::UnknownGrant)?;
+    if row.revoked_at_ms.is_some() {
+        return Err(ValetError::Revoked.into());
+    }
+    // The catalog's word on the key's state, not this instance's ring: a retirement anywhere
+    // counts at once.
+    state.map(key_state).ok_or(ValetError::KeyRetired)?.check_verifies()?;
+    if grant.constraints().single_use && !catalog.use_valet_grant(&row.id).await.map_err(catalog_unreachable)? {
+        return Err(ValetError::Used.into());
+    }
+    Ok(grant)
+}
+
+/// Runs the transfer `grant` allows; returns the response and the audit action.
+async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, &'static str), ApiError> {
+    let tenant = TenantId::parse(grant.tenant()).map_err(|_| ValetError::Malformed("bad tenant"))?;
+    let path = blob_path(grant.path())?;
+    if grant.permission() == Permission::Read {
+        let head = request.method() == axum::http::Method::HEAD;
+        let mut response = serve_blob(app, &tenant, &path, request.headers(), head).await?;
+        if let Some(disposition) = &grant.constraints().content_disposition
+            && let Ok(value) = HeaderValue::from_str(disposition)
+            && response.status().is_success()
+        {
+            response.headers_mut().insert(header::CONTENT_DISPOSITION, value);
+        }
+        return Ok((response, "valet.download"));
+    }
+    let (parts, body) = request.into_parts();
+    let content_type = content_type_of(&parts.headers)?;
+    grant.check_upload_content_type(&content_type)?;
+    let tier_max = max_blob_size(app, &tenant)?;
+    let max_size = grant.constraints().max_size.map_or(tier_max, |signed| signed.min(tier_max));
+    let blob = NewBlob { tenant: &tenant, path: &path, content_type, condition: BlobCondition::Always, max_size };
+    Ok((store_blob(app, blob, &parts.headers, body).await?, "valet.upload"))
+}
+
+/// Records a valet request in the audit log, off the request's path.
+fn record(app: &Arc<App>, tenant: &str, action: &'static str, target: String, request_id: &str) {
+    let audit = Audit {
+        actor: "valet".into(),
+        tenant: Some(tenant.to_owned()),
+        action,
+        target,
+        request_id: request_id.to_owned(),
+    };
+    let app = app.clone();
+    tokio::spawn(async move {
+        if let Err(e) = app.router.catalog().append_audit(&audit).await {
+            tracing::warn!(error = %e, action = audit.action, "could not record a valet request in the audit log");
+        }
+    });
+}
+
+fn request_id(headers: &HeaderMap) -> String {
+    headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+}
