@@ -83,11 +83,7 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
     // Refuse a failing precondition before reading a possibly large body.
     if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
-        return Err(ApiError::new(
-            StatusCode::PRECONDITION_FAILED,
-            "precondition_failed",
-            "the blob does not satisfy the precondition",
-        ));
+        return Err(ApiError::precondition_failed("the blob does not satisfy the precondition"));
     }
     let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
     let received = receive(&store, &upload, body, max_size).await?;
@@ -124,9 +120,10 @@ pub fn content_type_of(headers: &HeaderMap) -> Result<String, ApiError> {
     match headers.get(header::CONTENT_TYPE) {
         None => Ok("application/octet-stream".to_owned()),
         Some(value) => {
-            let text = value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
-                ApiError::bad_request("invalid_header", "Content-Type must be 1–255 characters of visible ASCII")
-            })?;
+            let text =
+                value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
+                    ApiError::invalid_header("Content-Type must be 1–255 characters of visible ASCII")
+                })?;
             Ok(text.to_owned())
         }
     }
@@ -154,17 +151,13 @@ pub struct Received {
 pub fn blob_path(raw: &str) -> Result<BlobPath, ApiError> {
     let decoded = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
-        .map_err(|_| ApiError::bad_request("invalid_path", "the blob path must be percent-encoded UTF-8"))?;
+        .map_err(|_| ApiError::invalid_path("the blob path must be percent-encoded UTF-8"))?;
     BlobPath::parse(&decoded).map_err(crate::error::invalid_path)
 }
 
 /// 413 for a body over `max_size` bytes.
 pub fn too_large(max_size: u64) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
-        format!("the blob is larger than the limit of {max_size} bytes"),
-    )
+    ApiError::larger_than(max_size)
 }
 
 /// Refuses at once a body whose declared length is over the limit.
@@ -197,9 +190,8 @@ async fn stream_chunks(
     let mut buffer = BytesMut::with_capacity(BLOB_CHUNK_BYTES);
     let (mut size, mut chunks) = (0u64, 0u64);
     while let Some(piece) = stream.next().await {
-        let mut piece = piece.map_err(|e| {
-            ApiError::bad_request("upload_interrupted", format!("the request body could not be read: {e}"))
-        })?;
+        let mut piece =
+            piece.map_err(|e| ApiError::upload_interrupted(format!("the request body could not be read: {e}")))?;
         size += piece.len() as u64;
         if size > max_size {
             return Err(too_large(max_size));
@@ -331,12 +323,7 @@ pub fn download(
         Ok(Some(range)) => (StatusCode::PARTIAL_CONTENT, range),
         Ok(None) => (StatusCode::OK, 0..meta.size),
         Err(()) => {
-            let mut refused = ApiError::new(
-                StatusCode::RANGE_NOT_SATISFIABLE,
-                "range_not_satisfiable",
-                format!("the blob has {} bytes", meta.size),
-            )
-            .into_response();
+            let mut refused = ApiError::range_not_satisfiable(meta.size).into_response();
             if let Ok(value) = HeaderValue::from_str(&format!("bytes */{}", meta.size)) {
                 refused.headers_mut().insert(header::CONTENT_RANGE, value);
             }

@@ -160,6 +160,63 @@ impl ApiError {
         Self::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
     }
 
+    /// 403 `valet_malformed`: a `/valet/` path that breaks the path rules is refused like any
+    /// other bad valet URL.
+    pub fn valet_malformed(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "valet_malformed", detail)
+    }
+
+    /// 404 `valet_key_not_found`.
+    pub fn valet_key_not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "valet_key_not_found", "no such valet key")
+    }
+
+    /// 404 `signing_key_not_found`.
+    pub fn signing_key_not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "signing_key_not_found", "no such signing key")
+    }
+
+    /// 409 `signing_key_current`: the current signing key cannot be retired.
+    pub fn signing_key_current() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "signing_key_current",
+            "the current signing key cannot be retired; rotate first",
+        )
+    }
+
+    /// 503 `catalog_unavailable` with `Retry-After: 5`.
+    pub fn catalog_unavailable() -> Self {
+        let mut err =
+            Self::new(StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable", "the catalog cannot be reached");
+        err.retry_after_secs = Some(5);
+        err
+    }
+
+    /// 412 `precondition_failed`: an `If-Match` / `If-None-Match` the item does not satisfy.
+    pub fn precondition_failed(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::PRECONDITION_FAILED, "precondition_failed", detail)
+    }
+
+    /// 413 `payload_too_large` naming the limit.
+    pub fn larger_than(max_size: u64) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the blob is larger than the limit of {max_size} bytes"),
+        )
+    }
+
+    /// 416 `range_not_satisfiable` (the caller adds `Content-Range: bytes */size`).
+    pub fn range_not_satisfiable(size: u64) -> Self {
+        Self::new(StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable", format!("the blob has {size} bytes"))
+    }
+
+    /// 400 `upload_interrupted`: the upload's body could not be read to its end.
+    pub fn upload_interrupted(detail: impl Into<String>) -> Self {
+        Self::bad_request("upload_interrupted", detail)
+    }
+
     /// 500 `internal`, logging `cause`.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");

@@ -68,9 +68,7 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
         Ok(()) => Ok(()),
         Err(problem @ PathProblem::TooLong) => Err(ApiError::uri_too_long(problem.to_string())),
         // A valet URL is refused like any other bad valet URL.
-        Err(problem) if path.starts_with("/valet/") => {
-            Err(ApiError::new(axum::http::StatusCode::FORBIDDEN, "valet_malformed", problem.to_string()))
-        }
+        Err(problem) if path.starts_with("/valet/") => Err(ApiError::valet_malformed(problem.to_string())),
         Err(problem) => Err(ApiError::invalid_path(problem.to_string())),
     }
 }

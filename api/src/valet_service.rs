@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::Response;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -60,10 +60,7 @@ pub fn now_secs() -> u64 {
 /// `filename*` (400 `invalid_body` otherwise).
 pub fn content_disposition(value: &str) -> Result<String, ApiError> {
     let bad = || {
-        ApiError::bad_request(
-            "invalid_body",
-            "content_disposition must be `inline` or `attachment`, optionally with `; filename=...`",
-        )
+        ApiError::invalid_body("content_disposition must be `inline` or `attachment`, optionally with `; filename=...`")
     };
     let (kind, rest) = value.split_once(';').map_or((value.trim(), ""), |(k, r)| (k.trim(), r.trim()));
     if !matches!(kind, "inline" | "attachment") {
@@ -180,7 +177,7 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
 /// 503 `catalog_unavailable`: a valet URL cannot be checked without the catalog.
 fn catalog_unreachable(e: StoreError) -> ApiError {
     tracing::warn!(error = %e, "a valet URL could not be checked against the catalog");
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable", "the catalog cannot be reached")
+    ApiError::catalog_unavailable()
 }
 
 /// Checks a valet request's URL against the key ring and the catalog; returns the verified

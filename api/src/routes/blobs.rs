@@ -85,9 +85,6 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
         (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`write_contention` or `upload_closed`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`: over the tier's blob size limit", body = Problem, content_type = "application/problem+json"),
@@ -126,8 +123,6 @@ pub async fn put_blob(
         (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
         (status = 304, description = "Not modified"),
         (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
@@ -154,7 +149,6 @@ pub async fn get_blob(
     responses(
         (status = 200, description = "The blob exists", headers(("ETag" = String), ("Content-Length" = u64), ("Accept-Ranges" = String))),
         (status = 304, description = "Not modified"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -177,8 +171,6 @@ pub async fn head_blob(
     security(("bearer" = ["write"])),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
@@ -210,9 +202,6 @@ pub async fn delete_blob(
     responses(
         (status = 200, description = "A page of blobs", body = Page<BlobInfo>),
         (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `read` scope", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_blobs(

@@ -86,9 +86,7 @@ pub struct ValetKeyRoute {
     responses(
         (status = 201, description = "Issued", body = ValetKey),
         (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "The token lacks the scope of the permission (`read` or `write`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn issue_valet_key(
@@ -99,24 +97,23 @@ pub async fn issue_valet_key(
     ApiJson(body): ApiJson<IssueValetKey>,
 ) -> Result<Response, ApiError> {
     let permission = Permission::parse(&body.permission)
-        .ok_or_else(|| ApiError::bad_request("invalid_body", "permission must be `read` or `write`"))?;
+        .ok_or_else(|| ApiError::invalid_body("permission must be `read` or `write`"))?;
     let scope = if permission == Permission::Read { Scope::Read } else { Scope::Write };
     let tenant = caller.for_tenant(&route.tenant, scope)?;
     let path = BlobPath::parse(&body.path).map_err(crate::error::invalid_path)?;
     let config = &app.valet;
     let expires_in = body.expires_in.unwrap_or(config.default_expires_in.as_secs());
     if expires_in == 0 || expires_in > config.max_expires_in.as_secs() {
-        return Err(ApiError::bad_request(
-            "invalid_body",
-            format!("expires_in must be 1 to {} seconds", config.max_expires_in.as_secs()),
-        ));
+        return Err(ApiError::invalid_body(format!(
+            "expires_in must be 1 to {} seconds",
+            config.max_expires_in.as_secs()
+        )));
     }
     let write_only = body.content_type.is_some() || body.max_size.is_some();
     if (permission == Permission::Read && write_only)
         || (permission == Permission::Write && body.content_disposition.is_some())
     {
-        return Err(ApiError::bad_request(
-            "invalid_body",
+        return Err(ApiError::invalid_body(
             "content_type and max_size constrain uploads (write); content_disposition, downloads (read)",
         ));
     }
@@ -151,8 +148,6 @@ pub async fn issue_valet_key(
     security(("bearer" = ["write"])),
     responses(
         (status = 204, description = "Revoked (or already was)"),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `write` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`tenant_not_found` or `valet_key_not_found`", body = Problem, content_type = "application/problem+json"),
     )
 )]
@@ -167,6 +162,6 @@ pub async fn revoke_valet_key(
     if app.router.catalog().revoke_valet_grant(tenant.as_str(), &route.id, &audit).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::new(StatusCode::NOT_FOUND, "valet_key_not_found", "no such valet key"))
+        Err(ApiError::valet_key_not_found())
     }
 }

@@ -48,8 +48,6 @@ impl From<&ValetKeyRow> for SigningKeyInfo {
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Every signing key, oldest first", body = Vec<SigningKeyInfo>),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn list_signing_keys(
@@ -69,8 +67,6 @@ pub async fn list_signing_keys(
     security(("bearer" = ["admin"])),
     responses(
         (status = 201, description = "The new current key", body = SigningKeyInfo),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn rotate_signing_key(
@@ -100,8 +96,6 @@ pub struct SigningKeyRoute {
     security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Retired", body = SigningKeyInfo),
-        (status = 401, description = "Missing or invalid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing `admin` scope", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`signing_key_not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`signing_key_current`: rotate first", body = Problem, content_type = "application/problem+json"),
     )
@@ -116,13 +110,7 @@ pub async fn retire_signing_key(
     let audit = caller.audit(&request, "valet.key.retire", None, format!("valet-key:{}", route.id));
     match app.signing_keys.retire(app.router.catalog(), &route.id, &audit).await? {
         Retirement::Retired(row) => Ok(axum::Json(SigningKeyInfo::from(&row))),
-        Retirement::NotFound => {
-            Err(ApiError::new(StatusCode::NOT_FOUND, "signing_key_not_found", "no such signing key"))
-        }
-        Retirement::IsCurrent => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "signing_key_current",
-            "the current signing key cannot be retired; rotate first",
-        )),
+        Retirement::NotFound => Err(ApiError::signing_key_not_found()),
+        Retirement::IsCurrent => Err(ApiError::signing_key_current()),
     }
 }
