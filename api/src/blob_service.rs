@@ -25,7 +25,7 @@ use shardgate_shard_router::{Access, Database, Error as StoreError, ShardId, Ten
 
 use crate::app::App;
 use crate::error::ApiError;
-use crate::routes::rfc3339;
+use crate::timestamps::rfc3339;
 
 /// A blob's description.
 #[derive(Debug, Serialize, ToSchema)]

@@ -20,11 +20,13 @@ pub mod gatekeeper_proxy;
 pub mod indexing;
 pub mod metrics;
 pub mod openapi;
+pub mod pagination;
 pub mod preconditions;
 pub mod routes;
 pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;
+pub mod timestamps;
 pub mod valet_service;
 
 pub use config::Config;

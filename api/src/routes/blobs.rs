@@ -14,11 +14,11 @@ use shardgate_shard_router::blobs::{BlobCondition, BlobPath, BlobStore};
 use shardgate_shard_router::{Access, TenantId, now_ms};
 use utoipa::IntoParams;
 
-use super::{Page, decode_cursor, page_limit};
 use crate::app::App;
 use crate::blob_service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, precondition};
 
 /// Path of one blob.

@@ -19,11 +19,12 @@ use shardgate_shard_router::{CollectionName, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
 use super::records::RecordEnvelope;
-use super::{Page, page_limit, rfc3339};
 use crate::app::App;
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::indexing::{IndexState, LiveIndex, Lookup, lookup, spawn_backfill};
+use crate::pagination::{Page, page_limit};
+use crate::timestamps::rfc3339;
 
 /// Body of `PUT .../indexes/{index}`.
 #[derive(Debug, Deserialize, ToSchema)]

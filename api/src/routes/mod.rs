@@ -7,7 +7,15 @@
 //! | `/v1/admin/shards[/{id}]` | `admin/shards.rs` |
 //! | `/v1/admin/shard-map`, `/v1/admin/route` | `admin/routing.rs` |
 //! | `/v1/admin/audit` | `admin/audit_log.rs` |
+//! | `/v1/tenants/{tenant}/collections/{collection}/indexes[/{index}[/records]]` | `indexes.rs` |
+//! | `/v1/tenants/{tenant}/blobs[/{path}]` | `blobs.rs` |
+//! | `/v1/tenants/{tenant}/valet-keys[/{id}]` | `valet_keys.rs` |
+//! | `/valet/{tenant}/{path}` (no token: the signature is the credential) | `valet.rs` |
+//! | `/v1/admin/valet/signing-keys[/rotate \| /{id}]` | `admin/signing_keys.rs` |
 //! | `/healthz`, `/readyz`, `/metrics` | `ops.rs` |
+//!
+//! A route module adapts HTTP to the services below it (the app state, the blob and valet
+//! services, the domain crates) and never imports another route module.
 
 pub mod admin;
 pub mod blobs;
@@ -16,96 +24,3 @@ pub mod ops;
 pub mod records;
 pub mod valet;
 pub mod valet_keys;
-
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::Serialize;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
-
-use crate::error::ApiError;
-
-/// Formats milliseconds since the Unix epoch as RFC 3339 (UTC).
-pub fn rfc3339(ms: i64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_default()
-}
-
-/// An opaque cursor: the last key (or id) of a page, base64url-encoded with a version tag.
-pub fn encode_cursor(last: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("1:{last}"))
-}
-
-/// Decodes a cursor made by [`encode_cursor`]; 400 `invalid_cursor` otherwise.
-pub fn decode_cursor(cursor: &str) -> Result<String, ApiError> {
-    let invalid = ApiError::invalid_cursor;
-    let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| invalid())?;
-    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
-    text.strip_prefix("1:").filter(|k| !k.is_empty()).map(str::to_owned).ok_or_else(invalid)
-}
-
-/// Resolves a requested page size: default when absent, capped at `max`, 400 when zero.
-pub fn page_limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
-    match requested {
-        None => Ok(default.min(max)),
-        Some(0) => Err(ApiError::invalid_query("limit must be at least 1")),
-        Some(n) => Ok(n.min(max)),
-    }
-}
-
-impl<T> Page<T> {
-    /// Builds a page from `fetched`, which was read with `limit + 1` to learn whether more
-    /// follow: the extra row is dropped and the cursor points after the last kept row
-    /// (`cursor_of` gives its key). `view` turns each row into its API form.
-    pub fn from_overfetch<R>(
-        mut fetched: Vec<R>,
-        limit: u32,
-        cursor_of: impl Fn(&R) -> String,
-        view: impl FnMut(R) -> T,
-    ) -> Self {
-        let next_cursor = if fetched.len() > limit as usize {
-            fetched.truncate(limit as usize);
-            fetched.last().map(|row| encode_cursor(&cursor_of(row)))
-        } else {
-            None
-        };
-        Self { items: fetched.into_iter().map(view).collect(), next_cursor }
-    }
-}
-
-/// A page of results with the cursor of the next page.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Page<T> {
-    /// This page's items.
-    pub items: Vec<T>,
-    /// Pass as `cursor` to get the next page; `null` on the last page.
-    pub next_cursor: Option<String>,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        let c = encode_cursor("user/ü 1");
-        assert_eq!(decode_cursor(&c).unwrap(), "user/ü 1");
-        assert_eq!(decode_cursor("%%%").unwrap_err().code(), "invalid_cursor");
-        assert_eq!(decode_cursor(&URL_SAFE_NO_PAD.encode("2:x")).unwrap_err().code(), "invalid_cursor");
-    }
-
-    #[test]
-    fn limits_are_capped_and_zero_is_refused() {
-        assert_eq!(page_limit(None, 100, 1000).unwrap(), 100);
-        assert_eq!(page_limit(Some(5000), 100, 1000).unwrap(), 1000);
-        assert!(page_limit(Some(0), 100, 1000).is_err());
-    }
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
-    }
-}

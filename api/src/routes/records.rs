@@ -17,12 +17,13 @@ use shardgate_shard_router::records::{
 use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_text, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{Page, decode_cursor, page_limit, rfc3339};
 use crate::app::App;
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::indexing;
+use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, entity_tags, precondition};
+use crate::timestamps::rfc3339;
 
 /// A record as the API returns it.
 #[derive(Debug, Serialize, ToSchema)]

@@ -13,10 +13,10 @@ use shardgate_shard_router::blobs::BlobPath;
 use shardgate_valet::{Constraints, Permission};
 use utoipa::{IntoParams, ToSchema};
 
-use super::rfc3339;
 use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
+use crate::timestamps::rfc3339;
 use crate::valet_service::{Issue, content_disposition, issue};
 
 /// Body of `POST /v1/tenants/{tenant}/valet-keys`.

@@ -9,7 +9,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiQuery, Caller};
-use crate::routes::{Page, decode_cursor, page_limit, rfc3339};
+use crate::pagination::{Page, decode_cursor, page_limit};
+use crate::timestamps::rfc3339;
 
 /// One recorded admin action.
 #[derive(Debug, Serialize, ToSchema)]

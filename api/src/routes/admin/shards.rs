@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
-use crate::routes::rfc3339;
+use crate::timestamps::rfc3339;
 
 /// A registered shard with statistics. Its URL is never shown.
 #[derive(Debug, Serialize, ToSchema)]

@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiPath, Caller, RequestIdHeader};
-use crate::routes::rfc3339;
+use crate::timestamps::rfc3339;
 
 /// A signing key (never its secret).
 #[derive(Debug, Serialize, ToSchema)]

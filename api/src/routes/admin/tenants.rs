@@ -14,7 +14,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::app::App;
 use crate::error::{ApiError, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
-use crate::routes::{Page, decode_cursor, page_limit, rfc3339};
+use crate::pagination::{Page, decode_cursor, page_limit};
+use crate::timestamps::rfc3339;
 
 /// A tenant.
 #[derive(Debug, Serialize, ToSchema)]
