@@ -10,6 +10,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_gatekeeper::AuthError;
+use shardgate_index_tables::IndexError;
 use shardgate_shard_router::{Error as StoreError, InvalidId};
 use utoipa::ToSchema;
 
@@ -204,6 +205,33 @@ impl From<&StoreError> for ApiError {
                 unavailable(code, "a database is temporarily unavailable; retry later".into())
             }
             e => Self::internal(e),
+        }
+    }
+}
+
+impl From<IndexError> for ApiError {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::InvalidName => Self::bad_request("invalid_path", e.to_string()),
+            IndexError::InvalidField
+            | IndexError::FieldCount
+            | IndexError::DuplicateField
+            | IndexError::InvalidLayout(_) => Self::bad_request("invalid_body", e.to_string()),
+            IndexError::ValueTooLong | IndexError::UnindexableValue | IndexError::ValueArity { .. } => {
+                Self::bad_request("invalid_index_value", e.to_string())
+            }
+            IndexError::InvalidValueKey => Self::bad_request("invalid_cursor", e.to_string()),
+            IndexError::InvalidJson(_) => Self::bad_request("invalid_json", e.to_string()),
+            IndexError::UniqueViolation { .. } | IndexError::DuplicateValue { .. } => {
+                Self::new(StatusCode::CONFLICT, "unique_violation", e.to_string())
+            }
+            IndexError::IndexNotFound | IndexError::JobIndexGone { .. } => {
+                Self::new(StatusCode::NOT_FOUND, "index_not_found", e.to_string())
+            }
+            IndexError::IndexExists => Self::new(StatusCode::CONFLICT, "index_exists", e.to_string()),
+            IndexError::IndexBuilding => Self::new(StatusCode::CONFLICT, "index_building", e.to_string()),
+            IndexError::InvalidJobTarget { .. } | IndexError::Encoding(_) => Self::internal(&e),
+            IndexError::Store(e) => Self::from(&e),
         }
     }
 }
