@@ -358,32 +358,22 @@ impl<'a> IndexEntryStore<'a> {
     /// was. [`StoreError::StaleMap`] if the fence refused the write.
     async fn replace_claim(&self, expected: &StoredEntry, entry: &IndexEntry) -> Result<bool, IndexError> {
         self.count();
-        let replaced = sqlx::query(
-            "UPDATE index_entries SET record_key = $6, vshard = $7, record_vshard = $8, record_version = $9, \
-             state = 'pending', claimed_at = $10, copy = $11, unique_claim = 1 \
-             WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND record_key = $5 \
-             AND state = $12 AND claimed_at = $13 AND record_version = $14 AND unique_claim = 1 \
-             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $15) RETURNING record_version",
-        )
-        .bind(entry.tenant.as_str())
-        .bind(entry.collection.as_str())
-        .bind(entry.index.as_str())
-        .bind(entry.value_key.as_str())
-        .bind(expected.record_key.as_str())
-        .bind(entry.record_key.as_str())
-        .bind(i64::from(entry.vshard))
-        .bind(i64::from(entry.record_vshard))
-        .bind(entry.record_version)
-        .bind(entry.claimed_at_ms)
-        .bind(entry.copy.as_deref())
-        .bind(expected.state.as_str())
-        .bind(expected.claimed_at_ms)
-        .bind(expected.record_version)
-        .bind(self.map_epoch)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(|e| self.err(e))?
-        .is_some();
+        // The entry's values are bound as in [`INSERT_ENTRY`] ($1–$11); $12–$15 are what was read.
+        let sql = "UPDATE index_entries SET record_key = $5, vshard = $6, record_vshard = $7, record_version = $8, \
+                   state = 'pending', claimed_at = $9, copy = $10, unique_claim = 1 \
+                   WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND record_key = $12 \
+                   AND state = $13 AND claimed_at = $14 AND record_version = $15 AND unique_claim = 1 \
+                   AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) RETURNING record_version";
+        let replaced = self
+            .bind_entry(sql, entry)
+            .bind(expected.record_key.as_str())
+            .bind(expected.state.as_str())
+            .bind(expected.claimed_at_ms)
+            .bind(expected.record_version)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?
+            .is_some();
         if !replaced {
             self.check_fence().await?;
         }
