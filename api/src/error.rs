@@ -217,7 +217,7 @@ impl From<IndexError> for ApiError {
             | IndexError::FieldCount
             | IndexError::DuplicateField
             | IndexError::InvalidLayout(_) => Self::bad_request("invalid_body", e.to_string()),
-            IndexError::ValueTooLong | IndexError::UnindexableValue | IndexError::ValueArity { .. } => {
+            IndexError::ValueTooLong { .. } | IndexError::UnindexableValue | IndexError::ValueArity { .. } => {
                 Self::bad_request("invalid_index_value", e.to_string())
             }
             IndexError::InvalidValueKey => Self::bad_request("invalid_cursor", e.to_string()),

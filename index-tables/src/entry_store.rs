@@ -4,11 +4,11 @@
 //! on the shard that owns its own vshard (`h(tenant, collection, index, value_key) mod V`), so
 //! every entry of one value sits on one shard, and it refers to its record by key and by the
 //! record's vshard, never by physical shard. This module does not know how values are encoded or
-//! placed (that is [`crate::value_key`] and [`crate::placement`]): it takes the index name and
+//! placed (that is `value_key.rs` and `placement.rs`): it takes the index name and
 //! the value key as opaque text and relies on one property only, that the byte order of value
 //! keys is the order of the values.
 //!
-//! The write protocol, run by [`crate::maintenance`], never needs a transaction that spans two
+//! The write protocol, run by `maintenance.rs`, never needs a transaction that spans two
 //! shards:
 //! 1. before the record commits, write an entry for the new value as `pending`
 //!    ([`IndexEntryStore::put_pending`], or [`IndexEntryStore::claim_unique`] for a unique
@@ -105,7 +105,7 @@ pub struct IndexScope<'a> {
     pub tenant: &'a TenantId,
     /// Collection.
     pub collection: &'a CollectionName,
-    /// The index name, as validated by [`IndexName`](crate::IndexName).
+    /// The index name, as validated by `IndexName`.
     pub index: &'a str,
 }
 
@@ -127,7 +127,7 @@ pub struct IndexEntry {
     pub tenant: TenantId,
     /// Collection.
     pub collection: CollectionName,
-    /// The index name, as validated by [`IndexName`](crate::IndexName).
+    /// The index name, as validated by `IndexName`.
     pub index: String,
     /// The encoded value (byte order is value order; never contains `0x00`).
     pub value_key: String,

@@ -4,9 +4,6 @@
 
 use shardgate_shard_router::Error as StoreError;
 
-use crate::names::IndexName;
-use crate::value_key::MAX_VALUE_KEY_BYTES;
-
 /// Why an index operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
@@ -25,10 +22,14 @@ pub enum IndexError {
     /// 400 `invalid_body`: the layout's included fields are wrong.
     #[error("invalid layout: {0}")]
     InvalidLayout(&'static str),
-    /// 400 `invalid_index_value`: a record's (or a look-up's) value encodes to more than
-    /// [`MAX_VALUE_KEY_BYTES`]; the record write is refused rather than left out of the index.
-    #[error("the indexed value is too long (at most {MAX_VALUE_KEY_BYTES} bytes encoded)")]
-    ValueTooLong,
+    /// 400 `invalid_index_value`: a record's (or a look-up's) value encodes to more than `max`
+    /// bytes (`MAX_VALUE_KEY_BYTES`); the record write is refused rather than left out of the
+    /// index.
+    #[error("the indexed value is too long (at most {max} bytes encoded)")]
+    ValueTooLong {
+        /// The longest encoded value.
+        max: usize,
+    },
     /// 400 `invalid_index_value`: a looked-up value no record can hold (`null`, an object, an
     /// empty or nested array, more than 4 parts).
     #[error("only booleans, numbers, strings and arrays of up to 4 of them are indexed")]
@@ -52,8 +53,8 @@ pub enum IndexError {
     /// 409 `unique_violation`: another record holds the value in a unique index.
     #[error("another record already has this value in the unique index {index}")]
     UniqueViolation {
-        /// The unique index.
-        index: IndexName,
+        /// The unique index's name.
+        index: String,
     },
     /// 409 `unique_violation`: a backfill found two records with the same value of a unique
     /// index (the backfill job fails with this).

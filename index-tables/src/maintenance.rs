@@ -155,7 +155,7 @@ impl IndexTables {
         entry: &IndexEntry,
         addr: RecordAddress<'_>,
     ) -> Result<(), IndexError> {
-        let violation = || IndexError::UniqueViolation { index: index.def.name().clone() };
+        let violation = || IndexError::UniqueViolation { index: index.def.name().to_string() };
         let mut attempt = store.claim_unique(entry).await?;
         for _ in 0..3 {
             let held = match attempt {

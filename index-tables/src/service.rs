@@ -1,7 +1,6 @@
 //! [`IndexTables`]: the Index Table pattern as one service over a [`ShardRouter`]. The caller
-//! holds one per instance; its work is spread by room: [`crate::maintenance`] (record writes),
-//! [`crate::lookup`], [`crate::lifecycle`] (definitions and jobs), [`crate::backfill`] and
-//! [`crate::drift_audit`].
+//! holds one per instance; its work is spread by room: `maintenance.rs` (record writes),
+//! `lookup.rs`, `lifecycle.rs` (definitions and jobs), `backfill.rs` and `drift_audit.rs`.
 
 use std::sync::Arc;
 

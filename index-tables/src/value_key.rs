@@ -66,7 +66,7 @@ impl ValueKey {
                 return Ok(None);
             }
             if key.len() > MAX_VALUE_KEY_BYTES {
-                return Err(IndexError::ValueTooLong);
+                return Err(IndexError::ValueTooLong { max: MAX_VALUE_KEY_BYTES });
             }
         }
         if key.is_empty() { Ok(None) } else { Ok(Some(Self(key))) }
@@ -424,7 +424,7 @@ mod tests {
         }
         assert!(matches!(ValueKey::encode(&[]), Ok(None)));
         let long = json!("x".repeat(MAX_VALUE_KEY_BYTES));
-        assert!(matches!(ValueKey::encode(&[&long]), Err(IndexError::ValueTooLong)));
+        assert!(matches!(ValueKey::encode(&[&long]), Err(IndexError::ValueTooLong { .. })));
         assert!(ValueKey::encode(&[&json!("x".repeat(MAX_VALUE_KEY_BYTES - 2))]).unwrap().is_some());
     }
 
@@ -443,7 +443,7 @@ mod tests {
         for never in ["null", "{}", r#"{"a":1}"#, "[]", "[[1]]", "[1,2,3,4,5]", "[null]"] {
             assert!(matches!(q(never), Err(IndexError::UnindexableValue)), "{never}");
         }
-        assert!(matches!(q(&"x".repeat(2000)), Err(IndexError::ValueTooLong)));
+        assert!(matches!(q(&"x".repeat(2000)), Err(IndexError::ValueTooLong { .. })));
     }
 
     #[test]
