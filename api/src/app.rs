@@ -1,6 +1,9 @@
 //! The application state every handler shares: one `App` behind an `Arc`.
 
+use std::sync::Arc;
+
 use shardgate_gatekeeper::throttle::RateLimit;
+use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::ShardRouter;
 
@@ -10,8 +13,8 @@ use crate::metrics::Metrics;
 /// Shared state of one gateway instance.
 #[derive(Debug)]
 pub struct App {
-    /// Catalog, shard map and shard pools.
-    pub router: ShardRouter,
+    /// Catalog, shard map and shard pools (shared with the index tables).
+    pub router: Arc<ShardRouter>,
     /// Record cache.
     pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
     /// Authentication and rate limits.
@@ -23,26 +26,15 @@ pub struct App {
     /// Blob limits.
     pub blobs: crate::config::BlobsConfig,
     /// Blob chunks recently downloaded.
-    pub chunks: crate::blob_service::ChunkCache,
+    pub chunks: crate::chunk_cache::ChunkCache,
     /// Valet key settings (`public_url` resolved).
     pub valet: crate::config::ValetConfig,
-    /// Secondary index definitions.
-    pub indexes: crate::indexing::IndexRegistry,
-    /// Index entry statements run by look-ups, per shard.
-    pub index_queries: prometheus_client::metrics::family::Family<
-        crate::indexing::ShardLabels,
-        prometheus_client::metrics::counter::Counter,
-    >,
-    /// Index entries the drift audit found missing (and wrote).
-    pub index_audit_missing: prometheus_client::metrics::counter::Counter,
-    /// Index entries the drift audit found dangling (and removed).
-    pub index_audit_dangling: prometheus_client::metrics::counter::Counter,
-    /// Stale index entries removed by look-ups.
-    pub index_repairs: prometheus_client::metrics::counter::Counter,
+    /// Secondary indexes: definitions, entries, look-ups, jobs and their metrics.
+    pub indexes: Arc<IndexTables>,
     /// Valet signing keys seen by this instance (the catalog's, cached).
     pub signing_keys: crate::signing_keys::SigningKeys,
     /// Refused valet requests, by code.
-    pub valet_refusals: crate::valet_service::RefusalCounter,
+    pub valet_refusals: crate::valet_refusals::RefusalCounter,
     /// Prometheus metrics.
     pub metrics: std::sync::Arc<Metrics>,
     /// Timeout of each readiness probe.

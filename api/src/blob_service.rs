@@ -1,7 +1,7 @@
 //! The blob service, below the blob API and the valet endpoint alike: storing a blob
 //! ([`store_blob`]: streaming an upload into chunks, hashing as it goes, with a size limit and
 //! nothing left behind on failure) and serving one ([`serve_blob`]: `ETag`, `If-None-Match`, a
-//! single `Range`, streamed chunks through the [`ChunkCache`]), and the [`BlobInfo`] both answer
+//! single `Range`, streamed chunks through the [`ChunkCache`](crate::chunk_cache::ChunkCache)), and the [`BlobInfo`] both answer
 //! with.
 //!
 //! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
@@ -24,6 +24,7 @@ use shardgate_shard_router::blobs::{
 use shardgate_shard_router::{Access, Database, Error as StoreError, ShardId, TenantId, now_ms};
 
 use crate::app::App;
+use crate::chunk_cache::ChunkCache;
 use crate::error::ApiError;
 use crate::timestamps::rfc3339;
 
@@ -258,44 +259,6 @@ fn requested_range(headers: &HeaderMap, meta: &BlobMeta) -> Result<Option<std::o
         start..end
     };
     Ok(Some(range))
-}
-
-/// Chunks recently read, by upload id and position. An upload's chunks never change and upload
-/// ids are never reused, so an entry can never be stale; a replaced or deleted blob's chunks are
-/// simply never asked for again (every download looks the blob up first) and age out.
-#[derive(Debug, Clone)]
-pub struct ChunkCache {
-    chunks: Option<moka::future::Cache<(Arc<str>, u64), Bytes, foldhash::fast::RandomState>>,
-}
-
-impl ChunkCache {
-    /// A cache of at most `max_bytes` (0: none).
-    pub fn new(max_bytes: u64) -> Self {
-        let chunks = (max_bytes > 0).then(|| {
-            moka::future::Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(|_, chunk: &Bytes| u32::try_from(chunk.len()).unwrap_or(u32::MAX))
-                .build_with_hasher(foldhash::fast::RandomState::default())
-        });
-        Self { chunks }
-    }
-
-    /// Chunk `seq` of `meta`: from the cache, else from the shard (one read per chunk however
-    /// many downloads want it at once).
-    async fn get(
-        &self,
-        db: &Database,
-        shard: &ShardId,
-        meta: &BlobMeta,
-        upload: &Arc<str>,
-        seq: u64,
-    ) -> Result<Bytes, Arc<StoreError>> {
-        let read = async { BlobStore::new(db, shard).read_chunk(meta, seq).await };
-        match &self.chunks {
-            Some(chunks) => chunks.try_get_with((upload.clone(), seq), read).await,
-            None => read.await.map_err(Arc::new),
-        }
-    }
 }
 
 /// The answer to `GET` (or `HEAD`, without a body) of `meta`: 304 on a matching `If-None-Match`,

@@ -10,6 +10,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_gatekeeper::AuthError;
+use shardgate_index_tables::IndexError;
 use shardgate_shard_router::{Error as StoreError, InvalidId};
 use shardgate_valet::ValetError;
 use utoipa::ToSchema;
@@ -42,13 +43,14 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with `status`, stable `code` and human `detail`.
-    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
+    /// An error with `status`, stable `code` and human `detail`. Private: every status and code
+    /// the API answers with is named in this file.
+    fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
         Self { status, code, detail: detail.into(), www_authenticate: None, retry_after_secs: None }
     }
 
     /// 400 with `code`.
-    pub fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
+    fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, code, detail)
     }
 
@@ -169,6 +171,11 @@ impl ApiError {
     /// 404 `valet_key_not_found`.
     pub fn valet_key_not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "valet_key_not_found", "no such valet key")
+    }
+
+    /// 404 `job_not_found`.
+    pub fn job_not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "job_not_found", "no such job")
     }
 
     /// 404 `signing_key_not_found`.
@@ -360,6 +367,33 @@ impl From<ValetError> for ApiError {
             | ValetError::UnknownGrant
             | ValetError::Revoked
             | ValetError::Used => Self::new(StatusCode::FORBIDDEN, e.code(), e.to_string()),
+        }
+    }
+}
+
+impl From<IndexError> for ApiError {
+    fn from(e: IndexError) -> Self {
+        match e {
+            IndexError::InvalidName => Self::bad_request("invalid_path", e.to_string()),
+            IndexError::InvalidField
+            | IndexError::FieldCount
+            | IndexError::DuplicateField
+            | IndexError::InvalidLayout(_) => Self::bad_request("invalid_body", e.to_string()),
+            IndexError::ValueTooLong { .. } | IndexError::UnindexableValue | IndexError::ValueArity { .. } => {
+                Self::bad_request("invalid_index_value", e.to_string())
+            }
+            IndexError::InvalidValueKey => Self::bad_request("invalid_cursor", e.to_string()),
+            IndexError::InvalidJson(_) => Self::bad_request("invalid_json", e.to_string()),
+            IndexError::UniqueViolation { .. } | IndexError::DuplicateValue { .. } => {
+                Self::new(StatusCode::CONFLICT, "unique_violation", e.to_string())
+            }
+            IndexError::IndexNotFound | IndexError::JobIndexGone { .. } => {
+                Self::new(StatusCode::NOT_FOUND, "index_not_found", e.to_string())
+            }
+            IndexError::IndexExists => Self::new(StatusCode::CONFLICT, "index_exists", e.to_string()),
+            IndexError::IndexBuilding => Self::new(StatusCode::CONFLICT, "index_building", e.to_string()),
+            IndexError::InvalidJobTarget { .. } | IndexError::Encoding(_) => Self::internal(&e),
+            IndexError::Store(e) => Self::from(&e),
         }
     }
 }

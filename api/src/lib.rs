@@ -2,22 +2,24 @@
 //!
 //! The HTTP service and the `shardgate` binary: routes, extractors, the problem+json error
 //! mapping, the OpenAPI document, metrics and health endpoints, configuration and the command
-//! line. It turns HTTP into calls on `shard-router` (storage and routing) and `gatekeeper`
-//! (authentication), and is the only crate that turns errors into responses.
+//! line. It turns HTTP into calls on `shard-router` (storage and routing), `index-tables`
+//! (secondary indexes) and `gatekeeper` (authentication), and is the only crate that turns
+//! errors into responses.
 //!
 //! Find the code for a URL in [`routes`].
 
 pub mod admission;
 pub mod app;
 pub mod blob_service;
+pub mod chunk_cache;
 pub mod cli;
 pub mod config;
 pub mod embedded;
+pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod front_door;
 pub mod gatekeeper_proxy;
-pub mod indexing;
 pub mod metrics;
 pub mod openapi;
 pub mod pagination;
@@ -27,6 +29,7 @@ pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;
 pub mod timestamps;
+pub mod valet_refusals;
 pub mod valet_service;
 
 pub use config::Config;

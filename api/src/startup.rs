@@ -15,6 +15,7 @@ use shardgate_cache::{RecordCache, RedisLink};
 use shardgate_gatekeeper::Authenticator;
 use shardgate_gatekeeper::internal::InternalKey;
 use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
+use shardgate_index_tables::{IndexError, IndexTables};
 use shardgate_shard_router::ShardRouter;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -98,8 +99,8 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
-        .routes(routes!(indexes::get_job))
-        .routes(routes!(indexes::start_audit))
+        .routes(routes!(admin::jobs::get_job))
+        .routes(routes!(admin::index_audits::start_audit))
         .routes(routes!(admin::signing_keys::list_signing_keys))
         .routes(routes!(admin::signing_keys::rotate_signing_key))
         .routes(routes!(admin::signing_keys::retire_signing_key))
@@ -237,6 +238,12 @@ pub fn rate_limit_store_for(
     Ok(link.map(|link| Arc::new(RedisBuckets::new(link)) as Arc<dyn SharedBuckets>))
 }
 
+/// What a failed index job records as its error: the detail of the problem the error becomes,
+/// so an operator reading `/v1/admin/jobs/{id}` sees what a client would.
+fn index_job_failure(error: IndexError) -> String {
+    ApiError::from(error).detail().to_owned()
+}
+
 /// How often each instance sweeps the shards for blob garbage.
 const JANITOR_EVERY: Duration = Duration::from_secs(60);
 
@@ -273,8 +280,8 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
         match strong.router.refresh().await {
             Ok(heads) => {
                 strong.cache.set_generation(heads.cache_generation);
-                if let Err(e) = strong.indexes.follow(&strong, heads.epoch).await {
-                    tracing::warn!(code = e.code(), "cannot reload index definitions");
+                if let Err(e) = strong.indexes.follow(heads.epoch).await {
+                    tracing::warn!(error = %e, "cannot reload index definitions");
                 }
             }
             Err(e) => tracing::warn!(error = %e, "cannot poll the catalog for shard map changes"),
@@ -291,7 +298,7 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
 impl Application {
     /// Opens storage, builds the state and binds `config.listen`.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let router = ShardRouter::open(&config.storage, &config.data_dir).await?;
+        let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
         let default_issuer = if config.auth.issuers.is_empty() {
             Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
         } else {
@@ -311,22 +318,10 @@ impl Application {
         }
         let mut parts = None;
         let valet_refusals = prometheus_client::metrics::family::Family::default();
-        let index_repairs = prometheus_client::metrics::counter::Counter::default();
-        let index_queries = prometheus_client::metrics::family::Family::default();
-        let index_audit = (
-            prometheus_client::metrics::counter::Counter::default(),
-            prometheus_client::metrics::counter::Counter::default(),
-        );
+        let mut indexes = None;
         let metrics = Metrics::new(|registry| {
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
-            registry.register("index_repairs", "Stale index entries removed by look-ups", index_repairs.clone());
-            registry.register("index_audit_missing", "Index entries the drift audit wrote", index_audit.0.clone());
-            registry.register("index_audit_dangling", "Index entries the drift audit removed", index_audit.1.clone());
-            registry.register(
-                "index_entry_queries",
-                "Index entry statements run by look-ups, per shard",
-                index_queries.clone(),
-            );
+            indexes = Some(Arc::new(IndexTables::new(router.clone(), registry, index_job_failure)));
             parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
                 let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
                 let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
@@ -335,6 +330,7 @@ impl Application {
             }));
         });
         let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let indexes = indexes.expect("the metrics registry calls back once");
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -368,25 +364,20 @@ impl Application {
             trusted,
             limits: config.limits.clone(),
             blobs: config.blobs.clone(),
-            chunks: crate::blob_service::ChunkCache::new(config.blobs.chunk_cache_bytes),
+            chunks: crate::chunk_cache::ChunkCache::new(config.blobs.chunk_cache_bytes),
             valet: valet_config,
             signing_keys: crate::signing_keys::SigningKeys::default(),
-            indexes: crate::indexing::IndexRegistry::default(),
-            index_repairs: index_repairs.clone(),
-            index_queries: index_queries.clone(),
-            index_audit_missing: index_audit.0.clone(),
-            index_audit_dangling: index_audit.1.clone(),
+            indexes,
             valet_refusals,
             metrics: Arc::new(metrics),
             probe_timeout: config.storage.pool.probe_timeout,
         });
-        app.indexes.follow(&app, app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", e.detail()))?;
+        app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
             tracing::info!(job = job.id, kind = job.kind, target = job.target, "resuming a job");
-            match job.kind.as_str() {
-                "index.backfill" => crate::indexing::spawn_backfill(Arc::downgrade(&app), job),
-                "index.audit" => crate::indexing::spawn_audit(Arc::downgrade(&app), job),
-                other => tracing::warn!(kind = other, "unknown job kind left running"),
+            let kind = job.kind.clone();
+            if !app.indexes.resume_job(job) {
+                tracing::warn!(kind, "unknown job kind left running");
             }
         }
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));

@@ -13,9 +13,6 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
 use axum::response::Response;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::blobs::{BlobCondition, BlobPath};
 use shardgate_shard_router::catalog::{Audit, ValetGrantRow};
@@ -26,16 +23,7 @@ use crate::app::App;
 use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
 use crate::error::ApiError;
 use crate::signing_keys::key_state;
-
-/// Labels of the refusal counter: the refusal's code (a closed set: the codes are `'static`).
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RefusalLabels {
-    /// The refusal's code.
-    pub code: &'static str,
-}
-
-/// Refused valet requests, by code.
-pub type RefusalCounter = Family<RefusalLabels, Counter>;
+use crate::valet_refusals::RefusalLabels;
 
 /// Characters escaped in a blob path segment of a valet URL and in a `filename*`: everything but
 /// RFC 3986 unreserved.

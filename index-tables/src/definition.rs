@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::IndexError;
+use crate::error::IndexError;
 use crate::names::{FieldPath, IndexName};
 use crate::value_key::{MAX_KEY_PARTS, ValueKey};
 
@@ -197,9 +197,9 @@ mod tests {
     fn definitions_are_validated() {
         assert!(def(&["/a"], Layout::Normalized).is_ok());
         assert!(def(&["/a", "/b", "/c", "/d"], Layout::Full).is_ok());
-        assert_eq!(def(&[], Layout::Normalized), Err(IndexError::FieldCount));
-        assert_eq!(def(&["/a", "/b", "/c", "/d", "/e"], Layout::Normalized), Err(IndexError::FieldCount));
-        assert_eq!(def(&["/a", "/a"], Layout::Normalized), Err(IndexError::DuplicateField));
+        assert!(matches!(def(&[], Layout::Normalized), Err(IndexError::FieldCount)));
+        assert!(matches!(def(&["/a", "/b", "/c", "/d", "/e"], Layout::Normalized), Err(IndexError::FieldCount)));
+        assert!(matches!(def(&["/a", "/a"], Layout::Normalized), Err(IndexError::DuplicateField)));
         assert!(matches!(def(&["/a"], Layout::Covering { include: vec![] }), Err(IndexError::InvalidLayout(_))));
         let twice = Layout::Covering { include: vec![path("/b"), path("/b")] };
         assert!(matches!(def(&["/a"], twice), Err(IndexError::InvalidLayout(_))));
@@ -238,17 +238,17 @@ mod tests {
             json!({"town": {"n": 1}, "name": {"last": "Smith"}}),
             json!("just a string"),
         ] {
-            assert_eq!(index.value_key(&unindexed), Ok(None), "{unindexed}");
+            assert!(matches!(index.value_key(&unindexed), Ok(None)), "{unindexed}");
         }
         let long = json!({"town": "x".repeat(2000), "name": {"last": "Smith"}});
-        assert_eq!(index.value_key(&long), Err(IndexError::ValueTooLong));
+        assert!(matches!(index.value_key(&long), Err(IndexError::ValueTooLong { .. })));
     }
 
     #[test]
     fn query_keys_need_one_part_per_field() {
         let index = def(&["/town", "/zip"], Layout::Normalized).unwrap();
         assert!(index.query_key(r#"["Redmond", 98052]"#).is_ok());
-        assert_eq!(index.query_key("Redmond"), Err(IndexError::ValueArity { expected: 2, found: 1 }));
+        assert!(matches!(index.query_key("Redmond"), Err(IndexError::ValueArity { expected: 2, found: 1 })));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use shardgate_shard_router::index_entries::{EntryAfter, EntryState, StoredEntry};
+use crate::entry_store::{EntryAfter, EntryState, StoredEntry};
 
 /// Where the next page of a look-up starts (strictly after this entry).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //!
 //! Owns where data lives and how to reach it: the catalog database, the shard map (vshard table,
 //! tenant directory and pins, epoch), the routing hash, one connection pool per shard, and the
-//! storage of records, blobs and secondary index entries on shards.
+//! storage of records and blobs on shards. Secondary index entries are `index-tables`' (which
+//! sits above this crate): nothing here knows them.
 //!
 //! It must not know about HTTP, tokens or caching: callers hand it validated identifiers
 //! ([`ids`]) and get back values or an [`Error`] whose variants say which HTTP status they
@@ -13,7 +14,6 @@ pub mod catalog;
 pub mod db;
 pub mod hash;
 pub mod ids;
-pub mod index_entries;
 pub mod map;
 pub mod records;
 pub mod router;
@@ -24,9 +24,6 @@ pub use blobs::{
 };
 pub use db::{Database, Engine, PoolConfig};
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
-pub use index_entries::{
-    Claim, EntryAfter, EntryKey, EntryState, IndexEntry, IndexEntryStore, IndexScope, StoredEntry,
-};
 pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
 pub use router::{Access, ShardRouter, StorageConfig};
 

@@ -34,11 +34,11 @@ const INSERT_NEW_OR_UPDATE: &str = "INSERT INTO records \
 
 /// How many times a write re-reads after losing a race before giving up with
 /// [`Error::WriteContention`].
-pub(crate) const MAX_WRITE_ATTEMPTS: usize = 32;
+pub const MAX_WRITE_ATTEMPTS: usize = 32;
 
 /// Before a conditional write retries after losing a race: nothing the first time, then a
 /// random pause of up to `attempt` milliseconds, so competing writers spread out.
-pub(crate) async fn backoff(attempt: usize) {
+pub async fn backoff(attempt: usize) {
     if attempt > 0 {
         let jitter = (crate::now_ms() as u64 ^ (attempt as u64).wrapping_mul(0x9E37_79B9)) % (attempt as u64 + 1);
         tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;

@@ -502,7 +502,6 @@ impl ShardRouter {
         let db = self.shard_db(&home.shard)?;
         RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
         BlobStore::new(&db, &home.shard).purge_tenant(&id).await?;
-        self.purge_index_entries(&id).await?;
         let now = now_ms();
         let row = TenantRow {
             id: id.clone(),
@@ -533,16 +532,6 @@ impl ShardRouter {
         Ok(row)
     }
 
-    /// Removes a tenant's index entries, which are spread over every shard.
-    async fn purge_index_entries(&self, id: &TenantId) -> Result<(), Error> {
-        for (shard, state, db) in self.shard_dbs() {
-            if state != ShardState::Offline {
-                crate::index_entries::IndexEntryStore::new(&db, &shard).purge_tenant(id).await?;
-            }
-        }
-        Ok(())
-    }
-
     /// Deletes a tenant and every record and blob it has on its home shard; returns how many
     /// records were removed.
     ///
@@ -558,7 +547,6 @@ impl ShardRouter {
         let blobs = BlobStore::new(&db, &route.shard);
         let mut purged = store.purge_tenant(id).await?;
         blobs.purge_tenant(id).await?;
-        self.purge_index_entries(id).await?;
         let epoch = self.catalog.delete_tenant(id, audit).await?;
         {
             let mut map = self.map.write();
@@ -568,7 +556,6 @@ impl ShardRouter {
         let sweep = async {
             store.raise_fence(epoch).await?;
             blobs.purge_tenant(id).await?;
-            self.purge_index_entries(id).await?;
             store.purge_tenant(id).await
         };
         match sweep.await {

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
@@ -15,35 +15,14 @@ use shardgate_shard_router::records::{
     ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
 use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_text, now_ms};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use crate::app::App;
+use crate::envelope::RecordEnvelope;
 use crate::error::{ApiError, Problem, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
-use crate::indexing;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, entity_tags, precondition};
-use crate::timestamps::rfc3339;
-
-/// A record as the API returns it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RecordEnvelope {
-    /// The record's key.
-    pub key: String,
-    /// Its version (also the `ETag`): 1 on create, +1 on every write or delete.
-    pub version: i64,
-    /// Time of the last write, RFC 3339.
-    pub updated_at: String,
-    /// The stored JSON value, as written.
-    #[schema(value_type = Object)]
-    pub value: Box<RawValue>,
-}
-
-impl From<StoredRecord> for RecordEnvelope {
-    fn from(r: StoredRecord) -> Self {
-        Self { key: r.key, version: r.version, updated_at: rfc3339(r.updated_at_ms), value: r.value }
-    }
-}
 
 /// Path of one record.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -210,50 +189,6 @@ fn json_depth(body: &[u8]) -> usize {
     deepest
 }
 
-/// A record write about to happen in an indexed collection: its new value (`None`: a delete)
-/// and the entries prepared for it.
-struct IndexedWrite {
-    new: Option<serde_json::Value>,
-    maintenance: indexing::Maintenance,
-}
-
-/// Prepares the collection's indexes for a write of `new` (`None`: a delete) to `addr`: reads
-/// the record's current value and writes the new values' entries before the record commits
-/// (409 `unique_violation` if another record holds a unique value). `None` without indexes.
-async fn index_maintenance(
-    app: &App,
-    addr: RecordAddress<'_>,
-    new: Option<&RawValue>,
-) -> Result<Option<IndexedWrite>, ApiError> {
-    let indexes = app.indexes.for_collection(addr.tenant.as_str(), addr.collection.as_str());
-    if indexes.is_empty() {
-        return Ok(None);
-    }
-    let (route, db) = app.router.resolve_fresh(addr.tenant, Access::Write).await?;
-    let old = indexing::current_value(&db, &route.shard, addr).await?;
-    let new = new
-        .map(|raw| serde_json::from_str(raw.get()))
-        .transpose()
-        .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))?;
-    let maintenance = indexing::prepare(app, indexes, addr, route.vshard, old.as_ref(), new.as_ref()).await?;
-    Ok(Some(IndexedWrite { new, maintenance }))
-}
-
-/// After the record write: makes the new entries live and removes the old ones, or (the write
-/// failed) removes the pending entries.
-async fn finish_index_maintenance(
-    app: &App,
-    indexed: Option<IndexedWrite>,
-    written: Result<i64, &shardgate_shard_router::Error>,
-) -> Result<(), ApiError> {
-    let Some(IndexedWrite { new, maintenance }) = indexed else { return Ok(()) };
-    match written {
-        Ok(version) => indexing::complete(app, maintenance, version, new.as_ref()).await,
-        Err(_) => indexing::abandon(app, maintenance).await,
-    }
-    Ok(())
-}
-
 /// The cached form of a record: its version and the exact response body.
 fn cached(record: StoredRecord) -> CachedRecord {
     let version = record.version;
@@ -304,7 +239,8 @@ pub async fn put_record(
         .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let indexed = index_maintenance(&app, addr, Some(&value)).await?;
+    // The indexes' entries for the new value are written before the record, made live after.
+    let indexed = app.indexes.prepare_write(addr, Some(&value)).await?;
     let (value, condition, now) = (&*value, &condition, now_ms());
     let written = app
         .router
@@ -316,7 +252,7 @@ pub async fn put_record(
                 .await
         })
         .await;
-    finish_index_maintenance(&app, indexed, written.as_ref().map(|o| o.record.version)).await?;
+    app.indexes.finish_write(indexed, written.as_ref().map(|o| o.record.version)).await;
     let outcome = written?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.invalidate_record(&cache_key, t.collection.as_str(), outcome.record.version).await;
@@ -353,7 +289,7 @@ pub async fn delete_record(
         condition => condition,
     };
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let indexed = index_maintenance(&app, addr, None).await?;
+    let indexed = app.indexes.prepare_write(addr, None).await?;
     let (condition, now) = (&condition, now_ms());
     let deleted = app
         .router
@@ -362,7 +298,7 @@ pub async fn delete_record(
             RecordStore::new(&db, &route.shard).routed_at(route.epoch).delete(addr, condition, now).await
         })
         .await;
-    finish_index_maintenance(&app, indexed, deleted.as_ref().copied()).await?;
+    app.indexes.finish_write(indexed, deleted.as_ref().copied()).await;
     let version = deleted?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.invalidate_record(&cache_key, t.collection.as_str(), version).await;

@@ -1,6 +1,8 @@
 //! `/v1/admin/...`: the platform administration plane (scope `admin`).
 
 pub mod audit_log;
+pub mod index_audits;
+pub mod jobs;
 pub mod routing;
 pub mod shards;
 pub mod signing_keys;

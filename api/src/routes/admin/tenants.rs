@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_shard_router::catalog::{TenantChange, TenantRow};
-use shardgate_shard_router::{ShardId, TenantId, TenantRateLimit, Tier};
+use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
@@ -167,6 +167,12 @@ pub async fn create_tenant(
     let audit = caller.audit(&request, "tenant.create", Some(body.id.as_str()), target);
     let rate_limit = body.rate_limit.map(tenant_rate_limit).transpose()?;
     let tier = body.tier.unwrap_or_default();
+    // A re-created tenant starts empty: index entries an earlier tenant of this id left behind
+    // (written by an instance still routing on an old map while it was deleted) go first. The
+    // router does the same for records and blobs.
+    if app.router.catalog().get_tenant(&body.id).await?.is_none() {
+        app.indexes.purge_tenant(&body.id).await?;
+    }
     let row = app.router.create_tenant(body.id, name, tier, rate_limit, body.shard, &audit).await?;
     app.announce_map_change().await;
     let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
@@ -284,7 +290,18 @@ pub async fn delete_tenant(
     caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     let audit = caller.audit(&request, "tenant.delete", Some(id.as_str()), format!("tenant:{id}"));
+    // Index entries are spread over every shard. They go while the tenant still exists (a
+    // failure leaves it in place, and the call can be repeated), and once more after it left
+    // the catalog, for entries written meanwhile by instances still routing on the old map.
+    app.router.resolve(&id, Access::Write)?;
+    app.indexes.purge_tenant(&id).await?;
     let purged = app.router.delete_tenant(&id, &audit).await?;
+    if let Err(e) = app.indexes.purge_tenant(&id).await {
+        tracing::warn!(
+            tenant = %id, error = %e,
+            "could not sweep the deleted tenant's index entries; leftovers are swept if the id is reused"
+        );
+    }
     app.announce_map_change().await;
     tracing::info!(tenant = %id, records = purged, "tenant deleted");
     Ok(StatusCode::NO_CONTENT)

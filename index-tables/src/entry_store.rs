@@ -4,10 +4,12 @@
 //! on the shard that owns its own vshard (`h(tenant, collection, index, value_key) mod V`), so
 //! every entry of one value sits on one shard, and it refers to its record by key and by the
 //! record's vshard, never by physical shard. This module does not know how values are encoded or
-//! placed (that is `index-tables`): it takes the index name and the value key as opaque text and
-//! relies on one property only, that the byte order of value keys is the order of the values.
+//! placed (that is `value_key.rs` and `placement.rs`): it takes the index name and
+//! the value key as opaque text and relies on one property only, that the byte order of value
+//! keys is the order of the values.
 //!
-//! The write protocol, run by the caller, never needs a transaction that spans two shards:
+//! The write protocol, run by `maintenance.rs`, never needs a transaction that spans two
+//! shards:
 //! 1. before the record commits, write an entry for the new value as `pending`
 //!    ([`IndexEntryStore::put_pending`], or [`IndexEntryStore::claim_unique`] for a unique
 //!    index), with the record version the write expects to commit;
@@ -38,10 +40,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sqlx::Row;
 
-use crate::Error;
-use crate::db::Database;
-use crate::ids::{CollectionName, RecordKey, ShardId, TenantId};
-use crate::records::{MAX_WRITE_ATTEMPTS, backoff};
+use shardgate_shard_router::records::{MAX_WRITE_ATTEMPTS, backoff};
+use shardgate_shard_router::{CollectionName, Database, Error as StoreError, RecordKey, ShardId, TenantId};
+
+use crate::error::IndexError;
 
 /// The columns every read returns, in the order [`IndexEntryStore::entry`] reads them.
 const ENTRY_COLUMNS: &str = "value_key, record_key, vshard, record_vshard, record_version, state, claimed_at, copy";
@@ -103,7 +105,7 @@ pub struct IndexScope<'a> {
     pub tenant: &'a TenantId,
     /// Collection.
     pub collection: &'a CollectionName,
-    /// The index name, as validated by `index-tables`.
+    /// The index name, as validated by `IndexName`.
     pub index: &'a str,
 }
 
@@ -125,7 +127,7 @@ pub struct IndexEntry {
     pub tenant: TenantId,
     /// Collection.
     pub collection: CollectionName,
-    /// The index name, as validated by `index-tables`.
+    /// The index name, as validated by `IndexName`.
     pub index: String,
     /// The encoded value (byte order is value order; never contains `0x00`).
     pub value_key: String,
@@ -225,7 +227,7 @@ impl<'a> IndexEntryStore<'a> {
         Self { db, shard, map_epoch: i64::MAX, statements: None }
     }
 
-    /// Writes will be refused with [`Error::StaleMap`] if the shard's fence is newer than
+    /// Writes will be refused with [`StoreError::StaleMap`] if the shard's fence is newer than
     /// `epoch` (the map they were routed on).
     pub fn routed_at(self, epoch: u64) -> Self {
         Self { map_epoch: i64::try_from(epoch).unwrap_or(i64::MAX), ..self }
@@ -237,8 +239,8 @@ impl<'a> IndexEntryStore<'a> {
         Self { statements: Some(counter), ..self }
     }
 
-    fn err(&self, source: sqlx::Error) -> Error {
-        Error::Database { target: format!("shard {}", self.shard), source }
+    fn err(&self, source: sqlx::Error) -> IndexError {
+        StoreError::Database { target: format!("shard {}", self.shard), source }.into()
     }
 
     fn count(&self) {
@@ -247,14 +249,14 @@ impl<'a> IndexEntryStore<'a> {
         }
     }
 
-    /// After a fenced write changed nothing: [`Error::StaleMap`] if the fence is why.
-    async fn check_fence(&self) -> Result<(), Error> {
+    /// After a fenced write changed nothing: [`StoreError::StaleMap`] if the fence is why.
+    async fn check_fence(&self) -> Result<(), IndexError> {
         self.count();
         let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
             .fetch_one(&self.db.pool)
             .await
             .map_err(|e| self.err(e))?;
-        if fence > self.map_epoch { Err(Error::StaleMap(self.shard.clone())) } else { Ok(()) }
+        if fence > self.map_epoch { Err(StoreError::StaleMap(self.shard.clone()).into()) } else { Ok(()) }
     }
 
     /// Binds an entry's values to `sql`, written with [`INSERT_ENTRY`]'s parameters.
@@ -278,8 +280,8 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     /// Runs an insert-or-update of `entry`; true if a row was written. A write that changed
-    /// nothing because of the fence is [`Error::StaleMap`].
-    async fn upsert(&self, entry: &IndexEntry, state: EntryState) -> Result<bool, Error> {
+    /// nothing because of the fence is [`StoreError::StaleMap`].
+    async fn upsert(&self, entry: &IndexEntry, state: EntryState) -> Result<bool, IndexError> {
         let sql = format!("{}{UPSERT_NEWER}", insert_sql(state, false));
         self.count();
         let written =
@@ -295,14 +297,14 @@ impl<'a> IndexEntryStore<'a> {
     /// new copy) unless it holds a newer record version; false if it did (nothing to do).
     ///
     /// Unique indexes use [`IndexEntryStore::claim_unique`] instead.
-    pub async fn put_pending(&self, entry: &IndexEntry) -> Result<bool, Error> {
+    pub async fn put_pending(&self, entry: &IndexEntry) -> Result<bool, IndexError> {
         self.upsert(entry, EntryState::Pending).await
     }
 
     /// Writes `entry` as `live` for a non-unique index, where its record is known to hold the
     /// value at `entry.record_version` (backfills, repairs); same rules as
     /// [`IndexEntryStore::put_pending`].
-    pub async fn put_live(&self, entry: &IndexEntry) -> Result<bool, Error> {
+    pub async fn put_live(&self, entry: &IndexEntry) -> Result<bool, IndexError> {
         self.upsert(entry, EntryState::Live).await
     }
 
@@ -312,9 +314,9 @@ impl<'a> IndexEntryStore<'a> {
     /// unique index decides). A claim by the record that already holds the value is renewed
     /// (pending, new claim time, version and copy) unless that entry holds a newer version.
     ///
-    /// Errors: [`Error::StaleMap`] if the fence is newer than the routing map;
-    /// [`Error::WriteContention`] if the holder keeps changing under the claim.
-    pub async fn claim_unique(&self, entry: &IndexEntry) -> Result<Claim, Error> {
+    /// Errors: [`StoreError::StaleMap`] if the fence is newer than the routing map;
+    /// [`StoreError::WriteContention`] if the holder keeps changing under the claim.
+    pub async fn claim_unique(&self, entry: &IndexEntry) -> Result<Claim, IndexError> {
         let insert =
             format!("{} ON CONFLICT DO NOTHING RETURNING record_version", insert_sql(EntryState::Pending, true));
         for attempt in 0..MAX_WRITE_ATTEMPTS {
@@ -337,7 +339,7 @@ impl<'a> IndexEntryStore<'a> {
                 return Ok(Claim::Won);
             }
         }
-        Err(Error::WriteContention)
+        Err(StoreError::WriteContention.into())
     }
 
     /// Moves a unique value's claim from the stale holder `expected` (as returned in
@@ -345,7 +347,7 @@ impl<'a> IndexEntryStore<'a> {
     /// is still exactly as read (same record, state, claim time and record version). If it
     /// changed, the claim is refused and the current holder comes back as [`Claim::Held`]; if
     /// the holder's entry is gone, the value is claimed as by [`IndexEntryStore::claim_unique`].
-    pub async fn take_over(&self, expected: &StoredEntry, entry: &IndexEntry) -> Result<Claim, Error> {
+    pub async fn take_over(&self, expected: &StoredEntry, entry: &IndexEntry) -> Result<Claim, IndexError> {
         if self.replace_claim(expected, entry).await? {
             return Ok(Claim::Won);
         }
@@ -353,35 +355,25 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     /// Rewrites the unique entry `expected` as `entry` (pending) if it is unchanged; true if it
-    /// was. [`Error::StaleMap`] if the fence refused the write.
-    async fn replace_claim(&self, expected: &StoredEntry, entry: &IndexEntry) -> Result<bool, Error> {
+    /// was. [`StoreError::StaleMap`] if the fence refused the write.
+    async fn replace_claim(&self, expected: &StoredEntry, entry: &IndexEntry) -> Result<bool, IndexError> {
         self.count();
-        let replaced = sqlx::query(
-            "UPDATE index_entries SET record_key = $6, vshard = $7, record_vshard = $8, record_version = $9, \
-             state = 'pending', claimed_at = $10, copy = $11, unique_claim = 1 \
-             WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND record_key = $5 \
-             AND state = $12 AND claimed_at = $13 AND record_version = $14 AND unique_claim = 1 \
-             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $15) RETURNING record_version",
-        )
-        .bind(entry.tenant.as_str())
-        .bind(entry.collection.as_str())
-        .bind(entry.index.as_str())
-        .bind(entry.value_key.as_str())
-        .bind(expected.record_key.as_str())
-        .bind(entry.record_key.as_str())
-        .bind(i64::from(entry.vshard))
-        .bind(i64::from(entry.record_vshard))
-        .bind(entry.record_version)
-        .bind(entry.claimed_at_ms)
-        .bind(entry.copy.as_deref())
-        .bind(expected.state.as_str())
-        .bind(expected.claimed_at_ms)
-        .bind(expected.record_version)
-        .bind(self.map_epoch)
-        .fetch_optional(&self.db.pool)
-        .await
-        .map_err(|e| self.err(e))?
-        .is_some();
+        // The entry's values are bound as in [`INSERT_ENTRY`] ($1–$11); $12–$15 are what was read.
+        let sql = "UPDATE index_entries SET record_key = $5, vshard = $6, record_vshard = $7, record_version = $8, \
+                   state = 'pending', claimed_at = $9, copy = $10, unique_claim = 1 \
+                   WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND record_key = $12 \
+                   AND state = $13 AND claimed_at = $14 AND record_version = $15 AND unique_claim = 1 \
+                   AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) RETURNING record_version";
+        let replaced = self
+            .bind_entry(sql, entry)
+            .bind(expected.record_key.as_str())
+            .bind(expected.state.as_str())
+            .bind(expected.claimed_at_ms)
+            .bind(expected.record_version)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(|e| self.err(e))?
+            .is_some();
         if !replaced {
             self.check_fence().await?;
         }
@@ -389,7 +381,7 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     /// The entry holding `value_key` in a unique index, if any.
-    async fn unique_holder(&self, scope: IndexScope<'_>, value_key: &str) -> Result<Option<StoredEntry>, Error> {
+    async fn unique_holder(&self, scope: IndexScope<'_>, value_key: &str) -> Result<Option<StoredEntry>, IndexError> {
         self.count();
         let sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM index_entries \
@@ -403,7 +395,12 @@ impl<'a> IndexEntryStore<'a> {
     /// After the record committed at `record_version`: marks the entry `live` with that version
     /// and `copy`. False if there is no such entry (it was taken over or removed: the caller
     /// decides whether to write it again) or it already holds a newer version.
-    pub async fn mark_live(&self, key: EntryKey<'_>, record_version: i64, copy: Option<&str>) -> Result<bool, Error> {
+    pub async fn mark_live(
+        &self,
+        key: EntryKey<'_>,
+        record_version: i64,
+        copy: Option<&str>,
+    ) -> Result<bool, IndexError> {
         self.count();
         let sql = format!(
             "UPDATE index_entries SET state = 'live', record_version = $6, copy = $7 \
@@ -427,7 +424,7 @@ impl<'a> IndexEntryStore<'a> {
     /// After the record committed at `record_version` without this value: deletes the entry,
     /// pending or live, only if its record version is at most `record_version` (so the entry of
     /// a later write that set the value again survives). True if it was deleted.
-    pub async fn remove(&self, key: EntryKey<'_>, record_version: i64) -> Result<bool, Error> {
+    pub async fn remove(&self, key: EntryKey<'_>, record_version: i64) -> Result<bool, IndexError> {
         self.count();
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND record_version <= $6 \
@@ -449,7 +446,7 @@ impl<'a> IndexEntryStore<'a> {
     /// Deletes a stale entry found at read time (its record no longer holds the value), only if
     /// it is still exactly as read: same state, claim time and record version. True if deleted;
     /// false if a writer changed it meanwhile (it is then not stale, or its writer cleans up).
-    pub async fn remove_if_unchanged(&self, scope: IndexScope<'_>, seen: &StoredEntry) -> Result<bool, Error> {
+    pub async fn remove_if_unchanged(&self, scope: IndexScope<'_>, seen: &StoredEntry) -> Result<bool, IndexError> {
         self.count();
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND state = $6 AND claimed_at = $7 \
@@ -471,7 +468,7 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     /// The entry at `key`, if any.
-    pub async fn get(&self, key: EntryKey<'_>) -> Result<Option<StoredEntry>, Error> {
+    pub async fn get(&self, key: EntryKey<'_>) -> Result<Option<StoredEntry>, IndexError> {
         self.count();
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM index_entries WHERE {WHERE_ENTRY}");
         let row = bind_key(&sql, key).fetch_optional(&self.db.pool).await.map_err(|e| self.err(e))?;
@@ -487,7 +484,7 @@ impl<'a> IndexEntryStore<'a> {
         value_key: &str,
         after_record_key: Option<&str>,
         limit: u32,
-    ) -> Result<Vec<StoredEntry>, Error> {
+    ) -> Result<Vec<StoredEntry>, IndexError> {
         let mut sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM index_entries \
              WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4"
@@ -512,7 +509,7 @@ impl<'a> IndexEntryStore<'a> {
         to: Bound<&str>,
         after: Option<EntryAfter<'_>>,
         limit: u32,
-    ) -> Result<Vec<StoredEntry>, Error> {
+    ) -> Result<Vec<StoredEntry>, IndexError> {
         let mut sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM index_entries WHERE tenant = $1 AND collection = $2 AND index_name = $3"
         );
@@ -551,7 +548,7 @@ impl<'a> IndexEntryStore<'a> {
         scope: IndexScope<'_>,
         after: Option<EntryAfter<'_>>,
         limit: u32,
-    ) -> Result<Vec<StoredEntry>, Error> {
+    ) -> Result<Vec<StoredEntry>, IndexError> {
         self.lookup_range(scope, Bound::Unbounded, Bound::Unbounded, after, limit).await
     }
 
@@ -562,7 +559,7 @@ impl<'a> IndexEntryStore<'a> {
         scope: IndexScope<'_>,
         binds: Vec<String>,
         limit: u32,
-    ) -> Result<Vec<StoredEntry>, Error> {
+    ) -> Result<Vec<StoredEntry>, IndexError> {
         let mut query = bind_scope(sql, scope);
         for value in binds {
             query = query.bind(value);
@@ -574,7 +571,7 @@ impl<'a> IndexEntryStore<'a> {
 
     /// Deletes every entry of the index on this shard, `batch` entries per statement (so no
     /// statement holds locks for long); returns how many were deleted.
-    pub async fn delete_index(&self, scope: IndexScope<'_>, batch: u32) -> Result<u64, Error> {
+    pub async fn delete_index(&self, scope: IndexScope<'_>, batch: u32) -> Result<u64, IndexError> {
         let sql = "DELETE FROM index_entries WHERE tenant = $1 AND collection = $2 AND index_name = $3 \
                    AND (value_key, record_key) IN (SELECT value_key, record_key FROM index_entries \
                    WHERE tenant = $1 AND collection = $2 AND index_name = $3 ORDER BY value_key, record_key LIMIT $4)";
@@ -592,7 +589,7 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     /// Removes every entry of `tenant` on this shard.
-    pub async fn purge_tenant(&self, tenant: &TenantId) -> Result<u64, Error> {
+    pub async fn purge_tenant(&self, tenant: &TenantId) -> Result<u64, IndexError> {
         self.count();
         let done = sqlx::query("DELETE FROM index_entries WHERE tenant = $1")
             .bind(tenant.as_str())
@@ -603,8 +600,9 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     /// Reads a row of [`ENTRY_COLUMNS`].
-    fn entry(&self, row: &sqlx::any::AnyRow) -> Result<StoredEntry, Error> {
-        let corrupt = |what: &str| Error::Corrupt(format!("index entry {what} on shard {}", self.shard));
+    fn entry(&self, row: &sqlx::any::AnyRow) -> Result<StoredEntry, IndexError> {
+        let corrupt =
+            |what: &str| IndexError::from(StoreError::Corrupt(format!("index entry {what} on shard {}", self.shard)));
         let state: String = row.try_get(5).map_err(|e| self.err(e))?;
         let vshard: i64 = row.try_get(2).map_err(|e| self.err(e))?;
         let record_vshard: i64 = row.try_get(3).map_err(|e| self.err(e))?;

@@ -1,0 +1,68 @@
+//! Response bodies that several route modules return: a record ([`RecordEnvelope`]) and a
+//! background job ([`Job`]).
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use shardgate_shard_router::catalog::JobRow;
+use shardgate_shard_router::records::StoredRecord;
+use utoipa::ToSchema;
+
+use crate::timestamps::rfc3339;
+
+/// A record as the API returns it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordEnvelope {
+    /// The record's key.
+    pub key: String,
+    /// Its version (also the `ETag`): 1 on create, +1 on every write or delete.
+    pub version: i64,
+    /// Time of the last write, RFC 3339.
+    pub updated_at: String,
+    /// The stored JSON value, as written.
+    #[schema(value_type = Object)]
+    pub value: Box<RawValue>,
+}
+
+impl From<StoredRecord> for RecordEnvelope {
+    fn from(r: StoredRecord) -> Self {
+        Self { key: r.key, version: r.version, updated_at: rfc3339(r.updated_at_ms), value: r.value }
+    }
+}
+
+/// A background job.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Job {
+    /// Job id.
+    pub id: String,
+    /// `index.backfill`.
+    pub kind: String,
+    /// What it works on (`tenant/collection/index`).
+    pub target: String,
+    /// `running`, `done`, `failed` or `cancelled`.
+    pub state: String,
+    /// Progress (`indexed`: entries written so far; `after`: the last record key done).
+    #[schema(value_type = Object)]
+    pub progress: Value,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Creation time, RFC 3339.
+    pub created_at: String,
+    /// Last progress, RFC 3339.
+    pub updated_at: String,
+}
+
+impl From<JobRow> for Job {
+    fn from(job: JobRow) -> Self {
+        Self {
+            progress: serde_json::from_str(&job.progress).unwrap_or(Value::Null),
+            created_at: rfc3339(job.created_at_ms),
+            updated_at: rfc3339(job.updated_at_ms),
+            id: job.id,
+            kind: job.kind,
+            target: job.target,
+            state: job.state,
+            error: job.error,
+        }
+    }
+}

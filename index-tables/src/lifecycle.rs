@@ -1,0 +1,140 @@
+//! The life of an index: defining it (its backfill job starts), deleting it (its entries go in
+//! the background), starting a drift audit, and resuming the jobs a restart interrupted.
+
+use std::sync::Arc;
+
+use shardgate_shard_router::catalog::{Audit, IndexDefRow, JobRow};
+use shardgate_shard_router::{CollectionName, TenantId, now_ms};
+
+use crate::backfill::BACKFILL_JOB;
+use crate::definition::IndexDef;
+use crate::drift_audit::DRIFT_AUDIT_JOB;
+use crate::entry_store::IndexEntryStore;
+use crate::error::IndexError;
+use crate::registry::{IndexState, LiveIndex};
+use crate::service::IndexTables;
+
+/// How many entries of a deleted index one statement deletes.
+const DELETE_BATCH: u32 = 1000;
+
+/// What defining an index did.
+#[derive(Debug)]
+pub enum Defined {
+    /// An index with this very definition exists already: nothing changed.
+    Existing(Arc<LiveIndex>),
+    /// The index is new; it is building and its backfill job runs.
+    Created(LiveIndex),
+}
+
+fn new_job_id() -> String {
+    format!("job-{}", uuid::Uuid::new_v4().simple())
+}
+
+impl IndexTables {
+    /// Defines `def` on `collection` of `tenant` and starts its backfill. The same definition
+    /// again is [`Defined::Existing`]; another one under the name is [`IndexError::IndexExists`].
+    /// The caller announces the catalog change to other instances.
+    pub async fn define(
+        self: &Arc<Self>,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        def: IndexDef,
+        audit: &Audit,
+    ) -> Result<Defined, IndexError> {
+        if let Some(existing) = self.find(tenant.as_str(), collection.as_str(), def.name().as_str()) {
+            return if existing.def == def { Ok(Defined::Existing(existing)) } else { Err(IndexError::IndexExists) };
+        }
+        let now = now_ms();
+        let job_id = new_job_id();
+        let row = IndexDefRow {
+            tenant: tenant.to_string(),
+            collection: collection.to_string(),
+            name: def.name().as_str().to_owned(),
+            definition: serde_json::to_string(&def).map_err(IndexError::Encoding)?,
+            state: "building".into(),
+            job_id: Some(job_id.clone()),
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        let index = LiveIndex {
+            tenant: tenant.clone(),
+            collection: collection.clone(),
+            def,
+            state: IndexState::Building,
+            job_id: Some(job_id.clone()),
+            created_at_ms: now,
+        };
+        let job = JobRow {
+            id: job_id,
+            kind: BACKFILL_JOB.into(),
+            tenant: Some(tenant.to_string()),
+            target: index.target(),
+            state: "running".into(),
+            progress: r#"{"after":null,"indexed":0}"#.into(),
+            error: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        if !self.router.catalog().create_index_def(&row, &job, audit).await? {
+            return Err(IndexError::IndexExists);
+        }
+        self.follow(self.router.refresh().await?.epoch).await?;
+        self.spawn_backfill(job);
+        Ok(Defined::Created(index))
+    }
+
+    /// Deletes `index`: its definition at once (a backfill still running stops), its entries in
+    /// the background. [`IndexError::IndexNotFound`] if another request deleted it first. The
+    /// caller announces the catalog change to other instances.
+    pub async fn delete(&self, index: Arc<LiveIndex>, audit: &Audit) -> Result<(), IndexError> {
+        let catalog = self.router.catalog();
+        let (tenant, collection, name) = (index.tenant.as_str(), index.collection.as_str(), index.def.name().as_str());
+        if catalog.delete_index_def(tenant, collection, name, audit).await?.is_none() {
+            return Err(IndexError::IndexNotFound);
+        }
+        if let Some(job) = &index.job_id {
+            // Stops a backfill still running.
+            let _ = catalog.update_job(job, "cancelled", "{}", Some("the index was deleted")).await;
+        }
+        self.follow(self.router.refresh().await?.epoch).await?;
+        let router = self.router.clone();
+        tokio::spawn(async move {
+            for (shard, _, db) in router.shard_dbs() {
+                if let Err(e) = IndexEntryStore::new(&db, &shard).delete_index(index.scope(), DELETE_BATCH).await {
+                    tracing::warn!(shard = %shard, error = %e, "could not delete a removed index's entries");
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Starts a drift audit of `index`; returns its job.
+    pub async fn start_drift_audit(self: &Arc<Self>, index: &LiveIndex, audit: &Audit) -> Result<JobRow, IndexError> {
+        let now = now_ms();
+        let job = JobRow {
+            id: new_job_id(),
+            kind: DRIFT_AUDIT_JOB.into(),
+            tenant: Some(index.tenant.to_string()),
+            target: index.target(),
+            state: "running".into(),
+            progress: "{}".into(),
+            error: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        self.router.catalog().insert_job(&job, audit).await?;
+        self.spawn_drift_audit(job.clone());
+        Ok(job)
+    }
+
+    /// Resumes a job left running by an earlier process, if it is an index job; false if its
+    /// kind is not one of this crate's.
+    pub fn resume_job(self: &Arc<Self>, job: JobRow) -> bool {
+        match job.kind.as_str() {
+            BACKFILL_JOB => self.spawn_backfill(job),
+            DRIFT_AUDIT_JOB => self.spawn_drift_audit(job),
+            _ => return false,
+        }
+        true
+    }
+}

@@ -1,0 +1,142 @@
+//! The index definitions every instance keeps in memory ([`IndexRegistry`]), reloaded from the
+//! catalog when the shard map's epoch moves, and one index as this instance knows it
+//! ([`LiveIndex`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+use serde_json::Value;
+use shardgate_shard_router::catalog::Catalog;
+use shardgate_shard_router::records::StoredRecord;
+use shardgate_shard_router::{CollectionName, RecordKey, TenantId, now_ms};
+
+use crate::definition::IndexDef;
+use crate::entry_store::{IndexEntry, IndexScope};
+use crate::error::IndexError;
+use crate::record_entry::RecordVersion;
+use crate::value_key::ValueKey;
+
+/// Whether an index answers look-ups yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexState {
+    /// Its backfill runs: writes maintain it, look-ups get [`IndexError::IndexBuilding`].
+    Building,
+    /// Complete.
+    Active,
+}
+
+/// One index as this instance knows it.
+#[derive(Debug, Clone)]
+pub struct LiveIndex {
+    /// Tenant.
+    pub tenant: TenantId,
+    /// Collection.
+    pub collection: CollectionName,
+    /// The definition.
+    pub def: IndexDef,
+    /// Building or active.
+    pub state: IndexState,
+    /// Its backfill job.
+    pub job_id: Option<String>,
+    /// Creation time (ms).
+    pub created_at_ms: i64,
+}
+
+impl LiveIndex {
+    /// The index's scope in the entry store.
+    pub fn scope(&self) -> IndexScope<'_> {
+        IndexScope { tenant: &self.tenant, collection: &self.collection, index: self.def.name().as_str() }
+    }
+
+    /// What its jobs name as their target: `tenant/collection/index`.
+    pub fn target(&self) -> String {
+        format!("{}/{}/{}", self.tenant, self.collection, self.def.name())
+    }
+
+    /// [`IndexError::IndexBuilding`] while the backfill runs.
+    pub fn ready_for_lookups(&self) -> Result<(), IndexError> {
+        match self.state {
+            IndexState::Active => Ok(()),
+            IndexState::Building => Err(IndexError::IndexBuilding),
+        }
+    }
+
+    /// The value key `record` holds in this index now, if any.
+    pub(crate) fn value_key_of(&self, record: &StoredRecord) -> Option<String> {
+        let value: Value = serde_json::from_str(record.value.get()).ok()?;
+        self.def.value_key(&value).ok().flatten().map(ValueKey::into_string)
+    }
+
+    /// The entry a stored record needs in this index (`None`: the record is not indexed), for
+    /// backfills and drift audits.
+    pub(crate) fn entry_of(
+        &self,
+        record: &StoredRecord,
+        record_vshard: u32,
+        vshard_count: u32,
+    ) -> Result<Option<(RecordKey, IndexEntry)>, IndexError> {
+        let Ok(key) = RecordKey::parse(&record.key) else { return Ok(None) };
+        let value: Value = serde_json::from_str(record.value.get()).unwrap_or(Value::Null);
+        let version = RecordVersion {
+            tenant: &self.tenant,
+            collection: &self.collection,
+            key: &key,
+            vshard: record_vshard,
+            version: record.version,
+            value: &value,
+        };
+        let entry = self.def.entry_for(&version, vshard_count, now_ms())?;
+        Ok(entry.map(|entry| (key, entry)))
+    }
+}
+
+/// The indexes of each tenant's collections (nested, so a record write looks its collection up
+/// without allocating).
+type ByCollection = HashMap<String, HashMap<String, Vec<Arc<LiveIndex>>>>;
+
+/// The index definitions of every tenant collection, reloaded when the map epoch moves.
+#[derive(Debug, Default)]
+pub struct IndexRegistry {
+    by_collection: RwLock<ByCollection>,
+    loaded_epoch: AtomicU64,
+}
+
+impl IndexRegistry {
+    /// Reloads the definitions from `catalog` if the map epoch moved since the last load.
+    pub async fn follow(&self, catalog: &Catalog, epoch: u64) -> Result<(), IndexError> {
+        if self.loaded_epoch.load(Ordering::Acquire) == epoch && epoch != 0 {
+            return Ok(());
+        }
+        let rows = catalog.index_defs().await?;
+        let mut by_collection = ByCollection::new();
+        for row in rows {
+            let (Ok(def), Ok(tenant), Ok(collection)) = (
+                serde_json::from_str::<IndexDef>(&row.definition),
+                TenantId::parse(&row.tenant),
+                CollectionName::parse(&row.collection),
+            ) else {
+                tracing::error!(tenant = row.tenant, index = row.name, "unreadable index definition in the catalog");
+                continue;
+            };
+            let state = if row.state == "active" { IndexState::Active } else { IndexState::Building };
+            let index =
+                LiveIndex { tenant, collection, def, state, job_id: row.job_id, created_at_ms: row.created_at_ms };
+            by_collection.entry(row.tenant).or_default().entry(row.collection).or_default().push(Arc::new(index));
+        }
+        *self.by_collection.write() = by_collection;
+        self.loaded_epoch.store(epoch, Ordering::Release);
+        Ok(())
+    }
+
+    /// The indexes of a collection.
+    pub fn for_collection(&self, tenant: &str, collection: &str) -> Vec<Arc<LiveIndex>> {
+        self.by_collection.read().get(tenant).and_then(|c| c.get(collection)).cloned().unwrap_or_default()
+    }
+
+    /// One index.
+    pub fn get(&self, tenant: &str, collection: &str, name: &str) -> Option<Arc<LiveIndex>> {
+        self.for_collection(tenant, collection).into_iter().find(|i| i.def.name().as_str() == name)
+    }
+}
