@@ -5,8 +5,8 @@
 use secrecy::SecretString;
 use sqlx::{Any, Row, Transaction};
 
-use crate::Error;
 use crate::db::{Database, Engine};
+use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
@@ -229,7 +229,7 @@ impl Catalog {
         sqlx::query(
             "INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES ($1, $2, $3, $4, $5, $6)",
         )
-        .bind(crate::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(&audit.actor)
         .bind(audit.tenant.as_deref())
         .bind(audit.action)

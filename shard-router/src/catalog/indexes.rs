@@ -4,7 +4,7 @@
 use sqlx::Row;
 
 use super::{Audit, Catalog, catalog_err};
-use crate::Error;
+use crate::error::Error;
 
 /// An index definition row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,7 +131,7 @@ impl Catalog {
             "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
         )
         .bind(state)
-        .bind(crate::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(tenant)
         .bind(collection)
         .bind(name)
@@ -206,7 +206,7 @@ impl Catalog {
         .bind(state)
         .bind(progress)
         .bind(error)
-        .bind(crate::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(id)
         .execute(&self.db.pool)
         .await

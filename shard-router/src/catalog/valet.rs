@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use super::{Audit, Catalog, catalog_err, corrupt};
-use crate::Error;
+use crate::error::Error;
 
 /// State of a signing key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +156,7 @@ impl Catalog {
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
-        let now = crate::now_ms();
+        let now = crate::clock::now_ms();
         sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
             .bind(id)
             .bind(hex::encode(secret))
@@ -186,7 +186,7 @@ impl Catalog {
         if row.state == ValetKeyState::Current {
             return Ok(Retirement::IsCurrent);
         }
-        let now = crate::now_ms();
+        let now = crate::clock::now_ms();
         sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
             .bind(now)
             .bind(id)
@@ -243,7 +243,7 @@ impl Catalog {
     /// Uses a single-use grant: true for exactly one caller, however many try at once.
     pub async fn use_valet_grant(&self, id: &str) -> Result<bool, Error> {
         let done = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
-            .bind(crate::now_ms())
+            .bind(crate::clock::now_ms())
             .bind(id)
             .execute(&self.db.pool)
             .await
@@ -266,7 +266,7 @@ impl Catalog {
         let mut tx = self.begin_audited(audit).await?;
         let done =
             sqlx::query("UPDATE valet_grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND tenant = $3")
-                .bind(crate::now_ms())
+                .bind(crate::clock::now_ms())
                 .bind(id)
                 .bind(tenant)
                 .execute(&mut *tx)
