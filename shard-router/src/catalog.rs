@@ -297,21 +297,8 @@ impl Catalog {
         owns_all_if_first: bool,
         audit: &Audit,
     ) -> Result<(u64, bool), Error> {
-        use secrecy::ExposeSecret;
         let (mut tx, epoch) = self.begin_change(audit).await?;
-        let inserted = sqlx::query(
-            "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(shard.id.as_str())
-        .bind(shard.url.expose_secret())
-        .bind(shard.engine.as_str())
-        .bind(shard.state.as_str())
-        .bind(shard.created_at_ms)
-        .bind(shard.updated_at_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
-        if inserted.rows_affected() == 0 {
+        if !insert_shard_row(&mut tx, shard).await? {
             return Err(Error::ShardExists(shard.id.clone()));
         }
         let mut took_vshards = false;
@@ -335,21 +322,9 @@ impl Catalog {
     /// Registers several shards at once and spreads the (empty) vshard table evenly over them.
     /// Used to bootstrap a new catalog.
     pub async fn bootstrap_shards(&self, shards: &[ShardRow], owners: &[ShardId], audit: &Audit) -> Result<u64, Error> {
-        use secrecy::ExposeSecret;
         let (mut tx, epoch) = self.begin_change(audit).await?;
         for shard in shards {
-            sqlx::query(
-                "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(shard.id.as_str())
-            .bind(shard.url.expose_secret())
-            .bind(shard.engine.as_str())
-            .bind(shard.state.as_str())
-            .bind(shard.created_at_ms)
-            .bind(shard.updated_at_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
+            insert_shard_row(&mut tx, shard).await?;
         }
         let count: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
@@ -501,6 +476,24 @@ impl Catalog {
         .map_err(catalog_err)?;
         rows.iter().map(tenant_row).collect()
     }
+}
+
+/// Inserts a shard's row unless its id is taken. Whether it was inserted.
+async fn insert_shard_row(tx: &mut Transaction<'static, Any>, shard: &ShardRow) -> Result<bool, Error> {
+    use secrecy::ExposeSecret;
+    let inserted = sqlx::query(
+        "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(shard.id.as_str())
+    .bind(shard.url.expose_secret())
+    .bind(shard.engine.as_str())
+    .bind(shard.state.as_str())
+    .bind(shard.created_at_ms)
+    .bind(shard.updated_at_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(catalog_err)?;
+    Ok(inserted.rows_affected() > 0)
 }
 
 async fn insert_vshards(tx: &mut Transaction<'static, Any>, owners: &[ShardId]) -> Result<(), Error> {
