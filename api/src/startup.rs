@@ -11,7 +11,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
 use secrecy::SecretString;
-use shardgate_cache::{RecordCache, RedisLink};
+use shardgate_cache::{InvalidRedisUrl, RecordCache, RedisLink};
 use shardgate_gatekeeper::Authenticator;
 use shardgate_gatekeeper::internal::InternalKey;
 use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
@@ -226,7 +226,7 @@ pub fn rate_limit_store_for(
     rate_limits: &RateLimitConfig,
     cache_link: Option<RedisLink>,
     cache_url: Option<&SecretString>,
-) -> Result<Option<Arc<dyn SharedBuckets>>, String> {
+) -> Result<Option<Arc<dyn SharedBuckets>>, InvalidRedisUrl> {
     let timeout = Duration::from_millis(rate_limits.redis_timeout_ms.max(1));
     let link = match (&rate_limits.redis_url, cache_link) {
         (Some(url), _) => Some(RedisLink::start(url, timeout)?),
@@ -326,14 +326,18 @@ impl Application {
                 "Index entry statements run by look-ups, per shard",
                 index_queries.clone(),
             );
-            parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
-                let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
-                let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
-                let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
-                Ok((cache, Gate::new(auth, limiter, registry)))
-            }));
+            parts = Some(
+                RecordCache::start(cache_config, heads.cache_generation, registry)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|cache| {
+                        let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
+                        let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
+                        let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
+                        Ok((cache, Gate::new(auth, limiter, registry)))
+                    }),
+            );
         });
-        let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let (cache, gate) = parts.expect("the metrics registry calls back once")?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -356,7 +360,7 @@ impl Application {
                     "`serve --trusted` needs internal.secret (SHARDGATE_INTERNAL__SECRET), shared with the gatekeeper"
                 )
             })?;
-            Some(InternalKey::new(secret).map_err(anyhow::Error::msg)?)
+            Some(InternalKey::new(secret)?)
         } else {
             None
         };
