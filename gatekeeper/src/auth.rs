@@ -494,16 +494,7 @@ mod tests {
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
     fn hs_issuer(name: &str) -> IssuerConfig {
-        IssuerConfig {
-            issuer: name.into(),
-            algorithm: Some(KeyAlgorithm::HS256),
-            algorithms: vec![],
-            audience: vec![],
-            secret: Some(SecretString::from(SECRET)),
-            public_key_pem: None,
-            public_key_file: None,
-            jwks_file: None,
-        }
+        IssuerConfig::hs256(name, SecretString::from(SECRET))
     }
 
     fn request(ttl: Duration) -> TokenRequest {
