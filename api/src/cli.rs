@@ -112,7 +112,7 @@ impl Cli {
                 Ok(())
             }
             Command::Token { tenant, scopes, admin, ttl } => {
-                let ttl = parse_duration(&ttl).map_err(anyhow::Error::msg)?;
+                let ttl = parse_duration(&ttl)?;
                 println!("{}", token(&config, tenant, &scopes, admin, ttl)?);
                 Ok(())
             }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use secrecy::SecretString;
-use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm};
+use shardgate_gatekeeper::IssuerConfig;
 
 /// The `iss` of tokens signed with the embedded secret.
 pub const EMBEDDED_ISSUER: &str = "shardgate";
@@ -46,16 +46,7 @@ pub fn load_or_create_secret(data_dir: &Path) -> anyhow::Result<SecretString> {
 
 /// The issuer that verifies tokens signed with the embedded secret.
 pub fn embedded_issuer(secret: SecretString) -> IssuerConfig {
-    IssuerConfig {
-        issuer: EMBEDDED_ISSUER.to_owned(),
-        algorithm: Some(KeyAlgorithm::HS256),
-        algorithms: Vec::new(),
-        audience: Vec::new(),
-        secret: Some(secret),
-        public_key_pem: None,
-        public_key_file: None,
-        jwks_file: None,
-    }
+    IssuerConfig::hs256(EMBEDDED_ISSUER, secret)
 }
 
 #[cfg(test)]

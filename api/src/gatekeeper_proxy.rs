@@ -71,7 +71,7 @@ impl Gatekeeper {
                 "the gatekeeper needs internal.secret (SHARDGATE_INTERNAL__SECRET), shared with the backend"
             )
         })?;
-        let key = InternalKey::new(secret).map_err(anyhow::Error::msg)?;
+        let key = InternalKey::new(secret)?;
         let default_issuer = if config.auth.issuers.is_empty() {
             Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
         } else {
@@ -82,11 +82,12 @@ impl Gatekeeper {
         let metrics = Metrics::new(|registry| {
             gate = Some(
                 rate_limit_store_for(&config.rate_limits, None, None)
-                    .and_then(|shared| Limiter::new(config.rate_limits.clone(), shared))
+                    .map_err(anyhow::Error::from)
+                    .and_then(|shared| Ok(Limiter::new(config.rate_limits.clone(), shared)?))
                     .map(|limiter| Gate::new(auth, limiter, registry)),
             );
         });
-        let gate = gate.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let gate = gate.expect("the metrics registry calls back once")?;
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(2))

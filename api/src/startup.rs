@@ -11,7 +11,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::HeaderName;
 use axum::response::IntoResponse;
 use secrecy::SecretString;
-use shardgate_cache::{RecordCache, RedisLink};
+use shardgate_cache::{InvalidRedisUrl, RecordCache, RedisLink};
 use shardgate_gatekeeper::Authenticator;
 use shardgate_gatekeeper::internal::InternalKey;
 use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
@@ -228,7 +228,7 @@ pub fn rate_limit_store_for(
     rate_limits: &RateLimitConfig,
     cache_link: Option<RedisLink>,
     cache_url: Option<&SecretString>,
-) -> Result<Option<Arc<dyn SharedBuckets>>, String> {
+) -> Result<Option<Arc<dyn SharedBuckets>>, InvalidRedisUrl> {
     let timeout = Duration::from_millis(rate_limits.redis_timeout_ms.max(1));
     let link = match (&rate_limits.redis_url, cache_link) {
         (Some(url), _) => Some(RedisLink::start(url, timeout)?),
@@ -322,14 +322,18 @@ impl Application {
         let metrics = Metrics::new(|registry| {
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             indexes = Some(Arc::new(IndexTables::new(router.clone(), registry, index_job_failure)));
-            parts = Some(RecordCache::start(cache_config, heads.cache_generation, registry).and_then(|cache| {
-                let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
-                let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
-                let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
-                Ok((cache, Gate::new(auth, limiter, registry)))
-            }));
+            parts = Some(
+                RecordCache::start(cache_config, heads.cache_generation, registry)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|cache| {
+                        let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
+                        let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
+                        let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
+                        Ok((cache, Gate::new(auth, limiter, registry)))
+                    }),
+            );
         });
-        let (cache, gate) = parts.expect("the metrics registry calls back once").map_err(anyhow::Error::msg)?;
+        let (cache, gate) = parts.expect("the metrics registry calls back once")?;
         let indexes = indexes.expect("the metrics registry calls back once");
         let listener = TcpListener::bind(config.listen)
             .await
@@ -353,7 +357,7 @@ impl Application {
                     "`serve --trusted` needs internal.secret (SHARDGATE_INTERNAL__SECRET), shared with the gatekeeper"
                 )
             })?;
-            Some(InternalKey::new(secret).map_err(anyhow::Error::msg)?)
+            Some(InternalKey::new(secret)?)
         } else {
             None
         };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use secrecy::SecretString;
 use shardgate_api::config::{LogConfig, LogFormat};
 use shardgate_api::{Application, Config};
-use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_gatekeeper::{IssuerConfig, Scope, Scopes, TokenRequest, mint_token};
 
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -42,16 +42,7 @@ async fn no_log_line_holds_a_token_cookie_or_signature() {
     let dir = tempfile::tempdir().unwrap();
     let mut config =
         Config { listen: "127.0.0.1:0".parse().unwrap(), data_dir: dir.path().to_path_buf(), ..Config::default() };
-    config.auth.issuers = vec![IssuerConfig {
-        issuer: "logs".into(),
-        algorithm: Some(KeyAlgorithm::HS256),
-        algorithms: vec![],
-        audience: vec![],
-        secret: Some(SecretString::from(SECRET)),
-        public_key_pem: None,
-        public_key_file: None,
-        jwks_file: None,
-    }];
+    config.auth.issuers = vec![IssuerConfig::hs256("logs", SecretString::from(SECRET))];
     let app = Application::build(config).await.unwrap();
     let base = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

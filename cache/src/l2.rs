@@ -61,10 +61,15 @@ impl std::fmt::Debug for L2 {
     }
 }
 
+/// A Redis URL the client cannot use.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid Redis URL: {0}")]
+pub struct InvalidRedisUrl(#[source] redis::RedisError);
+
 impl L2 {
     /// Prepares a client for `url` (no connection yet: [`L2::supervise`] makes and keeps it).
-    pub fn new(url: &SecretString, timeout: Duration) -> Result<Arc<Self>, String> {
-        let client = redis::Client::open(url.expose_secret()).map_err(|e| format!("invalid Redis URL: {e}"))?;
+    pub fn new(url: &SecretString, timeout: Duration) -> Result<Arc<Self>, InvalidRedisUrl> {
+        let client = redis::Client::open(url.expose_secret()).map_err(InvalidRedisUrl)?;
         Ok(Arc::new(Self {
             client,
             connection: ArcSwapOption::empty(),

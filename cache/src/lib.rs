@@ -42,6 +42,7 @@ pub use config::{CacheConfig, L1Config};
 pub use entry::{CachedRecord, Slot};
 use flight::SingleFlight;
 use l1::L1;
+pub use l2::InvalidRedisUrl;
 use l2::L2;
 
 /// The shortest life of an invalidation marker.
@@ -147,7 +148,7 @@ pub struct RecordCache {
 
 impl RecordCache {
     /// Builds the cache, registers its metrics and starts its Redis tasks (probe, subscription).
-    pub fn start(config: CacheConfig, generation: u64, registry: &mut Registry) -> Result<Arc<Self>, String> {
+    pub fn start(config: CacheConfig, generation: u64, registry: &mut Registry) -> Result<Arc<Self>, InvalidRedisUrl> {
         let l2 = match &config.redis_url {
             Some(url) if config.enabled => Some(L2::new(url, config.redis_timeout)?),
             _ => None,
@@ -373,7 +374,7 @@ impl LinkScript {
 
 impl RedisLink {
     /// Connects to `url` in the background and keeps probing it.
-    pub fn start(url: &secrecy::SecretString, timeout: Duration) -> Result<Self, String> {
+    pub fn start(url: &secrecy::SecretString, timeout: Duration) -> Result<Self, InvalidRedisUrl> {
         let l2 = L2::new(url, timeout)?;
         tokio::spawn(supervise(Arc::downgrade(&l2)));
         Ok(Self(l2))

@@ -206,7 +206,7 @@ impl Authenticator {
         let mut verifiers = Vec::with_capacity(issuers.len());
         for issuer in &issuers {
             if verifiers.iter().any(|v: &Verifier| v.issuer == issuer.issuer) {
-                return Err(config_error(issuer, "issuer listed twice".into()));
+                return Err(config_error(issuer, IssuerConfigError::ListedTwice));
             }
             verifiers.push(build_verifier(issuer, config.leeway_secs)?);
         }
@@ -271,8 +271,46 @@ impl Authenticator {
     }
 }
 
-fn config_error(issuer: &IssuerConfig, reason: String) -> AuthError {
-    AuthError::Config { issuer: issuer.issuer.clone(), reason }
+/// Why an issuer's configuration cannot be used (a start-up error; each message says what to
+/// fix). It becomes the `reason` of [`AuthError::Config`].
+#[derive(Debug, thiserror::Error)]
+enum IssuerConfigError {
+    #[error("issuer listed twice")]
+    ListedTwice,
+    #[error("set `algorithm` or `algorithms`, not both")]
+    BothAlgorithmSettings,
+    #[error("set `algorithms` (the allowed signature algorithms) or `algorithm`")]
+    NoAlgorithm,
+    #[error("`algorithms` lists {0:?}, but no key of this issuer is for {0:?}")]
+    NoKeyFor(KeyAlgorithm),
+    #[error("a `secret` is an HS256 key: set `algorithm = \"HS256\"`")]
+    SecretNotHs256,
+    #[error("HS256 secrets must be at least 32 bytes")]
+    ShortSecret,
+    #[error("cannot read {path}: {source}")]
+    UnreadablePem { path: String, source: std::io::Error },
+    #[error("HS256 needs `secret`; a key set holds public keys only")]
+    Hs256InKeySet,
+    #[error(transparent)]
+    KeySet(#[from] jwks::KeySetError),
+    #[error("kid {kid:?}: {reason}")]
+    SetKey { kid: String, reason: Box<IssuerConfigError> },
+    #[error("set exactly one of `secret`, `public_key_pem`, `public_key_file` and `jwks_file`")]
+    KeySources,
+    #[error("HS256 needs `secret` and no public key")]
+    Hs256PublicKey,
+    #[error("a public key is for one algorithm: set `algorithm` to RS256, ES256 or EdDSA")]
+    PublicKeyAlgorithms,
+    #[error("invalid {algorithm:?} key: {source}")]
+    InvalidKey { algorithm: KeyAlgorithm, source: jsonwebtoken::errors::Error },
+    #[error("an Ed25519 public key is 32 bytes")]
+    Ed25519Length,
+    #[error("unusable {algorithm:?} key: {source}")]
+    UnusableKey { algorithm: KeyAlgorithm, source: jsonwebtoken::errors::Error },
+}
+
+fn config_error(issuer: &IssuerConfig, reason: IssuerConfigError) -> AuthError {
+    AuthError::Config { issuer: issuer.issuer.clone(), reason: reason.to_string() }
 }
 
 fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, AuthError> {
@@ -281,20 +319,17 @@ fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, A
     let verifier = Verifier { issuer: issuer.issuer.clone(), algorithms, keys };
     for alg in &verifier.algorithms {
         if !verifier.keys().any(|key| key.algorithm == *alg) {
-            return Err(config_error(
-                issuer,
-                format!("`algorithms` lists {alg:?}, but no key of this issuer is for {alg:?}"),
-            ));
+            return Err(config_error(issuer, IssuerConfigError::NoKeyFor(*alg)));
         }
     }
     Ok(verifier)
 }
 
 /// `algorithms`, or `[algorithm]`: exactly one of the two, not empty.
-fn allow_list(issuer: &IssuerConfig) -> Result<Vec<KeyAlgorithm>, String> {
+fn allow_list(issuer: &IssuerConfig) -> Result<Vec<KeyAlgorithm>, IssuerConfigError> {
     match (issuer.algorithm, issuer.algorithms.is_empty()) {
-        (Some(_), false) => Err("set `algorithm` or `algorithms`, not both".into()),
-        (None, true) => Err("set `algorithms` (the allowed signature algorithms) or `algorithm`".into()),
+        (Some(_), false) => Err(IssuerConfigError::BothAlgorithmSettings),
+        (None, true) => Err(IssuerConfigError::NoAlgorithm),
         (Some(algorithm), true) => Ok(vec![algorithm]),
         (None, false) => {
             let mut unique = Vec::with_capacity(issuer.algorithms.len());
@@ -308,18 +343,22 @@ fn allow_list(issuer: &IssuerConfig) -> Result<Vec<KeyAlgorithm>, String> {
     }
 }
 
-fn issuer_keys(issuer: &IssuerConfig, algorithms: &[KeyAlgorithm], leeway_secs: u64) -> Result<IssuerKeys, String> {
-    let verification_key = |algorithm: KeyAlgorithm, key: DecodingKey| -> Result<VerificationKey, String> {
+fn issuer_keys(
+    issuer: &IssuerConfig,
+    algorithms: &[KeyAlgorithm],
+    leeway_secs: u64,
+) -> Result<IssuerKeys, IssuerConfigError> {
+    let verification_key = |algorithm: KeyAlgorithm, key: DecodingKey| -> Result<VerificationKey, IssuerConfigError> {
         check_key(&key, algorithm)?;
         Ok(VerificationKey { algorithm, key, validation: validation(issuer, algorithm, leeway_secs) })
     };
     match (&issuer.secret, &issuer.public_key_pem, &issuer.public_key_file, &issuer.jwks_file) {
         (Some(secret), None, None, None) => {
             if algorithms != [KeyAlgorithm::HS256] {
-                return Err("a `secret` is an HS256 key: set `algorithm = \"HS256\"`".into());
+                return Err(IssuerConfigError::SecretNotHs256);
             }
             if secret.expose_secret().len() < 32 {
-                return Err("HS256 secrets must be at least 32 bytes".into());
+                return Err(IssuerConfigError::ShortSecret);
             }
             let key = DecodingKey::from_secret(secret.expose_secret().as_bytes());
             Ok(IssuerKeys::One(Box::new(verification_key(KeyAlgorithm::HS256, key)?)))
@@ -329,47 +368,49 @@ fn issuer_keys(issuer: &IssuerConfig, algorithms: &[KeyAlgorithm], leeway_secs: 
             Ok(IssuerKeys::One(Box::new(verification_key(algorithm, key)?)))
         }
         (None, None, Some(path), None) => {
-            let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let pem = std::fs::read(path)
+                .map_err(|source| IssuerConfigError::UnreadablePem { path: path.display().to_string(), source })?;
             let (algorithm, key) = pem_key(&pem, algorithms)?;
             Ok(IssuerKeys::One(Box::new(verification_key(algorithm, key)?)))
         }
         (None, None, None, Some(path)) => {
             if algorithms.contains(&KeyAlgorithm::HS256) {
-                return Err("HS256 needs `secret`; a key set holds public keys only".into());
+                return Err(IssuerConfigError::Hs256InKeySet);
             }
             let mut keys = Vec::new();
             for set_key in jwks::read_key_set(path, algorithms)? {
-                let key = verification_key(set_key.algorithm, set_key.key)
-                    .map_err(|reason| format!("kid {:?}: {reason}", set_key.kid))?;
+                let key = verification_key(set_key.algorithm, set_key.key).map_err(|reason| {
+                    IssuerConfigError::SetKey { kid: set_key.kid.clone(), reason: Box::new(reason) }
+                })?;
                 keys.push((set_key.kid, key));
             }
             Ok(IssuerKeys::Set(keys))
         }
-        _ => Err("set exactly one of `secret`, `public_key_pem`, `public_key_file` and `jwks_file`".into()),
+        _ => Err(IssuerConfigError::KeySources),
     }
 }
 
 /// A PEM public key, read as a key for the issuer's one algorithm.
-fn pem_key(pem: &[u8], algorithms: &[KeyAlgorithm]) -> Result<(KeyAlgorithm, DecodingKey), String> {
+fn pem_key(pem: &[u8], algorithms: &[KeyAlgorithm]) -> Result<(KeyAlgorithm, DecodingKey), IssuerConfigError> {
     let (algorithm, key) = match algorithms {
         [KeyAlgorithm::RS256] => (KeyAlgorithm::RS256, DecodingKey::from_rsa_pem(pem)),
         [KeyAlgorithm::ES256] => (KeyAlgorithm::ES256, DecodingKey::from_ec_pem(pem)),
         [KeyAlgorithm::EdDSA] => (KeyAlgorithm::EdDSA, DecodingKey::from_ed_pem(pem)),
-        [KeyAlgorithm::HS256] => return Err("HS256 needs `secret` and no public key".into()),
-        _ => return Err("a public key is for one algorithm: set `algorithm` to RS256, ES256 or EdDSA".into()),
+        [KeyAlgorithm::HS256] => return Err(IssuerConfigError::Hs256PublicKey),
+        _ => return Err(IssuerConfigError::PublicKeyAlgorithms),
     };
-    Ok((algorithm, key.map_err(|e| format!("invalid {algorithm:?} key: {e}"))?))
+    Ok((algorithm, key.map_err(|source| IssuerConfigError::InvalidKey { algorithm, source })?))
 }
 
 /// Proves at start-up that `key` works for `algorithm`, so that a broken key (an EC point off
 /// the curve, a short Ed25519 key) stops the start-up instead of failing every request.
-fn check_key(key: &DecodingKey, algorithm: KeyAlgorithm) -> Result<(), String> {
+fn check_key(key: &DecodingKey, algorithm: KeyAlgorithm) -> Result<(), IssuerConfigError> {
     if algorithm == KeyAlgorithm::EdDSA && key.as_bytes().len() != 32 {
-        return Err("an Ed25519 public key is 32 bytes".into());
+        return Err(IssuerConfigError::Ed25519Length);
     }
     jsonwebtoken::crypto::verify("", b"", key, jwt_algorithm(algorithm))
         .map(drop)
-        .map_err(|e| format!("unusable {algorithm:?} key: {e}"))
+        .map_err(|source| IssuerConfigError::UnusableKey { algorithm, source })
 }
 
 /// The claim checks for tokens of `issuer` signed with `algorithm`.
@@ -453,16 +494,7 @@ mod tests {
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
     fn hs_issuer(name: &str) -> IssuerConfig {
-        IssuerConfig {
-            issuer: name.into(),
-            algorithm: Some(KeyAlgorithm::HS256),
-            algorithms: vec![],
-            audience: vec![],
-            secret: Some(SecretString::from(SECRET)),
-            public_key_pem: None,
-            public_key_file: None,
-            jwks_file: None,
-        }
+        IssuerConfig::hs256(name, SecretString::from(SECRET))
     }
 
     fn request(ttl: Duration) -> TokenRequest {

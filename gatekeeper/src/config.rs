@@ -71,6 +71,21 @@ pub struct IssuerConfig {
 }
 
 impl IssuerConfig {
+    /// An issuer named `issuer` whose tokens are HS256-signed with `secret` (at least 32 bytes,
+    /// checked at start-up), no audience checked.
+    pub fn hs256(issuer: impl Into<String>, secret: SecretString) -> Self {
+        Self {
+            issuer: issuer.into(),
+            algorithm: Some(KeyAlgorithm::HS256),
+            algorithms: Vec::new(),
+            audience: Vec::new(),
+            secret: Some(secret),
+            public_key_pem: None,
+            public_key_file: None,
+            jwks_file: None,
+        }
+    }
+
     /// The allow-list as configured: `algorithms` followed by `algorithm` (at most one of the two
     /// is set in a configuration that starts).
     pub fn allowed_algorithms(&self) -> impl Iterator<Item = KeyAlgorithm> + '_ {

@@ -88,11 +88,16 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
 }
 
+/// The shared internal secret is too short to key an HMAC safely.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("internal.secret must be at least 32 bytes")]
+pub struct ShortInternalSecret;
+
 impl InternalKey {
     /// A key from the shared secret (at least 32 bytes).
-    pub fn new(secret: SecretString) -> Result<Self, String> {
+    pub fn new(secret: SecretString) -> Result<Self, ShortInternalSecret> {
         if secret.expose_secret().len() < 32 {
-            return Err("internal.secret must be at least 32 bytes".into());
+            return Err(ShortInternalSecret);
         }
         Ok(Self { secret })
     }

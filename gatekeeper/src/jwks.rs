@@ -29,6 +29,58 @@ pub(crate) struct SetKey {
     pub(crate) key: DecodingKey,
 }
 
+/// Why a key set was refused (a start-up error; each message says what to fix).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum KeySetError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Unreadable { path: String, source: std::io::Error },
+    /// The file's key set is refused.
+    #[error("{path}: {reason}")]
+    InFile { path: String, reason: Box<KeySetError> },
+    /// Not JSON of a JWK Set.
+    #[error("not a JWK Set: {0}")]
+    NotASet(serde_json::Error),
+    /// `keys` is empty.
+    #[error("the key set has no keys")]
+    Empty,
+    /// One key is refused.
+    #[error("key #{index}: {reason}")]
+    Key { index: usize, reason: KeyError },
+    /// Two keys share a `kid`.
+    #[error("kid {0:?} is used by more than one key")]
+    DuplicateKid(String),
+}
+
+/// Why one key of a set was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum KeyError {
+    #[error("every key needs a `kid` (a non-empty string)")]
+    NoKid,
+    #[error("kid {0:?} is a symmetric (`oct`) key: HS256 takes its key from `secret`, never from a key set")]
+    SymmetricType(String),
+    #[error("kid {kid:?} has key type {kty:?}; RSA, EC and OKP are supported")]
+    UnsupportedType { kid: String, kty: String },
+    #[error("kid {kid:?} is not a valid {kty} key: {source}")]
+    Invalid { kid: String, kty: String, source: serde_json::Error },
+    #[error("kid {0:?} is not a signature key (`use` is not \"sig\")")]
+    NotForSignatures(String),
+    #[error("kid {0:?} is not for verifying (`key_ops` lacks \"verify\")")]
+    NotForVerifying(String),
+    #[error("kid {0:?}: EC keys must be on P-256")]
+    CurveNotP256(String),
+    #[error("kid {0:?}: OKP keys must be Ed25519")]
+    CurveNotEd25519(String),
+    #[error("kid {0:?} is a symmetric (`oct`) key")]
+    Symmetric(String),
+    #[error("kid {kid:?} says `alg` {own} but is a key for {algorithm:?}")]
+    AlgorithmMismatch { kid: String, own: JwkAlgorithm, algorithm: KeyAlgorithm },
+    #[error("kid {kid:?} is for {own}, which the issuer's `algorithms` does not list")]
+    AlgorithmNotAllowed { kid: String, own: JwkAlgorithm },
+    #[error("kid {kid:?}: {source}")]
+    Unusable { kid: String, source: jsonwebtoken::errors::Error },
+}
+
 #[derive(Deserialize)]
 struct KeySetFile {
     keys: Vec<serde_json::Value>,
@@ -36,73 +88,76 @@ struct KeySetFile {
 
 /// Reads the key set in `path`. `allowed` is the issuer's allow-list. The error says what is
 /// wrong, for a start-up error.
-pub(crate) fn read_key_set(path: &Path, allowed: &[KeyAlgorithm]) -> Result<Vec<SetKey>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_key_set(&text, allowed).map_err(|reason| format!("{}: {reason}", path.display()))
+pub(crate) fn read_key_set(path: &Path, allowed: &[KeyAlgorithm]) -> Result<Vec<SetKey>, KeySetError> {
+    let shown = || path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| KeySetError::Unreadable { path: shown(), source })?;
+    parse_key_set(&text, allowed).map_err(|reason| KeySetError::InFile { path: shown(), reason: Box::new(reason) })
 }
 
 /// Parses a key set (the text of a JWKS file).
-pub(crate) fn parse_key_set(text: &str, allowed: &[KeyAlgorithm]) -> Result<Vec<SetKey>, String> {
-    let file: KeySetFile = serde_json::from_str(text).map_err(|e| format!("not a JWK Set: {e}"))?;
+pub(crate) fn parse_key_set(text: &str, allowed: &[KeyAlgorithm]) -> Result<Vec<SetKey>, KeySetError> {
+    let file: KeySetFile = serde_json::from_str(text).map_err(KeySetError::NotASet)?;
     if file.keys.is_empty() {
-        return Err("the key set has no keys".into());
+        return Err(KeySetError::Empty);
     }
     let mut kids = HashSet::new();
     let mut keys = Vec::with_capacity(file.keys.len());
     for (index, value) in file.keys.iter().enumerate() {
-        let key = parse_key(value, allowed).map_err(|reason| format!("key #{index}: {reason}"))?;
+        let key = parse_key(value, allowed).map_err(|reason| KeySetError::Key { index, reason })?;
         if !kids.insert(key.kid.clone()) {
-            return Err(format!("kid {:?} is used by more than one key", key.kid));
+            return Err(KeySetError::DuplicateKid(key.kid));
         }
         keys.push(key);
     }
     Ok(keys)
 }
 
-fn parse_key(value: &serde_json::Value, allowed: &[KeyAlgorithm]) -> Result<SetKey, String> {
+fn parse_key(value: &serde_json::Value, allowed: &[KeyAlgorithm]) -> Result<SetKey, KeyError> {
     let kid = match value.get("kid") {
         Some(serde_json::Value::String(kid)) if !kid.is_empty() => kid.clone(),
-        _ => return Err("every key needs a `kid` (a non-empty string)".into()),
+        _ => return Err(KeyError::NoKid),
     };
     let kty = value.get("kty").and_then(serde_json::Value::as_str).unwrap_or_default();
     match kty {
         "RSA" | "EC" | "OKP" => {}
         "oct" => {
-            return Err(format!(
-                "kid {kid:?} is a symmetric (`oct`) key: HS256 takes its key from `secret`, never from a key set"
-            ));
+            return Err(KeyError::SymmetricType(kid));
         }
-        other => return Err(format!("kid {kid:?} has key type {other:?}; RSA, EC and OKP are supported")),
+        other => return Err(KeyError::UnsupportedType { kid, kty: other.to_owned() }),
     }
-    let jwk = Jwk::deserialize(value).map_err(|e| format!("kid {kid:?} is not a valid {kty} key: {e}"))?;
+    let jwk = Jwk::deserialize(value).map_err(|source| KeyError::Invalid {
+        kid: kid.clone(),
+        kty: kty.to_owned(),
+        source,
+    })?;
     if let Some(usage) = &jwk.common.public_key_use
         && *usage != PublicKeyUse::Signature
     {
-        return Err(format!("kid {kid:?} is not a signature key (`use` is not \"sig\")"));
+        return Err(KeyError::NotForSignatures(kid));
     }
     if let Some(operations) = &jwk.common.key_operations
         && !operations.contains(&KeyOperations::Verify)
     {
-        return Err(format!("kid {kid:?} is not for verifying (`key_ops` lacks \"verify\")"));
+        return Err(KeyError::NotForVerifying(kid));
     }
     let algorithm = match &jwk.algorithm {
         AlgorithmParameters::RSA(_) => KeyAlgorithm::RS256,
         AlgorithmParameters::EllipticCurve(ec) if ec.curve == EllipticCurve::P256 => KeyAlgorithm::ES256,
         AlgorithmParameters::OctetKeyPair(okp) if okp.curve == EllipticCurve::Ed25519 => KeyAlgorithm::EdDSA,
-        AlgorithmParameters::EllipticCurve(_) => return Err(format!("kid {kid:?}: EC keys must be on P-256")),
-        AlgorithmParameters::OctetKeyPair(_) => return Err(format!("kid {kid:?}: OKP keys must be Ed25519")),
-        AlgorithmParameters::OctetKey(_) => return Err(format!("kid {kid:?} is a symmetric (`oct`) key")),
+        AlgorithmParameters::EllipticCurve(_) => return Err(KeyError::CurveNotP256(kid)),
+        AlgorithmParameters::OctetKeyPair(_) => return Err(KeyError::CurveNotEd25519(kid)),
+        AlgorithmParameters::OctetKey(_) => return Err(KeyError::Symmetric(kid)),
     };
     if let Some(own) = jwk.common.key_algorithm {
         match key_algorithm(own) {
             Some(named) if named != algorithm => {
-                return Err(format!("kid {kid:?} says `alg` {own} but is a key for {algorithm:?}"));
+                return Err(KeyError::AlgorithmMismatch { kid, own, algorithm });
             }
             Some(named) if allowed.contains(&named) => {}
-            _ => return Err(format!("kid {kid:?} is for {own}, which the issuer's `algorithms` does not list")),
+            _ => return Err(KeyError::AlgorithmNotAllowed { kid, own }),
         }
     }
-    let key = DecodingKey::from_jwk(&jwk).map_err(|e| format!("kid {kid:?}: {e}"))?;
+    let key = DecodingKey::from_jwk(&jwk).map_err(|source| KeyError::Unusable { kid: kid.clone(), source })?;
     Ok(SetKey { kid, algorithm, key })
 }
 
@@ -134,14 +189,14 @@ mod tests {
         fixture_set()["keys"].as_array().unwrap().iter().find(|key| key["kid"] == kid).unwrap().clone()
     }
 
-    fn parse(keys: &[Value], allowed: &[KeyAlgorithm]) -> Result<Vec<SetKey>, String> {
+    fn parse(keys: &[Value], allowed: &[KeyAlgorithm]) -> Result<Vec<SetKey>, KeySetError> {
         parse_key_set(&json!({ "keys": keys }).to_string(), allowed)
     }
 
     fn refusal(keys: &[Value], allowed: &[KeyAlgorithm]) -> String {
         match parse(keys, allowed) {
             Ok(_) => panic!("the set was accepted"),
-            Err(reason) => reason,
+            Err(reason) => reason.to_string(),
         }
     }
 
@@ -212,7 +267,7 @@ mod tests {
     #[test]
     fn an_empty_or_unparsable_set_is_refused() {
         assert!(refusal(&[], &ALL).contains("no keys"));
-        assert!(matches!(parse_key_set("[]", &ALL), Err(reason) if reason.contains("not a JWK Set")));
+        assert!(matches!(parse_key_set("[]", &ALL), Err(reason) if reason.to_string().contains("not a JWK Set")));
         let mut no_modulus = fixture_key("rs-1");
         no_modulus.as_object_mut().unwrap().remove("n");
         assert!(refusal(&[no_modulus], &ALL).contains("not a valid RSA key"));

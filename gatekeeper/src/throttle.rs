@@ -43,6 +43,25 @@ redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_ta
 return {1, math.floor((tolerance - (new_tat - now)) / emission), 0, new_tat - now}
 ";
 
+/// Why a rate limit or the `[rate_limits]` section is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidRateLimit {
+    /// A rate or burst of 0.
+    #[error("per_second and burst must both be at least 1")]
+    Zero,
+    /// A tier name that is not `free`, `standard` or `premium`.
+    #[error("rate_limits.tiers.{0}: no such tier (free, standard, premium)")]
+    UnknownTier(String),
+    /// A limit of the section (`tiers.<tier>` or `anonymous`) is unusable.
+    #[error("rate_limits.{field}: {reason}")]
+    Field {
+        /// Where in `[rate_limits]`.
+        field: String,
+        /// What is wrong with it.
+        reason: Box<InvalidRateLimit>,
+    },
+}
+
 /// A rate limit: `per_second` requests per second on average, up to `burst` at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -55,9 +74,9 @@ pub struct RateLimit {
 
 impl RateLimit {
     /// Checks the limit is usable.
-    pub fn validate(self) -> Result<Self, String> {
+    pub fn validate(self) -> Result<Self, InvalidRateLimit> {
         if self.per_second == 0 || self.burst == 0 {
-            return Err("per_second and burst must both be at least 1".into());
+            return Err(InvalidRateLimit::Zero);
         }
         Ok(self)
     }
@@ -123,14 +142,15 @@ impl Default for RateLimitConfig {
 
 impl RateLimitConfig {
     /// Checks every configured limit.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidRateLimit> {
+        let in_field = |field: String| move |reason| InvalidRateLimit::Field { field, reason: Box::new(reason) };
         for (tier, limit) in &self.tiers {
-            limit.validate().map_err(|e| format!("rate_limits.tiers.{tier}: {e}"))?;
+            limit.validate().map_err(in_field(format!("tiers.{tier}")))?;
         }
         if let Some(unknown) = self.tiers.keys().find(|tier| !DEFAULT_TIERS.iter().any(|(name, _)| name == tier)) {
-            return Err(format!("rate_limits.tiers.{unknown}: no such tier (free, standard, premium)"));
+            return Err(InvalidRateLimit::UnknownTier(unknown.clone()));
         }
-        self.anonymous.validate().map_err(|e| format!("rate_limits.anonymous: {e}"))?;
+        self.anonymous.validate().map_err(in_field("anonymous".to_owned()))?;
         Ok(())
     }
 
@@ -308,7 +328,7 @@ const SHARED_BACKOFF: Duration = Duration::from_secs(1);
 
 impl Limiter {
     /// A limiter with `shared` as the store when given (fallback: this process).
-    pub fn new(config: RateLimitConfig, shared: Option<Arc<dyn SharedBuckets>>) -> Result<Self, String> {
+    pub fn new(config: RateLimitConfig, shared: Option<Arc<dyn SharedBuckets>>) -> Result<Self, InvalidRateLimit> {
         config.validate()?;
         Ok(Self { config, shared, shared_down_until: AtomicU64::new(0), local: LocalBuckets::default() })
     }
@@ -423,10 +443,10 @@ mod tests {
     #[test]
     fn zero_limits_and_unknown_tiers_are_refused() {
         let config = RateLimitConfig { anonymous: RateLimit { per_second: 0, burst: 1 }, ..RateLimitConfig::default() };
-        assert!(config.validate().unwrap_err().contains("anonymous"));
+        assert!(config.validate().unwrap_err().to_string().contains("anonymous"));
         let mut config = RateLimitConfig::default();
         config.tiers.insert("gold".into(), RateLimit { per_second: 1, burst: 1 });
-        assert!(config.validate().unwrap_err().contains("gold"));
+        assert!(config.validate().unwrap_err().to_string().contains("gold"));
     }
 
     #[test]

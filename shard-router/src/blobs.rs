@@ -77,10 +77,11 @@ use serde::{Serialize, Serializer};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::Error;
 use crate::db::Database;
+use crate::error::Error;
 use crate::ids::{InvalidId, ShardId, TenantId, is_key_char};
 use crate::records::{MAX_WRITE_ATTEMPTS, backoff};
+use crate::shard::{FencedShard, shard_error};
 
 /// The size of every chunk of a blob but the last (which holds the remainder, at least a byte).
 pub const BLOB_CHUNK_BYTES: usize = 256 * 1024;
@@ -221,6 +222,16 @@ pub enum BlobRead {
     Absent,
 }
 
+impl BlobRead {
+    /// The live blob, if there is one.
+    pub fn live(&self) -> Option<&BlobMeta> {
+        match self {
+            BlobRead::Live(blob) => Some(blob),
+            BlobRead::Gone(_) | BlobRead::Absent => None,
+        }
+    }
+}
+
 /// A client's precondition on a blob write or delete. ETags are the blobs' SHA-256 in hex.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BlobCondition {
@@ -340,37 +351,24 @@ pub struct CommitOutcome {
 /// Blob operations on one shard database.
 #[derive(Debug, Clone, Copy)]
 pub struct BlobStore<'a> {
-    db: &'a Database,
-    shard: &'a ShardId,
-    /// The epoch of the map the writes were routed on; the shard refuses them if its fence is
-    /// newer.
-    map_epoch: i64,
+    shard: FencedShard<'a>,
 }
 
 impl<'a> BlobStore<'a> {
     /// Blob operations on `db`, which is shard `shard` (named in errors). Writes are not fenced
     /// (for maintenance such as purges); use [`BlobStore::routed_at`] for routed requests.
     pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { db, shard, map_epoch: i64::MAX }
+        Self { shard: FencedShard::new(db, shard) }
     }
 
     /// Writes (begin, chunk, commit, delete) will be refused with [`Error::StaleMap`] if the
     /// shard's fence is newer than `epoch` (the map they were routed on).
     pub fn routed_at(self, epoch: u64) -> Self {
-        Self { map_epoch: i64::try_from(epoch).unwrap_or(i64::MAX), ..self }
+        Self { shard: self.shard.routed_at(epoch) }
     }
 
     fn err(&self, source: sqlx::Error) -> Error {
-        shard_error(self.shard, source)
-    }
-
-    /// After a fenced write changed nothing: [`Error::StaleMap`] if the fence is why.
-    async fn check_fence(&self) -> Result<(), Error> {
-        let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
-            .fetch_one(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        if fence > self.map_epoch { Err(Error::StaleMap(self.shard.clone())) } else { Ok(()) }
+        self.shard.err(source)
     }
 
     /// Starts an upload to `path`: a new random id, `staging`, nothing visible yet.
@@ -401,13 +399,13 @@ impl<'a> BlobStore<'a> {
         .bind(i64::from(vshard))
         .bind(i64::from(upload.chunk_size))
         .bind(now_ms)
-        .bind(self.map_epoch)
-        .fetch_optional(&self.db.pool)
+        .bind(self.shard.map_epoch())
+        .fetch_optional(self.shard.pool())
         .await
         .map_err(|e| self.err(e))?;
         match begun {
             Some(_) => Ok(upload),
-            None => Err(Error::StaleMap(self.shard.clone())),
+            None => Err(Error::StaleMap(self.shard.id().clone())),
         }
     }
 
@@ -428,7 +426,7 @@ impl<'a> BlobStore<'a> {
             )));
         }
         let seq_i64 = to_i64(seq)?;
-        let mut tx = self.db.pool.begin().await.map_err(|e| self.err(e))?;
+        let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
         // First statement, and a write: it takes SQLite's write lock and, on PostgreSQL, locks
         // the upload's row against a concurrent abort or abandonment.
         let appended = sqlx::query(
@@ -441,7 +439,7 @@ impl<'a> BlobStore<'a> {
         .bind(now_ms)
         .bind(&upload.id)
         .bind(seq_i64)
-        .bind(self.map_epoch)
+        .bind(self.shard.map_epoch())
         .fetch_optional(&mut *tx)
         .await
         .map_err(|e| self.err(e))?;
@@ -461,24 +459,37 @@ impl<'a> BlobStore<'a> {
 
     /// Why [`BlobStore::put_chunk`] could not append: the error to return.
     async fn chunk_refused(&self, upload: &Upload, seq: u64) -> Result<Error, Error> {
-        if let Err(stale) = self.check_fence().await {
-            return Ok(stale);
-        }
-        let row = sqlx::query("SELECT state, next_seq FROM blob_uploads WHERE upload_id = $1")
-            .bind(&upload.id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(row) = row else { return Ok(Error::UploadClosed) };
-        let state: String = row.try_get(0).map_err(|e| self.err(e))?;
-        let next: i64 = row.try_get(1).map_err(|e| self.err(e))?;
-        Ok(if state != "staging" {
-            Error::UploadClosed
-        } else if i64::try_from(seq).ok() != Some(next) {
+        let (next, _) = match self.staging_counters(upload).await? {
+            Ok(counters) => counters,
+            Err(refusal) => return Ok(refusal),
+        };
+        Ok(if i64::try_from(seq).ok() != Some(next) {
             Error::BlobProtocol(format!("chunk {seq} of upload {} arrived, chunk {next} was expected", upload.id))
         } else {
             Error::BlobProtocol(format!("chunk {seq} of upload {} follows a short chunk", upload.id))
         })
+    }
+
+    /// After a fenced write to a staging upload changed nothing, the reasons that are not the
+    /// write's own: `Err` [`Error::StaleMap`] if the fence is newer, `Err` [`Error::UploadClosed`]
+    /// if the upload is no longer staging; otherwise its counters (`next_seq`, `received`).
+    async fn staging_counters(&self, upload: &Upload) -> Result<Result<(i64, i64), Error>, Error> {
+        if let Err(stale) = self.shard.check_fence().await {
+            return Ok(Err(stale));
+        }
+        let row = sqlx::query("SELECT state, next_seq, received FROM blob_uploads WHERE upload_id = $1")
+            .bind(&upload.id)
+            .fetch_optional(self.shard.pool())
+            .await
+            .map_err(|e| self.err(e))?;
+        let Some(row) = row else { return Ok(Err(Error::UploadClosed)) };
+        let state: String = row.try_get(0).map_err(|e| self.err(e))?;
+        if state != "staging" {
+            return Ok(Err(Error::UploadClosed));
+        }
+        let next: i64 = row.try_get(1).map_err(|e| self.err(e))?;
+        let received: i64 = row.try_get(2).map_err(|e| self.err(e))?;
+        Ok(Ok((next, received)))
     }
 
     /// Makes the upload the blob at its path, if `commit.condition` holds for the blob there now
@@ -499,15 +510,12 @@ impl<'a> BlobStore<'a> {
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
             let current = self.read(&upload.tenant, &upload.path).await?;
-            let live = match &current {
-                BlobRead::Live(blob) => Some(blob),
-                BlobRead::Gone(_) | BlobRead::Absent => None,
-            };
+            let live = current.live();
             if !commit.condition.is_met_by(live) {
                 self.abort(upload, now_ms).await?;
                 return Err(Error::PreconditionFailed);
             }
-            let mut tx = self.db.pool.begin().await.map_err(|e| self.err(e))?;
+            let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
             // 1. Seal: the first statement is a write (SQLite's write lock is taken here).
             let sealed = sqlx::query(
                 "UPDATE blob_uploads SET state = 'live', changed_at = $1 \
@@ -518,7 +526,7 @@ impl<'a> BlobStore<'a> {
             .bind(&upload.id)
             .bind(chunk_count)
             .bind(size)
-            .bind(self.map_epoch)
+            .bind(self.shard.map_epoch())
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| self.err(e))?;
@@ -549,7 +557,7 @@ impl<'a> BlobStore<'a> {
                 .bind(i64::from(upload.chunk_size))
                 .bind(chunk_count)
                 .bind(now_ms)
-                .bind(self.map_epoch)
+                .bind(self.shard.map_epoch())
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| self.err(e))?,
@@ -571,7 +579,7 @@ impl<'a> BlobStore<'a> {
                 .bind(upload.tenant.as_str())
                 .bind(upload.path.as_str())
                 .bind(*version)
-                .bind(self.map_epoch)
+                .bind(self.shard.map_epoch())
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(|e| self.err(e))?,
@@ -614,21 +622,10 @@ impl<'a> BlobStore<'a> {
 
     /// Why sealing an upload failed: the error to return.
     async fn commit_refused(&self, upload: &Upload, size: i64, chunk_count: i64) -> Result<Error, Error> {
-        if let Err(stale) = self.check_fence().await {
-            return Ok(stale);
-        }
-        let row = sqlx::query("SELECT state, next_seq, received FROM blob_uploads WHERE upload_id = $1")
-            .bind(&upload.id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        let Some(row) = row else { return Ok(Error::UploadClosed) };
-        let state: String = row.try_get(0).map_err(|e| self.err(e))?;
-        if state != "staging" {
-            return Ok(Error::UploadClosed);
-        }
-        let next: i64 = row.try_get(1).map_err(|e| self.err(e))?;
-        let received: i64 = row.try_get(2).map_err(|e| self.err(e))?;
+        let (next, received) = match self.staging_counters(upload).await? {
+            Ok(counters) => counters,
+            Err(refusal) => return Ok(refusal),
+        };
         Ok(Error::BlobProtocol(format!(
             "upload {} holds {next} chunks and {received} bytes, the commit declares {chunk_count} chunks and {size} bytes",
             upload.id
@@ -664,7 +661,7 @@ impl<'a> BlobStore<'a> {
         )
         .bind(now_ms)
         .bind(&upload.id)
-        .fetch_optional(&self.db.pool)
+        .fetch_optional(self.shard.pool())
         .await
         .map_err(|e| self.err(e))?;
         match aborted {
@@ -684,7 +681,7 @@ impl<'a> BlobStore<'a> {
                 .bind(upload_id)
                 .bind(low)
                 .bind(low + DELETE_BATCH_CHUNKS)
-                .execute(&self.db.pool)
+                .execute(self.shard.pool())
                 .await
                 .map_err(|e| self.err(e))?;
             deleted += done.rows_affected();
@@ -697,23 +694,20 @@ impl<'a> BlobStore<'a> {
     pub async fn upload_state(&self, upload_id: &str) -> Result<Option<UploadState>, Error> {
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM blob_uploads WHERE upload_id = $1")
             .bind(upload_id)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         state
             .map(|s| {
                 UploadState::parse(&s)
-                    .ok_or_else(|| Error::Corrupt(format!("upload state {s:?} on shard {}", self.shard)))
+                    .ok_or_else(|| Error::Corrupt(format!("upload state {s:?} on shard {}", self.shard.id())))
             })
             .transpose()
     }
 
     /// The live blob at `path`, if any.
     pub async fn head(&self, tenant: &TenantId, path: &BlobPath) -> Result<Option<BlobMeta>, Error> {
-        match self.read(tenant, path).await? {
-            BlobRead::Live(blob) => Ok(Some(blob)),
-            BlobRead::Gone(_) | BlobRead::Absent => Ok(None),
-        }
+        Ok(self.read(tenant, path).await?.live().cloned())
     }
 
     /// What the shard holds at `path`, tombstones included.
@@ -721,7 +715,7 @@ impl<'a> BlobStore<'a> {
         let row = sqlx::query(&format!("SELECT {META_COLUMNS} FROM blobs WHERE tenant = $1 AND path = $2"))
             .bind(tenant.as_str())
             .bind(path.as_str())
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         let Some(row) = row else { return Ok(BlobRead::Absent) };
@@ -734,7 +728,7 @@ impl<'a> BlobStore<'a> {
 
     /// A live blob from a row of [`META_COLUMNS`].
     fn meta(&self, row: &AnyRow) -> Result<BlobMeta, Error> {
-        let corrupt = |what: &str| Error::Corrupt(format!("blob {what} on shard {}", self.shard));
+        let corrupt = |what: &str| Error::Corrupt(format!("blob {what} on shard {}", self.shard.id()));
         let text = |i: usize| -> Result<String, Error> { row.try_get(i).map_err(|e| self.err(e)) };
         let int = |i: usize| -> Result<i64, Error> { row.try_get(i).map_err(|e| self.err(e)) };
         let upload_id: Option<String> = row.try_get(4).map_err(|e| self.err(e))?;
@@ -757,7 +751,7 @@ impl<'a> BlobStore<'a> {
     /// Chunk `seq` of `blob` (a value from [`BlobStore::head`] or [`BlobStore::list`]).
     /// [`Error::BlobNotFound`] if the blob was replaced or deleted and its chunks collected since.
     pub async fn read_chunk(&self, blob: &BlobMeta, seq: u64) -> Result<Bytes, Error> {
-        read_chunk(self.db, self.shard, blob, seq).await
+        read_chunk(self.shard.db(), self.shard.id(), blob, seq).await
     }
 
     /// Chunks `seqs` of `blob`, in order, one query each (the connection is released between
@@ -774,7 +768,7 @@ impl<'a> BlobStore<'a> {
                 blob.chunk_count
             )));
         }
-        let state = (self.db.clone(), self.shard.clone(), blob.clone(), seqs);
+        let state = (self.shard.db().clone(), self.shard.id().clone(), blob.clone(), seqs);
         Ok(futures::stream::try_unfold(state, |(db, shard, blob, mut seqs)| async move {
             let Some(seq) = seqs.next() else { return Ok(None) };
             let chunk = read_chunk(&db, &shard, &blob, seq).await?;
@@ -800,7 +794,7 @@ impl<'a> BlobStore<'a> {
                 return Err(Error::PreconditionFailed);
             }
             let Some(live) = live else { return Ok(None) };
-            let mut tx = self.db.pool.begin().await.map_err(|e| self.err(e))?;
+            let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
             let tombstoned = sqlx::query(
                 "UPDATE blobs SET version = version + 1, deleted = 1, upload_id = NULL, size = 0, sha256 = '', \
                  content_type = '', chunk_count = 0, updated_at = $1 \
@@ -811,13 +805,13 @@ impl<'a> BlobStore<'a> {
             .bind(tenant.as_str())
             .bind(path.as_str())
             .bind(live.version)
-            .bind(self.map_epoch)
+            .bind(self.shard.map_epoch())
             .fetch_optional(&mut *tx)
             .await
             .map_err(|e| self.err(e))?;
             if tombstoned.is_none() {
                 tx.rollback().await.map_err(|e| self.err(e))?;
-                self.check_fence().await?;
+                self.shard.check_fence().await?;
                 continue;
             }
             self.supersede(&mut tx, &live.upload_id, now_ms).await?;
@@ -856,7 +850,7 @@ impl<'a> BlobStore<'a> {
         for value in binds {
             query = query.bind(value);
         }
-        let rows = query.bind(i64::from(limit)).fetch_all(&self.db.pool).await.map_err(|e| self.err(e))?;
+        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).await.map_err(|e| self.err(e))?;
         rows.iter().map(|row| self.meta(row)).collect()
     }
 
@@ -869,7 +863,7 @@ impl<'a> BlobStore<'a> {
         // `staging`, and on PostgreSQL both lock the upload's row first.
         sqlx::query("UPDATE blob_uploads SET state = 'aborted' WHERE state = 'staging' AND changed_at < $1")
             .bind(older_than_ms)
-            .execute(&self.db.pool)
+            .execute(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         let mut chunks = 0;
@@ -880,7 +874,7 @@ impl<'a> BlobStore<'a> {
             )
             .bind(older_than_ms)
             .bind(GARBAGE_BATCH_UPLOADS)
-            .fetch_all(&self.db.pool)
+            .fetch_all(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
             let removed = self.remove_uploads(&rows, "state IN ('aborted', 'superseded')").await?;
@@ -900,7 +894,7 @@ impl<'a> BlobStore<'a> {
             let upload_id: String = row.try_get(0).map_err(|e| self.err(e))?;
             let next_seq: i64 = row.try_get(1).map_err(|e| self.err(e))?;
             removed.chunks += self.delete_chunks(&upload_id, next_seq).await?;
-            let done = sqlx::query(&sql).bind(&upload_id).execute(&self.db.pool).await.map_err(|e| self.err(e))?;
+            let done = sqlx::query(&sql).bind(&upload_id).execute(self.shard.pool()).await.map_err(|e| self.err(e))?;
             removed.uploads += done.rows_affected();
         }
         Ok(removed)
@@ -912,14 +906,14 @@ impl<'a> BlobStore<'a> {
     pub async fn purge_tenant(&self, tenant: &TenantId) -> Result<u64, Error> {
         let blobs = sqlx::query("DELETE FROM blobs WHERE tenant = $1")
             .bind(tenant.as_str())
-            .execute(&self.db.pool)
+            .execute(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?
             .rows_affected();
         // Aborting first stops further chunks and commits of these uploads.
         sqlx::query("UPDATE blob_uploads SET state = 'aborted' WHERE tenant = $1 AND state <> 'aborted'")
             .bind(tenant.as_str())
-            .execute(&self.db.pool)
+            .execute(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         loop {
@@ -928,7 +922,7 @@ impl<'a> BlobStore<'a> {
             )
             .bind(tenant.as_str())
             .bind(GARBAGE_BATCH_UPLOADS)
-            .fetch_all(&self.db.pool)
+            .fetch_all(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
             if self.remove_uploads(&rows, "state = 'aborted'").await?.uploads == 0 {
@@ -964,10 +958,6 @@ async fn read_chunk(db: &Database, shard: &ShardId, blob: &BlobMeta, seq: u64) -
         )));
     }
     Ok(Bytes::from(data))
-}
-
-fn shard_error(shard: &ShardId, source: sqlx::Error) -> Error {
-    Error::Database { target: format!("shard {shard}"), source }
 }
 
 fn to_i64(n: u64) -> Result<i64, Error> {

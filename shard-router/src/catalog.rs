@@ -3,10 +3,11 @@
 //! the epoch on, so readers can tell maps apart and SQLite takes its write lock up front.
 
 use secrecy::SecretString;
+use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use crate::Error;
 use crate::db::{Database, Engine};
+use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
@@ -104,6 +105,28 @@ fn catalog_err(source: sqlx::Error) -> Error {
     Error::Database { target: "catalog".to_owned(), source }
 }
 
+/// Column `index` of a catalog row.
+fn column<'r, T>(row: &'r AnyRow, index: usize) -> Result<T, Error>
+where
+    T: sqlx::Decode<'r, Any> + sqlx::Type<Any>,
+{
+    row.try_get(index).map_err(catalog_err)
+}
+
+/// Runs `statement` (a change of one row) in `tx` and commits if it changed a row. `false`: no
+/// row matched, and the transaction was rolled back (with the epoch and audit entry it holds).
+async fn commit_if_changed<'q>(
+    mut tx: Transaction<'static, Any>,
+    statement: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+) -> Result<bool, Error> {
+    let done = statement.execute(&mut *tx).await.map_err(catalog_err)?;
+    if done.rows_affected() == 0 {
+        return Ok(false);
+    }
+    tx.commit().await.map_err(catalog_err)?;
+    Ok(true)
+}
+
 fn corrupt(what: String) -> Error {
     Error::Corrupt(what)
 }
@@ -126,8 +149,8 @@ impl Catalog {
             .fetch_one(pool)
             .await
             .map_err(catalog_err)?;
-        let epoch: i64 = head.try_get(0).map_err(catalog_err)?;
-        let vshard_count: i64 = head.try_get(1).map_err(catalog_err)?;
+        let epoch: i64 = column(&head, 0)?;
+        let vshard_count: i64 = column(&head, 1)?;
         let mut map = MapSnapshot::empty(u32::try_from(vshard_count).map_err(|_| corrupt("vshard_count".into()))?);
         map.epoch = epoch as u64;
         for shard in self.list_shards().await? {
@@ -142,8 +165,8 @@ impl Catalog {
                 return Err(corrupt(format!("vshard table has {} rows, expected {}", rows.len(), map.vshard_count)));
             }
             for (expected, row) in rows.iter().enumerate() {
-                let vshard: i64 = row.try_get(0).map_err(catalog_err)?;
-                let shard: String = row.try_get(1).map_err(catalog_err)?;
+                let vshard: i64 = column(row, 0)?;
+                let shard: String = column(row, 1)?;
                 if vshard != expected as i64 {
                     return Err(corrupt(format!("vshard table is missing vshard {expected}")));
                 }
@@ -162,9 +185,9 @@ impl Catalog {
         .map_err(catalog_err)?;
         map.tenants.reserve(rows.len());
         for row in rows {
-            let id: String = row.try_get(0).map_err(catalog_err)?;
-            let tier: String = row.try_get(1).map_err(catalog_err)?;
-            let pin: Option<String> = row.try_get(2).map_err(catalog_err)?;
+            let id: String = column(&row, 0)?;
+            let tier: String = column(&row, 1)?;
+            let pin: Option<String> = column(&row, 2)?;
             let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
             let tier = Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} has tier {tier:?}")))?;
             let pin = match pin {
@@ -195,8 +218,8 @@ impl Catalog {
             .fetch_one(&self.db.pool)
             .await
             .map_err(catalog_err)?;
-        let epoch: i64 = row.try_get(0).map_err(catalog_err)?;
-        let cache_generation: i64 = row.try_get(1).map_err(catalog_err)?;
+        let epoch: i64 = column(&row, 0)?;
+        let cache_generation: i64 = column(&row, 1)?;
         Ok(CatalogHeads { epoch: epoch as u64, cache_generation: cache_generation as u64 })
     }
 
@@ -229,7 +252,7 @@ impl Catalog {
         sqlx::query(
             "INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES ($1, $2, $3, $4, $5, $6)",
         )
-        .bind(crate::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(&audit.actor)
         .bind(audit.tenant.as_deref())
         .bind(audit.action)
@@ -254,13 +277,13 @@ impl Catalog {
         rows.iter()
             .map(|row| {
                 Ok(AuditEntry {
-                    id: row.try_get(0).map_err(catalog_err)?,
-                    at_ms: row.try_get(1).map_err(catalog_err)?,
-                    actor: row.try_get(2).map_err(catalog_err)?,
-                    tenant: row.try_get(3).map_err(catalog_err)?,
-                    action: row.try_get(4).map_err(catalog_err)?,
-                    target: row.try_get(5).map_err(catalog_err)?,
-                    request_id: row.try_get(6).map_err(catalog_err)?,
+                    id: column(row, 0)?,
+                    at_ms: column(row, 1)?,
+                    actor: column(row, 2)?,
+                    tenant: column(row, 3)?,
+                    action: column(row, 4)?,
+                    target: column(row, 5)?,
+                    request_id: column(row, 6)?,
                 })
             })
             .collect()
@@ -274,21 +297,8 @@ impl Catalog {
         owns_all_if_first: bool,
         audit: &Audit,
     ) -> Result<(u64, bool), Error> {
-        use secrecy::ExposeSecret;
         let (mut tx, epoch) = self.begin_change(audit).await?;
-        let inserted = sqlx::query(
-            "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(shard.id.as_str())
-        .bind(shard.url.expose_secret())
-        .bind(shard.engine.as_str())
-        .bind(shard.state.as_str())
-        .bind(shard.created_at_ms)
-        .bind(shard.updated_at_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
-        if inserted.rows_affected() == 0 {
+        if !insert_shard_row(&mut tx, shard).await? {
             return Err(Error::ShardExists(shard.id.clone()));
         }
         let mut took_vshards = false;
@@ -312,21 +322,9 @@ impl Catalog {
     /// Registers several shards at once and spreads the (empty) vshard table evenly over them.
     /// Used to bootstrap a new catalog.
     pub async fn bootstrap_shards(&self, shards: &[ShardRow], owners: &[ShardId], audit: &Audit) -> Result<u64, Error> {
-        use secrecy::ExposeSecret;
         let (mut tx, epoch) = self.begin_change(audit).await?;
         for shard in shards {
-            sqlx::query(
-                "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(shard.id.as_str())
-            .bind(shard.url.expose_secret())
-            .bind(shard.engine.as_str())
-            .bind(shard.state.as_str())
-            .bind(shard.created_at_ms)
-            .bind(shard.updated_at_ms)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
+            insert_shard_row(&mut tx, shard).await?;
         }
         let count: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
@@ -345,18 +343,14 @@ impl Catalog {
         now_ms: i64,
         audit: &Audit,
     ) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        let done = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
+        let (tx, epoch) = self.begin_change(audit).await?;
+        let update = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
             .bind(state.as_str())
             .bind(now_ms)
-            .bind(id.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        if done.rows_affected() == 0 {
+            .bind(id.as_str());
+        if !commit_if_changed(tx, update).await? {
             return Err(Error::ShardNotFound(id.clone()));
         }
-        tx.commit().await.map_err(catalog_err)?;
         Ok(epoch)
     }
 
@@ -376,15 +370,9 @@ impl Catalog {
         if vshards > 0 || pins > 0 {
             return Err(Error::ShardInUse { shard: id.clone(), vshards: vshards as u64, pinned_tenants: pins as u64 });
         }
-        let done = sqlx::query("DELETE FROM shards WHERE id = $1")
-            .bind(id.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        if done.rows_affected() == 0 {
+        if !commit_if_changed(tx, sqlx::query("DELETE FROM shards WHERE id = $1").bind(id.as_str())).await? {
             return Err(Error::ShardNotFound(id.clone()));
         }
-        tx.commit().await.map_err(catalog_err)?;
         Ok(epoch)
     }
 
@@ -463,15 +451,9 @@ impl Catalog {
                 .await
                 .map_err(catalog_err)?;
         }
-        let done = sqlx::query("DELETE FROM tenants WHERE id = $1")
-            .bind(id.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        if done.rows_affected() == 0 {
+        if !commit_if_changed(tx, sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str())).await? {
             return Err(Error::TenantNotFound);
         }
-        tx.commit().await.map_err(catalog_err)?;
         Ok(epoch)
     }
 
@@ -494,6 +476,24 @@ impl Catalog {
         .map_err(catalog_err)?;
         rows.iter().map(tenant_row).collect()
     }
+}
+
+/// Inserts a shard's row unless its id is taken. Whether it was inserted.
+async fn insert_shard_row(tx: &mut Transaction<'static, Any>, shard: &ShardRow) -> Result<bool, Error> {
+    use secrecy::ExposeSecret;
+    let inserted = sqlx::query(
+        "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(shard.id.as_str())
+    .bind(shard.url.expose_secret())
+    .bind(shard.engine.as_str())
+    .bind(shard.state.as_str())
+    .bind(shard.created_at_ms)
+    .bind(shard.updated_at_ms)
+    .execute(&mut **tx)
+    .await
+    .map_err(catalog_err)?;
+    Ok(inserted.rows_affected() > 0)
 }
 
 async fn insert_vshards(tx: &mut Transaction<'static, Any>, owners: &[ShardId]) -> Result<(), Error> {
@@ -527,26 +527,26 @@ async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<O
     row.as_ref().map(tenant_row).transpose()
 }
 
-fn shard_row(row: &sqlx::any::AnyRow) -> Result<ShardRow, Error> {
-    let id: String = row.try_get(0).map_err(catalog_err)?;
-    let url: String = row.try_get(1).map_err(catalog_err)?;
-    let engine: String = row.try_get(2).map_err(catalog_err)?;
-    let state: String = row.try_get(3).map_err(catalog_err)?;
+fn shard_row(row: &AnyRow) -> Result<ShardRow, Error> {
+    let id: String = column(row, 0)?;
+    let url: String = column(row, 1)?;
+    let engine: String = column(row, 2)?;
+    let state: String = column(row, 3)?;
     let id = ShardId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
     Ok(ShardRow {
         engine: Engine::parse(&engine).ok_or_else(|| corrupt(format!("shard {id} engine {engine:?}")))?,
         state: ShardState::parse(&state).ok_or_else(|| corrupt(format!("shard {id} state {state:?}")))?,
         url: SecretString::from(url),
-        created_at_ms: row.try_get(4).map_err(catalog_err)?,
-        updated_at_ms: row.try_get(5).map_err(catalog_err)?,
+        created_at_ms: column(row, 4)?,
+        updated_at_ms: column(row, 5)?,
         id,
     })
 }
 
 /// A tenant's rate limit from the two columns starting at `first` (both NULL: none).
-fn rate_limit_columns(row: &sqlx::any::AnyRow, first: usize) -> Result<Option<TenantRateLimit>, Error> {
-    let per_second: Option<i64> = row.try_get(first).map_err(catalog_err)?;
-    let burst: Option<i64> = row.try_get(first + 1).map_err(catalog_err)?;
+fn rate_limit_columns(row: &AnyRow, first: usize) -> Result<Option<TenantRateLimit>, Error> {
+    let per_second: Option<i64> = column(row, first)?;
+    let burst: Option<i64> = column(row, first + 1)?;
     match (per_second, burst) {
         (None, None) => Ok(None),
         (Some(per_second), Some(burst)) => Ok(Some(TenantRateLimit {
@@ -568,18 +568,18 @@ pub struct TenantChange {
     pub rate_limit: Option<Option<TenantRateLimit>>,
 }
 
-fn tenant_row(row: &sqlx::any::AnyRow) -> Result<TenantRow, Error> {
-    let id: String = row.try_get(0).map_err(catalog_err)?;
-    let tier: String = row.try_get(2).map_err(catalog_err)?;
-    let pin: Option<String> = row.try_get(3).map_err(catalog_err)?;
+fn tenant_row(row: &AnyRow) -> Result<TenantRow, Error> {
+    let id: String = column(row, 0)?;
+    let tier: String = column(row, 2)?;
+    let pin: Option<String> = column(row, 3)?;
     let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
     Ok(TenantRow {
-        name: row.try_get(1).map_err(catalog_err)?,
+        name: column(row, 1)?,
         tier: Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} tier {tier:?}")))?,
         pinned_shard: pin.map(|s| ShardId::parse(&s)).transpose().map_err(|e| corrupt(e.to_string()))?,
         rate_limit: rate_limit_columns(row, 6)?,
-        created_at_ms: row.try_get(4).map_err(catalog_err)?,
-        updated_at_ms: row.try_get(5).map_err(catalog_err)?,
+        created_at_ms: column(row, 4)?,
+        updated_at_ms: column(row, 5)?,
         id,
     })
 }

@@ -14,7 +14,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::{AnyPool, ConnectOptions};
 
-use crate::Error;
+use crate::error::Error;
 
 /// Which database engine a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -190,22 +190,40 @@ pub mod humantime_serde {
         serializer.serialize_str(&format!("{}ms", value.as_millis()))
     }
 
+    /// Why a duration was not understood.
+    #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+    pub enum InvalidDuration {
+        /// It does not start with a number.
+        #[error("invalid duration {0:?}: expected e.g. 5s, 250ms, 1h")]
+        NotANumber(String),
+        /// Its unit is none of `ms`, `s`, `m`, `h`, `d`.
+        #[error("invalid duration unit {unit:?} in {raw:?}: use ms, s, m, h or d")]
+        UnknownUnit {
+            /// The unit given.
+            unit: String,
+            /// The whole duration.
+            raw: String,
+        },
+        /// It does not fit in 64-bit milliseconds.
+        #[error("duration {0:?} is too large")]
+        TooLarge(String),
+    }
+
     /// Parses `<number><unit>` with unit `ms`, `s`, `m`, `h` or `d`.
-    pub fn parse_duration(raw: &str) -> Result<Duration, String> {
+    pub fn parse_duration(raw: &str) -> Result<Duration, InvalidDuration> {
         let raw = raw.trim();
         let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
         let (number, unit) = raw.split_at(split);
-        let number: u64 =
-            number.parse().map_err(|_| format!("invalid duration {raw:?}: expected e.g. 5s, 250ms, 1h"))?;
+        let number: u64 = number.parse().map_err(|_| InvalidDuration::NotANumber(raw.to_owned()))?;
         let millis = match unit.trim() {
             "ms" => Some(number),
             "s" | "" => number.checked_mul(1_000),
             "m" => number.checked_mul(60_000),
             "h" => number.checked_mul(3_600_000),
             "d" => number.checked_mul(86_400_000),
-            other => return Err(format!("invalid duration unit {other:?} in {raw:?}: use ms, s, m, h or d")),
+            other => return Err(InvalidDuration::UnknownUnit { unit: other.to_owned(), raw: raw.to_owned() }),
         };
-        millis.map(Duration::from_millis).ok_or_else(|| format!("duration {raw:?} is too large"))
+        millis.map(Duration::from_millis).ok_or_else(|| InvalidDuration::TooLarge(raw.to_owned()))
     }
 
     #[cfg(test)]

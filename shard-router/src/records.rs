@@ -9,9 +9,10 @@
 use serde_json::value::RawValue;
 use sqlx::Row;
 
-use crate::Error;
 use crate::db::Database;
+use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, ShardId, TenantId};
+use crate::shard::FencedShard;
 
 /// Inserts a new record (version 1) unless the key exists or the shard's fence is newer than the
 /// map the write was routed on. `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch.
@@ -40,7 +41,8 @@ pub const MAX_WRITE_ATTEMPTS: usize = 32;
 /// random pause of up to `attempt` milliseconds, so competing writers spread out.
 pub async fn backoff(attempt: usize) {
     if attempt > 0 {
-        let jitter = (crate::now_ms() as u64 ^ (attempt as u64).wrapping_mul(0x9E37_79B9)) % (attempt as u64 + 1);
+        let jitter =
+            (crate::clock::now_ms() as u64 ^ (attempt as u64).wrapping_mul(0x9E37_79B9)) % (attempt as u64 + 1);
         tokio::time::sleep(std::time::Duration::from_millis(jitter)).await;
     }
 }
@@ -56,6 +58,13 @@ pub struct StoredRecord {
     pub updated_at_ms: i64,
     /// The JSON value, as the client sent it.
     pub value: Box<RawValue>,
+}
+
+impl StoredRecord {
+    /// The record a write at `addr` just stored.
+    fn written(addr: RecordAddress<'_>, version: i64, value: &RawValue, now_ms: i64) -> Self {
+        Self { key: addr.key.as_str().to_owned(), version, updated_at_ms: now_ms, value: value.to_owned() }
+    }
 }
 
 /// A record read with its tombstone, if deleted.
@@ -130,24 +139,20 @@ pub struct RecordAddress<'a> {
 /// Record operations on one shard database.
 #[derive(Debug, Clone, Copy)]
 pub struct RecordStore<'a> {
-    db: &'a Database,
-    shard: &'a ShardId,
-    /// The epoch of the map the writes were routed on; the shard refuses them if its fence is
-    /// newer.
-    map_epoch: i64,
+    shard: FencedShard<'a>,
 }
 
 impl<'a> RecordStore<'a> {
     /// Record operations on `db`, which is shard `shard` (named in errors). Writes are not fenced
     /// (for maintenance such as purges); use [`RecordStore::routed_at`] for routed requests.
     pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { db, shard, map_epoch: i64::MAX }
+        Self { shard: FencedShard::new(db, shard) }
     }
 
     /// Writes will be refused with [`Error::StaleMap`] if the shard's fence is newer than
     /// `epoch` (the map they were routed on).
     pub fn routed_at(self, epoch: u64) -> Self {
-        Self { map_epoch: i64::try_from(epoch).unwrap_or(i64::MAX), ..self }
+        Self { shard: self.shard.routed_at(epoch) }
     }
 
     /// Binds a new row's values to one of the `INSERT_NEW_*` statements.
@@ -166,20 +171,11 @@ impl<'a> RecordStore<'a> {
             .bind(i64::from(vshard))
             .bind(now_ms)
             .bind(value.get())
-            .bind(self.map_epoch)
-    }
-
-    /// After a write changed nothing: [`Error::StaleMap`] if the fence is why.
-    async fn check_fence(&self) -> Result<(), Error> {
-        let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
-            .fetch_one(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        if fence > self.map_epoch { Err(Error::StaleMap(self.shard.clone())) } else { Ok(()) }
+            .bind(self.shard.map_epoch())
     }
 
     fn err(&self, source: sqlx::Error) -> Error {
-        Error::Database { target: format!("shard {}", self.shard), source }
+        self.shard.err(source)
     }
 
     /// Runs `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one row.
@@ -192,7 +188,7 @@ impl<'a> RecordStore<'a> {
             .bind(addr.tenant.as_str())
             .bind(addr.collection.as_str())
             .bind(addr.key.as_str())
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(self.shard.pool())
             .await
             .map_err(|e| self.err(e))
     }
@@ -225,7 +221,7 @@ impl<'a> RecordStore<'a> {
             version: row.try_get(1).map_err(|e| self.err(e))?,
             updated_at_ms: row.try_get(2).map_err(|e| self.err(e))?,
             value: RawValue::from_string(value)
-                .map_err(|e| Error::Corrupt(format!("record value on shard {}: {e}", self.shard)))?,
+                .map_err(|e| Error::Corrupt(format!("record value on shard {}: {e}", self.shard.id())))?,
         })
     }
 
@@ -264,7 +260,7 @@ impl<'a> RecordStore<'a> {
                 None => {
                     let row = self
                         .insert_new(INSERT_NEW_OR_NOTHING, addr, vshard, value, now_ms)
-                        .fetch_optional(&self.db.pool)
+                        .fetch_optional(self.shard.pool())
                         .await
                         .map_err(|e| self.err(e))?;
                     row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(|e| self.err(e))?
@@ -283,23 +279,15 @@ impl<'a> RecordStore<'a> {
                 .bind(addr.collection.as_str())
                 .bind(addr.key.as_str())
                 .bind(version)
-                .bind(self.map_epoch)
-                .fetch_optional(&self.db.pool)
+                .bind(self.shard.map_epoch())
+                .fetch_optional(self.shard.pool())
                 .await
                 .map_err(|e| self.err(e))?,
             };
-            if written.is_none() {
-                self.check_fence().await?;
-            }
-            if let Some(version) = written {
+            if let Some(version) = self.shard.unless_fenced_out(written).await? {
                 return Ok(PutOutcome {
                     created: live.is_none(),
-                    record: StoredRecord {
-                        key: addr.key.as_str().to_owned(),
-                        version,
-                        updated_at_ms: now_ms,
-                        value: value.to_owned(),
-                    },
+                    record: StoredRecord::written(addr, version, value, now_ms),
                 });
             }
         }
@@ -317,24 +305,16 @@ impl<'a> RecordStore<'a> {
     ) -> Result<PutOutcome, Error> {
         let row = self
             .insert_new(INSERT_NEW_OR_UPDATE, addr, vshard, value, now_ms)
-            .fetch_optional(&self.db.pool)
+            .fetch_optional(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         let Some(row) = row else {
-            self.check_fence().await?;
-            return Err(Error::StaleMap(self.shard.clone()));
+            self.shard.check_fence().await?;
+            return Err(Error::StaleMap(self.shard.id().clone()));
         };
         let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
         let live_since: i64 = row.try_get(1).map_err(|e| self.err(e))?;
-        Ok(PutOutcome {
-            created: version == live_since,
-            record: StoredRecord {
-                key: addr.key.as_str().to_owned(),
-                version,
-                updated_at_ms: now_ms,
-                value: value.to_owned(),
-            },
-        })
+        Ok(PutOutcome { created: version == live_since, record: StoredRecord::written(addr, version, value, now_ms) })
     }
 
     /// Deletes the record at `addr` if it exists and `condition` holds; returns the tombstone's
@@ -350,14 +330,11 @@ impl<'a> RecordStore<'a> {
             .bind(addr.tenant.as_str())
             .bind(addr.collection.as_str())
             .bind(addr.key.as_str())
-            .bind(self.map_epoch)
-            .fetch_optional(&self.db.pool)
+            .bind(self.shard.map_epoch())
+            .fetch_optional(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
-            if version.is_none() {
-                self.check_fence().await?;
-            }
-            return version.ok_or(Error::RecordNotFound);
+            return self.shard.unless_fenced_out(version).await?.ok_or(Error::RecordNotFound);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
@@ -378,14 +355,11 @@ impl<'a> RecordStore<'a> {
             .bind(addr.collection.as_str())
             .bind(addr.key.as_str())
             .bind(version)
-            .bind(self.map_epoch)
-            .fetch_optional(&self.db.pool)
+            .bind(self.shard.map_epoch())
+            .fetch_optional(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
-            if written.is_none() {
-                self.check_fence().await?;
-            }
-            if let Some(version) = written {
+            if let Some(version) = self.shard.unless_fenced_out(written).await? {
                 return Ok(version);
             }
         }
@@ -428,34 +402,29 @@ impl<'a> RecordStore<'a> {
         for value in binds {
             query = query.bind(value);
         }
-        let rows = query.bind(i64::from(limit)).fetch_all(&self.db.pool).await.map_err(|e| self.err(e))?;
+        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).await.map_err(|e| self.err(e))?;
         rows.iter().map(|r| self.record(r)).collect()
     }
 
     /// Live records on this shard (all tenants).
     pub async fn count_live(&self) -> Result<u64, Error> {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE deleted = 0")
-            .fetch_one(&self.db.pool)
+            .fetch_one(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         Ok(count as u64)
     }
 
-    /// Raises the shard's fence to `epoch`: writes routed on older maps are refused from now on.
+    /// Raises the shard's fence to `epoch` (see [`FencedShard::raise_fence`]).
     pub async fn raise_fence(&self, epoch: u64) -> Result<(), Error> {
-        sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1")
-            .bind(i64::try_from(epoch).unwrap_or(i64::MAX))
-            .execute(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(())
+        self.shard.raise_fence(epoch).await
     }
 
     /// Removes every record (and tombstone) of `tenant` on this shard.
     pub async fn purge_tenant(&self, tenant: &TenantId) -> Result<u64, Error> {
         let done = sqlx::query("DELETE FROM records WHERE tenant = $1")
             .bind(tenant.as_str())
-            .execute(&self.db.pool)
+            .execute(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         Ok(done.rows_affected())

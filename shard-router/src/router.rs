@@ -12,13 +12,15 @@ use serde::Deserialize;
 
 use crate::blobs::BlobStore;
 use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
+use crate::clock::now_ms;
 use crate::db::{Database, Engine, PoolConfig, Schema};
+use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::{
     MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier, spread_vshards,
 };
 use crate::records::RecordStore;
-use crate::{Error, now_ms};
+use crate::shard::FencedShard;
 
 /// How long registering a shard may take to connect and migrate it.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -440,8 +442,8 @@ impl ShardRouter {
             // Instances still routing on older maps must not write here any more.
             match self.shard_db(id) {
                 Ok(db) => {
-                    let store = RecordStore::new(&db, id);
-                    let fence = store.raise_fence(epoch);
+                    let shard = FencedShard::new(&db, id);
+                    let fence = shard.raise_fence(epoch);
                     match tokio::time::timeout(self.pool_config.probe_timeout, fence).await {
                         Ok(Ok(())) => {}
                         Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not raise the shard fence"),

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use shardgate_api::config::LogConfig;
 use shardgate_api::{Application, Config};
 use shardgate_gatekeeper::throttle::RateLimit;
-use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_gatekeeper::{IssuerConfig, Scope, Scopes, TokenRequest, mint_token};
 use shardgate_shard_router::ShardId;
 use shardgate_shard_router::router::ShardSeed;
 use tokio::task::JoinSet;
@@ -152,16 +152,7 @@ fn gateway_config(dir: &std::path::Path) -> BenchResult<Config> {
         });
     }
     std::fs::create_dir_all(dir.join("shards"))?;
-    config.auth.issuers = vec![IssuerConfig {
-        issuer: ISSUER.into(),
-        algorithm: Some(KeyAlgorithm::HS256),
-        algorithms: vec![],
-        audience: vec![],
-        secret: Some(SecretString::from(SECRET)),
-        public_key_pem: None,
-        public_key_file: None,
-        jwks_file: None,
-    }];
+    config.auth.issuers = vec![IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))];
     // The limiter still runs on every request; it never refuses one.
     let unlimited = RateLimit { per_second: 1_000_000_000, burst: 1_000_000_000 };
     for tier in ["free", "standard", "premium"] {

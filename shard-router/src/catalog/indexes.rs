@@ -1,10 +1,8 @@
 //! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
 //! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
 
-use sqlx::Row;
-
-use super::{Audit, Catalog, catalog_err};
-use crate::Error;
+use super::{Audit, Catalog, catalog_err, column};
+use crate::error::Error;
 
 /// An index definition row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,28 +53,28 @@ const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, cre
 
 fn def_row(row: &sqlx::any::AnyRow) -> Result<IndexDefRow, Error> {
     Ok(IndexDefRow {
-        tenant: row.try_get(0).map_err(catalog_err)?,
-        collection: row.try_get(1).map_err(catalog_err)?,
-        name: row.try_get(2).map_err(catalog_err)?,
-        definition: row.try_get(3).map_err(catalog_err)?,
-        state: row.try_get(4).map_err(catalog_err)?,
-        job_id: row.try_get(5).map_err(catalog_err)?,
-        created_at_ms: row.try_get(6).map_err(catalog_err)?,
-        updated_at_ms: row.try_get(7).map_err(catalog_err)?,
+        tenant: column(row, 0)?,
+        collection: column(row, 1)?,
+        name: column(row, 2)?,
+        definition: column(row, 3)?,
+        state: column(row, 4)?,
+        job_id: column(row, 5)?,
+        created_at_ms: column(row, 6)?,
+        updated_at_ms: column(row, 7)?,
     })
 }
 
 fn job_row(row: &sqlx::any::AnyRow) -> Result<JobRow, Error> {
     Ok(JobRow {
-        id: row.try_get(0).map_err(catalog_err)?,
-        kind: row.try_get(1).map_err(catalog_err)?,
-        tenant: row.try_get(2).map_err(catalog_err)?,
-        target: row.try_get(3).map_err(catalog_err)?,
-        state: row.try_get(4).map_err(catalog_err)?,
-        progress: row.try_get(5).map_err(catalog_err)?,
-        error: row.try_get(6).map_err(catalog_err)?,
-        created_at_ms: row.try_get(7).map_err(catalog_err)?,
-        updated_at_ms: row.try_get(8).map_err(catalog_err)?,
+        id: column(row, 0)?,
+        kind: column(row, 1)?,
+        tenant: column(row, 2)?,
+        target: column(row, 3)?,
+        state: column(row, 4)?,
+        progress: column(row, 5)?,
+        error: column(row, 6)?,
+        created_at_ms: column(row, 7)?,
+        updated_at_ms: column(row, 8)?,
     })
 }
 
@@ -131,7 +129,7 @@ impl Catalog {
             "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
         )
         .bind(state)
-        .bind(crate::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(tenant)
         .bind(collection)
         .bind(name)
@@ -206,7 +204,7 @@ impl Catalog {
         .bind(state)
         .bind(progress)
         .bind(error)
-        .bind(crate::now_ms())
+        .bind(crate::clock::now_ms())
         .bind(id)
         .execute(&self.db.pool)
         .await

@@ -2,10 +2,8 @@
 //! (`valet_grants`). Every instance reads them here, so a rotation, a retirement, a revocation or
 //! the one use of a single-use grant is seen by all instances at once.
 
-use sqlx::Row;
-
-use super::{Audit, Catalog, catalog_err, corrupt};
-use crate::Error;
+use super::{Audit, Catalog, catalog_err, column, commit_if_changed, corrupt};
+use crate::error::Error;
 
 /// State of a signing key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,17 +100,17 @@ pub struct ValetGrantRow {
 }
 
 fn key_row(row: &sqlx::any::AnyRow) -> Result<ValetKeyRow, Error> {
-    let id: String = row.try_get(0).map_err(catalog_err)?;
-    let secret: String = row.try_get(1).map_err(catalog_err)?;
-    let state: String = row.try_get(2).map_err(catalog_err)?;
+    let id: String = column(row, 0)?;
+    let secret: String = column(row, 1)?;
+    let state: String = column(row, 2)?;
     let secret = hex::decode(&secret)
         .ok()
         .and_then(|bytes| <[u8; 32]>::try_from(bytes).ok())
         .ok_or_else(|| corrupt(format!("valet key {id} has a malformed secret")))?;
     Ok(ValetKeyRow {
         state: ValetKeyState::parse(&state).ok_or_else(|| corrupt(format!("valet key {id} state {state:?}")))?,
-        created_at_ms: row.try_get(3).map_err(catalog_err)?,
-        retired_at_ms: row.try_get(4).map_err(catalog_err)?,
+        created_at_ms: column(row, 3)?,
+        retired_at_ms: column(row, 4)?,
         secret,
         id,
     })
@@ -122,19 +120,19 @@ const GRANT_COLUMNS: &str = "id, tenant, path, permission, key_id, not_before, e
                              revoked_at, created_at";
 
 fn grant_row(row: &sqlx::any::AnyRow) -> Result<ValetGrantRow, Error> {
-    let single_use: i64 = row.try_get(7).map_err(catalog_err)?;
+    let single_use: i64 = column(row, 7)?;
     Ok(ValetGrantRow {
-        id: row.try_get(0).map_err(catalog_err)?,
-        tenant: row.try_get(1).map_err(catalog_err)?,
-        path: row.try_get(2).map_err(catalog_err)?,
-        permission: row.try_get(3).map_err(catalog_err)?,
-        key_id: row.try_get(4).map_err(catalog_err)?,
-        not_before: row.try_get(5).map_err(catalog_err)?,
-        expires_at: row.try_get(6).map_err(catalog_err)?,
+        id: column(row, 0)?,
+        tenant: column(row, 1)?,
+        path: column(row, 2)?,
+        permission: column(row, 3)?,
+        key_id: column(row, 4)?,
+        not_before: column(row, 5)?,
+        expires_at: column(row, 6)?,
         single_use: single_use != 0,
-        used_at_ms: row.try_get(8).map_err(catalog_err)?,
-        revoked_at_ms: row.try_get(9).map_err(catalog_err)?,
-        created_at_ms: row.try_get(10).map_err(catalog_err)?,
+        used_at_ms: column(row, 8)?,
+        revoked_at_ms: column(row, 9)?,
+        created_at_ms: column(row, 10)?,
     })
 }
 
@@ -156,7 +154,7 @@ impl Catalog {
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
-        let now = crate::now_ms();
+        let now = crate::clock::now_ms();
         sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
             .bind(id)
             .bind(hex::encode(secret))
@@ -186,7 +184,7 @@ impl Catalog {
         if row.state == ValetKeyState::Current {
             return Ok(Retirement::IsCurrent);
         }
-        let now = crate::now_ms();
+        let now = crate::clock::now_ms();
         sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
             .bind(now)
             .bind(id)
@@ -236,14 +234,14 @@ impl Catalog {
         .await
         .map_err(catalog_err)?;
         let Some(row) = row else { return Ok(None) };
-        let state: Option<String> = row.try_get(11).map_err(catalog_err)?;
+        let state: Option<String> = column(&row, 11)?;
         Ok(Some((grant_row(&row)?, state.as_deref().and_then(ValetKeyState::parse))))
     }
 
     /// Uses a single-use grant: true for exactly one caller, however many try at once.
     pub async fn use_valet_grant(&self, id: &str) -> Result<bool, Error> {
         let done = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
-            .bind(crate::now_ms())
+            .bind(crate::clock::now_ms())
             .bind(id)
             .execute(&self.db.pool)
             .await
@@ -263,20 +261,13 @@ impl Catalog {
 
     /// Revokes a tenant's grant. `false`: the tenant has no such grant.
     pub async fn revoke_valet_grant(&self, tenant: &str, id: &str, audit: &Audit) -> Result<bool, Error> {
-        let mut tx = self.begin_audited(audit).await?;
-        let done =
+        let tx = self.begin_audited(audit).await?;
+        let revoke =
             sqlx::query("UPDATE valet_grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND tenant = $3")
-                .bind(crate::now_ms())
+                .bind(crate::clock::now_ms())
                 .bind(id)
-                .bind(tenant)
-                .execute(&mut *tx)
-                .await
-                .map_err(catalog_err)?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        tx.commit().await.map_err(catalog_err)?;
-        Ok(true)
+                .bind(tenant);
+        commit_if_changed(tx, revoke).await
     }
 
     /// Appends one audit entry on its own (events that change nothing in the catalog, such as a

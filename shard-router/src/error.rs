@@ -1,0 +1,122 @@
+//! The crate's one error type: everything that can go wrong below the HTTP layer.
+
+use crate::ids::{ShardId, TenantId};
+
+/// Everything that can go wrong below the HTTP layer. Each variant documents the status the API
+/// answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 404 `tenant_not_found`.
+    #[error("tenant not found")]
+    TenantNotFound,
+    /// 409 `tenant_exists`.
+    #[error("tenant {0} already exists")]
+    TenantExists(TenantId),
+    /// 404 `shard_not_found`.
+    #[error("shard {0} not found")]
+    ShardNotFound(ShardId),
+    /// 422 `unknown_shard`: a request body names a shard that is not registered.
+    #[error("shard {0} is not registered")]
+    UnknownShard(ShardId),
+    /// 409 `shard_exists`.
+    #[error("shard {0} already exists")]
+    ShardExists(ShardId),
+    /// 409 `shard_in_use`.
+    #[error("shard {shard} still owns {vshards} vshards and {pinned_tenants} pinned tenants")]
+    ShardInUse {
+        /// The shard.
+        shard: ShardId,
+        /// vshards it owns.
+        vshards: u64,
+        /// Tenants pinned to it.
+        pinned_tenants: u64,
+    },
+    /// 422 `shard_unreachable`: a shard being registered could not be connected to or migrated.
+    #[error("shard {shard} could not be reached: {reason}")]
+    ShardUnreachable {
+        /// The shard.
+        shard: ShardId,
+        /// What failed (never contains the URL).
+        reason: String,
+    },
+    /// 503 `shard_offline`.
+    #[error("shard {0} is offline")]
+    ShardOffline(ShardId),
+    /// 503 `shard_read_only`.
+    #[error("shard {0} is read-only")]
+    ShardReadOnly(ShardId),
+    /// 503 `no_shards`: the vshard table is empty.
+    #[error("no shard is registered yet")]
+    NoShards,
+    /// The write was routed on a shard map older than the shard's fence; the caller refreshes
+    /// its map and retries once. 503 `stale_shard_map` if it still happens after that.
+    #[error("shard {0} refused a write routed on an outdated shard map")]
+    StaleMap(ShardId),
+    /// 404 `record_not_found`.
+    #[error("record not found")]
+    RecordNotFound,
+    /// 412 `precondition_failed`.
+    #[error("the record's version does not match the precondition")]
+    PreconditionFailed,
+    /// 409 `write_contention`: too many concurrent writers on one record.
+    #[error("too many concurrent writes to this record; retry")]
+    WriteContention,
+    /// 404 `blob_not_found`; also a chunk read of a blob that was replaced or deleted and whose
+    /// chunks have been collected since it was looked up (mid-stream: the response is cut off).
+    #[error("blob not found")]
+    BlobNotFound,
+    /// 409 `upload_closed`: a chunk, commit or abort for an upload that was already committed,
+    /// aborted or collected as abandoned.
+    #[error("the upload is no longer open")]
+    UploadClosed,
+    /// 500 `internal`: the caller broke the blob chunk protocol (a chunk out of order, empty,
+    /// larger than the chunk size or after a short chunk; a commit whose size or chunk count
+    /// disagree with the chunks stored, or whose SHA-256 is not hex; a chunk read past the end).
+    /// A bug in the caller, never the client's doing.
+    #[error("blob chunk protocol violated: {0}")]
+    BlobProtocol(String),
+    /// 400 `invalid_database_url`.
+    #[error("invalid database URL: {0}")]
+    InvalidDatabaseUrl(String),
+    /// 500 `internal`: a migration failed.
+    #[error("migration failed: {0}")]
+    Migration(String),
+    /// 500 `internal`: the catalog holds something this version cannot read.
+    #[error("catalog or shard data is corrupt: {0}")]
+    Corrupt(String),
+    /// 503 `catalog_unavailable` / `shard_unavailable` when the database cannot be reached or the
+    /// pool is exhausted; 500 `internal` otherwise.
+    #[error("database error on {target}: {source}")]
+    Database {
+        /// `catalog` or `shard <id>`.
+        target: String,
+        /// The driver's error.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// 503: a probe did not answer in time.
+    #[error("timed out")]
+    Timeout,
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(source: sqlx::Error) -> Self {
+        Error::Database { target: "database".to_owned(), source }
+    }
+}
+
+impl Error {
+    /// Whether this is a database that cannot be reached right now (rather than a bug).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Error::Timeout => true,
+            Error::Database { source, .. } => {
+                matches!(
+                    source,
+                    sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_)
+                ) || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
+            }
+            _ => false,
+        }
+    }
+}

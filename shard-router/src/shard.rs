@@ -1,0 +1,106 @@
+//! One shard database as the stores on it (records, blobs, index entries) see it: the pool, the
+//! shard's id (named in errors), and the epoch of the shard map a write was routed on, which the
+//! shard's write fence is checked against.
+//!
+//! # The write fence
+//!
+//! Every shard holds one row `shard_fence (id = 1, epoch)`. When the map changes so that instances
+//! still routing on an older one must stop writing here (the shard leaves the active state, a
+//! tenant is deleted), the fence is raised to the new map's epoch
+//! ([`FencedShard::raise_fence`]). Every fenced
+//! write carries its map epoch as a condition, `... AND NOT EXISTS (SELECT 1 FROM shard_fence
+//! WHERE epoch > $n)`, bound to [`FencedShard::map_epoch`]. A write that changed nothing is then
+//! either a lost race or a refusal by the fence; [`FencedShard::check_fence`] tells which.
+
+use crate::db::Database;
+use crate::error::Error;
+use crate::ids::ShardId;
+
+/// A shard database and the map epoch its writes are routed on. A store on a shard holds one
+/// and reaches its pool, its id and its fence through it.
+#[derive(Debug, Clone, Copy)]
+pub struct FencedShard<'a> {
+    db: &'a Database,
+    id: &'a ShardId,
+    /// The epoch of the map the writes were routed on; the shard refuses them if its fence is
+    /// newer. `i64::MAX` when not fenced.
+    map_epoch: i64,
+}
+
+impl<'a> FencedShard<'a> {
+    /// Shard `id` reached through `db`. Writes are not fenced (for maintenance such as purges
+    /// and backfills); use [`FencedShard::routed_at`] for routed requests.
+    pub fn new(db: &'a Database, id: &'a ShardId) -> Self {
+        Self { db, id, map_epoch: i64::MAX }
+    }
+
+    /// Fenced writes will be refused with [`Error::StaleMap`] if the shard's fence is newer than
+    /// `epoch` (the map they were routed on).
+    pub fn routed_at(self, epoch: u64) -> Self {
+        Self { map_epoch: epoch_param(epoch), ..self }
+    }
+
+    /// The shard's database.
+    pub fn db(&self) -> &'a Database {
+        self.db
+    }
+
+    /// The shard's pool.
+    pub fn pool(&self) -> &'a sqlx::AnyPool {
+        &self.db.pool
+    }
+
+    /// The shard's id.
+    pub fn id(&self) -> &'a ShardId {
+        self.id
+    }
+
+    /// The value to bind to a fenced write's `shard_fence WHERE epoch > $n` condition.
+    pub fn map_epoch(&self) -> i64 {
+        self.map_epoch
+    }
+
+    /// A driver error on this shard, as [`Error::Database`] naming it.
+    pub fn err(&self, source: sqlx::Error) -> Error {
+        shard_error(self.id, source)
+    }
+
+    /// After a fenced write changed nothing: [`Error::StaleMap`] if the fence is why.
+    pub async fn check_fence(&self) -> Result<(), Error> {
+        let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
+            .fetch_one(self.pool())
+            .await
+            .map_err(|e| self.err(e))?;
+        if fence > self.map_epoch { Err(Error::StaleMap(self.id.clone())) } else { Ok(()) }
+    }
+
+    /// What a fenced write returned (`None`: it changed nothing), unless the fence is why it
+    /// changed nothing: then [`Error::StaleMap`]. A `None` that comes back is a lost race.
+    pub async fn unless_fenced_out<T>(&self, written: Option<T>) -> Result<Option<T>, Error> {
+        if written.is_none() {
+            self.check_fence().await?;
+        }
+        Ok(written)
+    }
+
+    /// Raises the shard's fence to `epoch`: writes routed on older maps are refused from now on.
+    pub async fn raise_fence(&self, epoch: u64) -> Result<(), Error> {
+        sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1")
+            .bind(epoch_param(epoch))
+            .execute(self.pool())
+            .await
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+/// A driver error on shard `id`, as [`Error::Database`] naming it (for code that owns the id
+/// rather than borrowing a [`FencedShard`], such as a chunk stream).
+pub(crate) fn shard_error(id: &ShardId, source: sqlx::Error) -> Error {
+    Error::Database { target: format!("shard {id}"), source }
+}
+
+/// A map epoch as the shard stores it (saturating: an epoch beyond `i64` fences nothing out).
+fn epoch_param(epoch: u64) -> i64 {
+    i64::try_from(epoch).unwrap_or(i64::MAX)
+}
