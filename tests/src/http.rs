@@ -54,6 +54,25 @@ impl TestApp {
         request.send().await.expect("the server answers")
     }
 
+    /// `PUT path` with `token` and `body` sent as it is (not serialised), labelled `content_type`:
+    /// for bodies that are not valid JSON, too large or too deep.
+    pub async fn put_raw(
+        &self,
+        path: &str,
+        token: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        self.client
+            .put(self.url(path))
+            .bearer_auth(token)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("the server answers")
+    }
+
     /// An admin-token request.
     pub async fn admin(&self, method: Method, path: &str, body: Option<&Value>) -> reqwest::Response {
         let token = self.admin_token();
