@@ -47,5 +47,5 @@ pub use http::{encode_segment, http_client};
 pub use metrics::metric;
 pub use records::{record_path, records_path};
 pub use redis::RedisServer;
-pub use server::RunningServer;
+pub use server::{RunningServer, free_port};
 pub use tokens::{ISSUER, SECRET, hs256_issuer, issuer_named, mint};

@@ -14,7 +14,7 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts `redis-server` on a free port (no persistence) and waits until it answers.
     pub async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = crate::free_port();
         let mut server = Self { port, child: None };
         server.launch().await;
         server

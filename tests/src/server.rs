@@ -70,3 +70,8 @@ fn shutdown_signal() -> (oneshot::Sender<()>, impl Future<Output = ()> + Send + 
         signal.await.ok();
     })
 }
+
+/// A port that was free a moment ago (for listeners a test must name before they start).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}

@@ -133,7 +133,7 @@ async fn the_gatekeeper_refuses_before_forwarding_and_learns_tenant_limits() {
 #[tokio::test]
 async fn an_unreachable_backend_is_a_502_problem_not_a_hang() {
     let secret = "internal-test-secret-0123456789abcdef0123";
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = shardgate_tests::free_port();
     let data_dir = tempfile::tempdir().unwrap();
     let config = GatekeeperConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
