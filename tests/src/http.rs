@@ -79,3 +79,9 @@ impl TestApp {
         self.send(method, path, Some(&token), body, &[]).await
     }
 }
+
+/// `GET url` with `token`; the body parsed as JSON whatever the status (for polling another
+/// instance, where a 404 problem is as telling as a 200).
+pub async fn get_json(client: &reqwest::Client, url: &str, token: &str) -> Value {
+    client.get(url).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+}

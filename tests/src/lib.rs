@@ -43,7 +43,7 @@ pub use assertions::{
 };
 pub use backend::{Backend, POSTGRES_SERVER, PgDatabases, SEEDED_SHARDS, VSHARD_COUNT, open_shard};
 pub use eventually::eventually;
-pub use http::{encode_segment, http_client};
+pub use http::{encode_segment, get_json, http_client};
 pub use metrics::metric;
 pub use records::{record_path, records_path};
 pub use redis::RedisServer;
