@@ -5,6 +5,8 @@ use std::sync::Mutex;
 
 use sqlx::Connection;
 
+use crate::TestApp;
+
 /// The PostgreSQL server the `postgres` variants use (trust auth, no password).
 pub const POSTGRES_SERVER: &str = "postgres://postgres@127.0.0.1:5432";
 /// The ids of the four shards every test app starts with, on both engines.
@@ -100,4 +102,20 @@ pub async fn open_shard(url: &str) -> sqlx::AnyPool {
         .connect(url)
         .await
         .unwrap_or_else(|e| panic!("cannot open shard database: {e}"))
+}
+
+impl TestApp {
+    /// The rows `sql` selects in each seeded shard database, shard after shard.
+    pub async fn rows_on_every_shard<T>(&self, sql: &str) -> Vec<T>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::any::AnyRow> + Send + Unpin,
+    {
+        let mut all = Vec::new();
+        for (_, url) in self.shard_urls() {
+            let pool = open_shard(&url).await;
+            all.extend(sqlx::query_as::<_, T>(sql).fetch_all(&pool).await.unwrap());
+            pool.close().await;
+        }
+        all
+    }
 }
