@@ -2,64 +2,15 @@
 //! processes: requests through the gatekeeper work, direct requests to the backend are refused,
 //! and the gatekeeper refuses a configuration holding a catalog URL.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use serde_json::json;
+use support::{Process, shardgate};
+
+mod support;
 
 const INTERNAL: &str = "gatekeeper-process-internal-secret-0123456789";
 
-struct Process {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn start(args: &[&str], data_dir: &std::path::Path) -> Process {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_shardgate"))
-        .args(args)
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(data_dir)
-        .env("SHARDGATE_INTERNAL__SECRET", INTERNAL)
-        .env("SHARDGATE_LOG__FILTER", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the shardgate binary starts");
-    Process { child, base: format!("http://127.0.0.1:{port}") }
-}
-
-async fn wait_healthy(client: &reqwest::Client, process: &Process) {
-    for _ in 0..100 {
-        if let Ok(response) = client.get(format!("{}/healthz", process.base)).send().await
-            && response.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{} did not come up", process.base);
-}
-
 fn token(data_dir: &std::path::Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_shardgate"))
-        .arg("token")
-        .args(args)
-        .arg("--data-dir")
-        .arg(data_dir)
-        .output()
-        .expect("shardgate token runs");
+    let output = shardgate(&[&["token"], args].concat(), data_dir).output().expect("shardgate token runs");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
@@ -68,12 +19,13 @@ fn token(data_dir: &std::path::Path, args: &[&str]) -> String {
 async fn a_gatekeeper_process_fronts_a_trusted_backend_process() {
     let data_dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
-    let backend = start(&["serve", "--trusted"], data_dir.path());
-    wait_healthy(&client, &backend).await;
+    let internal = [("SHARDGATE_INTERNAL__SECRET", INTERNAL)];
+    let backend = Process::start(&["serve", "--trusted"], data_dir.path(), internal);
+    backend.wait_until_ok(&client, "/healthz").await;
     // The gatekeeper shares only the token secret's directory (the embedded issuer) and the
     // internal secret: no storage configuration at all.
-    let gatekeeper = start(&["gatekeeper", "--upstream", &backend.base], data_dir.path());
-    wait_healthy(&client, &gatekeeper).await;
+    let gatekeeper = Process::start(&["gatekeeper", "--upstream", &backend.base], data_dir.path(), internal);
+    gatekeeper.wait_until_ok(&client, "/healthz").await;
 
     let admin = token(data_dir.path(), &["--admin"]);
     let response = client
@@ -108,13 +60,12 @@ async fn a_gatekeeper_process_fronts_a_trusted_backend_process() {
 #[test]
 fn a_gatekeeper_configured_with_storage_refuses_to_start() {
     let data_dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_shardgate"))
-        .args(["gatekeeper", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(data_dir.path())
-        .env("SHARDGATE_INTERNAL__SECRET", INTERNAL)
-        .env("SHARDGATE_STORAGE__CATALOG_URL", "postgres://postgres@127.0.0.1:5432/nothing")
-        .output()
-        .expect("the binary runs");
+    let output =
+        shardgate(&["gatekeeper", "--upstream", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"], data_dir.path())
+            .env("SHARDGATE_INTERNAL__SECRET", INTERNAL)
+            .env("SHARDGATE_STORAGE__CATALOG_URL", "postgres://postgres@127.0.0.1:5432/nothing")
+            .output()
+            .expect("the binary runs");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("storage"), "the error names the refused key: {stderr}");

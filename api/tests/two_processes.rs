@@ -1,57 +1,14 @@
 //! Two `shardgate serve` processes share a PostgreSQL catalog, PostgreSQL shards and Redis:
 //! writes through one are never read stale through the other.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use sqlx::Connection;
+use support::Process;
+
+mod support;
 
 const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const SECRET: &str = "two-processes-test-secret-0123456789abcdef";
-
-struct Gateway {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn spawn(envs: &[(String, String)], data_dir: &std::path::Path) -> Gateway {
-    let port = free_port();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_shardgate"));
-    command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(data_dir)
-        .env("SHARDGATE_LOG__FILTER", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    for (k, v) in envs {
-        command.env(k, v);
-    }
-    Gateway { child: command.spawn().expect("the shardgate binary starts"), base: format!("http://127.0.0.1:{port}") }
-}
-
-async fn wait_ready(client: &reqwest::Client, gateway: &Gateway) {
-    for _ in 0..100 {
-        if let Ok(response) = client.get(format!("{}/readyz", gateway.base)).send().await
-            && response.status().is_success()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{} did not become ready", gateway.base);
-}
 
 fn token(tenant: Option<&str>, scope: &str) -> String {
     use jsonwebtoken::{EncodingKey, Header, encode};
@@ -88,10 +45,10 @@ async fn writes_through_one_process_are_never_read_stale_through_the_other() {
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let client = reqwest::Client::new();
     // The first process creates the catalog; the second joins it.
-    let a = spawn(&envs, dirs[0].path());
-    wait_ready(&client, &a).await;
-    let b = spawn(&envs, dirs[1].path());
-    wait_ready(&client, &b).await;
+    let a = Process::start(&["serve"], dirs[0].path(), envs.clone());
+    a.wait_until_ok(&client, "/readyz").await;
+    let b = Process::start(&["serve"], dirs[1].path(), envs);
+    b.wait_until_ok(&client, "/readyz").await;
 
     let admin_token = token(None, "admin");
     let created = client

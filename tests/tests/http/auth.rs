@@ -14,7 +14,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm};
 use shardgate_tests::{
-    Backend, ISSUER, SECRET, TestApp, expect_json, expect_problem, expect_unauthorized, records_path,
+    Backend, ISSUER, SECRET, TestApp, expect_json, expect_problem, expect_unauthorized, issuer_named, records_path,
 };
 
 const KEYS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/keys");
@@ -88,19 +88,6 @@ fn fixture_jwk(file: &str, kid: &str) -> Jwk {
     serde_json::from_value(key.clone()).unwrap()
 }
 
-fn issuer(name: &str) -> IssuerConfig {
-    IssuerConfig {
-        issuer: name.into(),
-        algorithm: None,
-        algorithms: vec![],
-        audience: vec![],
-        secret: None,
-        public_key_pem: None,
-        public_key_file: None,
-        jwks_file: None,
-    }
-}
-
 /// An app with tenant `acme` trusting the HS256 test issuer plus
 /// - `rs` (RS256, PEM text), `es` (ES256, PEM file) and `ed` (EdDSA, PEM text), each with the
 ///   `algorithm` shorthand;
@@ -114,28 +101,28 @@ async fn app_with_every_issuer() -> TestApp {
             IssuerConfig {
                 algorithm: Some(KeyAlgorithm::RS256),
                 public_key_pem: Some(key_file("rs256-public.pem")),
-                ..issuer("rs")
+                ..issuer_named("rs")
             },
             IssuerConfig {
                 algorithm: Some(KeyAlgorithm::ES256),
                 public_key_file: Some(format!("{KEYS}/es256-public.pem").into()),
-                ..issuer("es")
+                ..issuer_named("es")
             },
             IssuerConfig {
                 algorithm: Some(KeyAlgorithm::EdDSA),
                 public_key_pem: Some(key_file("ed25519-public.pem")),
-                ..issuer("ed")
+                ..issuer_named("ed")
             },
             IssuerConfig {
                 algorithms: every.clone(),
                 jwks_file: Some(format!("{KEYS}/jwks.json").into()),
-                ..issuer("jwks")
+                ..issuer_named("jwks")
             },
             IssuerConfig {
                 algorithms: every,
                 audience: vec![AUDIENCE.into()],
                 jwks_file: Some(format!("{KEYS}/jwks-other.json").into()),
-                ..issuer("partner")
+                ..issuer_named("partner")
             },
         ]);
     })
@@ -150,6 +137,11 @@ async fn list_with(app: &TestApp, authorization: Option<&str>) -> reqwest::Respo
         request = request.header("authorization", value);
     }
     request.send().await.unwrap()
+}
+
+/// Lists `acme/docs` with `token` as the bearer token.
+async fn list_as(app: &TestApp, token: &str) -> reqwest::Response {
+    list_with(app, Some(&format!("Bearer {token}"))).await
 }
 
 /// Asserts 401 with a `Bearer error="invalid_token"` challenge and the problem code
@@ -172,7 +164,7 @@ async fn requests_without_a_bearer_token_are_challenged() {
     expect_unauthorized(list_with(&app, Some("Basic dXNlcjpwYXNz")).await).await;
     // An admin token (no tenant claim) is no tenant's token.
     let admin = app.admin_token();
-    let response = list_with(&app, Some(&format!("Bearer {admin}"))).await;
+    let response = list_as(&app, &admin).await;
     assert!(response.status().is_client_error(), "{}", response.status());
 }
 
@@ -213,11 +205,14 @@ async fn only_tokens_signed_by_a_trusted_key_for_this_gateway_are_accepted() {
         sign_as(header, "rs256-other-private.pem", &claims_with(issuer, json!({})))
     };
     let pointing = |header: Header| sign_as(header, "rs256-other-private.pem", &jwks);
+    // The keys most cases sign with: the jwks issuer's `rs-1` and the partner's `es-other`.
+    let rs_1 = |claims: &Value| sign_as(with_kid(Algorithm::RS256, "rs-1"), "rs256-private.pem", claims);
+    let es_other = |claims: &Value| sign_as(with_kid(Algorithm::ES256, "es-other"), "es256-other-private.pem", claims);
 
     let cases: Vec<(&str, Outcome, String)> = vec![
         // Controls.
         ("the HS256 test issuer", Accepted, good.clone()),
-        ("jwks, kid rs-1", Accepted, sign_as(with_kid(Algorithm::RS256, "rs-1"), "rs256-private.pem", &jwks)),
+        ("jwks, kid rs-1", Accepted, rs_1(&jwks)),
         ("jwks, kid es-1", Accepted, sign_as(with_kid(Algorithm::ES256, "es-1"), "es256-private.pem", &jwks)),
         ("jwks, kid ed-1", Accepted, sign_as(with_kid(Algorithm::EdDSA, "ed-1"), "ed25519-private.pem", &jwks)),
         (
@@ -225,20 +220,8 @@ async fn only_tokens_signed_by_a_trusted_key_for_this_gateway_are_accepted() {
             Accepted,
             sign_as(Header::new(Algorithm::ES256), "es256-private.pem", &jwks),
         ),
-        (
-            "nbf 10 s ahead, within the leeway",
-            Accepted,
-            sign_as(
-                with_kid(Algorithm::RS256, "rs-1"),
-                "rs256-private.pem",
-                &claims_with("jwks", json!({"nbf": now() + 10})),
-            ),
-        ),
-        (
-            "partner, its audience",
-            Accepted,
-            sign_as(with_kid(Algorithm::ES256, "es-other"), "es256-other-private.pem", &partner),
-        ),
+        ("nbf 10 s ahead, within the leeway", Accepted, rs_1(&claims_with("jwks", json!({"nbf": now() + 10})))),
+        ("partner, its audience", Accepted, es_other(&partner)),
         (
             "partner, its audience among others",
             Accepted,
@@ -308,11 +291,7 @@ async fn only_tokens_signed_by_a_trusted_key_for_this_gateway_are_accepted() {
             Refused,
             sign_as(with_kid(Algorithm::RS256, "rs-other"), "rs256-other-private.pem", &jwks),
         ),
-        (
-            "kid of the jwks set, for partner",
-            Refused,
-            sign_as(with_kid(Algorithm::RS256, "rs-1"), "rs256-private.pem", &partner),
-        ),
+        ("kid of the jwks set, for partner", Refused, rs_1(&partner)),
         (
             "kid rs-1, another key",
             Refused,
@@ -350,62 +329,18 @@ async fn only_tokens_signed_by_a_trusted_key_for_this_gateway_are_accepted() {
             pointing(Header { x5c: Some(vec!["MIIBIjAN".into()]), ..Header::new(Algorithm::RS256) }),
         ),
         // Claims.
-        (
-            "wrong iss",
-            Refused,
-            sign_as(with_kid(Algorithm::RS256, "rs-1"), "rs256-private.pem", &claims_with("stranger", json!({}))),
-        ),
-        (
-            "no iss",
-            Refused,
-            sign_as(
-                with_kid(Algorithm::RS256, "rs-1"),
-                "rs256-private.pem",
-                &claims_with("jwks", json!({"iss": null})),
-            ),
-        ),
-        (
-            "wrong aud",
-            Refused,
-            sign_as(
-                with_kid(Algorithm::ES256, "es-other"),
-                "es256-other-private.pem",
-                &claims_with("partner", json!({"aud": "elsewhere"})),
-            ),
-        ),
-        (
-            "no aud where one is required",
-            Refused,
-            sign_as(
-                with_kid(Algorithm::ES256, "es-other"),
-                "es256-other-private.pem",
-                &claims_with("partner", json!({})),
-            ),
-        ),
-        (
-            "expired an hour ago",
-            Refused,
-            sign_as(
-                with_kid(Algorithm::RS256, "rs-1"),
-                "rs256-private.pem",
-                &claims_with("jwks", json!({"exp": now() - 3600})),
-            ),
-        ),
+        ("wrong iss", Refused, rs_1(&claims_with("stranger", json!({})))),
+        ("no iss", Refused, rs_1(&claims_with("jwks", json!({"iss": null})))),
+        ("wrong aud", Refused, es_other(&claims_with("partner", json!({"aud": "elsewhere"})))),
+        ("no aud where one is required", Refused, es_other(&claims_with("partner", json!({})))),
+        ("expired an hour ago", Refused, rs_1(&claims_with("jwks", json!({"exp": now() - 3600})))),
         ("expired an hour ago, HS256", Refused, hs256(SECRET.as_bytes(), &claims(ISSUER, "acme", now() - 3600))),
-        (
-            "nbf an hour ahead",
-            Refused,
-            sign_as(
-                with_kid(Algorithm::RS256, "rs-1"),
-                "rs256-private.pem",
-                &claims_with("jwks", json!({"nbf": now() + 3600})),
-            ),
-        ),
+        ("nbf an hour ahead", Refused, rs_1(&claims_with("jwks", json!({"nbf": now() + 3600})))),
         ("no exp", Refused, hs256(SECRET.as_bytes(), &claims_with(ISSUER, json!({"exp": null})))),
     ];
 
     for (what, outcome, token) in cases {
-        let response = list_with(&app, Some(&format!("Bearer {token}"))).await;
+        let response = list_as(&app, &token).await;
         match outcome {
             Accepted => {
                 assert_eq!(response.status(), StatusCode::OK, "{what}");
@@ -423,7 +358,7 @@ async fn only_tokens_signed_by_a_trusted_key_for_this_gateway_are_accepted() {
 async fn asymmetric_issuer_story(issuer: &str, algorithm: Algorithm, private: &str, other_private: &str) {
     let app = app_with_every_issuer().await;
     let token = sign(algorithm, &private_key(algorithm, private), &claims(issuer, "acme", now() + 600));
-    let listing = expect_json(list_with(&app, Some(&format!("Bearer {token}"))).await, StatusCode::OK).await;
+    let listing = expect_json(list_as(&app, &token).await, StatusCode::OK).await;
     assert_eq!(listing["items"], json!([]));
     let response = app
         .client
@@ -437,15 +372,15 @@ async fn asymmetric_issuer_story(issuer: &str, algorithm: Algorithm, private: &s
 
     // The same claims signed by a key the issuer does not have.
     let forged = sign(algorithm, &private_key(algorithm, other_private), &claims(issuer, "acme", now() + 600));
-    let response = list_with(&app, Some(&format!("Bearer {forged}"))).await;
+    let response = list_as(&app, &forged).await;
     assert_eq!(expect_unauthorized(response).await, "invalid_token");
     // Expired, though properly signed.
     let expired = sign(algorithm, &private_key(algorithm, private), &claims(issuer, "acme", now() - 3600));
-    let response = list_with(&app, Some(&format!("Bearer {expired}"))).await;
+    let response = list_as(&app, &expired).await;
     assert_eq!(expect_unauthorized(response).await, "invalid_token");
     // Its tokens are still bound to their tenant.
     let for_bob = sign(algorithm, &private_key(algorithm, private), &claims(issuer, "bob", now() + 600));
-    let response = list_with(&app, Some(&format!("Bearer {for_bob}"))).await;
+    let response = list_as(&app, &for_bob).await;
     expect_problem(response, StatusCode::NOT_FOUND, "tenant_not_found").await;
     // An admin token of this issuer (scope admin, no tenant) is an admin.
     let mut admin_claims = claims(issuer, "acme", now() + 600);
@@ -475,5 +410,5 @@ async fn an_eddsa_issuer_accepts_its_tokens_and_rejects_other_keys() {
 async fn a_token_expired_within_the_leeway_is_still_accepted() {
     let app = app_with_every_issuer().await;
     let token = hs256(SECRET.as_bytes(), &claims(ISSUER, "acme", now() - 5));
-    expect_json(list_with(&app, Some(&format!("Bearer {token}"))).await, StatusCode::OK).await;
+    expect_json(list_as(&app, &token).await, StatusCode::OK).await;
 }

@@ -200,19 +200,12 @@ async fn a_blob_over_the_tier_limit_is_refused_and_leaves_nothing() {
 
 /// Chunks of uploads that are not live, summed over the shards.
 async fn staged_chunks(app: &TestApp) -> i64 {
-    let mut total = 0;
-    for (_, url) in app.shard_urls() {
-        let pool = shardgate_tests::open_shard(&url).await;
-        let count: i64 = sqlx::query_scalar(
+    let counts: Vec<(i64,)> = app
+        .rows_on_every_shard(
             "SELECT COUNT(*) FROM blob_chunks c JOIN blob_uploads u ON u.upload_id = c.upload_id WHERE u.state <> 'live'",
         )
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-        total += count;
-        pool.close().await;
-    }
-    total
+        .await;
+    counts.into_iter().map(|(count,)| count).sum()
 }
 
 #[tokio::test]

@@ -9,7 +9,9 @@ use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_api::Config;
-use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric, record_path};
+use shardgate_tests::{
+    Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, get_json, metric, record_path,
+};
 
 shardgate_tests::conformance!(reads_are_cached_and_every_write_invalidates);
 
@@ -53,6 +55,27 @@ async fn put_version(
         }
         status => Err(format!("PUT {key} answered {status}: {}", response.text().await.unwrap_or_default())),
     }
+}
+
+/// `PUT url` with `token` and the JSON `value` (a record on another instance than `app`'s).
+async fn put_at(client: &reqwest::Client, url: &str, token: &str, value: Value) -> reqwest::Response {
+    client.put(url).bearer_auth(token).json(&value).send().await.unwrap()
+}
+
+/// The `cache` component's status in `base/readyz`: `up` or `degraded`.
+async fn cache_status(client: &reqwest::Client, base: &str) -> String {
+    let body: Value = client.get(format!("{base}/readyz")).send().await.unwrap().json().await.unwrap();
+    body["components"]["cache"]["status"].as_str().unwrap().to_owned()
+}
+
+/// How many records of `tenant` the shard database of `shard` holds.
+async fn records_on(app: &TestApp, shard: &str, tenant: &str) -> i64 {
+    let (_, shard_url) = app.shard_urls().into_iter().find(|(id, _)| id == shard).unwrap();
+    let pool = shardgate_tests::open_shard(&shard_url).await;
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM records WHERE tenant = $1").bind(tenant).fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    count
 }
 
 async fn reads_are_cached_and_every_write_invalidates(app: TestApp) {
@@ -176,8 +199,8 @@ async fn no_read_on_any_instance_is_older_than_an_acknowledged_write() {
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     let known = eventually(Duration::from_secs(2), async || {
-        let url = format!("{}{}", peer.base_url, record_path("acme", "hot", "a"));
-        let body: Value = app.client.get(url).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+        let body =
+            get_json(&app.client, &format!("{}{}", peer.base_url, record_path("acme", "hot", "a")), &token).await;
         (body["code"] == "record_not_found").then_some(())
     });
     assert!(known.await.is_some(), "the peer learns the new tenant");
@@ -207,15 +230,8 @@ async fn a_redis_outage_fails_no_request_and_never_brings_an_old_value_back() {
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     let (client, a, b) = (app.client.clone(), app.base_url.clone(), peer.base_url.clone());
-    let ready_cache = |base: String| {
-        let client = client.clone();
-        async move {
-            let body: Value = client.get(format!("{base}/readyz")).send().await.unwrap().json().await.unwrap();
-            body["components"]["cache"]["status"].as_str().unwrap().to_owned()
-        }
-    };
     assert!(
-        eventually(Duration::from_secs(5), async || (ready_cache(a.clone()).await == "up").then_some(()))
+        eventually(Duration::from_secs(5), async || (cache_status(&client, &a).await == "up").then_some(()))
             .await
             .is_some()
     );
@@ -238,12 +254,12 @@ async fn a_redis_outage_fails_no_request_and_never_brings_an_old_value_back() {
     }
     let status = client.get(format!("{a}/readyz")).send().await.unwrap().status();
     assert_eq!(status, StatusCode::OK, "a degraded cache does not make the instance unready");
-    assert_eq!(ready_cache(a.clone()).await, "degraded");
+    assert_eq!(cache_status(&client, &a).await, "degraded");
 
     // Redis thaws with v1 still in it: nobody may serve v1 again.
     redis.resume();
     assert!(
-        eventually(Duration::from_secs(5), async || (ready_cache(a.clone()).await == "up").then_some(()))
+        eventually(Duration::from_secs(5), async || (cache_status(&client, &a).await == "up").then_some(()))
             .await
             .is_some()
     );
@@ -279,7 +295,7 @@ async fn a_redis_outage_fails_no_request_and_never_brings_an_old_value_back() {
     while load.join_next().await.is_some() {}
     assert_eq!(failures.load(Ordering::SeqCst), 0, "no request failed while Redis went away");
     assert!(
-        eventually(Duration::from_secs(5), async || (ready_cache(b.clone()).await == "up").then_some(()))
+        eventually(Duration::from_secs(5), async || (cache_status(&client, &b).await == "up").then_some(()))
             .await
             .is_some()
     );
@@ -301,29 +317,13 @@ async fn every_instance_learns_a_new_shard_map_within_a_second() {
     let token = app.rw_token("late");
     let started = std::time::Instant::now();
     let seen = eventually(Duration::from_secs(1), async || {
-        let response = app
-            .client
-            .get(format!("{}{}", peer.base_url, record_path("late", "c", "k")))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap();
-        let body: Value = response.json().await.unwrap();
+        let body = get_json(&app.client, &format!("{}{}", peer.base_url, record_path("late", "c", "k")), &token).await;
         (body["code"] == "record_not_found").then_some(())
     })
     .await;
     assert!(seen.is_some(), "the peer routes the new tenant within a second (waited {:?})", started.elapsed());
     let admin = app.admin_token();
-    let map: Value = app
-        .client
-        .get(format!("{}/v1/admin/shard-map", peer.base_url))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let map = get_json(&app.client, &format!("{}/v1/admin/shard-map", peer.base_url), &admin).await;
     assert!(map["epoch"].as_i64().unwrap() > epoch_before);
     peer.stop().await;
 }
@@ -336,16 +336,11 @@ async fn a_tenant_created_through_one_instance_is_usable_through_another_at_once
     app.create_tenant("fresh").await;
     let token = app.rw_token("fresh");
     let url = format!("{}{}", peer.base_url, record_path("fresh", "c", "k"));
-    let response = app.client.put(&url).bearer_auth(&token).json(&json!({"x": 1})).send().await.unwrap();
+    let response = put_at(&app.client, &url, &token, json!({"x": 1})).await;
     assert_eq!(response.status(), StatusCode::CREATED, "an unknown tenant makes the instance check the catalog once");
     let route = app.route("fresh", "c", "k").await;
     let shard = route["shard"].as_str().unwrap();
-    let (_, shard_url) = app.shard_urls().into_iter().find(|(id, _)| id == shard).unwrap();
-    let pool = shardgate_tests::open_shard(&shard_url).await;
-    let (count,): (i64,) =
-        sqlx::query_as("SELECT COUNT(*) FROM records WHERE tenant = 'fresh'").fetch_one(&pool).await.unwrap();
-    assert_eq!(count, 1, "the write landed on the shard the route names");
-    pool.close().await;
+    assert_eq!(records_on(&app, shard, "fresh").await, 1, "the write landed on the shard the route names");
     peer.stop().await;
 }
 
@@ -357,13 +352,13 @@ async fn an_instance_on_an_old_map_cannot_write_to_a_shard_that_stopped_taking_w
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     let url = format!("{}{}", peer.base_url, record_path("acme", "c", "k"));
-    let first = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 1})).send().await.unwrap();
+    let first = put_at(&app.client, &url, &token, json!({"v": 1})).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let shard = app.route("acme", "c", "k").await["shard"].as_str().unwrap().to_owned();
 
     // Read-only through the first instance; the peer writes right away, before its next poll.
     app.set_shard_state(&shard, "read_only").await;
-    let refused = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 2})).send().await.unwrap();
+    let refused = put_at(&app.client, &url, &token, json!({"v": 2})).await;
     expect_problem(refused, StatusCode::SERVICE_UNAVAILABLE, "shard_read_only").await;
     let delete = app.client.delete(&url).bearer_auth(&token).send().await.unwrap();
     expect_problem(delete, StatusCode::SERVICE_UNAVAILABLE, "shard_read_only").await;
@@ -373,7 +368,7 @@ async fn an_instance_on_an_old_map_cannot_write_to_a_shard_that_stopped_taking_w
     // Active again: the peer takes writes again once it has the new map (within a poll).
     app.set_shard_state(&shard, "active").await;
     let accepted = eventually(Duration::from_secs(1), async || {
-        let response = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 3})).send().await.unwrap();
+        let response = put_at(&app.client, &url, &token, json!({"v": 3})).await;
         (response.status() == StatusCode::OK).then_some(())
     });
     assert!(accepted.await.is_some(), "the peer writes again within a second of the shard becoming active");
@@ -387,22 +382,17 @@ async fn an_instance_on_an_old_map_cannot_write_for_a_deleted_tenant() {
     app.create_tenant("gone").await;
     let token = app.rw_token("gone");
     let url = format!("{}{}", peer.base_url, record_path("gone", "c", "k"));
-    let first = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 1})).send().await.unwrap();
+    let first = put_at(&app.client, &url, &token, json!({"v": 1})).await;
     assert_eq!(first.status(), StatusCode::CREATED, "the peer knows the tenant");
     let shard = app.route("gone", "c", "k").await["shard"].as_str().unwrap().to_owned();
 
     let deleted = app.admin(reqwest::Method::DELETE, "/v1/admin/tenants/gone", None).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
     // The peer still has the tenant in its map: the shard's fence turns it away.
-    let late = app.client.put(&url).bearer_auth(&token).json(&json!({"v": 2})).send().await.unwrap();
+    let late = put_at(&app.client, &url, &token, json!({"v": 2})).await;
     expect_problem(late, StatusCode::NOT_FOUND, "tenant_not_found").await;
 
-    let (_, shard_url) = app.shard_urls().into_iter().find(|(id, _)| *id == shard).unwrap();
-    let pool = shardgate_tests::open_shard(&shard_url).await;
-    let (count,): (i64,) =
-        sqlx::query_as("SELECT COUNT(*) FROM records WHERE tenant = 'gone'").fetch_one(&pool).await.unwrap();
-    assert_eq!(count, 0, "nothing of the deleted tenant is left on its shard");
-    pool.close().await;
+    assert_eq!(records_on(&app, &shard, "gone").await, 0, "nothing of the deleted tenant is left on its shard");
 
     // A new tenant with the same id starts empty.
     app.create_tenant("gone").await;
@@ -425,10 +415,7 @@ async fn a_hung_dependency_costs_a_timeout_and_excess_load_is_shed() {
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     let (client, base) = (app.client.clone(), app.base_url.clone());
-    let ready = async || {
-        let body: Value = client.get(format!("{base}/readyz")).send().await.unwrap().json().await.unwrap();
-        (body["components"]["cache"]["status"] == "up").then_some(())
-    };
+    let ready = async || (cache_status(&client, &base).await == "up").then_some(());
     assert!(eventually(Duration::from_secs(5), ready).await.is_some());
     assert_eq!(put_version(&client, &base, &token, "k", 1).await, Ok(1));
 

@@ -122,33 +122,18 @@ async fn the_gatekeeper_refuses_before_forwarding_and_learns_tenant_limits() {
     let response = app.client.get(app.url(&records_path("bob", "docs"))).send().await.unwrap();
     expect_problem(response, StatusCode::UNAUTHORIZED, "missing_token").await;
     let bob = app.rw_token("bob");
-    let response = app
-        .client
-        .put(app.url(&record_path("bob", "docs", "k")))
-        .bearer_auth(&bob)
-        .header("content-type", "text/plain")
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
+    let bob_record = record_path("bob", "docs", "k");
+    let response = app.put_raw(&bob_record, &bob, "text/plain", "{}").await;
     expect_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
     let too_big = format!("\"{}\"", "x".repeat(1024 * 1024));
-    let response = app
-        .client
-        .put(app.url(&record_path("bob", "docs", "k")))
-        .bearer_auth(&bob)
-        .header("content-type", "application/json")
-        .body(too_big)
-        .send()
-        .await
-        .unwrap();
+    let response = app.put_raw(&bob_record, &bob, "application/json", too_big).await;
     expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
 }
 
 #[tokio::test]
 async fn an_unreachable_backend_is_a_502_problem_not_a_hang() {
     let secret = "internal-test-secret-0123456789abcdef0123";
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = shardgate_tests::free_port();
     let data_dir = tempfile::tempdir().unwrap();
     let config = GatekeeperConfig {
         listen: "127.0.0.1:0".parse().unwrap(),

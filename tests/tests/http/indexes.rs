@@ -161,18 +161,8 @@ async fn a_unique_value_goes_to_exactly_one_of_two_racing_writers(app: TestApp) 
 
 /// Rows of `index_entries` on every shard, as (value_key, record_key, state).
 async fn entries(app: &TestApp) -> Vec<(String, String, String)> {
-    let mut all = Vec::new();
-    for (_, url) in app.shard_urls() {
-        let pool = shardgate_tests::open_shard(&url).await;
-        let rows: Vec<(String, String, String)> =
-            sqlx::query_as("SELECT value_key, record_key, state FROM index_entries ORDER BY value_key, record_key")
-                .fetch_all(&pool)
-                .await
-                .unwrap();
-        all.extend(rows);
-        pool.close().await;
-    }
-    all
+    app.rows_on_every_shard("SELECT value_key, record_key, state FROM index_entries ORDER BY value_key, record_key")
+        .await
 }
 
 #[tokio::test]

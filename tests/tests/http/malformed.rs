@@ -126,15 +126,7 @@ async fn malformed_requests_get_a_client_error_problem(app: TestApp) {
     assert!(failures.is_empty(), "{} malformed requests were mishandled:\n{}", failures.len(), failures.join("\n"));
 
     // Valid but absurdly deep JSON is the server's call to store or refuse, never a crash.
-    let response = app
-        .client
-        .put(app.url(&format!("{records}/deep")))
-        .bearer_auth(&tenant)
-        .header("content-type", "application/json")
-        .body(deep)
-        .send()
-        .await
-        .unwrap();
+    let response = app.put_raw(&format!("{records}/deep"), &tenant, "application/json", deep).await;
     let status = response.status();
     assert!(status.is_success() || status.is_client_error(), "deep JSON: {status}");
     let response = app.get_record("acme", "docs", "deep").await;

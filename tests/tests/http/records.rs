@@ -230,26 +230,10 @@ async fn malformed_json_is_rejected(app: TestApp) {
     let token = app.rw_token("acme");
     let path = record_path("acme", "docs", "d1");
     for body in ["{", "{\"a\": }", "not json", "{\"a\":1}}", "[1,2", "\u{0}", "'single'"] {
-        let response = app
-            .client
-            .put(app.url(&path))
-            .bearer_auth(&token)
-            .header("content-type", "application/json")
-            .body(body)
-            .send()
-            .await
-            .unwrap();
+        let response = app.put_raw(&path, &token, "application/json", body).await;
         expect_problem(response, StatusCode::BAD_REQUEST, "invalid_json").await;
     }
-    let response = app
-        .client
-        .put(app.url(&path))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body("")
-        .send()
-        .await
-        .unwrap();
+    let response = app.put_raw(&path, &token, "application/json", "").await;
     expect_problem(response, StatusCode::BAD_REQUEST, "invalid_json").await;
     expect_problem(app.get_record("acme", "docs", "d1").await, StatusCode::NOT_FOUND, "record_not_found").await;
 }
@@ -259,15 +243,7 @@ async fn a_body_over_one_mebibyte_is_too_large(app: TestApp) {
     let token = app.rw_token("acme");
     let path = record_path("acme", "docs", "big");
     let too_big = format!("\"{}\"", "x".repeat(1024 * 1024));
-    let response = app
-        .client
-        .put(app.url(&path))
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(too_big)
-        .send()
-        .await
-        .unwrap();
+    let response = app.put_raw(&path, &token, "application/json", too_big).await;
     expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
     expect_problem(app.get_record("acme", "docs", "big").await, StatusCode::NOT_FOUND, "record_not_found").await;
 
@@ -312,27 +288,11 @@ shardgate_tests::conformance!(deeply_nested_values_are_refused);
 async fn deeply_nested_values_are_refused(app: TestApp) {
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
-    let url = app.url(&record_path("acme", "docs", "deep"));
+    let path = record_path("acme", "docs", "deep");
     let deep = format!("{}1{}", "[".repeat(65), "]".repeat(65));
-    let response = app
-        .client
-        .put(&url)
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(deep)
-        .send()
-        .await
-        .unwrap();
+    let response = app.put_raw(&path, &token, "application/json", deep).await;
     expect_problem(response, StatusCode::BAD_REQUEST, "json_too_deep").await;
     let fine = format!("{}1{}", "[".repeat(64), "]".repeat(64));
-    let response = app
-        .client
-        .put(&url)
-        .bearer_auth(&token)
-        .header("content-type", "application/json")
-        .body(fine)
-        .send()
-        .await
-        .unwrap();
+    let response = app.put_raw(&path, &token, "application/json", fine).await;
     assert_eq!(response.status(), StatusCode::CREATED);
 }

@@ -391,7 +391,7 @@ async fn issuing_checks_scope_lifetime_and_constraints() {
 
 #[tokio::test]
 async fn the_valet_endpoint_can_have_a_listener_of_its_own() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = shardgate_tests::free_port();
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.valet.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
     })

@@ -1,0 +1,65 @@
+//! The `shardgate` binary as a child process, for the tests in `api/tests/` that run it for
+//! real: built as a command, started on a free port, waited for, killed on drop.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// `shardgate <args> --data-dir <data_dir>`, not started yet.
+pub fn shardgate(args: &[&str], data_dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_shardgate"));
+    command.args(args).arg("--data-dir").arg(data_dir);
+    command
+}
+
+/// A running `shardgate` process, killed when dropped.
+#[derive(Debug)]
+pub struct Process {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl Process {
+    /// Starts `shardgate <args>` on a free port with `data_dir` and the environment `envs`
+    /// (logging at `warn`, to stderr).
+    pub fn start<K, V>(args: &[&str], data_dir: &Path, envs: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = shardgate(args, data_dir)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env("SHARDGATE_LOG__FILTER", "warn")
+            .envs(envs)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the shardgate binary starts");
+        Self { child, base: format!("http://127.0.0.1:{port}") }
+    }
+
+    /// Waits until `GET probe` (`/healthz`, `/readyz`) answers with a success, for at most
+    /// 10 s, asking every 100 ms.
+    pub async fn wait_until_ok(&self, client: &reqwest::Client, probe: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(response) = client.get(format!("{}{probe}", self.base)).send().await
+                && response.status().is_success()
+            {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{}{probe} did not succeed within 10 s", self.base);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

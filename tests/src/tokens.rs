@@ -1,0 +1,67 @@
+//! Tokens: the HS256 issuer every test app trusts, and minting its tokens for tenants and for
+//! the platform administrator.
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
+
+use crate::TestApp;
+
+/// The HS256 issuer every test app trusts.
+pub const ISSUER: &str = "test";
+/// Its shared secret (at least 32 bytes).
+pub const SECRET: &str = "shardgate-tests-hs256-secret-not-for-production-use";
+
+/// An issuer called `name` with no algorithm, audience or key yet: the start of an
+/// `IssuerConfig { .., ..issuer_named(name) }` literal.
+pub fn issuer_named(name: &str) -> IssuerConfig {
+    IssuerConfig {
+        issuer: name.into(),
+        algorithm: None,
+        algorithms: vec![],
+        audience: vec![],
+        secret: None,
+        public_key_pem: None,
+        public_key_file: None,
+        jwks_file: None,
+    }
+}
+
+/// The HS256 issuer configuration of [`ISSUER`].
+pub fn hs256_issuer() -> IssuerConfig {
+    IssuerConfig {
+        algorithm: Some(KeyAlgorithm::HS256),
+        secret: Some(SecretString::from(SECRET)),
+        ..issuer_named(ISSUER)
+    }
+}
+
+/// Mints an HS256 token of [`ISSUER`].
+pub fn mint(tenant: Option<&str>, scopes: &[Scope], ttl: Duration) -> String {
+    let request = TokenRequest {
+        issuer: ISSUER.into(),
+        subject: "tester".into(),
+        tenant: tenant.map(str::to_owned),
+        scopes: Scopes::of(scopes),
+        ttl,
+    };
+    mint_token(&SecretString::from(SECRET), &request).expect("mint token")
+}
+
+impl TestApp {
+    /// A token for the platform administrator (scope `admin`, no tenant).
+    pub fn admin_token(&self) -> String {
+        mint(None, &[Scope::Admin], Duration::from_secs(600))
+    }
+
+    /// A token bound to `tenant` with `scopes`.
+    pub fn token(&self, tenant: &str, scopes: &[Scope]) -> String {
+        mint(Some(tenant), scopes, Duration::from_secs(600))
+    }
+
+    /// A token bound to `tenant` with `read` and `write`.
+    pub fn rw_token(&self, tenant: &str) -> String {
+        self.token(tenant, &[Scope::Read, Scope::Write])
+    }
+}
