@@ -40,8 +40,10 @@ impl Modify for BearerAuth {
     }
 }
 
-/// Adds the answers any operation can give, whatever its handler does, so no handler repeats
-/// them: 401 (missing or invalid token) and 403 (missing scope) on operations that need a bearer
+/// Completes every operation from the rules that hold for all of them, so no handler repeats
+/// them: its tag (the URL family, [`tag_of`]); its bearer requirement, from the same access rule
+/// the gatekeeper enforces ([`shardgate_gatekeeper::request::access`]) unless the handler states
+/// a finer one; and the answers any operation can give, whatever its handler does: 401 (missing or invalid token) and 403 (missing scope) on operations that need a bearer
 /// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long` and 429 `rate_limited` (the
 /// front door), 503 `overloaded` (load shedding) and 504 `request_timeout` (the request
 /// deadline), all problem+json. A handler that documents one of these itself (a more precise
@@ -65,9 +67,20 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     for (path, item) in openapi.paths.paths.iter_mut() {
         let throttled = !crate::front_door::is_unthrottled(path);
         let tenant_path = path.starts_with("/v1/tenants/{tenant}");
-        let operations =
-            [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head];
-        for operation in operations.into_iter().flatten() {
+        let operations = [
+            ("GET", &mut item.get),
+            ("PUT", &mut item.put),
+            ("POST", &mut item.post),
+            ("DELETE", &mut item.delete),
+            ("PATCH", &mut item.patch),
+            ("HEAD", &mut item.head),
+        ];
+        for (method, operation) in operations {
+            let Some(operation) = operation else { continue };
+            operation.tags = Some(vec![tag_of(path).to_owned()]);
+            if operation.security.is_none() {
+                operation.security = required_token(method, path).map(|scope| vec![scope]);
+            }
             let scopes = bearer_scopes(operation.security.as_deref());
             let responses = &mut operation.responses.responses;
             if let Some(scopes) = scopes {
@@ -103,4 +116,35 @@ fn bearer_scopes(security: Option<&[utoipa::openapi::security::SecurityRequireme
         let scopes = value.get("bearer")?.as_array()?;
         Some(scopes.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
     })
+}
+
+/// The tag (documentation section) of a path: its URL family.
+fn tag_of(path: &str) -> &'static str {
+    let family = path.strip_prefix("/v1/tenants/{tenant}/").map(|rest| {
+        let mut segments = rest.split('/');
+        match (segments.next(), segments.nth(1)) {
+            (Some("collections"), Some("indexes")) => "indexes",
+            (Some("collections"), _) => "records",
+            (Some("blobs"), _) => "blobs",
+            _ => "valet",
+        }
+    });
+    match family {
+        Some(family) => family,
+        None if path.starts_with("/v1/admin") => "admin",
+        None if path.starts_with("/valet/") => "valet",
+        None => "operations",
+    }
+}
+
+/// The bearer token (and scope) an operation needs, by the gatekeeper's access rule.
+fn required_token(method: &str, path: &str) -> Option<utoipa::openapi::security::SecurityRequirement> {
+    use shardgate_gatekeeper::request::{Access, access};
+    use utoipa::openapi::security::SecurityRequirement;
+    match access(method, path) {
+        Access::Admin => Some(SecurityRequirement::new("bearer", ["admin"])),
+        Access::Tenant { scope, .. } => Some(SecurityRequirement::new("bearer", [scope.as_str()])),
+        Access::Authenticated => Some(SecurityRequirement::new("bearer", Vec::<String>::new())),
+        Access::Open => None,
+    }
 }

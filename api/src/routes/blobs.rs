@@ -73,14 +73,12 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
 #[utoipa::path(
     put,
     path = "/v1/tenants/{tenant}/blobs/{*path}",
-    tag = "blobs",
     params(
         BlobRoute,
         ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags: write only if the blob has one of them"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only"),
     ),
     request_body(content = Vec<u8>, description = "The bytes (any media type; stored as given by Content-Type)", content_type = "application/octet-stream"),
-    security(("bearer" = ["write"])),
     responses(
         (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
@@ -110,14 +108,12 @@ pub async fn put_blob(
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/blobs/{*path}",
-    tag = "blobs",
     params(
         BlobRoute,
         ("Range" = Option<String>, Header, description = "One range: `bytes=first-last`, `bytes=first-` or `bytes=-suffix`"),
         ("If-None-Match" = Option<String>, Header, description = "Quoted SHA-256 ETags or `*`: 304 if the blob has one"),
         ("If-Range" = Option<String>, Header, description = "Quoted ETag: honour `Range` only if it still matches"),
     ),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
         (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
@@ -143,9 +139,7 @@ pub async fn get_blob(
 #[utoipa::path(
     head,
     path = "/v1/tenants/{tenant}/blobs/{*path}",
-    tag = "blobs",
     params(BlobRoute),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "The blob exists", headers(("ETag" = String), ("Content-Length" = u64), ("Accept-Ranges" = String))),
         (status = 304, description = "Not modified"),
@@ -166,9 +160,7 @@ pub async fn head_blob(
 #[utoipa::path(
     delete,
     path = "/v1/tenants/{tenant}/blobs/{*path}",
-    tag = "blobs",
     params(BlobRoute, ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags")),
-    security(("bearer" = ["write"])),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -196,9 +188,7 @@ pub async fn delete_blob(
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/blobs",
-    tag = "blobs",
     params(BlobsRoute, BlobListQuery),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "A page of blobs", body = Page<BlobInfo>),
         (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),

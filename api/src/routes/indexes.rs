@@ -130,10 +130,8 @@ fn target(caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<(TenantId
 #[utoipa::path(
     put,
     path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}",
-    tag = "indexes",
     params(IndexRoute),
     request_body = IndexSpec,
-    security(("bearer" = ["manage"])),
     responses(
         (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
         (status = 200, description = "It exists with this definition already", body = IndexInfo),
@@ -165,9 +163,7 @@ pub async fn put_index(
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}",
-    tag = "indexes",
     params(IndexRoute),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "The index", body = IndexInfo),
         (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -191,9 +187,7 @@ fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<
 #[utoipa::path(
     delete,
     path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}",
-    tag = "indexes",
     params(IndexRoute),
-    security(("bearer" = ["manage"])),
     responses(
         (status = 204, description = "Deleted"),
         (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -245,9 +239,7 @@ fn decode_cursor(cursor: &str) -> Result<(String, String), ApiError> {
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}/records",
-    tag = "indexes",
     params(IndexRoute, LookupQuery),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "The records that hold the value(s) now, in value then key order", body = Page<RecordEnvelope>, headers(("x-index-shards" = u32, description = "Index shards the look-up read"))),
         (status = 400, description = "`invalid_query`, `invalid_index_value` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),

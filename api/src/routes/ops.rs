@@ -71,7 +71,6 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
 #[utoipa::path(
     get,
     path = "/readyz",
-    tag = "operations",
     responses(
         (status = 200, description = "Ready", body = Readiness),
         (status = 503, description = "Not ready: a component is down", body = Readiness),
@@ -111,7 +110,6 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
 #[utoipa::path(
     get,
     path = "/metrics",
-    tag = "operations",
     responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"))
 )]
 pub async fn metrics(State(app): State<Arc<App>>) -> Response {

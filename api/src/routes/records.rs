@@ -108,9 +108,7 @@ fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Tar
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
-    tag = "records",
     params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 304, description = "Not modified (If-None-Match matched)"),
@@ -200,14 +198,12 @@ fn cached(record: StoredRecord) -> CachedRecord {
 #[utoipa::path(
     put,
     path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
-    tag = "records",
     params(
         RecordPath,
         ("If-Match" = Option<String>, Header, description = "`*` or quoted versions: write only if the record has one of them"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only, fail if the record exists"),
     ),
     request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB)", content_type = "application/json"),
-    security(("bearer" = ["write"])),
     responses(
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
@@ -264,9 +260,7 @@ pub async fn put_record(
 #[utoipa::path(
     delete,
     path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
-    tag = "records",
     params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")),
-    security(("bearer" = ["write"])),
     responses(
         (status = 204, description = "Deleted"),
         (status = 400, description = "Invalid path or header", body = Problem, content_type = "application/problem+json"),
@@ -309,9 +303,7 @@ pub async fn delete_record(
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/collections/{collection}/records",
-    tag = "records",
     params(CollectionPath, ListQuery),
-    security(("bearer" = ["read"])),
     responses(
         (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
         (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`", body = Problem, content_type = "application/problem+json"),

@@ -30,7 +30,6 @@ pub struct ValetRoute {
 #[utoipa::path(
     get,
     path = "/valet/{tenant}/{*path}",
-    tag = "valet",
     params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")),
     responses(
         (status = 200, description = "The blob (with `Content-Disposition` when the key sets one)", content_type = "application/octet-stream"),
@@ -49,7 +48,6 @@ pub async fn valet_get(State(app): State<Arc<App>>, ApiPath(route): ApiPath<Vale
 #[utoipa::path(
     head,
     path = "/valet/{tenant}/{*path}",
-    tag = "valet",
     params(ValetRoute),
     responses(
         (status = 200, description = "The blob exists"),
@@ -69,7 +67,6 @@ pub async fn valet_head(
 #[utoipa::path(
     put,
     path = "/valet/{tenant}/{*path}",
-    tag = "valet",
     params(ValetRoute),
     request_body(content = Vec<u8>, description = "The bytes", content_type = "application/octet-stream"),
     responses(

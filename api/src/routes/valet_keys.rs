@@ -79,7 +79,6 @@ pub struct ValetKeyRoute {
 #[utoipa::path(
     post,
     path = "/v1/tenants/{tenant}/valet-keys",
-    tag = "valet",
     params(ValetKeysRoute),
     request_body = IssueValetKey,
     security(("bearer" = ["read", "write"])),
@@ -143,9 +142,7 @@ pub async fn issue_valet_key(
 #[utoipa::path(
     delete,
     path = "/v1/tenants/{tenant}/valet-keys/{id}",
-    tag = "valet",
     params(ValetKeyRoute),
-    security(("bearer" = ["write"])),
     responses(
         (status = 204, description = "Revoked (or already was)"),
         (status = 404, description = "`tenant_not_found` or `valet_key_not_found`", body = Problem, content_type = "application/problem+json"),

@@ -46,9 +46,7 @@ pub struct AuditQuery {
 #[utoipa::path(
     get,
     path = "/v1/admin/audit",
-    tag = "admin",
     params(AuditQuery),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
         (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),

@@ -31,9 +31,7 @@ pub struct AuditRequest {
 #[utoipa::path(
     post,
     path = "/v1/admin/index-audits",
-    tag = "admin",
     request_body = AuditRequest,
-    security(("bearer" = ["admin"])),
     responses(
         (status = 202, description = "Started; follow it at `/v1/admin/jobs/{id}`", body = Job),
         (status = 400, description = "`invalid_body`", body = Problem, content_type = "application/problem+json"),

@@ -23,9 +23,7 @@ pub struct JobRoute {
 #[utoipa::path(
     get,
     path = "/v1/admin/jobs/{id}",
-    tag = "admin",
     params(JobRoute),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The job", body = Job),
         (status = 404, description = "`job_not_found`", body = Problem, content_type = "application/problem+json"),

@@ -56,8 +56,6 @@ pub struct ShardMapView {
 #[utoipa::path(
     get,
     path = "/v1/admin/shard-map",
-    tag = "admin",
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The current shard map", body = ShardMapView),
     )
@@ -129,9 +127,7 @@ pub struct RouteExplanation {
 #[utoipa::path(
     get,
     path = "/v1/admin/route",
-    tag = "admin",
     params(RouteQuery),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The routing decision", body = RouteExplanation),
         (status = 400, description = "`invalid_query`: an identifier breaks its rule", body = Problem, content_type = "application/problem+json"),

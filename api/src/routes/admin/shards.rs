@@ -101,9 +101,7 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
 #[utoipa::path(
     post,
     path = "/v1/admin/shards",
-    tag = "admin",
     request_body = RegisterShard,
-    security(("bearer" = ["admin"])),
     responses(
         (status = 201, description = "Registered (connected and migrated)", body = Shard),
         (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`", body = Problem, content_type = "application/problem+json"),
@@ -135,8 +133,6 @@ pub async fn register_shard(
 #[utoipa::path(
     get,
     path = "/v1/admin/shards",
-    tag = "admin",
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Every shard", body = ShardList),
     )
@@ -151,9 +147,7 @@ pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<
 #[utoipa::path(
     get,
     path = "/v1/admin/shards/{id}",
-    tag = "admin",
     params(ShardPath),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The shard", body = Shard),
         (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -173,10 +167,8 @@ pub async fn get_shard(
 #[utoipa::path(
     patch,
     path = "/v1/admin/shards/{id}",
-    tag = "admin",
     params(ShardPath),
     request_body = UpdateShard,
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The updated shard", body = Shard),
         (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
@@ -203,9 +195,7 @@ pub async fn update_shard(
 #[utoipa::path(
     delete,
     path = "/v1/admin/shards/{id}",
-    tag = "admin",
     params(ShardPath),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 204, description = "Unregistered (its database is left untouched)"),
         (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),

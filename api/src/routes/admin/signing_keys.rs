@@ -44,8 +44,6 @@ impl From<&ValetKeyRow> for SigningKeyInfo {
 #[utoipa::path(
     get,
     path = "/v1/admin/valet/signing-keys",
-    tag = "admin",
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Every signing key, oldest first", body = Vec<SigningKeyInfo>),
     )
@@ -63,8 +61,6 @@ pub async fn list_signing_keys(
 #[utoipa::path(
     post,
     path = "/v1/admin/valet/signing-keys/rotate",
-    tag = "admin",
-    security(("bearer" = ["admin"])),
     responses(
         (status = 201, description = "The new current key", body = SigningKeyInfo),
     )
@@ -91,9 +87,7 @@ pub struct SigningKeyRoute {
 #[utoipa::path(
     delete,
     path = "/v1/admin/valet/signing-keys/{id}",
-    tag = "admin",
     params(SigningKeyRoute),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "Retired", body = SigningKeyInfo),
         (status = 404, description = "`signing_key_not_found`", body = Problem, content_type = "application/problem+json"),

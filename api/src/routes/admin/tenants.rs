@@ -143,9 +143,7 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
 #[utoipa::path(
     post,
     path = "/v1/admin/tenants",
-    tag = "admin",
     request_body = CreateTenant,
-    security(("bearer" = ["admin"])),
     responses(
         (status = 201, description = "Created", body = Tenant),
         (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
@@ -187,9 +185,7 @@ pub async fn create_tenant(
 #[utoipa::path(
     get,
     path = "/v1/admin/tenants",
-    tag = "admin",
     params(TenantListQuery),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "A page of tenants", body = Page<Tenant>),
         (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
@@ -211,9 +207,7 @@ pub async fn list_tenants(
 #[utoipa::path(
     get,
     path = "/v1/admin/tenants/{id}",
-    tag = "admin",
     params(TenantPath),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The tenant", body = Tenant),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
@@ -234,10 +228,8 @@ pub async fn get_tenant(
 #[utoipa::path(
     patch,
     path = "/v1/admin/tenants/{id}",
-    tag = "admin",
     params(TenantPath),
     request_body = UpdateTenant,
-    security(("bearer" = ["admin"])),
     responses(
         (status = 200, description = "The updated tenant", body = Tenant),
         (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
@@ -272,9 +264,7 @@ pub async fn update_tenant(
 #[utoipa::path(
     delete,
     path = "/v1/admin/tenants/{id}",
-    tag = "admin",
     params(TenantPath),
-    security(("bearer" = ["admin"])),
     responses(
         (status = 204, description = "Deleted, with its records"),
         (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
