@@ -97,6 +97,30 @@ impl Caller {
     }
 }
 
+/// An admin request: a verified caller with the platform `admin` scope (403 otherwise), the
+/// application state and the request id (for the audit log). Extracting it is the scope check,
+/// so an admin handler cannot forget it.
+#[derive(Debug)]
+pub struct Admin {
+    /// The application state.
+    pub app: Arc<App>,
+    /// The verified caller.
+    pub caller: Caller,
+    /// The request's id.
+    pub request: RequestIdHeader,
+}
+
+impl FromRequestParts<Arc<App>> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let caller = Caller::from_request_parts(parts, app).await?;
+        caller.require_admin()?;
+        let Ok(request) = RequestIdHeader::from_request_parts(parts, app).await;
+        Ok(Self { app: app.clone(), caller, request })
+    }
+}
+
 /// The request's `x-request-id` (always set by the request-id layer before handlers run).
 #[derive(Debug, Clone)]
 pub struct RequestIdHeader(pub String);

@@ -127,18 +127,12 @@ fn target(caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<(TenantId
 }
 
 /// Create an index (its backfill starts at once; it answers look-ups when `active`).
-#[utoipa::path(
-    put,
-    path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}",
-    params(IndexRoute),
-    request_body = IndexSpec,
-    responses(
-        (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
-        (status = 200, description = "It exists with this definition already", body = IndexInfo),
-        (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`index_exists`: another definition has this name", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(put, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), request_body = IndexSpec, responses(
+    (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
+    (status = 200, description = "It exists with this definition already", body = IndexInfo),
+    (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`index_exists`: another definition has this name", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn put_index(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -160,15 +154,10 @@ pub async fn put_index(
 }
 
 /// An index's definition and state.
-#[utoipa::path(
-    get,
-    path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}",
-    params(IndexRoute),
-    responses(
-        (status = 200, description = "The index", body = IndexInfo),
-        (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
+    (status = 200, description = "The index", body = IndexInfo),
+    (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn get_index(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -184,15 +173,10 @@ fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<
 }
 
 /// Delete an index (its entries are removed in the background).
-#[utoipa::path(
-    delete,
-    path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}",
-    params(IndexRoute),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
+    (status = 204, description = "Deleted"),
+    (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn delete_index(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -236,17 +220,12 @@ fn decode_cursor(cursor: &str) -> Result<(String, String), ApiError> {
 }
 
 /// Find records by an indexed value (or a range of values), verified against the records.
-#[utoipa::path(
-    get,
-    path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}/records",
-    params(IndexRoute, LookupQuery),
-    responses(
-        (status = 200, description = "The records that hold the value(s) now, in value then key order", body = Page<RecordEnvelope>, headers(("x-index-shards" = u32, description = "Index shards the look-up read"))),
-        (status = 400, description = "`invalid_query`, `invalid_index_value` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`index_building`: the backfill has not finished", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}/records", params(IndexRoute, LookupQuery), responses(
+    (status = 200, description = "The records that hold the value(s) now, in value then key order", body = Page<RecordEnvelope>, headers(("x-index-shards" = u32, description = "Index shards the look-up read"))),
+    (status = 400, description = "`invalid_query`, `invalid_index_value` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`index_building`: the backfill has not finished", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn lookup_records(
     State(app): State<Arc<App>>,
     caller: Caller,

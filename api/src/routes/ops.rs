@@ -68,14 +68,10 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
 
 /// Readiness: the catalog and every shard not taken offline answer `SELECT 1` within the probe
 /// timeout (`storage.pool.probe_timeout`, default 2 s). 503 when any of them does not.
-#[utoipa::path(
-    get,
-    path = "/readyz",
-    responses(
-        (status = 200, description = "Ready", body = Readiness),
-        (status = 503, description = "Not ready: a component is down", body = Readiness),
-    )
-)]
+#[utoipa::path(get, path = "/readyz", responses(
+    (status = 200, description = "Ready", body = Readiness),
+    (status = 503, description = "Not ready: a component is down", body = Readiness),
+))]
 pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let timeout = app.probe_timeout;
     let catalog = probe(app.router.catalog().database().clone(), timeout);

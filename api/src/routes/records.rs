@@ -105,18 +105,13 @@ fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Tar
 }
 
 /// Read a record.
-#[utoipa::path(
-    get,
-    path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
-    params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")),
-    responses(
-        (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 304, description = "Not modified (If-None-Match matched)"),
-        (status = 400, description = "Invalid collection or key", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")), responses(
+    (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+    (status = 304, description = "Not modified (If-None-Match matched)"),
+    (status = 400, description = "Invalid collection or key", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn get_record(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -205,16 +200,15 @@ fn cached(record: StoredRecord) -> CachedRecord {
     ),
     request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB)", content_type = "application/json"),
     responses(
-        (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+    (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+    (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+    (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
+    (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+    (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+    (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn put_record(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -257,18 +251,13 @@ pub async fn put_record(
 }
 
 /// Delete a record.
-#[utoipa::path(
-    delete,
-    path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}",
-    params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")),
-    responses(
-        (status = 204, description = "Deleted"),
-        (status = 400, description = "Invalid path or header", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")), responses(
+    (status = 204, description = "Deleted"),
+    (status = 400, description = "Invalid path or header", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn delete_record(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -300,16 +289,11 @@ pub async fn delete_record(
 }
 
 /// List a collection's records in key order.
-#[utoipa::path(
-    get,
-    path = "/v1/tenants/{tenant}/collections/{collection}/records",
-    params(CollectionPath, ListQuery),
-    responses(
-        (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
-        (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(CollectionPath, ListQuery), responses(
+    (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
+    (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn list_records(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -27,34 +27,24 @@ pub struct ValetRoute {
 }
 
 /// Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
-#[utoipa::path(
-    get,
-    path = "/valet/{tenant}/{*path}",
-    params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")),
-    responses(
-        (status = 200, description = "The blob (with `Content-Disposition` when the key sets one)", content_type = "application/octet-stream"),
-        (status = 206, description = "The requested range", content_type = "application/octet-stream"),
-        (status = 304, description = "Not modified"),
-        (status = 403, description = "`valet_malformed`, `valet_bad_signature`, `valet_expired`, `valet_not_yet_valid`, `valet_wrong_method`, `valet_unknown_key`, `valet_unknown_grant`, `valet_revoked`, `valet_key_retired` or `valet_used`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`blob_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")), responses(
+    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one)", content_type = "application/octet-stream"),
+    (status = 206, description = "The requested range", content_type = "application/octet-stream"),
+    (status = 304, description = "Not modified"),
+    (status = 403, description = "`valet_malformed`, `valet_bad_signature`, `valet_expired`, `valet_not_yet_valid`, `valet_wrong_method`, `valet_unknown_key`, `valet_unknown_grant`, `valet_revoked`, `valet_key_retired` or `valet_used`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`blob_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn valet_get(State(app): State<Arc<App>>, ApiPath(route): ApiPath<ValetRoute>, request: Request) -> Response {
     answer(app, route.tenant, request).await
 }
 
 /// The valet URL's blob headers, without its bytes.
-#[utoipa::path(
-    head,
-    path = "/valet/{tenant}/{*path}",
-    params(ValetRoute),
-    responses(
-        (status = 200, description = "The blob exists"),
-        (status = 403, description = "A refused valet URL (see GET)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`blob_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(head, path = "/valet/{tenant}/{*path}", params(ValetRoute), responses(
+    (status = 200, description = "The blob exists"),
+    (status = 403, description = "A refused valet URL (see GET)", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`blob_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn valet_head(
     State(app): State<Arc<App>>,
     ApiPath(route): ApiPath<ValetRoute>,
@@ -64,19 +54,13 @@ pub async fn valet_head(
 }
 
 /// Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
-#[utoipa::path(
-    put,
-    path = "/valet/{tenant}/{*path}",
-    params(ValetRoute),
-    request_body(content = Vec<u8>, description = "The bytes", content_type = "application/octet-stream"),
-    responses(
-        (status = 200, description = "Replaced"),
-        (status = 201, description = "Created"),
-        (status = 403, description = "A refused valet URL (see GET)", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`: over the signed `max_size` (nothing is stored)", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`valet_content_type`: not the signed media type", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute), request_body(content = Vec<u8>, description = "The bytes", content_type = "application/octet-stream"), responses(
+    (status = 200, description = "Replaced"),
+    (status = 201, description = "Created"),
+    (status = 403, description = "A refused valet URL (see GET)", body = Problem, content_type = "application/problem+json"),
+    (status = 413, description = "`payload_too_large`: over the signed `max_size` (nothing is stored)", body = Problem, content_type = "application/problem+json"),
+    (status = 415, description = "`valet_content_type`: not the signed media type", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn valet_put(State(app): State<Arc<App>>, ApiPath(route): ApiPath<ValetRoute>, request: Request) -> Response {
     answer(app, route.tenant, request).await
 }

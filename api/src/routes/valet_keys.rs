@@ -76,18 +76,11 @@ pub struct ValetKeyRoute {
 }
 
 /// Issue a valet key: a signed URL for one operation on one blob.
-#[utoipa::path(
-    post,
-    path = "/v1/tenants/{tenant}/valet-keys",
-    params(ValetKeysRoute),
-    request_body = IssueValetKey,
-    security(("bearer" = ["read", "write"])),
-    responses(
-        (status = 201, description = "Issued", body = ValetKey),
-        (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token lacks the scope of the permission (`read` or `write`)", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(post, path = "/v1/tenants/{tenant}/valet-keys", params(ValetKeysRoute), request_body = IssueValetKey, security(("bearer" = ["read", "write"])), responses(
+    (status = 201, description = "Issued", body = ValetKey),
+    (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
+    (status = 403, description = "The token lacks the scope of the permission (`read` or `write`)", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn issue_valet_key(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -139,15 +132,10 @@ pub async fn issue_valet_key(
 }
 
 /// Revoke a valet key at once, on every instance.
-#[utoipa::path(
-    delete,
-    path = "/v1/tenants/{tenant}/valet-keys/{id}",
-    params(ValetKeyRoute),
-    responses(
-        (status = 204, description = "Revoked (or already was)"),
-        (status = 404, description = "`tenant_not_found` or `valet_key_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/tenants/{tenant}/valet-keys/{id}", params(ValetKeyRoute), responses(
+    (status = 204, description = "Revoked (or already was)"),
+    (status = 404, description = "`tenant_not_found` or `valet_key_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn revoke_valet_key(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -1,14 +1,10 @@
 //! `GET /v1/admin/audit`: the record of admin actions, oldest first.
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::App;
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiQuery, Caller};
+use crate::extract::{Admin, ApiQuery};
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::timestamps::rfc3339;
 
@@ -43,21 +39,14 @@ pub struct AuditQuery {
 }
 
 /// Page through the audit log, oldest first.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/audit",
-    params(AuditQuery),
-    responses(
-        (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
-        (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/admin/audit", params(AuditQuery), responses(
+    (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
+    (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn list_audit(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<axum::Json<Page<AuditRecord>>, ApiError> {
-    caller.require_admin()?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = match query.cursor.as_deref().map(decode_cursor).transpose()? {
         Some(text) => text.parse::<i64>().map_err(|_| ApiError::invalid_cursor())?,

@@ -1,18 +1,14 @@
 //! `/v1/admin/index-audits`: starting an index drift audit (the work is
 //! [`shardgate_index_tables`]'; follow the job at `/v1/admin/jobs/{id}`).
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::app::App;
 use crate::envelope::Job;
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiJson, Caller, RequestIdHeader};
+use crate::extract::{Admin, ApiJson};
 
 /// Body of `POST /v1/admin/index-audits`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -28,23 +24,15 @@ pub struct AuditRequest {
 
 /// Start a drift audit of an index: compares entries and records, writes missing entries and
 /// removes dangling ones; the counts are the job's progress.
-#[utoipa::path(
-    post,
-    path = "/v1/admin/index-audits",
-    request_body = AuditRequest,
-    responses(
-        (status = 202, description = "Started; follow it at `/v1/admin/jobs/{id}`", body = Job),
-        (status = 400, description = "`invalid_body`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`index_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(post, path = "/v1/admin/index-audits", request_body = AuditRequest, responses(
+    (status = 202, description = "Started; follow it at `/v1/admin/jobs/{id}`", body = Job),
+    (status = 400, description = "`invalid_body`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`index_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn start_audit(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiJson(body): ApiJson<AuditRequest>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let index = app.indexes.index(&body.tenant, &body.collection, &body.index)?;
     let audit = caller.audit(&request, "index.audit", Some(index.tenant.as_str()), format!("index:{}", index.target()));
     let job = app.indexes.start_drift_audit(&index, &audit).await?;

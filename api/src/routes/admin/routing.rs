@@ -1,16 +1,12 @@
 //! `/v1/admin/shard-map` and `/v1/admin/route`: the routing state and the explanation of one
 //! routing decision.
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::App;
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiQuery, Caller};
+use crate::extract::{Admin, ApiQuery};
 
 /// One shard in the map.
 #[derive(Debug, Serialize, ToSchema)]
@@ -53,15 +49,10 @@ pub struct ShardMapView {
 }
 
 /// Read the shard map.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/shard-map",
-    responses(
-        (status = 200, description = "The current shard map", body = ShardMapView),
-    )
-)]
-pub async fn get_shard_map(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardMapView>, ApiError> {
-    caller.require_admin()?;
+#[utoipa::path(get, path = "/v1/admin/shard-map", responses(
+    (status = 200, description = "The current shard map", body = ShardMapView),
+))]
+pub async fn get_shard_map(Admin { app, .. }: Admin) -> Result<axum::Json<ShardMapView>, ApiError> {
     let view = app.router.with_map(|map| {
         let counts = map.vshards_per_shard();
         ShardMapView {
@@ -124,23 +115,16 @@ pub struct RouteExplanation {
 }
 
 /// Explain where a tenant's (collection's, record's) data lives.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/route",
-    params(RouteQuery),
-    responses(
-        (status = 200, description = "The routing decision", body = RouteExplanation),
-        (status = 400, description = "`invalid_query`: an identifier breaks its rule", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`no_shards`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/admin/route", params(RouteQuery), responses(
+    (status = 200, description = "The routing decision", body = RouteExplanation),
+    (status = 400, description = "`invalid_query`: an identifier breaks its rule", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "`no_shards`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn explain_route(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<RouteQuery>,
 ) -> Result<axum::Json<RouteExplanation>, ApiError> {
-    caller.require_admin()?;
     let invalid = |e: shardgate_shard_router::InvalidId| ApiError::invalid_query(e.to_string());
     let tenant = TenantId::parse(&query.tenant).map_err(invalid)?;
     let collection = query.collection.as_deref().map(CollectionName::parse).transpose().map_err(invalid)?;

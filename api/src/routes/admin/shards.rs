@@ -1,9 +1,6 @@
 //! `/v1/admin/shards[/{id}]`: register shards by URL, read their statistics, change their state,
 //! unregister them. URLs are never echoed back.
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use secrecy::SecretString;
@@ -12,9 +9,8 @@ use shardgate_shard_router::router::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::App;
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
+use crate::extract::{Admin, ApiJson, ApiPath};
 use crate::timestamps::rfc3339;
 
 /// A registered shard with statistics. Its URL is never shown.
@@ -98,24 +94,16 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
 }
 
 /// Register a shard by URL.
-#[utoipa::path(
-    post,
-    path = "/v1/admin/shards",
-    request_body = RegisterShard,
-    responses(
-        (status = 201, description = "Registered (connected and migrated)", body = Shard),
-        (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`shard_exists`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`shard_unreachable`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(post, path = "/v1/admin/shards", request_body = RegisterShard, responses(
+    (status = 201, description = "Registered (connected and migrated)", body = Shard),
+    (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`shard_exists`", body = Problem, content_type = "application/problem+json"),
+    (status = 422, description = "`shard_unreachable`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn register_shard(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiJson(body): ApiJson<RegisterShard>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let audit = caller.audit(&request, "shard.register", None, format!("shard:{}", body.id));
     let row = app.router.register_shard(body.id, body.url, &audit).await?;
     app.announce_map_change().await;
@@ -130,59 +118,38 @@ pub async fn register_shard(
 }
 
 /// List shards with statistics.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/shards",
-    responses(
-        (status = 200, description = "Every shard", body = ShardList),
-    )
-)]
-pub async fn list_shards(State(app): State<Arc<App>>, caller: Caller) -> Result<axum::Json<ShardList>, ApiError> {
-    caller.require_admin()?;
+#[utoipa::path(get, path = "/v1/admin/shards", responses(
+    (status = 200, description = "Every shard", body = ShardList),
+))]
+pub async fn list_shards(Admin { app, .. }: Admin) -> Result<axum::Json<ShardList>, ApiError> {
     let items = app.router.all_shard_stats().await?.into_iter().map(Shard::from).collect();
     Ok(axum::Json(ShardList { items }))
 }
 
 /// Read a shard with statistics.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/shards/{id}",
-    params(ShardPath),
-    responses(
-        (status = 200, description = "The shard", body = Shard),
-        (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/admin/shards/{id}", params(ShardPath), responses(
+    (status = 200, description = "The shard", body = Shard),
+    (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn get_shard(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Admin { app, .. }: Admin,
     ApiPath(path): ApiPath<ShardPath>,
 ) -> Result<axum::Json<Shard>, ApiError> {
-    caller.require_admin()?;
     let id = shard_id(&path.id)?;
     Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
 }
 
 /// Change a shard's state (`active`, `read_only`, `offline`); enforced on the next request.
-#[utoipa::path(
-    patch,
-    path = "/v1/admin/shards/{id}",
-    params(ShardPath),
-    request_body = UpdateShard,
-    responses(
-        (status = 200, description = "The updated shard", body = Shard),
-        (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(patch, path = "/v1/admin/shards/{id}", params(ShardPath), request_body = UpdateShard, responses(
+    (status = 200, description = "The updated shard", body = Shard),
+    (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn update_shard(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<ShardPath>,
     ApiJson(body): ApiJson<UpdateShard>,
 ) -> Result<axum::Json<Shard>, ApiError> {
-    caller.require_admin()?;
     let id = shard_id(&path.id)?;
     let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} {}", body.state.as_str()));
     app.router.set_shard_state(&id, body.state, &audit).await?;
@@ -192,23 +159,15 @@ pub async fn update_shard(
 }
 
 /// Unregister a shard that owns no vshard and no pinned tenant.
-#[utoipa::path(
-    delete,
-    path = "/v1/admin/shards/{id}",
-    params(ShardPath),
-    responses(
-        (status = 204, description = "Unregistered (its database is left untouched)"),
-        (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`shard_in_use`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/admin/shards/{id}", params(ShardPath), responses(
+    (status = 204, description = "Unregistered (its database is left untouched)"),
+    (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`shard_in_use`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn delete_shard(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<ShardPath>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let id = shard_id(&path.id)?;
     let audit = caller.audit(&request, "shard.delete", None, format!("shard:{id}"));
     app.router.remove_shard(&id, &audit).await?;

@@ -2,18 +2,14 @@
 //! them, rotate to a new current key, retire one. The keys themselves are
 //! [`crate::signing_keys`]'.
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{Retirement, ValetKeyRow};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::App;
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiPath, Caller, RequestIdHeader};
+use crate::extract::{Admin, ApiPath};
 use crate::timestamps::rfc3339;
 
 /// A signing key (never its secret).
@@ -41,36 +37,19 @@ impl From<&ValetKeyRow> for SigningKeyInfo {
 }
 
 /// List the valet signing keys.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/valet/signing-keys",
-    responses(
-        (status = 200, description = "Every signing key, oldest first", body = Vec<SigningKeyInfo>),
-    )
-)]
-pub async fn list_signing_keys(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-) -> Result<axum::Json<Vec<SigningKeyInfo>>, ApiError> {
-    caller.require_admin()?;
+#[utoipa::path(get, path = "/v1/admin/valet/signing-keys", responses(
+    (status = 200, description = "Every signing key, oldest first", body = Vec<SigningKeyInfo>),
+))]
+pub async fn list_signing_keys(Admin { app, .. }: Admin) -> Result<axum::Json<Vec<SigningKeyInfo>>, ApiError> {
     let rows = app.signing_keys.rows(app.router.catalog()).await?;
     Ok(axum::Json(rows.iter().map(SigningKeyInfo::from).collect()))
 }
 
 /// Make a new current signing key; older keys keep verifying until retired.
-#[utoipa::path(
-    post,
-    path = "/v1/admin/valet/signing-keys/rotate",
-    responses(
-        (status = 201, description = "The new current key", body = SigningKeyInfo),
-    )
-)]
-pub async fn rotate_signing_key(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
-) -> Result<Response, ApiError> {
-    caller.require_admin()?;
+#[utoipa::path(post, path = "/v1/admin/valet/signing-keys/rotate", responses(
+    (status = 201, description = "The new current key", body = SigningKeyInfo),
+))]
+pub async fn rotate_signing_key(Admin { app, caller, request }: Admin) -> Result<Response, ApiError> {
     let audit = caller.audit(&request, "valet.key.rotate", None, "valet signing key".into());
     let row = app.signing_keys.rotate(app.router.catalog(), &audit).await?;
     Ok((StatusCode::CREATED, axum::Json(SigningKeyInfo::from(&row))).into_response())
@@ -84,23 +63,15 @@ pub struct SigningKeyRoute {
 }
 
 /// Retire a signing key: every URL it signed is refused from now on, on every instance.
-#[utoipa::path(
-    delete,
-    path = "/v1/admin/valet/signing-keys/{id}",
-    params(SigningKeyRoute),
-    responses(
-        (status = 200, description = "Retired", body = SigningKeyInfo),
-        (status = 404, description = "`signing_key_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`signing_key_current`: rotate first", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/admin/valet/signing-keys/{id}", params(SigningKeyRoute), responses(
+    (status = 200, description = "Retired", body = SigningKeyInfo),
+    (status = 404, description = "`signing_key_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`signing_key_current`: rotate first", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn retire_signing_key(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiPath(route): ApiPath<SigningKeyRoute>,
 ) -> Result<axum::Json<SigningKeyInfo>, ApiError> {
-    caller.require_admin()?;
     let audit = caller.audit(&request, "valet.key.retire", None, format!("valet-key:{}", route.id));
     match app.signing_keys.retire(app.router.catalog(), &route.id, &audit).await? {
         Retirement::Retired(row) => Ok(axum::Json(SigningKeyInfo::from(&row))),

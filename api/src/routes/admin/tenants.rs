@@ -1,8 +1,5 @@
 //! `/v1/admin/tenants[/{id}]`: create, list, read, update and delete tenants.
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -13,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::error::{ApiError, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::timestamps::rfc3339;
 
@@ -140,25 +137,17 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
 }
 
 /// Create a tenant.
-#[utoipa::path(
-    post,
-    path = "/v1/admin/tenants",
-    request_body = CreateTenant,
-    responses(
-        (status = 201, description = "Created", body = Tenant),
-        (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`tenant_exists`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`unknown_shard`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`no_shards` or `catalog_unavailable`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(post, path = "/v1/admin/tenants", request_body = CreateTenant, responses(
+    (status = 201, description = "Created", body = Tenant),
+    (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
+    (status = 409, description = "`tenant_exists`", body = Problem, content_type = "application/problem+json"),
+    (status = 422, description = "`unknown_shard`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "`no_shards` or `catalog_unavailable`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn create_tenant(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiJson(body): ApiJson<CreateTenant>,
 ) -> Result<Response, ApiError> {
-    caller.require_admin()?;
     let name = body.name.unwrap_or_else(|| body.id.to_string());
     check_name(&name)?;
     let target = format!("tenant:{}", body.id);
@@ -182,21 +171,14 @@ pub async fn create_tenant(
 }
 
 /// List tenants ordered by id.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/tenants",
-    params(TenantListQuery),
-    responses(
-        (status = 200, description = "A page of tenants", body = Page<Tenant>),
-        (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/admin/tenants", params(TenantListQuery), responses(
+    (status = 200, description = "A page of tenants", body = Page<Tenant>),
+    (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn list_tenants(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<TenantListQuery>,
 ) -> Result<axum::Json<Page<Tenant>>, ApiError> {
-    caller.require_admin()?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let rows = app.router.catalog().list_tenants(after.as_deref(), limit + 1).await?;
@@ -204,46 +186,30 @@ pub async fn list_tenants(
 }
 
 /// Read a tenant.
-#[utoipa::path(
-    get,
-    path = "/v1/admin/tenants/{id}",
-    params(TenantPath),
-    responses(
-        (status = 200, description = "The tenant", body = Tenant),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(get, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(
+    (status = 200, description = "The tenant", body = Tenant),
+    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn get_tenant(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Admin { app, .. }: Admin,
     ApiPath(path): ApiPath<TenantPath>,
 ) -> Result<axum::Json<Tenant>, ApiError> {
-    caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     let row = app.router.catalog().get_tenant(&id).await?.ok_or_else(ApiError::tenant_not_found)?;
     Ok(axum::Json(tenant_view(&app, row)))
 }
 
 /// Change a tenant's name or tier.
-#[utoipa::path(
-    patch,
-    path = "/v1/admin/tenants/{id}",
-    params(TenantPath),
-    request_body = UpdateTenant,
-    responses(
-        (status = 200, description = "The updated tenant", body = Tenant),
-        (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(patch, path = "/v1/admin/tenants/{id}", params(TenantPath), request_body = UpdateTenant, responses(
+    (status = 200, description = "The updated tenant", body = Tenant),
+    (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn update_tenant(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<TenantPath>,
     ApiJson(body): ApiJson<UpdateTenant>,
 ) -> Result<axum::Json<Tenant>, ApiError> {
-    caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     if let Some(name) = &body.name {
         check_name(name)?;
@@ -261,23 +227,15 @@ pub async fn update_tenant(
 }
 
 /// Delete a tenant and all its records.
-#[utoipa::path(
-    delete,
-    path = "/v1/admin/tenants/{id}",
-    params(TenantPath),
-    responses(
-        (status = 204, description = "Deleted, with its records"),
-        (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "The home shard is read-only, offline or unavailable", body = Problem, content_type = "application/problem+json"),
-    )
-)]
+#[utoipa::path(delete, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(
+    (status = 204, description = "Deleted, with its records"),
+    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 503, description = "The home shard is read-only, offline or unavailable", body = Problem, content_type = "application/problem+json"),
+))]
 pub async fn delete_tenant(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    request: RequestIdHeader,
+    Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<TenantPath>,
 ) -> Result<StatusCode, ApiError> {
-    caller.require_admin()?;
     let id = tenant_id(&path.id)?;
     let audit = caller.audit(&request, "tenant.delete", Some(id.as_str()), format!("tenant:{id}"));
     // Index entries are spread over every shard. They go while the tenant still exists (a
