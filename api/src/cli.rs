@@ -1,4 +1,4 @@
-//! The `shardgate` command line: `serve`, `migrate`, `token`, `openapi`.
+//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`.
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! directory with pins, shard states) and the routing decision made from it.
 //!
 //! Routing a tenant's data is one hash-map look-up (does the tenant exist, is it pinned?) and, for
-//! unpinned tenants, one hash and one array index. [`ShardMap::route_tenant`] returns a [`Route`]
+//! unpinned tenants, one hash and one array index. [`MapSnapshot::route_tenant`] returns a [`Route`]
 //! that says which strategy decided and why, so `/v1/admin/route` can print it.
 
 use std::collections::HashMap;

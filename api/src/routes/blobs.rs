@@ -80,14 +80,15 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
     ),
     request_body(content = Vec<u8>, description = "The bytes (any media type; stored as given by Content-Type)", content_type = "application/octet-stream"),
     responses(
-    (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
-    (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
-    (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`write_contention` or `upload_closed`", body = Problem, content_type = "application/problem+json"),
-    (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-    (status = 413, description = "`payload_too_large`: over the tier's blob size limit", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
-))]
+        (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
+        (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
+        (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`write_contention` or `upload_closed`", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`: over the tier's blob size limit", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
 pub async fn put_blob(
     State(app): State<Arc<App>>,
     caller: Caller,
@@ -114,14 +115,15 @@ pub async fn put_blob(
         ("If-Range" = Option<String>, Header, description = "Quoted ETag: honour `Range` only if it still matches"),
     ),
     responses(
-    (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
-    (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
-    (status = 304, description = "Not modified"),
-    (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
-))]
+        (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
+        (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
+        (status = 304, description = "Not modified"),
+        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
 pub async fn get_blob(
     State(app): State<Arc<App>>,
     caller: Caller,

@@ -7,6 +7,8 @@
 //! | `/v1/admin/shards[/{id}]` | `admin/shards.rs` |
 //! | `/v1/admin/shard-map`, `/v1/admin/route` | `admin/routing.rs` |
 //! | `/v1/admin/audit` | `admin/audit_log.rs` |
+//! | `/v1/admin/jobs/{id}` | `admin/jobs.rs` |
+//! | `/v1/admin/index-audits` (index drift audits) | `admin/index_audits.rs` |
 //! | `/v1/tenants/{tenant}/collections/{collection}/indexes[/{index}[/records]]` | `indexes.rs` |
 //! | `/v1/tenants/{tenant}/blobs[/{path}]` | `blobs.rs` |
 //! | `/v1/tenants/{tenant}/valet-keys[/{id}]` | `valet_keys.rs` |

@@ -200,15 +200,16 @@ fn cached(record: StoredRecord) -> CachedRecord {
     ),
     request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB)", content_type = "application/json"),
     responses(
-    (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-    (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-    (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
-    (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-    (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-    (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
-))]
+        (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+        (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+        (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
+        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+    )
+)]
 pub async fn put_record(
     State(app): State<Arc<App>>,
     caller: Caller,
