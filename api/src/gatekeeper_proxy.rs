@@ -32,9 +32,7 @@ use crate::error::ApiError;
 use crate::extract::require_json;
 use crate::front_door::{check_request_path, client_ip};
 use crate::metrics::Metrics;
-use crate::startup::{
-    ADMIN_BODY_BYTES, edge_layers, method_not_allowed, overload_or_timeout, rate_limit_store_for, serve_until,
-};
+use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for, serve_until, shed_load};
 
 /// How long a tenant's limit reported by the backend is remembered.
 const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
@@ -102,18 +100,12 @@ impl Gatekeeper {
             limits: config.limits.clone(),
             metrics,
         });
-        let in_flight = Arc::new(tokio::sync::Semaphore::new(config.limits.max_concurrent_requests.max(1)));
         let routes = Router::new()
             .route("/healthz", axum::routing::get(crate::routes::ops::healthz))
             .route("/metrics", axum::routing::get(serve_metrics))
             .method_not_allowed_fallback(method_not_allowed)
-            .fallback(forward)
-            .layer(
-                tower::ServiceBuilder::new()
-                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
-                    .load_shed()
-                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
-            );
+            .fallback(forward);
+        let routes = shed_load(routes, config.limits.max_concurrent_requests);
         let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
         let router = edge_layers(routes, &config.cors, &valet_origins)?.with_state(front);
         let listener = TcpListener::bind(config.listen)

@@ -199,6 +199,18 @@ fn cors_layer(
         .max_age(config.max_age))
 }
 
+/// Load shedding for the whole instance: at most `max_in_flight` requests in progress; the
+/// next one gets 503 `overloaded` with `Retry-After` at once instead of queueing.
+pub fn shed_load<S: Clone + Send + Sync + 'static>(routes: Router<S>, max_in_flight: usize) -> Router<S> {
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(max_in_flight.max(1)));
+    routes.layer(
+        tower::ServiceBuilder::new()
+            .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+            .load_shed()
+            .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
+    )
+}
+
 /// Maps the errors of the timeout and load-shedding layers to problems.
 pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
@@ -421,7 +433,6 @@ impl Application {
         cors: &crate::config::CorsConfig,
     ) -> anyhow::Result<Router> {
         // One semaphore for every route: the limit is global to the instance.
-        let in_flight = Arc::new(tokio::sync::Semaphore::new(limits.max_concurrent_requests.max(1)));
         // Each group of routes has its own deadline and body limit.
         let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
             routes.split_for_parts().0.layer(DefaultBodyLimit::max(body_limit)).layer(
@@ -437,13 +448,8 @@ impl Application {
             .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
             .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()))
             .fallback(not_found)
-            .method_not_allowed_fallback(method_not_allowed)
-            .layer(
-                tower::ServiceBuilder::new()
-                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
-                    .load_shed()
-                    .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
-            )
+            .method_not_allowed_fallback(method_not_allowed);
+        let routes = shed_load(routes, limits.max_concurrent_requests)
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
             .layer(metrics::RecordLayer::new(app.metrics.clone()));
         Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
