@@ -37,6 +37,8 @@ pub struct App {
     pub valet_refusals: crate::valet_refusals::RefusalCounter,
     /// Prometheus metrics.
     pub metrics: std::sync::Arc<Metrics>,
+    /// The clock valet keys are issued and checked with (the system's, unless a test injects one).
+    pub clock: Arc<dyn shardgate_shard_router::Clock>,
     /// Timeout of each readiness probe.
     pub probe_timeout: std::time::Duration,
 }

@@ -310,6 +310,15 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
 impl Application {
     /// Opens storage, builds the state and binds `config.listen`.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        Self::build_with_clock(config, Arc::new(shardgate_shard_router::SystemClock)).await
+    }
+
+    /// [`Application::build`] with the clock time-bound decisions read (tests move it forward
+    /// instead of sleeping).
+    pub async fn build_with_clock(
+        config: Config,
+        clock: Arc<dyn shardgate_shard_router::Clock>,
+    ) -> anyhow::Result<Self> {
         let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
         let default_issuer = if config.auth.issuers.is_empty() {
             Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
@@ -386,6 +395,7 @@ impl Application {
             indexes,
             valet_refusals,
             metrics: Arc::new(metrics),
+            clock,
             probe_timeout: config.storage.pool.probe_timeout,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;

@@ -38,11 +38,6 @@ fn encoded_path(path: &BlobPath) -> String {
         .join("/")
 }
 
-/// The clock valet grants are issued and checked with: unix seconds.
-pub fn now_secs() -> u64 {
-    u64::try_from(now_ms() / 1000).unwrap_or_default()
-}
-
 /// A `Content-Disposition` to sign into a download grant: `inline` or `attachment`, optionally
 /// with `; filename=...`, rebuilt per RFC 6266 with an ASCII `filename` fallback and a UTF-8
 /// `filename*` (400 `invalid_body` otherwise).
@@ -95,7 +90,7 @@ pub struct Issued {
 pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, ApiError> {
     let Issue { tenant, path, permission, expires_in, constraints } = issue;
     let key = app.signing_keys.current(app.router.catalog(), &audit.request_id).await?;
-    let now = now_secs();
+    let now = app.clock.now_secs();
     let single_use = constraints.single_use;
     let grant = Grant::new(
         GrantRequest {
@@ -176,7 +171,7 @@ async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<G
     let raw_path = uri.path().strip_prefix(&prefix).ok_or(ValetError::Malformed("no blob path"))?;
     let unverified = UnverifiedGrant::parse(method, tenant, raw_path, uri.query().unwrap_or(""))?;
     let key = app.signing_keys.verifying_key(catalog, unverified.key_id()).await.map_err(catalog_unreachable)??;
-    let grant = unverified.verify(&key, now_secs())?;
+    let grant = unverified.verify(&key, app.clock.now_secs())?;
     let (row, state) = catalog
         .valet_grant(grant.grant_id().as_str())
         .await

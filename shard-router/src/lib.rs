@@ -25,7 +25,7 @@ pub use blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
     UploadState,
 };
-pub use clock::now_ms;
+pub use clock::{Clock, SystemClock, now_ms};
 pub use db::{Database, Engine, PoolConfig};
 pub use error::Error;
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};

@@ -3,6 +3,7 @@
 //! storage.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use secrecy::SecretString;
 use shardgate_api::Config;
@@ -12,6 +13,7 @@ use shardgate_shard_router::router::ShardSeed;
 use tempfile::TempDir;
 
 use crate::backend::{Backend, PgDatabases, SEEDED_SHARDS};
+use crate::clock::TestClock;
 use crate::http::http_client;
 use crate::server::RunningServer;
 use crate::tokens::hs256_issuer;
@@ -23,6 +25,8 @@ pub struct TestApp {
     pub base_url: String,
     /// An HTTP client (no redirects followed, no default headers).
     pub client: reqwest::Client,
+    /// The clock of this app's servers: move it forward instead of sleeping.
+    pub clock: Arc<TestClock>,
     backend: Backend,
     shard_urls: Vec<(String, String)>,
     db_prefix: String,
@@ -75,8 +79,10 @@ impl TestApp {
             }
         };
         customize(&mut config);
-        let server = RunningServer::start(config.clone()).await;
+        let clock = Arc::new(TestClock::default());
+        let server = RunningServer::start(config.clone(), clock.clone()).await;
         Self {
+            clock,
             base_url: server.base_url.clone(),
             client: http_client(),
             backend,
@@ -189,7 +195,7 @@ impl TestApp {
         let mut config = self.config.clone();
         config.listen = "127.0.0.1:0".parse().unwrap();
         customize(&mut config);
-        RunningServer::start(config).await
+        RunningServer::start(config, self.clock.clone()).await
     }
 
     /// A unique Redis key prefix for this app's cache.

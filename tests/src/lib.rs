@@ -27,6 +27,7 @@ pub mod admin;
 pub mod app;
 pub mod assertions;
 pub mod backend;
+pub mod clock;
 pub mod conformance;
 pub mod eventually;
 pub mod http;
@@ -42,6 +43,7 @@ pub use assertions::{
     expect_unauthorized, is_rfc3339, rfc3339_order_key,
 };
 pub use backend::{Backend, POSTGRES_SERVER, PgDatabases, SEEDED_SHARDS, VSHARD_COUNT, open_shard};
+pub use clock::TestClock;
 pub use eventually::eventually;
 pub use http::{encode_segment, get_json, http_client};
 pub use metrics::metric;

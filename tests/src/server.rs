@@ -1,12 +1,15 @@
 //! A server running in a task of the test's runtime: the gateway or a standalone gatekeeper,
 //! built on port 0 and stopped gracefully (or aborted on drop).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use shardgate_api::config::GatekeeperConfig;
 use shardgate_api::gatekeeper_proxy::Gatekeeper;
 use shardgate_api::{Application, Config};
 use tokio::sync::oneshot;
+
+use crate::clock::TestClock;
 use tokio::task::JoinHandle;
 
 /// A running server, stoppable.
@@ -21,8 +24,8 @@ pub struct RunningServer {
 impl RunningServer {
     /// Builds the application from `config` (which binds the listener) and runs it in a task
     /// until [`RunningServer::stop`] or drop.
-    pub async fn start(config: Config) -> Self {
-        let app = Application::build(config).await.expect("the application builds");
+    pub async fn start(config: Config, clock: Arc<TestClock>) -> Self {
+        let app = Application::build_with_clock(config, clock).await.expect("the application builds");
         let port = app.port();
         let (shutdown, signal) = shutdown_signal();
         Self::running(port, shutdown, tokio::spawn(app.run_until(signal)))

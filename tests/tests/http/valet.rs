@@ -190,7 +190,7 @@ async fn every_tampered_or_stale_url_is_refused_with_its_own_code() {
 
     // Expired: a one-second key, a little later. (Expiry has no grace.)
     let short = url_of(&issue(&app, &token, json!({"path": "a/b", "permission": "read", "expires_in": 1})).await);
-    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    app.clock.advance(Duration::from_millis(2_100));
     expect_problem(app.client.get(&short).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_expired").await;
 
     // Revoked: refused at once.
