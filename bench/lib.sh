@@ -68,6 +68,11 @@ ratio() { # a b
         echo "n/a"
     fi
 }
+# meets VALUE OP TARGET (OP: >= or <=): yes, no, or n/a unless VALUE is a figure.
+meets() { # value op target
+    [[ "$1" =~ ^[0-9.]+$ ]] || { echo "n/a"; return; }
+    if awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { exit !(op == ">=" ? v >= t : v <= t) }'; then echo yes; else echo no; fi
+}
 
 # A TCP port on 127.0.0.1 that nothing listens on right now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

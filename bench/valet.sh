@@ -406,10 +406,6 @@ get() { # ARRAY NAME: the figure of NAME's median round, or n/a
     local r="${MED[$2]:-}"
     if [[ -n "$r" ]]; then echo "${figures[$2#$r]:-n/a}"; else echo "n/a"; fi
 }
-meets() { # value target
-    [[ "$1" =~ ^[0-9.]+$ ]] || { echo "n/a"; return; }
-    if awk -v v="$1" -v t="$2" 'BEGIN { exit !(v >= t) }'; then echo yes; else echo no; fi
-}
 declare -A LABEL=(
     [nginx]="nginx, file (sendfile)"
     [hot]="valet GET, hot (chunk cache)"
@@ -441,7 +437,7 @@ ratio_row() { # label a b target
     r1="$(ratio "$(get MBPS "${2}_1m")" "$(get MBPS "${3}_1m")")"
     r64="$(ratio "$(get MBPS "${2}_64m")" "$(get MBPS "${3}_64m")")"
     if [[ -n "$t" ]]; then
-        echo "| $1 | $r1 | $r64 | ≥ $t | $(meets "$r1" "$t") / $(meets "$r64" "$t") |"
+        echo "| $1 | $r1 | $r64 | ≥ $t | $(meets "$r1" ">=" "$t") / $(meets "$r64" ">=" "$t") |"
     else
         echo "| $1 | $r1 | $r64 | | |"
     fi
@@ -451,7 +447,7 @@ ratio_row "valet cold ÷ sqlx ORDER BY seq (pg)" cold sqlx_ordered 0.8
 ratio_row "valet cold ÷ sqlx per chunk (Any)" cold sqlx_any ""
 hot_1m="$(ratio "$(get MBPS hot_1m)" "$(get MBPS nginx_1m)")"
 hot_64m="$(ratio "$(get MBPS hot_64m)" "$(get MBPS nginx_64m)")"
-echo "| valet hot ÷ nginx | $hot_1m | $hot_64m | ≥ 0.5 (1 MiB) | $(meets "$hot_1m" 0.5) / (no target) |"
+echo "| valet hot ÷ nginx | $hot_1m | $hot_64m | ≥ 0.5 (1 MiB) | $(meets "$hot_1m" ">=" 0.5) / (no target) |"
 echo
 echo "MB/s from the bytes read (wrk: response bytes incl. headers; blob_fetch: chunk bytes) over the run's duration; downloads/s and p50/p99 are per whole blob (wrk requests, blob_fetch fetches) in the median round. CPU (median round): from /proc, sampled every 0.5 s, 100 % = one core; server = the gateway or nginx, postgres = the backends of the harness's databases, client = wrk or blob_fetch, other = the rest of the machine's busy time."
 [[ -z "$COLD_SKIPPED" ]] || echo "- valet cold rows not run: $COLD_SKIPPED"
