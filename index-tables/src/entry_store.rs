@@ -262,8 +262,8 @@ impl<'a> IndexEntryStore<'a> {
         Ok(written)
     }
 
-    /// Runs a fenced write that returns the row it wrote; true if it wrote one (see
-    /// [`IndexEntryStore::unless_fenced_out`]).
+    /// Runs a fenced write that returns the row it wrote or deleted (at most one); true if there
+    /// was one (see [`IndexEntryStore::unless_fenced_out`]).
     async fn returned_row<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
@@ -271,17 +271,6 @@ impl<'a> IndexEntryStore<'a> {
         self.count();
         let row = query.fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
         self.unless_fenced_out(row.is_some()).await
-    }
-
-    /// Runs a fenced delete; true if it deleted a row (see
-    /// [`IndexEntryStore::unless_fenced_out`]).
-    async fn deleted_row<'q>(
-        &self,
-        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
-    ) -> Result<bool, IndexError> {
-        self.count();
-        let done = query.execute(self.shard.pool()).await.map_err(|e| self.err(e))?;
-        self.unless_fenced_out(done.rows_affected() > 0).await
     }
 
     /// Binds an entry's values to `sql`, written with [`INSERT_ENTRY`]'s parameters.
@@ -426,9 +415,9 @@ impl<'a> IndexEntryStore<'a> {
     pub async fn remove(&self, key: EntryKey<'_>, record_version: i64) -> Result<bool, IndexError> {
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND record_version <= $6 \
-             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7)"
+             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING record_version"
         );
-        self.deleted_row(bind_key(&sql, key).bind(record_version).bind(self.shard.map_epoch())).await
+        self.returned_row(bind_key(&sql, key).bind(record_version).bind(self.shard.map_epoch())).await
     }
 
     /// Deletes a stale entry found at read time (its record no longer holds the value), only if
@@ -437,14 +426,15 @@ impl<'a> IndexEntryStore<'a> {
     pub async fn remove_if_unchanged(&self, scope: IndexScope<'_>, seen: &StoredEntry) -> Result<bool, IndexError> {
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND state = $6 AND claimed_at = $7 \
-             AND record_version = $8 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9)"
+             AND record_version = $8 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) \
+             RETURNING record_version"
         );
         let query = bind_key(&sql, seen.key(scope))
             .bind(seen.state.as_str())
             .bind(seen.claimed_at_ms)
             .bind(seen.record_version)
             .bind(self.shard.map_epoch());
-        self.deleted_row(query).await
+        self.returned_row(query).await
     }
 
     /// The entry at `key`, if any.
