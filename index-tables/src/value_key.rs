@@ -254,32 +254,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    /// A small deterministic generator (xorshift64*), so the properties below check thousands of
-    /// cases without a property-testing dependency, the same cases on every run.
-    struct Gen(u64);
+    use crate::xorshift::XorShift as Gen;
 
     impl Gen {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
         /// Numbers of every kind: small integers (many ties), negatives, decimals, huge and tiny
         /// magnitudes, subnormals, zeros of both signs, the extremes.
         fn number(&mut self) -> f64 {
             match self.below(6) {
                 0 => self.below(7) as f64 - 3.0,
-                1 => (self.next() as i64 as f64) / 1e3,
+                1 => (self.next_u64() as i64 as f64) / 1e3,
                 2 => (self.below(2_000_001) as f64 - 1e6) / 1e4,
                 3 => {
-                    let f = f64::from_bits(self.next());
+                    let f = f64::from_bits(self.next_u64());
                     if f.is_finite() { f } else { 1.5 }
                 }
                 4 => [0.0, -0.0, f64::MIN_POSITIVE, -f64::MIN_POSITIVE, 5e-324, -5e-324, f64::MAX, f64::MIN]
@@ -303,6 +289,12 @@ mod tests {
                 1 | 2 => json!(self.number()),
                 _ => Value::String(self.string()),
             }
+        }
+
+        /// 1 to [`MAX_KEY_PARTS`] scalars.
+        fn tuple(&mut self) -> Vec<Value> {
+            let n = 1 + self.below(MAX_KEY_PARTS as u64) as usize;
+            (0..n).map(|_| self.scalar()).collect()
         }
     }
 
@@ -380,8 +372,8 @@ mod tests {
     fn composites_compare_part_by_part() {
         let mut g = Gen(0x5eed_0003);
         for _ in 0..20_000 {
-            let n = 1 + g.below(MAX_KEY_PARTS as u64) as usize;
-            let a: Vec<Value> = (0..n).map(|_| g.scalar()).collect();
+            let a = g.tuple();
+            let n = a.len();
             // Often share a prefix with `a`, so later parts decide.
             let shared = g.below(n as u64 + 1) as usize;
             let b: Vec<Value> = (0..n).map(|i| if i < shared { a[i].clone() } else { g.scalar() }).collect();
@@ -404,11 +396,10 @@ mod tests {
     fn keys_decode_to_their_values() {
         let mut g = Gen(0x5eed_0004);
         for _ in 0..5_000 {
-            let n = 1 + g.below(MAX_KEY_PARTS as u64) as usize;
-            let parts: Vec<Value> = (0..n).map(|_| g.scalar()).collect();
+            let parts = g.tuple();
             let k = key(&parts);
             let decoded = k.decode();
-            assert_eq!(decoded.len(), n);
+            assert_eq!(decoded.len(), parts.len());
             assert_eq!(natural_tuple(&decoded, &parts), Ordering::Equal, "{parts:?} → {decoded:?}");
             assert_eq!(key(&decoded), k);
             assert_eq!(ValueKey::from_encoded(k.as_str()).unwrap(), k.clone());
