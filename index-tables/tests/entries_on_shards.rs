@@ -719,28 +719,9 @@ async fn a_unique_index_write_flow(shards: Shards) {
     shards.drop_all().await;
 }
 
-macro_rules! on_both_engines {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(super::Shards::sqlite().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(super::Shards::postgres().await).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+shardgate_shard_router::on_both_engines!(
+    sqlite: Shards::sqlite(),
+    postgres: Shards::postgres();
     pending_live_removed,
     one_winner_per_unique_value,
     stale_claims_are_taken_over_by_compare_and_swap,

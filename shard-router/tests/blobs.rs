@@ -499,28 +499,9 @@ async fn deleting_a_tenant_deletes_its_blobs() {
     assert_eq!(chunks, 0);
 }
 
-macro_rules! on_both_engines {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $scenario() {
-                    super::$scenario(super::TestDb::sqlite().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $scenario() {
-                    super::$scenario(super::TestDb::postgres("sg_blobs").await).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+shardgate_shard_router::on_both_engines!(
+    sqlite: TestDb::sqlite(),
+    postgres: TestDb::postgres("sg_blobs");
     multi_chunk_round_trip,
     overwrite_is_atomic,
     readers_never_see_a_mix,
