@@ -1,7 +1,7 @@
 //! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
 //! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
 
-use super::{Audit, Catalog, catalog_err};
+use super::{Audit, Catalog, catalog_err, commit_with};
 use crate::error::Error;
 
 /// An index definition row (read by the names in [`DEF_COLUMNS`]).
@@ -100,19 +100,16 @@ impl Catalog {
         state: &str,
         audit: &Audit,
     ) -> Result<(), Error> {
-        let (mut tx, _epoch) = self.begin_change(audit).await?;
-        sqlx::query(
+        let (tx, _epoch) = self.begin_change(audit).await?;
+        let statement = sqlx::query(
             "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
         )
         .bind(state)
         .bind(crate::clock::now_ms())
         .bind(tenant)
         .bind(collection)
-        .bind(name)
-        .execute(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)
+        .bind(name);
+        commit_with(tx, statement).await
     }
 
     /// Removes an index definition. `Ok(None)`: no such index. New epoch.
@@ -134,14 +131,11 @@ impl Catalog {
         .await
         .map_err(catalog_err)?;
         let Some(row) = row else { return Ok(None) };
-        sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
+        let statement = sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
             .bind(tenant)
             .bind(collection)
-            .bind(name)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)?;
+            .bind(name);
+        commit_with(tx, statement).await?;
         Ok(Some(row))
     }
 
@@ -172,18 +166,15 @@ impl Catalog {
     /// Stores a job's progress (and state, error), only while it is `running`. Returns whether
     /// it was still running.
     pub async fn update_job(&self, id: &str, state: &str, progress: &str, error: Option<&str>) -> Result<bool, Error> {
-        let done = sqlx::query(
+        let statement = sqlx::query(
             "UPDATE jobs SET state = $1, progress = $2, error = $3, updated_at = $4 WHERE id = $5 AND state = 'running'",
         )
         .bind(state)
         .bind(progress)
         .bind(error)
         .bind(crate::clock::now_ms())
-        .bind(id)
-        .execute(&self.db.pool)
-        .await
-        .map_err(catalog_err)?;
-        Ok(done.rows_affected() == 1)
+        .bind(id);
+        self.changes_one_row(statement).await
     }
 }
 
