@@ -31,43 +31,19 @@ BLOB=memory-bench/big.bin
 BIN="$ROOT/target/release"
 
 
-for tool in curl python3 sha256sum; do
-    command -v "$tool" >/dev/null || die "$tool is not installed"
-done
-if [[ -n "${NO_BUILD:-}" ]]; then
-    [[ -x "$BIN/shardgate" ]] || die "NO_BUILD is set but $BIN/shardgate does not exist"
-    log "using the existing $BIN/shardgate (NO_BUILD), built $(date -r "$BIN/shardgate" '+%F %T')"
-else
-    log "building (release)"
-    cargo build --release -p shardgate-api >&2
-fi
+require_tools curl python3 sha256sum
+build_release shardgate-api shardgate
 
 # ---------------------------------------------------------------------------------------------
 # State and cleanup (the work directory holds the blob and the SQLite shards: ~2x SIZE_MIB)
 # ---------------------------------------------------------------------------------------------
 WORK="$(mktemp -d -t sgmem.XXXXXX)"
-GW_PID=""
-cleanup() {
-    local status=$?
-    set +e
+KEPT="logs (never the blob or the database)"
+release() {
     stop_pid "$GW_PID"
-    if [[ $status -ne 0 ]]; then
-        for f in "$WORK"/gateway-*.log; do
-            [[ -f "$f" ]] || continue
-            echo "--- last lines of $f ---" >&2
-            tail -n 20 "$f" >&2
-        done
-    fi
     rm -rf "$WORK/blob.bin" "$WORK/data"
-    if [[ -n "${KEEP_WORK:-}" ]]; then
-        echo "logs kept in $WORK (the blob and the database are deleted)" >&2
-    else
-        rm -rf "$WORK"
-    fi
-    exit "$status"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 avail_mib="$(df -Pm "$WORK" | awk 'NR == 2 { print $4 }')"
 [[ "$avail_mib" -gt $((SIZE_MIB * 3 + 512)) ]] || die "$WORK has $avail_mib MiB free; about $((SIZE_MIB * 3)) MiB are needed"
@@ -79,27 +55,14 @@ SHA="$(sha256sum "$WORK/blob.bin" | cut -d' ' -f1)"
 # ---------------------------------------------------------------------------------------------
 # Gateway (embedded default: SQLite shards in a fresh data directory)
 # ---------------------------------------------------------------------------------------------
-GW_ADDR="127.0.0.1:$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-GW_URL="http://$GW_ADDR"
-export SHARDGATE_LISTEN="$GW_ADDR"
-export SHARDGATE_DATA_DIR="$WORK/data"
-export SHARDGATE_LOG__FILTER=warn
-mkdir -p "$SHARDGATE_DATA_DIR"
+gateway_at "127.0.0.1:$(free_port)"
 
-start_gateway() { # name [VAR=value ...]
+# transfer_gateway NAME [VAR=value ...]: a gateway of its own for one transfer (log: gateway-NAME.log).
+transfer_gateway() {
     local name="$1"
     shift
-    env "$@" "$BIN/shardgate" serve >"$WORK/gateway-$name.log" 2>&1 &
-    GW_PID=$!
-    local _
-    for _ in $(seq 1 300); do
-        kill -0 "$GW_PID" 2>/dev/null || { GW_PID=""; die "the gateway exited: $(tail -n 5 "$WORK/gateway-$name.log")"; }
-        [[ "$(curl -s -o /dev/null -w '%{http_code}' "$GW_URL/readyz")" == 200 ]] && return 0
-        sleep 0.2
-    done
-    die "the gateway is not ready after 60 s"
+    GW_LOG="$WORK/gateway-$name.log" start_gateway "$@" || die "the gateway does not start: $GW_FAILURE"
 }
-stop_gateway() { stop_pid "$GW_PID"; GW_PID=""; }
 # status_mib FIELD: VmHWM / VmRSS of the gateway in MiB (the file gives kB).
 status_mib() { awk -v f="$1:" '$1 == f { printf "%.1f", $2 / 1024 }' "/proc/$GW_PID/status"; }
 
@@ -129,7 +92,7 @@ download() {
 
 # 1. Upload.
 log "starting the embedded gateway on $GW_ADDR (chunk cache at its default)"
-start_gateway upload
+transfer_gateway upload
 ADMIN_TOKEN="$("$BIN/shardgate" token --admin --data-dir "$SHARDGATE_DATA_DIR")"
 TOKEN="$("$BIN/shardgate" token --tenant "$TENANT" --scopes read,write --ttl 2h --data-dir "$SHARDGATE_DATA_DIR")"
 printf 'header = "Authorization: Bearer %s"\n' "$ADMIN_TOKEN" >"$WORK/admin.curl"
@@ -159,13 +122,13 @@ stop_gateway
 
 # 2. Download, chunk cache at its default, in a fresh process.
 log "restarting the gateway (chunk cache at its default)"
-start_gateway cached
+transfer_gateway cached
 download cached
 stop_gateway
 
 # 3. Download without chunk cache, in a fresh process.
 log "restarting the gateway with SHARDGATE_BLOBS__CHUNK_CACHE_BYTES=0"
-start_gateway uncached SHARDGATE_BLOBS__CHUNK_CACHE_BYTES=0
+transfer_gateway uncached SHARDGATE_BLOBS__CHUNK_CACHE_BYTES=0
 download uncached
 stop_gateway
 

@@ -43,17 +43,8 @@ BIN="$ROOT/target/release"
 # Tools and build
 # ---------------------------------------------------------------------------------------------
 command -v wrk >/dev/null || apt_install wrk
-for tool in wrk curl python3; do
-    command -v "$tool" >/dev/null || die "$tool is not installed"
-done
-
-if [[ -n "${NO_BUILD:-}" ]]; then
-    [[ -x "$BIN/shardgate" ]] || die "NO_BUILD is set but $BIN/shardgate does not exist"
-    log "using the existing $BIN/shardgate (NO_BUILD), built $(date -r "$BIN/shardgate" '+%F %T')"
-else
-    log "building (release)"
-    cargo build --release -p shardgate-api >&2
-fi
+require_tools wrk curl python3
+build_release shardgate-api shardgate
 
 # Other compilations on the machine skew every figure (the cores are shared): sampled around
 # each phase and reported under the table.
@@ -75,27 +66,13 @@ children_cpu() {
 # State and cleanup
 # ---------------------------------------------------------------------------------------------
 WORK="$(mktemp -d -t sgfair.XXXXXX)"
-GW_PID=""
 FLOOD_PID=""
 
-cleanup() {
-    local status=$?
-    set +e
+release() {
     stop_pid "$FLOOD_PID"
     stop_pid "$GW_PID"
-    if [[ $status -ne 0 && -f "$WORK/gateway.log" ]]; then
-        echo "--- last lines of the gateway log ---" >&2
-        tail -n 20 "$WORK/gateway.log" >&2
-    fi
-    if [[ -n "${KEEP_WORK:-}" ]]; then
-        echo "raw outputs kept in $WORK" >&2
-    else
-        rm -rf "$WORK"
-    fi
-    exit "$status"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 # ---------------------------------------------------------------------------------------------
 # The quiet tenant's client: open-loop GETs at a fixed rate (Python 3, standard library only).
@@ -217,23 +194,11 @@ PY
 # ---------------------------------------------------------------------------------------------
 # Gateway (embedded default: SQLite in a fresh data directory)
 # ---------------------------------------------------------------------------------------------
-PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-GW_ADDR="127.0.0.1:$PORT"
-GW_URL="http://$GW_ADDR"
-export SHARDGATE_LISTEN="$GW_ADDR"
-export SHARDGATE_DATA_DIR="$WORK/data"
-export SHARDGATE_LOG__FILTER=warn
-mkdir -p "$SHARDGATE_DATA_DIR"
+PORT="$(free_port)"
+gateway_at "127.0.0.1:$PORT"
 
 log "starting the embedded gateway on $GW_ADDR (data in $SHARDGATE_DATA_DIR)"
-"$BIN/shardgate" serve >"$WORK/gateway.log" 2>&1 &
-GW_PID=$!
-for _ in $(seq 1 300); do
-    kill -0 "$GW_PID" 2>/dev/null || { GW_PID=""; die "the gateway exited: $(tail -n 5 "$WORK/gateway.log")"; }
-    [[ "$(curl -s -o /dev/null -w '%{http_code}' "$GW_URL/readyz")" == 200 ]] && break
-    sleep 0.2
-done
-[[ "$(curl -s -o /dev/null -w '%{http_code}' "$GW_URL/readyz")" == 200 ]] || die "the gateway is not ready after 60 s"
+start_gateway || die "the gateway does not start: $GW_FAILURE"
 
 # CPU seconds the gateway has used so far (user + system, from /proc).
 gateway_cpu() {
@@ -334,7 +299,7 @@ measured A2 run_quiet
 num() { [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
 calc() { awk "BEGIN { $1 }"; }
 pct() { num "$1" && num "$2" && [[ "$2" != 0 ]] && calc "printf \"%.2f %%\", 100 * $1 / $2" || echo n/a; }
-ratio() { # a b -> a/b with 3 decimals, or n/a
+ratio3() { # a b -> a/b with 3 decimals, or n/a
     if num "$1" && num "$2" && calc "exit !($2 > 0)"; then calc "printf \"%.3f\", $1 / $2"; else echo n/a; fi
 }
 within() { # ratio -> yes/no against the bound
@@ -344,12 +309,12 @@ within() { # ratio -> yes/no against the bound
 success() { calc "printf \"%.4f\", ${Q[$1.ok]} / ${Q[$1.sent]}"; }
 
 for p in A B A2; do Q[$p.success]="$(success "$p")"; done
-r_succ="$(ratio "${Q[B.success]}" "${Q[A.success]}")"
-r_p50="$(ratio "${Q[B.p50_ms]}" "${Q[A.p50_ms]}")"
-r_p99="$(ratio "${Q[B.p99_ms]}" "${Q[A.p99_ms]}")"
-n_succ="$(ratio "${Q[A2.success]}" "${Q[A.success]}")"
-n_p50="$(ratio "${Q[A2.p50_ms]}" "${Q[A.p50_ms]}")"
-n_p99="$(ratio "${Q[A2.p99_ms]}" "${Q[A.p99_ms]}")"
+r_succ="$(ratio3 "${Q[B.success]}" "${Q[A.success]}")"
+r_p50="$(ratio3 "${Q[B.p50_ms]}" "${Q[A.p50_ms]}")"
+r_p99="$(ratio3 "${Q[B.p99_ms]}" "${Q[A.p99_ms]}")"
+n_succ="$(ratio3 "${Q[A2.success]}" "${Q[A.success]}")"
+n_p50="$(ratio3 "${Q[A2.p50_ms]}" "${Q[A.p50_ms]}")"
+n_p99="$(ratio3 "${Q[A2.p99_ms]}" "${Q[A.p99_ms]}")"
 
 n_req="$(field requests "$NOISY_LINE")"; n_secs="$(field secs "$NOISY_LINE")"
 n_2xx="$(field n2xx "$NOISY_LINE")"; n_429="$(field n429 "$NOISY_LINE")"

@@ -41,9 +41,7 @@ SECS="$(duration_secs "$DURATION")"
 command -v wrk >/dev/null || apt_install wrk
 command -v pgbench >/dev/null || apt_install postgresql-contrib
 command -v redis-benchmark >/dev/null || apt_install redis-tools
-for tool in wrk pgbench redis-benchmark redis-cli psql curl; do
-    command -v "$tool" >/dev/null || die "$tool is not installed"
-done
+require_tools wrk pgbench redis-benchmark redis-cli psql curl
 
 log "starting PostgreSQL and Redis if needed"
 scripts/services.sh >&2
@@ -55,89 +53,33 @@ cargo build --release -p shardgate-api -p shardgate-bench >&2
 # State and cleanup
 # ---------------------------------------------------------------------------------------------
 WORK="$(mktemp -d -t sgbench.XXXXXX)"
-GW_PID=""
 CEILING_PID=""
 
 flush_prefix() {
     redis-cli "${REDIS[@]}" --scan --pattern "${PREFIX}*" | xargs -r redis-cli "${REDIS[@]}" del >/dev/null
 }
-drop_dbs() {
-    local db
-    for db in "${DBS[@]}"; do
-        psql "${PG[@]}" -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" postgres >/dev/null
-    done
-}
-cleanup() {
-    local status=$?
-    set +e
+release() {
     stop_pid "$GW_PID"
     stop_pid "$CEILING_PID"
-    if [[ $status -ne 0 && -f "$WORK/gateway.log" ]]; then
-        echo "--- last lines of the gateway log ---" >&2
-        tail -n 20 "$WORK/gateway.log" >&2
-    fi
     drop_dbs 2>/dev/null
     flush_prefix 2>/dev/null
-    if [[ -n "${KEEP_WORK:-}" ]]; then
-        echo "raw outputs kept in $WORK" >&2
-    else
-        rm -rf "$WORK"
-    fi
-    exit "$status"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+cleanup_on_exit
 
 # ---------------------------------------------------------------------------------------------
 # Databases, Redis prefix, gateway configuration
 # ---------------------------------------------------------------------------------------------
-log "creating fresh databases ${DBS[*]}"
-drop_dbs
-for db in "${DBS[@]}"; do
-    psql "${PG[@]}" -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db" postgres >/dev/null
-done
+create_fresh_dbs
 flush_prefix
 
-export SHARDGATE_LISTEN="$GW_ADDR"
-export SHARDGATE_DATA_DIR="$WORK/data"
+gateway_at "$GW_ADDR"
 export SHARDGATE_STORAGE__CATALOG_URL="postgres://postgres@127.0.0.1:5432/sgbench_cat"
 export SHARDGATE_STORAGE__SHARDS='[{id="s0",url="postgres://postgres@127.0.0.1:5432/sgbench_s0"},{id="s1",url="postgres://postgres@127.0.0.1:5432/sgbench_s1"}]'
-export SHARDGATE_LOG__FILTER=warn
-mkdir -p "$SHARDGATE_DATA_DIR"
 
 # Cache settings of the scenarios (passed to the gateway only, on top of the exported ones).
 CACHE_L1=(SHARDGATE_CACHE__REDIS_URL=redis://127.0.0.1:6379 SHARDGATE_CACHE__KEY_PREFIX="$PREFIX" SHARDGATE_CACHE__L1__ENABLED=true)
 CACHE_REDIS=(SHARDGATE_CACHE__REDIS_URL=redis://127.0.0.1:6379 SHARDGATE_CACHE__KEY_PREFIX="$PREFIX" SHARDGATE_CACHE__L1__ENABLED=false)
 CACHE_OFF=(SHARDGATE_CACHE__ENABLED=false)
-
-# start_gateway [VAR=value ...]: starts the gateway with these extra variables and waits for
-# /readyz = 200. Returns 1 (gateway stopped, reason in $GW_FAILURE) if it exits or never gets ready.
-GW_FAILURE=""
-start_gateway() {
-    stop_gateway
-    env "$@" "$BIN/shardgate" serve >"$WORK/gateway.log" 2>&1 &
-    GW_PID=$!
-    local _
-    for _ in $(seq 1 300); do
-        if ! kill -0 "$GW_PID" 2>/dev/null; then
-            wait "$GW_PID" 2>/dev/null || true
-            GW_PID=""
-            GW_FAILURE="$(grep -v '^\s*$' "$WORK/gateway.log" | tail -n 3 | tr '\n' ' ')"
-            return 1
-        fi
-        if [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$GW_ADDR/readyz")" == 200 ]]; then
-            return 0
-        fi
-        sleep 0.2
-    done
-    GW_FAILURE="not ready after 60 s: $(curl -s "http://$GW_ADDR/readyz")"
-    stop_gateway
-    return 1
-}
-stop_gateway() {
-    stop_pid "$GW_PID"
-    GW_PID=""
-}
 
 # A configuration the gateway rejects (an unknown SHARDGATE_CACHE__* key, while the cache settings
 # are not in this build) skips the scenarios that need it; any other start-up failure is an error.
@@ -232,7 +174,6 @@ skip() { # name reason
     RPS[$1]="n/a"; P50[$1]="n/a"; P99[$1]="n/a"; NOTE[$1]="not run: $2"
 }
 
-GW_URL="http://$GW_ADDR"
 REJECTED=""   # the gateway's words when it rejected a cache configuration
 
 # cache_gateway NAME VAR=value...: restarts the gateway with these cache settings on an empty
@@ -348,17 +289,6 @@ P99[redis_get]="${rb_p99:-n/a}"
 # ---------------------------------------------------------------------------------------------
 # Report
 # ---------------------------------------------------------------------------------------------
-ratio() { # a b
-    if [[ "$1" =~ ^[0-9.]+$ && "$2" =~ ^[0-9.]+$ ]] && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
-        awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
-    else
-        echo "n/a"
-    fi
-}
-meets() { # value op target
-    [[ "$1" =~ ^[0-9.]+$ ]] || { echo "n/a"; return; }
-    if awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN { exit !(op == ">=" ? v >= t : v <= t) }'; then echo yes; else echo no; fi
-}
 fmt_rps() { [[ "$1" =~ ^[0-9.]+$ ]] && printf '%.0f' "$1" || echo "$1"; }
 
 declare -A LABEL=(

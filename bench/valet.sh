@@ -53,24 +53,14 @@ done
 command -v wrk >/dev/null || apt_install wrk
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || apt_install nginx
 NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
-for tool in wrk psql curl python3 sha256sum "$NGINX"; do
-    command -v "$tool" >/dev/null || die "$tool is not installed"
-done
+require_tools wrk psql curl python3 sha256sum "$NGINX"
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
     log "starting PostgreSQL"
     scripts/services.sh >&2
 fi
 
-if [[ -n "${NO_BUILD:-}" ]]; then
-    for b in shardgate blob_fetch; do
-        [[ -x "$BIN/$b" ]] || die "NO_BUILD is set but $BIN/$b does not exist"
-    done
-    log "using the existing binaries (NO_BUILD), shardgate built $(date -r "$BIN/shardgate" '+%F %T')"
-else
-    log "building (release)"
-    cargo build --release -p shardgate-api -p shardgate-bench >&2
-fi
+build_release "shardgate-api shardgate-bench" shardgate blob_fetch
 
 # Other compilations on the machine skew every figure (the cores are shared): counted around
 # each measurement and reported under the tables.
@@ -87,39 +77,17 @@ wait_for_quiet() {
 # State and cleanup
 # ---------------------------------------------------------------------------------------------
 WORK="$(mktemp -d -t sgvalet.XXXXXX)"
-GW_PID=""
 NGINX_PID=""
 SAMPLER_PID=""
 
-drop_dbs() {
-    local db
-    for db in "${DBS[@]}"; do
-        psql "${PG[@]}" -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" postgres >/dev/null
-    done
-}
-cleanup() {
-    local status=$?
-    set +e
+release() {
     stop_pid "$SAMPLER_PID"
     stop_pid "$GW_PID"
     stop_pid "$NGINX_PID"
-    if [[ $status -ne 0 && -f "$WORK/gateway.log" ]]; then
-        echo "--- last lines of the gateway log ---" >&2
-        tail -n 20 "$WORK/gateway.log" >&2
-    fi
     drop_dbs
-    if [[ -n "${KEEP_WORK:-}" ]]; then
-        rm -rf "$WORK/www"   # the blobs themselves (65 MiB) are not worth keeping
-        echo "raw outputs kept in $WORK" >&2
-    else
-        rm -rf "$WORK"
-    fi
-    exit "$status"
+    rm -rf "$WORK/www"   # the blobs themselves (65 MiB) are not worth keeping
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+cleanup_on_exit
 
 # ---------------------------------------------------------------------------------------------
 # CPU use during a measurement (approximate, from /proc; 100 % = one core)
@@ -217,49 +185,16 @@ done
 # ---------------------------------------------------------------------------------------------
 # Databases, gateway
 # ---------------------------------------------------------------------------------------------
-log "creating fresh databases ${DBS[*]}"
-drop_dbs
-for db in "${DBS[@]}"; do
-    psql "${PG[@]}" -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $db" postgres >/dev/null
-done
+create_fresh_dbs
 
-GW_ADDR="127.0.0.1:$(free_port)"
-GW_URL="http://$GW_ADDR"
-export SHARDGATE_LISTEN="$GW_ADDR"
-export SHARDGATE_DATA_DIR="$WORK/data"
+gateway_at "127.0.0.1:$(free_port)"
 export SHARDGATE_STORAGE__CATALOG_URL="postgres://postgres@127.0.0.1:5432/${DB_PREFIX}_cat"
 export SHARDGATE_STORAGE__SHARDS="[{id=\"s0\",url=\"postgres://postgres@127.0.0.1:5432/${DB_PREFIX}_s0\"},{id=\"s1\",url=\"postgres://postgres@127.0.0.1:5432/${DB_PREFIX}_s1\"}]"
 export SHARDGATE_STORAGE__POOL__MAX_CONNECTIONS="$POOL"
-export SHARDGATE_LOG__FILTER=warn
 # Valet URLs carry no token: they are throttled per client IP. The limit is far above what this
 # machine can send, so the limiter runs on every request (its cost is measured) but never refuses.
 export SHARDGATE_RATE_LIMITS__ANONYMOUS__PER_SECOND=1000000000
 export SHARDGATE_RATE_LIMITS__ANONYMOUS__BURST=1000000000
-
-GW_FAILURE=""
-start_gateway() { # [VAR=value ...]
-    stop_gateway
-    env "$@" "$BIN/shardgate" serve >"$WORK/gateway.log" 2>&1 &
-    GW_PID=$!
-    local _
-    for _ in $(seq 1 300); do
-        if ! kill -0 "$GW_PID" 2>/dev/null; then
-            wait "$GW_PID" 2>/dev/null || true
-            GW_PID=""
-            GW_FAILURE="$(grep -v '^\s*$' "$WORK/gateway.log" | tail -n 3 | tr '\n' ' ')"
-            return 1
-        fi
-        [[ "$(curl -s -o /dev/null -w '%{http_code}' "$GW_URL/readyz")" == 200 ]] && return 0
-        sleep 0.2
-    done
-    GW_FAILURE="not ready after 60 s: $(curl -s "$GW_URL/readyz")"
-    stop_gateway
-    return 1
-}
-stop_gateway() {
-    stop_pid "$GW_PID"
-    GW_PID=""
-}
 
 log "starting the gateway on $GW_ADDR (chunk cache at its default)"
 start_gateway || die "the gateway does not start: $GW_FAILURE"
@@ -471,18 +406,6 @@ get() { # ARRAY NAME: the figure of NAME's median round, or n/a
     local r="${MED[$2]:-}"
     if [[ -n "$r" ]]; then echo "${figures[$2#$r]:-n/a}"; else echo "n/a"; fi
 }
-
-ratio() { # a b
-    if [[ "$1" =~ ^[0-9.]+$ && "$2" =~ ^[0-9.]+$ ]] && awk -v b="$2" 'BEGIN { exit !(b > 0) }'; then
-        awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'
-    else
-        echo "n/a"
-    fi
-}
-meets() { # value target
-    [[ "$1" =~ ^[0-9.]+$ ]] || { echo "n/a"; return; }
-    if awk -v v="$1" -v t="$2" 'BEGIN { exit !(v >= t) }'; then echo yes; else echo no; fi
-}
 declare -A LABEL=(
     [nginx]="nginx, file (sendfile)"
     [hot]="valet GET, hot (chunk cache)"
@@ -514,7 +437,7 @@ ratio_row() { # label a b target
     r1="$(ratio "$(get MBPS "${2}_1m")" "$(get MBPS "${3}_1m")")"
     r64="$(ratio "$(get MBPS "${2}_64m")" "$(get MBPS "${3}_64m")")"
     if [[ -n "$t" ]]; then
-        echo "| $1 | $r1 | $r64 | ≥ $t | $(meets "$r1" "$t") / $(meets "$r64" "$t") |"
+        echo "| $1 | $r1 | $r64 | ≥ $t | $(meets "$r1" ">=" "$t") / $(meets "$r64" ">=" "$t") |"
     else
         echo "| $1 | $r1 | $r64 | | |"
     fi
@@ -524,7 +447,7 @@ ratio_row "valet cold ÷ sqlx ORDER BY seq (pg)" cold sqlx_ordered 0.8
 ratio_row "valet cold ÷ sqlx per chunk (Any)" cold sqlx_any ""
 hot_1m="$(ratio "$(get MBPS hot_1m)" "$(get MBPS nginx_1m)")"
 hot_64m="$(ratio "$(get MBPS hot_64m)" "$(get MBPS nginx_64m)")"
-echo "| valet hot ÷ nginx | $hot_1m | $hot_64m | ≥ 0.5 (1 MiB) | $(meets "$hot_1m" 0.5) / (no target) |"
+echo "| valet hot ÷ nginx | $hot_1m | $hot_64m | ≥ 0.5 (1 MiB) | $(meets "$hot_1m" ">=" 0.5) / (no target) |"
 echo
 echo "MB/s from the bytes read (wrk: response bytes incl. headers; blob_fetch: chunk bytes) over the run's duration; downloads/s and p50/p99 are per whole blob (wrk requests, blob_fetch fetches) in the median round. CPU (median round): from /proc, sampled every 0.5 s, 100 % = one core; server = the gateway or nginx, postgres = the backends of the harness's databases, client = wrk or blob_fetch, other = the rest of the machine's busy time."
 [[ -z "$COLD_SKIPPED" ]] || echo "- valet cold rows not run: $COLD_SKIPPED"

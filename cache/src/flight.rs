@@ -127,6 +127,18 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
 
+    /// Spawns a load of `"k"` that accepts any shared value and otherwise runs `load`.
+    fn spawn_load<Fut>(
+        flights: &Arc<SingleFlight<u64>>,
+        load: impl FnOnce() -> Fut + Send + 'static,
+    ) -> tokio::task::JoinHandle<Loaded<u64>>
+    where
+        Fut: std::future::Future<Output = u64> + Send + 'static,
+    {
+        let flights = flights.clone();
+        tokio::spawn(async move { flights.load("k", |_| true, load).await })
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_loads_share_one_call() {
         let flights = Arc::new(SingleFlight::<u64>::default());
@@ -134,26 +146,17 @@ mod tests {
         let gate = Arc::new(tokio::sync::Notify::new());
         let mut tasks = Vec::new();
         for _ in 0..20 {
-            let (flights, calls, gate) = (flights.clone(), calls.clone(), gate.clone());
-            tasks.push(tokio::spawn(async move {
-                let loaded = flights
-                    .load(
-                        "k",
-                        |_| true,
-                        || async move {
-                            calls.fetch_add(1, Ordering::SeqCst);
-                            gate.notified().await;
-                            7
-                        },
-                    )
-                    .await;
-                loaded.value
+            let (calls, gate) = (calls.clone(), gate.clone());
+            tasks.push(spawn_load(&flights, move || async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                gate.notified().await;
+                7
             }));
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         gate.notify_one();
         for task in tasks {
-            assert_eq!(task.await.unwrap(), 7);
+            assert_eq!(task.await.unwrap().value, 7);
         }
         assert_eq!(calls.load(Ordering::SeqCst), 1);
     }
@@ -164,19 +167,11 @@ mod tests {
         let (started_tx, started_rx) = tokio::sync::oneshot::channel();
         let release = Arc::new(tokio::sync::Notify::new());
         let leader = {
-            let (flights, release) = (flights.clone(), release.clone());
-            tokio::spawn(async move {
-                flights
-                    .load(
-                        "k",
-                        |_| true,
-                        || async move {
-                            let _ = started_tx.send(());
-                            release.notified().await;
-                            1 // the old value, read before the write
-                        },
-                    )
-                    .await
+            let release = release.clone();
+            spawn_load(&flights, move || async move {
+                let _ = started_tx.send(());
+                release.notified().await;
+                1 // the old value, read before the write
             })
         };
         started_rx.await.unwrap();
@@ -192,18 +187,10 @@ mod tests {
         let flights = Arc::new(SingleFlight::<u64>::default());
         let release = Arc::new(tokio::sync::Notify::new());
         let leader = {
-            let (flights, release) = (flights.clone(), release.clone());
-            tokio::spawn(async move {
-                flights
-                    .load(
-                        "k",
-                        |_| true,
-                        || async move {
-                            release.notified().await;
-                            3
-                        },
-                    )
-                    .await
+            let release = release.clone();
+            spawn_load(&flights, move || async move {
+                release.notified().await;
+                3
             })
         };
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

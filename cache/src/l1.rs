@@ -61,26 +61,22 @@ impl L1 {
     /// Stores `record` unless the slot holds a newer record or marker.
     pub async fn fill(&self, key: &str, record: CachedRecord, ttl: Duration) {
         let version = record.version;
-        self.cache
-            .entry(key.to_owned())
-            .and_compute_with(|current| {
-                let op = match current {
-                    Some(entry) if !entry.value().slot.accepts_fill(version) => Op::Nop,
-                    _ => Op::Put(Timed { slot: Slot::Record(record), ttl }),
-                };
-                std::future::ready(op)
-            })
-            .await;
+        self.put_if(key, Slot::Record(record), ttl, |current| current.accepts_fill(version)).await;
     }
 
     /// Replaces anything older than `version` with a marker.
     pub async fn invalidate(&self, key: &str, version: i64, ttl: Duration) {
+        self.put_if(key, Slot::Marker(version), ttl, |current| current.accepts_invalidation(version)).await;
+    }
+
+    /// Puts `slot` at `key` unless a slot is there that `accepts` refuses, in one atomic step.
+    async fn put_if(&self, key: &str, slot: Slot, ttl: Duration, accepts: impl FnOnce(&Slot) -> bool) {
         self.cache
             .entry(key.to_owned())
             .and_compute_with(|current| {
                 let op = match current {
-                    Some(entry) if !entry.value().slot.accepts_invalidation(version) => Op::Nop,
-                    _ => Op::Put(Timed { slot: Slot::Marker(version), ttl }),
+                    Some(entry) if !accepts(&entry.value().slot) => Op::Nop,
+                    _ => Op::Put(Timed { slot, ttl }),
                 };
                 std::future::ready(op)
             })

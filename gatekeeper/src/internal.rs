@@ -73,6 +73,14 @@ pub struct SignedHeaders {
     pub signature: String,
 }
 
+/// The three header values as a request carries them (any of them may be missing).
+#[derive(Debug, Clone, Copy)]
+struct ReceivedHeaders<'a> {
+    principal: Option<&'a str>,
+    timestamp: Option<&'a str>,
+    signature: Option<&'a str>,
+}
+
 /// Signs (gatekeeper) and verifies (trusted backend) internal credentials with a shared secret.
 pub struct InternalKey {
     secret: SecretString,
@@ -146,19 +154,19 @@ impl InternalKey {
         timestamp: Option<&str>,
         signature: Option<&str>,
     ) -> Result<Option<Principal>, CredentialError> {
-        self.verify_at(method, path_and_query, principal, timestamp, signature, now_ms())
+        self.verify_at(method, path_and_query, ReceivedHeaders { principal, timestamp, signature }, now_ms())
     }
 
     fn verify_at(
         &self,
         method: &str,
         path_and_query: &str,
-        principal: Option<&str>,
-        timestamp: Option<&str>,
-        signature: Option<&str>,
+        received: ReceivedHeaders<'_>,
         now: u64,
     ) -> Result<Option<Principal>, CredentialError> {
-        let (Some(principal), Some(timestamp), Some(signature)) = (principal, timestamp, signature) else {
+        let ReceivedHeaders { principal: Some(principal), timestamp: Some(timestamp), signature: Some(signature) } =
+            received
+        else {
             return Err(CredentialError::Missing);
         };
         let signed_at: u64 = timestamp.parse().map_err(|_| CredentialError::Invalid)?;
@@ -188,6 +196,16 @@ mod tests {
     use super::*;
     use crate::principal::Scope;
 
+    impl SignedHeaders {
+        fn received(&self) -> ReceivedHeaders<'_> {
+            ReceivedHeaders {
+                principal: Some(&self.principal),
+                timestamp: Some(&self.timestamp),
+                signature: Some(&self.signature),
+            }
+        }
+    }
+
     fn key(secret: &str) -> InternalKey {
         InternalKey::new(SecretString::from(secret.to_owned())).unwrap()
     }
@@ -208,22 +226,12 @@ mod tests {
         let key = key(SECRET);
         let path = "/v1/tenants/acme/collections/c/records/k?x=1";
         let h = key.sign_at("PUT", path, Some(&principal()), 1_000_000);
-        let verified = key
-            .verify_at("PUT", path, Some(&h.principal), Some(&h.timestamp), Some(&h.signature), 1_000_500)
-            .unwrap()
-            .unwrap();
+        let verified = key.verify_at("PUT", path, h.received(), 1_000_500).unwrap().unwrap();
         assert_eq!(verified.tenant.as_deref(), Some("acme"));
         assert_eq!(verified.subject, "alice");
         assert!(verified.scopes.contains(Scope::Write) && !verified.scopes.contains(Scope::Admin));
         let anonymous = key.sign_at("GET", "/docs", None, 1_000_000);
-        let verified = key.verify_at(
-            "GET",
-            "/docs",
-            Some(&anonymous.principal),
-            Some(&anonymous.timestamp),
-            Some(&anonymous.signature),
-            1_000_000,
-        );
+        let verified = key.verify_at("GET", "/docs", anonymous.received(), 1_000_000);
         assert_eq!(verified, Ok(None));
     }
 
@@ -233,7 +241,9 @@ mod tests {
         let path = "/v1/tenants/acme/collections/c/records/k";
         let h = key.sign_at("GET", path, Some(&principal()), 1_000_000);
         let verify = |method: &str, path: &str, principal: &str, timestamp: &str, signature: &str, now: u64| {
-            key.verify_at(method, path, Some(principal), Some(timestamp), Some(signature), now)
+            let received =
+                ReceivedHeaders { principal: Some(principal), timestamp: Some(timestamp), signature: Some(signature) };
+            key.verify_at(method, path, received, now)
         };
         let mut admin = principal();
         admin.scopes = Scopes::of(&[Scope::Admin]);
@@ -272,12 +282,13 @@ mod tests {
     fn the_window_is_thirty_seconds_either_way() {
         let key = key(SECRET);
         let h = key.sign_at("GET", "/x", None, 1_000_000);
-        let at = |now| key.verify_at("GET", "/x", Some(&h.principal), Some(&h.timestamp), Some(&h.signature), now);
+        let at = |now| key.verify_at("GET", "/x", h.received(), now);
         assert_eq!(at(1_000_000 + 30_000), Ok(None));
         assert_eq!(at(1_000_000 - 30_000), Ok(None));
         assert_eq!(at(1_000_000 + 30_001), Err(CredentialError::Expired));
         assert_eq!(at(1_000_000 - 30_001), Err(CredentialError::Expired));
-        assert_eq!(key.verify_at("GET", "/x", None, Some("1"), Some("00"), 0), Err(CredentialError::Missing));
+        let unsigned = ReceivedHeaders { principal: None, timestamp: Some("1"), signature: Some("00") };
+        assert_eq!(key.verify_at("GET", "/x", unsigned, 0), Err(CredentialError::Missing));
     }
 
     #[test]

@@ -41,7 +41,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlx::Row;
 
 use shardgate_shard_router::records::{MAX_WRITE_ATTEMPTS, backoff};
-use shardgate_shard_router::{CollectionName, Database, Error as StoreError, RecordKey, ShardId, TenantId};
+use shardgate_shard_router::{
+    CollectionName, Database, Error as StoreError, FencedShard, RecordKey, ShardId, TenantId,
+};
 
 use crate::error::IndexError;
 
@@ -210,11 +212,7 @@ pub struct EntryAfter<'a> {
 /// Index entry operations on one shard database.
 #[derive(Debug, Clone, Copy)]
 pub struct IndexEntryStore<'a> {
-    db: &'a Database,
-    shard: &'a ShardId,
-    /// The epoch of the map the writes were routed on; the shard refuses them if its fence is
-    /// newer.
-    map_epoch: i64,
+    shard: FencedShard<'a>,
     /// Incremented once per statement run, if set.
     statements: Option<&'a AtomicU64>,
 }
@@ -224,13 +222,13 @@ impl<'a> IndexEntryStore<'a> {
     /// (for maintenance such as backfills and deletes); use [`IndexEntryStore::routed_at`] for
     /// routed requests.
     pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { db, shard, map_epoch: i64::MAX, statements: None }
+        Self { shard: FencedShard::new(db, shard), statements: None }
     }
 
     /// Writes will be refused with [`StoreError::StaleMap`] if the shard's fence is newer than
     /// `epoch` (the map they were routed on).
     pub fn routed_at(self, epoch: u64) -> Self {
-        Self { map_epoch: i64::try_from(epoch).unwrap_or(i64::MAX), ..self }
+        Self { shard: self.shard.routed_at(epoch), ..self }
     }
 
     /// Adds one to `counter` for every statement this store runs on its shard (keep one counter
@@ -240,7 +238,7 @@ impl<'a> IndexEntryStore<'a> {
     }
 
     fn err(&self, source: sqlx::Error) -> IndexError {
-        StoreError::Database { target: format!("shard {}", self.shard), source }.into()
+        self.shard.err(source).into()
     }
 
     fn count(&self) {
@@ -252,11 +250,27 @@ impl<'a> IndexEntryStore<'a> {
     /// After a fenced write changed nothing: [`StoreError::StaleMap`] if the fence is why.
     async fn check_fence(&self) -> Result<(), IndexError> {
         self.count();
-        let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
-            .fetch_one(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        if fence > self.map_epoch { Err(StoreError::StaleMap(self.shard.clone()).into()) } else { Ok(()) }
+        Ok(self.shard.check_fence().await?)
+    }
+
+    /// Whether a fenced write changed a row; one that changed nothing because of the fence is
+    /// [`StoreError::StaleMap`].
+    async fn unless_fenced_out(&self, written: bool) -> Result<bool, IndexError> {
+        if !written {
+            self.check_fence().await?;
+        }
+        Ok(written)
+    }
+
+    /// Runs a fenced write that returns the row it wrote or deleted (at most one); true if there
+    /// was one (see [`IndexEntryStore::unless_fenced_out`]).
+    async fn returned_row<'q>(
+        &self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<bool, IndexError> {
+        self.count();
+        let row = query.fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
+        self.unless_fenced_out(row.is_some()).await
     }
 
     /// Binds an entry's values to `sql`, written with [`INSERT_ENTRY`]'s parameters.
@@ -276,20 +290,14 @@ impl<'a> IndexEntryStore<'a> {
             .bind(entry.record_version)
             .bind(entry.claimed_at_ms)
             .bind(entry.copy.as_deref())
-            .bind(self.map_epoch)
+            .bind(self.shard.map_epoch())
     }
 
     /// Runs an insert-or-update of `entry`; true if a row was written. A write that changed
     /// nothing because of the fence is [`StoreError::StaleMap`].
     async fn upsert(&self, entry: &IndexEntry, state: EntryState) -> Result<bool, IndexError> {
         let sql = format!("{}{UPSERT_NEWER}", insert_sql(state, false));
-        self.count();
-        let written =
-            self.bind_entry(&sql, entry).fetch_optional(&self.db.pool).await.map_err(|e| self.err(e))?.is_some();
-        if !written {
-            self.check_fence().await?;
-        }
-        Ok(written)
+        self.returned_row(self.bind_entry(&sql, entry)).await
     }
 
     /// Writes `entry` as `pending` for a new value of a non-unique index, before the record's
@@ -323,7 +331,7 @@ impl<'a> IndexEntryStore<'a> {
             backoff(attempt).await;
             self.count();
             let inserted =
-                self.bind_entry(&insert, entry).fetch_optional(&self.db.pool).await.map_err(|e| self.err(e))?;
+                self.bind_entry(&insert, entry).fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
             if inserted.is_some() {
                 return Ok(Claim::Won);
             }
@@ -357,27 +365,19 @@ impl<'a> IndexEntryStore<'a> {
     /// Rewrites the unique entry `expected` as `entry` (pending) if it is unchanged; true if it
     /// was. [`StoreError::StaleMap`] if the fence refused the write.
     async fn replace_claim(&self, expected: &StoredEntry, entry: &IndexEntry) -> Result<bool, IndexError> {
-        self.count();
         // The entry's values are bound as in [`INSERT_ENTRY`] ($1–$11); $12–$15 are what was read.
         let sql = "UPDATE index_entries SET record_key = $5, vshard = $6, record_vshard = $7, record_version = $8, \
                    state = 'pending', claimed_at = $9, copy = $10, unique_claim = 1 \
                    WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND record_key = $12 \
                    AND state = $13 AND claimed_at = $14 AND record_version = $15 AND unique_claim = 1 \
                    AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) RETURNING record_version";
-        let replaced = self
+        let query = self
             .bind_entry(sql, entry)
             .bind(expected.record_key.as_str())
             .bind(expected.state.as_str())
             .bind(expected.claimed_at_ms)
-            .bind(expected.record_version)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?
-            .is_some();
-        if !replaced {
-            self.check_fence().await?;
-        }
-        Ok(replaced)
+            .bind(expected.record_version);
+        self.returned_row(query).await
     }
 
     /// The entry holding `value_key` in a unique index, if any.
@@ -388,7 +388,7 @@ impl<'a> IndexEntryStore<'a> {
              WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND unique_claim = 1"
         );
         let row =
-            bind_scope(&sql, scope).bind(value_key).fetch_optional(&self.db.pool).await.map_err(|e| self.err(e))?;
+            bind_scope(&sql, scope).bind(value_key).fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
         row.map(|r| self.entry(&r)).transpose()
     }
 
@@ -401,77 +401,47 @@ impl<'a> IndexEntryStore<'a> {
         record_version: i64,
         copy: Option<&str>,
     ) -> Result<bool, IndexError> {
-        self.count();
         let sql = format!(
             "UPDATE index_entries SET state = 'live', record_version = $6, copy = $7 \
              WHERE {WHERE_ENTRY} AND record_version <= $6 \
              AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $8) RETURNING record_version"
         );
-        let marked = bind_key(&sql, key)
-            .bind(record_version)
-            .bind(copy)
-            .bind(self.map_epoch)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?
-            .is_some();
-        if !marked {
-            self.check_fence().await?;
-        }
-        Ok(marked)
+        self.returned_row(bind_key(&sql, key).bind(record_version).bind(copy).bind(self.shard.map_epoch())).await
     }
 
     /// After the record committed at `record_version` without this value: deletes the entry,
     /// pending or live, only if its record version is at most `record_version` (so the entry of
     /// a later write that set the value again survives). True if it was deleted.
     pub async fn remove(&self, key: EntryKey<'_>, record_version: i64) -> Result<bool, IndexError> {
-        self.count();
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND record_version <= $6 \
-             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7)"
+             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING record_version"
         );
-        let done = bind_key(&sql, key)
-            .bind(record_version)
-            .bind(self.map_epoch)
-            .execute(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        let removed = done.rows_affected() > 0;
-        if !removed {
-            self.check_fence().await?;
-        }
-        Ok(removed)
+        self.returned_row(bind_key(&sql, key).bind(record_version).bind(self.shard.map_epoch())).await
     }
 
     /// Deletes a stale entry found at read time (its record no longer holds the value), only if
     /// it is still exactly as read: same state, claim time and record version. True if deleted;
     /// false if a writer changed it meanwhile (it is then not stale, or its writer cleans up).
     pub async fn remove_if_unchanged(&self, scope: IndexScope<'_>, seen: &StoredEntry) -> Result<bool, IndexError> {
-        self.count();
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND state = $6 AND claimed_at = $7 \
-             AND record_version = $8 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9)"
+             AND record_version = $8 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) \
+             RETURNING record_version"
         );
-        let done = bind_key(&sql, seen.key(scope))
+        let query = bind_key(&sql, seen.key(scope))
             .bind(seen.state.as_str())
             .bind(seen.claimed_at_ms)
             .bind(seen.record_version)
-            .bind(self.map_epoch)
-            .execute(&self.db.pool)
-            .await
-            .map_err(|e| self.err(e))?;
-        let removed = done.rows_affected() > 0;
-        if !removed {
-            self.check_fence().await?;
-        }
-        Ok(removed)
+            .bind(self.shard.map_epoch());
+        self.returned_row(query).await
     }
 
     /// The entry at `key`, if any.
     pub async fn get(&self, key: EntryKey<'_>) -> Result<Option<StoredEntry>, IndexError> {
         self.count();
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM index_entries WHERE {WHERE_ENTRY}");
-        let row = bind_key(&sql, key).fetch_optional(&self.db.pool).await.map_err(|e| self.err(e))?;
+        let row = bind_key(&sql, key).fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
         row.map(|r| self.entry(&r)).transpose()
     }
 
@@ -565,7 +535,7 @@ impl<'a> IndexEntryStore<'a> {
             query = query.bind(value);
         }
         self.count();
-        let rows = query.bind(i64::from(limit)).fetch_all(&self.db.pool).await.map_err(|e| self.err(e))?;
+        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).await.map_err(|e| self.err(e))?;
         rows.iter().map(|r| self.entry(r)).collect()
     }
 
@@ -579,8 +549,11 @@ impl<'a> IndexEntryStore<'a> {
         let mut deleted = 0;
         loop {
             self.count();
-            let done =
-                bind_scope(sql, scope).bind(i64::from(batch)).execute(&self.db.pool).await.map_err(|e| self.err(e))?;
+            let done = bind_scope(sql, scope)
+                .bind(i64::from(batch))
+                .execute(self.shard.pool())
+                .await
+                .map_err(|e| self.err(e))?;
             deleted += done.rows_affected();
             if done.rows_affected() < u64::from(batch) {
                 return Ok(deleted);
@@ -593,7 +566,7 @@ impl<'a> IndexEntryStore<'a> {
         self.count();
         let done = sqlx::query("DELETE FROM index_entries WHERE tenant = $1")
             .bind(tenant.as_str())
-            .execute(&self.db.pool)
+            .execute(self.shard.pool())
             .await
             .map_err(|e| self.err(e))?;
         Ok(done.rows_affected())
@@ -601,8 +574,9 @@ impl<'a> IndexEntryStore<'a> {
 
     /// Reads a row of [`ENTRY_COLUMNS`].
     fn entry(&self, row: &sqlx::any::AnyRow) -> Result<StoredEntry, IndexError> {
-        let corrupt =
-            |what: &str| IndexError::from(StoreError::Corrupt(format!("index entry {what} on shard {}", self.shard)));
+        let corrupt = |what: &str| {
+            IndexError::from(StoreError::Corrupt(format!("index entry {what} on shard {}", self.shard.id())))
+        };
         let state: String = row.try_get(5).map_err(|e| self.err(e))?;
         let vshard: i64 = row.try_get(2).map_err(|e| self.err(e))?;
         let record_vshard: i64 = row.try_get(3).map_err(|e| self.err(e))?;

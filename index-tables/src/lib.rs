@@ -34,6 +34,8 @@ pub mod record_entry;
 pub mod registry;
 pub mod service;
 pub mod value_key;
+#[doc(hidden)]
+pub mod xorshift;
 
 pub use backfill::BACKFILL_JOB;
 pub use definition::{EntryChange, IndexDef, Layout, MAX_INCLUDED_FIELDS};

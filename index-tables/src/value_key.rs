@@ -254,32 +254,31 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::xorshift::XorShift as Gen;
 
-    /// A small deterministic generator (xorshift64*), so the properties below check thousands of
-    /// cases without a property-testing dependency, the same cases on every run.
-    struct Gen(u64);
+    /// Runs `check` on `count` cases drawn from a generator seeded with `seed`.
+    fn cases(seed: u64, count: u32, mut check: impl FnMut(&mut Gen)) {
+        let mut g = Gen(seed);
+        for _ in 0..count {
+            check(&mut g);
+        }
+    }
+
+    /// Asserts that `keys` are in strictly ascending order.
+    fn assert_ascending(keys: &[ValueKey]) {
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+    }
 
     impl Gen {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-
         /// Numbers of every kind: small integers (many ties), negatives, decimals, huge and tiny
         /// magnitudes, subnormals, zeros of both signs, the extremes.
         fn number(&mut self) -> f64 {
             match self.below(6) {
                 0 => self.below(7) as f64 - 3.0,
-                1 => (self.next() as i64 as f64) / 1e3,
+                1 => (self.next_u64() as i64 as f64) / 1e3,
                 2 => (self.below(2_000_001) as f64 - 1e6) / 1e4,
                 3 => {
-                    let f = f64::from_bits(self.next());
+                    let f = f64::from_bits(self.next_u64());
                     if f.is_finite() { f } else { 1.5 }
                 }
                 4 => [0.0, -0.0, f64::MIN_POSITIVE, -f64::MIN_POSITIVE, 5e-324, -5e-324, f64::MAX, f64::MIN]
@@ -303,6 +302,12 @@ mod tests {
                 1 | 2 => json!(self.number()),
                 _ => Value::String(self.string()),
             }
+        }
+
+        /// 1 to [`MAX_KEY_PARTS`] scalars.
+        fn tuple(&mut self) -> Vec<Value> {
+            let n = 1 + self.below(MAX_KEY_PARTS as u64) as usize;
+            (0..n).map(|_| self.scalar()).collect()
         }
     }
 
@@ -334,13 +339,12 @@ mod tests {
 
     #[test]
     fn numbers_keep_numeric_order() {
-        let mut g = Gen(0x5eed_0001);
-        for _ in 0..20_000 {
+        cases(0x5eed_0001, 20_000, |g| {
             let (a, b) = (g.number(), g.number());
             let (ka, kb) = (key(&[json!(a)]), key(&[json!(b)]));
             assert_eq!(ka.cmp(&kb), a.partial_cmp(&b).unwrap(), "{a} vs {b}: {ka:?} {kb:?}");
             assert_eq!(ka.as_str().len(), 17);
-        }
+        });
     }
 
     #[test]
@@ -348,7 +352,7 @@ mod tests {
         let sorted =
             [f64::MIN, -1e300, -2.5, -1.0, -0.5, -5e-324, 0.0, 5e-324, 0.1, 1.0, 1.5, 2.0, 10.0, 1e300, f64::MAX];
         let keys: Vec<ValueKey> = sorted.iter().map(|f| key(&[json!(f)])).collect();
-        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert_ascending(&keys);
         assert_eq!(key(&[json!(-0.0)]), key(&[json!(0)]), "-0 and 0 are one value");
         assert_eq!(key(&[json!(1)]), key(&[json!(1.0)]), "1 and 1.0 are one value");
         assert_eq!(key(&[json!(1)]).as_str(), "nbff0000000000000");
@@ -357,37 +361,35 @@ mod tests {
 
     #[test]
     fn strings_keep_byte_order_despite_embedded_separators() {
-        let mut g = Gen(0x5eed_0002);
-        for _ in 0..20_000 {
+        cases(0x5eed_0002, 20_000, |g| {
             let (a, b) = (g.string(), g.string());
             let (ka, kb) = (key(&[json!(a)]), key(&[json!(b)]));
             assert_eq!(ka.cmp(&kb), a.as_bytes().cmp(b.as_bytes()), "{a:?} vs {b:?}: {ka:?} {kb:?}");
             assert!(!ka.as_str().contains('\u{0}'));
-        }
+        });
         let sorted = ["", "\u{0}", "\u{0}\u{0}", "\u{1}", "\u{2}", "\u{3}", "a", "a\u{0}", "a\u{1}", "ab", "b", "é"];
         let keys: Vec<ValueKey> = sorted.iter().map(|s| key(&[json!(s)])).collect();
-        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert_ascending(&keys);
     }
 
     #[test]
     fn types_order_booleans_numbers_strings() {
         let sorted = [json!(false), json!(true), json!(-1e308), json!(0), json!(1e308), json!(""), json!("0")];
         let keys: Vec<ValueKey> = sorted.iter().map(|v| key(std::slice::from_ref(v))).collect();
-        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert_ascending(&keys);
     }
 
     #[test]
     fn composites_compare_part_by_part() {
-        let mut g = Gen(0x5eed_0003);
-        for _ in 0..20_000 {
-            let n = 1 + g.below(MAX_KEY_PARTS as u64) as usize;
-            let a: Vec<Value> = (0..n).map(|_| g.scalar()).collect();
+        cases(0x5eed_0003, 20_000, |g| {
+            let a = g.tuple();
+            let n = a.len();
             // Often share a prefix with `a`, so later parts decide.
             let shared = g.below(n as u64 + 1) as usize;
             let b: Vec<Value> = (0..n).map(|i| if i < shared { a[i].clone() } else { g.scalar() }).collect();
             let (ka, kb) = (key(&a), key(&b));
             assert_eq!(ka.cmp(&kb), natural_tuple(&a, &b), "{a:?} vs {b:?}: {ka:?} {kb:?}");
-        }
+        });
         // The classic trap: a separator inside the first part must not leak into the second.
         let pairs = [
             (json!("a"), json!("z")),
@@ -397,22 +399,20 @@ mod tests {
             (json!("b"), json!(false)),
         ];
         let keys: Vec<ValueKey> = pairs.iter().map(|(x, y)| key(&[x.clone(), y.clone()])).collect();
-        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+        assert_ascending(&keys);
     }
 
     #[test]
     fn keys_decode_to_their_values() {
-        let mut g = Gen(0x5eed_0004);
-        for _ in 0..5_000 {
-            let n = 1 + g.below(MAX_KEY_PARTS as u64) as usize;
-            let parts: Vec<Value> = (0..n).map(|_| g.scalar()).collect();
+        cases(0x5eed_0004, 5_000, |g| {
+            let parts = g.tuple();
             let k = key(&parts);
             let decoded = k.decode();
-            assert_eq!(decoded.len(), n);
+            assert_eq!(decoded.len(), parts.len());
             assert_eq!(natural_tuple(&decoded, &parts), Ordering::Equal, "{parts:?} → {decoded:?}");
             assert_eq!(key(&decoded), k);
             assert_eq!(ValueKey::from_encoded(k.as_str()).unwrap(), k.clone());
-        }
+        });
         assert_eq!(key(&[json!(42), json!(0.25), json!("x")]).decode(), [json!(42), json!(0.25), json!("x")]);
     }
 

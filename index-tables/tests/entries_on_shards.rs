@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use secrecy::SecretString;
 use serde_json::{Value, json};
+use shardgate_index_tables::xorshift::XorShift;
 use shardgate_index_tables::{
     Claim, EntryAfter, EntryCursor, EntryKey, EntryState, FieldPath, IndexDef, IndexEntry, IndexEntryStore, IndexError,
     IndexName, IndexScope, Layout, RecordVersion, StoredEntry, ValueKey, entry_vshard, merge_pages,
@@ -490,23 +491,14 @@ async fn deleting_an_index_goes_in_batches(shards: Shards) {
 
 // Several shards: placement, value order and the merge of fan-out pages.
 
-/// A small deterministic generator (xorshift64*).
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
+/// Index values drawn from the crate's deterministic generator.
+trait Scalars {
     /// Scalars with many ties and every ordering hazard: signs, decimals, huge magnitudes,
     /// strings with separators and escape characters, prefixes of each other, non-ASCII.
+    fn scalar(&mut self) -> Value;
+}
+
+impl Scalars for XorShift {
     fn scalar(&mut self) -> Value {
         const STRINGS: [&str; 12] =
             ["", "a", "a\u{0}", "a\u{1}", "a\u{2}b", "ab", "b", "Z", "~", "é", "😀", "a\u{1}\u{1}"];
@@ -559,7 +551,7 @@ struct Fixture {
 /// 150 records with random scores and towns, indexed by `by_score` and `by_town_score`, written
 /// in a shuffled order to the shards their entries hash to.
 async fn populate(shards: &Shards, seed: u64) -> Fixture {
-    let mut g = Gen(seed);
+    let mut g = XorShift(seed);
     let tenant = TenantId::parse("acme").unwrap();
     let collection = CollectionName::parse("players").unwrap();
     let mut records: Vec<(RecordKey, Value)> = (0..150)
@@ -727,28 +719,9 @@ async fn a_unique_index_write_flow(shards: Shards) {
     shards.drop_all().await;
 }
 
-macro_rules! on_both_engines {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(super::Shards::sqlite().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(super::Shards::postgres().await).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+shardgate_shard_router::on_both_engines!(
+    sqlite: Shards::sqlite(),
+    postgres: Shards::postgres();
     pending_live_removed,
     one_winner_per_unique_value,
     stale_claims_are_taken_over_by_compare_and_swap,

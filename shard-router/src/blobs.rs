@@ -79,7 +79,7 @@ use sqlx::any::AnyRow;
 
 use crate::db::Database;
 use crate::error::Error;
-use crate::ids::{InvalidId, ShardId, TenantId, is_key_char};
+use crate::ids::{InvalidId, ShardId, TenantId, check_key_chars};
 use crate::records::{MAX_WRITE_ATTEMPTS, backoff};
 use crate::shard::{FencedShard, shard_error};
 
@@ -112,18 +112,13 @@ pub struct BlobPath(Arc<str>);
 impl BlobPath {
     /// Parses and validates `value`.
     pub fn parse(value: &str) -> Result<Self, InvalidId> {
-        let bad = |reason: &str| InvalidId { kind: "blob path", reason: reason.to_owned() };
-        if value.is_empty() {
-            return Err(bad("must not be empty"));
-        }
-        if value.len() > MAX_BLOB_PATH_BYTES {
-            return Err(bad("must be at most 1024 bytes of UTF-8"));
-        }
-        if !value.chars().all(is_key_char) {
-            return Err(bad("must not contain control characters or Unicode noncharacters"));
-        }
+        const KIND: &str = "blob path";
+        check_key_chars(KIND, value, MAX_BLOB_PATH_BYTES)?;
         if value.split('/').any(|segment| matches!(segment, "" | "." | "..")) {
-            return Err(bad("segments between '/' must not be empty, '.' or '..'"));
+            return Err(InvalidId {
+                kind: KIND,
+                reason: "segments between '/' must not be empty, '.' or '..'".to_owned(),
+            });
         }
         Ok(Self(value.into()))
     }
@@ -371,6 +366,22 @@ impl<'a> BlobStore<'a> {
         self.shard.err(source)
     }
 
+    /// Begins a transaction with a fenced write whose last parameter is the map epoch (bound
+    /// here). `None` if the write changed nothing: the transaction is rolled back and the caller
+    /// finds out why.
+    async fn begin_with_fenced_write<'q>(
+        &self,
+        write: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<Option<sqlx::Transaction<'static, sqlx::Any>>, Error> {
+        let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
+        let written = write.bind(self.shard.map_epoch()).fetch_optional(&mut *tx).await.map_err(|e| self.err(e))?;
+        if written.is_none() {
+            tx.rollback().await.map_err(|e| self.err(e))?;
+            return Ok(None);
+        }
+        Ok(Some(tx))
+    }
+
     /// Starts an upload to `path`: a new random id, `staging`, nothing visible yet.
     pub async fn begin_upload(
         &self,
@@ -426,10 +437,9 @@ impl<'a> BlobStore<'a> {
             )));
         }
         let seq_i64 = to_i64(seq)?;
-        let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
         // First statement, and a write: it takes SQLite's write lock and, on PostgreSQL, locks
         // the upload's row against a concurrent abort or abandonment.
-        let appended = sqlx::query(
+        let append = sqlx::query(
             "UPDATE blob_uploads SET next_seq = next_seq + 1, received = received + $1, last_chunk = $1, \
              changed_at = $2 \
              WHERE upload_id = $3 AND state = 'staging' AND next_seq = $4 AND last_chunk = chunk_size \
@@ -438,15 +448,10 @@ impl<'a> BlobStore<'a> {
         .bind(data.len() as i64)
         .bind(now_ms)
         .bind(&upload.id)
-        .bind(seq_i64)
-        .bind(self.shard.map_epoch())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.err(e))?;
-        if appended.is_none() {
-            tx.rollback().await.map_err(|e| self.err(e))?;
+        .bind(seq_i64);
+        let Some(mut tx) = self.begin_with_fenced_write(append).await? else {
             return Err(self.chunk_refused(upload, seq).await?);
-        }
+        };
         sqlx::query("INSERT INTO blob_chunks (upload_id, seq, data) VALUES ($1, $2, $3)")
             .bind(&upload.id)
             .bind(seq_i64)
@@ -515,9 +520,8 @@ impl<'a> BlobStore<'a> {
                 self.abort(upload, now_ms).await?;
                 return Err(Error::PreconditionFailed);
             }
-            let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
             // 1. Seal: the first statement is a write (SQLite's write lock is taken here).
-            let sealed = sqlx::query(
+            let seal = sqlx::query(
                 "UPDATE blob_uploads SET state = 'live', changed_at = $1 \
                  WHERE upload_id = $2 AND state = 'staging' AND next_seq = $3 AND received = $4 \
                  AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) RETURNING upload_id",
@@ -525,65 +529,52 @@ impl<'a> BlobStore<'a> {
             .bind(now_ms)
             .bind(&upload.id)
             .bind(chunk_count)
-            .bind(size)
-            .bind(self.shard.map_epoch())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-            if sealed.is_none() {
-                tx.rollback().await.map_err(|e| self.err(e))?;
+            .bind(size);
+            let Some(mut tx) = self.begin_with_fenced_write(seal).await? else {
                 let refusal = self.commit_refused(upload, size, chunk_count).await?;
                 if !matches!(refusal, Error::UploadClosed) {
                     self.abort(upload, now_ms).await?;
                 }
                 return Err(refusal);
-            }
-            // 2. Switch: compare-and-swap on the version read above.
-            let switched: Option<i64> = match &current {
-                BlobRead::Absent => sqlx::query_scalar(
-                    "INSERT INTO blobs (tenant, path, vshard, version, deleted, upload_id, size, sha256, \
-                     content_type, chunk_size, chunk_count, created_at, updated_at) \
-                     SELECT $1, $2, $3, 1, 0, $4, $5, $6, $7, $8, $9, $10, $10 \
+            };
+            // 2. Switch: compare-and-swap on the version read above. Both statements take the
+            // blob's content as $1-$6.
+            let with_content = |sql| {
+                sqlx::query_scalar(sql)
+                    .bind(&upload.id)
+                    .bind(size)
+                    .bind(&sha256)
+                    .bind(&commit.content_type)
+                    .bind(i64::from(upload.chunk_size))
+                    .bind(chunk_count)
+            };
+            let switch = match &current {
+                BlobRead::Absent => with_content(
+                    "INSERT INTO blobs (upload_id, size, sha256, content_type, chunk_size, chunk_count, \
+                     tenant, path, vshard, version, deleted, created_at, updated_at) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $10 \
                      WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) \
                      ON CONFLICT (tenant, path) DO NOTHING RETURNING created_at",
                 )
                 .bind(upload.tenant.as_str())
                 .bind(upload.path.as_str())
                 .bind(i64::from(upload.vshard))
-                .bind(&upload.id)
-                .bind(size)
-                .bind(&sha256)
-                .bind(&commit.content_type)
-                .bind(i64::from(upload.chunk_size))
-                .bind(chunk_count)
-                .bind(now_ms)
-                .bind(self.shard.map_epoch())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?,
-                BlobRead::Live(BlobMeta { version, .. }) | BlobRead::Gone(version) => sqlx::query_scalar(
+                .bind(now_ms),
+                BlobRead::Live(BlobMeta { version, .. }) | BlobRead::Gone(version) => with_content(
                     "UPDATE blobs SET version = version + 1, deleted = 0, upload_id = $1, size = $2, sha256 = $3, \
                      content_type = $4, chunk_size = $5, chunk_count = $6, vshard = $7, \
                      created_at = CASE WHEN deleted = 1 THEN $8 ELSE created_at END, updated_at = $8 \
                      WHERE tenant = $9 AND path = $10 AND version = $11 \
                      AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $12) RETURNING created_at",
                 )
-                .bind(&upload.id)
-                .bind(size)
-                .bind(&sha256)
-                .bind(&commit.content_type)
-                .bind(i64::from(upload.chunk_size))
-                .bind(chunk_count)
                 .bind(i64::from(upload.vshard))
                 .bind(now_ms)
                 .bind(upload.tenant.as_str())
                 .bind(upload.path.as_str())
-                .bind(*version)
-                .bind(self.shard.map_epoch())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(|e| self.err(e))?,
+                .bind(*version),
             };
+            let switched: Option<i64> =
+                switch.bind(self.shard.map_epoch()).fetch_optional(&mut *tx).await.map_err(|e| self.err(e))?;
             let Some(created_at_ms) = switched else {
                 // Another writer (or a fence) got there first: the upload is staging again.
                 tx.rollback().await.map_err(|e| self.err(e))?;

@@ -113,6 +113,15 @@ where
     row.try_get(index).map_err(catalog_err)
 }
 
+/// Runs `statement` in `tx`, then commits.
+async fn commit_with<'q>(
+    mut tx: Transaction<'static, Any>,
+    statement: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+) -> Result<(), Error> {
+    statement.execute(&mut *tx).await.map_err(catalog_err)?;
+    tx.commit().await.map_err(catalog_err)
+}
+
 /// Runs `statement` (a change of one row) in `tx` and commits if it changed a row. `false`: no
 /// row matched, and the transaction was rolled back (with the epoch and audit entry it holds).
 async fn commit_if_changed<'q>(
@@ -135,6 +144,16 @@ impl Catalog {
     /// Wraps an open (and migrated) catalog database.
     pub fn new(db: Database) -> Self {
         Self { db }
+    }
+
+    /// Runs `statement` on its own (no audit entry, no new epoch); true if it changed exactly one
+    /// row.
+    async fn changes_one_row<'q>(
+        &self,
+        statement: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<bool, Error> {
+        let done = statement.execute(&self.db.pool).await.map_err(catalog_err)?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// The underlying database (for readiness probes).

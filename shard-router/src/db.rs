@@ -242,3 +242,36 @@ pub mod humantime_serde {
         }
     }
 }
+
+/// Declares each scenario `async fn name(fixture)` of a test file as two tests, `sqlite::name` and
+/// `postgres::name`, each given the fixture built by its engine's expression (evaluated in the
+/// test file's scope and awaited). For the test suites of this crate and the crates above it;
+/// not part of the API.
+///
+/// ```ignore
+/// on_both_engines!(sqlite: TestDb::sqlite(), postgres: TestDb::postgres("sg_blobs"); round_trip, purge);
+/// ```
+#[doc(hidden)]
+#[macro_export]
+macro_rules! on_both_engines {
+    (sqlite: $sqlite:expr, postgres: $postgres:expr; $($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $scenario() {
+                    super::$scenario($sqlite.await).await;
+                }
+            )*
+        }
+        mod postgres {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $scenario() {
+                    super::$scenario($postgres.await).await;
+                }
+            )*
+        }
+    };
+}

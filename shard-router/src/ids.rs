@@ -158,15 +158,21 @@ pub fn is_key_char(c: char) -> bool {
 /// Validates a key or a key bound (prefix, start, end): the record key rules, but `kind` names
 /// what was given.
 pub fn check_key_text(kind: &'static str, value: &str) -> Result<(), InvalidId> {
-    let bad = |reason: &str| InvalidId { kind, reason: reason.to_owned() };
+    check_key_chars(kind, value, MAX_RECORD_KEY_BYTES)
+}
+
+/// Validates key-like text (record keys, key bounds, blob paths): 1 to `max_bytes` bytes of
+/// UTF-8 made of [`is_key_char`] characters; `kind` names what was given.
+pub(crate) fn check_key_chars(kind: &'static str, value: &str, max_bytes: usize) -> Result<(), InvalidId> {
+    let bad = |reason: String| InvalidId { kind, reason };
     if value.is_empty() {
-        return Err(bad("must not be empty"));
+        return Err(bad("must not be empty".to_owned()));
     }
-    if value.len() > MAX_RECORD_KEY_BYTES {
-        return Err(bad("must be at most 512 bytes of UTF-8"));
+    if value.len() > max_bytes {
+        return Err(bad(format!("must be at most {max_bytes} bytes of UTF-8")));
     }
     if !value.chars().all(is_key_char) {
-        return Err(bad("must not contain control characters or Unicode noncharacters"));
+        return Err(bad("must not contain control characters or Unicode noncharacters".to_owned()));
     }
     Ok(())
 }
@@ -175,36 +181,37 @@ pub fn check_key_text(kind: &'static str, value: &str) -> Result<(), InvalidId> 
 mod tests {
     use super::*;
 
+    /// Asserts that `parse` accepts every one of `good` and rejects every one of `bad`.
+    fn assert_parses<T>(parse: impl Fn(&str) -> Result<T, InvalidId>, good: &[&str], bad: &[&str]) {
+        for value in good {
+            assert!(parse(value).is_ok(), "{value:?} should be accepted");
+        }
+        for value in bad {
+            assert!(parse(value).is_err(), "{value:?} should be rejected");
+        }
+    }
+
     #[test]
     fn tenant_ids_follow_the_slug_rule() {
-        assert!(TenantId::parse("acme").is_ok());
-        assert!(TenantId::parse("a").is_ok());
-        assert!(TenantId::parse("0-team-9").is_ok());
-        assert!(TenantId::parse(&"a".repeat(63)).is_ok());
-        for bad in ["", "-acme", "Acme", "ac_me", "acme!", "ac me", "é"] {
-            assert!(TenantId::parse(bad).is_err(), "{bad:?} should be rejected");
-        }
-        assert!(TenantId::parse(&"a".repeat(64)).is_err());
+        assert_parses(
+            TenantId::parse,
+            &["acme", "a", "0-team-9", &"a".repeat(63)],
+            &["", "-acme", "Acme", "ac_me", "acme!", "ac me", "é", &"a".repeat(64)],
+        );
     }
 
     #[test]
     fn collection_names_allow_mixed_case_and_dots() {
-        assert!(CollectionName::parse("Orders.v2_eu-1").is_ok());
-        assert!(CollectionName::parse(".hidden").is_err());
-        assert!(CollectionName::parse("a/b").is_err());
-        assert!(CollectionName::parse(&"c".repeat(65)).is_err());
+        assert_parses(CollectionName::parse, &["Orders.v2_eu-1"], &[".hidden", "a/b", &"c".repeat(65)]);
     }
 
     #[test]
     fn record_keys_allow_unicode_and_slashes_but_not_controls() {
-        assert!(RecordKey::parse("user/42 ünïcode ✓").is_ok());
-        assert!(RecordKey::parse(&"k".repeat(512)).is_ok());
-        assert!(RecordKey::parse(&"k".repeat(513)).is_err());
-        assert!(RecordKey::parse("").is_err());
-        assert!(RecordKey::parse("a\nb").is_err());
-        assert!(RecordKey::parse("a\u{0}b").is_err());
-        assert!(RecordKey::parse("a\u{10FFFF}").is_err());
-        assert!(RecordKey::parse("a\u{FDD0}").is_err());
+        assert_parses(
+            RecordKey::parse,
+            &["user/42 ünïcode ✓", &"k".repeat(512)],
+            &[&"k".repeat(513), "", "a\nb", "a\u{0}b", "a\u{10FFFF}", "a\u{FDD0}"],
+        );
     }
 
     #[test]

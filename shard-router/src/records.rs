@@ -178,6 +178,27 @@ impl<'a> RecordStore<'a> {
         self.shard.err(source)
     }
 
+    /// Runs a fenced compare-and-swap on a record's version, whose last parameters are
+    /// `WHERE tenant = .. AND collection = .. AND key = .. AND version = ..` and the map epoch
+    /// (`shard_fence WHERE epoch > ..`), and which returns the new version; `None` if it changed
+    /// nothing (a lost race, or the fence: see [`FencedShard::unless_fenced_out`]).
+    async fn swap_version<'q>(
+        &self,
+        query: sqlx::query::QueryScalar<'q, sqlx::Any, i64, sqlx::any::AnyArguments<'q>>,
+        addr: RecordAddress<'q>,
+        version: i64,
+    ) -> Result<Option<i64>, Error> {
+        query
+            .bind(addr.tenant.as_str())
+            .bind(addr.collection.as_str())
+            .bind(addr.key.as_str())
+            .bind(version)
+            .bind(self.shard.map_epoch())
+            .fetch_optional(self.shard.pool())
+            .await
+            .map_err(|e| self.err(e))
+    }
+
     /// Runs `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one row.
     async fn fetch_one_record_row(
         &self,
@@ -265,24 +286,19 @@ impl<'a> RecordStore<'a> {
                         .map_err(|e| self.err(e))?;
                     row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(|e| self.err(e))?
                 }
-                Some((version, _)) => sqlx::query_scalar::<_, i64>(
-                    "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
-                     live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
-                     WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
-                     AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) RETURNING version",
-                )
-                .bind(version + 1)
-                .bind(now_ms)
-                .bind(value.get())
-                .bind(i64::from(vshard))
-                .bind(addr.tenant.as_str())
-                .bind(addr.collection.as_str())
-                .bind(addr.key.as_str())
-                .bind(version)
-                .bind(self.shard.map_epoch())
-                .fetch_optional(self.shard.pool())
-                .await
-                .map_err(|e| self.err(e))?,
+                Some((version, _)) => {
+                    let update = sqlx::query_scalar(
+                        "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
+                         live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
+                         WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
+                         AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) RETURNING version",
+                    )
+                    .bind(version + 1)
+                    .bind(now_ms)
+                    .bind(value.get())
+                    .bind(i64::from(vshard));
+                    self.swap_version(update, addr, version).await?
+                }
             };
             if let Some(version) = self.shard.unless_fenced_out(written).await? {
                 return Ok(PutOutcome {
@@ -344,21 +360,14 @@ impl<'a> RecordStore<'a> {
             if !condition.allows(Some(version)) {
                 return Err(Error::PreconditionFailed);
             }
-            let written = sqlx::query_scalar::<_, i64>(
+            let delete = sqlx::query_scalar(
                 "UPDATE records SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
                  WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 \
                  AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING version",
             )
             .bind(version + 1)
-            .bind(now_ms)
-            .bind(addr.tenant.as_str())
-            .bind(addr.collection.as_str())
-            .bind(addr.key.as_str())
-            .bind(version)
-            .bind(self.shard.map_epoch())
-            .fetch_optional(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .bind(now_ms);
+            let written = self.swap_version(delete, addr, version).await?;
             if let Some(version) = self.shard.unless_fenced_out(written).await? {
                 return Ok(version);
             }

@@ -82,21 +82,15 @@ async fn stage(store: &BlobStore<'_>, tenant: &TenantId, path: &BlobPath, data: 
     upload
 }
 
-async fn commit(
-    store: &BlobStore<'_>,
-    upload: &Upload,
-    data: &[u8],
-    condition: BlobCondition,
-    now: i64,
-) -> Result<CommitOutcome, Error> {
-    let commit = BlobCommit {
+/// The commit of an upload that staged `data` with [`stage`].
+fn blob_commit(data: &[u8], condition: BlobCondition) -> BlobCommit {
+    BlobCommit {
         size: data.len() as u64,
         sha256_hex: sha_hex(data),
         content_type: "application/octet-stream".into(),
         chunk_count: data.len().div_ceil(CHUNK) as u64,
         condition,
-    };
-    store.commit(upload, commit, now).await
+    }
 }
 
 async fn write(
@@ -107,7 +101,7 @@ async fn write(
     now: i64,
 ) -> Result<CommitOutcome, Error> {
     let upload = stage(store, &acme(), &path(raw_path), data, now).await;
-    commit(store, &upload, data, condition, now).await
+    store.commit(&upload, blob_commit(data, condition), now).await
 }
 
 async fn read_all(store: &BlobStore<'_>, blob: &BlobMeta) -> Result<Vec<u8>, Error> {
@@ -172,8 +166,10 @@ async fn overwrite_is_atomic(test: TestDb) {
     assert_eq!(store.head(&acme(), &path("img/cat.png")).await.unwrap(), Some(old.clone()));
     assert_eq!(store.upload_state(upload.id()).await.unwrap(), Some(UploadState::Staging));
 
-    let outcome =
-        commit(&store, &upload, &new_data, BlobCondition::Sha256In(vec![old.sha256.clone()]), 3_000).await.unwrap();
+    let outcome = store
+        .commit(&upload, blob_commit(&new_data, BlobCondition::Sha256In(vec![old.sha256.clone()])), 3_000)
+        .await
+        .unwrap();
     assert!(!outcome.created);
     let new = outcome.blob;
     assert_eq!((new.version, new.created_at_ms, new.updated_at_ms), (2, 1_000, 3_000));
@@ -228,7 +224,7 @@ async fn failed_precondition_leaves_nothing_staged(test: TestDb) {
     for condition in [BlobCondition::Absent, BlobCondition::Sha256In(vec![sha_hex(b"something else")])] {
         let upload = stage(&store, &acme(), &path("a.txt"), &data, 2_000).await;
         assert_eq!(test.chunk_rows(upload.id()).await, 2);
-        let refused = commit(&store, &upload, &data, condition, 2_000).await;
+        let refused = store.commit(&upload, blob_commit(&data, condition), 2_000).await;
         assert!(matches!(refused, Err(Error::PreconditionFailed)), "{refused:?}");
         assert_eq!(test.chunk_rows(upload.id()).await, 0, "the refused upload's chunks are gone");
         assert_eq!(store.upload_state(upload.id()).await.unwrap(), Some(UploadState::Aborted));
@@ -236,7 +232,7 @@ async fn failed_precondition_leaves_nothing_staged(test: TestDb) {
     }
     // If-Match on a path that holds nothing creates nothing, not even a tombstone.
     let upload = stage(&store, &acme(), &path("b.txt"), &data, 2_000).await;
-    let refused = commit(&store, &upload, &data, BlobCondition::Exists, 2_000).await;
+    let refused = store.commit(&upload, blob_commit(&data, BlobCondition::Exists), 2_000).await;
     assert!(matches!(refused, Err(Error::PreconditionFailed)));
     assert_eq!(store.read(&acme(), &path("b.txt")).await.unwrap(), BlobRead::Absent);
     assert_eq!(test.chunk_rows(upload.id()).await, 0);
@@ -256,7 +252,10 @@ async fn abort_and_protocol_errors_leave_no_chunks(test: TestDb) {
     assert_eq!(store.upload_state(upload.id()).await.unwrap(), Some(UploadState::Aborted));
     store.abort(&upload, 1_600).await.expect("aborting twice is harmless");
     assert!(matches!(store.put_chunk(&upload, 2, b"late", 1_700).await, Err(Error::UploadClosed)));
-    assert!(matches!(commit(&store, &upload, &data, BlobCondition::Always, 1_700).await, Err(Error::UploadClosed)));
+    assert!(matches!(
+        store.commit(&upload, blob_commit(&data, BlobCondition::Always), 1_700).await,
+        Err(Error::UploadClosed)
+    ));
     assert_eq!(store.head(&acme(), &path("big.iso")).await.unwrap(), None);
 
     // Chunks only append, in order, and only the last may be short.
@@ -268,7 +267,7 @@ async fn abort_and_protocol_errors_leave_no_chunks(test: TestDb) {
     assert!(matches!(store.put_chunk(&upload, 1, &data[..100], 2_000).await, Err(Error::BlobProtocol(_))));
     assert!(matches!(store.put_chunk(&upload, 0, &data[..100], 2_000).await, Err(Error::BlobProtocol(_))));
     // A commit whose totals disagree with what arrived is refused and discards the upload.
-    let refused = commit(&store, &upload, &data[..101], BlobCondition::Always, 2_000).await;
+    let refused = store.commit(&upload, blob_commit(&data[..101], BlobCondition::Always), 2_000).await;
     assert!(matches!(refused, Err(Error::BlobProtocol(_))), "{refused:?}");
     assert_eq!(test.chunk_rows(upload.id()).await, 0);
     assert_eq!(store.upload_state(upload.id()).await.unwrap(), Some(UploadState::Aborted));
@@ -298,7 +297,7 @@ async fn one_winner_per_if_match(test: TestDb) {
             let store = BlobStore::new(&db, &shard).routed_at(0);
             let data = bytes(CHUNK + 10 + w as usize, 100 + w);
             let upload = stage(&store, &acme(), &path("shared.bin"), &data, 2).await;
-            let result = commit(&store, &upload, &data, BlobCondition::Sha256In(vec![etag]), 3).await;
+            let result = store.commit(&upload, blob_commit(&data, BlobCondition::Sha256In(vec![etag])), 3).await;
             (upload, data, result)
         }));
     }
@@ -361,7 +360,7 @@ async fn list_in_byte_order_with_prefix_and_cursor(test: TestDb) {
     store.delete(&acme(), &path("a/gone"), &BlobCondition::Always, 2).await.unwrap();
     let other = TenantId::parse("other").unwrap();
     let upload = stage(&store, &other, &path("a/0"), b"theirs", 1).await;
-    commit(&store, &upload, b"theirs", BlobCondition::Absent, 1).await.unwrap();
+    store.commit(&upload, blob_commit(b"theirs", BlobCondition::Absent), 1).await.unwrap();
 
     let paths = |blobs: Vec<BlobMeta>| blobs.into_iter().map(|b| b.path.to_string()).collect::<Vec<_>>();
     let all = store.list(&acme(), None, None, 100).await.unwrap();
@@ -401,14 +400,17 @@ async fn garbage_goes_only_after_the_grace(test: TestDb) {
     assert_eq!(store.upload_state(aborted.id()).await.unwrap(), None);
     assert_eq!(store.upload_state(stale.id()).await.unwrap(), None);
     assert!(matches!(store.put_chunk(&stale, 1, b"late", 6_000).await, Err(Error::UploadClosed)));
-    assert!(matches!(commit(&store, &stale, b"stale", BlobCondition::Always, 6_000).await, Err(Error::UploadClosed)));
+    assert!(matches!(
+        store.commit(&stale, blob_commit(b"stale", BlobCondition::Always), 6_000).await,
+        Err(Error::UploadClosed)
+    ));
 
     // The live blob and the upload still receiving chunks are untouched.
     assert_eq!(store.upload_state(&v2.upload_id).await.unwrap(), Some(UploadState::Live));
     assert!(read_all(&store, &v2).await.unwrap() == b"v2");
     assert_eq!(store.upload_state(fresh.id()).await.unwrap(), Some(UploadState::Staging));
     assert_eq!(test.rows("blob_chunks", None).await, 2);
-    let fresh_blob = commit(&store, &fresh, b"fresh", BlobCondition::Always, 6_000).await.unwrap().blob;
+    let fresh_blob = store.commit(&fresh, blob_commit(b"fresh", BlobCondition::Always), 6_000).await.unwrap().blob;
     assert_eq!(fresh_blob.version, 3);
     assert_eq!(store.collect_garbage(i64::MAX).await.unwrap(), 1, "v2, superseded by the fresh upload");
     assert!(read_all(&store, &fresh_blob).await.unwrap() == b"fresh");
@@ -432,7 +434,7 @@ async fn fence_refuses_writes_on_an_old_map(test: TestDb) {
     let upload = stage(&current, &tenant, &at, b"after", 3).await;
     RecordStore::new(&test.db, &shard).raise_fence(6).await.unwrap();
     assert!(matches!(current.put_chunk(&upload, 1, b"more", 4).await, Err(Error::StaleMap(_))));
-    let refused = commit(&current, &upload, b"after", BlobCondition::Always, 4).await;
+    let refused = current.commit(&upload, blob_commit(b"after", BlobCondition::Always), 4).await;
     assert!(matches!(refused, Err(Error::StaleMap(_))), "{refused:?}");
     assert_eq!(test.chunk_rows(upload.id()).await, 0);
     assert_eq!(current.head(&tenant, &at).await.unwrap(), Some(before));
@@ -453,7 +455,7 @@ async fn purge_removes_only_the_tenant(test: TestDb) {
     store.delete(&acme(), &path("two"), &BlobCondition::Always, 3).await.unwrap();
     stage(&store, &acme(), &path("three"), b"staging", 3).await;
     let upload = stage(&store, &other, &path("one"), b"theirs", 1).await;
-    let theirs = commit(&store, &upload, b"theirs", BlobCondition::Always, 1).await.unwrap().blob;
+    let theirs = store.commit(&upload, blob_commit(b"theirs", BlobCondition::Always), 1).await.unwrap().blob;
 
     assert_eq!(store.purge_tenant(&acme()).await.unwrap(), 2, "a blob and a tombstone");
     for table in ["blobs", "blob_uploads"] {
@@ -484,7 +486,7 @@ async fn deleting_a_tenant_deletes_its_blobs() {
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
     let upload = store.begin_upload(&acme(), &path("kept?"), route.vshard, 1).await.unwrap();
     store.put_chunk(&upload, 0, b"secret", 1).await.unwrap();
-    commit(&store, &upload, b"secret", BlobCondition::Absent, 1).await.unwrap();
+    store.commit(&upload, blob_commit(b"secret", BlobCondition::Absent), 1).await.unwrap();
 
     router.delete_tenant(&acme(), &audit("tenant.delete")).await.unwrap();
     router
@@ -499,28 +501,9 @@ async fn deleting_a_tenant_deletes_its_blobs() {
     assert_eq!(chunks, 0);
 }
 
-macro_rules! on_both_engines {
-    ($($scenario:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $scenario() {
-                    super::$scenario(super::TestDb::sqlite().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $scenario() {
-                    super::$scenario(super::TestDb::postgres("sg_blobs").await).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_engines!(
+shardgate_shard_router::on_both_engines!(
+    sqlite: TestDb::sqlite(),
+    postgres: TestDb::postgres("sg_blobs");
     multi_chunk_round_trip,
     overwrite_is_atomic,
     readers_never_see_a_mix,

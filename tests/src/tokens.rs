@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use secrecy::SecretString;
-use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_gatekeeper::{IssuerConfig, Scope, Scopes, TokenRequest, mint_token};
 
 use crate::TestApp;
 
@@ -30,11 +30,7 @@ pub fn issuer_named(name: &str) -> IssuerConfig {
 
 /// The HS256 issuer configuration of [`ISSUER`].
 pub fn hs256_issuer() -> IssuerConfig {
-    IssuerConfig {
-        algorithm: Some(KeyAlgorithm::HS256),
-        secret: Some(SecretString::from(SECRET)),
-        ..issuer_named(ISSUER)
-    }
+    IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))
 }
 
 /// Mints an HS256 token of [`ISSUER`].

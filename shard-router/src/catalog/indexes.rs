@@ -1,11 +1,11 @@
 //! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
 //! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
 
-use super::{Audit, Catalog, catalog_err, column};
+use super::{Audit, Catalog, catalog_err, commit_with};
 use crate::error::Error;
 
-/// An index definition row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An index definition row (read by the names in [`DEF_COLUMNS`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct IndexDefRow {
     /// Tenant.
     pub tenant: String,
@@ -20,13 +20,15 @@ pub struct IndexDefRow {
     /// The backfill job, while building (and after, for reference).
     pub job_id: Option<String>,
     /// Creation time (ms since the Unix epoch).
+    #[sqlx(rename = "created_at")]
     pub created_at_ms: i64,
     /// Last change.
+    #[sqlx(rename = "updated_at")]
     pub updated_at_ms: i64,
 }
 
-/// A background job row.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A background job row (read by the names in [`JOB_COLUMNS`]).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct JobRow {
     /// Job id.
     pub id: String,
@@ -43,49 +45,23 @@ pub struct JobRow {
     /// Why it failed.
     pub error: Option<String>,
     /// Creation time.
+    #[sqlx(rename = "created_at")]
     pub created_at_ms: i64,
     /// Last progress.
+    #[sqlx(rename = "updated_at")]
     pub updated_at_ms: i64,
 }
 
 const DEF_COLUMNS: &str = "tenant, collection, name, definition, state, job_id, created_at, updated_at";
 const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, created_at, updated_at";
 
-fn def_row(row: &sqlx::any::AnyRow) -> Result<IndexDefRow, Error> {
-    Ok(IndexDefRow {
-        tenant: column(row, 0)?,
-        collection: column(row, 1)?,
-        name: column(row, 2)?,
-        definition: column(row, 3)?,
-        state: column(row, 4)?,
-        job_id: column(row, 5)?,
-        created_at_ms: column(row, 6)?,
-        updated_at_ms: column(row, 7)?,
-    })
-}
-
-fn job_row(row: &sqlx::any::AnyRow) -> Result<JobRow, Error> {
-    Ok(JobRow {
-        id: column(row, 0)?,
-        kind: column(row, 1)?,
-        tenant: column(row, 2)?,
-        target: column(row, 3)?,
-        state: column(row, 4)?,
-        progress: column(row, 5)?,
-        error: column(row, 6)?,
-        created_at_ms: column(row, 7)?,
-        updated_at_ms: column(row, 8)?,
-    })
-}
-
 impl Catalog {
     /// Every index definition (each instance keeps them all in memory).
     pub async fn index_defs(&self) -> Result<Vec<IndexDefRow>, Error> {
-        let rows = sqlx::query(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name"))
+        sqlx::query_as(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name"))
             .fetch_all(&self.db.pool)
             .await
-            .map_err(catalog_err)?;
-        rows.iter().map(def_row).collect()
+            .map_err(catalog_err)
     }
 
     /// Creates an index definition with its backfill job (one transaction, audited, new epoch).
@@ -124,19 +100,16 @@ impl Catalog {
         state: &str,
         audit: &Audit,
     ) -> Result<(), Error> {
-        let (mut tx, _epoch) = self.begin_change(audit).await?;
-        sqlx::query(
+        let (tx, _epoch) = self.begin_change(audit).await?;
+        let statement = sqlx::query(
             "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
         )
         .bind(state)
         .bind(crate::clock::now_ms())
         .bind(tenant)
         .bind(collection)
-        .bind(name)
-        .execute(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)
+        .bind(name);
+        commit_with(tx, statement).await
     }
 
     /// Removes an index definition. `Ok(None)`: no such index. New epoch.
@@ -148,7 +121,7 @@ impl Catalog {
         audit: &Audit,
     ) -> Result<Option<IndexDefRow>, Error> {
         let (mut tx, _epoch) = self.begin_change(audit).await?;
-        let row = sqlx::query(&format!(
+        let row: Option<IndexDefRow> = sqlx::query_as(&format!(
             "SELECT {DEF_COLUMNS} FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3"
         ))
         .bind(tenant)
@@ -157,35 +130,30 @@ impl Catalog {
         .fetch_optional(&mut *tx)
         .await
         .map_err(catalog_err)?;
-        let Some(row) = row.as_ref().map(def_row).transpose()? else { return Ok(None) };
-        sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
+        let Some(row) = row else { return Ok(None) };
+        let statement = sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
             .bind(tenant)
             .bind(collection)
-            .bind(name)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)?;
+            .bind(name);
+        commit_with(tx, statement).await?;
         Ok(Some(row))
     }
 
     /// One job.
     pub async fn job(&self, id: &str) -> Result<Option<JobRow>, Error> {
-        let row = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+        sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
             .bind(id)
             .fetch_optional(&self.db.pool)
             .await
-            .map_err(catalog_err)?;
-        row.as_ref().map(job_row).transpose()
+            .map_err(catalog_err)
     }
 
     /// Jobs still running (to resume after a restart).
     pub async fn running_jobs(&self) -> Result<Vec<JobRow>, Error> {
-        let rows = sqlx::query(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
+        sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
             .fetch_all(&self.db.pool)
             .await
-            .map_err(catalog_err)?;
-        rows.iter().map(job_row).collect()
+            .map_err(catalog_err)
     }
 
     /// Records a job (one that is not created with an index).
@@ -198,18 +166,15 @@ impl Catalog {
     /// Stores a job's progress (and state, error), only while it is `running`. Returns whether
     /// it was still running.
     pub async fn update_job(&self, id: &str, state: &str, progress: &str, error: Option<&str>) -> Result<bool, Error> {
-        let done = sqlx::query(
+        let statement = sqlx::query(
             "UPDATE jobs SET state = $1, progress = $2, error = $3, updated_at = $4 WHERE id = $5 AND state = 'running'",
         )
         .bind(state)
         .bind(progress)
         .bind(error)
         .bind(crate::clock::now_ms())
-        .bind(id)
-        .execute(&self.db.pool)
-        .await
-        .map_err(catalog_err)?;
-        Ok(done.rows_affected() == 1)
+        .bind(id);
+        self.changes_one_row(statement).await
     }
 }
 

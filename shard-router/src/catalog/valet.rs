@@ -2,7 +2,7 @@
 //! (`valet_grants`). Every instance reads them here, so a rotation, a retirement, a revocation or
 //! the one use of a single-use grant is seen by all instances at once.
 
-use super::{Audit, Catalog, catalog_err, column, commit_if_changed, corrupt};
+use super::{Audit, Catalog, catalog_err, column, commit_if_changed, commit_with, corrupt};
 use crate::error::Error;
 
 /// State of a signing key.
@@ -155,14 +155,12 @@ impl Catalog {
             .await
             .map_err(catalog_err)?;
         let now = crate::clock::now_ms();
-        sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
-            .bind(id)
-            .bind(hex::encode(secret))
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)?;
+        let statement =
+            sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
+                .bind(id)
+                .bind(hex::encode(secret))
+                .bind(now);
+        commit_with(tx, statement).await?;
         Ok(ValetKeyRow {
             id: id.to_owned(),
             secret: *secret,
@@ -185,13 +183,11 @@ impl Catalog {
             return Ok(Retirement::IsCurrent);
         }
         let now = crate::clock::now_ms();
-        sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
-            .bind(now)
-            .bind(id)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)?;
+        let statement =
+            sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
+                .bind(now)
+                .bind(id);
+        commit_with(tx, statement).await?;
         Ok(Retirement::Retired(ValetKeyRow {
             state: ValetKeyState::Retired,
             retired_at_ms: row.retired_at_ms.or(Some(now)),
@@ -201,25 +197,22 @@ impl Catalog {
 
     /// Records an issued grant, with its audit entry, in one transaction.
     pub async fn insert_valet_grant(&self, grant: &ValetGrantRow, audit: &Audit) -> Result<(), Error> {
-        let mut tx = self.begin_audited(audit).await?;
-        sqlx::query(&format!(
-            "INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-        ))
-        .bind(&grant.id)
-        .bind(&grant.tenant)
-        .bind(&grant.path)
-        .bind(&grant.permission)
-        .bind(&grant.key_id)
-        .bind(grant.not_before)
-        .bind(grant.expires_at)
-        .bind(i64::from(grant.single_use))
-        .bind(grant.used_at_ms)
-        .bind(grant.revoked_at_ms)
-        .bind(grant.created_at_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
-        tx.commit().await.map_err(catalog_err)
+        let tx = self.begin_audited(audit).await?;
+        let sql =
+            format!("INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)");
+        let statement = sqlx::query(&sql)
+            .bind(&grant.id)
+            .bind(&grant.tenant)
+            .bind(&grant.path)
+            .bind(&grant.permission)
+            .bind(&grant.key_id)
+            .bind(grant.not_before)
+            .bind(grant.expires_at)
+            .bind(i64::from(grant.single_use))
+            .bind(grant.used_at_ms)
+            .bind(grant.revoked_at_ms)
+            .bind(grant.created_at_ms);
+        commit_with(tx, statement).await
     }
 
     /// One grant with the state of the key that signed it (`None` for the state: the key is
@@ -240,13 +233,10 @@ impl Catalog {
 
     /// Uses a single-use grant: true for exactly one caller, however many try at once.
     pub async fn use_valet_grant(&self, id: &str) -> Result<bool, Error> {
-        let done = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
+        let statement = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
             .bind(crate::clock::now_ms())
-            .bind(id)
-            .execute(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-        Ok(done.rows_affected() == 1)
+            .bind(id);
+        self.changes_one_row(statement).await
     }
 
     /// Gives a single-use grant its use back (its upload failed before anything was stored).
