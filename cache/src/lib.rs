@@ -248,10 +248,18 @@ impl RecordCache {
         self.metrics.misses.inc();
         let acceptable = |result: &LoadResult| matches!(result, Ok(state) if state.version() >= floor);
         // The leader stores what it loaded before its flight ends, so a reader arriving later
-        // finds either the flight or the filled cache: one shard read per burst of misses.
+        // finds either the flight or the filled cache: one shard read per burst of misses. A
+        // reader that missed L1 just before a flight filled it and ended leads a new flight: it
+        // looks in L1 once more before reading the shard.
         let loaded = self
             .flights
             .load(cache_key, acceptable, || async {
+                if let Some(l1) = self.trusted_l1()
+                    && let Some(Slot::Record(record)) = l1.get(cache_key).await
+                    && record.version >= floor
+                {
+                    return Ok(RecordState::Live(record));
+                }
                 self.metrics.loads.inc();
                 let started_at = self.flights.sequence(cache_key);
                 let result = load().await.map_err(Arc::new);
