@@ -30,7 +30,7 @@ pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 #[derive(Debug, Clone)]
 pub struct Authenticated(pub Result<Arc<Principal>, AuthError>);
 
-/// The rate limiter's store in Redis: one Lua script per decision.
+/// The rate limiter's store in Redis: one Lua script per lease.
 #[derive(Debug)]
 pub struct RedisBuckets {
     link: RedisLink,
@@ -45,9 +45,9 @@ impl RedisBuckets {
 }
 
 impl SharedBuckets for RedisBuckets {
-    fn take<'a>(&'a self, key: &'a str, emission_us: u64, tolerance_us: u64) -> SharedFuture<'a> {
+    fn take<'a>(&'a self, key: &'a str, emission_us: u64, tolerance_us: u64, want: u64) -> SharedFuture<'a> {
         Box::pin(async move {
-            let parts = self.link.run_script(&self.script, key, &[emission_us, tolerance_us]).await?;
+            let parts = self.link.run_script(&self.script, key, &[emission_us, tolerance_us, want]).await?;
             <[u64; 4]>::try_from(parts).ok()
         })
     }
