@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use utoipa::ToSchema;
 
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobStore, Upload,
 };

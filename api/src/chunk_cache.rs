@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{BlobMeta, BlobStore};
 use shardgate_shard_router::{Database, Error as StoreError, ShardId};
 

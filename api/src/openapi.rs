@@ -47,23 +47,23 @@ impl Modify for BearerAuth {
 /// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long` and 429 `rate_limited` (the
 /// front door), 503 `overloaded` (load shedding) and 504 `request_timeout` (the request
 /// deadline), all problem+json. A handler that documents one of these itself (a more precise
-/// description) keeps its own.
+/// description) keeps its own. Every error response a handler documents (4xx, 5xx) without a
+/// body of its own is given the problem+json body, so handlers state only status and codes.
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     // axum's catch-all `{*path}` is the OpenAPI template `{path}` (its value may contain `/`).
     let paths = std::mem::take(&mut openapi.paths.paths);
     openapi.paths.paths = paths.into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
     use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
-    let problem = |description: &str| {
-        RefOr::T(
-            ResponseBuilder::new()
-                .description(description)
-                .content(
-                    "application/problem+json",
-                    ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
-                )
-                .build(),
-        )
+    let problem_response = |description: &str| {
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/problem+json",
+                ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
+            )
+            .build()
     };
+    let problem = |description: &str| RefOr::T(problem_response(description));
     for (path, item) in openapi.paths.paths.iter_mut() {
         let throttled = !crate::front_door::is_unthrottled(path);
         let tenant_path = path.starts_with("/v1/tenants/{tenant}");
@@ -83,6 +83,15 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             }
             let scopes = bearer_scopes(operation.security.as_deref());
             let responses = &mut operation.responses.responses;
+            // Every error a handler documents is problem+json; the handler states only its codes.
+            for (status, response) in responses.iter_mut() {
+                if let RefOr::T(response) = response
+                    && (status.starts_with('4') || status.starts_with('5'))
+                    && response.content.is_empty()
+                {
+                    *response = problem_response(&response.description);
+                }
+            }
             if let Some(scopes) = scopes {
                 responses.entry("401".to_owned()).or_insert_with(|| problem("Missing or invalid token"));
                 if let [scope] = scopes.as_slice() {

@@ -17,6 +17,7 @@ use shardgate_gatekeeper::internal::InternalKey;
 use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
 use shardgate_index_tables::{IndexError, IndexTables};
 use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::ShardStore;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};

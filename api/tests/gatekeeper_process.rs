@@ -28,14 +28,7 @@ async fn a_gatekeeper_process_fronts_a_trusted_backend_process() {
     gatekeeper.wait_until_ok(&client, "/healthz").await;
 
     let admin = token(data_dir.path(), &["--admin"]);
-    let response = client
-        .post(format!("{}/v1/admin/tenants", gatekeeper.base))
-        .bearer_auth(&admin)
-        .json(&json!({"id": "demo"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
+    gatekeeper.create_tenant(&client, &admin, "demo").await;
     let tenant = token(data_dir.path(), &["--tenant", "demo", "--scopes", "read,write"]);
     let record = "/v1/tenants/demo/collections/orders/records/o1";
     let response = client

@@ -50,15 +50,7 @@ async fn writes_through_one_process_are_never_read_stale_through_the_other() {
     let b = Process::start(&["serve"], dirs[1].path(), envs);
     b.wait_until_ok(&client, "/readyz").await;
 
-    let admin_token = token(None, "admin");
-    let created = client
-        .post(format!("{}/v1/admin/tenants", a.base))
-        .bearer_auth(&admin_token)
-        .json(&json!({"id": "acme"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(created.status(), 201);
+    a.create_tenant(&client, &token(None, "admin"), "acme").await;
     let tenant = token(Some("acme"), "read write");
     for round in 1..=40i64 {
         let (writer, reader) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };

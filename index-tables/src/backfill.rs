@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::{Audit, JobRow};
 use shardgate_shard_router::records::{ListBounds, RecordAddress, RecordStore, StoredRecord};
 use shardgate_shard_router::{Access, RecordKey, Route};

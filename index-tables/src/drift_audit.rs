@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::JobRow;
 use shardgate_shard_router::{Access, ShardState};
 

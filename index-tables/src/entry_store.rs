@@ -41,9 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlx::Row;
 
 use shardgate_shard_router::records::{MAX_WRITE_ATTEMPTS, backoff};
-use shardgate_shard_router::{
-    CollectionName, Database, Error as StoreError, FencedShard, RecordKey, ShardId, TenantId,
-};
+use shardgate_shard_router::{CollectionName, Error as StoreError, FencedShard, RecordKey, ShardStore, TenantId};
 
 use crate::error::IndexError;
 
@@ -217,20 +215,17 @@ pub struct IndexEntryStore<'a> {
     statements: Option<&'a AtomicU64>,
 }
 
+impl<'a> ShardStore<'a> for IndexEntryStore<'a> {
+    fn on(shard: FencedShard<'a>) -> Self {
+        Self { shard, statements: None }
+    }
+
+    fn shard_mut(&mut self) -> &mut FencedShard<'a> {
+        &mut self.shard
+    }
+}
+
 impl<'a> IndexEntryStore<'a> {
-    /// Entry operations on `db`, which is shard `shard` (named in errors). Writes are not fenced
-    /// (for maintenance such as backfills and deletes); use [`IndexEntryStore::routed_at`] for
-    /// routed requests.
-    pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { shard: FencedShard::new(db, shard), statements: None }
-    }
-
-    /// Writes will be refused with [`StoreError::StaleMap`] if the shard's fence is newer than
-    /// `epoch` (the map they were routed on).
-    pub fn routed_at(self, epoch: u64) -> Self {
-        Self { shard: self.shard.routed_at(epoch), ..self }
-    }
-
     /// Adds one to `counter` for every statement this store runs on its shard (keep one counter
     /// per shard to see which shards a look-up touched).
     pub fn counting(self, counter: &'a AtomicU64) -> Self {

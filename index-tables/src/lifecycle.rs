@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::{Audit, IndexDefRow, JobRow};
 use shardgate_shard_router::{CollectionName, TenantId, now_ms};
 

@@ -5,6 +5,7 @@
 
 use std::ops::Bound;
 
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{RecordAddress, RecordRead, RecordStore, StoredRecord};
 use shardgate_shard_router::{Access, RecordKey, ShardState};
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{RecordAddress, RecordRead, RecordStore};
 use shardgate_shard_router::{
     Access, CollectionName, Database, Error as StoreError, RecordKey, ShardId, TenantId, now_ms,

@@ -1,99 +1,57 @@
 //! The names an index definition is made of: the index's own name and the fields (JSON pointers)
 //! it reads from records.
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::error::IndexError;
 
-/// An index name: `[a-z0-9][a-z0-9_-]{0,62}`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct IndexName(String);
+shardgate_shard_router::string_id!(
+    /// An index name: `[a-z0-9][a-z0-9_-]{0,62}`.
+    IndexName,
+    check_index_name,
+    IndexError
+);
 
-impl IndexName {
-    /// Parses and validates an index name.
-    pub fn parse(value: &str) -> Result<Self, IndexError> {
-        let bytes = value.as_bytes();
-        let valid = !bytes.is_empty()
-            && bytes.len() <= 63
-            && matches!(bytes[0], b'a'..=b'z' | b'0'..=b'9')
-            && bytes.iter().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'));
-        if valid { Ok(Self(value.to_owned())) } else { Err(IndexError::InvalidName) }
-    }
-
-    /// The name.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for IndexName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
+fn check_index_name(value: &str) -> Result<(), IndexError> {
+    let bytes = value.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes.len() <= 63
+        && matches!(bytes[0], b'a'..=b'z' | b'0'..=b'9')
+        && bytes.iter().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-'));
+    if valid { Ok(()) } else { Err(IndexError::InvalidName) }
 }
 
 /// The longest field path, in bytes.
 pub const MAX_FIELD_PATH_BYTES: usize = 256;
 
-/// An indexed (or copied) field, as a JSON pointer (`/customer/email`, RFC 6901).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct FieldPath(String);
+shardgate_shard_router::string_id!(
+    /// An indexed (or copied) field, as a JSON pointer (`/customer/email`, RFC 6901); the empty
+    /// pointer is not allowed (an index over the whole record makes no sense).
+    FieldPath,
+    check_field_path,
+    IndexError
+);
 
-impl FieldPath {
-    /// Parses a JSON pointer: empty is not allowed (an index over the whole record makes no sense).
-    pub fn parse(value: &str) -> Result<Self, IndexError> {
-        if !value.starts_with('/') || value.len() > MAX_FIELD_PATH_BYTES {
+fn check_field_path(value: &str) -> Result<(), IndexError> {
+    if !value.starts_with('/') || value.len() > MAX_FIELD_PATH_BYTES {
+        return Err(IndexError::InvalidField);
+    }
+    // `~` must be followed by 0 or 1 (RFC 6901 escapes).
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
             return Err(IndexError::InvalidField);
         }
-        // `~` must be followed by 0 or 1 (RFC 6901 escapes).
-        let mut chars = value.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-                return Err(IndexError::InvalidField);
-            }
-        }
-        Ok(Self(value.to_owned()))
     }
+    Ok(())
+}
 
-    /// The pointer.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
+impl FieldPath {
     /// The value at this path in `record`, if present.
     pub fn extract<'a>(&self, record: &'a Value) -> Option<&'a Value> {
-        record.pointer(&self.0)
+        record.pointer(self.as_str())
     }
 }
-
-impl fmt::Display for FieldPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-macro_rules! serde_as_parsed_string {
-    ($name:ident) => {
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(&self.0)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let raw = String::deserialize(deserializer)?;
-                Self::parse(&raw).map_err(serde::de::Error::custom)
-            }
-        }
-    };
-}
-
-serde_as_parsed_string!(IndexName);
-serde_as_parsed_string!(FieldPath);
 
 #[cfg(test)]
 mod tests {

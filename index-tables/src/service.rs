@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::JobRow;
 use shardgate_shard_router::{Access, Database, ShardId, ShardRouter, ShardState, TenantId};
 

@@ -23,6 +23,7 @@ use shardgate_index_tables::{
     Claim, EntryAfter, EntryCursor, EntryKey, EntryState, FieldPath, IndexDef, IndexEntry, IndexEntryStore, IndexError,
     IndexName, IndexScope, Layout, RecordVersion, StoredEntry, ValueKey, entry_vshard, merge_pages,
 };
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::db::{Database, PoolConfig, Schema};
 use shardgate_shard_router::map::spread_vshards;
 use shardgate_shard_router::records::RecordStore;

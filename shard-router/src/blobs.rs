@@ -81,7 +81,7 @@ use crate::db::Database;
 use crate::error::Error;
 use crate::ids::{InvalidId, ShardId, TenantId, check_key_chars};
 use crate::records::{MAX_WRITE_ATTEMPTS, backoff};
-use crate::shard::{FencedShard, shard_error};
+use crate::shard::{FencedShard, ShardStore, plain_shard_store, shard_error};
 
 /// The size of every chunk of a blob but the last (which holds the remainder, at least a byte).
 pub const BLOB_CHUNK_BYTES: usize = 256 * 1024;
@@ -343,25 +343,12 @@ pub struct CommitOutcome {
     pub blob: BlobMeta,
 }
 
-/// Blob operations on one shard database.
-#[derive(Debug, Clone, Copy)]
-pub struct BlobStore<'a> {
-    shard: FencedShard<'a>,
-}
+plain_shard_store!(
+    /// Blob operations on one shard database.
+    BlobStore
+);
 
 impl<'a> BlobStore<'a> {
-    /// Blob operations on `db`, which is shard `shard` (named in errors). Writes are not fenced
-    /// (for maintenance such as purges); use [`BlobStore::routed_at`] for routed requests.
-    pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { shard: FencedShard::new(db, shard) }
-    }
-
-    /// Writes (begin, chunk, commit, delete) will be refused with [`Error::StaleMap`] if the
-    /// shard's fence is newer than `epoch` (the map they were routed on).
-    pub fn routed_at(self, epoch: u64) -> Self {
-        Self { shard: self.shard.routed_at(epoch) }
-    }
-
     fn err(&self, source: sqlx::Error) -> Error {
         self.shard.err(source)
     }

@@ -8,10 +8,6 @@
 //! | [`CollectionName`] | `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}` (1–64 characters) |
 //! | [`RecordKey`] | 1–512 bytes of UTF-8 without control characters (U+0000–U+001F, U+007F–U+009F) or Unicode noncharacters |
 
-use std::fmt;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 /// Why an identifier was rejected. The message names the rule so a client can fix its input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {kind}: {reason}")]
@@ -40,16 +36,26 @@ fn slug(kind: &'static str, value: &str) -> Result<(), InvalidId> {
     Ok(())
 }
 
+/// Declares a validated string identifier: a type that can only be built through `parse`, which
+/// runs `$check` (a `fn(&str) -> Result<(), $error>`). It gets `as_str`, `Display`, a `Debug` that
+/// prints the quoted string, `AsRef<str>`, `Borrow<str>`, and serde as a string that is validated
+/// again when deserialized. Cloning is cheap (the text is shared). Other crates declare their
+/// identifiers with it too (`shardgate_shard_router::string_id!`), so every id in the gateway
+/// behaves the same.
+#[macro_export]
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident, $check:expr) => {
+        $crate::string_id!($(#[$doc])* $name, $check, $crate::ids::InvalidId);
+    };
+    ($(#[$doc:meta])* $name:ident, $check:expr, $error:ty) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(std::sync::Arc<str>);
 
         impl $name {
             /// Parses and validates `value`.
-            pub fn parse(value: &str) -> Result<Self, InvalidId> {
-                let check: fn(&str) -> Result<(), InvalidId> = $check;
+            pub fn parse(value: &str) -> Result<Self, $error> {
+                let check: fn(&str) -> Result<(), $error> = $check;
                 check(value)?;
                 Ok(Self(value.into()))
             }
@@ -60,15 +66,15 @@ macro_rules! string_id {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
 
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(&*self.0, f)
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&*self.0, f)
             }
         }
 
@@ -84,20 +90,23 @@ macro_rules! string_id {
             }
         }
 
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        impl $crate::ids::__serde::Serialize for $name {
+            fn serialize<S: $crate::ids::__serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(&self.0)
             }
         }
 
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let raw = String::deserialize(deserializer)?;
-                Self::parse(&raw).map_err(serde::de::Error::custom)
+        impl<'de> $crate::ids::__serde::Deserialize<'de> for $name {
+            fn deserialize<D: $crate::ids::__serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let raw = <String as $crate::ids::__serde::Deserialize>::deserialize(deserializer)?;
+                Self::parse(&raw).map_err(<D::Error as $crate::ids::__serde::de::Error>::custom)
             }
         }
     };
 }
+
+#[doc(hidden)]
+pub use serde as __serde;
 
 string_id!(
     /// A tenant: `[a-z0-9][a-z0-9-]{0,62}`.

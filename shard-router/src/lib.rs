@@ -31,4 +31,4 @@ pub use error::Error;
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
 pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
 pub use router::{Access, ShardRouter, StorageConfig};
-pub use shard::FencedShard;
+pub use shard::{FencedShard, ShardStore};

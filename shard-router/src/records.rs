@@ -9,10 +9,9 @@
 use serde_json::value::RawValue;
 use sqlx::Row;
 
-use crate::db::Database;
 use crate::error::Error;
-use crate::ids::{CollectionName, RecordKey, ShardId, TenantId};
-use crate::shard::FencedShard;
+use crate::ids::{CollectionName, RecordKey, TenantId};
+use crate::shard::{FencedShard, ShardStore, plain_shard_store};
 
 /// Inserts a new record (version 1) unless the key exists or the shard's fence is newer than the
 /// map the write was routed on. `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch.
@@ -136,25 +135,12 @@ pub struct RecordAddress<'a> {
     pub key: &'a RecordKey,
 }
 
-/// Record operations on one shard database.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordStore<'a> {
-    shard: FencedShard<'a>,
-}
+plain_shard_store!(
+    /// Record operations on one shard database.
+    RecordStore
+);
 
 impl<'a> RecordStore<'a> {
-    /// Record operations on `db`, which is shard `shard` (named in errors). Writes are not fenced
-    /// (for maintenance such as purges); use [`RecordStore::routed_at`] for routed requests.
-    pub fn new(db: &'a Database, shard: &'a ShardId) -> Self {
-        Self { shard: FencedShard::new(db, shard) }
-    }
-
-    /// Writes will be refused with [`Error::StaleMap`] if the shard's fence is newer than
-    /// `epoch` (the map they were routed on).
-    pub fn routed_at(self, epoch: u64) -> Self {
-        Self { shard: self.shard.routed_at(epoch) }
-    }
-
     /// Binds a new row's values to one of the `INSERT_NEW_*` statements.
     fn insert_new<'q>(
         &self,

@@ -21,6 +21,7 @@ use crate::map::{
 };
 use crate::records::RecordStore;
 use crate::shard::FencedShard;
+use crate::shard::ShardStore;
 
 /// How long registering a shard may take to connect and migrate it.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);

@@ -94,6 +94,53 @@ impl<'a> FencedShard<'a> {
     }
 }
 
+/// A store on one shard (records, blobs, index entries): built on a [`FencedShard`], so every
+/// store is opened and fenced the same way.
+pub trait ShardStore<'a>: Sized {
+    /// The store on `shard`.
+    fn on(shard: FencedShard<'a>) -> Self;
+
+    /// The shard it works on.
+    fn shard_mut(&mut self) -> &mut FencedShard<'a>;
+
+    /// The store on `db`, which is shard `id` (named in errors). Writes are not fenced (for
+    /// maintenance such as purges and backfills); use [`ShardStore::routed_at`] for routed
+    /// requests.
+    fn new(db: &'a Database, id: &'a ShardId) -> Self {
+        Self::on(FencedShard::new(db, id))
+    }
+
+    /// Writes will be refused with [`Error::StaleMap`] if the shard's fence is newer than
+    /// `epoch` (the map they were routed on).
+    fn routed_at(mut self, epoch: u64) -> Self {
+        let shard = self.shard_mut();
+        *shard = shard.routed_at(epoch);
+        self
+    }
+}
+
+/// Declares a store that holds its [`FencedShard`] and nothing else.
+macro_rules! plain_shard_store {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name<'a> {
+            shard: FencedShard<'a>,
+        }
+
+        impl<'a> ShardStore<'a> for $name<'a> {
+            fn on(shard: FencedShard<'a>) -> Self {
+                Self { shard }
+            }
+
+            fn shard_mut(&mut self) -> &mut FencedShard<'a> {
+                &mut self.shard
+            }
+        }
+    };
+}
+pub(crate) use plain_shard_store;
+
 /// A driver error on shard `id`, as [`Error::Database`] naming it (for code that owns the id
 /// rather than borrowing a [`FencedShard`], such as a chunk stream).
 pub(crate) fn shard_error(id: &ShardId, source: sqlx::Error) -> Error {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
     UploadState,

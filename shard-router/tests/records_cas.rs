@@ -8,6 +8,7 @@ use common::TestDb;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{RecordAddress, RecordStore, WriteCondition};
 use shardgate_shard_router::{CollectionName, Error, RecordKey, ShardId, TenantId};
 
@@ -99,22 +100,23 @@ async fn one_winner_per_if_match(test: TestDb) {
     test.drop_db().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn no_acknowledged_write_is_lost_sqlite() {
-    no_acknowledged_write_is_lost(TestDb::sqlite().await).await;
+/// For each `story => sqlite_name, postgres_name`, a test of that name running the story on a
+/// fresh SQLite shard, and one running it on a fresh PostgreSQL shard.
+macro_rules! on_both_engines {
+    ($($story:ident => $sqlite:ident, $postgres:ident;)+) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            $story(TestDb::sqlite().await).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            $story(TestDb::postgres("sg_cas").await).await;
+        }
+    )+};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn no_acknowledged_write_is_lost_postgres() {
-    no_acknowledged_write_is_lost(TestDb::postgres("sg_cas").await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn one_winner_per_if_match_sqlite() {
-    one_winner_per_if_match(TestDb::sqlite().await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn one_winner_per_if_match_postgres() {
-    one_winner_per_if_match(TestDb::postgres("sg_cas").await).await;
+on_both_engines! {
+    no_acknowledged_write_is_lost => no_acknowledged_write_is_lost_sqlite, no_acknowledged_write_is_lost_postgres;
+    one_winner_per_if_match => one_winner_per_if_match_sqlite, one_winner_per_if_match_postgres;
 }

@@ -123,6 +123,15 @@ mod tests {
         SigningKey::from_parts(id(name), [byte; 32])
     }
 
+    /// A ring holding `key(name, byte)` in `state` for each `(name, byte, state)`, inserted in order.
+    fn ring_of(keys: &[(&str, u8, KeyState)]) -> KeyRing {
+        let mut ring = KeyRing::new();
+        for &(name, byte, state) in keys {
+            ring.insert(key(name, byte), state);
+        }
+        ring
+    }
+
     #[test]
     fn an_empty_ring_has_no_current_key_and_knows_no_id() {
         let ring = KeyRing::new();
@@ -133,9 +142,7 @@ mod tests {
 
     #[test]
     fn keys_are_found_by_id() {
-        let mut ring = KeyRing::new();
-        ring.insert(key("k1", 1), KeyState::Active);
-        ring.insert(key("k2", 2), KeyState::Current);
+        let ring = ring_of(&[("k1", 1, KeyState::Active), ("k2", 2, KeyState::Current)]);
         assert_eq!(ring.len(), 2);
         assert_eq!(ring.verifying_key(&id("k1")).unwrap().expose_secret(), &[1; 32]);
         assert_eq!(ring.current().unwrap().id(), &id("k2"));
@@ -144,9 +151,7 @@ mod tests {
 
     #[test]
     fn a_new_current_key_makes_the_old_one_active() {
-        let mut ring = KeyRing::new();
-        ring.insert(key("k1", 1), KeyState::Current);
-        ring.insert(key("k2", 2), KeyState::Current);
+        let ring = ring_of(&[("k1", 1, KeyState::Current), ("k2", 2, KeyState::Current)]);
         assert_eq!(ring.current().unwrap().id(), &id("k2"));
         assert_eq!(ring.state(&id("k1")), Some(KeyState::Active));
         assert_eq!(ring.state(&id("k2")), Some(KeyState::Current));
@@ -154,8 +159,7 @@ mod tests {
 
     #[test]
     fn an_id_keeps_its_first_secret() {
-        let mut ring = KeyRing::new();
-        ring.insert(key("k1", 1), KeyState::Current);
+        let mut ring = ring_of(&[("k1", 1, KeyState::Current)]);
         let held = ring.insert(key("k1", 9), KeyState::Active);
         assert_eq!(held.expose_secret(), &[1; 32]);
         assert_eq!(ring.verifying_key(&id("k1")).unwrap().expose_secret(), &[1; 32]);
@@ -164,8 +168,7 @@ mod tests {
 
     #[test]
     fn retired_keys_are_refused_and_stay_retired() {
-        let mut ring = KeyRing::new();
-        ring.insert(key("k1", 1), KeyState::Current);
+        let mut ring = ring_of(&[("k1", 1, KeyState::Current)]);
         ring.retire(&id("k1"));
         assert!(ring.current().is_none(), "a retired key signs nothing");
         assert_eq!(ring.state(&id("k1")).map(KeyState::check_verifies), Some(Err(ValetError::KeyRetired)));
@@ -180,8 +183,7 @@ mod tests {
 
     #[test]
     fn a_retired_key_still_checks_signatures_so_tampering_is_told_apart() {
-        let mut ring = KeyRing::new();
-        ring.insert(key("k1", 1), KeyState::Retired);
+        let ring = ring_of(&[("k1", 1, KeyState::Retired)]);
         assert!(ring.verifying_key(&id("k1")).is_ok());
         assert_eq!(KeyState::Current.check_verifies(), Ok(()));
         assert_eq!(KeyState::Active.check_verifies(), Ok(()));

@@ -10,13 +10,14 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{BlobCondition, BlobPath, BlobStore};
 use shardgate_shard_router::{Access, TenantId, now_ms};
 use utoipa::IntoParams;
 
 use crate::app::App;
 use crate::blob_service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, Caller};
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, precondition};
@@ -82,11 +83,11 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
     responses(
         (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
-        (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`write_contention` or `upload_closed`", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`: over the tier's blob size limit", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`"),
+        (status = 409, description = "`write_contention` or `upload_closed`"),
+        (status = 412, description = "`precondition_failed`"),
+        (status = 413, description = "`payload_too_large`: over the tier's blob size limit"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`"),
     )
 )]
 pub async fn put_blob(
@@ -118,10 +119,10 @@ pub async fn put_blob(
         (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
         (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
         (status = 304, description = "Not modified"),
-        (status = 400, description = "`invalid_path`", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
-        (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_path`"),
+        (status = 404, description = "`tenant_not_found` or `blob_not_found`"),
+        (status = 416, description = "`range_not_satisfiable`"),
+        (status = 503, description = "`shard_offline` or `shard_unavailable`"),
     )
 )]
 pub async fn get_blob(
@@ -139,7 +140,7 @@ pub async fn get_blob(
 #[utoipa::path(head, path = "/v1/tenants/{tenant}/blobs/{*path}", params(BlobRoute), responses(
     (status = 200, description = "The blob exists", headers(("ETag" = String), ("Content-Length" = u64), ("Accept-Ranges" = String))),
     (status = 304, description = "Not modified"),
-    (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `blob_not_found`"),
 ))]
 pub async fn head_blob(
     State(app): State<Arc<App>>,
@@ -154,9 +155,9 @@ pub async fn head_blob(
 /// Delete a blob.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/blobs/{*path}", params(BlobRoute, ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags")), responses(
     (status = 204, description = "Deleted"),
-    (status = 404, description = "`tenant_not_found` or `blob_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `blob_not_found`"),
+    (status = 412, description = "`precondition_failed`"),
+    (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`"),
 ))]
 pub async fn delete_blob(
     State(app): State<Arc<App>>,
@@ -177,7 +178,7 @@ pub async fn delete_blob(
 /// List a tenant's blobs in path order.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/blobs", params(BlobsRoute, BlobListQuery), responses(
     (status = 200, description = "A page of blobs", body = Page<BlobInfo>),
-    (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_query` or `invalid_cursor`"),
 ))]
 pub async fn list_blobs(
     State(app): State<Arc<App>>,

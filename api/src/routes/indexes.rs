@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, Problem, invalid_path};
+use crate::error::{ApiError, invalid_path};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::pagination::{Page, page_limit};
 use crate::timestamps::rfc3339;
@@ -130,8 +130,8 @@ fn target(caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<(TenantId
 #[utoipa::path(put, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), request_body = IndexSpec, responses(
     (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
     (status = 200, description = "It exists with this definition already", body = IndexInfo),
-    (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`index_exists`: another definition has this name", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body` or `invalid_path`"),
+    (status = 409, description = "`index_exists`: another definition has this name"),
 ))]
 pub async fn put_index(
     State(app): State<Arc<App>>,
@@ -156,7 +156,7 @@ pub async fn put_index(
 /// An index's definition and state.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
     (status = 200, description = "The index", body = IndexInfo),
-    (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `index_not_found`"),
 ))]
 pub async fn get_index(
     State(app): State<Arc<App>>,
@@ -175,7 +175,7 @@ fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<
 /// Delete an index (its entries are removed in the background).
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
     (status = 204, description = "Deleted"),
-    (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `index_not_found`"),
 ))]
 pub async fn delete_index(
     State(app): State<Arc<App>>,
@@ -222,9 +222,9 @@ fn decode_cursor(cursor: &str) -> Result<(String, String), ApiError> {
 /// Find records by an indexed value (or a range of values), verified against the records.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}/records", params(IndexRoute, LookupQuery), responses(
     (status = 200, description = "The records that hold the value(s) now, in value then key order", body = Page<RecordEnvelope>, headers(("x-index-shards" = u32, description = "Index shards the look-up read"))),
-    (status = 400, description = "`invalid_query`, `invalid_index_value` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`tenant_not_found` or `index_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`index_building`: the backfill has not finished", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_query`, `invalid_index_value` or `invalid_cursor`"),
+    (status = 404, description = "`tenant_not_found` or `index_not_found`"),
+    (status = 409, description = "`index_building`: the backfill has not finished"),
 ))]
 pub async fn lookup_records(
     State(app): State<Arc<App>>,

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{
     ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
@@ -19,7 +20,7 @@ use utoipa::IntoParams;
 
 use crate::app::App;
 use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, Problem, invalid_path};
+use crate::error::{ApiError, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, entity_tags, precondition};
@@ -108,9 +109,9 @@ fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Tar
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")), responses(
     (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
     (status = 304, description = "Not modified (If-None-Match matched)"),
-    (status = 400, description = "Invalid collection or key", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "Invalid collection or key"),
+    (status = 404, description = "`tenant_not_found` or `record_not_found`"),
+    (status = 503, description = "`shard_offline` or `shard_unavailable`"),
 ))]
 pub async fn get_record(
     State(app): State<Arc<App>>,
@@ -202,12 +203,12 @@ fn cached(record: StoredRecord) -> CachedRecord {
     responses(
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`write_contention`", body = Problem, content_type = "application/problem+json"),
-        (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`"),
+        (status = 409, description = "`write_contention`"),
+        (status = 412, description = "`precondition_failed`"),
+        (status = 413, description = "`payload_too_large`"),
+        (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`"),
+        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`"),
     )
 )]
 pub async fn put_record(
@@ -254,10 +255,10 @@ pub async fn put_record(
 /// Delete a record.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")), responses(
     (status = 204, description = "Deleted"),
-    (status = 400, description = "Invalid path or header", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`tenant_not_found` or `record_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 412, description = "`precondition_failed`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "Invalid path or header"),
+    (status = 404, description = "`tenant_not_found` or `record_not_found`"),
+    (status = 412, description = "`precondition_failed`"),
+    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`"),
 ))]
 pub async fn delete_record(
     State(app): State<Arc<App>>,
@@ -292,8 +293,8 @@ pub async fn delete_record(
 /// List a collection's records in key order.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(CollectionPath, ListQuery), responses(
     (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
-    (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`shard_offline` or `shard_unavailable`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`"),
+    (status = 503, description = "`shard_offline` or `shard_unavailable`"),
 ))]
 pub async fn list_records(
     State(app): State<Arc<App>>,

@@ -12,7 +12,6 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::app::App;
-use crate::error::Problem;
 use crate::extract::ApiPath;
 use crate::valet_service::transfer;
 
@@ -31,9 +30,9 @@ pub struct ValetRoute {
     (status = 200, description = "The blob (with `Content-Disposition` when the key sets one)", content_type = "application/octet-stream"),
     (status = 206, description = "The requested range", content_type = "application/octet-stream"),
     (status = 304, description = "Not modified"),
-    (status = 403, description = "`valet_malformed`, `valet_bad_signature`, `valet_expired`, `valet_not_yet_valid`, `valet_wrong_method`, `valet_unknown_key`, `valet_unknown_grant`, `valet_revoked`, `valet_key_retired` or `valet_used`", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`blob_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 416, description = "`range_not_satisfiable`", body = Problem, content_type = "application/problem+json"),
+    (status = 403, description = "`valet_malformed`, `valet_bad_signature`, `valet_expired`, `valet_not_yet_valid`, `valet_wrong_method`, `valet_unknown_key`, `valet_unknown_grant`, `valet_revoked`, `valet_key_retired` or `valet_used`"),
+    (status = 404, description = "`blob_not_found`"),
+    (status = 416, description = "`range_not_satisfiable`"),
 ))]
 pub async fn valet_get(State(app): State<Arc<App>>, ApiPath(route): ApiPath<ValetRoute>, request: Request) -> Response {
     answer(app, route.tenant, request).await
@@ -42,8 +41,8 @@ pub async fn valet_get(State(app): State<Arc<App>>, ApiPath(route): ApiPath<Vale
 /// The valet URL's blob headers, without its bytes.
 #[utoipa::path(head, path = "/valet/{tenant}/{*path}", params(ValetRoute), responses(
     (status = 200, description = "The blob exists"),
-    (status = 403, description = "A refused valet URL (see GET)", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`blob_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 403, description = "A refused valet URL (see GET)"),
+    (status = 404, description = "`blob_not_found`"),
 ))]
 pub async fn valet_head(
     State(app): State<Arc<App>>,
@@ -57,9 +56,9 @@ pub async fn valet_head(
 #[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute), request_body(content = Vec<u8>, description = "The bytes", content_type = "application/octet-stream"), responses(
     (status = 200, description = "Replaced"),
     (status = 201, description = "Created"),
-    (status = 403, description = "A refused valet URL (see GET)", body = Problem, content_type = "application/problem+json"),
-    (status = 413, description = "`payload_too_large`: over the signed `max_size` (nothing is stored)", body = Problem, content_type = "application/problem+json"),
-    (status = 415, description = "`valet_content_type`: not the signed media type", body = Problem, content_type = "application/problem+json"),
+    (status = 403, description = "A refused valet URL (see GET)"),
+    (status = 413, description = "`payload_too_large`: over the signed `max_size` (nothing is stored)"),
+    (status = 415, description = "`valet_content_type`: not the signed media type"),
 ))]
 pub async fn valet_put(State(app): State<Arc<App>>, ApiPath(route): ApiPath<ValetRoute>, request: Request) -> Response {
     answer(app, route.tenant, request).await

@@ -14,7 +14,7 @@ use shardgate_valet::{Constraints, Permission};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
 use crate::timestamps::rfc3339;
 use crate::valet_service::{Issue, content_disposition, issue};
@@ -78,8 +78,8 @@ pub struct ValetKeyRoute {
 /// Issue a valet key: a signed URL for one operation on one blob.
 #[utoipa::path(post, path = "/v1/tenants/{tenant}/valet-keys", params(ValetKeysRoute), request_body = IssueValetKey, security(("bearer" = ["read", "write"])), responses(
     (status = 201, description = "Issued", body = ValetKey),
-    (status = 400, description = "`invalid_body` or `invalid_path`", body = Problem, content_type = "application/problem+json"),
-    (status = 403, description = "The token lacks the scope of the permission (`read` or `write`)", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body` or `invalid_path`"),
+    (status = 403, description = "The token lacks the scope of the permission (`read` or `write`)"),
 ))]
 pub async fn issue_valet_key(
     State(app): State<Arc<App>>,
@@ -134,7 +134,7 @@ pub async fn issue_valet_key(
 /// Revoke a valet key at once, on every instance.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/valet-keys/{id}", params(ValetKeyRoute), responses(
     (status = 204, description = "Revoked (or already was)"),
-    (status = 404, description = "`tenant_not_found` or `valet_key_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found` or `valet_key_not_found`"),
 ))]
 pub async fn revoke_valet_key(
     State(app): State<Arc<App>>,

@@ -55,6 +55,19 @@ impl Process {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+
+    /// `POST /v1/admin/tenants {"id": id}` through this process with the admin token `admin`;
+    /// asserts 201.
+    pub async fn create_tenant(&self, client: &reqwest::Client, admin: &str, id: &str) {
+        let response = client
+            .post(format!("{}/v1/admin/tenants", self.base))
+            .bearer_auth(admin)
+            .json(&serde_json::json!({ "id": id }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "creating tenant {id} through {}", self.base);
+    }
 }
 
 impl Drop for Process {

@@ -10,7 +10,8 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_api::Config;
 use shardgate_tests::{
-    Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, get_json, metric, record_path,
+    Backend, RedisServer, RunningServer, TestApp, eventually, expect_json, expect_problem, get_json, metric,
+    record_path,
 };
 
 shardgate_tests::conformance!(reads_are_cached_and_every_write_invalidates);
@@ -328,33 +329,47 @@ async fn every_instance_learns_a_new_shard_map_within_a_second() {
     peer.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tenant_created_through_one_instance_is_usable_through_another_at_once() {
+/// A gateway on PostgreSQL without Redis and a peer of it (which hears of map changes only by
+/// polling, so it may be briefly behind), after the first write of a new tenant's record through
+/// the peer.
+struct WrittenThroughPeer {
+    app: TestApp,
+    peer: RunningServer,
+    /// A read/write token of the tenant.
+    token: String,
+    /// The record `c/k` of the tenant, on the peer.
+    url: String,
+    /// The shard the gateway's route names for that record.
+    shard: String,
+}
+
+/// Spawns both instances (so both know the map), creates `tenant` through the gateway (so the
+/// peer's map is now old) and puts `value` at `c/k` through the peer: asserts 201 (`why`).
+async fn first_write_through_a_peer(tenant: &str, value: Value, why: &str) -> WrittenThroughPeer {
     let app = TestApp::spawn(Backend::Postgres).await;
     let peer = app.spawn_peer(|_| {}).await;
-    // Both instances know the map; now one of them changes it.
-    app.create_tenant("fresh").await;
-    let token = app.rw_token("fresh");
-    let url = format!("{}{}", peer.base_url, record_path("fresh", "c", "k"));
-    let response = put_at(&app.client, &url, &token, json!({"x": 1})).await;
-    assert_eq!(response.status(), StatusCode::CREATED, "an unknown tenant makes the instance check the catalog once");
-    let route = app.route("fresh", "c", "k").await;
-    let shard = route["shard"].as_str().unwrap();
-    assert_eq!(records_on(&app, shard, "fresh").await, 1, "the write landed on the shard the route names");
+    app.create_tenant(tenant).await;
+    let token = app.rw_token(tenant);
+    let url = format!("{}{}", peer.base_url, record_path(tenant, "c", "k"));
+    let first = put_at(&app.client, &url, &token, value).await;
+    assert_eq!(first.status(), StatusCode::CREATED, "{why}");
+    let shard = app.route(tenant, "c", "k").await["shard"].as_str().unwrap().to_owned();
+    WrittenThroughPeer { app, peer, token, url, shard }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_created_through_one_instance_is_usable_through_another_at_once() {
+    let why = "an unknown tenant makes the instance check the catalog once";
+    let WrittenThroughPeer { app, peer, shard, .. } = first_write_through_a_peer("fresh", json!({"x": 1}), why).await;
+    assert_eq!(records_on(&app, &shard, "fresh").await, 1, "the write landed on the shard the route names");
     peer.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_on_an_old_map_cannot_write_to_a_shard_that_stopped_taking_writes() {
-    // No Redis: the peer hears of map changes only by polling, so it is briefly behind.
-    let app = TestApp::spawn(Backend::Postgres).await;
-    let peer = app.spawn_peer(|_| {}).await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    let url = format!("{}{}", peer.base_url, record_path("acme", "c", "k"));
-    let first = put_at(&app.client, &url, &token, json!({"v": 1})).await;
-    assert_eq!(first.status(), StatusCode::CREATED);
-    let shard = app.route("acme", "c", "k").await["shard"].as_str().unwrap().to_owned();
+    let why = "the peer takes the first write";
+    let WrittenThroughPeer { app, peer, token, url, shard } =
+        first_write_through_a_peer("acme", json!({"v": 1}), why).await;
 
     // Read-only through the first instance; the peer writes right away, before its next poll.
     app.set_shard_state(&shard, "read_only").await;
@@ -377,14 +392,8 @@ async fn an_instance_on_an_old_map_cannot_write_to_a_shard_that_stopped_taking_w
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_on_an_old_map_cannot_write_for_a_deleted_tenant() {
-    let app = TestApp::spawn(Backend::Postgres).await;
-    let peer = app.spawn_peer(|_| {}).await;
-    app.create_tenant("gone").await;
-    let token = app.rw_token("gone");
-    let url = format!("{}{}", peer.base_url, record_path("gone", "c", "k"));
-    let first = put_at(&app.client, &url, &token, json!({"v": 1})).await;
-    assert_eq!(first.status(), StatusCode::CREATED, "the peer knows the tenant");
-    let shard = app.route("gone", "c", "k").await["shard"].as_str().unwrap().to_owned();
+    let WrittenThroughPeer { app, peer, token, url, shard } =
+        first_write_through_a_peer("gone", json!({"v": 1}), "the peer knows the tenant").await;
 
     let deleted = app.admin(reqwest::Method::DELETE, "/v1/admin/tenants/gone", None).await;
     assert_eq!(deleted.status(), StatusCode::NO_CONTENT);

@@ -42,14 +42,27 @@ async fn find(app: &TestApp, token: &str, index: &str, query: &str) -> (Vec<Stri
     (keys, page)
 }
 
-fn manager(app: &TestApp) -> String {
+/// Creates tenant `acme` and returns a manager token of it.
+async fn acme_manager(app: &TestApp) -> String {
     use shardgate_gatekeeper::Scope;
+    app.create_tenant("acme").await;
     app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage])
 }
 
+/// A server on SQLite with tenant `acme`, and a manager token of it.
+async fn acme_on_sqlite() -> (TestApp, String) {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let token = acme_manager(&app).await;
+    (app, token)
+}
+
+/// Defines `by-town` on `/town`; asserts 201 and returns the index (still building).
+async fn define_by_town(app: &TestApp, token: &str) -> Value {
+    expect_json(define(app, token, "by-town", json!({"field": "/town"})).await, StatusCode::CREATED).await
+}
+
 async fn indexes_are_built_maintained_and_looked_up(app: TestApp) {
-    app.create_tenant("acme").await;
-    let token = manager(&app);
+    let token = acme_manager(&app).await;
     for (key, town, age) in [("u1", "Lyon", 30), ("u2", "Paris", 41), ("u3", "Lyon", 25), ("u4", "Nice", 41)] {
         expect_json(put(&app, &token, key, json!({"town": town, "age": age, "name": key})).await, StatusCode::CREATED)
             .await;
@@ -57,8 +70,7 @@ async fn indexes_are_built_maintained_and_looked_up(app: TestApp) {
     // Only `manage` may define indexes.
     let response = define(&app, &app.rw_token("acme"), "by-town", json!({"field": "/town"})).await;
     expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
-    let created = define(&app, &token, "by-town", json!({"field": "/town"})).await;
-    let info = expect_json(created, StatusCode::CREATED).await;
+    let info = define_by_town(&app, &token).await;
     assert_eq!(info["state"], "building");
     let job = info["job"].as_str().unwrap().to_owned();
     // A write while the index builds is indexed too.
@@ -117,8 +129,7 @@ async fn indexes_are_built_maintained_and_looked_up(app: TestApp) {
 }
 
 async fn a_unique_value_goes_to_exactly_one_of_two_racing_writers(app: TestApp) {
-    app.create_tenant("acme").await;
-    let token = manager(&app);
+    let token = acme_manager(&app).await;
     expect_json(
         define(&app, &token, "by-email", json!({"field": "/email", "unique": true})).await,
         StatusCode::CREATED,
@@ -167,10 +178,8 @@ async fn entries(app: &TestApp) -> Vec<(String, String, String)> {
 
 #[tokio::test]
 async fn a_lookup_reads_one_index_shard_and_never_returns_a_stale_entry() {
-    let app = TestApp::spawn(Backend::Sqlite).await;
-    app.create_tenant("acme").await;
-    let token = manager(&app);
-    expect_json(define(&app, &token, "by-town", json!({"field": "/town"})).await, StatusCode::CREATED).await;
+    let (app, token) = acme_on_sqlite().await;
+    define_by_town(&app, &token).await;
     until_active(&app, &token, "by-town").await;
     for (key, town) in [("u1", "Lyon"), ("u2", "Lyon"), ("u3", "Nice")] {
         expect_json(put(&app, &token, key, json!({"town": town})).await, StatusCode::CREATED).await;
@@ -265,9 +274,7 @@ async fn a_lookup_reads_one_index_shard_and_never_returns_a_stale_entry() {
 
 #[tokio::test]
 async fn a_backfill_survives_a_restart() {
-    let mut app = TestApp::spawn(Backend::Sqlite).await;
-    app.create_tenant("acme").await;
-    let token = manager(&app);
+    let (mut app, token) = acme_on_sqlite().await;
     let keys: Vec<String> = (0..300).map(|i| format!("k{i:04}")).collect();
     app.put_many("acme", "users", &keys).await;
     let info = expect_json(define(&app, &token, "by-k", json!({"field": "/k"})).await, StatusCode::CREATED).await;
@@ -283,10 +290,8 @@ async fn a_backfill_survives_a_restart() {
 
 #[tokio::test]
 async fn a_lookup_on_a_building_index_is_409() {
-    let app = TestApp::spawn(Backend::Sqlite).await;
-    app.create_tenant("acme").await;
-    let token = manager(&app);
-    expect_json(define(&app, &token, "by-town", json!({"field": "/town"})).await, StatusCode::CREATED).await;
+    let (app, token) = acme_on_sqlite().await;
+    define_by_town(&app, &token).await;
     let url = app.url(&format!("{}/records?value=Lyon", index_path("by-town")));
     let response = app.client.get(url).bearer_auth(&token).send().await.unwrap();
     expect_problem(response, StatusCode::CONFLICT, "index_building").await;

@@ -26,6 +26,13 @@ fn assert_envelope(body: &Value, key: &str, version: i64, value: &Value) {
     assert!(is_rfc3339(updated_at), "updated_at is RFC 3339: {updated_at}");
 }
 
+/// Creates tenant `acme` and writes `docs/d1` twice, `first` then `second`: d1 is at version 2.
+async fn acme_with_d1_written_twice(app: &TestApp, first: Value, second: Value) {
+    app.create_tenant("acme").await;
+    app.put_record("acme", "docs", "d1", &first).await;
+    app.put_record("acme", "docs", "d1", &second).await;
+}
+
 async fn a_new_record_is_created_then_updated_with_increasing_versions(app: TestApp) {
     app.create_tenant("acme").await;
     let first = json!({"name": "Ada", "tags": ["x", "y"], "n": 1});
@@ -110,11 +117,9 @@ async fn if_match_and_if_none_match_guard_writes(app: TestApp) {
 }
 
 async fn a_reader_with_the_current_etag_gets_not_modified(app: TestApp) {
-    app.create_tenant("acme").await;
+    acme_with_d1_written_twice(&app, json!({"v": 1}), json!({"v": 2})).await;
     let token = app.rw_token("acme");
     let path = record_path("acme", "docs", "d1");
-    app.put_record("acme", "docs", "d1", &json!({"v": 1})).await;
-    app.put_record("acme", "docs", "d1", &json!({"v": 2})).await;
 
     let response = app.send(Method::GET, &path, Some(&token), None, &[("if-none-match", "\"2\"")]).await;
     assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
@@ -128,9 +133,7 @@ async fn a_reader_with_the_current_etag_gets_not_modified(app: TestApp) {
 }
 
 async fn deleting_a_record_keeps_versions_moving_forward(app: TestApp) {
-    app.create_tenant("acme").await;
-    app.put_record("acme", "docs", "d1", &json!(1)).await;
-    app.put_record("acme", "docs", "d1", &json!(2)).await;
+    acme_with_d1_written_twice(&app, json!(1), json!(2)).await;
 
     let response = app.delete_record("acme", "docs", "d1").await;
     assert_eq!(response.status(), StatusCode::NO_CONTENT);
@@ -158,9 +161,7 @@ async fn deleting_a_record_keeps_versions_moving_forward(app: TestApp) {
 }
 
 async fn a_stale_if_match_does_not_delete(app: TestApp) {
-    app.create_tenant("acme").await;
-    app.put_record("acme", "docs", "d1", &json!(1)).await;
-    app.put_record("acme", "docs", "d1", &json!(2)).await;
+    acme_with_d1_written_twice(&app, json!(1), json!(2)).await;
     let token = app.rw_token("acme");
     let path = record_path("acme", "docs", "d1");
 

@@ -1,7 +1,7 @@
 //! Shard states decide which record requests get through.
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 use shardgate_tests::{TestApp, expect_json, expect_problem};
 
 shardgate_tests::conformance!(
@@ -10,12 +10,18 @@ shardgate_tests::conformance!(
     other_shards_keep_working_while_one_is_offline,
 );
 
-async fn a_read_only_shard_serves_reads_but_refuses_writes(app: TestApp) {
+/// Creates tenant `acme`, writes `docs/d1` (version 1) and sets the tenant's home shard to
+/// `state`: the home shard's id and the shard as the state change answered it.
+async fn d1_on_a_home_shard_set_to(app: &TestApp, state: &str) -> (String, Value) {
     let tenant = app.create_tenant("acme").await;
     let home = tenant["shard"].as_str().unwrap().to_owned();
     app.put_record("acme", "docs", "d1", &json!(1)).await;
+    let shard = app.set_shard_state(&home, state).await;
+    (home, shard)
+}
 
-    let shard = app.set_shard_state(&home, "read_only").await;
+async fn a_read_only_shard_serves_reads_but_refuses_writes(app: TestApp) {
+    let (home, shard) = d1_on_a_home_shard_set_to(&app, "read_only").await;
     assert_eq!(shard["state"], "read_only");
     assert_eq!(shard["id"], home.as_str());
 
@@ -35,11 +41,7 @@ async fn a_read_only_shard_serves_reads_but_refuses_writes(app: TestApp) {
 }
 
 async fn an_offline_shard_refuses_everything_until_it_is_active_again(app: TestApp) {
-    let tenant = app.create_tenant("acme").await;
-    let home = tenant["shard"].as_str().unwrap().to_owned();
-    app.put_record("acme", "docs", "d1", &json!(1)).await;
-
-    let shard = app.set_shard_state(&home, "offline").await;
+    let (home, shard) = d1_on_a_home_shard_set_to(&app, "offline").await;
     assert_eq!(shard["state"], "offline");
     let listed =
         expect_json(app.admin(reqwest::Method::GET, &format!("/v1/admin/shards/{home}"), None).await, StatusCode::OK)

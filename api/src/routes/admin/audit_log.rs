@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiQuery};
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::timestamps::rfc3339;
@@ -41,7 +41,7 @@ pub struct AuditQuery {
 /// Page through the audit log, oldest first.
 #[utoipa::path(get, path = "/v1/admin/audit", params(AuditQuery), responses(
     (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
-    (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_query` or `invalid_cursor`"),
 ))]
 pub async fn list_audit(
     Admin { app, .. }: Admin,

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::envelope::Job;
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiJson};
 
 /// Body of `POST /v1/admin/index-audits`.
@@ -26,8 +26,8 @@ pub struct AuditRequest {
 /// removes dangling ones; the counts are the job's progress.
 #[utoipa::path(post, path = "/v1/admin/index-audits", request_body = AuditRequest, responses(
     (status = 202, description = "Started; follow it at `/v1/admin/jobs/{id}`", body = Job),
-    (status = 400, description = "`invalid_body`", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`index_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body`"),
+    (status = 404, description = "`index_not_found`"),
 ))]
 pub async fn start_audit(
     Admin { app, caller, request }: Admin,

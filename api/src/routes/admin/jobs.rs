@@ -5,7 +5,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::envelope::Job;
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiPath};
 
 /// Path of one job.
@@ -18,7 +18,7 @@ pub struct JobRoute {
 /// A background job's state and progress.
 #[utoipa::path(get, path = "/v1/admin/jobs/{id}", params(JobRoute), responses(
     (status = 200, description = "The job", body = Job),
-    (status = 404, description = "`job_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`job_not_found`"),
 ))]
 pub async fn get_job(Admin { app, .. }: Admin, ApiPath(route): ApiPath<JobRoute>) -> Result<axum::Json<Job>, ApiError> {
     let job = app.router.catalog().job(&route.id).await?.ok_or_else(ApiError::job_not_found)?;

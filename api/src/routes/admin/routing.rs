@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiQuery};
 
 /// One shard in the map.
@@ -117,9 +117,9 @@ pub struct RouteExplanation {
 /// Explain where a tenant's (collection's, record's) data lives.
 #[utoipa::path(get, path = "/v1/admin/route", params(RouteQuery), responses(
     (status = 200, description = "The routing decision", body = RouteExplanation),
-    (status = 400, description = "`invalid_query`: an identifier breaks its rule", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`no_shards`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_query`: an identifier breaks its rule"),
+    (status = 404, description = "`tenant_not_found`"),
+    (status = 503, description = "`no_shards`"),
 ))]
 pub async fn explain_route(
     Admin { app, .. }: Admin,

@@ -9,7 +9,7 @@ use shardgate_shard_router::router::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiJson, ApiPath};
 use crate::timestamps::rfc3339;
 
@@ -96,9 +96,9 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
 /// Register a shard by URL.
 #[utoipa::path(post, path = "/v1/admin/shards", request_body = RegisterShard, responses(
     (status = 201, description = "Registered (connected and migrated)", body = Shard),
-    (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`shard_exists`", body = Problem, content_type = "application/problem+json"),
-    (status = 422, description = "`shard_unreachable`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`"),
+    (status = 409, description = "`shard_exists`"),
+    (status = 422, description = "`shard_unreachable`"),
 ))]
 pub async fn register_shard(
     Admin { app, caller, request }: Admin,
@@ -129,7 +129,7 @@ pub async fn list_shards(Admin { app, .. }: Admin) -> Result<axum::Json<ShardLis
 /// Read a shard with statistics.
 #[utoipa::path(get, path = "/v1/admin/shards/{id}", params(ShardPath), responses(
     (status = 200, description = "The shard", body = Shard),
-    (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`shard_not_found`"),
 ))]
 pub async fn get_shard(
     Admin { app, .. }: Admin,
@@ -142,8 +142,8 @@ pub async fn get_shard(
 /// Change a shard's state (`active`, `read_only`, `offline`); enforced on the next request.
 #[utoipa::path(patch, path = "/v1/admin/shards/{id}", params(ShardPath), request_body = UpdateShard, responses(
     (status = 200, description = "The updated shard", body = Shard),
-    (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body` or `invalid_json`"),
+    (status = 404, description = "`shard_not_found`"),
 ))]
 pub async fn update_shard(
     Admin { app, caller, request }: Admin,
@@ -161,8 +161,8 @@ pub async fn update_shard(
 /// Unregister a shard that owns no vshard and no pinned tenant.
 #[utoipa::path(delete, path = "/v1/admin/shards/{id}", params(ShardPath), responses(
     (status = 204, description = "Unregistered (its database is left untouched)"),
-    (status = 404, description = "`shard_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`shard_in_use`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`shard_not_found`"),
+    (status = 409, description = "`shard_in_use`"),
 ))]
 pub async fn delete_shard(
     Admin { app, caller, request }: Admin,

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{Retirement, ValetKeyRow};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiPath};
 use crate::timestamps::rfc3339;
 
@@ -65,8 +65,8 @@ pub struct SigningKeyRoute {
 /// Retire a signing key: every URL it signed is refused from now on, on every instance.
 #[utoipa::path(delete, path = "/v1/admin/valet/signing-keys/{id}", params(SigningKeyRoute), responses(
     (status = 200, description = "Retired", body = SigningKeyInfo),
-    (status = 404, description = "`signing_key_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`signing_key_current`: rotate first", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`signing_key_not_found`"),
+    (status = 409, description = "`signing_key_current`: rotate first"),
 ))]
 pub async fn retire_signing_key(
     Admin { app, caller, request }: Admin,

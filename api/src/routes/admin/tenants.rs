@@ -9,7 +9,7 @@ use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::timestamps::rfc3339;
@@ -139,10 +139,10 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
 /// Create a tenant.
 #[utoipa::path(post, path = "/v1/admin/tenants", request_body = CreateTenant, responses(
     (status = 201, description = "Created", body = Tenant),
-    (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-    (status = 409, description = "`tenant_exists`", body = Problem, content_type = "application/problem+json"),
-    (status = 422, description = "`unknown_shard`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "`no_shards` or `catalog_unavailable`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body` or `invalid_json`"),
+    (status = 409, description = "`tenant_exists`"),
+    (status = 422, description = "`unknown_shard`"),
+    (status = 503, description = "`no_shards` or `catalog_unavailable`"),
 ))]
 pub async fn create_tenant(
     Admin { app, caller, request }: Admin,
@@ -173,7 +173,7 @@ pub async fn create_tenant(
 /// List tenants ordered by id.
 #[utoipa::path(get, path = "/v1/admin/tenants", params(TenantListQuery), responses(
     (status = 200, description = "A page of tenants", body = Page<Tenant>),
-    (status = 400, description = "`invalid_query` or `invalid_cursor`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_query` or `invalid_cursor`"),
 ))]
 pub async fn list_tenants(
     Admin { app, .. }: Admin,
@@ -188,7 +188,7 @@ pub async fn list_tenants(
 /// Read a tenant.
 #[utoipa::path(get, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(
     (status = 200, description = "The tenant", body = Tenant),
-    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found`"),
 ))]
 pub async fn get_tenant(
     Admin { app, .. }: Admin,
@@ -202,8 +202,8 @@ pub async fn get_tenant(
 /// Change a tenant's name or tier.
 #[utoipa::path(patch, path = "/v1/admin/tenants/{id}", params(TenantPath), request_body = UpdateTenant, responses(
     (status = 200, description = "The updated tenant", body = Tenant),
-    (status = 400, description = "`invalid_body` or `invalid_json`", body = Problem, content_type = "application/problem+json"),
-    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
+    (status = 400, description = "`invalid_body` or `invalid_json`"),
+    (status = 404, description = "`tenant_not_found`"),
 ))]
 pub async fn update_tenant(
     Admin { app, caller, request }: Admin,
@@ -229,8 +229,8 @@ pub async fn update_tenant(
 /// Delete a tenant and all its records.
 #[utoipa::path(delete, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(
     (status = 204, description = "Deleted, with its records"),
-    (status = 404, description = "`tenant_not_found`", body = Problem, content_type = "application/problem+json"),
-    (status = 503, description = "The home shard is read-only, offline or unavailable", body = Problem, content_type = "application/problem+json"),
+    (status = 404, description = "`tenant_not_found`"),
+    (status = 503, description = "The home shard is read-only, offline or unavailable"),
 ))]
 pub async fn delete_tenant(
     Admin { app, caller, request }: Admin,
