@@ -26,7 +26,7 @@ use shardgate_shard_router::{Access, Database, Error as StoreError, ShardId, Ten
 
 use crate::app::App;
 use crate::chunk_cache::ChunkCache;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::timestamps::rfc3339;
 
 /// A blob's description.
@@ -85,7 +85,7 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
     // Refuse a failing precondition before reading a possibly large body.
     if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
-        return Err(ApiError::precondition_failed("the blob does not satisfy the precondition"));
+        return Err(ApiError::new(Code::PreconditionFailed, "the blob does not satisfy the precondition"));
     }
     let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
     let received = receive(&store, &upload, body, max_size).await?;
@@ -122,10 +122,9 @@ pub fn content_type_of(headers: &HeaderMap) -> Result<String, ApiError> {
     match headers.get(header::CONTENT_TYPE) {
         None => Ok("application/octet-stream".to_owned()),
         Some(value) => {
-            let text =
-                value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
-                    ApiError::invalid_header("Content-Type must be 1–255 characters of visible ASCII")
-                })?;
+            let text = value.to_str().ok().filter(|t| !t.is_empty() && t.len() <= 255).ok_or_else(|| {
+                ApiError::new(Code::InvalidHeader, "Content-Type must be 1–255 characters of visible ASCII")
+            })?;
             Ok(text.to_owned())
         }
     }
@@ -153,7 +152,7 @@ pub struct Received {
 pub fn blob_path(raw: &str) -> Result<BlobPath, ApiError> {
     let decoded = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
-        .map_err(|_| ApiError::invalid_path("the blob path must be percent-encoded UTF-8"))?;
+        .map_err(|_| ApiError::new(Code::InvalidPath, "the blob path must be percent-encoded UTF-8"))?;
     BlobPath::parse(&decoded).map_err(crate::error::invalid_path)
 }
 
@@ -192,8 +191,8 @@ async fn stream_chunks(
     let mut buffer = BytesMut::with_capacity(BLOB_CHUNK_BYTES);
     let (mut size, mut chunks) = (0u64, 0u64);
     while let Some(piece) = stream.next().await {
-        let mut piece =
-            piece.map_err(|e| ApiError::upload_interrupted(format!("the request body could not be read: {e}")))?;
+        let mut piece = piece
+            .map_err(|e| ApiError::new(Code::UploadInterrupted, format!("the request body could not be read: {e}")))?;
         size += piece.len() as u64;
         if size > max_size {
             return Err(too_large(max_size));

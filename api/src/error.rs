@@ -32,212 +32,206 @@ pub struct Problem {
     pub detail: String,
 }
 
+/// Declares [`Code`] from one table: every code the API answers with, its status and what it
+/// means. Problems take their status from here, and the OpenAPI document its error responses.
+macro_rules! codes {
+    ($($variant:ident = ($code:literal, $status:ident, $meaning:literal),)*) => {
+        /// A stable problem code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code {
+            $(#[doc = $meaning] $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in table order.
+            pub const ALL: &[Code] = &[$(Code::$variant,)*];
+
+            /// The code as clients see it, e.g. `record_not_found`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $code,)*
+                }
+            }
+
+            /// The status of every problem with this code.
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(Code::$variant => StatusCode::$status,)*
+                }
+            }
+
+            /// What the code means, for the API's documentation.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    InvalidPath = ("invalid_path", BAD_REQUEST, "a path segment breaks its rule"),
+    InvalidQuery = ("invalid_query", BAD_REQUEST, "a query parameter is malformed"),
+    InvalidCursor = ("invalid_cursor", BAD_REQUEST, "the cursor is not one this server issued"),
+    InvalidHeader = ("invalid_header", BAD_REQUEST, "a header the operation reads is malformed or not allowed"),
+    InvalidJson = ("invalid_json", BAD_REQUEST, "the body is not JSON"),
+    InvalidBody = ("invalid_body", BAD_REQUEST, "the body is well-formed but not what the operation takes"),
+    JsonTooDeep = ("json_too_deep", BAD_REQUEST, "the value nests arrays and objects too deep"),
+    InvalidIndexValue = ("invalid_index_value", BAD_REQUEST, "the value cannot be looked up in this index"),
+    InvalidDatabaseUrl = ("invalid_database_url", BAD_REQUEST, "the database URL is not one the gateway can use"),
+    UploadInterrupted = ("upload_interrupted", BAD_REQUEST, "the upload's body could not be read to its end"),
+    MissingToken = ("missing_token", UNAUTHORIZED, "a bearer token is required"),
+    InvalidToken = ("invalid_token", UNAUTHORIZED, "the bearer token is invalid or expired"),
+    InvalidInternalCredential = ("invalid_internal_credential", UNAUTHORIZED, "the request did not come from the gatekeeper"),
+    InsufficientScope = ("insufficient_scope", FORBIDDEN, "the token lacks the scope the operation needs"),
+    ValetMalformed = ("valet_malformed", FORBIDDEN, "the valet URL is malformed"),
+    ValetBadSignature = ("valet_bad_signature", FORBIDDEN, "the valet URL's signature does not match"),
+    ValetExpired = ("valet_expired", FORBIDDEN, "the valet URL has expired"),
+    ValetNotYetValid = ("valet_not_yet_valid", FORBIDDEN, "the valet URL is not valid yet"),
+    ValetWrongMethod = ("valet_wrong_method", FORBIDDEN, "the valet URL was not signed for this method"),
+    ValetUnknownKey = ("valet_unknown_key", FORBIDDEN, "the valet URL was signed with an unknown key"),
+    ValetKeyRetired = ("valet_key_retired", FORBIDDEN, "the valet URL's signing key is retired"),
+    ValetUnknownGrant = ("valet_unknown_grant", FORBIDDEN, "the valet URL's grant is unknown"),
+    ValetRevoked = ("valet_revoked", FORBIDDEN, "the valet URL's grant was revoked"),
+    ValetUsed = ("valet_used", FORBIDDEN, "the single-use valet URL was already used"),
+    NotFound = ("not_found", NOT_FOUND, "no endpoint at this path"),
+    TenantNotFound = ("tenant_not_found", NOT_FOUND, "no such tenant (also what another tenant's token gets)"),
+    RecordNotFound = ("record_not_found", NOT_FOUND, "no such record"),
+    BlobNotFound = ("blob_not_found", NOT_FOUND, "no such blob"),
+    IndexNotFound = ("index_not_found", NOT_FOUND, "no such index"),
+    ShardNotFound = ("shard_not_found", NOT_FOUND, "no such shard"),
+    JobNotFound = ("job_not_found", NOT_FOUND, "no such job"),
+    ValetKeyNotFound = ("valet_key_not_found", NOT_FOUND, "no such valet key"),
+    SigningKeyNotFound = ("signing_key_not_found", NOT_FOUND, "no such signing key"),
+    MethodNotAllowed = ("method_not_allowed", METHOD_NOT_ALLOWED, "the endpoint does not support the method"),
+    TenantExists = ("tenant_exists", CONFLICT, "a tenant with this id exists"),
+    ShardExists = ("shard_exists", CONFLICT, "a shard with this id exists"),
+    ShardInUse = ("shard_in_use", CONFLICT, "the shard still holds data or is still routed to"),
+    WriteContention = ("write_contention", CONFLICT, "too many concurrent writes to this item; retry"),
+    UploadClosed = ("upload_closed", CONFLICT, "the upload was closed before it finished; retry"),
+    UniqueViolation = ("unique_violation", CONFLICT, "another record holds this value of a unique index"),
+    IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
+    IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
+    SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
+    PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
+    PayloadTooLarge = ("payload_too_large", PAYLOAD_TOO_LARGE, "the body is larger than the limit"),
+    UriTooLong = ("uri_too_long", URI_TOO_LONG, "the path is longer than 2048 bytes"),
+    UnsupportedMediaType = ("unsupported_media_type", UNSUPPORTED_MEDIA_TYPE, "the body is not of a media type the operation takes"),
+    ValetContentType = ("valet_content_type", UNSUPPORTED_MEDIA_TYPE, "the upload is not of the signed media type"),
+    RangeNotSatisfiable = ("range_not_satisfiable", RANGE_NOT_SATISFIABLE, "the range starts beyond the blob's end"),
+    UnknownShard = ("unknown_shard", UNPROCESSABLE_ENTITY, "the body names a shard that is not registered"),
+    ShardUnreachable = ("shard_unreachable", UNPROCESSABLE_ENTITY, "the shard's database cannot be reached"),
+    RateLimited = ("rate_limited", TOO_MANY_REQUESTS, "over the caller's rate limit (its tenant's, or its IP address's without a valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`"),
+    Internal = ("internal", INTERNAL_SERVER_ERROR, "an unexpected failure, logged by the server"),
+    UpstreamUnavailable = ("upstream_unavailable", BAD_GATEWAY, "the gatekeeper's backend cannot be reached"),
+    ShardReadOnly = ("shard_read_only", SERVICE_UNAVAILABLE, "the shard is read-only: writes are refused"),
+    ShardOffline = ("shard_offline", SERVICE_UNAVAILABLE, "the shard is offline"),
+    ShardUnavailable = ("shard_unavailable", SERVICE_UNAVAILABLE, "the shard's database cannot be reached; retry later"),
+    StaleShardMap = ("stale_shard_map", SERVICE_UNAVAILABLE, "the shard refused a write routed on an outdated shard map; retry"),
+    NoShards = ("no_shards", SERVICE_UNAVAILABLE, "no shard is registered yet"),
+    CatalogUnavailable = ("catalog_unavailable", SERVICE_UNAVAILABLE, "the catalog cannot be reached; retry later"),
+    Overloaded = ("overloaded", SERVICE_UNAVAILABLE, "too many requests in progress"),
+    RequestTimeout = ("request_timeout", GATEWAY_TIMEOUT, "the request took longer than the limit"),
+}
+
 /// A failure on its way to becoming a problem response.
 #[derive(Debug)]
 pub struct ApiError {
-    status: StatusCode,
-    code: &'static str,
+    code: Code,
     detail: String,
     www_authenticate: Option<&'static str>,
     retry_after_secs: Option<u32>,
 }
 
 impl ApiError {
-    /// An error with `status`, stable `code` and human `detail`. Private: every status and code
-    /// the API answers with is named in this file.
-    fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Self {
-        Self { status, code, detail: detail.into(), www_authenticate: None, retry_after_secs: None }
-    }
-
-    /// 400 with `code`.
-    fn bad_request(code: &'static str, detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, detail)
+    /// An error with `code` (and so the code's status) and human `detail`.
+    pub fn new(code: Code, detail: impl Into<String>) -> Self {
+        Self { code, detail: detail.into(), www_authenticate: None, retry_after_secs: None }
     }
 
     /// 404 `tenant_not_found`: also what a token of another tenant gets, so existence never leaks.
     pub fn tenant_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "tenant_not_found", "tenant not found")
+        Self::new(Code::TenantNotFound, "tenant not found")
     }
 
     /// 403 `insufficient_scope`.
     pub fn insufficient_scope(scope: &str) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "insufficient_scope", format!("this operation needs the `{scope}` scope"))
+        Self::new(Code::InsufficientScope, format!("this operation needs the `{scope}` scope"))
     }
 
     /// 503 `overloaded` with `Retry-After: 1`: too many requests in progress.
     pub fn overloaded() -> Self {
-        let mut err =
-            Self::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", "too many requests in progress; retry shortly");
+        let mut err = Self::new(Code::Overloaded, "too many requests in progress; retry shortly");
         err.retry_after_secs = Some(1);
         err
     }
 
     /// 429 `rate_limited` with `Retry-After`.
     pub fn rate_limited(detail: String, retry_after_secs: u64) -> Self {
-        let mut err = Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", detail);
+        let mut err = Self::new(Code::RateLimited, detail);
         err.retry_after_secs = Some(u32::try_from(retry_after_secs).unwrap_or(u32::MAX));
         err
     }
 
     /// 413 `payload_too_large`.
     pub fn payload_too_large() -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the limit")
-    }
-
-    /// 400 `invalid_path`: a path segment breaks its rule.
-    pub fn invalid_path(detail: impl Into<String>) -> Self {
-        Self::bad_request("invalid_path", detail)
-    }
-
-    /// 400 `invalid_query`: a query parameter is malformed.
-    pub fn invalid_query(detail: impl Into<String>) -> Self {
-        Self::bad_request("invalid_query", detail)
-    }
-
-    /// 400 `invalid_body`: the body is well-formed but not what the operation takes.
-    pub fn invalid_body(detail: impl Into<String>) -> Self {
-        Self::bad_request("invalid_body", detail)
-    }
-
-    /// 400 `invalid_json`: the body is not JSON.
-    pub fn invalid_json(detail: impl Into<String>) -> Self {
-        Self::bad_request("invalid_json", detail)
+        Self::new(Code::PayloadTooLarge, "the request body is larger than the limit")
     }
 
     /// 400 `json_too_deep`: a record value nests deeper than `max_depth`.
     pub fn json_too_deep(max_depth: usize) -> Self {
-        Self::bad_request("json_too_deep", format!("the value nests arrays and objects deeper than {max_depth} levels"))
-    }
-
-    /// 400 `invalid_header`: a header the operation reads is malformed or not allowed.
-    pub fn invalid_header(detail: impl Into<String>) -> Self {
-        Self::bad_request("invalid_header", detail)
+        Self::new(Code::JsonTooDeep, format!("the value nests arrays and objects deeper than {max_depth} levels"))
     }
 
     /// 400 `invalid_cursor`: a listing's cursor was not issued by this server.
     pub fn invalid_cursor() -> Self {
-        Self::bad_request("invalid_cursor", "the cursor is not one this server issued")
-    }
-
-    /// 414 `uri_too_long`.
-    pub fn uri_too_long(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::URI_TOO_LONG, "uri_too_long", detail)
-    }
-
-    /// 415 `unsupported_media_type`.
-    pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", detail)
+        Self::new(Code::InvalidCursor, "the cursor is not one this server issued")
     }
 
     /// 404 `shard_not_found` (also for a shard id that breaks the naming rule: no such shard).
     pub fn shard_not_found(id: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "shard_not_found", format!("shard {id} not found"))
-    }
-
-    /// 404 `not_found`: no endpoint at this path.
-    pub fn no_such_endpoint() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
-    }
-
-    /// 405 `method_not_allowed`.
-    pub fn method_not_allowed() -> Self {
-        Self::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not support the method")
-    }
-
-    /// 401 `invalid_internal_credential`: a trusted backend's request did not come from the
-    /// gatekeeper.
-    pub fn invalid_internal_credential(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_internal_credential", detail)
+        Self::new(Code::ShardNotFound, format!("shard {id} not found"))
     }
 
     /// 502 `upstream_unavailable` with `Retry-After: 1`: the gatekeeper's backend cannot be reached.
     pub fn upstream_unavailable() -> Self {
-        let mut err = Self::new(StatusCode::BAD_GATEWAY, "upstream_unavailable", "the backend could not be reached");
+        let mut err = Self::new(Code::UpstreamUnavailable, "the backend could not be reached");
         err.retry_after_secs = Some(1);
         err
     }
 
-    /// 504 `request_timeout`: the request's deadline passed.
-    pub fn request_timeout() -> Self {
-        Self::new(StatusCode::GATEWAY_TIMEOUT, "request_timeout", "the request took longer than the limit")
-    }
-
-    /// 403 `valet_malformed`: a `/valet/` path that breaks the path rules is refused like any
-    /// other bad valet URL.
-    pub fn valet_malformed(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::FORBIDDEN, "valet_malformed", detail)
-    }
-
-    /// 404 `valet_key_not_found`.
-    pub fn valet_key_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "valet_key_not_found", "no such valet key")
-    }
-
-    /// 404 `job_not_found`.
-    pub fn job_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "job_not_found", "no such job")
-    }
-
-    /// 404 `signing_key_not_found`.
-    pub fn signing_key_not_found() -> Self {
-        Self::new(StatusCode::NOT_FOUND, "signing_key_not_found", "no such signing key")
-    }
-
-    /// 409 `signing_key_current`: the current signing key cannot be retired.
-    pub fn signing_key_current() -> Self {
-        Self::new(
-            StatusCode::CONFLICT,
-            "signing_key_current",
-            "the current signing key cannot be retired; rotate first",
-        )
-    }
-
     /// 503 `catalog_unavailable` with `Retry-After: 5`.
     pub fn catalog_unavailable() -> Self {
-        let mut err =
-            Self::new(StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable", "the catalog cannot be reached");
+        let mut err = Self::new(Code::CatalogUnavailable, "the catalog cannot be reached");
         err.retry_after_secs = Some(5);
         err
     }
 
-    /// 412 `precondition_failed`: an `If-Match` / `If-None-Match` the item does not satisfy.
-    pub fn precondition_failed(detail: impl Into<String>) -> Self {
-        Self::new(StatusCode::PRECONDITION_FAILED, "precondition_failed", detail)
-    }
-
     /// 413 `payload_too_large` naming the limit.
     pub fn larger_than(max_size: u64) -> Self {
-        Self::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!("the blob is larger than the limit of {max_size} bytes"),
-        )
+        Self::new(Code::PayloadTooLarge, format!("the blob is larger than the limit of {max_size} bytes"))
     }
 
     /// 416 `range_not_satisfiable` (the caller adds `Content-Range: bytes */size`).
     pub fn range_not_satisfiable(size: u64) -> Self {
-        Self::new(StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable", format!("the blob has {size} bytes"))
-    }
-
-    /// 400 `upload_interrupted`: the upload's body could not be read to its end.
-    pub fn upload_interrupted(detail: impl Into<String>) -> Self {
-        Self::bad_request("upload_interrupted", detail)
+        Self::new(Code::RangeNotSatisfiable, format!("the blob has {size} bytes"))
     }
 
     /// 500 `internal`, logging `cause`.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal server error")
+        Self::new(Code::Internal, "internal server error")
     }
 
     /// The status this error becomes.
     pub fn status(&self) -> StatusCode {
-        self.status
+        self.code.status()
     }
 
     /// The stable code.
     pub fn code(&self) -> &'static str {
-        self.code
+        self.code.as_str()
     }
 
     /// The human explanation.
@@ -246,17 +240,25 @@ impl ApiError {
     }
 }
 
+impl From<Code> for ApiError {
+    /// A problem whose detail is what the code means.
+    fn from(code: Code) -> Self {
+        Self::new(code, code.meaning())
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let status = self.code.status();
         let problem = Problem {
             kind: "about:blank",
-            title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
-            status: self.status.as_u16(),
-            code: self.code,
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            code: self.code.as_str(),
             detail: self.detail,
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
-        let mut response = (self.status, body).into_response();
+        let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
         if let Some(value) = self.www_authenticate {
@@ -273,10 +275,10 @@ impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
         tracing::debug!(reason = %e, "authentication failed");
         let (code, detail, challenge) = match e {
-            AuthError::Missing => ("missing_token", "a bearer token is required", "Bearer"),
-            _ => ("invalid_token", "the bearer token is invalid or expired", "Bearer error=\"invalid_token\""),
+            AuthError::Missing => (Code::MissingToken, "a bearer token is required", "Bearer"),
+            _ => (Code::InvalidToken, "the bearer token is invalid or expired", "Bearer error=\"invalid_token\""),
         };
-        let mut err = Self::new(StatusCode::UNAUTHORIZED, code, detail);
+        let mut err = Self::new(code, detail);
         err.www_authenticate = Some(challenge);
         err
     }
@@ -290,57 +292,48 @@ impl From<StoreError> for ApiError {
 
 impl From<&StoreError> for ApiError {
     fn from(e: &StoreError) -> Self {
-        let unavailable = |code: &'static str, detail: String| {
-            let mut err = Self::new(StatusCode::SERVICE_UNAVAILABLE, code, detail);
+        let unavailable = |code: Code, detail: String| {
+            let mut err = Self::new(code, detail);
             err.retry_after_secs = Some(5);
             err
         };
         match e {
             StoreError::TenantNotFound => Self::tenant_not_found(),
-            StoreError::TenantExists(id) => {
-                Self::new(StatusCode::CONFLICT, "tenant_exists", format!("tenant {id} already exists"))
-            }
+            StoreError::TenantExists(id) => Self::new(Code::TenantExists, format!("tenant {id} already exists")),
             StoreError::ShardNotFound(id) => Self::shard_not_found(id.as_str()),
-            StoreError::UnknownShard(id) => {
-                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_shard", format!("shard {id} is not registered"))
-            }
-            StoreError::ShardExists(id) => {
-                Self::new(StatusCode::CONFLICT, "shard_exists", format!("shard {id} already exists"))
-            }
-            StoreError::ShardInUse { .. } => Self::new(StatusCode::CONFLICT, "shard_in_use", e.to_string()),
-            StoreError::ShardUnreachable { .. } => {
-                Self::new(StatusCode::UNPROCESSABLE_ENTITY, "shard_unreachable", e.to_string())
-            }
-            StoreError::ShardOffline(id) => unavailable("shard_offline", format!("shard {id} is offline")),
+            StoreError::UnknownShard(id) => Self::new(Code::UnknownShard, format!("shard {id} is not registered")),
+            StoreError::ShardExists(id) => Self::new(Code::ShardExists, format!("shard {id} already exists")),
+            StoreError::ShardInUse { .. } => Self::new(Code::ShardInUse, e.to_string()),
+            StoreError::ShardUnreachable { .. } => Self::new(Code::ShardUnreachable, e.to_string()),
+            StoreError::ShardOffline(id) => unavailable(Code::ShardOffline, format!("shard {id} is offline")),
             StoreError::ShardReadOnly(id) => {
-                unavailable("shard_read_only", format!("shard {id} is read-only: writes are refused"))
+                unavailable(Code::ShardReadOnly, format!("shard {id} is read-only: writes are refused"))
             }
-            StoreError::NoShards => {
-                unavailable("no_shards", "no shard is registered yet: register one with POST /v1/admin/shards".into())
-            }
+            StoreError::NoShards => unavailable(
+                Code::NoShards,
+                "no shard is registered yet: register one with POST /v1/admin/shards".into(),
+            ),
             StoreError::StaleMap(id) => unavailable(
-                "stale_shard_map",
+                Code::StaleShardMap,
                 format!("shard {id} refused a write routed on an outdated shard map; retry"),
             ),
-            StoreError::RecordNotFound => Self::new(StatusCode::NOT_FOUND, "record_not_found", "record not found"),
-            StoreError::PreconditionFailed => Self::new(
-                StatusCode::PRECONDITION_FAILED,
-                "precondition_failed",
-                "the current version does not satisfy If-Match / If-None-Match",
-            ),
+            StoreError::RecordNotFound => Self::new(Code::RecordNotFound, "record not found"),
+            StoreError::PreconditionFailed => {
+                Self::new(Code::PreconditionFailed, "the current version does not satisfy If-Match / If-None-Match")
+            }
             StoreError::WriteContention => {
-                Self::new(StatusCode::CONFLICT, "write_contention", "too many concurrent writes to this item; retry")
+                Self::new(Code::WriteContention, "too many concurrent writes to this item; retry")
             }
-            StoreError::BlobNotFound => Self::new(StatusCode::NOT_FOUND, "blob_not_found", "blob not found"),
+            StoreError::BlobNotFound => Self::new(Code::BlobNotFound, "blob not found"),
             StoreError::UploadClosed => {
-                Self::new(StatusCode::CONFLICT, "upload_closed", "the upload was closed before it finished; retry")
+                Self::new(Code::UploadClosed, "the upload was closed before it finished; retry")
             }
-            StoreError::InvalidDatabaseUrl(reason) => Self::bad_request("invalid_database_url", reason.clone()),
+            StoreError::InvalidDatabaseUrl(reason) => Self::new(Code::InvalidDatabaseUrl, reason.clone()),
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");
                 let code = match e {
-                    StoreError::Database { target, .. } if target == "catalog" => "catalog_unavailable",
-                    _ => "shard_unavailable",
+                    StoreError::Database { target, .. } if target == "catalog" => Code::CatalogUnavailable,
+                    _ => Code::ShardUnavailable,
                 };
                 unavailable(code, "a database is temporarily unavailable; retry later".into())
             }
@@ -355,18 +348,18 @@ impl From<ValetError> for ApiError {
     /// issuing came from the client's request body: 400 `invalid_body`.
     fn from(e: ValetError) -> Self {
         match e {
-            ValetError::InvalidField { .. } => Self::bad_request("invalid_body", e.to_string()),
-            ValetError::WrongContentType => Self::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, e.code(), e.to_string()),
-            ValetError::Malformed(_)
-            | ValetError::BadSignature
-            | ValetError::Expired
-            | ValetError::NotYetValid
-            | ValetError::WrongMethod
-            | ValetError::UnknownKey
-            | ValetError::KeyRetired
-            | ValetError::UnknownGrant
-            | ValetError::Revoked
-            | ValetError::Used => Self::new(StatusCode::FORBIDDEN, e.code(), e.to_string()),
+            ValetError::InvalidField { .. } => Self::new(Code::InvalidBody, e.to_string()),
+            ValetError::WrongContentType => Self::new(Code::ValetContentType, e.to_string()),
+            ValetError::Malformed(_) => Self::new(Code::ValetMalformed, e.to_string()),
+            ValetError::BadSignature => Self::new(Code::ValetBadSignature, e.to_string()),
+            ValetError::Expired => Self::new(Code::ValetExpired, e.to_string()),
+            ValetError::NotYetValid => Self::new(Code::ValetNotYetValid, e.to_string()),
+            ValetError::WrongMethod => Self::new(Code::ValetWrongMethod, e.to_string()),
+            ValetError::UnknownKey => Self::new(Code::ValetUnknownKey, e.to_string()),
+            ValetError::KeyRetired => Self::new(Code::ValetKeyRetired, e.to_string()),
+            ValetError::UnknownGrant => Self::new(Code::ValetUnknownGrant, e.to_string()),
+            ValetError::Revoked => Self::new(Code::ValetRevoked, e.to_string()),
+            ValetError::Used => Self::new(Code::ValetUsed, e.to_string()),
         }
     }
 }
@@ -374,24 +367,24 @@ impl From<ValetError> for ApiError {
 impl From<IndexError> for ApiError {
     fn from(e: IndexError) -> Self {
         match e {
-            IndexError::InvalidName => Self::bad_request("invalid_path", e.to_string()),
+            IndexError::InvalidName => Self::new(Code::InvalidPath, e.to_string()),
             IndexError::InvalidField
             | IndexError::FieldCount
             | IndexError::DuplicateField
-            | IndexError::InvalidLayout(_) => Self::bad_request("invalid_body", e.to_string()),
+            | IndexError::InvalidLayout(_) => Self::new(Code::InvalidBody, e.to_string()),
             IndexError::ValueTooLong { .. } | IndexError::UnindexableValue | IndexError::ValueArity { .. } => {
-                Self::bad_request("invalid_index_value", e.to_string())
+                Self::new(Code::InvalidIndexValue, e.to_string())
             }
-            IndexError::InvalidValueKey => Self::bad_request("invalid_cursor", e.to_string()),
-            IndexError::InvalidJson(_) => Self::bad_request("invalid_json", e.to_string()),
+            IndexError::InvalidValueKey => Self::new(Code::InvalidCursor, e.to_string()),
+            IndexError::InvalidJson(_) => Self::new(Code::InvalidJson, e.to_string()),
             IndexError::UniqueViolation { .. } | IndexError::DuplicateValue { .. } => {
-                Self::new(StatusCode::CONFLICT, "unique_violation", e.to_string())
+                Self::new(Code::UniqueViolation, e.to_string())
             }
             IndexError::IndexNotFound | IndexError::JobIndexGone { .. } => {
-                Self::new(StatusCode::NOT_FOUND, "index_not_found", e.to_string())
+                Self::new(Code::IndexNotFound, e.to_string())
             }
-            IndexError::IndexExists => Self::new(StatusCode::CONFLICT, "index_exists", e.to_string()),
-            IndexError::IndexBuilding => Self::new(StatusCode::CONFLICT, "index_building", e.to_string()),
+            IndexError::IndexExists => Self::new(Code::IndexExists, e.to_string()),
+            IndexError::IndexBuilding => Self::new(Code::IndexBuilding, e.to_string()),
             IndexError::InvalidJobTarget { .. } | IndexError::Encoding(_) => Self::internal(&e),
             IndexError::Store(e) => Self::from(&e),
         }
@@ -400,29 +393,29 @@ impl From<IndexError> for ApiError {
 
 /// An invalid identifier in a path: 400 `invalid_path` naming the rule.
 pub fn invalid_path(e: InvalidId) -> ApiError {
-    ApiError::invalid_path(e.to_string())
+    ApiError::new(Code::InvalidPath, e.to_string())
 }
 
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
-        Self::invalid_path(e.body_text())
+        Self::new(Code::InvalidPath, e.body_text())
     }
 }
 
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
-        Self::invalid_query(e.body_text())
+        Self::new(Code::InvalidQuery, e.body_text())
     }
 }
 
 impl From<JsonRejection> for ApiError {
     fn from(e: JsonRejection) -> Self {
         match e {
-            JsonRejection::JsonDataError(e) => Self::invalid_body(e.body_text()),
-            JsonRejection::JsonSyntaxError(e) => Self::invalid_json(e.body_text()),
-            JsonRejection::MissingJsonContentType(e) => Self::unsupported_media_type(e.body_text()),
+            JsonRejection::JsonDataError(e) => Self::new(Code::InvalidBody, e.body_text()),
+            JsonRejection::JsonSyntaxError(e) => Self::new(Code::InvalidJson, e.body_text()),
+            JsonRejection::MissingJsonContentType(e) => Self::new(Code::UnsupportedMediaType, e.body_text()),
             JsonRejection::BytesRejection(e) => Self::from(e),
-            other => Self::invalid_body(other.body_text()),
+            other => Self::new(Code::InvalidBody, other.body_text()),
         }
     }
 }
@@ -432,7 +425,43 @@ impl From<BytesRejection> for ApiError {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::payload_too_large()
         } else {
-            Self::invalid_body(e.body_text())
+            Self::new(Code::InvalidBody, e.body_text())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_named_once() {
+        let mut names: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Code::ALL.len());
+        for code in Code::ALL {
+            assert!(code.status().is_client_error() || code.status().is_server_error(), "{code:?}");
+        }
+    }
+
+    #[test]
+    fn a_valet_refusal_keeps_the_valet_crates_code() {
+        let refusals = [
+            ValetError::Malformed("path"),
+            ValetError::BadSignature,
+            ValetError::Expired,
+            ValetError::NotYetValid,
+            ValetError::WrongMethod,
+            ValetError::UnknownKey,
+            ValetError::KeyRetired,
+            ValetError::UnknownGrant,
+            ValetError::Revoked,
+            ValetError::Used,
+            ValetError::WrongContentType,
+        ];
+        for refusal in refusals {
+            assert_eq!(ApiError::from(refusal).code(), refusal.code(), "{refusal:?}");
         }
     }
 }

@@ -10,7 +10,7 @@ use shardgate_shard_router::TenantId;
 
 use crate::admission::Authenticated;
 use crate::app::App;
-use crate::error::{ApiError, invalid_path};
+use crate::error::{ApiError, Code, invalid_path};
 
 /// `axum::extract::Path` with problem+json rejections.
 #[derive(Debug, FromRequestParts)]
@@ -37,7 +37,7 @@ where
             .flat_map(|pair| pair.split('='))
             .all(|part| percent_encoding::percent_decode_str(part).decode_utf8().is_ok());
         if !valid {
-            return Err(ApiError::invalid_query("query parameters must be percent-encoded UTF-8"));
+            return Err(ApiError::new(Code::InvalidQuery, "query parameters must be percent-encoded UTF-8"));
         }
         let axum::extract::Query(value) = axum::extract::Query::<T>::try_from_uri(&parts.uri)?;
         Ok(Self(value))
@@ -55,7 +55,7 @@ pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     if declared.is_some_and(shardgate_gatekeeper::request::is_json_media_type) {
         return Ok(());
     }
-    Err(ApiError::unsupported_media_type("the body must be sent with `Content-Type: application/json`"))
+    Err(ApiError::new(Code::UnsupportedMediaType, "the body must be sent with `Content-Type: application/json`"))
 }
 
 /// The verified caller. Extracting it authenticates the request (401 otherwise).

@@ -15,7 +15,7 @@ use shardgate_gatekeeper::internal::{self, InternalKey};
 
 use crate::admission::Authenticated;
 use crate::app::App;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 
 /// The peer address of a request (unspecified when the server was not asked for it).
 pub fn client_ip(request: &Request) -> IpAddr {
@@ -46,7 +46,7 @@ async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: 
         Ok(principal) => principal.map(Arc::new),
         Err(e) => {
             tracing::warn!(reason = %e, "request without a valid internal credential refused");
-            return ApiError::invalid_internal_credential(e.to_string()).into_response();
+            return ApiError::new(Code::InvalidInternalCredential, e.to_string()).into_response();
         }
     };
     let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
@@ -66,10 +66,10 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
     use shardgate_gatekeeper::request::{PathProblem, check_path};
     match check_path(path) {
         Ok(()) => Ok(()),
-        Err(problem @ PathProblem::TooLong) => Err(ApiError::uri_too_long(problem.to_string())),
+        Err(problem @ PathProblem::TooLong) => Err(ApiError::new(Code::UriTooLong, problem.to_string())),
         // A valet URL is refused like any other bad valet URL.
-        Err(problem) if path.starts_with("/valet/") => Err(ApiError::valet_malformed(problem.to_string())),
-        Err(problem) => Err(ApiError::invalid_path(problem.to_string())),
+        Err(problem) if path.starts_with("/valet/") => Err(ApiError::new(Code::ValetMalformed, problem.to_string())),
+        Err(problem) => Err(ApiError::new(Code::InvalidPath, problem.to_string())),
     }
 }
 

@@ -28,7 +28,7 @@ use tokio::net::TcpListener;
 use crate::admission::Gate;
 use crate::config::{GatekeeperConfig, LimitsConfig};
 use crate::embedded::{embedded_issuer, load_or_create_secret};
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::require_json;
 use crate::front_door::{check_request_path, client_ip};
 use crate::metrics::Metrics;
@@ -216,7 +216,7 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     let mut response = match tokio::time::timeout(deadline, send(front, request, principal, body_limit)).await {
         Ok(result) => result?,
         Err(_) => {
-            return Err(ApiError::request_timeout().into_response());
+            return Err(ApiError::from(Code::RequestTimeout).into_response());
         }
     };
     if let Some(admission) = admission {

@@ -4,7 +4,75 @@
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::error::Problem;
+use std::collections::BTreeMap;
+
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+
+use crate::error::{Code, Problem};
+
+/// Declares `$name`, the problem responses of an operation that answers with these codes, for
+/// its `#[utoipa::path(responses(...))]`. Statuses and meanings come from [`Code`]'s table, so
+/// the document cannot give a code another status than the API does.
+macro_rules! errors {
+    ($name:ident: $($code:ident),+ $(,)?) => {
+        #[doc = concat!("The problem responses of the operation: ", $("`", stringify!($code), "` ",)+)]
+        #[derive(Debug)]
+        pub struct $name;
+
+        impl utoipa::IntoResponses for $name {
+            fn responses() -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+                $crate::openapi::error_responses(&[$($crate::error::Code::$code),+])
+            }
+        }
+    };
+}
+pub(crate) use errors;
+
+/// One problem+json response per status of `codes`, described by its codes (a lone code also
+/// says what it means). A 503 also lists `overloaded`, which any operation may answer.
+pub fn error_responses(codes: &[Code]) -> BTreeMap<String, RefOr<Response>> {
+    let mut by_status: BTreeMap<u16, Vec<Code>> = BTreeMap::new();
+    for &code in codes.iter().chain(codes.iter().any(|c| c.status().as_u16() == 503).then_some(&Code::Overloaded)) {
+        let group = by_status.entry(code.status().as_u16()).or_default();
+        if !group.contains(&code) {
+            group.push(code);
+        }
+    }
+    by_status
+        .into_iter()
+        .map(|(status, codes)| (status.to_string(), RefOr::T(problem_response(&describe(&codes)))))
+        .collect()
+}
+
+/// "`a`: what a means" for one code; "`a`, `b` or `c`" for more.
+fn describe(codes: &[Code]) -> String {
+    match codes {
+        [code] => format!("`{}`: {}", code.as_str(), code.meaning()),
+        [init @ .., last] => {
+            let init: Vec<String> = init.iter().map(|c| format!("`{}`", c.as_str())).collect();
+            format!("{} or `{}`", init.join(", "), last.as_str())
+        }
+        [] => String::new(),
+    }
+}
+
+/// Adds the responses of `codes` whose statuses `responses` does not document yet.
+fn add_missing(responses: &mut BTreeMap<String, RefOr<Response>>, codes: &[Code]) {
+    for (status, response) in error_responses(codes) {
+        responses.entry(status).or_insert(response);
+    }
+}
+
+/// A problem+json response described by `description`.
+fn problem_response(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
+        )
+        .build()
+}
 
 /// Base document.
 #[derive(Debug, OpenApi)]
@@ -53,17 +121,6 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     // axum's catch-all `{*path}` is the OpenAPI template `{path}` (its value may contain `/`).
     let paths = std::mem::take(&mut openapi.paths.paths);
     openapi.paths.paths = paths.into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
-    use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
-    let problem_response = |description: &str| {
-        ResponseBuilder::new()
-            .description(description)
-            .content(
-                "application/problem+json",
-                ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
-            )
-            .build()
-    };
-    let problem = |description: &str| RefOr::T(problem_response(description));
     for (path, item) in openapi.paths.paths.iter_mut() {
         let throttled = !crate::front_door::is_unthrottled(path);
         let tenant_path = path.starts_with("/v1/tenants/{tenant}");
@@ -83,37 +140,22 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             }
             let scopes = bearer_scopes(operation.security.as_deref());
             let responses = &mut operation.responses.responses;
-            // Every error a handler documents is problem+json; the handler states only its codes.
-            for (status, response) in responses.iter_mut() {
-                if let RefOr::T(response) = response
-                    && (status.starts_with('4') || status.starts_with('5'))
-                    && response.content.is_empty()
-                {
-                    *response = problem_response(&response.description);
-                }
-            }
-            if let Some(scopes) = scopes {
-                responses.entry("401".to_owned()).or_insert_with(|| problem("Missing or invalid token"));
-                if let [scope] = scopes.as_slice() {
-                    responses.entry("403".to_owned()).or_insert_with(|| problem(&format!("Missing `{scope}` scope")));
-                }
+            // What the handler documents wins; these add the statuses it leaves out.
+            if let Some(scopes) = &scopes {
+                add_missing(responses, &[Code::MissingToken, Code::InvalidToken]);
                 if tenant_path {
                     // A token of another tenant gets 404 too, so existence never leaks.
-                    responses.entry("404".to_owned()).or_insert_with(|| problem("`tenant_not_found`"));
+                    add_missing(responses, &[Code::TenantNotFound]);
+                }
+                if let [scope] = scopes.as_slice() {
+                    let description = format!("`insufficient_scope`: the token lacks the `{scope}` scope");
+                    responses.entry("403".to_owned()).or_insert_with(|| RefOr::T(problem_response(&description)));
                 }
             }
             if throttled {
-                responses.insert(
-                    "429".to_owned(),
-                    problem(
-                        "`rate_limited`: over the caller's rate limit (its tenant's, or its IP address's without a \
-                         valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`",
-                    ),
-                );
+                add_missing(responses, &[Code::RateLimited]);
             }
-            responses.insert("414".to_owned(), problem("`uri_too_long`: the path is longer than 2048 bytes"));
-            responses.entry("503".to_owned()).or_insert_with(|| problem("`overloaded`: too many requests in progress"));
-            responses.insert("504".to_owned(), problem("`request_timeout`: the request took longer than the limit"));
+            add_missing(responses, &[Code::UriTooLong, Code::Overloaded, Code::RequestTimeout]);
         }
     }
 }

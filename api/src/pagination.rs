@@ -4,7 +4,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Serialize;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 
 /// An opaque cursor: the last key (or id) of a page, base64url-encoded with a version tag.
 pub fn encode_cursor(last: &str) -> String {
@@ -23,7 +23,7 @@ pub fn decode_cursor(cursor: &str) -> Result<String, ApiError> {
 pub fn page_limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
     match requested {
         None => Ok(default.min(max)),
-        Some(0) => Err(ApiError::invalid_query("limit must be at least 1")),
+        Some(0) => Err(ApiError::new(Code::InvalidQuery, "limit must be at least 1")),
         Some(n) => Ok(n.min(max)),
     }
 }

@@ -3,7 +3,7 @@
 
 use axum::http::header;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 
 /// The precondition a write states: `If-Match` (`*` or a list of entity tags) or
 /// `If-None-Match: *` (create only); both at once, or another `If-None-Match`, is 400.
@@ -37,18 +37,18 @@ pub fn precondition(headers: &axum::http::HeaderMap) -> Result<Precondition, Api
         let values: Vec<&str> = headers
             .get_all(&name)
             .iter()
-            .map(|v| v.to_str().map_err(|_| ApiError::invalid_header(format!("{name} is not valid text"))))
+            .map(|v| v.to_str().map_err(|_| ApiError::new(Code::InvalidHeader, format!("{name} is not valid text"))))
             .collect::<Result<_, _>>()?;
         Ok((!values.is_empty()).then(|| values.join(",")))
     };
     match (text(header::IF_MATCH)?, text(header::IF_NONE_MATCH)?) {
-        (Some(_), Some(_)) => Err(ApiError::invalid_header("send If-Match or If-None-Match, not both")),
+        (Some(_), Some(_)) => Err(ApiError::new(Code::InvalidHeader, "send If-Match or If-None-Match, not both")),
         (Some(m), None) if m.trim() == "*" => Ok(Precondition::Exists),
-        (Some(m), None) => entity_tags(&m)
-            .map(Precondition::Match)
-            .ok_or_else(|| ApiError::invalid_header("If-Match must be \"*\" or a list of quoted entity tags")),
+        (Some(m), None) => entity_tags(&m).map(Precondition::Match).ok_or_else(|| {
+            ApiError::new(Code::InvalidHeader, "If-Match must be \"*\" or a list of quoted entity tags")
+        }),
         (None, Some(n)) if n.trim() == "*" => Ok(Precondition::Absent),
-        (None, Some(_)) => Err(ApiError::invalid_header("writes accept only If-None-Match: *")),
+        (None, Some(_)) => Err(ApiError::new(Code::InvalidHeader, "writes accept only If-None-Match: *")),
         (None, None) => Ok(Precondition::Always),
     }
 }

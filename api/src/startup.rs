@@ -34,7 +34,7 @@ use crate::admission::{Gate, RedisBuckets};
 use crate::app::App;
 use crate::config::Config;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::front_door::front_door;
 use crate::metrics::{self, Metrics};
 use crate::openapi::{ApiDoc, add_shared_responses};
@@ -215,7 +215,7 @@ pub fn shed_load<S: Clone + Send + Sync + 'static>(routes: Router<S>, max_in_fli
 /// Maps the errors of the timeout and load-shedding layers to problems.
 pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
-        ApiError::request_timeout()
+        ApiError::from(Code::RequestTimeout)
     } else if error.is::<tower::load_shed::error::Overloaded>() {
         ApiError::overloaded()
     } else {
@@ -224,11 +224,11 @@ pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
 }
 
 pub async fn not_found() -> ApiError {
-    ApiError::no_such_endpoint()
+    ApiError::from(Code::NotFound)
 }
 
 pub async fn method_not_allowed() -> ApiError {
-    ApiError::method_not_allowed()
+    ApiError::from(Code::MethodNotAllowed)
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {

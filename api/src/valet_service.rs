@@ -21,7 +21,7 @@ use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, Permission, Unv
 
 use crate::app::App;
 use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::signing_keys::key_state;
 use crate::valet_refusals::RefusalLabels;
 
@@ -43,7 +43,10 @@ fn encoded_path(path: &BlobPath) -> String {
 /// `filename*` (400 `invalid_body` otherwise).
 pub fn content_disposition(value: &str) -> Result<String, ApiError> {
     let bad = || {
-        ApiError::invalid_body("content_disposition must be `inline` or `attachment`, optionally with `; filename=...`")
+        ApiError::new(
+            Code::InvalidBody,
+            "content_disposition must be `inline` or `attachment`, optionally with `; filename=...`",
+        )
     };
     let (kind, rest) = value.split_once(';').map_or((value.trim(), ""), |(k, r)| (k.trim(), r.trim()));
     if !matches!(kind, "inline" | "attachment") {

@@ -19,6 +19,7 @@ use crate::app::App;
 use crate::blob_service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery, Caller};
+use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, precondition};
 
@@ -70,6 +71,11 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
     })
 }
 
+errors!(PutBlobErrors:
+    InvalidPath, InvalidHeader, UploadInterrupted, WriteContention, UploadClosed, PreconditionFailed,
+    PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, StaleShardMap
+);
+
 /// Upload a blob (streamed; replaces any blob at the path atomically).
 #[utoipa::path(
     put,
@@ -83,11 +89,7 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
     responses(
         (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
-        (status = 400, description = "`invalid_path`, `invalid_header` or `upload_interrupted`"),
-        (status = 409, description = "`write_contention` or `upload_closed`"),
-        (status = 412, description = "`precondition_failed`"),
-        (status = 413, description = "`payload_too_large`: over the tier's blob size limit"),
-        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`"),
+        PutBlobErrors,
     )
 )]
 pub async fn put_blob(
@@ -105,6 +107,8 @@ pub async fn put_blob(
     store_blob(&app, blob, &parts.headers, body).await
 }
 
+errors!(GetBlobErrors: InvalidPath, TenantNotFound, BlobNotFound, RangeNotSatisfiable, ShardOffline, ShardUnavailable);
+
 /// Download a blob (or a single byte range of it).
 #[utoipa::path(
     get,
@@ -119,10 +123,7 @@ pub async fn put_blob(
         (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
         (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
         (status = 304, description = "Not modified"),
-        (status = 400, description = "`invalid_path`"),
-        (status = 404, description = "`tenant_not_found` or `blob_not_found`"),
-        (status = 416, description = "`range_not_satisfiable`"),
-        (status = 503, description = "`shard_offline` or `shard_unavailable`"),
+        GetBlobErrors,
     )
 )]
 pub async fn get_blob(
@@ -136,11 +137,13 @@ pub async fn get_blob(
     serve_blob(&app, &tenant, &path, request.headers(), head).await
 }
 
+errors!(HeadBlobErrors: TenantNotFound, BlobNotFound);
+
 /// A blob's headers (`ETag`, `Content-Length`, `Content-Type`, `Accept-Ranges`) without its bytes.
 #[utoipa::path(head, path = "/v1/tenants/{tenant}/blobs/{*path}", params(BlobRoute), responses(
     (status = 200, description = "The blob exists", headers(("ETag" = String), ("Content-Length" = u64), ("Accept-Ranges" = String))),
     (status = 304, description = "Not modified"),
-    (status = 404, description = "`tenant_not_found` or `blob_not_found`"),
+    HeadBlobErrors,
 ))]
 pub async fn head_blob(
     State(app): State<Arc<App>>,
@@ -152,12 +155,14 @@ pub async fn head_blob(
     serve_blob(&app, &tenant, &path, request.headers(), true).await
 }
 
+errors!(DeleteBlobErrors:
+    TenantNotFound, BlobNotFound, PreconditionFailed, ShardReadOnly, ShardOffline, ShardUnavailable
+);
+
 /// Delete a blob.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/blobs/{*path}", params(BlobRoute, ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags")), responses(
     (status = 204, description = "Deleted"),
-    (status = 404, description = "`tenant_not_found` or `blob_not_found`"),
-    (status = 412, description = "`precondition_failed`"),
-    (status = 503, description = "`shard_read_only`, `shard_offline` or `shard_unavailable`"),
+    DeleteBlobErrors,
 ))]
 pub async fn delete_blob(
     State(app): State<Arc<App>>,
@@ -175,10 +180,12 @@ pub async fn delete_blob(
     }
 }
 
+errors!(ListBlobsErrors: InvalidQuery, InvalidCursor);
+
 /// List a tenant's blobs in path order.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/blobs", params(BlobsRoute, BlobListQuery), responses(
     (status = 200, description = "A page of blobs", body = Page<BlobInfo>),
-    (status = 400, description = "`invalid_query` or `invalid_cursor`"),
+    ListBlobsErrors,
 ))]
 pub async fn list_blobs(
     State(app): State<Arc<App>>,

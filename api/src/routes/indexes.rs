@@ -19,8 +19,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, invalid_path};
+use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
+use crate::openapi::errors;
 use crate::pagination::{Page, page_limit};
 use crate::timestamps::rfc3339;
 
@@ -96,7 +97,7 @@ pub struct IndexRoute {
 /// 400 `invalid_body`: the body's shape is wrong (the definition's own rules are
 /// [`shardgate_index_tables::IndexError`]'s).
 fn bad_spec(detail: impl Into<String>) -> ApiError {
-    ApiError::invalid_body(detail)
+    ApiError::new(Code::InvalidBody, detail)
 }
 
 fn definition(name: &str, spec: IndexSpec) -> Result<IndexDef, ApiError> {
@@ -126,12 +127,13 @@ fn target(caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<(TenantId
     Ok((tenant, collection))
 }
 
+errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists);
+
 /// Create an index (its backfill starts at once; it answers look-ups when `active`).
 #[utoipa::path(put, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), request_body = IndexSpec, responses(
     (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
     (status = 200, description = "It exists with this definition already", body = IndexInfo),
-    (status = 400, description = "`invalid_body` or `invalid_path`"),
-    (status = 409, description = "`index_exists`: another definition has this name"),
+    PutIndexErrors,
 ))]
 pub async fn put_index(
     State(app): State<Arc<App>>,
@@ -153,10 +155,12 @@ pub async fn put_index(
     }
 }
 
+errors!(GetIndexErrors: TenantNotFound, IndexNotFound);
+
 /// An index's definition and state.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
     (status = 200, description = "The index", body = IndexInfo),
-    (status = 404, description = "`tenant_not_found` or `index_not_found`"),
+    GetIndexErrors,
 ))]
 pub async fn get_index(
     State(app): State<Arc<App>>,
@@ -172,10 +176,12 @@ fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<
     Ok(app.indexes.index(tenant.as_str(), collection.as_str(), &route.index)?)
 }
 
+errors!(DeleteIndexErrors: TenantNotFound, IndexNotFound);
+
 /// Delete an index (its entries are removed in the background).
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
     (status = 204, description = "Deleted"),
-    (status = 404, description = "`tenant_not_found` or `index_not_found`"),
+    DeleteIndexErrors,
 ))]
 pub async fn delete_index(
     State(app): State<Arc<App>>,
@@ -219,12 +225,14 @@ fn decode_cursor(cursor: &str) -> Result<(String, String), ApiError> {
     Ok((value.to_owned(), record.to_owned()))
 }
 
+errors!(LookupRecordsErrors:
+    InvalidQuery, InvalidIndexValue, InvalidCursor, TenantNotFound, IndexNotFound, IndexBuilding
+);
+
 /// Find records by an indexed value (or a range of values), verified against the records.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}/records", params(IndexRoute, LookupQuery), responses(
     (status = 200, description = "The records that hold the value(s) now, in value then key order", body = Page<RecordEnvelope>, headers(("x-index-shards" = u32, description = "Index shards the look-up read"))),
-    (status = 400, description = "`invalid_query`, `invalid_index_value` or `invalid_cursor`"),
-    (status = 404, description = "`tenant_not_found` or `index_not_found`"),
-    (status = 409, description = "`index_building`: the backfill has not finished"),
+    LookupRecordsErrors,
 ))]
 pub async fn lookup_records(
     State(app): State<Arc<App>>,
@@ -240,7 +248,7 @@ pub async fn lookup_records(
             from: from.as_deref().map(ValueKey::from_query).transpose()?,
             to: to.as_deref().map(ValueKey::from_query).transpose()?,
         },
-        _ => return Err(ApiError::invalid_query("give `value`, or `from` and/or `to`")),
+        _ => return Err(ApiError::new(Code::InvalidQuery, "give `value`, or `from` and/or `to`")),
     };
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;

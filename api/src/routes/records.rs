@@ -20,8 +20,9 @@ use utoipa::IntoParams;
 
 use crate::app::App;
 use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, invalid_path};
+use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
+use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, entity_tags, precondition};
 
@@ -84,7 +85,10 @@ fn write_condition(headers: &HeaderMap) -> Result<WriteCondition, ApiError> {
             tags.iter()
                 .map(|tag| {
                     tag.parse::<i64>().map_err(|_| {
-                        ApiError::invalid_header("If-Match must be \"*\" or a list of quoted versions such as \"3\"")
+                        ApiError::new(
+                            Code::InvalidHeader,
+                            "If-Match must be \"*\" or a list of quoted versions such as \"3\"",
+                        )
                     })
                 })
                 .collect::<Result<_, _>>()?,
@@ -105,13 +109,13 @@ fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Tar
     Ok(Target { tenant, collection, key })
 }
 
+errors!(GetRecordErrors: InvalidPath, TenantNotFound, RecordNotFound, ShardOffline, ShardUnavailable);
+
 /// Read a record.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")), responses(
     (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
     (status = 304, description = "Not modified (If-None-Match matched)"),
-    (status = 400, description = "Invalid collection or key"),
-    (status = 404, description = "`tenant_not_found` or `record_not_found`"),
-    (status = 503, description = "`shard_offline` or `shard_unavailable`"),
+    GetRecordErrors,
 ))]
 pub async fn get_record(
     State(app): State<Arc<App>>,
@@ -190,6 +194,11 @@ fn cached(record: StoredRecord) -> CachedRecord {
     CachedRecord { version, body: Bytes::from(body) }
 }
 
+errors!(PutRecordErrors:
+    InvalidJson, JsonTooDeep, InvalidPath, InvalidHeader, WriteContention, PreconditionFailed, PayloadTooLarge,
+    UnsupportedMediaType, ShardReadOnly, ShardOffline, ShardUnavailable, StaleShardMap
+);
+
 /// Create or replace a record.
 #[utoipa::path(
     put,
@@ -203,12 +212,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
     responses(
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 400, description = "`invalid_json`, `json_too_deep`, `invalid_path` or `invalid_header`"),
-        (status = 409, description = "`write_contention`"),
-        (status = 412, description = "`precondition_failed`"),
-        (status = 413, description = "`payload_too_large`"),
-        (status = 415, description = "`unsupported_media_type`: the body is not declared `application/json`"),
-        (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`"),
+        PutRecordErrors,
     )
 )]
 pub async fn put_record(
@@ -228,7 +232,7 @@ pub async fn put_record(
         return Err(ApiError::json_too_deep(app.limits.max_json_depth));
     }
     let value: Box<RawValue> = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::invalid_json(format!("the body is not valid JSON: {e}")))?;
+        .map_err(|e| ApiError::new(Code::InvalidJson, format!("the body is not valid JSON: {e}")))?;
     let condition = write_condition(&headers)?;
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     // The indexes' entries for the new value are written before the record, made live after.
@@ -252,13 +256,15 @@ pub async fn put_record(
     Ok(envelope_response(status, outcome.record))
 }
 
+errors!(DeleteRecordErrors:
+    InvalidPath, InvalidHeader, TenantNotFound, RecordNotFound, PreconditionFailed, ShardReadOnly, ShardOffline,
+    ShardUnavailable, StaleShardMap
+);
+
 /// Delete a record.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")), responses(
     (status = 204, description = "Deleted"),
-    (status = 400, description = "Invalid path or header"),
-    (status = 404, description = "`tenant_not_found` or `record_not_found`"),
-    (status = 412, description = "`precondition_failed`"),
-    (status = 503, description = "`shard_read_only`, `shard_offline`, `shard_unavailable` or `stale_shard_map`"),
+    DeleteRecordErrors,
 ))]
 pub async fn delete_record(
     State(app): State<Arc<App>>,
@@ -269,7 +275,7 @@ pub async fn delete_record(
     let t = record_target(&caller, &path, Scope::Write)?;
     let condition = match write_condition(&headers)? {
         WriteCondition::Absent => {
-            return Err(ApiError::invalid_header("If-None-Match is not allowed on DELETE"));
+            return Err(ApiError::new(Code::InvalidHeader, "If-None-Match is not allowed on DELETE"));
         }
         condition => condition,
     };
@@ -290,11 +296,12 @@ pub async fn delete_record(
     Ok(StatusCode::NO_CONTENT)
 }
 
+errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, ShardOffline, ShardUnavailable);
+
 /// List a collection's records in key order.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(CollectionPath, ListQuery), responses(
     (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
-    (status = 400, description = "`invalid_query`, `invalid_cursor` or `invalid_path`"),
-    (status = 503, description = "`shard_offline` or `shard_unavailable`"),
+    ListRecordsErrors,
 ))]
 pub async fn list_records(
     State(app): State<Arc<App>>,
@@ -305,7 +312,8 @@ pub async fn list_records(
     let tenant = caller.for_tenant(&path.tenant, Scope::Read)?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
-        v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::invalid_query(e.to_string()))).transpose()
+        v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::new(Code::InvalidQuery, e.to_string())))
+            .transpose()
     };
     let bounds = ListBounds {
         prefix: bound("prefix", query.prefix)?,

@@ -13,6 +13,7 @@ use utoipa::IntoParams;
 
 use crate::app::App;
 use crate::extract::ApiPath;
+use crate::openapi::errors;
 use crate::valet_service::transfer;
 
 /// Path of a valet URL.
@@ -25,24 +26,31 @@ pub struct ValetRoute {
     path: String,
 }
 
+errors!(ValetGetErrors:
+    ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
+    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound, RangeNotSatisfiable
+);
+
 /// Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 #[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")), responses(
     (status = 200, description = "The blob (with `Content-Disposition` when the key sets one)", content_type = "application/octet-stream"),
     (status = 206, description = "The requested range", content_type = "application/octet-stream"),
     (status = 304, description = "Not modified"),
-    (status = 403, description = "`valet_malformed`, `valet_bad_signature`, `valet_expired`, `valet_not_yet_valid`, `valet_wrong_method`, `valet_unknown_key`, `valet_unknown_grant`, `valet_revoked`, `valet_key_retired` or `valet_used`"),
-    (status = 404, description = "`blob_not_found`"),
-    (status = 416, description = "`range_not_satisfiable`"),
+    ValetGetErrors,
 ))]
 pub async fn valet_get(State(app): State<Arc<App>>, ApiPath(route): ApiPath<ValetRoute>, request: Request) -> Response {
     answer(app, route.tenant, request).await
 }
 
+errors!(ValetHeadErrors:
+    ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
+    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound
+);
+
 /// The valet URL's blob headers, without its bytes.
 #[utoipa::path(head, path = "/valet/{tenant}/{*path}", params(ValetRoute), responses(
     (status = 200, description = "The blob exists"),
-    (status = 403, description = "A refused valet URL (see GET)"),
-    (status = 404, description = "`blob_not_found`"),
+    ValetHeadErrors,
 ))]
 pub async fn valet_head(
     State(app): State<Arc<App>>,
@@ -52,13 +60,16 @@ pub async fn valet_head(
     answer(app, route.tenant, request).await
 }
 
+errors!(ValetPutErrors:
+    ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
+    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, PayloadTooLarge, ValetContentType
+);
+
 /// Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
 #[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute), request_body(content = Vec<u8>, description = "The bytes", content_type = "application/octet-stream"), responses(
     (status = 200, description = "Replaced"),
     (status = 201, description = "Created"),
-    (status = 403, description = "A refused valet URL (see GET)"),
-    (status = 413, description = "`payload_too_large`: over the signed `max_size` (nothing is stored)"),
-    (status = 415, description = "`valet_content_type`: not the signed media type"),
+    ValetPutErrors,
 ))]
 pub async fn valet_put(State(app): State<Arc<App>>, ApiPath(route): ApiPath<ValetRoute>, request: Request) -> Response {
     answer(app, route.tenant, request).await

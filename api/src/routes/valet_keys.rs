@@ -14,8 +14,9 @@ use shardgate_valet::{Constraints, Permission};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
+use crate::openapi::errors;
 use crate::timestamps::rfc3339;
 use crate::valet_service::{Issue, content_disposition, issue};
 
@@ -75,11 +76,12 @@ pub struct ValetKeyRoute {
     id: String,
 }
 
+errors!(IssueValetKeyErrors: InvalidBody, InvalidPath, InsufficientScope);
+
 /// Issue a valet key: a signed URL for one operation on one blob.
 #[utoipa::path(post, path = "/v1/tenants/{tenant}/valet-keys", params(ValetKeysRoute), request_body = IssueValetKey, security(("bearer" = ["read", "write"])), responses(
     (status = 201, description = "Issued", body = ValetKey),
-    (status = 400, description = "`invalid_body` or `invalid_path`"),
-    (status = 403, description = "The token lacks the scope of the permission (`read` or `write`)"),
+    IssueValetKeyErrors,
 ))]
 pub async fn issue_valet_key(
     State(app): State<Arc<App>>,
@@ -89,23 +91,24 @@ pub async fn issue_valet_key(
     ApiJson(body): ApiJson<IssueValetKey>,
 ) -> Result<Response, ApiError> {
     let permission = Permission::parse(&body.permission)
-        .ok_or_else(|| ApiError::invalid_body("permission must be `read` or `write`"))?;
+        .ok_or_else(|| ApiError::new(Code::InvalidBody, "permission must be `read` or `write`"))?;
     let scope = if permission == Permission::Read { Scope::Read } else { Scope::Write };
     let tenant = caller.for_tenant(&route.tenant, scope)?;
     let path = BlobPath::parse(&body.path).map_err(crate::error::invalid_path)?;
     let config = &app.valet;
     let expires_in = body.expires_in.unwrap_or(config.default_expires_in.as_secs());
     if expires_in == 0 || expires_in > config.max_expires_in.as_secs() {
-        return Err(ApiError::invalid_body(format!(
-            "expires_in must be 1 to {} seconds",
-            config.max_expires_in.as_secs()
-        )));
+        return Err(ApiError::new(
+            Code::InvalidBody,
+            format!("expires_in must be 1 to {} seconds", config.max_expires_in.as_secs()),
+        ));
     }
     let write_only = body.content_type.is_some() || body.max_size.is_some();
     if (permission == Permission::Read && write_only)
         || (permission == Permission::Write && body.content_disposition.is_some())
     {
-        return Err(ApiError::invalid_body(
+        return Err(ApiError::new(
+            Code::InvalidBody,
             "content_type and max_size constrain uploads (write); content_disposition, downloads (read)",
         ));
     }
@@ -131,10 +134,12 @@ pub async fn issue_valet_key(
     Ok((StatusCode::CREATED, axum::Json(key)).into_response())
 }
 
+errors!(RevokeValetKeyErrors: TenantNotFound, ValetKeyNotFound);
+
 /// Revoke a valet key at once, on every instance.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/valet-keys/{id}", params(ValetKeyRoute), responses(
     (status = 204, description = "Revoked (or already was)"),
-    (status = 404, description = "`tenant_not_found` or `valet_key_not_found`"),
+    RevokeValetKeyErrors,
 ))]
 pub async fn revoke_valet_key(
     State(app): State<Arc<App>>,
@@ -147,6 +152,6 @@ pub async fn revoke_valet_key(
     if app.router.catalog().revoke_valet_grant(tenant.as_str(), &route.id, &audit).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::valet_key_not_found())
+        Err(Code::ValetKeyNotFound.into())
     }
 }

@@ -5,6 +5,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
 use crate::extract::{Admin, ApiQuery};
+use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::timestamps::rfc3339;
 
@@ -38,10 +39,12 @@ pub struct AuditQuery {
     cursor: Option<String>,
 }
 
+errors!(ListAuditErrors: InvalidQuery, InvalidCursor);
+
 /// Page through the audit log, oldest first.
 #[utoipa::path(get, path = "/v1/admin/audit", params(AuditQuery), responses(
     (status = 200, description = "A page of audit records", body = Page<AuditRecord>),
-    (status = 400, description = "`invalid_query` or `invalid_cursor`"),
+    ListAuditErrors,
 ))]
 pub async fn list_audit(
     Admin { app, .. }: Admin,

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use crate::envelope::Job;
 use crate::error::ApiError;
 use crate::extract::{Admin, ApiJson};
+use crate::openapi::errors;
 
 /// Body of `POST /v1/admin/index-audits`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -22,12 +23,13 @@ pub struct AuditRequest {
     pub index: String,
 }
 
+errors!(StartAuditErrors: InvalidBody, IndexNotFound);
+
 /// Start a drift audit of an index: compares entries and records, writes missing entries and
 /// removes dangling ones; the counts are the job's progress.
 #[utoipa::path(post, path = "/v1/admin/index-audits", request_body = AuditRequest, responses(
     (status = 202, description = "Started; follow it at `/v1/admin/jobs/{id}`", body = Job),
-    (status = 400, description = "`invalid_body`"),
-    (status = 404, description = "`index_not_found`"),
+    StartAuditErrors,
 ))]
 pub async fn start_audit(
     Admin { app, caller, request }: Admin,

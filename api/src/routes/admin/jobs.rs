@@ -5,8 +5,9 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::envelope::Job;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::{Admin, ApiPath};
+use crate::openapi::errors;
 
 /// Path of one job.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -15,12 +16,14 @@ pub struct JobRoute {
     id: String,
 }
 
+errors!(GetJobErrors: JobNotFound);
+
 /// A background job's state and progress.
 #[utoipa::path(get, path = "/v1/admin/jobs/{id}", params(JobRoute), responses(
     (status = 200, description = "The job", body = Job),
-    (status = 404, description = "`job_not_found`"),
+    GetJobErrors,
 ))]
 pub async fn get_job(Admin { app, .. }: Admin, ApiPath(route): ApiPath<JobRoute>) -> Result<axum::Json<Job>, ApiError> {
-    let job = app.router.catalog().job(&route.id).await?.ok_or_else(ApiError::job_not_found)?;
+    let job = app.router.catalog().job(&route.id).await?.ok_or(Code::JobNotFound)?;
     Ok(axum::Json(Job::from(job)))
 }

@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::{Admin, ApiQuery};
+use crate::openapi::errors;
 
 /// One shard in the map.
 #[derive(Debug, Serialize, ToSchema)]
@@ -114,18 +115,18 @@ pub struct RouteExplanation {
     pub epoch: u64,
 }
 
+errors!(ExplainRouteErrors: InvalidQuery, TenantNotFound, NoShards);
+
 /// Explain where a tenant's (collection's, record's) data lives.
 #[utoipa::path(get, path = "/v1/admin/route", params(RouteQuery), responses(
     (status = 200, description = "The routing decision", body = RouteExplanation),
-    (status = 400, description = "`invalid_query`: an identifier breaks its rule"),
-    (status = 404, description = "`tenant_not_found`"),
-    (status = 503, description = "`no_shards`"),
+    ExplainRouteErrors,
 ))]
 pub async fn explain_route(
     Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<RouteQuery>,
 ) -> Result<axum::Json<RouteExplanation>, ApiError> {
-    let invalid = |e: shardgate_shard_router::InvalidId| ApiError::invalid_query(e.to_string());
+    let invalid = |e: shardgate_shard_router::InvalidId| ApiError::new(Code::InvalidQuery, e.to_string());
     let tenant = TenantId::parse(&query.tenant).map_err(invalid)?;
     let collection = query.collection.as_deref().map(CollectionName::parse).transpose().map_err(invalid)?;
     let key = query.key.as_deref().map(RecordKey::parse).transpose().map_err(invalid)?;

@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::error::ApiError;
 use crate::extract::{Admin, ApiJson, ApiPath};
+use crate::openapi::errors;
 use crate::timestamps::rfc3339;
 
 /// A registered shard with statistics. Its URL is never shown.
@@ -93,12 +94,12 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
     ShardId::parse(raw).map_err(|_| ApiError::shard_not_found(raw))
 }
 
+errors!(RegisterShardErrors: InvalidBody, InvalidJson, InvalidDatabaseUrl, ShardExists, ShardUnreachable);
+
 /// Register a shard by URL.
 #[utoipa::path(post, path = "/v1/admin/shards", request_body = RegisterShard, responses(
     (status = 201, description = "Registered (connected and migrated)", body = Shard),
-    (status = 400, description = "`invalid_body`, `invalid_json` or `invalid_database_url`"),
-    (status = 409, description = "`shard_exists`"),
-    (status = 422, description = "`shard_unreachable`"),
+    RegisterShardErrors,
 ))]
 pub async fn register_shard(
     Admin { app, caller, request }: Admin,
@@ -126,10 +127,12 @@ pub async fn list_shards(Admin { app, .. }: Admin) -> Result<axum::Json<ShardLis
     Ok(axum::Json(ShardList { items }))
 }
 
+errors!(GetShardErrors: ShardNotFound);
+
 /// Read a shard with statistics.
 #[utoipa::path(get, path = "/v1/admin/shards/{id}", params(ShardPath), responses(
     (status = 200, description = "The shard", body = Shard),
-    (status = 404, description = "`shard_not_found`"),
+    GetShardErrors,
 ))]
 pub async fn get_shard(
     Admin { app, .. }: Admin,
@@ -139,11 +142,12 @@ pub async fn get_shard(
     Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
 }
 
+errors!(UpdateShardErrors: InvalidBody, InvalidJson, ShardNotFound);
+
 /// Change a shard's state (`active`, `read_only`, `offline`); enforced on the next request.
 #[utoipa::path(patch, path = "/v1/admin/shards/{id}", params(ShardPath), request_body = UpdateShard, responses(
     (status = 200, description = "The updated shard", body = Shard),
-    (status = 400, description = "`invalid_body` or `invalid_json`"),
-    (status = 404, description = "`shard_not_found`"),
+    UpdateShardErrors,
 ))]
 pub async fn update_shard(
     Admin { app, caller, request }: Admin,
@@ -158,11 +162,12 @@ pub async fn update_shard(
     Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
 }
 
+errors!(DeleteShardErrors: ShardNotFound, ShardInUse);
+
 /// Unregister a shard that owns no vshard and no pinned tenant.
 #[utoipa::path(delete, path = "/v1/admin/shards/{id}", params(ShardPath), responses(
     (status = 204, description = "Unregistered (its database is left untouched)"),
-    (status = 404, description = "`shard_not_found`"),
-    (status = 409, description = "`shard_in_use`"),
+    DeleteShardErrors,
 ))]
 pub async fn delete_shard(
     Admin { app, caller, request }: Admin,

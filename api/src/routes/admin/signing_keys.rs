@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{Retirement, ValetKeyRow};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::{Admin, ApiPath};
+use crate::openapi::errors;
 use crate::timestamps::rfc3339;
 
 /// A signing key (never its secret).
@@ -62,11 +63,12 @@ pub struct SigningKeyRoute {
     id: String,
 }
 
+errors!(RetireSigningKeyErrors: SigningKeyNotFound, SigningKeyCurrent);
+
 /// Retire a signing key: every URL it signed is refused from now on, on every instance.
 #[utoipa::path(delete, path = "/v1/admin/valet/signing-keys/{id}", params(SigningKeyRoute), responses(
     (status = 200, description = "Retired", body = SigningKeyInfo),
-    (status = 404, description = "`signing_key_not_found`"),
-    (status = 409, description = "`signing_key_current`: rotate first"),
+    RetireSigningKeyErrors,
 ))]
 pub async fn retire_signing_key(
     Admin { app, caller, request }: Admin,
@@ -75,7 +77,7 @@ pub async fn retire_signing_key(
     let audit = caller.audit(&request, "valet.key.retire", None, format!("valet-key:{}", route.id));
     match app.signing_keys.retire(app.router.catalog(), &route.id, &audit).await? {
         Retirement::Retired(row) => Ok(axum::Json(SigningKeyInfo::from(&row))),
-        Retirement::NotFound => Err(ApiError::signing_key_not_found()),
-        Retirement::IsCurrent => Err(ApiError::signing_key_current()),
+        Retirement::NotFound => Err(Code::SigningKeyNotFound.into()),
+        Retirement::IsCurrent => Err(Code::SigningKeyCurrent.into()),
     }
 }

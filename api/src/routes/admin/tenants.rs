@@ -9,8 +9,9 @@ use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
+use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::timestamps::rfc3339;
 
@@ -101,7 +102,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Resul
 
 /// Checks a rate limit from a request body and converts it for the catalog.
 fn tenant_rate_limit(limit: RateLimit) -> Result<TenantRateLimit, ApiError> {
-    let limit = limit.validate().map_err(|e| ApiError::invalid_body(format!("rate_limit: {e}")))?;
+    let limit = limit.validate().map_err(|e| ApiError::new(Code::InvalidBody, format!("rate_limit: {e}")))?;
     Ok(TenantRateLimit { per_second: limit.per_second, burst: limit.burst })
 }
 
@@ -126,7 +127,7 @@ const MAX_NAME_CHARS: usize = 200;
 
 fn check_name(name: &str) -> Result<(), ApiError> {
     if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(ApiError::invalid_body("name must be 1–200 characters without control characters"));
+        return Err(ApiError::new(Code::InvalidBody, "name must be 1–200 characters without control characters"));
     }
     Ok(())
 }
@@ -136,13 +137,12 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
     TenantId::parse(raw).map_err(|_| ApiError::tenant_not_found())
 }
 
+errors!(CreateTenantErrors: InvalidBody, InvalidJson, TenantExists, UnknownShard, NoShards, CatalogUnavailable);
+
 /// Create a tenant.
 #[utoipa::path(post, path = "/v1/admin/tenants", request_body = CreateTenant, responses(
     (status = 201, description = "Created", body = Tenant),
-    (status = 400, description = "`invalid_body` or `invalid_json`"),
-    (status = 409, description = "`tenant_exists`"),
-    (status = 422, description = "`unknown_shard`"),
-    (status = 503, description = "`no_shards` or `catalog_unavailable`"),
+    CreateTenantErrors,
 ))]
 pub async fn create_tenant(
     Admin { app, caller, request }: Admin,
@@ -170,10 +170,12 @@ pub async fn create_tenant(
     Ok(response)
 }
 
+errors!(ListTenantsErrors: InvalidQuery, InvalidCursor);
+
 /// List tenants ordered by id.
 #[utoipa::path(get, path = "/v1/admin/tenants", params(TenantListQuery), responses(
     (status = 200, description = "A page of tenants", body = Page<Tenant>),
-    (status = 400, description = "`invalid_query` or `invalid_cursor`"),
+    ListTenantsErrors,
 ))]
 pub async fn list_tenants(
     Admin { app, .. }: Admin,
@@ -185,10 +187,12 @@ pub async fn list_tenants(
     Ok(axum::Json(Page::from_overfetch(rows, limit, |r| r.id.to_string(), |r| tenant_view(&app, r))))
 }
 
+errors!(GetTenantErrors: TenantNotFound);
+
 /// Read a tenant.
 #[utoipa::path(get, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(
     (status = 200, description = "The tenant", body = Tenant),
-    (status = 404, description = "`tenant_not_found`"),
+    GetTenantErrors,
 ))]
 pub async fn get_tenant(
     Admin { app, .. }: Admin,
@@ -199,11 +203,12 @@ pub async fn get_tenant(
     Ok(axum::Json(tenant_view(&app, row)))
 }
 
+errors!(UpdateTenantErrors: InvalidBody, InvalidJson, TenantNotFound);
+
 /// Change a tenant's name or tier.
 #[utoipa::path(patch, path = "/v1/admin/tenants/{id}", params(TenantPath), request_body = UpdateTenant, responses(
     (status = 200, description = "The updated tenant", body = Tenant),
-    (status = 400, description = "`invalid_body` or `invalid_json`"),
-    (status = 404, description = "`tenant_not_found`"),
+    UpdateTenantErrors,
 ))]
 pub async fn update_tenant(
     Admin { app, caller, request }: Admin,
@@ -226,11 +231,12 @@ pub async fn update_tenant(
     Ok(axum::Json(tenant_view(&app, row)))
 }
 
+errors!(DeleteTenantErrors: TenantNotFound, ShardReadOnly, ShardOffline, ShardUnavailable);
+
 /// Delete a tenant and all its records.
 #[utoipa::path(delete, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(
     (status = 204, description = "Deleted, with its records"),
-    (status = 404, description = "`tenant_not_found`"),
-    (status = 503, description = "The home shard is read-only, offline or unavailable"),
+    DeleteTenantErrors,
 ))]
 pub async fn delete_tenant(
     Admin { app, caller, request }: Admin,
