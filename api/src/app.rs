@@ -33,6 +33,8 @@ pub struct App {
     pub indexes: Arc<IndexTables>,
     /// Valet signing keys seen by this instance (the catalog's, cached).
     pub signing_keys: crate::signing_keys::SigningKeys,
+    /// The catalog's answers for valet grants, kept briefly (`valet_checks.rs`).
+    pub valet_checks: crate::valet_checks::ValetChecks,
     /// Refused valet requests, by code.
     pub valet_refusals: crate::valet_refusals::RefusalCounter,
     /// Prometheus metrics.
@@ -55,6 +57,14 @@ impl App {
 
     /// Tells other instances the shard map changed (they also poll the catalog).
     pub async fn announce_map_change(&self) {
+        self.cache.announce_epoch(self.router.epoch()).await;
+    }
+
+    /// After a grant revocation or key retirement committed (moving the valet generation on),
+    /// and before it is acknowledged: drops this instance's valet checks and tells the others to
+    /// re-read the catalog's counters now (they also poll it; see `valet_checks.rs` for the bound).
+    pub async fn announce_valet_change(&self) {
+        self.valet_checks.drop_all();
         self.cache.announce_epoch(self.router.epoch()).await;
     }
 

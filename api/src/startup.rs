@@ -293,6 +293,7 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
         match strong.router.refresh().await {
             Ok(heads) => {
                 strong.cache.set_generation(heads.cache_generation);
+                strong.valet_checks.confirm(heads.valet_generation);
                 if let Err(e) = strong.indexes.follow(heads.epoch).await {
                     tracing::warn!(error = %e, "cannot reload index definitions");
                 }
@@ -393,6 +394,7 @@ impl Application {
             chunks: crate::chunk_cache::ChunkCache::new(config.blobs.chunk_cache_bytes),
             valet: valet_config,
             signing_keys: crate::signing_keys::SigningKeys::default(),
+            valet_checks: crate::valet_checks::ValetChecks::default(),
             indexes,
             valet_refusals,
             metrics: Arc::new(metrics),

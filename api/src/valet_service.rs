@@ -175,11 +175,18 @@ async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<G
     let unverified = UnverifiedGrant::parse(method, tenant, raw_path, uri.query().unwrap_or(""))?;
     let key = app.signing_keys.verifying_key(catalog, unverified.key_id()).await.map_err(catalog_unreachable)??;
     let grant = unverified.verify(&key, app.clock.now_secs())?;
-    let (row, state) = catalog
-        .valet_grant(grant.grant_id().as_str())
-        .await
-        .map_err(catalog_unreachable)?
-        .ok_or(ValetError::UnknownGrant)?;
+    let id = grant.grant_id().as_str();
+    let check = match app.valet_checks.get(id) {
+        Some(check) => check,
+        None => {
+            let era = app.valet_checks.era();
+            let found = catalog.valet_grant(id).await.map_err(catalog_unreachable)?.ok_or(ValetError::UnknownGrant)?;
+            let check = Arc::new(found);
+            app.valet_checks.put(id, era, check.clone());
+            check
+        }
+    };
+    let (row, state) = &*check;
     if row.revoked_at_ms.is_some() {
         return Err(ValetError::Revoked.into());
     }

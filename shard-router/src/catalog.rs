@@ -93,6 +93,8 @@ pub struct CatalogHeads {
     pub epoch: u64,
     /// The cache generation.
     pub cache_generation: u64,
+    /// The valet generation: moves on with every grant revocation and key retirement.
+    pub valet_generation: u64,
 }
 
 /// The catalog database.
@@ -231,15 +233,14 @@ impl Catalog {
         rows.iter().map(shard_row).collect()
     }
 
-    /// The current map epoch and cache generation (polled by every instance).
+    /// The current map epoch, cache generation and valet generation (polled by every instance).
     pub async fn heads(&self) -> Result<CatalogHeads, Error> {
-        let row = sqlx::query("SELECT epoch, cache_generation FROM shard_map WHERE id = 1")
+        let row = sqlx::query("SELECT epoch, cache_generation, valet_generation FROM shard_map WHERE id = 1")
             .fetch_one(&self.db.pool)
             .await
             .map_err(catalog_err)?;
-        let epoch: i64 = column(&row, 0)?;
-        let cache_generation: i64 = column(&row, 1)?;
-        Ok(CatalogHeads { epoch: epoch as u64, cache_generation: cache_generation as u64 })
+        let counter = |i: usize| column::<i64>(&row, i).map(|v| v as u64);
+        Ok(CatalogHeads { epoch: counter(0)?, cache_generation: counter(1)?, valet_generation: counter(2)? })
     }
 
     /// Moves the cache generation on; returns the new one.

@@ -150,6 +150,7 @@ pub async fn revoke_valet_key(
     let tenant = caller.for_tenant(&route.tenant, Scope::Write)?;
     let audit = caller.audit(&request, "valet.revoke", Some(tenant.as_str()), format!("valet-key:{}", route.id));
     if app.router.catalog().revoke_valet_grant(tenant.as_str(), &route.id, &audit).await? {
+        app.announce_valet_change().await;
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(Code::ValetKeyNotFound.into())

@@ -4,6 +4,7 @@
 
 use super::{Audit, Catalog, catalog_err, column, commit_if_changed, commit_with, corrupt};
 use crate::error::Error;
+use sqlx::{Any, Transaction};
 
 /// State of a signing key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,6 +183,7 @@ impl Catalog {
         if row.state == ValetKeyState::Current {
             return Ok(Retirement::IsCurrent);
         }
+        bump_valet_generation(&mut tx).await?;
         let now = crate::clock::now_ms();
         let statement =
             sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
@@ -251,7 +253,8 @@ impl Catalog {
 
     /// Revokes a tenant's grant. `false`: the tenant has no such grant.
     pub async fn revoke_valet_grant(&self, tenant: &str, id: &str, audit: &Audit) -> Result<bool, Error> {
-        let tx = self.begin_audited(audit).await?;
+        let mut tx = self.begin_audited(audit).await?;
+        bump_valet_generation(&mut tx).await?;
         let revoke =
             sqlx::query("UPDATE valet_grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND tenant = $3")
                 .bind(crate::clock::now_ms())
@@ -266,4 +269,14 @@ impl Catalog {
         let tx = self.begin_audited(audit).await?;
         tx.commit().await.map_err(catalog_err)
     }
+}
+
+/// Moves the valet generation on inside `tx`: every instance drops its cached valet checks once
+/// the change commits and it sees the new generation.
+async fn bump_valet_generation(tx: &mut Transaction<'static, Any>) -> Result<(), Error> {
+    sqlx::query("UPDATE shard_map SET valet_generation = valet_generation + 1 WHERE id = 1")
+        .execute(&mut **tx)
+        .await
+        .map_err(catalog_err)?;
+    Ok(())
 }

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
+use secrecy::SecretString;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use shardgate_tests::{Backend, TestApp, expect_json, expect_problem, metric};
+use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric};
 
 shardgate_tests::conformance!(valet_urls_download_and_upload_one_blob);
 
@@ -327,17 +328,17 @@ async fn rotation_keeps_old_urls_until_their_key_is_retired_on_every_instance() 
     let keys = expect_json(app.admin(Method::GET, "/v1/admin/valet/signing-keys", None).await, StatusCode::OK).await;
     assert!(!keys.to_string().contains("secret"), "secrets never leave the catalog: {keys}");
 
-    // The current key cannot be retired; the old one can, and its URLs die everywhere at once.
+    // The current key cannot be retired; the old one can, and its URLs die: at once on the
+    // instance that retired it, on the peer (no Redis here to push the news) within the bound
+    // of docs/valet-keys.md, one catalog poll or `FRESH`.
     let current = rotated["id"].as_str().unwrap();
     let response = app.admin(Method::DELETE, &format!("/v1/admin/valet/signing-keys/{current}"), None).await;
     expect_problem(response, StatusCode::CONFLICT, "signing_key_current").await;
     let old_key = old["key_id"].as_str().unwrap();
     let retired = app.admin(Method::DELETE, &format!("/v1/admin/valet/signing-keys/{old_key}"), None).await;
     assert_eq!(expect_json(retired, StatusCode::OK).await["state"], "retired");
-    for base in [&app.base_url, &peer.base_url] {
-        let url = format!("{base}{}", &old_url[old_url.find("/valet/").unwrap()..]);
-        expect_problem(app.client.get(url).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_key_retired").await;
-    }
+    expect_problem(app.client.get(&old_url).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_key_retired").await;
+    refused_on_peer_within_the_bound(&app, &on_peer(&old_url), "valet_key_retired").await;
     assert_eq!(app.client.get(on_peer(&url_of(&new))).send().await.unwrap().status(), StatusCode::OK);
 
     // Revocation through one instance holds on the other.
@@ -345,12 +346,24 @@ async fn rotation_keeps_old_urls_until_their_key_is_retired_on_every_instance() 
     let response =
         app.client.delete(app.url(&format!("/v1/tenants/acme/valet-keys/{id}"))).bearer_auth(&token).send().await;
     assert_eq!(response.unwrap().status(), StatusCode::NO_CONTENT);
-    expect_problem(
-        app.client.get(on_peer(&url_of(&new))).send().await.unwrap(),
-        StatusCode::FORBIDDEN,
-        "valet_revoked",
-    )
+    expect_problem(app.client.get(url_of(&new)).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_revoked").await;
+    refused_on_peer_within_the_bound(&app, &on_peer(&url_of(&new)), "valet_revoked").await;
+}
+
+/// Asserts that `url` (on a peer that may hold a cached check of its grant) is refused with
+/// `code` within the documented bound after a revocation or retirement was acknowledged, and is
+/// never served again after that.
+async fn refused_on_peer_within_the_bound(app: &TestApp, url: &str, code: &str) {
+    let bound = shardgate_api::valet_checks::FRESH + Duration::from_millis(500);
+    let refused = eventually(bound, async || {
+        let status = app.client.get(url).send().await.unwrap().status();
+        (status == StatusCode::FORBIDDEN).then_some(())
+    })
     .await;
+    assert!(refused.is_some(), "the peer refuses {url} within {bound:?}");
+    for _ in 0..3 {
+        expect_problem(app.client.get(url).send().await.unwrap(), StatusCode::FORBIDDEN, code).await;
+    }
 }
 
 #[tokio::test]
@@ -421,4 +434,49 @@ async fn the_valet_endpoint_can_have_a_listener_of_its_own() {
         .await
         .unwrap();
     assert_eq!(preflight.headers()["access-control-allow-origin"], "https://app.example");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revocation_reaches_a_peer_holding_its_check_with_redis_up_and_frozen() {
+    let redis = RedisServer::start().await;
+    let redis_url = redis.url();
+    let app = TestApp::spawn_with(Backend::Postgres, |c| {
+        c.cache.redis_url = Some(SecretString::from(redis_url.clone()));
+        c.cache.key_prefix = "valet-revocation".into();
+    })
+    .await;
+    let peer = app.spawn_peer(|_| {}).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "f", bytes(10)).await;
+    let on_peer = |url: &str| format!("{}{}", peer.base_url, &url[url.find("/valet/").unwrap()..]);
+    let keys: Vec<Value> = [
+        issue(&app, &token, json!({"path": "f", "permission": "read"})).await,
+        issue(&app, &token, json!({"path": "f", "permission": "read"})).await,
+    ]
+    .into();
+    for key in &keys {
+        // Downloaded twice through the peer: its check is cached there.
+        for _ in 0..2 {
+            assert_eq!(app.client.get(on_peer(&url_of(key))).send().await.unwrap().status(), StatusCode::OK);
+        }
+    }
+    let revoke = async |key: &Value| {
+        let id = key["id"].as_str().unwrap();
+        let response =
+            app.client.delete(app.url(&format!("/v1/tenants/acme/valet-keys/{id}"))).bearer_auth(&token).send().await;
+        assert_eq!(response.unwrap().status(), StatusCode::NO_CONTENT);
+    };
+
+    // Redis up: the revoking instance announces the change and the peer drops its checks.
+    revoke(&keys[0]).await;
+    refused_on_peer_within_the_bound(&app, &on_peer(&url_of(&keys[0])), "valet_revoked").await;
+
+    // Redis frozen: the revocation is still acknowledged, and the peer learns of it from the
+    // catalog at its next poll.
+    redis.pause();
+    revoke(&keys[1]).await;
+    refused_on_peer_within_the_bound(&app, &on_peer(&url_of(&keys[1])), "valet_revoked").await;
+    redis.resume();
+    peer.stop().await;
 }

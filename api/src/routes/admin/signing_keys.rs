@@ -76,7 +76,10 @@ pub async fn retire_signing_key(
 ) -> Result<axum::Json<SigningKeyInfo>, ApiError> {
     let audit = caller.audit(&request, "valet.key.retire", None, format!("valet-key:{}", route.id));
     match app.signing_keys.retire(app.router.catalog(), &route.id, &audit).await? {
-        Retirement::Retired(row) => Ok(axum::Json(SigningKeyInfo::from(&row))),
+        Retirement::Retired(row) => {
+            app.announce_valet_change().await;
+            Ok(axum::Json(SigningKeyInfo::from(&row)))
+        }
         Retirement::NotFound => Err(Code::SigningKeyNotFound.into()),
         Retirement::IsCurrent => Err(Code::SigningKeyCurrent.into()),
     }
