@@ -461,7 +461,8 @@ impl Catalog {
         Ok((row, epoch))
     }
 
-    /// Removes a tenant (and its pin). Returns the new epoch.
+    /// Removes a tenant (and its pin and index definitions), and revokes every valet grant it
+    /// was issued, so no URL of it opens a later tenant of the same name. Returns the new epoch.
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         let (mut tx, epoch) = self.begin_change(audit).await?;
         for table in ["tenant_pins", "index_defs"] {
@@ -471,6 +472,7 @@ impl Catalog {
                 .await
                 .map_err(catalog_err)?;
         }
+        valet::revoke_tenant_grants(&mut tx, id.as_str()).await?;
         if !commit_if_changed(tx, sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str())).await? {
             return Err(Error::TenantNotFound);
         }

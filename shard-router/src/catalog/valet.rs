@@ -271,6 +271,17 @@ impl Catalog {
     }
 }
 
+/// Revokes every grant of `tenant` inside `tx` (and moves the valet generation on).
+pub(super) async fn revoke_tenant_grants(tx: &mut Transaction<'static, Any>, tenant: &str) -> Result<(), Error> {
+    sqlx::query("UPDATE valet_grants SET revoked_at = $1 WHERE tenant = $2 AND revoked_at IS NULL")
+        .bind(crate::clock::now_ms())
+        .bind(tenant)
+        .execute(&mut **tx)
+        .await
+        .map_err(catalog_err)?;
+    bump_valet_generation(tx).await
+}
+
 /// Moves the valet generation on inside `tx`: every instance drops its cached valet checks once
 /// the change commits and it sees the new generation.
 async fn bump_valet_generation(tx: &mut Transaction<'static, Any>) -> Result<(), Error> {

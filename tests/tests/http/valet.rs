@@ -480,3 +480,19 @@ async fn a_revocation_reaches_a_peer_holding_its_check_with_redis_up_and_frozen(
     redis.resume();
     peer.stop().await;
 }
+
+#[tokio::test]
+async fn a_deleted_tenants_urls_do_not_open_a_new_tenant_of_the_same_name() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "f", bytes(10)).await;
+    let old = url_of(&issue(&app, &token, json!({"path": "f", "permission": "read"})).await);
+    assert_eq!(app.client.get(&old).send().await.unwrap().status(), StatusCode::OK);
+
+    let deleted = app.admin(Method::DELETE, "/v1/admin/tenants/acme", None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    app.create_tenant("acme").await;
+    put_blob(&app, &token, "f", bytes(20)).await;
+    expect_problem(app.client.get(&old).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_revoked").await;
+}

@@ -256,7 +256,8 @@ pub async fn delete_tenant(
             "could not sweep the deleted tenant's index entries; leftovers are swept if the id is reused"
         );
     }
-    app.announce_map_change().await;
+    // The tenant's valet grants were revoked with it: this announces both changes.
+    app.announce_valet_change().await;
     tracing::info!(tenant = %id, records = purged, "tenant deleted");
     Ok(StatusCode::NO_CONTENT)
 }
