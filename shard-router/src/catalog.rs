@@ -472,7 +472,7 @@ impl Catalog {
                 .await
                 .map_err(catalog_err)?;
         }
-        valet::revoke_tenant_grants(&mut tx, id.as_str()).await?;
+        revoke_tenant_grants(&mut tx, id.as_str()).await?;
         if !commit_if_changed(tx, sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str())).await? {
             return Err(Error::TenantNotFound);
         }
@@ -604,4 +604,25 @@ fn tenant_row(row: &AnyRow) -> Result<TenantRow, Error> {
         updated_at_ms: column(row, 5)?,
         id,
     })
+}
+
+/// Revokes every grant of `tenant` inside `tx` (and moves the valet generation on).
+async fn revoke_tenant_grants(tx: &mut Transaction<'static, Any>, tenant: &str) -> Result<(), Error> {
+    sqlx::query("UPDATE valet_grants SET revoked_at = $1 WHERE tenant = $2 AND revoked_at IS NULL")
+        .bind(crate::clock::now_ms())
+        .bind(tenant)
+        .execute(&mut **tx)
+        .await
+        .map_err(catalog_err)?;
+    bump_valet_generation(tx).await
+}
+
+/// Moves the valet generation on inside `tx`: every instance drops its cached valet checks once
+/// the change commits and it sees the new generation.
+async fn bump_valet_generation(tx: &mut Transaction<'static, Any>) -> Result<(), Error> {
+    sqlx::query("UPDATE shard_map SET valet_generation = valet_generation + 1 WHERE id = 1")
+        .execute(&mut **tx)
+        .await
+        .map_err(catalog_err)?;
+    Ok(())
 }

@@ -2,9 +2,8 @@
 //! (`valet_grants`). Every instance reads them here, so a rotation, a retirement, a revocation or
 //! the one use of a single-use grant is seen by all instances at once.
 
-use super::{Audit, Catalog, catalog_err, column, commit_if_changed, commit_with, corrupt};
+use super::{Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt};
 use crate::error::Error;
-use sqlx::{Any, Transaction};
 
 /// State of a signing key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,25 +268,4 @@ impl Catalog {
         let tx = self.begin_audited(audit).await?;
         tx.commit().await.map_err(catalog_err)
     }
-}
-
-/// Revokes every grant of `tenant` inside `tx` (and moves the valet generation on).
-pub(super) async fn revoke_tenant_grants(tx: &mut Transaction<'static, Any>, tenant: &str) -> Result<(), Error> {
-    sqlx::query("UPDATE valet_grants SET revoked_at = $1 WHERE tenant = $2 AND revoked_at IS NULL")
-        .bind(crate::clock::now_ms())
-        .bind(tenant)
-        .execute(&mut **tx)
-        .await
-        .map_err(catalog_err)?;
-    bump_valet_generation(tx).await
-}
-
-/// Moves the valet generation on inside `tx`: every instance drops its cached valet checks once
-/// the change commits and it sees the new generation.
-async fn bump_valet_generation(tx: &mut Transaction<'static, Any>) -> Result<(), Error> {
-    sqlx::query("UPDATE shard_map SET valet_generation = valet_generation + 1 WHERE id = 1")
-        .execute(&mut **tx)
-        .await
-        .map_err(catalog_err)?;
-    Ok(())
 }
