@@ -1,6 +1,12 @@
 //! Database connections for the catalog and the shards: one engine-neutral pool type (sqlx `Any`)
 //! so the same SQL runs on SQLite (the embedded default) and PostgreSQL.
 //!
+//! What only PostgreSQL offers (binary `COPY`) goes through a second, native pool to the same
+//! database ([`Database::postgres`]): small (two connections), opened lazily, used by bulk
+//! paths only ([`crate::copy`]). `bench/src/bin/drivers.rs` compares the two drivers on the
+//! point read, the upsert and the bulk copy; only the copy gained enough to be worth a second
+//! pool (see `docs/ARCHITECTURE.md`).
+//!
 //! The SQL in this crate sticks to what both engines accept: `$n` placeholders in order,
 //! `INSERT ... ON CONFLICT`, `RETURNING`, integers for booleans and times (milliseconds since the
 //! Unix epoch). Keys are compared in byte order on both engines (`COLLATE "C"` on PostgreSQL).
@@ -12,7 +18,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::{AnyPool, ConnectOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
 
@@ -91,7 +98,12 @@ pub struct Database {
     pub pool: AnyPool,
     /// Its engine.
     pub engine: Engine,
+    /// The native pool to the same database, if it is PostgreSQL (for bulk paths).
+    native: Option<PgPool>,
 }
+
+/// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
+const NATIVE_CONNECTIONS: u32 = 2;
 
 static CATALOG_SQLITE: Migrator = sqlx::migrate!("../migrations/catalog/sqlite");
 static CATALOG_POSTGRES: Migrator = sqlx::migrate!("../migrations/catalog/postgres");
@@ -144,7 +156,37 @@ impl Database {
                 })
             })
             .connect_lazy_with(options);
-        Ok(Self { pool, engine })
+        let native = match engine {
+            Engine::Sqlite => None,
+            Engine::Postgres => {
+                let options = PgConnectOptions::from_str(&raw)
+                    .map_err(|e| Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url)))?
+                    .disable_statement_logging();
+                Some(
+                    PgPoolOptions::new()
+                        .max_connections(NATIVE_CONNECTIONS)
+                        .min_connections(0)
+                        .acquire_timeout(config.acquire_timeout)
+                        .test_before_acquire(false)
+                        .connect_lazy_with(options),
+                )
+            }
+        };
+        Ok(Self { pool, engine, native })
+    }
+
+    /// The native pool to this database if it is PostgreSQL: for what the engine-neutral pool
+    /// cannot do (binary `COPY`).
+    pub fn postgres(&self) -> Option<&PgPool> {
+        self.native.as_ref()
+    }
+
+    /// Closes the database's pools, waiting for their connections to be returned and closed.
+    pub async fn close(&self) {
+        self.pool.close().await;
+        if let Some(native) = &self.native {
+            native.close().await;
+        }
     }
 
     /// Applies the migrations of `schema` for this engine.

@@ -12,6 +12,7 @@
 pub mod blobs;
 pub mod catalog;
 mod clock;
+pub mod copy;
 pub mod db;
 mod error;
 pub mod hash;

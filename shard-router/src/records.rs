@@ -9,6 +9,7 @@
 use serde_json::value::RawValue;
 use sqlx::Row;
 
+use crate::copy::{Copied, CopyMethod, RECORDS, Selection, copy_rows};
 use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, TenantId};
 use crate::shard::{FencedShard, ShardStore, plain_shard_store};
@@ -242,6 +243,17 @@ impl<'a> RecordStore<'a> {
             Ok((version, deleted != 0))
         })
         .transpose()
+    }
+
+    /// Copies the records `selection` takes, tombstones included, to `target`, where each
+    /// replaces an older version of its key and leaves a newer one alone (see [`crate::copy`]).
+    pub async fn copy_to(
+        &self,
+        target: &RecordStore<'_>,
+        selection: Selection<'_>,
+        method: CopyMethod,
+    ) -> Result<Copied, Error> {
+        copy_rows(&RECORDS, self.shard, target.shard, selection, method).await
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.

@@ -242,7 +242,7 @@ impl ShardRouter {
             gone.iter().filter_map(|id| pools.remove(id)).collect()
         };
         for db in removed {
-            db.pool.close().await;
+            db.close().await;
         }
     }
 
@@ -471,7 +471,7 @@ impl ShardRouter {
         *self.map.write() = map;
         let db = self.pools.write().remove(id);
         if let Some(db) = db {
-            db.pool.close().await;
+            db.close().await;
         }
         Ok(())
     }

@@ -39,7 +39,7 @@ impl TestDb {
 
     /// Closes the pool and drops a PostgreSQL database.
     pub async fn drop_db(self) {
-        self.db.pool.close().await;
+        self.db.close().await;
         if let Some(name) = self.pg_name {
             let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.unwrap();
             sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.unwrap();

@@ -1,0 +1,225 @@
+//! Copying records between shards, on both engines and across them: a copy takes exactly the
+//! rows selected, tombstones included, leaves the target's newer versions alone, and copying
+//! again takes only what changed. Between two PostgreSQL shards the binary `COPY` and the page
+//! method must leave the same rows.
+
+mod common;
+
+use common::TestDb;
+
+use serde_json::value::RawValue;
+use shardgate_shard_router::ShardStore;
+use shardgate_shard_router::copy::{CopyMethod, Selection};
+use shardgate_shard_router::records::{RecordAddress, RecordStore, WriteCondition};
+use shardgate_shard_router::{CollectionName, Database, RecordKey, ShardId, TenantId};
+
+/// A source and a target shard.
+struct Pair {
+    source: TestDb,
+    target: TestDb,
+}
+
+impl Pair {
+    async fn sqlite() -> Self {
+        Self { source: TestDb::sqlite().await, target: TestDb::sqlite().await }
+    }
+
+    async fn postgres() -> Self {
+        Self { source: TestDb::postgres("sg_copy_src").await, target: TestDb::postgres("sg_copy_dst").await }
+    }
+
+    async fn drop_dbs(self) {
+        self.source.drop_db().await;
+        self.target.drop_db().await;
+    }
+}
+
+/// A row of `records`, every column.
+type Row = (String, String, String, i64, i64, i64, i64, String, i64);
+
+/// Every row of `records` on `db` that `tenant` owns (all tenants if `None`), in key order.
+async fn rows(db: &Database, tenant: Option<&str>) -> Vec<Row> {
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT tenant, collection, key, vshard, version, updated_at, deleted, value, live_since \
+         FROM records ORDER BY tenant, collection, key",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    rows.into_iter().filter(|row| tenant.is_none_or(|t| row.0 == t)).collect()
+}
+
+fn shard(name: &str) -> ShardId {
+    ShardId::parse(name).unwrap()
+}
+
+fn tenant(name: &str) -> TenantId {
+    TenantId::parse(name).unwrap()
+}
+
+/// Writes `value` at `collection/key` of `tenant` on vshard `vshard`.
+async fn put(db: &Database, tenant: &str, collection: &str, key: &str, vshard: u32, value: &str) {
+    let (t, c, k) = (self::tenant(tenant), CollectionName::parse(collection).unwrap(), RecordKey::parse(key).unwrap());
+    let addr = RecordAddress { tenant: &t, collection: &c, key: &k };
+    let value = RawValue::from_string(value.to_owned()).unwrap();
+    RecordStore::new(db, &shard("any"))
+        .put(addr, vshard, &value, &WriteCondition::Always, 1_700_000_000_000)
+        .await
+        .unwrap();
+}
+
+async fn delete(db: &Database, tenant: &str, collection: &str, key: &str) {
+    let (t, c, k) = (self::tenant(tenant), CollectionName::parse(collection).unwrap(), RecordKey::parse(key).unwrap());
+    let addr = RecordAddress { tenant: &t, collection: &c, key: &k };
+    RecordStore::new(db, &shard("any")).delete(addr, &WriteCondition::Always, 1_700_000_000_001).await.unwrap();
+}
+
+/// More than two pages of `acme` records whose keys sort differently by bytes and by letters
+/// (upper case, accents, emoji, slashes), some written twice and some deleted; and a few
+/// records of `other`.
+async fn seed(db: &Database) -> usize {
+    let spellings = ["a", "B", "é", "z/y", "Zürich", "🦀", "a b", "A-"];
+    let mut written = 0;
+    for i in 0..1_100 {
+        let collection = if i % 3 == 0 { "orders" } else { "Users" };
+        let key = format!("{}{i}", spellings[i % spellings.len()]);
+        put(db, "acme", collection, &key, (i % 4) as u32, &format!("{{\"n\":{i}}}")).await;
+        if i % 10 == 0 {
+            put(db, "acme", collection, &key, (i % 4) as u32, &format!("{{\"n\":{i},\"again\":true}}")).await;
+        }
+        if i % 17 == 0 {
+            delete(db, "acme", collection, &key).await;
+        }
+        written += 1;
+    }
+    for i in 0..10 {
+        put(db, "other", "orders", &format!("o{i}"), 1, "{\"other\":true}").await;
+    }
+    written
+}
+
+async fn a_tenant_is_copied_whole_and_alone(pair: Pair) {
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    let written = seed(source).await;
+    let expected = rows(source, Some("acme")).await;
+    assert_eq!(expected.len(), written);
+    assert!(expected.iter().any(|row| row.6 == 1), "the seed has tombstones");
+    let acme = tenant("acme");
+    let (from, to) = (shard("s-src"), shard("s-dst"));
+    for method in [CopyMethod::Binary, CopyMethod::Pages] {
+        let copied = RecordStore::new(source, &from)
+            .copy_to(&RecordStore::new(target, &to), Selection::Tenant(&acme), method)
+            .await
+            .unwrap();
+        let ran = if method == CopyMethod::Binary { CopyMethod::best(source, target) } else { CopyMethod::Pages };
+        assert_eq!(copied.method, ran, "asked for {method:?}");
+        assert_eq!((copied.read, copied.written), (written as u64, written as u64), "{method:?}");
+        assert_eq!(rows(target, None).await, expected, "{method:?}: the target holds acme's rows and nothing else");
+        RecordStore::new(target, &to).purge_tenant(&acme).await.unwrap();
+    }
+    pair.drop_dbs().await;
+}
+
+async fn copying_again_takes_only_what_changed(pair: Pair) {
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    for i in 0..20 {
+        put(source, "acme", "orders", &format!("k{i:02}"), 3, "{\"v\":1}").await;
+    }
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let (acme, from, to) = (&acme, &from, &to);
+    let copy = |method| async move {
+        RecordStore::new(source, from)
+            .copy_to(&RecordStore::new(target, to), Selection::Tenant(acme), method)
+            .await
+            .unwrap()
+    };
+    assert_eq!(copy(CopyMethod::Binary).await.written, 20);
+    for method in [CopyMethod::Binary, CopyMethod::Pages] {
+        assert_eq!(copy(method).await.written, 0, "{method:?}: nothing changed, nothing written");
+    }
+    // Two updates and a delete on the source; on the target, a key moves ahead of the source.
+    put(source, "acme", "orders", "k01", 3, "{\"v\":2}").await;
+    put(source, "acme", "orders", "k02", 3, "{\"v\":2}").await;
+    delete(source, "acme", "orders", "k03").await;
+    for _ in 0..3 {
+        put(target, "acme", "orders", "k04", 3, "{\"target\":\"ahead\"}").await;
+    }
+    put(source, "acme", "orders", "k04", 3, "{\"source\":\"behind\"}").await;
+    let catch_up = copy(CopyMethod::best(source, target)).await;
+    assert_eq!((catch_up.read, catch_up.written), (20, 3), "the three changed keys, not the key the target has ahead");
+    let on_target = rows(target, None).await;
+    let by_key = |key: &str| on_target.iter().find(|row| row.2 == key).unwrap().clone();
+    assert_eq!((by_key("k01").4, by_key("k01").7.as_str()), (2, "{\"v\":2}"));
+    assert_eq!((by_key("k03").4, by_key("k03").6), (2, 1), "the delete is copied as a tombstone");
+    assert_eq!((by_key("k04").4, by_key("k04").7.as_str()), (4, "{\"target\":\"ahead\"}"), "a newer version is kept");
+    let source_rows = rows(source, None).await;
+    let unchanged = |rows: &[Row]| rows.iter().filter(|row| row.2 != "k04").cloned().collect::<Vec<_>>();
+    assert_eq!(unchanged(&on_target), unchanged(&source_rows));
+    pair.drop_dbs().await;
+}
+
+async fn a_vshard_is_copied_alone(pair: Pair) {
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    for i in 0..30 {
+        put(source, if i % 2 == 0 { "acme" } else { "other" }, "orders", &format!("k{i}"), i % 3, "{}").await;
+    }
+    let copied = RecordStore::new(source, &shard("s-src"))
+        .copy_to(&RecordStore::new(target, &shard("s-dst")), Selection::Vshard(1), CopyMethod::best(source, target))
+        .await
+        .unwrap();
+    assert_eq!(copied.written, 10);
+    let expected: Vec<Row> = rows(source, None).await.into_iter().filter(|row| row.3 == 1).collect();
+    assert_eq!(rows(target, None).await, expected);
+    pair.drop_dbs().await;
+}
+
+shardgate_shard_router::on_both_engines!(
+    sqlite: Pair::sqlite(),
+    postgres: Pair::postgres();
+    a_tenant_is_copied_whole_and_alone,
+    copying_again_takes_only_what_changed,
+    a_vshard_is_copied_alone,
+);
+
+/// From PostgreSQL to SQLite and back: the page method carries every value unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn records_cross_engines_unchanged() {
+    let (postgres, sqlite, back) =
+        (TestDb::postgres("sg_copy_x").await, TestDb::sqlite().await, TestDb::sqlite().await);
+    let written = seed(&postgres.db).await;
+    let (acme, s) = (tenant("acme"), shard("s"));
+    let stores = |db| RecordStore::new(db, &s);
+    let there = stores(&postgres.db).copy_to(&stores(&sqlite.db), Selection::Tenant(&acme), CopyMethod::Binary).await;
+    assert_eq!(there.unwrap().method, CopyMethod::Pages, "no binary copy into SQLite");
+    let back_again = stores(&sqlite.db).copy_to(&stores(&back.db), Selection::Tenant(&acme), CopyMethod::Pages).await;
+    assert_eq!(back_again.unwrap().written, written as u64);
+    let expected = rows(&postgres.db, Some("acme")).await;
+    assert_eq!(rows(&sqlite.db, None).await, expected);
+    assert_eq!(rows(&back.db, None).await, expected);
+    postgres.drop_db().await;
+}
+
+/// A binary copy whose source fails ends the target's `COPY` and rolls back: the target is
+/// unchanged and its connection serves the next copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_binary_copy_leaves_the_target_unchanged() {
+    let pair = Pair::postgres().await;
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    put(target, "acme", "orders", "kept", 1, "{\"kept\":true}").await;
+    let before = rows(target, None).await;
+    sqlx::query("ALTER TABLE records RENAME TO records_elsewhere").execute(&source.pool).await.unwrap();
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let (from, to) = (RecordStore::new(source, &from), RecordStore::new(target, &to));
+    let copy = || from.copy_to(&to, Selection::Tenant(&acme), CopyMethod::Binary);
+    let failed = copy().await.unwrap_err();
+    assert!(failed.to_string().contains("shard s-src"), "the error names the source: {failed}");
+    assert_eq!(rows(target, None).await, before);
+    sqlx::query("ALTER TABLE records_elsewhere RENAME TO records").execute(&source.pool).await.unwrap();
+    put(source, "acme", "orders", "new", 1, "{}").await;
+    for _ in 0..3 {
+        // More copies than the native pool has connections: none was left mid-COPY.
+        assert_eq!(copy().await.unwrap().method, CopyMethod::Binary);
+    }
+    assert_eq!(rows(target, None).await.len(), 2);
+    pair.drop_dbs().await;
+}
