@@ -32,7 +32,7 @@ use crate::error::{ApiError, Code};
 use crate::extract::require_json;
 use crate::front_door::{check_request_path, client_ip};
 use crate::metrics::Metrics;
-use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for, serve_until, shed_load};
+use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for, serve_until};
 
 /// How long a tenant's limit reported by the backend is remembered.
 const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
@@ -105,9 +105,9 @@ impl Gatekeeper {
             .route("/metrics", axum::routing::get(serve_metrics))
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(forward);
-        let routes = shed_load(routes, config.limits.max_concurrent_requests);
         let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
-        let router = edge_layers(routes, &config.cors, &valet_origins)?.with_state(front);
+        let edge = crate::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
+        let router = edge_layers(routes, edge, &config.cors, &valet_origins)?.with_state(front);
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;

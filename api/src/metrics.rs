@@ -1,25 +1,15 @@
 //! Prometheus metrics: request count and latency by method, matched route and status. The
 //! registry belongs to the `App` (no global), so several instances can run in one process.
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use axum::http::Method;
 use hashbrown::{Equivalent, HashMap};
 use parking_lot::RwLock;
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use axum::extract::MatchedPath;
-use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use tower::{Layer, Service};
 
 /// Labels of the HTTP metrics. `route` is the matched route template (low cardinality), or
 /// `unmatched`.
@@ -94,7 +84,8 @@ impl Metrics {
 }
 
 impl Metrics {
-    fn observe(&self, method: &Method, route: &str, status: u16, seconds: f64) {
+    /// Counts and times one request ([`crate::edge`] calls it for every response).
+    pub(crate) fn observe(&self, method: &Method, route: &str, status: u16, seconds: f64) {
         let key = HandleKeyRef { method, route, status };
         if let Some((count, latency)) = self.handles.read().get(&key) {
             count.inc();
@@ -108,88 +99,5 @@ impl Metrics {
         latency.observe(seconds);
         let key = HandleKey { method: method.clone(), route: route.into(), status };
         self.handles.write().insert(key, (count, latency));
-    }
-}
-
-/// Tower layer recording every request (a plain service wrapper: no boxing per request).
-#[derive(Debug, Clone)]
-pub struct RecordLayer {
-    metrics: Arc<Metrics>,
-}
-
-impl RecordLayer {
-    /// Records into `metrics`.
-    pub fn new(metrics: Arc<Metrics>) -> Self {
-        Self { metrics }
-    }
-}
-
-impl<S> Layer<S> for RecordLayer {
-    type Service = Record<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Record { inner, metrics: self.metrics.clone() }
-    }
-}
-
-/// The service of [`RecordLayer`].
-#[derive(Debug, Clone)]
-pub struct Record<S> {
-    inner: S,
-    metrics: Arc<Metrics>,
-}
-
-impl<S, B> Service<axum::http::Request<B>> for Record<S>
-where
-    S: Service<axum::http::Request<B>, Response = Response>,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = RecordFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
-        let method = request.method().clone();
-        let route = request.extensions().get::<MatchedPath>().cloned();
-        RecordFuture {
-            inner: self.inner.call(request),
-            metrics: self.metrics.clone(),
-            method,
-            route,
-            started: Instant::now(),
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// Completes with the inner response after recording it.
-    pub struct RecordFuture<F> {
-        #[pin]
-        inner: F,
-        metrics: Arc<Metrics>,
-        method: Method,
-        route: Option<MatchedPath>,
-        started: Instant,
-    }
-}
-
-impl<F, E> Future for RecordFuture<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = Result<Response, E>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let result = std::task::ready!(this.inner.poll(cx));
-        if let Ok(response) = &result {
-            let route = this.route.as_ref().map_or("unmatched", MatchedPath::as_str);
-            let seconds = this.started.elapsed().as_secs_f64();
-            this.metrics.observe(this.method, route, response.status().as_u16(), seconds);
-        }
-        Poll::Ready(result)
     }
 }

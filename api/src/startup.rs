@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderName;
-use axum::response::IntoResponse;
 use secrecy::SecretString;
 use shardgate_cache::{InvalidRedisUrl, RecordCache, RedisLink};
 use shardgate_gatekeeper::Authenticator;
@@ -19,11 +18,6 @@ use shardgate_index_tables::{IndexError, IndexTables};
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::ShardStore;
 use tokio::net::TcpListener;
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
-use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
-use tower_http::set_header::SetResponseHeaderLayer;
-use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa::openapi::OpenApi as OpenApiDoc;
 use utoipa_axum::router::OpenApiRouter;
@@ -33,17 +27,16 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::admission::{Gate, RedisBuckets};
 use crate::app::App;
 use crate::config::Config;
+use crate::edge::EdgeLayer;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::{ApiError, Code};
 use crate::front_door::front_door;
-use crate::metrics::{self, Metrics};
+use crate::metrics::Metrics;
 use crate::openapi::{ApiDoc, add_shared_responses};
 use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
 
 /// How long a shutdown waits for in-flight requests.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
-const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// A built gateway with its listener bound.
 #[derive(Debug)]
@@ -119,19 +112,6 @@ pub fn openapi_document() -> OpenApiDoc {
     document
 }
 
-/// Request ids: random UUIDs from the thread-local generator (no system call per request).
-#[derive(Debug, Clone, Copy)]
-struct RandomRequestId;
-
-impl MakeRequestId for RandomRequestId {
-    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<RequestId> {
-        let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
-        let mut buffer = uuid::Uuid::encode_buffer();
-        axum::http::HeaderValue::from_str(id.hyphenated().encode_lower(&mut buffer)).ok().map(RequestId::new)
-    }
-}
-
-/// CORS as configured: no headers at all when no origin is allowed.
 /// Origins of one CORS policy: any, or a list.
 #[derive(Debug, Clone)]
 enum Origins {
@@ -200,24 +180,10 @@ fn cors_layer(
         .max_age(config.max_age))
 }
 
-/// Load shedding for the whole instance: at most `max_in_flight` requests in progress; the
-/// next one gets 503 `overloaded` with `Retry-After` at once instead of queueing.
-pub fn shed_load<S: Clone + Send + Sync + 'static>(routes: Router<S>, max_in_flight: usize) -> Router<S> {
-    let in_flight = Arc::new(tokio::sync::Semaphore::new(max_in_flight.max(1)));
-    routes.layer(
-        tower::ServiceBuilder::new()
-            .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
-            .load_shed()
-            .layer(tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(in_flight)),
-    )
-}
-
-/// Maps the errors of the timeout and load-shedding layers to problems.
-pub async fn overload_or_timeout(error: tower::BoxError) -> ApiError {
+/// Maps the errors of the timeout layer to problems.
+pub async fn timed_out(error: tower::BoxError) -> ApiError {
     if error.is::<tower::timeout::error::Elapsed>() {
         ApiError::from(Code::RequestTimeout)
-    } else if error.is::<tower::load_shed::error::Overloaded>() {
-        ApiError::overloaded()
     } else {
         ApiError::internal(&error)
     }
@@ -229,10 +195,6 @@ pub async fn not_found() -> ApiError {
 
 pub async fn method_not_allowed() -> ApiError {
     ApiError::from(Code::MethodNotAllowed)
-}
-
-fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
-    ApiError::internal(&"handler panicked").into_response()
 }
 
 /// Where the rate limiter keeps its state: `rate_limits.redis_url`, else the cache's Redis
@@ -429,15 +391,15 @@ impl Application {
         let routes = routes
             .layer(
                 tower::ServiceBuilder::new()
-                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .layer(axum::error_handling::HandleErrorLayer::new(timed_out))
                     .timeout(limits.transfer_timeout),
             )
             .route("/healthz", axum::routing::get(ops::healthz))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
-            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
-            .layer(metrics::RecordLayer::new(app.metrics.clone()));
-        Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
+        let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()));
+        Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
     fn router(
@@ -450,7 +412,7 @@ impl Application {
         let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
             routes.split_for_parts().0.layer(DefaultBodyLimit::max(body_limit)).layer(
                 tower::ServiceBuilder::new()
-                    .layer(axum::error_handling::HandleErrorLayer::new(overload_or_timeout))
+                    .layer(axum::error_handling::HandleErrorLayer::new(timed_out))
                     .timeout(timeout),
             )
         };
@@ -462,10 +424,9 @@ impl Application {
             .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
-        let routes = shed_load(routes, limits.max_concurrent_requests)
-            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
-            .layer(metrics::RecordLayer::new(app.metrics.clone()));
-        Ok(edge_layers(routes, cors, &app.valet.cors_allowed_origins)?.with_state(app))
+        let routes = routes.layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
+        let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()));
+        Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
     /// The bound address.
@@ -532,35 +493,14 @@ pub async fn serve_until(
     Ok(())
 }
 
-/// The layers every front of shardgate has (the gateway and the standalone gatekeeper): CORS,
-/// `Authorization` marked sensitive, a request id (kept if the client sent one), `nosniff`, one
-/// trace span per request, and a panic turned into a 500 problem.
+/// The layers every front of shardgate has (the gateway, its valet listener and the standalone
+/// gatekeeper): its [`EdgeLayer`] (load shedding, request id, span, panic guard, `nosniff`,
+/// metrics) inside CORS.
 pub fn edge_layers<S: Clone + Send + Sync + 'static>(
     routes: Router<S>,
+    edge: EdgeLayer,
     cors: &crate::config::CorsConfig,
     valet_origins: &[String],
 ) -> anyhow::Result<Router<S>> {
-    Ok(routes
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request| {
-            let route = request.extensions().get::<MatchedPath>().map_or("unmatched", |p| p.as_str());
-            let request_id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-            tracing::info_span!(
-                "request",
-                method = %request.method(),
-                route,
-                request_id,
-                tenant = tracing::field::Empty,
-                shard = tracing::field::Empty,
-                cache = tracing::field::Empty,
-            )
-        }))
-        .layer(SetResponseHeaderLayer::overriding(
-            axum::http::header::X_CONTENT_TYPE_OPTIONS,
-            axum::http::HeaderValue::from_static("nosniff"),
-        ))
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-        .layer(SetRequestIdLayer::new(REQUEST_ID, RandomRequestId))
-        .layer(SetSensitiveRequestHeadersLayer::new([axum::http::header::AUTHORIZATION]))
-        .layer(cors_layer(cors, valet_origins)?))
+    Ok(routes.layer(edge).layer(cors_layer(cors, valet_origins)?))
 }

@@ -1,0 +1,283 @@
+//! The edge of every front of shardgate (the gateway, its valet listener and the standalone
+//! gatekeeper): one tower service that does per request what used to be eight layers, so a
+//! request passes one wrapper and one future instead of a stack of them:
+//!
+//! - load shedding: at most `max_in_flight` requests in progress; the next one gets 503
+//!   `overloaded` with `Retry-After` at once instead of queueing;
+//! - `Authorization` marked sensitive (never printed by a `Debug` of the headers);
+//! - a request id (kept if the client sent a valid one, else random), on the request and echoed
+//!   on the response as `x-request-id`;
+//! - one trace span per request (method, route, request id; tenant, shard and cache are filled
+//!   in by the handlers), and one event when it ends: `request finished` at debug level, or
+//!   `request failed` at error level for a 5xx;
+//! - a panic in a handler turned into a 500 problem;
+//! - `x-content-type-options: nosniff` on every response;
+//! - the request counted and timed in [`Metrics`] (by method, matched route and status).
+//!
+//! CORS (a policy with preflights of its own) stays tower-http's layer, outside this one.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::extract::MatchedPath;
+use axum::http::header::{AUTHORIZATION, X_CONTENT_TYPE_OPTIONS};
+use axum::http::{HeaderName, HeaderValue, Method, Request};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower::{Layer, Service};
+use tracing::Span;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// The request id header.
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The longest request id kept from a client; a longer one is replaced.
+const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// The [`Edge`] of one listener.
+#[derive(Debug, Clone)]
+pub struct EdgeLayer {
+    in_flight: Arc<Semaphore>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl EdgeLayer {
+    /// At most `max_in_flight` requests at once (at least one), recorded in `metrics` if given.
+    pub fn new(max_in_flight: usize, metrics: Option<Arc<Metrics>>) -> Self {
+        Self { in_flight: Arc::new(Semaphore::new(max_in_flight.max(1))), metrics }
+    }
+}
+
+impl<S> Layer<S> for EdgeLayer {
+    type Service = Edge<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Edge { inner, in_flight: self.in_flight.clone(), metrics: self.metrics.clone() }
+    }
+}
+
+/// The service of [`EdgeLayer`].
+#[derive(Debug, Clone)]
+pub struct Edge<S> {
+    inner: S,
+    in_flight: Arc<Semaphore>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl<S, B> Service<Request<B>> for Edge<S>
+where
+    S: Service<Request<B>, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = EdgeFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let started = Instant::now();
+        let headers = request.headers_mut();
+        if let Some(authorization) = headers.get_mut(AUTHORIZATION) {
+            authorization.set_sensitive(true);
+        }
+        let request_id = match headers.get(&REQUEST_ID) {
+            Some(id) if is_valid_request_id(id) => id.clone(),
+            _ => {
+                let id = random_request_id();
+                headers.insert(REQUEST_ID, id.clone());
+                id
+            }
+        };
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        let span = tracing::info_span!(
+            "request",
+            method = %request.method(),
+            route = route.as_ref().map_or("unmatched", MatchedPath::as_str),
+            request_id = request_id.to_str().unwrap_or(""),
+            tenant = tracing::field::Empty,
+            shard = tracing::field::Empty,
+            cache = tracing::field::Empty,
+        );
+        let method = request.method().clone();
+        let (inner, ready, permit) = match self.in_flight.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let called = span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))));
+                match called {
+                    Ok(future) => (Some(future), None, Some(permit)),
+                    Err(_) => (None, Some(panicked()), None),
+                }
+            }
+            Err(_) => (None, Some(ApiError::overloaded().into_response()), None),
+        };
+        EdgeFuture { inner, ready, permit, span, request_id, method, route, started, metrics: self.metrics.clone() }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Completes with the inner response (or the refusal or panic answer) after finishing it.
+    pub struct EdgeFuture<F> {
+        #[pin]
+        inner: Option<F>,
+        ready: Option<Response>,
+        permit: Option<OwnedSemaphorePermit>,
+        span: Span,
+        request_id: HeaderValue,
+        method: Method,
+        route: Option<MatchedPath>,
+        started: Instant,
+        metrics: Option<Arc<Metrics>>,
+    }
+}
+
+impl<F, E> Future for EdgeFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = Result<Response, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        let _entered = this.span.enter();
+        let mut response = match this.ready.take() {
+            Some(response) => response,
+            None => {
+                let Some(inner) = this.inner.as_mut().as_pin_mut() else {
+                    panic!("EdgeFuture polled after completion");
+                };
+                match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+                    Ok(Poll::Pending) => return Poll::Pending,
+                    Ok(Poll::Ready(Ok(response))) => response,
+                    Ok(Poll::Ready(Err(e))) => {
+                        this.inner.set(None);
+                        return Poll::Ready(Err(e));
+                    }
+                    Err(_) => panicked(),
+                }
+            }
+        };
+        this.inner.set(None);
+        this.permit.take();
+        let status = response.status();
+        let headers = response.headers_mut();
+        headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+        if !headers.contains_key(&REQUEST_ID) {
+            headers.insert(REQUEST_ID, this.request_id.clone());
+        }
+        let elapsed = this.started.elapsed();
+        let latency_us = elapsed.as_micros() as u64;
+        if status.is_server_error() {
+            tracing::error!(status = status.as_u16(), latency_us, "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), latency_us, "request finished");
+        }
+        if let Some(metrics) = this.metrics {
+            let route = this.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+            metrics.observe(this.method, route, status.as_u16(), elapsed.as_secs_f64());
+        }
+        Poll::Ready(Ok(response))
+    }
+}
+
+/// A client's request id is kept if it is short, visible ASCII.
+fn is_valid_request_id(id: &HeaderValue) -> bool {
+    !id.is_empty() && id.len() <= MAX_REQUEST_ID_BYTES && id.as_bytes().iter().all(|b| b.is_ascii_graphic())
+}
+
+/// A random UUID (v4) as a header value.
+fn random_request_id() -> HeaderValue {
+    let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+    let mut buffer = uuid::Uuid::encode_buffer();
+    HeaderValue::from_str(id.hyphenated().encode_lower(&mut buffer)).expect("a UUID is a valid header value")
+}
+
+/// The answer to a handler that panicked.
+fn panicked() -> Response {
+    ApiError::internal(&"handler panicked").into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::convert::Infallible;
+
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    fn request() -> Request<Body> {
+        Request::builder().uri("/x").header(AUTHORIZATION, "Bearer secret").body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_with_the_edge_headers() {
+        let panics_on_call =
+            tower::service_fn(|_: Request<Body>| -> std::future::Ready<Result<Response, Infallible>> {
+                panic!("in call")
+            });
+        let panics_on_poll = tower::service_fn(|_: Request<Body>| async {
+            if true {
+                panic!("in poll");
+            }
+            Ok::<Response, Infallible>(Response::default())
+        });
+        let edge = EdgeLayer::new(4, None);
+        let answers = [
+            edge.layer(panics_on_call).oneshot(request()).await.unwrap(),
+            edge.layer(panics_on_poll).oneshot(request()).await.unwrap(),
+        ];
+        for response in answers {
+            assert_eq!(response.status(), 500);
+            assert_eq!(response.headers()[X_CONTENT_TYPE_OPTIONS], "nosniff");
+            assert!(is_valid_request_id(&response.headers()[REQUEST_ID]));
+        }
+        assert_eq!(edge.in_flight.available_permits(), 4, "a panicked request gives its place back");
+    }
+
+    #[tokio::test]
+    async fn beyond_its_limit_a_request_is_refused_at_once_and_ids_are_echoed() {
+        let (release, released) = tokio::sync::watch::channel(false);
+        let handler = tower::service_fn(move |request: Request<Body>| {
+            let mut released = released.clone();
+            async move {
+                let _ = released.wait_for(|go| *go).await;
+                let sensitive = request.headers()[AUTHORIZATION].is_sensitive();
+                Ok::<Response, Infallible>(format!("sensitive={sensitive}").into_response())
+            }
+        });
+        let edge = EdgeLayer::new(1, None);
+        let mut held = request();
+        held.headers_mut().insert(REQUEST_ID, HeaderValue::from_static("client-id-1"));
+        let first = tokio::spawn(edge.layer(handler.clone()).oneshot(held));
+        while edge.in_flight.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        let refused = edge.layer(handler.clone()).oneshot(request()).await.unwrap();
+        assert_eq!(refused.status(), 503);
+        assert_eq!(refused.headers()["retry-after"], "1");
+        release.send(true).unwrap();
+        let served = first.await.unwrap().unwrap();
+        assert_eq!(served.headers()[REQUEST_ID], "client-id-1");
+        let body = axum::body::to_bytes(served.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], b"sensitive=true");
+        assert_eq!(edge.layer(handler).oneshot(request()).await.unwrap().status(), 200, "the place is free again");
+    }
+
+    #[test]
+    fn client_request_ids_are_kept_only_when_short_and_visible() {
+        assert!(is_valid_request_id(&HeaderValue::from_static("abc-123_XYZ")));
+        assert!(!is_valid_request_id(&HeaderValue::from_static("")));
+        assert!(!is_valid_request_id(&HeaderValue::from_static("has space")));
+        assert!(!is_valid_request_id(&HeaderValue::from_str(&"a".repeat(MAX_REQUEST_ID_BYTES + 1)).unwrap()));
+        let random = random_request_id();
+        assert!(is_valid_request_id(&random));
+        assert_ne!(random, random_request_id());
+    }
+}
