@@ -112,6 +112,10 @@ impl ValetAudit {
     /// `shardgate_valet_audit_dropped_total{reason}` in `registry`.
     pub fn start(catalog: Catalog, capacity: usize, registry: &mut Registry) -> Self {
         let dropped = DropCounter::default();
+        // Every reason shows from the start (at 0), so a dashboard need not wait for the first drop.
+        for reason in ["queue_full", "write_failed", "shut_down"] {
+            drop(dropped.get_or_create(&DropLabels { reason }));
+        }
         registry.register("valet_audit_dropped", "Valet audit rows dropped, by reason", dropped.clone());
         let shared = Arc::new(Shared {
             dropped,
