@@ -12,8 +12,9 @@
 //!   [`WARN_EVERY`];
 //! - a batch the catalog refuses is dropped and counted (`reason="write_failed"`), not retried:
 //!   an `INSERT` whose commit may have happened is not idempotent;
-//! - a row's target is cut to [`MAX_TARGET_BYTES`], so the queue holds at most
-//!   `audit_queue_rows` rows of a few KiB each.
+//! - a row's target (the URL's path) is cut to [`MAX_TARGET_BYTES`] and its request id (which the
+//!   client may send) to [`MAX_REQUEST_ID_BYTES`], so a row holds about 4.3 KiB at most and a
+//!   full queue of the default 10,000 rows about 43 MiB (typical rows are a tenth of that).
 //!
 //! On shutdown ([`ValetAudit::close`], after the server stopped taking requests) the task writes
 //! what is queued, for at most [`CLOSE_WITHIN`]; rows it could not write by then are counted
@@ -46,6 +47,9 @@ pub const CLOSE_WITHIN: Duration = Duration::from_secs(5);
 
 /// The longest target an audit row keeps, in bytes (a valet URL's path, which a client chooses).
 pub const MAX_TARGET_BYTES: usize = 4096;
+
+/// The longest request id an audit row keeps, in bytes (a client may send its own `x-request-id`).
+pub const MAX_REQUEST_ID_BYTES: usize = 128;
 
 /// Labels of the dropped-rows counter (a closed set).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -133,6 +137,7 @@ impl ValetAudit {
     /// and counts it.
     pub fn record(&self, mut audit: Audit) {
         truncate(&mut audit.target, MAX_TARGET_BYTES);
+        truncate(&mut audit.request_id, MAX_REQUEST_ID_BYTES);
         let row = TimedAudit { at_ms: shardgate_shard_router::now_ms(), audit };
         match self.queue.try_send(row) {
             Ok(()) => {}
