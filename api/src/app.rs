@@ -37,6 +37,8 @@ pub struct App {
     pub valet_checks: crate::valet_checks::ValetChecks,
     /// Refused valet requests, by code.
     pub valet_refusals: crate::valet_refusals::RefusalCounter,
+    /// The audit rows of valet requests, queued and written in batches (`valet_audit.rs`).
+    pub valet_audit: crate::valet_audit::ValetAudit,
     /// Prometheus metrics.
     pub metrics: std::sync::Arc<Metrics>,
     /// The clock valet keys are issued and checked with (the system's, unless a test injects one).

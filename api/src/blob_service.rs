@@ -1,8 +1,8 @@
 //! The blob service, below the blob API and the valet endpoint alike: storing a blob
 //! ([`store_blob`]: streaming an upload into chunks, hashing as it goes, with a size limit and
 //! nothing left behind on failure) and serving one ([`serve_blob`]: `ETag`, `If-None-Match`, a
-//! single `Range`, streamed chunks through the [`ChunkCache`](crate::chunk_cache::ChunkCache)), and the [`BlobInfo`] both answer
-//! with.
+//! single `Range`, chunks streamed a window at a time through the
+//! [`ChunkCache`](crate::chunk_cache::ChunkCache)), and the [`BlobInfo`] both answer with.
 //!
 //! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
 //! into a [`BlobPath`]; `%2F` is therefore the same as `/` (a separator, not part of a segment
@@ -263,7 +263,13 @@ fn requested_range(headers: &HeaderMap, meta: &BlobMeta) -> Result<Option<std::o
 
 /// The answer to `GET` (or `HEAD`, without a body) of `meta`: 304 on a matching `If-None-Match`,
 /// 206 with `Content-Range` for one satisfiable range, 416 for an unsatisfiable one, else 200.
-/// The body streams chunk by chunk (through `cache`).
+///
+/// The body streams window by window ([`BlobMeta::read_windows`] of
+/// [`ChunkCache::window_bytes`], through `cache`): each window is one shard statement at most,
+/// fetched whole before its bytes are sent, so a slow client never holds a pooled connection.
+/// The next window is read while this one is sent. **Memory per download:** at most two windows
+/// (2 MiB with the default `blobs.read_window_bytes` of 1 MiB), plus the chunk the server is
+/// writing to the socket; chunks that come from the chunk cache are shared with it, not copied.
 pub fn download(
     cache: &ChunkCache,
     (db, shard): (&Database, &ShardId),
@@ -307,14 +313,19 @@ pub fn download(
     let chunk_size = u64::from(meta.chunk_size);
     let seqs = meta.chunks_covering(range.clone());
     let first_offset = seqs.start * chunk_size;
+    let windows = meta.read_windows(seqs, cache.window_bytes());
     let state = (cache.clone(), db.clone(), shard.clone(), meta.clone(), Arc::<str>::from(meta.upload_id.as_str()));
-    // The next chunk is read while this one is sent (at most two in memory per download).
-    let chunks = futures::stream::iter(seqs)
-        .map(move |seq| {
+    // The next window is read while this one is sent (at most two windows per download).
+    let chunks = futures::stream::iter(windows)
+        .map(move |window| {
             let (cache, db, shard, meta, upload) = state.clone();
-            async move { cache.get(&db, &shard, &meta, &upload, seq).await }
+            async move {
+                let chunks = cache.window((&db, &shard), &meta, &upload, window).await?;
+                Ok::<_, Arc<StoreError>>(futures::stream::iter(chunks.into_iter().map(Ok::<Bytes, Arc<StoreError>>)))
+            }
         })
-        .buffered(2);
+        .buffered(2)
+        .try_flatten();
     // Trim the first and last chunk to the range.
     let body = chunks
         .scan(first_offset, move |offset, chunk| {

@@ -121,6 +121,10 @@ pub struct BlobsConfig {
     pub max_size_premium: u64,
     /// Bytes of blob chunks kept in memory for repeated downloads (0: none). Default 256 MiB.
     pub chunk_cache_bytes: u64,
+    /// Bound of one read of consecutive chunks from a shard: a download reads a window of this
+    /// many bytes of chunks (at least one chunk) per statement and holds at most two windows.
+    /// Default 1 MiB (four 256 KiB chunks).
+    pub read_window_bytes: usize,
 }
 
 impl Default for BlobsConfig {
@@ -131,6 +135,7 @@ impl Default for BlobsConfig {
             max_size_standard: 5 * GIB,
             max_size_premium: 50 * GIB,
             chunk_cache_bytes: 256 * 1024 * 1024,
+            read_window_bytes: shardgate_shard_router::blobs::BLOB_READ_WINDOW_BYTES,
         }
     }
 }
@@ -169,6 +174,10 @@ pub struct ValetConfig {
     /// Browser origins allowed to GET/PUT valet URLs (with `Range` and `Content-Type`). Default
     /// `["*"]`: the URL itself is the credential, and cookies are never allowed.
     pub cors_allowed_origins: Vec<String>,
+    /// Valet audit rows waiting to be written to the catalog, at most; when the queue is full
+    /// (the catalog is slow or down), further rows are dropped and counted in
+    /// `shardgate_valet_audit_dropped_total`. Default 10,000.
+    pub audit_queue_rows: usize,
 }
 
 impl Default for ValetConfig {
@@ -180,6 +189,7 @@ impl Default for ValetConfig {
             max_expires_in: std::time::Duration::from_secs(3600),
             not_before_skew: std::time::Duration::from_secs(300),
             cors_allowed_origins: vec!["*".to_owned()],
+            audit_queue_rows: 10_000,
         }
     }
 }

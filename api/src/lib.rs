@@ -30,6 +30,7 @@ pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;
 pub mod timestamps;
+pub mod valet_audit;
 pub mod valet_checks;
 pub mod valet_refusals;
 pub mod valet_service;

@@ -304,8 +304,20 @@ impl Application {
         let mut parts = None;
         let valet_refusals = prometheus_client::metrics::family::Family::default();
         let mut indexes = None;
+        let mut chunks = None;
+        let mut valet_audit = None;
         let metrics = Metrics::new(|registry| {
+            valet_audit = Some(crate::valet_audit::ValetAudit::start(
+                router.catalog().clone(),
+                config.valet.audit_queue_rows,
+                registry,
+            ));
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
+            chunks = Some(crate::chunk_cache::ChunkCache::new(
+                config.blobs.chunk_cache_bytes,
+                config.blobs.read_window_bytes,
+                registry,
+            ));
             indexes = Some(Arc::new(IndexTables::new(router.clone(), registry, index_job_failure)));
             parts = Some(
                 RecordCache::start(cache_config, heads.cache_generation, registry)
@@ -320,6 +332,8 @@ impl Application {
         });
         let (cache, gate) = parts.expect("the metrics registry calls back once")?;
         let indexes = indexes.expect("the metrics registry calls back once");
+        let chunks = chunks.expect("the metrics registry calls back once");
+        let valet_audit = valet_audit.expect("the metrics registry calls back once");
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -353,12 +367,13 @@ impl Application {
             trusted,
             limits: config.limits.clone(),
             blobs: config.blobs.clone(),
-            chunks: crate::chunk_cache::ChunkCache::new(config.blobs.chunk_cache_bytes),
+            chunks,
             valet: valet_config,
             signing_keys: crate::signing_keys::SigningKeys::default(),
             valet_checks: crate::valet_checks::ValetChecks::default(),
             indexes,
             valet_refusals,
+            valet_audit,
             metrics: Arc::new(metrics),
             clock,
             probe_timeout: config.storage.pool.probe_timeout,
@@ -444,8 +459,17 @@ impl Application {
         self.app.clone()
     }
 
-    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s).
+    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s) and
+    /// writes the valet audit rows still queued (up to
+    /// [`CLOSE_WITHIN`](crate::valet_audit::CLOSE_WITHIN)).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let app = self.app.clone();
+        let served = self.serve(shutdown).await;
+        app.valet_audit.close().await;
+        served
+    }
+
+    async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let Some((valet_listener, valet_router)) = self.valet else {
             return serve_until(self.listener, self.router, shutdown).await;
         };

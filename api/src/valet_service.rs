@@ -2,7 +2,8 @@
 //! and recorded in the catalog), and answering a request to `/valet/...`: verifying its URL
 //! against the key ring and the catalog (revocation, retired keys, single use), running the one
 //! blob transfer it grants through the [`crate::blob_service`], counting each refusal
-//! (`shardgate_valet_refusals_total{code}`) and auditing every use and refusal.
+//! (`shardgate_valet_refusals_total{code}`) and auditing every use and refusal (through the
+//! bounded, batching [`crate::valet_audit`] writer).
 //!
 //! Refusals are [`ValetError`]s, turned into problem+json by `crate::error` like every error.
 //! The canonical form and the checks are specified in `docs/valet-keys.md`.
@@ -223,20 +224,15 @@ async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, 
     Ok((store_blob(app, blob, &parts.headers, body).await?, "valet.upload"))
 }
 
-/// Records a valet request in the audit log, off the request's path.
-fn record(app: &Arc<App>, tenant: &str, action: &'static str, target: String, request_id: &str) {
-    let audit = Audit {
+/// Records a valet request in the audit log, off the request's path: queued for the batching
+/// writer ([`crate::valet_audit`]), dropped and counted when its queue is full.
+fn record(app: &App, tenant: &str, action: &'static str, target: String, request_id: &str) {
+    app.valet_audit.record(Audit {
         actor: "valet".into(),
         tenant: Some(tenant.to_owned()),
         action,
         target,
         request_id: request_id.to_owned(),
-    };
-    let app = app.clone();
-    tokio::spawn(async move {
-        if let Err(e) = app.router.catalog().append_audit(&audit).await {
-            tracing::warn!(error = %e, action = audit.action, "could not record a valet request in the audit log");
-        }
     });
 }
 

@@ -8,9 +8,11 @@
 //! is full, so chunk `i` holds bytes `i * chunk_size .. (i + 1) * chunk_size` and a byte range
 //! maps to a range of chunks ([`BlobMeta::chunks_covering`]). The chunk size is stored with each
 //! blob, so blobs written before a change of the constant stay readable. Writers hand over one
-//! chunk at a time and readers fetch one chunk per query, releasing the connection in between:
-//! neither holds more than one chunk in memory, and a slow client never pins a pooled
-//! connection.
+//! chunk at a time. Readers fetch a *window* of consecutive chunks per statement
+//! ([`BlobStore::read_window`], windows from [`BlobMeta::read_windows`]: at most
+//! [`BLOB_READ_WINDOW_BYTES`], 1 MiB = 4 chunks, by default), fetched whole so that the
+//! connection goes back to the pool before any byte reaches the client: a slow client never pins
+//! a pooled connection, and a reader holds at most one window per statement in memory.
 //!
 //! # Tables (shard migration `0004_blobs.sql`)
 //!
@@ -72,7 +74,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::Stream;
+use futures::{Stream, TryStreamExt};
 use serde::{Serialize, Serializer};
 use sqlx::Row;
 use sqlx::any::AnyRow;
@@ -85,6 +87,10 @@ use crate::shard::{FencedShard, ShardStore, plain_shard_store, shard_error};
 
 /// The size of every chunk of a blob but the last (which holds the remainder, at least a byte).
 pub const BLOB_CHUNK_BYTES: usize = 256 * 1024;
+
+/// The default bound of one read of consecutive chunks ([`BlobStore::read_window`]): 1 MiB, so
+/// four chunks of [`BLOB_CHUNK_BYTES`] and a blob of up to 1 MiB in one statement.
+pub const BLOB_READ_WINDOW_BYTES: usize = 1024 * 1024;
 
 /// The longest blob path, in bytes.
 pub const MAX_BLOB_PATH_BYTES: usize = 1024;
@@ -193,6 +199,30 @@ impl BlobMeta {
         }
         let size = u64::from(self.chunk_size);
         start / size..end.div_ceil(size)
+    }
+
+    /// How many chunks a read window of `window_bytes` holds: at least one, so a window is never
+    /// empty, and at most `window_bytes` of chunk data when that is at least one chunk.
+    pub fn chunks_per_window(&self, window_bytes: usize) -> u64 {
+        (window_bytes as u64 / u64::from(self.chunk_size)).max(1)
+    }
+
+    /// The windows that read chunks `seqs`, in order: runs of at most
+    /// [`BlobMeta::chunks_per_window`] chunks, aligned to multiples of that count (window `k`
+    /// covers chunks `k * n .. (k + 1) * n`, clipped to `seqs`), so that reads of different
+    /// ranges of one blob share their windows past the first.
+    pub fn read_windows(&self, seqs: Range<u64>, window_bytes: usize) -> impl Iterator<Item = Range<u64>> + use<> {
+        let per_window = self.chunks_per_window(window_bytes);
+        let mut next = seqs.start;
+        std::iter::from_fn(move || {
+            if next >= seqs.end {
+                return None;
+            }
+            let end = (next / per_window).saturating_add(1).saturating_mul(per_window).min(seqs.end);
+            let window = next..end;
+            next = end;
+            Some(window)
+        })
     }
 
     /// The length of chunk `seq`, if the blob has it.
@@ -729,29 +759,39 @@ impl<'a> BlobStore<'a> {
     /// Chunk `seq` of `blob` (a value from [`BlobStore::head`] or [`BlobStore::list`]).
     /// [`Error::BlobNotFound`] if the blob was replaced or deleted and its chunks collected since.
     pub async fn read_chunk(&self, blob: &BlobMeta, seq: u64) -> Result<Bytes, Error> {
-        read_chunk(self.shard.db(), self.shard.id(), blob, seq).await
+        let mut chunks = read_window(self.shard.db(), self.shard.id(), blob, seq..seq.saturating_add(1)).await?;
+        chunks.pop().ok_or_else(|| Error::BlobProtocol(format!("chunk {seq} was not read")))
     }
 
-    /// Chunks `seqs` of `blob`, in order, one query each (the connection is released between
-    /// chunks and at most one chunk is held): for streaming a body or a byte range (see
-    /// [`BlobMeta::chunks_covering`]). The stream owns what it needs and ends after an error.
+    /// Chunks `seqs` of `blob`, in order, in one statement whose rows are fetched whole before
+    /// this returns (the connection is back in the pool by then). Each chunk's length is checked
+    /// against the blob's size: [`Error::Corrupt`] if one differs, [`Error::BlobNotFound`] if one
+    /// is missing (the blob was replaced or deleted and its chunks collected since it was looked
+    /// up), [`Error::BlobProtocol`] for chunks past the blob's end. The caller bounds the window
+    /// ([`BlobMeta::read_windows`]): it is held in memory whole.
+    pub async fn read_window(&self, blob: &BlobMeta, seqs: Range<u64>) -> Result<Vec<Bytes>, Error> {
+        read_window(self.shard.db(), self.shard.id(), blob, seqs).await
+    }
+
+    /// Chunks `seqs` of `blob`, in order, one statement per window of [`BLOB_READ_WINDOW_BYTES`]
+    /// (the connection is released between windows and at most one window is held): for
+    /// streaming a body or a byte range (see [`BlobMeta::chunks_covering`]). The stream owns what
+    /// it needs and ends after an error.
     pub fn read_chunks(
         &self,
         blob: &BlobMeta,
         seqs: Range<u64>,
     ) -> Result<impl Stream<Item = Result<Bytes, Error>> + Send + 'static, Error> {
-        if seqs.start > seqs.end || seqs.end > blob.chunk_count {
-            return Err(Error::BlobProtocol(format!(
-                "chunks {seqs:?} requested of a blob with {} chunks",
-                blob.chunk_count
-            )));
-        }
-        let state = (self.shard.db().clone(), self.shard.id().clone(), blob.clone(), seqs);
-        Ok(futures::stream::try_unfold(state, |(db, shard, blob, mut seqs)| async move {
-            let Some(seq) = seqs.next() else { return Ok(None) };
-            let chunk = read_chunk(&db, &shard, &blob, seq).await?;
-            Ok(Some((chunk, (db, shard, blob, seqs))))
-        }))
+        check_chunk_range(blob, &seqs)?;
+        let windows = blob.read_windows(seqs, BLOB_READ_WINDOW_BYTES);
+        let state = (self.shard.db().clone(), self.shard.id().clone(), blob.clone(), windows);
+        let windows = futures::stream::try_unfold(state, |(db, shard, blob, mut windows)| async move {
+            let Some(window) = windows.next() else { return Ok::<_, Error>(None) };
+            let chunks = read_window(&db, &shard, &blob, window).await?;
+            let chunks = futures::stream::iter(chunks.into_iter().map(Ok::<Bytes, Error>));
+            Ok(Some((chunks, (db, shard, blob, windows))))
+        });
+        Ok(windows.try_flatten())
     }
 
     /// Deletes the blob at `path` if `condition` holds: writes a tombstone (version + 1) and marks
@@ -916,26 +956,51 @@ struct Removed {
     chunks: u64,
 }
 
-/// Reads one chunk of `blob` and checks its length.
-async fn read_chunk(db: &Database, shard: &ShardId, blob: &BlobMeta, seq: u64) -> Result<Bytes, Error> {
-    let Some(expected) = blob.chunk_len(seq) else {
-        return Err(Error::BlobProtocol(format!("chunk {seq} requested of a blob with {} chunks", blob.chunk_count)));
-    };
-    let data: Option<Vec<u8>> = sqlx::query_scalar("SELECT data FROM blob_chunks WHERE upload_id = $1 AND seq = $2")
-        .bind(&blob.upload_id)
-        .bind(to_i64(seq)?)
-        .fetch_optional(&db.pool)
-        .await
-        .map_err(|e| shard_error(shard, e))?;
-    let data = data.ok_or(Error::BlobNotFound)?;
-    if data.len() != expected {
-        return Err(Error::Corrupt(format!(
-            "chunk {seq} of upload {} on shard {shard} has {} bytes, {expected} expected",
-            blob.upload_id,
-            data.len()
+/// [`Error::BlobProtocol`] unless `seqs` is a range of chunks `blob` has.
+fn check_chunk_range(blob: &BlobMeta, seqs: &Range<u64>) -> Result<(), Error> {
+    if seqs.start > seqs.end || seqs.end > blob.chunk_count {
+        return Err(Error::BlobProtocol(format!(
+            "chunks {seqs:?} requested of a blob with {} chunks",
+            blob.chunk_count
         )));
     }
-    Ok(Bytes::from(data))
+    Ok(())
+}
+
+/// Reads chunks `seqs` of `blob` in one statement and checks each one's presence and length.
+async fn read_window(db: &Database, shard: &ShardId, blob: &BlobMeta, seqs: Range<u64>) -> Result<Vec<Bytes>, Error> {
+    check_chunk_range(blob, &seqs)?;
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows =
+        sqlx::query("SELECT seq, data FROM blob_chunks WHERE upload_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq")
+            .bind(&blob.upload_id)
+            .bind(to_i64(seqs.start)?)
+            .bind(to_i64(seqs.end)?)
+            .fetch_all(&db.pool)
+            .await
+            .map_err(|e| shard_error(shard, e))?;
+    let mut rows = rows.into_iter();
+    seqs.map(|seq| {
+        // Rows come in order and the key is unique: the next row is chunk `seq` or it is missing.
+        let row = rows.next().ok_or(Error::BlobNotFound)?;
+        let found: i64 = row.try_get(0).map_err(|e| shard_error(shard, e))?;
+        if u64::try_from(found).ok() != Some(seq) {
+            return Err(Error::BlobNotFound);
+        }
+        let data: Vec<u8> = row.try_get(1).map_err(|e| shard_error(shard, e))?;
+        let expected = blob.chunk_len(seq).unwrap_or(0);
+        if data.len() != expected {
+            return Err(Error::Corrupt(format!(
+                "chunk {seq} of upload {} on shard {shard} has {} bytes, {expected} expected",
+                blob.upload_id,
+                data.len()
+            )));
+        }
+        Ok(Bytes::from(data))
+    })
+    .collect()
 }
 
 fn to_i64(n: u64) -> Result<i64, Error> {

@@ -14,7 +14,7 @@ use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLim
 mod indexes;
 mod valet;
 pub use indexes::{IndexDefRow, JobRow};
-pub use valet::{Retirement, ValetGrantRow, ValetKeyRow, ValetKeyState};
+pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 /// A shard as the catalog stores it.
 #[derive(Debug, Clone)]

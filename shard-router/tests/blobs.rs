@@ -1,6 +1,7 @@
 //! Blobs on a shard, on both engines: chunked writes read back byte for byte, overwrites that
 //! readers see whole or not at all, preconditions, aborts and garbage that leave nothing behind,
-//! tombstones, ordered listings, the shard fence and tenant purges.
+//! tombstones, ordered listings, the shard fence and tenant purges; chunks read a window per
+//! statement, with missing and corrupt chunks told apart.
 
 mod common;
 
@@ -13,8 +14,8 @@ use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{
-    BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
-    UploadState,
+    BLOB_CHUNK_BYTES, BLOB_READ_WINDOW_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore,
+    CommitOutcome, Upload, UploadState,
 };
 use shardgate_shard_router::catalog::Audit;
 use shardgate_shard_router::records::RecordStore;
@@ -152,6 +153,79 @@ async fn multi_chunk_round_trip(test: TestDb) {
     let blob = write(&store, "docs/empty", &[], BlobCondition::Absent, 3_000).await.unwrap().blob;
     assert_eq!((blob.size, blob.chunk_count, blob.sha256.as_str()), (0, 0, sha_hex(&[]).as_str()));
     assert!(read_all(&store, &blob).await.unwrap().is_empty());
+    test.drop_db().await;
+}
+
+async fn windows_read_consecutive_chunks_in_one_statement(test: TestDb) {
+    let shard = shard();
+    let store = BlobStore::new(&test.db, &shard).routed_at(0);
+    // Seven chunks, the last one short: windows of four chunks are 0..4 and 4..7.
+    let data = bytes(6 * CHUNK + 1000, 11);
+    let blob = write(&store, "big.bin", &data, BlobCondition::Absent, 1_000).await.unwrap().blob;
+    assert_eq!((blob.chunk_count, blob.chunks_per_window(BLOB_READ_WINDOW_BYTES)), (7, 4));
+    let windows = |seqs, window_bytes| blob.read_windows(seqs, window_bytes).collect::<Vec<_>>();
+    assert_eq!(windows(0..7, BLOB_READ_WINDOW_BYTES), [0..4, 4..7]);
+    assert_eq!(windows(2..6, BLOB_READ_WINDOW_BYTES), [2..4, 4..6], "aligned, so other ranges share windows");
+    assert_eq!(windows(3..7, BLOB_READ_WINDOW_BYTES), [3..4, 4..7], "the last window ends with the blob");
+    assert_eq!(windows(3..3, BLOB_READ_WINDOW_BYTES), Vec::<std::ops::Range<u64>>::new());
+    assert_eq!(windows(0..3, 1), [0..1, 1..2, 2..3], "a window holds at least one chunk");
+
+    let read = |seqs: std::ops::Range<u64>| {
+        let (store, blob) = (&store, &blob);
+        async move { store.read_window(blob, seqs).await.map(|chunks| chunks.concat()) }
+    };
+    assert!(read(0..4).await.unwrap() == data[..4 * CHUNK]);
+    assert!(read(4..7).await.unwrap() == data[4 * CHUNK..], "ends with the short chunk");
+    assert!(read(3..5).await.unwrap() == data[3 * CHUNK..5 * CHUNK], "across a window boundary");
+    assert!(read(6..7).await.unwrap() == data[6 * CHUNK..]);
+    assert!(read(2..2).await.unwrap().is_empty());
+    assert!(matches!(read(5..8).await, Err(Error::BlobProtocol(_))), "past the end");
+    assert!(read_all(&store, &blob).await.unwrap() == data, "read_chunks streams every window");
+    // A byte range maps to chunks, read by windows and trimmed by the caller.
+    let range = (3 * CHUNK as u64 + 17)..(6 * CHUNK as u64 + 500);
+    let seqs = blob.chunks_covering(range.clone());
+    assert_eq!(seqs, 3..7);
+    let mut covered = Vec::new();
+    for window in blob.read_windows(seqs.clone(), BLOB_READ_WINDOW_BYTES) {
+        covered.extend(store.read_window(&blob, window).await.unwrap().concat());
+    }
+    let offset = (seqs.start * CHUNK as u64) as usize;
+    assert!(
+        covered[range.start as usize - offset..range.end as usize - offset]
+            == data[range.start as usize..range.end as usize]
+    );
+
+    // A missing chunk (collected after its blob was replaced) is BlobNotFound, whether it sits
+    // inside the window or at its end.
+    let delete = |seq: i64| {
+        let (pool, upload) = (&test.db.pool, blob.upload_id.clone());
+        async move {
+            sqlx::query("DELETE FROM blob_chunks WHERE upload_id = $1 AND seq = $2")
+                .bind(upload)
+                .bind(seq)
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+    };
+    delete(5).await;
+    assert!(matches!(read(4..7).await, Err(Error::BlobNotFound)));
+    assert!(matches!(store.read_chunk(&blob, 5).await, Err(Error::BlobNotFound)));
+    assert!(read(0..5).await.unwrap() == data[..5 * CHUNK], "the chunks before it still read");
+    delete(6).await;
+    assert!(matches!(read(6..7).await, Err(Error::BlobNotFound)));
+    assert!(matches!(read(4..7).await, Err(Error::BlobNotFound)));
+
+    // A chunk of the wrong length is corrupt, in a window as on its own.
+    sqlx::query("UPDATE blob_chunks SET data = $1 WHERE upload_id = $2 AND seq = 1")
+        .bind(vec![0u8; 10])
+        .bind(&blob.upload_id)
+        .execute(&test.db.pool)
+        .await
+        .unwrap();
+    assert!(matches!(read(0..4).await, Err(Error::Corrupt(_))));
+    assert!(matches!(store.read_chunk(&blob, 1).await, Err(Error::Corrupt(_))));
+    assert!(read(2..5).await.unwrap() == data[2 * CHUNK..5 * CHUNK]);
     test.drop_db().await;
 }
 
@@ -506,6 +580,7 @@ shardgate_shard_router::on_both_engines!(
     sqlite: TestDb::sqlite(),
     postgres: TestDb::postgres("sg_blobs");
     multi_chunk_round_trip,
+    windows_read_consecutive_chunks_in_one_statement,
     overwrite_is_atomic,
     readers_never_see_a_mix,
     failed_precondition_leaves_nothing_staged,

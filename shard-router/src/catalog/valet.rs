@@ -268,4 +268,50 @@ impl Catalog {
         let tx = self.begin_audited(audit).await?;
         tx.commit().await.map_err(catalog_err)
     }
+
+    /// Appends audit entries that change nothing else, each at the time it happened, in one
+    /// transaction: multi-row `INSERT`s of at most [`AUDIT_ROWS_PER_INSERT`] rows each, in order
+    /// (so ids follow the slice). All or none of them are recorded.
+    pub async fn append_audits(&self, entries: &[TimedAudit]) -> Result<(), Error> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
+        for batch in entries.chunks(AUDIT_ROWS_PER_INSERT) {
+            let rows = (0..batch.len())
+                .map(|i| {
+                    let n = i * 6;
+                    format!("(${}, ${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5, n + 6)
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES {rows}");
+            let mut insert = sqlx::query(&sql);
+            for TimedAudit { at_ms, audit } in batch {
+                insert = insert
+                    .bind(*at_ms)
+                    .bind(&audit.actor)
+                    .bind(audit.tenant.as_deref())
+                    .bind(audit.action)
+                    .bind(&audit.target)
+                    .bind(&audit.request_id);
+            }
+            insert.execute(&mut *tx).await.map_err(catalog_err)?;
+        }
+        tx.commit().await.map_err(catalog_err)
+    }
+}
+
+/// The most rows one statement of [`Catalog::append_audits`] inserts (6 parameters each, well
+/// under the parameter limits of both engines).
+pub const AUDIT_ROWS_PER_INSERT: usize = 100;
+
+/// An audit entry and when it happened (ms since the Unix epoch), for entries recorded after the
+/// fact ([`Catalog::append_audits`]).
+#[derive(Debug, Clone)]
+pub struct TimedAudit {
+    /// When the audited event happened.
+    pub at_ms: i64,
+    /// What it was.
+    pub audit: Audit,
 }

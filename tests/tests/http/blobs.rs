@@ -1,12 +1,17 @@
 //! Blobs: streamed in and out in chunks, a SHA-256 `ETag`, conditional writes, single ranges,
-//! listing, path rules, tier size limits, and nothing left behind by a failed upload.
+//! listing, path rules, tier size limits, nothing left behind by a failed upload, and cold
+//! downloads that read each window of chunks from the shard once, however many run at once.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use shardgate_tests::{Backend, TestApp, expect_json, expect_problem};
+use shardgate_tests::{Backend, TestApp, expect_json, expect_problem, metric};
 
-shardgate_tests::conformance!(blobs_round_trip_with_ranges_and_conditions, blob_paths_and_listing);
+shardgate_tests::conformance!(
+    blobs_round_trip_with_ranges_and_conditions,
+    blob_paths_and_listing,
+    a_burst_of_cold_downloads_reads_each_window_once
+);
 
 /// Bytes that differ everywhere (so a misplaced chunk shows).
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
@@ -127,6 +132,50 @@ async fn blobs_round_trip_with_ranges_and_conditions(app: TestApp) {
     let response = get_blob(&app, &token, "empty", &[]).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response.bytes().await.unwrap().is_empty());
+}
+
+/// Shard statements that read blob chunks, as the gateway counts them.
+async fn chunk_reads(app: &TestApp) -> f64 {
+    metric(&app.client, app.metrics_base(), "shardgate_blob_chunk_reads_total").await
+}
+
+async fn a_burst_of_cold_downloads_reads_each_window_once(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    // Ten chunks of 256 KiB, the last one short: windows of 1 MiB are chunks 0..4, 4..8 and 8..10.
+    let bytes = pattern(10 * 256 * 1024 - 1000, 3);
+    let created = put_blob(&app, &token, "cold/big.bin", bytes.clone(), &[]).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    assert_eq!(chunk_reads(&app).await, 0.0, "uploads read no chunks");
+
+    let downloads = (0..8).map(|_| async {
+        let response = get_blob(&app, &token, "cold/big.bin", &[]).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        response.bytes().await.unwrap()
+    });
+    for body in futures::future::join_all(downloads).await {
+        assert!(body.as_ref() == bytes.as_slice(), "every download gets the whole blob");
+    }
+    assert_eq!(chunk_reads(&app).await, 3.0, "one statement per window, however many downloads wanted it");
+
+    // Cached chunks are not read again: a range across windows, and a valet download.
+    let response = get_blob(&app, &token, "cold/big.bin", &[("range", "bytes=1000000-2200000")]).await;
+    assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
+    assert!(response.bytes().await.unwrap().as_ref() == &bytes[1_000_000..=2_200_000]);
+    let body = json!({"path": "cold/big.bin", "permission": "read"});
+    let response =
+        app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(&token).json(&body).send().await.unwrap();
+    let url = expect_json(response, StatusCode::CREATED).await["url"].as_str().unwrap().to_owned();
+    let response = app.client.get(app.url(&url[url.find("/valet/").unwrap()..])).send().await.unwrap();
+    assert!(response.bytes().await.unwrap().as_ref() == bytes.as_slice());
+    assert_eq!(chunk_reads(&app).await, 3.0);
+
+    // A new version is cold again: its chunks are read once more, a window per statement.
+    let replaced = pattern(5 * 256 * 1024, 4);
+    assert_eq!(put_blob(&app, &token, "cold/big.bin", replaced.clone(), &[]).await.status(), StatusCode::OK);
+    let response = get_blob(&app, &token, "cold/big.bin", &[]).await;
+    assert!(response.bytes().await.unwrap().as_ref() == replaced.as_slice());
+    assert_eq!(chunk_reads(&app).await, 5.0, "chunks 0..4 and 4..5 of the new upload");
 }
 
 async fn blob_paths_and_listing(app: TestApp) {

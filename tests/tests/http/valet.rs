@@ -214,13 +214,69 @@ async fn every_tampered_or_stale_url_is_refused_with_its_own_code() {
         .await;
     assert_eq!(app.client.get(&signed_skewed).send().await.unwrap().status(), StatusCode::OK, "clock skew");
 
-    // Refusals are counted and audited.
+    // Refusals are counted and audited (valet requests within the audit writer's flush).
     assert!(metric(&app.client, &app.base_url, "shardgate_valet_refusals_total").await >= cases.len() as f64);
-    let audit = expect_json(app.admin(Method::GET, "/v1/admin/audit?limit=1000", None).await, StatusCode::OK).await;
-    let actions: Vec<&str> = audit["items"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
-    for action in ["valet.issue", "valet.download", "valet.refused", "valet.revoke"] {
-        assert!(actions.contains(&action), "{action} is audited: {actions:?}");
+    let expected = ["valet.issue", "valet.download", "valet.refused", "valet.revoke"];
+    let actions = eventually(Duration::from_secs(10), async || {
+        let actions = audit_actions(&app).await;
+        expected.iter().all(|action| actions.iter().any(|a| a == action)).then_some(actions)
+    })
+    .await;
+    assert!(actions.is_some(), "{expected:?} are all audited: {:?}", audit_actions(&app).await);
+}
+
+/// The action of every entry of the audit log, oldest first.
+async fn audit_actions(app: &TestApp) -> Vec<String> {
+    let mut actions = Vec::new();
+    let mut query = "limit=1000".to_owned();
+    loop {
+        let page =
+            expect_json(app.admin(Method::GET, &format!("/v1/admin/audit?{query}"), None).await, StatusCode::OK).await;
+        let items = page["items"].as_array().unwrap();
+        actions.extend(items.iter().map(|e| e["action"].as_str().unwrap().to_owned()));
+        match page["next_cursor"].as_str() {
+            Some(cursor) if !items.is_empty() => query = format!("limit=1000&cursor={cursor}"),
+            _ => return actions,
+        }
     }
+}
+
+#[tokio::test]
+async fn every_valet_request_of_a_burst_reaches_the_audit_log() {
+    let app = TestApp::spawn(Backend::Postgres).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "popular", bytes(3000)).await;
+    let url = through(&app, &url_of(&issue(&app, &token, json!({"path": "popular", "permission": "read"})).await));
+    // Within the anonymous burst of the test configuration (100), so none is throttled.
+    let (downloads, refusals) = (80, 15);
+    let sig = param(&url, "sg-sig").to_owned();
+    let forged = with_param(&url, "sg-sig", &sig.replacen(&sig[..4], "AAAA", 1));
+    let requests = (0..downloads + refusals).map(|i| {
+        let client = app.client.clone();
+        // The refused ones carry a signature that does not match.
+        let url = if i < downloads { url.clone() } else { forged.clone() };
+        tokio::spawn(async move { client.get(url).send().await.unwrap().status() })
+    });
+    let requests: Vec<_> = requests.collect();
+    for (i, request) in requests.into_iter().enumerate() {
+        let expected = if i < downloads { StatusCode::OK } else { StatusCode::FORBIDDEN };
+        assert_eq!(request.await.unwrap(), expected);
+    }
+    let count = |actions: &[String], action: &str| actions.iter().filter(|a| *a == action).count();
+    let all_there = eventually(Duration::from_secs(10), async || {
+        let actions = audit_actions(&app).await;
+        (count(&actions, "valet.download") == downloads && count(&actions, "valet.refused") == refusals).then_some(())
+    })
+    .await;
+    let actions = audit_actions(&app).await;
+    assert!(
+        all_there.is_some(),
+        "{} downloads and {} refusals audited",
+        count(&actions, "valet.download"),
+        count(&actions, "valet.refused")
+    );
+    assert_eq!(metric(&app.client, &app.base_url, "shardgate_valet_audit_dropped_total").await, 0.0);
 }
 
 /// GET `url` exactly as written (clients normalise `..` away); returns status and body.
