@@ -23,7 +23,7 @@ const INSERT_NEW_OR_NOTHING: &str = "INSERT INTO records \
 
 /// Inserts a new record or bumps the existing one's version (reviving a tombstone), unless the
 /// fence is newer; same parameters. Returns the version and the version it last became live at.
-const INSERT_NEW_OR_UPDATE: &str = "INSERT INTO records \
+pub const INSERT_NEW_OR_UPDATE: &str = "INSERT INTO records \
      (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
      SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
      ON CONFLICT (tenant, collection, key) DO UPDATE SET \

@@ -36,15 +36,8 @@ use sqlx::{AnyPool, Connection, PgPool};
 
 const READ: &str = "SELECT key, version, updated_at, value, deleted FROM records \
                     WHERE tenant = $1 AND collection = $2 AND key = $3";
-const UPSERT: &str = "INSERT INTO records \
-     (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
-     ON CONFLICT (tenant, collection, key) DO UPDATE SET \
-       version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
-       vshard = excluded.vshard, \
-       live_since = CASE WHEN records.deleted = 1 THEN records.version + 1 ELSE records.live_since END, \
-       deleted = 0 \
-     RETURNING version, live_since";
+/// The gateway's unconditional `PUT` statement, as the store runs it.
+const UPSERT: &str = shardgate_shard_router::records::INSERT_NEW_OR_UPDATE;
 const DATABASES: [&str; 2] = ["sgbench_drivers_src", "sgbench_drivers_dst"];
 
 #[derive(Debug, Clone, Copy)]
