@@ -83,6 +83,26 @@ pub struct LimitsConfig {
     /// Most requests in progress at once; more are shed at once with 503 `overloaded` and
     /// `Retry-After`. Default 1024.
     pub max_concurrent_requests: usize,
+    /// Longest a client may take to send the head (request line and headers) of a request,
+    /// counted from its first byte (for a connection's first request, from the connection's
+    /// opening); then the connection is closed without an answer. Must be more than 0. Default
+    /// 10 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub header_read_timeout: std::time::Duration,
+    /// How long a keep-alive connection may sit idle between two requests before it is closed.
+    /// A request in progress is never idle, however long its transfer takes (that is bounded by
+    /// the deadlines above). Must be more than 0. Default 60 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub keep_alive_idle_timeout: std::time::Duration,
+    /// Most client connections open at once, over every listener of the process. When they are
+    /// all open, the connections with no request in progress (idle or still sending a head) are
+    /// closed to make room, and the new connection waits in the listen backlog meanwhile; it is
+    /// never refused outright. Default: derived from the open-file limit, which the process
+    /// first raises to its hard limit: that limit less a reserve of a quarter of it (at least
+    /// 64, at most 8192) for database, Redis and file descriptors, and at most 65536. A larger
+    /// value is lowered to that bound (with a warning), so the process cannot run out of file
+    /// descriptors.
+    pub max_connections: Option<usize>,
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,
     /// Deepest nesting of arrays and objects in a record value; deeper bodies get 400
@@ -101,6 +121,9 @@ impl Default for LimitsConfig {
             admin_timeout: std::time::Duration::from_secs(120),
             transfer_timeout: std::time::Duration::from_secs(3600),
             max_concurrent_requests: 1024,
+            header_read_timeout: std::time::Duration::from_secs(10),
+            keep_alive_idle_timeout: std::time::Duration::from_secs(60),
+            max_connections: None,
             max_record_bytes: 1024 * 1024,
             max_json_depth: 64,
             max_list_limit: 1000,
@@ -352,6 +375,28 @@ mod tests {
         assert_eq!(config.limits.max_record_bytes, 20);
         let debug = format!("{config:?}");
         assert!(!debug.contains("hunter2"), "secrets leak into Debug: {debug}");
+    }
+
+    #[test]
+    fn connection_limits_have_defaults_and_take_durations() {
+        use std::time::Duration;
+        let limits = Config::load_from(None, &[]).unwrap().limits;
+        assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(limits.keep_alive_idle_timeout, Duration::from_secs(60));
+        assert_eq!(limits.max_connections, None, "derived from the open-file limit");
+        let limits = Config::load_from(
+            None,
+            &[
+                ("SHARDGATE_LIMITS__HEADER_READ_TIMEOUT", "2s"),
+                ("SHARDGATE_LIMITS__KEEP_ALIVE_IDLE_TIMEOUT", "500ms"),
+                ("SHARDGATE_LIMITS__MAX_CONNECTIONS", "100"),
+            ],
+        )
+        .unwrap()
+        .limits;
+        assert_eq!(limits.header_read_timeout, Duration::from_secs(2));
+        assert_eq!(limits.keep_alive_idle_timeout, Duration::from_millis(500));
+        assert_eq!(limits.max_connections, Some(100));
     }
 
     #[test]

@@ -27,12 +27,13 @@ use tokio::net::TcpListener;
 
 use crate::admission::Gate;
 use crate::config::{GatekeeperConfig, LimitsConfig};
+use crate::connections::Connections;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::{ApiError, Code};
 use crate::extract::require_json;
 use crate::front_door::{check_request_path, client_ip};
 use crate::metrics::Metrics;
-use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for, serve_until};
+use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
 
 /// How long a tenant's limit reported by the backend is remembered.
 const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
@@ -54,6 +55,7 @@ pub struct Front {
 pub struct Gatekeeper {
     listener: TcpListener,
     router: Router,
+    connections: Connections,
 }
 
 impl Gatekeeper {
@@ -77,7 +79,9 @@ impl Gatekeeper {
         };
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
         let mut gate = None;
+        let mut connections = None;
         let metrics = Metrics::new(|registry| {
+            connections = Some(Connections::new(&config.limits, registry));
             gate = Some(
                 rate_limit_store_for(&config.rate_limits, None, None)
                     .map_err(anyhow::Error::from)
@@ -86,6 +90,7 @@ impl Gatekeeper {
             );
         });
         let gate = gate.expect("the metrics registry calls back once")?;
+        let connections = connections.expect("the metrics registry calls back once")?;
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(2))
@@ -111,7 +116,7 @@ impl Gatekeeper {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-        Ok(Self { listener, router })
+        Ok(Self { listener, router, connections })
     }
 
     /// The bound address.
@@ -121,7 +126,8 @@ impl Gatekeeper {
 
     /// Serves until `shutdown` completes (then drains, as the gateway does).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        serve_until(self.listener, self.router, shutdown).await
+        self.connections.serve_until(self.listener, self.router, shutdown).await;
+        Ok(())
     }
 }
 

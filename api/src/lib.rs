@@ -14,6 +14,7 @@ pub mod blob_service;
 pub mod chunk_cache;
 pub mod cli;
 pub mod config;
+pub mod connections;
 pub mod edge;
 pub mod embedded;
 pub mod envelope;

@@ -1,5 +1,9 @@
 //! Prometheus metrics: request count and latency by method, matched route and status. The
 //! registry belongs to the `App` (no global), so several instances can run in one process.
+//!
+//! Every label comes from a closed set, so no client can grow `/metrics` (or the memory behind
+//! it) by sending odd requests: the method is one of the nine standard ones or `other`, the route
+//! is a route template or `unmatched`, the status is a status the service answers with.
 
 use axum::http::Method;
 use hashbrown::{Equivalent, HashMap};
@@ -11,11 +15,11 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-/// Labels of the HTTP metrics. `route` is the matched route template (low cardinality), or
-/// `unmatched`.
+/// Labels of the HTTP metrics. `method` is [`method_label`]'s; `route` is the matched route
+/// template (low cardinality), or `unmatched`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
-    method: String,
+    method: &'static str,
     route: String,
     status: u16,
 }
@@ -26,14 +30,14 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
-    /// The counter and histogram of each (method, route, status) seen, so a request finds them
-    /// without building label strings.
+    /// The counter and histogram of each (method label, route, status) seen, so a request finds
+    /// them without building label strings.
     handles: RwLock<HashMap<HandleKey, (Counter, Histogram), foldhash::fast::RandomState>>,
 }
 
 #[derive(Debug, Hash, PartialEq, Eq)]
 struct HandleKey {
-    method: Method,
+    method: &'static str,
     route: Box<str>,
     status: u16,
 }
@@ -41,14 +45,14 @@ struct HandleKey {
 /// A borrowed [`HandleKey`]; hashes the same way.
 #[derive(Hash)]
 struct HandleKeyRef<'a> {
-    method: &'a Method,
+    method: &'static str,
     route: &'a str,
     status: u16,
 }
 
 impl Equivalent<HandleKey> for HandleKeyRef<'_> {
     fn equivalent(&self, key: &HandleKey) -> bool {
-        *self.method == key.method && self.route == &*key.route && self.status == key.status
+        self.method == key.method && self.route == &*key.route && self.status == key.status
     }
 }
 
@@ -86,18 +90,71 @@ impl Metrics {
 impl Metrics {
     /// Counts and times one request ([`crate::edge`] calls it for every response).
     pub(crate) fn observe(&self, method: &Method, route: &str, status: u16, seconds: f64) {
+        let method = method_label(method);
         let key = HandleKeyRef { method, route, status };
         if let Some((count, latency)) = self.handles.read().get(&key) {
             count.inc();
             latency.observe(seconds);
             return;
         }
-        let labels = RequestLabels { method: method.as_str().to_owned(), route: route.to_owned(), status };
+        let labels = RequestLabels { method, route: route.to_owned(), status };
         let count = self.requests.get_or_create(&labels).clone();
         let latency = self.latency.get_or_create(&labels).clone();
         count.inc();
         latency.observe(seconds);
-        let key = HandleKey { method: method.clone(), route: route.into(), status };
+        let key = HandleKey { method, route: route.into(), status };
         self.handles.write().insert(key, (count, latency));
+    }
+}
+
+/// The `method` label of a request: the method's name if it is one of the nine of RFC 9110 and
+/// RFC 5789 (`GET`, `HEAD`, `POST`, `PUT`, `DELETE`, `CONNECT`, `OPTIONS`, `TRACE`, `PATCH`),
+/// else `other`: extension methods are a client's free choice, so they share one label value.
+pub fn method_label(method: &Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "CONNECT" => "CONNECT",
+        "OPTIONS" => "OPTIONS",
+        "TRACE" => "TRACE",
+        "PATCH" => "PATCH",
+        _ => "other",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_methods_share_one_label_so_the_exposition_stays_small() {
+        let metrics = Metrics::new(|_| {});
+        for i in 0..20_000 {
+            let method = Method::from_bytes(format!("JUNK{i}").as_bytes()).unwrap();
+            metrics.observe(&method, "unmatched", 404, 0.001);
+        }
+        metrics.observe(&Method::GET, "/healthz", 200, 0.001);
+        metrics.observe(&Method::PATCH, "/healthz", 405, 0.001);
+        let text = metrics.render();
+        assert!(!text.contains("JUNK"), "a client's method is not a label value");
+        assert!(text.len() < 100_000, "{} bytes", text.len());
+        assert!(
+            text.contains(r#"shardgate_http_requests_total{method="other",route="unmatched",status="404"} 20000"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"shardgate_http_requests_total{method="PATCH",route="/healthz",status="405"} 1"#));
+        assert_eq!(metrics.handles.read().len(), 3, "one handle per label set");
+    }
+
+    #[test]
+    fn the_nine_standard_methods_keep_their_names() {
+        for name in ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"] {
+            assert_eq!(method_label(&Method::from_bytes(name.as_bytes()).unwrap()), name);
+        }
+        assert_eq!(method_label(&Method::from_bytes(b"get").unwrap()), "other", "methods are case-sensitive");
+        assert_eq!(method_label(&Method::from_bytes(b"PROPFIND").unwrap()), "other");
     }
 }

@@ -1,7 +1,7 @@
 //! [`Application`]: builds the state, binds the listener (so tests can use port 0), assembles
 //! routes and middleware, and serves until shut down.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,7 @@ use utoipa_swagger_ui::SwaggerUi;
 use crate::admission::{Gate, RedisBuckets};
 use crate::app::App;
 use crate::config::Config;
+use crate::connections::Connections;
 use crate::edge::EdgeLayer;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::{ApiError, Code};
@@ -35,15 +36,13 @@ use crate::metrics::Metrics;
 use crate::openapi::{ApiDoc, add_shared_responses};
 use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
 
-/// How long a shutdown waits for in-flight requests.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// A built gateway with its listener bound.
 #[derive(Debug)]
 pub struct Application {
     listener: TcpListener,
     router: Router,
     valet: Option<(TcpListener, Router)>,
+    connections: Connections,
     app: Arc<App>,
 }
 
@@ -306,7 +305,9 @@ impl Application {
         let mut indexes = None;
         let mut chunks = None;
         let mut valet_audit = None;
+        let mut connections = None;
         let metrics = Metrics::new(|registry| {
+            connections = Some(Connections::new(&config.limits, registry));
             valet_audit = Some(crate::valet_audit::ValetAudit::start(
                 router.catalog().clone(),
                 config.valet.audit_queue_rows,
@@ -334,6 +335,7 @@ impl Application {
         let indexes = indexes.expect("the metrics registry calls back once");
         let chunks = chunks.expect("the metrics registry calls back once");
         let valet_audit = valet_audit.expect("the metrics registry calls back once");
+        let connections = connections.expect("the metrics registry calls back once")?;
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -393,7 +395,7 @@ impl Application {
             Some(listener) => Some((listener, Self::valet_router(app.clone(), &config.limits, &config.cors)?)),
             None => None,
         };
-        Ok(Self { listener, router, valet, app })
+        Ok(Self { listener, router, valet, connections, app })
     }
 
     /// The valet endpoint alone, for its own listener.
@@ -459,9 +461,9 @@ impl Application {
         self.app.clone()
     }
 
-    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to 30 s) and
-    /// writes the valet audit rows still queued (up to
-    /// [`CLOSE_WITHIN`](crate::valet_audit::CLOSE_WITHIN)).
+    /// Serves until `shutdown` completes, then lets in-flight requests finish (up to
+    /// [`DRAIN_TIMEOUT`](crate::connections::DRAIN_TIMEOUT)) and writes the valet audit rows
+    /// still queued (up to [`CLOSE_WITHIN`](crate::valet_audit::CLOSE_WITHIN)).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let app = self.app.clone();
         let served = self.serve(shutdown).await;
@@ -471,9 +473,10 @@ impl Application {
 
     async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let Some((valet_listener, valet_router)) = self.valet else {
-            return serve_until(self.listener, self.router, shutdown).await;
+            self.connections.serve_until(self.listener, self.router, shutdown).await;
+            return Ok(());
         };
-        // One shutdown signal for both listeners.
+        // One shutdown signal for both listeners, and one cap on connections over both.
         let (stop, stopped) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
             shutdown.await;
@@ -482,39 +485,19 @@ impl Application {
         let signal = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
-        let valet = tokio::spawn(serve_until(valet_listener, valet_router, signal(stopped.clone())));
-        serve_until(self.listener, self.router, signal(stopped)).await?;
-        valet.await?
+        let valet_connections = self.connections.clone();
+        let valet_stopped = signal(stopped.clone());
+        let valet = tokio::spawn(async move {
+            valet_connections.serve_until(valet_listener, valet_router, valet_stopped).await;
+        });
+        self.connections.serve_until(self.listener, self.router, signal(stopped)).await;
+        Ok(valet.await?)
     }
 
     /// The address of the valet endpoint's own listener, if configured.
     pub fn valet_addr(&self) -> Option<SocketAddr> {
         self.valet.as_ref().and_then(|(listener, _)| listener.local_addr().ok())
     }
-}
-
-/// Serves `router` on `listener` (with each connection's peer address) until `shutdown`
-/// completes, then lets in-flight requests finish (up to 30 s).
-pub async fn serve_until(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
-    let service = router.into_make_service_with_connect_info::<SocketAddr>();
-    let serve = axum::serve(listener, service).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = draining_tx.send(());
-    });
-    let mut server = tokio::spawn(serve.into_future());
-    tokio::select! {
-        result = &mut server => result??,
-        Ok(()) = draining_rx => match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
-            Ok(result) => result??,
-            Err(_) => tracing::warn!(timeout_s = DRAIN_TIMEOUT.as_secs(), "in-flight requests did not finish in time; exiting"),
-        },
-    }
-    Ok(())
 }
 
 /// The layers every front of shardgate has (the gateway, its valet listener and the standalone

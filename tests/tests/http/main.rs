@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod blobs;
 mod cache;
+mod connections;
 mod gatekeeper;
 mod indexes;
 mod isolation;

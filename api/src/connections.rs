@@ -1,0 +1,749 @@
+//! Connection hygiene: how every front of shardgate (the gateway, its valet listener and the
+//! standalone gatekeeper) accepts, serves and closes client connections, so that no client can
+//! hold a connection, or the process's file descriptors, without bound.
+//!
+//! - **Header deadline** (`limits.header_read_timeout`): a request's head (request line and
+//!   headers) must arrive in full within this time of its first byte (for a connection's first
+//!   request, of the connection's opening); otherwise the connection is closed without an answer.
+//! - **Idle deadline** (`limits.keep_alive_idle_timeout`): a keep-alive connection with no
+//!   request in progress is closed after this long. A request is in progress from the end of its
+//!   head until the last byte of its response is handed to the socket, so a blob transfer of an
+//!   hour is never idle; its length is bounded by the route deadlines instead.
+//! - **Cap** (`limits.max_connections`, shared by every listener of the process): when that many
+//!   connections are open, the accept loop stops accepting (a new connection waits in the
+//!   kernel's listen backlog) and asks every connection with no request in progress (idle, or
+//!   still sending a head) that has waited for a request for [`CROWDED_GRACE`] or more to close,
+//!   so that a crowd of idle or half-sent connections cannot keep new clients, or the probes, out.
+//!   Connections with a request in progress are never closed to make room. The default cap is derived from the open-file limit, which [`Connections::new`]
+//!   first raises to its hard limit, with a reserve left for databases, Redis and files.
+//!
+//! hyper's own `header_read_timeout` is not used: its clock starts when hyper begins waiting for
+//! a head, which on a keep-alive connection is right after the previous response, so it would
+//! bound the idle time between requests by the header deadline. The two deadlines are kept here
+//! instead, by a watcher in each connection's task that reads what the socket and the service
+//! record ([`Activity`]).
+//!
+//! Connections speak HTTP/1.1 with keep-alive (as `axum::serve` did here: HTTP/2 is not enabled).
+//! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo). On shutdown
+//! the listeners stop accepting, idle connections are closed, and requests in progress get up to
+//! [`DRAIN_TIMEOUT`] to finish.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::{Pin, pin};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::ConnectInfo;
+use axum::http::{Request, Response};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+use tokio::time::Instant;
+use tower::ServiceExt;
+
+use crate::config::LimitsConfig;
+
+/// How long a shutdown waits for requests in progress.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest default cap on open connections, whatever the open-file limit allows: each
+/// connection costs memory too (its task and buffers, a few KiB idle).
+pub const MAX_DEFAULT_CONNECTIONS: usize = 65_536;
+
+/// The cap on open connections when the open-file limit cannot be read (not a Unix system).
+const FALLBACK_MAX_CONNECTIONS: usize = 10_000;
+
+/// While every connection slot is taken, how often the accept loop asks idle connections again
+/// to close (a connection that was busy at the last call may have become idle since).
+const CROWDED_RETRY: Duration = Duration::from_millis(100);
+
+/// How long the accept loop pauses after an accept error that is not one connection's own (out
+/// of file descriptors or memory), after asking idle connections to close.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(50);
+
+/// When every slot is taken, a connection with no request in progress is closed to make room
+/// only once it has waited this long for a request head: a client that has just connected (or
+/// just been answered) gets this long to send its request.
+const CROWDED_GRACE: Duration = Duration::from_millis(100);
+
+/// The least time between two warnings about a full connection table or failing accepts.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Why a connection was closed by the gateway rather than by its client (the `reason` label of
+/// `shardgate_connections_closed_total`).
+const CLOSE_REASONS: [&str; 3] = ["header_timeout", "idle_timeout", "crowded_out"];
+
+/// Labels of the closed-connections counter (a closed set: [`CLOSE_REASONS`]).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CloseLabels {
+    reason: &'static str,
+}
+
+/// The connection limits of one process, shared by all its listeners: clone it for each.
+#[derive(Debug, Clone)]
+pub struct Connections {
+    shared: Arc<Shared>,
+}
+
+/// What the accept loops and the connection tasks share.
+#[derive(Debug)]
+struct Shared {
+    /// One permit per connection that may be open.
+    slots: Arc<Semaphore>,
+    max_connections: usize,
+    deadlines: Deadlines,
+    /// Wakes every connection's watcher; those with no request in progress that have waited
+    /// past [`CROWDED_GRACE`] close.
+    crowded: Notify,
+    open: Gauge,
+    closed_header_timeout: Counter,
+    closed_idle_timeout: Counter,
+    closed_crowded_out: Counter,
+    last_warning: Mutex<Option<Instant>>,
+}
+
+/// The two deadlines of a connection with no request in progress.
+#[derive(Debug, Clone, Copy)]
+struct Deadlines {
+    header_read: Duration,
+    keep_alive_idle: Duration,
+}
+
+impl Connections {
+    /// The limits of `limits` (see the module documentation), with
+    /// `shardgate_connections_open`, `shardgate_connections_max` and
+    /// `shardgate_connections_closed_total{reason}` registered in `registry`. Raises the
+    /// process's soft open-file limit to its hard limit first. Fails on a zero timeout or cap.
+    pub fn new(limits: &LimitsConfig, registry: &mut Registry) -> anyhow::Result<Self> {
+        if limits.header_read_timeout.is_zero() {
+            anyhow::bail!("limits.header_read_timeout must be more than 0");
+        }
+        if limits.keep_alive_idle_timeout.is_zero() {
+            anyhow::bail!("limits.keep_alive_idle_timeout must be more than 0");
+        }
+        if limits.max_connections == Some(0) {
+            anyhow::bail!("limits.max_connections must be more than 0");
+        }
+        let open_files = raise_open_file_limit();
+        let max_connections = resolve_max_connections(limits.max_connections, open_files);
+        tracing::info!(
+            max_connections,
+            open_file_limit = open_files,
+            header_read_timeout_ms = limits.header_read_timeout.as_millis() as u64,
+            keep_alive_idle_timeout_ms = limits.keep_alive_idle_timeout.as_millis() as u64,
+            "connection limits"
+        );
+        let open = Gauge::default();
+        registry.register("connections_open", "Client connections open now", open.clone());
+        let max = Gauge::<i64>::default();
+        max.set(i64::try_from(max_connections).unwrap_or(i64::MAX));
+        registry.register("connections_max", "Most client connections open at once (limits.max_connections)", max);
+        let closed = Family::<CloseLabels, Counter>::default();
+        let [header_timeout, idle_timeout, crowded_out] =
+            CLOSE_REASONS.map(|reason| closed.get_or_create(&CloseLabels { reason }).clone());
+        registry.register(
+            "connections_closed",
+            "Client connections closed by the gateway, by reason (header_timeout, idle_timeout, crowded_out)",
+            closed,
+        );
+        Ok(Self {
+            shared: Arc::new(Shared {
+                slots: Arc::new(Semaphore::new(max_connections)),
+                max_connections,
+                deadlines: Deadlines {
+                    header_read: limits.header_read_timeout,
+                    keep_alive_idle: limits.keep_alive_idle_timeout,
+                },
+                crowded: Notify::new(),
+                open,
+                closed_header_timeout: header_timeout,
+                closed_idle_timeout: idle_timeout,
+                closed_crowded_out: crowded_out,
+                last_warning: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Serves `router` on `listener` until `shutdown` completes; then stops accepting, closes
+    /// idle connections and lets requests in progress finish (up to [`DRAIN_TIMEOUT`]).
+    pub async fn serve_until(
+        &self,
+        listener: TcpListener,
+        router: Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let (drain, draining) = watch::channel(false);
+        let mut shutdown = pin!(shutdown);
+        loop {
+            let slot = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                slot = self.slot() => slot,
+            };
+            let (stream, peer) = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        self.accept_failed(&error).await;
+                        continue;
+                    }
+                },
+            };
+            let connection = Connection { shared: self.shared.clone(), peer, _slot: slot };
+            tokio::spawn(connection.serve(stream, router.clone(), draining.clone()));
+        }
+        drop(listener);
+        let _ = drain.send(true);
+        drop(draining);
+        if tokio::time::timeout(DRAIN_TIMEOUT, drain.closed()).await.is_err() {
+            tracing::warn!(timeout_s = DRAIN_TIMEOUT.as_secs(), "in-flight requests did not finish in time; exiting");
+        }
+    }
+
+    /// A free connection slot. While there is none, asks the connections with no request in
+    /// progress to close (again every [`CROWDED_RETRY`]) and waits for one to.
+    async fn slot(&self) -> OwnedSemaphorePermit {
+        let shared = &self.shared;
+        loop {
+            if let Ok(slot) = shared.slots.clone().try_acquire_owned() {
+                return slot;
+            }
+            shared.crowded.notify_waiters();
+            if shared.warning_due() {
+                tracing::warn!(
+                    max_connections = shared.max_connections,
+                    "every connection slot is taken: closing connections with no request in progress"
+                );
+            }
+            if let Ok(Ok(slot)) = tokio::time::timeout(CROWDED_RETRY, shared.slots.clone().acquire_owned()).await {
+                return slot;
+            }
+        }
+    }
+
+    /// Handles an accept error: one connection's own failure is skipped; anything else (out of
+    /// file descriptors or memory) is logged, idle connections are asked to close, and the loop
+    /// pauses briefly before accepting again.
+    async fn accept_failed(&self, error: &io::Error) {
+        if matches!(
+            error.kind(),
+            io::ErrorKind::ConnectionRefused | io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset
+        ) {
+            return;
+        }
+        self.shared.crowded.notify_waiters();
+        if self.shared.warning_due() {
+            tracing::error!(error = %error, "cannot accept connections: closing connections with no request in progress");
+        }
+        tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+    }
+}
+
+impl Shared {
+    /// Whether a warning may be logged now (at most one per [`WARN_EVERY`]); if so, it counts as
+    /// logged.
+    fn warning_due(&self) -> bool {
+        let mut last = self.last_warning.lock();
+        let now = Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+}
+
+/// The cap in force: the configured one, or one derived from the open-file limit, never more
+/// than that limit leaves after its reserve.
+fn resolve_max_connections(configured: Option<usize>, open_files: Option<u64>) -> usize {
+    let ceiling = open_files.map(connection_ceiling);
+    match (configured, ceiling) {
+        (Some(wanted), Some(ceiling)) if wanted > ceiling => {
+            tracing::warn!(
+                max_connections = wanted,
+                open_file_limit = open_files,
+                lowered_to = ceiling,
+                "limits.max_connections is more than the open-file limit allows; lowered"
+            );
+            ceiling
+        }
+        (Some(wanted), _) => wanted,
+        (None, Some(ceiling)) => ceiling.min(MAX_DEFAULT_CONNECTIONS),
+        (None, None) => FALLBACK_MAX_CONNECTIONS,
+    }
+}
+
+/// How many connections an open-file limit of `open_files` allows: the limit less a reserve of a
+/// quarter of it (at least 64, at most 8192) for databases, Redis, the listeners and files; at
+/// least 1.
+fn connection_ceiling(open_files: u64) -> usize {
+    let reserve = (open_files / 4).clamp(64, 8192);
+    let ceiling = open_files.saturating_sub(reserve).max(1);
+    usize::try_from(ceiling).unwrap_or(usize::MAX)
+}
+
+/// Raises the soft open-file limit (`RLIMIT_NOFILE`) to the hard limit and returns the soft limit
+/// then in force (`None` if it cannot be read or is unlimited).
+#[cfg(unix)]
+fn raise_open_file_limit() -> Option<u64> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if let (Some(current), Some(maximum)) = (limit.current, limit.maximum)
+        && current < maximum
+    {
+        match setrlimit(Resource::Nofile, Rlimit { current: Some(maximum), maximum: Some(maximum) }) {
+            Ok(()) => tracing::debug!(from = current, to = maximum, "raised the open-file limit"),
+            Err(e) => tracing::warn!(error = %e, current, maximum, "cannot raise the open-file limit"),
+        }
+    }
+    getrlimit(Resource::Nofile).current
+}
+
+/// Not a Unix system: the open-file limit is not known.
+#[cfg(not(unix))]
+fn raise_open_file_limit() -> Option<u64> {
+    None
+}
+
+/// One accepted connection: holds its slot until its task ends.
+#[derive(Debug)]
+struct Connection {
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl Connection {
+    /// Serves HTTP/1.1 on `stream` until the client closes it, a deadline passes, the connection
+    /// is asked to make room while it has no request in progress, or (after `draining` turns)
+    /// its last request has been answered.
+    async fn serve(self, stream: TcpStream, router: Router, mut draining: watch::Receiver<bool>) {
+        self.shared.open.inc();
+        let activity = Arc::new(Activity::new());
+        let io = TokioIo::new(WatchedStream { stream, activity: activity.clone() });
+        let service = ConnectionService { router, peer: self.peer, activity: activity.clone() };
+        // hyper's own header timeout is off: the watcher below keeps both deadlines.
+        let connection = hyper::server::conn::http1::Builder::new()
+            .keep_alive(true)
+            .header_read_timeout(None)
+            .serve_connection(io, service);
+        let mut connection = pin!(connection);
+        let mut shutting_down = false;
+        let deadlines = self.shared.deadlines;
+        loop {
+            let check = activity.next_check(deadlines);
+            tokio::select! {
+                served = connection.as_mut() => {
+                    if let Err(e) = served {
+                        tracing::debug!(peer = %self.peer, error = %e, "connection ended with an error");
+                    }
+                    break;
+                }
+                () = tokio::time::sleep_until(check) => match activity.expired(deadlines) {
+                    Some(Expired::Header) => {
+                        self.shared.closed_header_timeout.inc();
+                        tracing::debug!(peer = %self.peer, "closing a connection: request head not received in time");
+                        break;
+                    }
+                    Some(Expired::Idle) => {
+                        self.shared.closed_idle_timeout.inc();
+                        tracing::debug!(peer = %self.peer, "closing an idle keep-alive connection");
+                        break;
+                    }
+                    None => {}
+                },
+                () = self.shared.crowded.notified() => {
+                    if activity.waiting_longer_than(CROWDED_GRACE) {
+                        self.shared.closed_crowded_out.inc();
+                        tracing::debug!(peer = %self.peer, "closing a connection with no request in progress to make room");
+                        break;
+                    }
+                }
+                _ = draining.changed(), if !shutting_down => {
+                    shutting_down = true;
+                    connection.as_mut().graceful_shutdown();
+                }
+            }
+        }
+        self.shared.open.dec();
+    }
+}
+
+/// Which deadline a connection missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expired {
+    /// A request head did not arrive in full in time.
+    Header,
+    /// No request came in time.
+    Idle,
+}
+
+/// No time recorded.
+const NEVER: u64 = u64::MAX;
+
+/// What one connection is doing, as its watcher needs to know. The socket wrapper
+/// ([`WatchedStream`]) records bytes received, the service ([`ConnectionService`]) requests
+/// starting and (through [`InProgress`]) finishing. Times are milliseconds since `opened`.
+#[derive(Debug)]
+struct Activity {
+    opened: Instant,
+    /// Requests whose head has been read and whose response has not been sent in full.
+    in_progress: AtomicU32,
+    /// When the connection last had no request in progress left.
+    idle_since: AtomicU64,
+    /// When the first byte of the next request's head arrived while no request was in progress,
+    /// or [`NEVER`]. A new connection starts at 0: its first head is due within the header
+    /// deadline of its opening.
+    head_since: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            opened: Instant::now(),
+            in_progress: AtomicU32::new(0),
+            idle_since: AtomicU64::new(0),
+            head_since: AtomicU64::new(0),
+        }
+    }
+
+    /// Milliseconds since the connection opened.
+    fn now(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(NEVER - 1)
+    }
+
+    /// Bytes arrived on the socket: with no request in progress they start a head.
+    fn received(&self) {
+        if self.in_progress.load(Ordering::Relaxed) == 0 && self.head_since.load(Ordering::Relaxed) == NEVER {
+            self.head_since.store(self.now(), Ordering::Relaxed);
+        }
+    }
+
+    /// A request's head has been read.
+    fn request_started(&self) {
+        self.in_progress.fetch_add(1, Ordering::Relaxed);
+        self.head_since.store(NEVER, Ordering::Relaxed);
+    }
+
+    /// A request's response has been sent in full (or abandoned).
+    fn request_finished(&self) {
+        if self.in_progress.fetch_sub(1, Ordering::Relaxed) == 1 {
+            self.idle_since.store(self.now(), Ordering::Relaxed);
+        }
+    }
+
+    /// No request in progress.
+    fn is_idle(&self) -> bool {
+        self.in_progress.load(Ordering::Relaxed) == 0
+    }
+
+    /// Whether no request is in progress and the connection has waited for the next request's
+    /// head (since it opened, since its last response, or since the head's first byte, whichever
+    /// applies) for `grace` or longer.
+    fn waiting_longer_than(&self, grace: Duration) -> bool {
+        if !self.is_idle() {
+            return false;
+        }
+        let head_since = self.head_since.load(Ordering::Relaxed);
+        let since = if head_since != NEVER { head_since } else { self.idle_since.load(Ordering::Relaxed) };
+        self.now() >= since.saturating_add(millis(grace))
+    }
+
+    /// The deadline a connection with no request in progress has missed, if any.
+    fn expired(&self, deadlines: Deadlines) -> Option<Expired> {
+        if !self.is_idle() {
+            return None;
+        }
+        let now = self.now();
+        let head_since = self.head_since.load(Ordering::Relaxed);
+        if head_since != NEVER {
+            (now >= head_since.saturating_add(millis(deadlines.header_read))).then_some(Expired::Header)
+        } else {
+            let idle_since = self.idle_since.load(Ordering::Relaxed);
+            (now >= idle_since.saturating_add(millis(deadlines.keep_alive_idle))).then_some(Expired::Idle)
+        }
+    }
+
+    /// When the watcher looks next: at the deadline now running, and at least once per the
+    /// shorter deadline, so that a head starting (or a request ending) in between is timed from
+    /// when it happened.
+    fn next_check(&self, deadlines: Deadlines) -> Instant {
+        let now = self.now();
+        let recheck = now.saturating_add(millis(deadlines.header_read.min(deadlines.keep_alive_idle)));
+        let due = if self.is_idle() {
+            let head_since = self.head_since.load(Ordering::Relaxed);
+            if head_since != NEVER {
+                head_since.saturating_add(millis(deadlines.header_read))
+            } else {
+                self.idle_since.load(Ordering::Relaxed).saturating_add(millis(deadlines.keep_alive_idle))
+            }
+        } else {
+            recheck
+        };
+        self.opened + Duration::from_millis(due.min(recheck))
+    }
+}
+
+/// A duration in whole milliseconds (at least 1).
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(NEVER - 1).max(1)
+}
+
+/// Marks one request in progress on its connection until dropped (with the response's body, or
+/// with the response future if the connection ends first).
+#[derive(Debug)]
+struct InProgress(Arc<Activity>);
+
+impl InProgress {
+    fn start(activity: Arc<Activity>) -> Self {
+        activity.request_started();
+        Self(activity)
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.request_finished();
+    }
+}
+
+/// The client socket, recording in [`Activity`] when bytes arrive.
+#[derive(Debug)]
+struct WatchedStream {
+    stream: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl AsyncRead for WatchedStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.activity.received();
+        }
+        read
+    }
+}
+
+impl AsyncWrite for WatchedStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// The router as one connection's hyper service: each request gets the peer address as
+/// [`ConnectInfo`] and is marked in progress until its response has been sent.
+#[derive(Debug, Clone)]
+struct ConnectionService {
+    router: Router,
+    peer: SocketAddr,
+    activity: Arc<Activity>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for ConnectionService {
+    type Response = Response<TrackedBody>;
+    type Error = Infallible;
+    type Future = TrackedResponse<tower::util::Oneshot<Router, Request<Incoming>>>;
+
+    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
+        let in_progress = InProgress::start(self.activity.clone());
+        request.extensions_mut().insert(ConnectInfo(self.peer));
+        TrackedResponse { inner: self.router.clone().oneshot(request), in_progress: Some(in_progress) }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The router's response future; hands the request's [`InProgress`] to the response body.
+    struct TrackedResponse<F> {
+        #[pin]
+        inner: F,
+        in_progress: Option<InProgress>,
+    }
+}
+
+impl<F> Future for TrackedResponse<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+{
+    type Output = Result<Response<TrackedBody>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = match ready!(this.inner.poll(cx)) {
+            Ok(response) => response,
+            Err(never) => match never {},
+        };
+        let in_progress = this.in_progress.take();
+        Poll::Ready(Ok(response.map(|body| TrackedBody { body, _in_progress: in_progress })))
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body that keeps its request in progress until hyper has sent it and drops it.
+    struct TrackedBody {
+        #[pin]
+        body: Body,
+        _in_progress: Option<InProgress>,
+    }
+}
+
+impl HttpBody for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        self.project().body.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEADLINES: Deadlines =
+        Deadlines { header_read: Duration::from_secs(10), keep_alive_idle: Duration::from_secs(60) };
+
+    #[test]
+    fn the_default_cap_leaves_a_reserve_of_file_descriptors() {
+        assert_eq!(connection_ceiling(1024), 768);
+        assert_eq!(connection_ceiling(20_000), 15_000);
+        assert_eq!(connection_ceiling(1 << 20), (1 << 20) - 8192);
+        assert_eq!(connection_ceiling(100), 36);
+        assert_eq!(connection_ceiling(10), 1);
+        assert_eq!(resolve_max_connections(None, Some(1 << 20)), MAX_DEFAULT_CONNECTIONS);
+        assert_eq!(resolve_max_connections(None, Some(20_000)), 15_000);
+        assert_eq!(resolve_max_connections(Some(500), Some(20_000)), 500);
+        assert_eq!(resolve_max_connections(Some(100_000), Some(20_000)), 15_000, "never past the file limit");
+        assert_eq!(resolve_max_connections(None, None), FALLBACK_MAX_CONNECTIONS);
+    }
+
+    #[test]
+    fn zero_deadlines_and_a_zero_cap_are_refused() {
+        let zero = Duration::ZERO;
+        for limits in [
+            LimitsConfig { header_read_timeout: zero, ..LimitsConfig::default() },
+            LimitsConfig { keep_alive_idle_timeout: zero, ..LimitsConfig::default() },
+            LimitsConfig { max_connections: Some(0), ..LimitsConfig::default() },
+        ] {
+            let refused = Connections::new(&limits, &mut Registry::default()).unwrap_err().to_string();
+            assert!(refused.contains("must be more than 0"), "{refused}");
+        }
+        let mut registry = Registry::with_prefix("shardgate");
+        let limits = LimitsConfig { max_connections: Some(7), ..LimitsConfig::default() };
+        assert_eq!(Connections::new(&limits, &mut registry).unwrap().shared.max_connections, 7);
+        let mut exposition = String::new();
+        prometheus_client::encoding::text::encode(&mut exposition, &registry).unwrap();
+        assert!(exposition.contains("shardgate_connections_max 7"), "{exposition}");
+        assert!(exposition.contains(r#"shardgate_connections_closed_total{reason="crowded_out"} 0"#), "{exposition}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_connection_must_send_its_head_within_the_header_deadline() {
+        let activity = Activity::new();
+        tokio::time::advance(Duration::from_secs(9)).await;
+        assert_eq!(activity.expired(DEADLINES), None);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(activity.expired(DEADLINES), Some(Expired::Header));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn between_requests_the_idle_deadline_runs_then_the_header_deadline_from_the_first_byte() {
+        let activity = Arc::new(Activity::new());
+        let request = InProgress::start(activity.clone());
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert_eq!(activity.expired(DEADLINES), None, "a request in progress is never idle");
+        drop(request);
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert_eq!(activity.expired(DEADLINES), None);
+        assert_eq!(activity.next_check(DEADLINES), Instant::now() + Duration::from_secs(1));
+        activity.received();
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(activity.expired(DEADLINES), None, "a head under way has the header deadline, not the idle one");
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(activity.expired(DEADLINES), Some(Expired::Header));
+
+        let idle = Activity::new();
+        idle.request_started();
+        idle.request_finished();
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(idle.expired(DEADLINES), Some(Expired::Idle));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_connections_waiting_past_the_grace_make_room() {
+        let activity = Arc::new(Activity::new());
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "a client that has just connected");
+        tokio::time::advance(CROWDED_GRACE).await;
+        assert!(activity.waiting_longer_than(CROWDED_GRACE), "connected, sent nothing");
+        let request = InProgress::start(activity.clone());
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "a request in progress");
+        drop(request);
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "just answered");
+        tokio::time::advance(CROWDED_GRACE).await;
+        activity.received();
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "a head has just started");
+        tokio::time::advance(CROWDED_GRACE).await;
+        assert!(activity.waiting_longer_than(CROWDED_GRACE), "a head started too long ago");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_watcher_looks_again_no_later_than_the_next_deadline() {
+        let activity = Activity::new();
+        assert_eq!(activity.next_check(DEADLINES), activity.opened + Duration::from_secs(10));
+        activity.request_started();
+        assert_eq!(activity.next_check(DEADLINES), Instant::now() + Duration::from_secs(10));
+        activity.request_finished();
+        tokio::time::advance(Duration::from_secs(2)).await;
+        let check = activity.next_check(DEADLINES);
+        assert_eq!(check, Instant::now() + Duration::from_secs(10), "rechecked within the header deadline");
+        activity.received();
+        assert_eq!(activity.next_check(DEADLINES), Instant::now() + Duration::from_secs(10));
+    }
+}

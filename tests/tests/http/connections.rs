@@ -1,0 +1,239 @@
+//! Connection hygiene: what a client can do without a token to connections and metrics. Request
+//! heads that never finish and idle keep-alive connections are closed on deadlines; a crowd of
+//! them beyond the connection cap does not keep new clients or the probes out; odd methods do not
+//! grow `/metrics`. Each wait is bounded (10 s); no test asserts a timing.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+use shardgate_tests::{Backend, TestApp, expect_json, metric};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The longest any step of these tests waits.
+const BOUND: Duration = Duration::from_secs(10);
+
+/// The gateway's address, `127.0.0.1:<port>`.
+fn address(app: &TestApp) -> String {
+    app.base_url.trim_start_matches("http://").to_owned()
+}
+
+/// A client with no connection pool: every request opens a connection of its own, so none
+/// reuses one the server closed.
+fn fresh_client() -> reqwest::Client {
+    reqwest::Client::builder().pool_max_idle_per_host(0).timeout(BOUND).build().unwrap()
+}
+
+/// Reads until the server closes the connection; the bytes read before. Panics if it stays open
+/// for [`BOUND`].
+async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(BOUND, async {
+        let mut buffer = [0u8; 4096];
+        loop {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the server kept the connection open for {BOUND:?}");
+    received
+}
+
+/// Reads one response with a `content-length` (the head and that many body bytes).
+async fn read_response(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let mut buffer = [0u8; 4096];
+    tokio::time::timeout(BOUND, async {
+        loop {
+            let n = stream.read(&mut buffer).await.expect("the response arrives");
+            assert!(n > 0, "the connection closed before the response: {}", String::from_utf8_lossy(&received));
+            received.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&received);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length = text[..end]
+                    .lines()
+                    .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                    .and_then(|v| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                if received.len() >= end + 4 + length {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+    .expect("the response arrives within the bound");
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+#[tokio::test]
+async fn junk_methods_share_one_metric_label_and_leave_the_metrics_small() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let answers: Vec<StatusCode> = futures::stream::iter(0..20_000)
+        .map(|i| {
+            let method = Method::from_bytes(format!("JUNK{i:05}").as_bytes()).unwrap();
+            let path = if i % 2 == 0 { "/healthz".to_owned() } else { format!("/nowhere/{i}") };
+            let request = app.client.request(method, app.url(&path)).send();
+            async move { request.await.expect("the server answers").status() }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    assert_eq!(answers.len(), 20_000);
+    assert!(answers.iter().all(StatusCode::is_client_error), "every junk request gets a 4xx");
+
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(text.len() < 100_000, "/metrics is {} bytes after 20,000 junk methods", text.len());
+    assert!(!text.contains("JUNK"), "a client's method never becomes a label value");
+    let samples: Vec<&str> = text.lines().filter(|line| line.starts_with("shardgate_http_requests_total{")).collect();
+    assert!(
+        samples.iter().any(|line| line.contains(r#"method="other",route="/healthz",status="405""#)),
+        "an unknown method on a known route: {samples:#?}"
+    );
+    assert!(
+        samples.iter().any(|line| line.contains(r#"method="other",route="unmatched""#)),
+        "an unknown method on an unknown path: {samples:#?}"
+    );
+    assert!(!text.contains("/nowhere/"), "raw paths are not label values");
+    assert!(samples.len() <= 10, "the label set stays small: {samples:#?}");
+}
+
+#[tokio::test]
+async fn a_request_head_that_never_finishes_is_closed_at_the_header_deadline() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.limits.header_read_timeout = Duration::from_millis(500);
+        config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
+    })
+    .await;
+    let mut stream = TcpStream::connect(address(&app)).await.unwrap();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\nX-Slow: ").await.unwrap();
+    let answer = read_until_closed(&mut stream).await;
+    assert!(answer.is_empty(), "closed without an answer: {}", String::from_utf8_lossy(&answer));
+
+    let mut silent = TcpStream::connect(address(&app)).await.unwrap();
+    read_until_closed(&mut silent).await;
+
+    assert_eq!(metric(&app.client, &app.base_url, "shardgate_connections_closed_total{reason=\"header_timeout\"}").await, 2.0);
+    let response = app.send(Method::GET, "/healthz", None, None, &[]).await;
+    assert_eq!(response.status(), StatusCode::OK, "other clients are served");
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_at_the_idle_deadline() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.limits.header_read_timeout = Duration::from_secs(600);
+        config.limits.keep_alive_idle_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let mut stream = TcpStream::connect(address(&app)).await.unwrap();
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n").await.unwrap();
+    let first = read_response(&mut stream).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n").await.unwrap();
+    let second = read_response(&mut stream).await;
+    assert!(second.starts_with("HTTP/1.1 200"), "the connection is kept alive between requests: {second}");
+
+    let rest = read_until_closed(&mut stream).await;
+    assert!(rest.is_empty(), "nothing more was sent: {}", String::from_utf8_lossy(&rest));
+    assert_eq!(metric(&app.client, &app.base_url, "shardgate_connections_closed_total{reason=\"idle_timeout\"}").await, 1.0);
+}
+
+#[tokio::test]
+async fn a_slow_upload_in_progress_outlives_both_deadlines() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.limits.header_read_timeout = Duration::from_millis(300);
+        config.limits.keep_alive_idle_timeout = Duration::from_millis(300);
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    // Six pieces, the first at once (with the head), then 400 ms apart: the body takes 2 s,
+    // several times either deadline.
+    let pieces = futures::stream::iter(0..6u8).then(|i| async move {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(400)).await;
+        }
+        Ok::<Vec<u8>, std::io::Error>(vec![i; 10_000])
+    });
+    let response = fresh_client()
+        .put(app.url("/v1/tenants/acme/blobs/slow.bin"))
+        .bearer_auth(&token)
+        .header("content-type", "application/octet-stream")
+        .body(reqwest::Body::wrap_stream(pieces))
+        .send()
+        .await
+        .expect("the upload is answered");
+    expect_json(response, StatusCode::CREATED).await;
+    let blob = fresh_client()
+        .get(app.url("/v1/tenants/acme/blobs/slow.bin"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(blob.status(), StatusCode::OK);
+    assert_eq!(blob.bytes().await.unwrap().len(), 60_000);
+}
+
+#[tokio::test]
+async fn idle_and_half_sent_connections_beyond_the_cap_do_not_keep_clients_out() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.limits.max_connections = Some(32);
+        // Long deadlines: only the cap is at work here.
+        config.limits.header_read_timeout = Duration::from_secs(600);
+        config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let mut crowd = Vec::new();
+    for i in 0..400 {
+        let mut stream = TcpStream::connect(address(&app)).await.expect("the listen backlog takes the connection");
+        if i % 2 == 1 {
+            stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\nX-Slow: ").await.unwrap();
+        }
+        crowd.push(stream);
+    }
+
+    let client = fresh_client();
+    let health = tokio::time::timeout(BOUND, client.get(app.url("/healthz")).send())
+        .await
+        .expect("/healthz answers while the crowd holds its connections")
+        .expect("/healthz answers");
+    assert_eq!(health.status(), StatusCode::OK);
+    let put = client
+        .put(app.url("/v1/tenants/acme/collections/docs/records/k"))
+        .bearer_auth(&token)
+        .json(&json!({"served": true}))
+        .send()
+        .await
+        .expect("a new client is served");
+    assert_eq!(put.status(), StatusCode::CREATED);
+    let get = client
+        .get(app.url("/v1/tenants/acme/collections/docs/records/k"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .expect("a new client is served");
+    let record = expect_json(get, StatusCode::OK).await;
+    assert_eq!(record["value"], json!({"served": true}), "{record}");
+
+    let metrics = client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let open = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("shardgate_connections_open "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("the open connections gauge");
+    assert!(open <= 32.0, "never more connections open than the cap: {open}");
+    let crowded_out = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("shardgate_connections_closed_total{reason=\"crowded_out\"} "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .expect("the crowded-out counter");
+    assert!(crowded_out >= 1.0, "idle connections made room: {metrics}");
+    drop(crowd);
+}
