@@ -25,8 +25,8 @@
 //!
 //! Connections speak HTTP/1.1 with keep-alive (as `axum::serve` did here: HTTP/2 is not enabled).
 //! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo). On shutdown
-//! the listeners stop accepting, idle connections are closed, and requests in progress get up to
-//! [`DRAIN_TIMEOUT`] to finish.
+//! the listeners stop accepting, connections with no request in progress are closed, and requests
+//! in progress get up to [`DRAIN_TIMEOUT`] to finish (their connections close after them).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -332,8 +332,8 @@ struct Connection {
 
 impl Connection {
     /// Serves HTTP/1.1 on `stream` until the client closes it, a deadline passes, the connection
-    /// is asked to make room while it has no request in progress, or (after `draining` turns)
-    /// its last request has been answered.
+    /// is asked to make room while it has no request in progress, or `draining` turns (at once
+    /// with no request in progress, else once the request in progress has been answered).
     async fn serve(self, stream: TcpStream, router: Router, mut draining: watch::Receiver<bool>) {
         self.shared.open.inc();
         let activity = Arc::new(Activity::new());
@@ -342,13 +342,13 @@ impl Connection {
         // hyper's own header timeout is off: the watcher below keeps both deadlines.
         let connection = hyper::server::conn::http1::Builder::new()
             .keep_alive(true)
-            .header_read_timeout(None)
+            .header_read_timeout(None::<Duration>)
             .serve_connection(io, service);
         let mut connection = pin!(connection);
         let mut shutting_down = false;
         let deadlines = self.shared.deadlines;
         loop {
-            let check = activity.next_check(deadlines);
+            let check = activity.instant(activity.next_check(deadlines, activity.now()));
             tokio::select! {
                 served = connection.as_mut() => {
                     if let Err(e) = served {
@@ -356,7 +356,7 @@ impl Connection {
                     }
                     break;
                 }
-                () = tokio::time::sleep_until(check) => match activity.expired(deadlines) {
+                () = tokio::time::sleep_until(check) => match activity.expired(deadlines, activity.now()) {
                     Some(Expired::Header) => {
                         self.shared.closed_header_timeout.inc();
                         tracing::debug!(peer = %self.peer, "closing a connection: request head not received in time");
@@ -370,13 +370,17 @@ impl Connection {
                     None => {}
                 },
                 () = self.shared.crowded.notified() => {
-                    if activity.waiting_longer_than(CROWDED_GRACE) {
+                    if activity.waiting_longer_than(CROWDED_GRACE, activity.now()) {
                         self.shared.closed_crowded_out.inc();
                         tracing::debug!(peer = %self.peer, "closing a connection with no request in progress to make room");
                         break;
                     }
                 }
                 _ = draining.changed(), if !shutting_down => {
+                    if activity.is_idle() {
+                        break;
+                    }
+                    // The request in progress is answered, then the connection closes.
                     shutting_down = true;
                     connection.as_mut().graceful_shutdown();
                 }
@@ -400,7 +404,8 @@ const NEVER: u64 = u64::MAX;
 
 /// What one connection is doing, as its watcher needs to know. The socket wrapper
 /// ([`WatchedStream`]) records bytes received, the service ([`ConnectionService`]) requests
-/// starting and (through [`InProgress`]) finishing. Times are milliseconds since `opened`.
+/// starting and (through [`InProgress`]) finishing. Times are milliseconds since `opened`; the
+/// decisions take the time as an argument ([`Activity::now`] in service), so tests give theirs.
 #[derive(Debug)]
 struct Activity {
     opened: Instant,
@@ -429,10 +434,15 @@ impl Activity {
         u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(NEVER - 1)
     }
 
-    /// Bytes arrived on the socket: with no request in progress they start a head.
-    fn received(&self) {
+    /// The instant `at` milliseconds after the connection opened.
+    fn instant(&self, at: u64) -> Instant {
+        self.opened + Duration::from_millis(at)
+    }
+
+    /// Bytes arrived on the socket at `now`: with no request in progress they start a head.
+    fn received(&self, now: u64) {
         if self.in_progress.load(Ordering::Relaxed) == 0 && self.head_since.load(Ordering::Relaxed) == NEVER {
-            self.head_since.store(self.now(), Ordering::Relaxed);
+            self.head_since.store(now, Ordering::Relaxed);
         }
     }
 
@@ -442,10 +452,10 @@ impl Activity {
         self.head_since.store(NEVER, Ordering::Relaxed);
     }
 
-    /// A request's response has been sent in full (or abandoned).
-    fn request_finished(&self) {
+    /// A request's response has been sent in full (or abandoned) at `now`.
+    fn request_finished(&self, now: u64) {
         if self.in_progress.fetch_sub(1, Ordering::Relaxed) == 1 {
-            self.idle_since.store(self.now(), Ordering::Relaxed);
+            self.idle_since.store(now, Ordering::Relaxed);
         }
     }
 
@@ -454,24 +464,26 @@ impl Activity {
         self.in_progress.load(Ordering::Relaxed) == 0
     }
 
-    /// Whether no request is in progress and the connection has waited for the next request's
-    /// head (since it opened, since its last response, or since the head's first byte, whichever
-    /// applies) for `grace` or longer.
-    fn waiting_longer_than(&self, grace: Duration) -> bool {
-        if !self.is_idle() {
-            return false;
+    /// When the connection started waiting for the next request's head: since it opened, since
+    /// its last response, or since the head's first byte, whichever applies.
+    fn waiting_since(&self) -> u64 {
+        match self.head_since.load(Ordering::Relaxed) {
+            NEVER => self.idle_since.load(Ordering::Relaxed),
+            head_since => head_since,
         }
-        let head_since = self.head_since.load(Ordering::Relaxed);
-        let since = if head_since != NEVER { head_since } else { self.idle_since.load(Ordering::Relaxed) };
-        self.now() >= since.saturating_add(millis(grace))
     }
 
-    /// The deadline a connection with no request in progress has missed, if any.
-    fn expired(&self, deadlines: Deadlines) -> Option<Expired> {
+    /// Whether, at `now`, no request is in progress and the connection has waited for the next
+    /// request's head for `grace` or longer.
+    fn waiting_longer_than(&self, grace: Duration, now: u64) -> bool {
+        self.is_idle() && now >= self.waiting_since().saturating_add(millis(grace))
+    }
+
+    /// The deadline a connection with no request in progress has missed at `now`, if any.
+    fn expired(&self, deadlines: Deadlines, now: u64) -> Option<Expired> {
         if !self.is_idle() {
             return None;
         }
-        let now = self.now();
         let head_since = self.head_since.load(Ordering::Relaxed);
         if head_since != NEVER {
             (now >= head_since.saturating_add(millis(deadlines.header_read))).then_some(Expired::Header)
@@ -481,11 +493,10 @@ impl Activity {
         }
     }
 
-    /// When the watcher looks next: at the deadline now running, and at least once per the
-    /// shorter deadline, so that a head starting (or a request ending) in between is timed from
-    /// when it happened.
-    fn next_check(&self, deadlines: Deadlines) -> Instant {
-        let now = self.now();
+    /// When (in milliseconds since opening) the watcher looks next, asked at `now`: at the
+    /// deadline now running, and at least once per the shorter deadline, so that a head starting
+    /// (or a request ending) in between is timed from when it happened.
+    fn next_check(&self, deadlines: Deadlines, now: u64) -> u64 {
         let recheck = now.saturating_add(millis(deadlines.header_read.min(deadlines.keep_alive_idle)));
         let due = if self.is_idle() {
             let head_since = self.head_since.load(Ordering::Relaxed);
@@ -497,7 +508,7 @@ impl Activity {
         } else {
             recheck
         };
-        self.opened + Duration::from_millis(due.min(recheck))
+        due.min(recheck)
     }
 }
 
@@ -520,7 +531,7 @@ impl InProgress {
 
 impl Drop for InProgress {
     fn drop(&mut self) {
-        self.0.request_finished();
+        self.0.request_finished(self.0.now());
     }
 }
 
@@ -537,7 +548,7 @@ impl AsyncRead for WatchedStream {
         let before = buf.filled().len();
         let read = Pin::new(&mut this.stream).poll_read(cx, buf);
         if buf.filled().len() > before {
-            this.activity.received();
+            this.activity.received(this.activity.now());
         }
         read
     }
@@ -683,67 +694,72 @@ mod tests {
         assert!(exposition.contains(r#"shardgate_connections_closed_total{reason="crowded_out"} 0"#), "{exposition}");
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_new_connection_must_send_its_head_within_the_header_deadline() {
+    /// Milliseconds.
+    const S: u64 = 1000;
+
+    #[test]
+    fn a_new_connection_must_send_its_head_within_the_header_deadline() {
         let activity = Activity::new();
-        tokio::time::advance(Duration::from_secs(9)).await;
-        assert_eq!(activity.expired(DEADLINES), None);
-        tokio::time::advance(Duration::from_secs(1)).await;
-        assert_eq!(activity.expired(DEADLINES), Some(Expired::Header));
+        assert_eq!(activity.expired(DEADLINES, 9 * S), None);
+        assert_eq!(activity.expired(DEADLINES, 10 * S), Some(Expired::Header));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn between_requests_the_idle_deadline_runs_then_the_header_deadline_from_the_first_byte() {
-        let activity = Arc::new(Activity::new());
-        let request = InProgress::start(activity.clone());
-        tokio::time::advance(Duration::from_secs(3600)).await;
-        assert_eq!(activity.expired(DEADLINES), None, "a request in progress is never idle");
-        drop(request);
-        tokio::time::advance(Duration::from_secs(59)).await;
-        assert_eq!(activity.expired(DEADLINES), None);
-        assert_eq!(activity.next_check(DEADLINES), Instant::now() + Duration::from_secs(1));
-        activity.received();
-        tokio::time::advance(Duration::from_secs(5)).await;
-        assert_eq!(activity.expired(DEADLINES), None, "a head under way has the header deadline, not the idle one");
-        tokio::time::advance(Duration::from_secs(5)).await;
-        assert_eq!(activity.expired(DEADLINES), Some(Expired::Header));
+    #[test]
+    fn between_requests_the_idle_deadline_runs_then_the_header_deadline_from_the_first_byte() {
+        let activity = Activity::new();
+        activity.received(10);
+        activity.request_started();
+        assert_eq!(activity.expired(DEADLINES, 3600 * S), None, "a request in progress is never idle");
+        activity.request_finished(3600 * S);
+        assert_eq!(activity.expired(DEADLINES, 3659 * S), None);
+        assert_eq!(activity.next_check(DEADLINES, 3659 * S), 3660 * S, "the idle deadline");
+        activity.received(3659 * S);
+        assert_eq!(activity.expired(DEADLINES, 3664 * S), None, "a head under way has the header deadline");
+        assert_eq!(activity.expired(DEADLINES, 3669 * S), Some(Expired::Header));
 
         let idle = Activity::new();
         idle.request_started();
-        idle.request_finished();
-        tokio::time::advance(Duration::from_secs(60)).await;
-        assert_eq!(idle.expired(DEADLINES), Some(Expired::Idle));
+        idle.request_finished(S);
+        assert_eq!(idle.expired(DEADLINES, 60 * S), None);
+        assert_eq!(idle.expired(DEADLINES, 61 * S), Some(Expired::Idle));
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn only_connections_waiting_past_the_grace_make_room() {
+    #[test]
+    fn pipelined_requests_keep_the_connection_in_progress_until_the_last_is_answered() {
         let activity = Arc::new(Activity::new());
-        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "a client that has just connected");
-        tokio::time::advance(CROWDED_GRACE).await;
-        assert!(activity.waiting_longer_than(CROWDED_GRACE), "connected, sent nothing");
-        let request = InProgress::start(activity.clone());
-        tokio::time::advance(Duration::from_secs(60)).await;
-        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "a request in progress");
-        drop(request);
-        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "just answered");
-        tokio::time::advance(CROWDED_GRACE).await;
-        activity.received();
-        assert!(!activity.waiting_longer_than(CROWDED_GRACE), "a head has just started");
-        tokio::time::advance(CROWDED_GRACE).await;
-        assert!(activity.waiting_longer_than(CROWDED_GRACE), "a head started too long ago");
+        let first = InProgress::start(activity.clone());
+        let second = InProgress::start(activity.clone());
+        drop(first);
+        assert!(!activity.is_idle());
+        assert_eq!(activity.expired(DEADLINES, 3600 * S), None);
+        drop(second);
+        assert!(activity.is_idle());
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_watcher_looks_again_no_later_than_the_next_deadline() {
+    #[test]
+    fn only_connections_waiting_past_the_grace_make_room() {
+        let grace = millis(CROWDED_GRACE);
         let activity = Activity::new();
-        assert_eq!(activity.next_check(DEADLINES), activity.opened + Duration::from_secs(10));
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE, 0), "a client that has just connected");
+        assert!(activity.waiting_longer_than(CROWDED_GRACE, grace), "connected, sent nothing");
         activity.request_started();
-        assert_eq!(activity.next_check(DEADLINES), Instant::now() + Duration::from_secs(10));
-        activity.request_finished();
-        tokio::time::advance(Duration::from_secs(2)).await;
-        let check = activity.next_check(DEADLINES);
-        assert_eq!(check, Instant::now() + Duration::from_secs(10), "rechecked within the header deadline");
-        activity.received();
-        assert_eq!(activity.next_check(DEADLINES), Instant::now() + Duration::from_secs(10));
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE, 60 * S), "a request in progress");
+        activity.request_finished(60 * S);
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE, 60 * S), "just answered");
+        activity.received(60 * S + grace);
+        assert!(!activity.waiting_longer_than(CROWDED_GRACE, 60 * S + grace), "a head has just started");
+        assert!(activity.waiting_longer_than(CROWDED_GRACE, 60 * S + 2 * grace), "a head started too long ago");
+    }
+
+    #[test]
+    fn the_watcher_looks_again_no_later_than_the_next_deadline() {
+        let activity = Activity::new();
+        assert_eq!(activity.next_check(DEADLINES, 0), 10 * S, "the first head's deadline");
+        activity.request_started();
+        assert_eq!(activity.next_check(DEADLINES, 0), 10 * S, "in progress: a recheck");
+        activity.request_finished(2 * S);
+        assert_eq!(activity.next_check(DEADLINES, 2 * S), 12 * S, "rechecked within the header deadline");
+        activity.received(5 * S);
+        assert_eq!(activity.next_check(DEADLINES, 12 * S), 15 * S, "the head's deadline");
     }
 }
