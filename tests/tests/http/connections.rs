@@ -57,7 +57,9 @@ async fn read_response(stream: &mut TcpStream) -> String {
             if let Some(end) = text.find("\r\n\r\n") {
                 let length = text[..end]
                     .lines()
-                    .find_map(|line| line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
+                    .find_map(|line| {
+                        line.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned())
+                    })
                     .and_then(|v| v.parse::<usize>().ok())
                     .unwrap_or(0);
                 if received.len() >= end + 4 + length {
@@ -118,7 +120,10 @@ async fn a_request_head_that_never_finishes_is_closed_at_the_header_deadline() {
     let mut silent = TcpStream::connect(address(&app)).await.unwrap();
     read_until_closed(&mut silent).await;
 
-    assert_eq!(metric(&app.client, &app.base_url, "shardgate_connections_closed_total{reason=\"header_timeout\"}").await, 2.0);
+    assert_eq!(
+        metric(&app.client, &app.base_url, "shardgate_connections_closed_total{reason=\"header_timeout\"}").await,
+        2.0
+    );
     let response = app.send(Method::GET, "/healthz", None, None, &[]).await;
     assert_eq!(response.status(), StatusCode::OK, "other clients are served");
 }
@@ -140,7 +145,10 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_deadline() {
 
     let rest = read_until_closed(&mut stream).await;
     assert!(rest.is_empty(), "nothing more was sent: {}", String::from_utf8_lossy(&rest));
-    assert_eq!(metric(&app.client, &app.base_url, "shardgate_connections_closed_total{reason=\"idle_timeout\"}").await, 1.0);
+    assert_eq!(
+        metric(&app.client, &app.base_url, "shardgate_connections_closed_total{reason=\"idle_timeout\"}").await,
+        1.0
+    );
 }
 
 #[tokio::test]
@@ -169,12 +177,7 @@ async fn a_slow_upload_in_progress_outlives_both_deadlines() {
         .await
         .expect("the upload is answered");
     expect_json(response, StatusCode::CREATED).await;
-    let blob = fresh_client()
-        .get(app.url("/v1/tenants/acme/blobs/slow.bin"))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let blob = fresh_client().get(app.url("/v1/tenants/acme/blobs/slow.bin")).bearer_auth(&token).send().await.unwrap();
     assert_eq!(blob.status(), StatusCode::OK);
     assert_eq!(blob.bytes().await.unwrap().len(), 60_000);
 }
