@@ -62,8 +62,9 @@ use crate::config::LimitsConfig;
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The largest default cap on open connections, whatever the open-file limit allows: each
-/// connection costs memory too (its task and buffers, a few KiB idle).
-pub const MAX_DEFAULT_CONNECTIONS: usize = 65_536;
+/// connection costs memory too (its task and buffers: about 20 KiB for one held open without a
+/// request, measured by `bench/connections.sh`), so 32,768 of them take about 700 MiB.
+pub const MAX_DEFAULT_CONNECTIONS: usize = 32_768;
 
 /// The cap on open connections when the open-file limit cannot be read (not a Unix system).
 const FALLBACK_MAX_CONNECTIONS: usize = 10_000;
