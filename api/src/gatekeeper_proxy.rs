@@ -94,7 +94,9 @@ impl Gatekeeper {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(2))
-            .pool_idle_timeout(Duration::from_secs(60))
+            // Under the backend's default `limits.keep_alive_idle_timeout` (60 s), so an idle
+            // pooled connection is dropped here before the backend closes it under a request.
+            .pool_idle_timeout(Duration::from_secs(30))
             .build()?;
         let front = Arc::new(Front {
             gate,
