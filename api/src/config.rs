@@ -96,12 +96,12 @@ pub struct LimitsConfig {
     pub keep_alive_idle_timeout: std::time::Duration,
     /// Most client connections open at once, over every listener of the process. When they are
     /// all open, the connections that have had no request in progress for 100 ms (idle, or
-    /// still sending a head) are closed to make room, and the new connection waits in the listen
-    /// backlog meanwhile; it is never refused outright. Default: derived from the open-file
-    /// limit, which the process first raises to its hard limit: that limit less a reserve of a
-    /// quarter of it (at least 64, at most 8192) for database and Redis connections and files,
-    /// and at most 32768. A larger value is lowered to that bound (with a warning), so the
-    /// process cannot run out of file descriptors.
+    /// still sending a head) are closed to make room, and the new connection waits meanwhile
+    /// (those after it in the listen backlog); it is never refused outright. Default: derived
+    /// from the open-file limit, which the process first raises to its hard limit: that limit
+    /// less a reserve of a quarter of it (at least 64, at most 8192) for database and Redis
+    /// connections and files, and at most 32768. A larger value is lowered to that bound (with a
+    /// warning), so the process cannot run out of file descriptors.
     pub max_connections: Option<usize>,
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,

@@ -10,9 +10,10 @@
 //!   head until the last byte of its response is handed to the socket, so a blob transfer of an
 //!   hour is never idle; its length is bounded by the route deadlines instead.
 //! - **Cap** (`limits.max_connections`, shared by every listener of the process): when that many
-//!   connections are open, the accept loop stops accepting (a new connection waits in the
-//!   kernel's listen backlog) and asks every connection with no request in progress (idle, or
-//!   still sending a head) that has waited for a request for [`CROWDED_GRACE`] or more to close,
+//!   connections are open, the accept loop holds the connection it has just accepted (the next
+//!   ones wait in the kernel's listen backlog), and asks every connection with no request in
+//!   progress (idle, or still sending a head) that has waited for a request for
+//!   [`CROWDED_GRACE`] or more to close,
 //!   so that a crowd of idle or half-sent connections cannot keep new clients, or the probes, out.
 //!   Connections with a request in progress are never closed to make room. The default cap is derived from the open-file limit, which [`Connections::new`]
 //!   first raises to its hard limit, with a reserve left for databases, Redis and files.
@@ -181,7 +182,8 @@ impl Connections {
     }
 
     /// Serves `router` on `listener` until `shutdown` completes; then stops accepting, closes
-    /// idle connections and lets requests in progress finish (up to [`DRAIN_TIMEOUT`]).
+    /// idle connections and lets requests in progress finish (up to [`DRAIN_TIMEOUT`]). Each
+    /// listener may hold one accepted connection beyond the cap while it waits for a slot.
     pub async fn serve_until(
         &self,
         listener: TcpListener,
@@ -191,11 +193,6 @@ impl Connections {
         let (drain, draining) = watch::channel(false);
         let mut shutdown = pin!(shutdown);
         loop {
-            let slot = tokio::select! {
-                biased;
-                () = &mut shutdown => break,
-                slot = self.slot() => slot,
-            };
             let (stream, peer) = tokio::select! {
                 biased;
                 () = &mut shutdown => break,
@@ -206,6 +203,13 @@ impl Connections {
                         continue;
                     }
                 },
+            };
+            // Only a connection that is there asks for room: with every slot taken, it waits
+            // here (the next ones in the listen backlog) while idle connections close.
+            let slot = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                slot = self.slot() => slot,
             };
             let connection = Connection { shared: self.shared.clone(), peer, _slot: slot };
             tokio::spawn(connection.serve(stream, router.clone(), draining.clone()));

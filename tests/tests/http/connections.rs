@@ -15,6 +15,9 @@ use tokio::net::TcpStream;
 /// The longest any step of these tests waits.
 const BOUND: Duration = Duration::from_secs(10);
 
+/// A whole request for `/healthz`.
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n";
+
 /// The gateway's address, `127.0.0.1:<port>`.
 fn address(app: &TestApp) -> String {
     app.base_url.trim_start_matches("http://").to_owned()
@@ -108,7 +111,7 @@ async fn junk_methods_share_one_metric_label_and_leave_the_metrics_small() {
 #[tokio::test]
 async fn a_request_head_that_never_finishes_is_closed_at_the_header_deadline() {
     let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.header_read_timeout = Duration::from_millis(500);
+        config.limits.header_read_timeout = Duration::from_secs(1);
         config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
     })
     .await;
@@ -136,10 +139,10 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_deadline() {
     })
     .await;
     let mut stream = TcpStream::connect(address(&app)).await.unwrap();
-    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n").await.unwrap();
+    stream.write_all(HEALTHZ).await.unwrap();
     let first = read_response(&mut stream).await;
     assert!(first.starts_with("HTTP/1.1 200"), "{first}");
-    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n").await.unwrap();
+    stream.write_all(HEALTHZ).await.unwrap();
     let second = read_response(&mut stream).await;
     assert!(second.starts_with("HTTP/1.1 200"), "the connection is kept alive between requests: {second}");
 
@@ -154,17 +157,17 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_deadline() {
 #[tokio::test]
 async fn a_slow_upload_in_progress_outlives_both_deadlines() {
     let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.header_read_timeout = Duration::from_millis(300);
-        config.limits.keep_alive_idle_timeout = Duration::from_millis(300);
+        config.limits.header_read_timeout = Duration::from_millis(500);
+        config.limits.keep_alive_idle_timeout = Duration::from_millis(500);
     })
     .await;
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
-    // Six pieces, the first at once (with the head), then 400 ms apart: the body takes 2 s,
-    // several times either deadline.
+    // Six pieces, the first at once (with the head), then 700 ms apart: the body takes 3.5 s,
+    // seven times either deadline.
     let pieces = futures::stream::iter(0..6u8).then(|i| async move {
         if i > 0 {
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            tokio::time::sleep(Duration::from_millis(700)).await;
         }
         Ok::<Vec<u8>, std::io::Error>(vec![i; 10_000])
     });
@@ -239,4 +242,36 @@ async fn idle_and_half_sent_connections_beyond_the_cap_do_not_keep_clients_out()
         .expect("the crowded-out counter");
     assert!(crowded_out >= 1.0, "idle connections made room: {metrics}");
     drop(crowd);
+}
+
+#[tokio::test]
+async fn at_the_cap_idle_connections_close_only_when_a_new_one_needs_room() {
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        config.limits.max_connections = Some(2);
+        config.limits.header_read_timeout = Duration::from_secs(600);
+        config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
+    })
+    .await;
+    let mut first = TcpStream::connect(address(&app)).await.unwrap();
+    let mut second = TcpStream::connect(address(&app)).await.unwrap();
+    for stream in [&mut first, &mut second] {
+        stream.write_all(HEALTHZ).await.unwrap();
+        let answer = read_response(stream).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    }
+    // Both slots are held by idle keep-alive connections, well past the 100 ms grace: while no
+    // other client comes, nothing needs their room and they stay open.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for stream in [&mut first, &mut second] {
+        stream.write_all(HEALTHZ).await.unwrap();
+        let answer = read_response(stream).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "kept open at the cap: {answer}");
+    }
+
+    let client = fresh_client();
+    let third = client.get(app.url("/healthz")).send().await.expect("a third client gets in");
+    assert_eq!(third.status(), StatusCode::OK);
+    let crowded_out =
+        metric(&client, &app.base_url, r#"shardgate_connections_closed_total{reason="crowded_out"}"#).await;
+    assert!(crowded_out >= 1.0, "an idle connection made room");
 }
