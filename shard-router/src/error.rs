@@ -124,6 +124,8 @@ impl Error {
                 crate::health::is_health_failure(source)
                     || matches!(source, sqlx::Error::PoolClosed)
                     || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
+                    // Class 53, insufficient resources: too many connections, out of memory or disk.
+                    || matches!(source, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("53")))
             }
             _ => false,
         }

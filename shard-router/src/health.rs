@@ -28,8 +28,8 @@
 //! that flaps is tried less often; a closed breaker resets it.
 //!
 //! With the defaults a dead database is detected at its first failed statement (a refused
-//! connection fails at once, and so does the probe), a frozen one within `stall_after +
-//! probe_timeout` = 1 s, and one that came back is serving again within `max_probe_interval +
+//! connection fails at once, and so does the probe), a frozen one within `stall_after` + one
+//! watchdog tick + `probe_timeout` = 0.85 s, and one that came back is serving again within `max_probe_interval +
 //! probe_timeout` = 1.5 s.
 //!
 //! # The bulkhead
@@ -73,7 +73,7 @@ pub struct BreakerConfig {
     #[serde(with = "humantime_serde")]
     pub window: Duration,
     /// How long statements may be in progress with none finishing before a probe checks the
-    /// database. Default 500 ms.
+    /// database. Default 300 ms.
     #[serde(with = "humantime_serde")]
     pub stall_after: Duration,
     /// How long a probe may take to connect and answer `SELECT 1`. Default 500 ms.
@@ -95,7 +95,7 @@ impl Default for BreakerConfig {
             failure_rate: 0.5,
             min_statements: 20,
             window: Duration::from_secs(1),
-            stall_after: Duration::from_millis(500),
+            stall_after: Duration::from_millis(300),
             probe_timeout: Duration::from_millis(500),
             probe_interval: Duration::from_millis(250),
             max_probe_interval: Duration::from_secs(1),
