@@ -9,6 +9,7 @@ mod auth;
 mod blobs;
 mod breaker;
 mod cache;
+mod connection_budget;
 mod gatekeeper;
 mod indexes;
 mod isolation;
