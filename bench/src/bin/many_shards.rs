@@ -7,7 +7,8 @@
 //! The record cache is off and rate limits are off, so every GET reads its shard. For each shard
 //! count: 256 tenants spread by the hash, `KEYS` records in all (default 8,192), then GETs of
 //! random records by `CONNECTIONS` concurrent clients (default 32) for `SECONDS` (default 10),
-//! three rounds; it prints the median and the spread.
+//! three rounds; it prints the median and the spread. `SHARDS=4,16` picks other shard counts and
+//! `BUDGET=16` another connection budget (to tell the budget's effect from the shard count's).
 //!
 //! `cargo build --release -p shardgate-bench --bin many_shards && target/release/many_shards`
 //! (as root: the cluster runs as `postgres`).
@@ -71,11 +72,15 @@ async fn main() {
     let keys = env_number("KEYS", 8_192);
     let connections = env_number("CONNECTIONS", 32);
     let seconds = env_number("SECONDS", 10);
+    let budget = u32::try_from(env_number("BUDGET", 64)).unwrap_or(u32::MAX);
+    let counts: Vec<u32> = std::env::var("SHARDS")
+        .map(|list| list.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|_| vec![4, 16, 64]);
     let cluster = PgCluster::start_with_max_connections(100).await;
     let tenants: Vec<String> = (0..256).map(|i| format!("t{i}")).collect();
     let keys_per_tenant = (keys / tenants.len() as u64).max(1);
     let mut results = Vec::new();
-    for shards in [4u32, 16, 64] {
+    for shards in counts {
         let mut seeds = Vec::new();
         for i in 0..shards {
             let url = cluster.create_database(&format!("n{shards}_s{i}")).await;
@@ -85,6 +90,7 @@ async fn main() {
             config.storage.shards = seeds;
             config.rate_limits.enabled = false;
             config.cache.enabled = false;
+            config.storage.pool.max_connections_per_server = budget;
         })
         .await;
         for tenant in &tenants {
