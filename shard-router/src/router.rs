@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -13,8 +14,9 @@ use serde::Deserialize;
 use crate::blobs::BlobStore;
 use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
 use crate::clock::now_ms;
-use crate::db::{Database, Engine, PoolConfig, Schema};
+use crate::db::{Database, Engine, PoolConfig, Schema, server_of};
 use crate::error::Error;
+use crate::health::{Health, HealthReport};
 use crate::ids::{ShardId, TenantId};
 use crate::map::{
     MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier, spread_vshards,
@@ -22,6 +24,9 @@ use crate::map::{
 use crate::records::RecordStore;
 use crate::shard::FencedShard;
 use crate::shard::ShardStore;
+
+/// How often the health watchdog looks at every shard database ([`ShardRouter::tick_health`]).
+pub const HEALTH_TICK: Duration = Duration::from_millis(50);
 
 /// How long registering a shard may take to connect and migrate it.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -89,6 +94,8 @@ pub struct ShardStats {
     pub pinned_tenants: u64,
     /// Live records on it; `None` when it cannot be counted (offline or unreachable).
     pub records: Option<u64>,
+    /// Its database's health on this instance; `None` when no pool is open for it.
+    pub health: Option<HealthReport>,
 }
 
 /// Catalog, shard map and shard pools.
@@ -166,8 +173,10 @@ impl ShardRouter {
         }
 
         let mut pools = HashMap::new();
-        for shard in catalog.list_shards().await? {
-            let db = Database::open(&shard.url, &config.pool)?;
+        let rows = catalog.list_shards().await?;
+        let sharing = pools_per_server(&rows);
+        for shard in rows {
+            let db = Database::open(&shard.url, &pool_share(&config.pool, &shard.url, &sharing))?;
             if config.migrate_on_start
                 && shard.state != ShardState::Offline
                 && let Err(e) = db.migrate(Schema::Shard).await
@@ -241,8 +250,42 @@ impl ShardRouter {
             let gone: Vec<ShardId> = pools.keys().filter(|id| map.shard(id.as_str()).is_none()).cloned().collect();
             gone.iter().filter_map(|id| pools.remove(id)).collect()
         };
+        let changed = !missing.is_empty() || !removed.is_empty();
         for db in removed {
             db.close().await;
+        }
+        if changed {
+            self.rebalance_pools().await;
+        }
+    }
+
+    /// Gives every shard pool its share of its server's connection budget again
+    /// (`storage.pool.max_connections_per_server`), after shards came or went. A pool whose share
+    /// changed is replaced by one of the new size with the same health; the old one closes when
+    /// the statements still using it are done.
+    async fn rebalance_pools(&self) {
+        let rows = match self.catalog.list_shards().await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list shards to share out connections");
+                return;
+            }
+        };
+        let sharing = pools_per_server(&rows);
+        let mut pools = self.pools.write();
+        for row in rows {
+            let config = pool_share(&self.pool_config, &row.url, &sharing);
+            let Some(db) = pools.get(&row.id) else { continue };
+            if db.engine != Engine::Postgres || db.max_connections() == config.max_connections {
+                continue;
+            }
+            match db.resized(&row.url, &config) {
+                Ok(resized) => {
+                    tracing::info!(shard = %row.id, connections = config.max_connections, "shard pool resized");
+                    pools.insert(row.id, resized);
+                }
+                Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot resize a shard pool"),
+            }
         }
     }
 
@@ -345,6 +388,19 @@ impl ShardRouter {
         self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))
     }
 
+    /// The health (breaker, bulkhead) of shard `id`'s database on this instance.
+    pub fn shard_health(&self, id: &ShardId) -> Result<Arc<Health>, Error> {
+        Ok(self.shard_db(id)?.health().clone())
+    }
+
+    /// One look at the health of every shard database: the watchdog calls it every
+    /// [`HEALTH_TICK`] (see [`crate::health`]).
+    pub fn tick_health(&self) {
+        for db in self.pools.read().values() {
+            db.health().tick();
+        }
+    }
+
     /// Every shard pool with the shard's state, for readiness probes.
     pub fn shard_dbs(&self) -> Vec<(ShardId, ShardState, Database)> {
         let map = self.map.read();
@@ -366,6 +422,7 @@ impl ShardRouter {
             ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
         let (epoch, took_vshards) = self.catalog.insert_shard(&row, true, audit).await?;
         self.pools.write().insert(id.clone(), db);
+        self.rebalance_pools().await;
         let mut map = self.map.write();
         map.shards.push(ShardEntry { id, state: ShardState::Active });
         if took_vshards {
@@ -409,6 +466,7 @@ impl ShardRouter {
             .zip(counts)
             .zip(records)
             .map(|((shard, (vshards, tenants, pinned_tenants)), records)| ShardStats {
+                health: self.shard_db(&shard.id).ok().map(|db| db.health().report()),
                 shard,
                 vshards,
                 tenants,
@@ -473,6 +531,7 @@ impl ShardRouter {
         if let Some(db) = db {
             db.close().await;
         }
+        self.rebalance_pools().await;
         Ok(())
     }
 
@@ -583,6 +642,23 @@ fn route_error(e: RouteError) -> Error {
 pub fn sqlite_url(path: &Path) -> SecretString {
     let path: PathBuf = path.to_path_buf();
     SecretString::from(format!("sqlite://{}", path.display()))
+}
+
+/// How many shard pools each PostgreSQL server holds.
+fn pools_per_server(rows: &[ShardRow]) -> HashMap<String, usize> {
+    let mut sharing = HashMap::new();
+    for server in rows.iter().filter_map(|row| server_of(&row.url)) {
+        *sharing.entry(server).or_insert(0) += 1;
+    }
+    sharing
+}
+
+/// The pool settings of the shard at `url`: its share of its server's budget.
+fn pool_share(config: &PoolConfig, url: &SecretString, sharing: &HashMap<String, usize>) -> PoolConfig {
+    match server_of(url).and_then(|server| sharing.get(&server).copied()) {
+        Some(pools) => config.share_of_server(pools),
+        None => config.clone(),
+    }
 }
 
 /// Opens a shard database, checks it answers and applies the shard migrations.
