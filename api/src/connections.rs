@@ -13,10 +13,11 @@
 //!   connections are open, the accept loop holds the connection it has just accepted (the next
 //!   ones wait in the kernel's listen backlog), and asks every connection with no request in
 //!   progress (idle, or still sending a head) that has waited for a request for
-//!   [`CROWDED_GRACE`] or more to close,
-//!   so that a crowd of idle or half-sent connections cannot keep new clients, or the probes, out.
-//!   Connections with a request in progress are never closed to make room. The default cap is derived from the open-file limit, which [`Connections::new`]
-//!   first raises to its hard limit, with a reserve left for databases, Redis and files.
+//!   [`CROWDED_GRACE`] or more to close, so that a crowd of idle or half-sent connections cannot
+//!   keep new clients, or the probes, out. Connections with a request in progress are never
+//!   closed to make room. The default cap is derived from the open-file limit, which
+//!   [`Connections::new`] first raises to its hard limit, with a reserve left for databases,
+//!   Redis and files.
 //!
 //! hyper's own `header_read_timeout` is not used: its clock starts when hyper begins waiting for
 //! a head, which on a keep-alive connection is right after the previous response, so it would
