@@ -13,6 +13,7 @@
 #   STALLS=2000 DURATION=10 bench/bulkheads.sh
 #   KEEP_WORK=1 bench/bulkheads.sh            # keep the clients' raw output and the gateway log
 #   NO_BUILD=1 bench/bulkheads.sh             # use target/release/shardgate as it is
+#   NO_BUILD=1 BIN=/elsewhere/target/release bench/bulkheads.sh   # the same against another build
 #
 # See bench/README.md ("Bulkheads under stalled uploads") for what is measured.
 set -euo pipefail
@@ -32,7 +33,7 @@ IDLE=30           # limits.transfer_idle_timeout, the default (the gateway gets 
 LEAD=3            # seconds between opening the stalled uploads and the start of the measured window
 (( LEAD + SECS < IDLE )) || die "DURATION must be under $(( IDLE - LEAD )) s, so phase B ends before the idle limit"
 HOLD=$(( IDLE + 15 ))   # the stalled client keeps its connections this long (past the idle limit)
-BIN="$ROOT/target/release"
+BIN="${BIN:-$ROOT/target/release}"   # BIN=dir NO_BUILD=1: another build (e.g. one without bulkheads)
 
 command -v python3 >/dev/null || apt_install python3
 require_tools curl python3
