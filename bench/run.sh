@@ -7,6 +7,7 @@
 #   bench/run.sh                          # 15 s per measurement, 32 connections, 2 threads
 #   DURATION=5s CONNECTIONS=64 bench/run.sh
 #   KEEP_WORK=1 bench/run.sh              # keep the raw wrk/pgbench/redis-benchmark outputs
+#   NO_BUILD=1 bench/run.sh               # the release binaries as they are (no cargo build)
 #
 # See bench/README.md ("Load harness") for what each scenario measures and how to read the table.
 set -euo pipefail
@@ -46,8 +47,7 @@ require_tools wrk pgbench redis-benchmark redis-cli psql curl
 log "starting PostgreSQL and Redis if needed"
 scripts/services.sh >&2
 
-log "building (release)"
-cargo build --release -p shardgate-api -p shardgate-bench >&2
+build_release "shardgate-api shardgate-bench" shardgate ceiling
 
 # ---------------------------------------------------------------------------------------------
 # State and cleanup

@@ -47,6 +47,8 @@ pub struct App {
     pub clock: Arc<dyn shardgate_shard_router::Clock>,
     /// Timeout of each readiness probe.
     pub probe_timeout: std::time::Duration,
+    /// The deadline of a statement (`storage.pool.statement_timeout`), also of the catalog poll.
+    pub statement_timeout: std::time::Duration,
     /// Requests in progress per tenant (`bulkhead.rs`).
     pub bulkheads: Bulkheads,
     /// The idle limit of blob and valet transfers (`transfer_watch.rs`).

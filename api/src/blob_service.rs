@@ -231,9 +231,7 @@ pub fn etag(meta: &BlobMeta) -> HeaderValue {
 
 /// Whether an `If-None-Match` list names the blob (`*` names any).
 fn none_match_hits(headers: &HeaderMap, meta: &BlobMeta) -> bool {
-    headers.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|list| {
-        list.trim() == "*" || crate::preconditions::entity_tags(list).is_some_and(|tags| tags.contains(&meta.sha256))
-    })
+    crate::preconditions::none_match_hits(headers.get_all(header::IF_NONE_MATCH), |tag| tag == meta.sha256)
 }
 
 /// A single byte range from a `Range` header: `Ok(None)` for a whole-body answer (no header, a

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_gatekeeper::AuthError;
 use shardgate_index_tables::IndexError;
+use shardgate_shard_router::health::Refusal;
 use shardgate_shard_router::{Error as StoreError, InvalidId};
 use shardgate_valet::ValetError;
 use utoipa::ToSchema;
@@ -130,7 +131,8 @@ codes! {
     UpstreamUnavailable = ("upstream_unavailable", BAD_GATEWAY, "the gatekeeper's backend cannot be reached"),
     ShardReadOnly = ("shard_read_only", SERVICE_UNAVAILABLE, "the shard is read-only: writes are refused"),
     ShardOffline = ("shard_offline", SERVICE_UNAVAILABLE, "the shard is offline"),
-    ShardUnavailable = ("shard_unavailable", SERVICE_UNAVAILABLE, "the shard's database cannot be reached; retry later"),
+    ShardUnavailable = ("shard_unavailable", SERVICE_UNAVAILABLE, "the shard's database cannot be reached, or its circuit breaker is open; retry after `Retry-After`"),
+    ShardBusy = ("shard_busy", SERVICE_UNAVAILABLE, "too many requests in progress on the shard; retry after `Retry-After`"),
     StaleShardMap = ("stale_shard_map", SERVICE_UNAVAILABLE, "the shard refused a write routed on an outdated shard map; retry"),
     NoShards = ("no_shards", SERVICE_UNAVAILABLE, "no shard is registered yet"),
     CatalogUnavailable = ("catalog_unavailable", SERVICE_UNAVAILABLE, "the catalog cannot be reached; retry later"),
@@ -350,6 +352,16 @@ impl From<&StoreError> for ApiError {
                 Self::new(Code::UploadClosed, "the upload was closed before it finished; retry")
             }
             StoreError::InvalidDatabaseUrl(reason) => Self::new(Code::InvalidDatabaseUrl, reason.clone()),
+            StoreError::ShardRefused { refusal, .. } => {
+                let code = match refusal {
+                    Refusal::Busy(_) => Code::ShardBusy,
+                    _ => Code::ShardUnavailable,
+                };
+                let mut err = Self::new(code, e.to_string());
+                let wait = refusal.retry_after().map_or(1, |wait| wait.as_secs().max(1));
+                err.retry_after_secs = Some(u32::try_from(wait).unwrap_or(u32::MAX));
+                err
+            }
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");
                 let code = match e {

@@ -27,6 +27,7 @@ pub mod openapi;
 pub mod pagination;
 pub mod preconditions;
 pub mod routes;
+pub mod shard_metrics;
 pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;

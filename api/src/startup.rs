@@ -90,6 +90,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::tenants::get_tenant, admin::tenants::update_tenant, admin::tenants::delete_tenant))
         .routes(routes!(admin::shards::register_shard, admin::shards::list_shards))
         .routes(routes!(admin::shards::get_shard, admin::shards::update_shard, admin::shards::delete_shard))
+        .routes(routes!(admin::shards::command_breaker))
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
@@ -249,10 +250,26 @@ const CATALOG_POLL: Duration = Duration::from_millis(500);
 
 /// Keeps the in-memory shard map and the cache generation in step with the catalog: polls every
 /// 500 ms, and at once when another instance announces a change through Redis. Ends with the app.
+/// The watchdog of the shard databases' circuit breakers ([`shardgate_shard_router::health`]):
+/// probes stalled and open ones, until the router is dropped.
+async fn watch_shard_health(router: std::sync::Weak<ShardRouter>) {
+    let mut ticks = tokio::time::interval(shardgate_shard_router::router::HEALTH_TICK);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        ticks.tick().await;
+        let Some(router) = router.upgrade() else { return };
+        router.tick_health();
+    }
+}
+
 async fn follow_catalog(app: std::sync::Weak<App>) {
     loop {
         let Some(strong) = app.upgrade() else { return };
-        match strong.router.refresh().await {
+        // A frozen catalog must not stop this loop for good (nor keep the app alive).
+        let refreshed = tokio::time::timeout(strong.statement_timeout, strong.router.refresh())
+            .await
+            .unwrap_or(Err(shardgate_shard_router::Error::Timeout));
+        match refreshed {
             Ok(heads) => {
                 strong.cache.set_generation(heads.cache_generation);
                 strong.valet_checks.confirm(heads.valet_generation);
@@ -283,6 +300,7 @@ impl Application {
         config: Config,
         clock: Arc<dyn shardgate_shard_router::Clock>,
     ) -> anyhow::Result<Self> {
+        config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
         let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
         let default_issuer = if config.auth.issuers.is_empty() {
             Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
@@ -317,6 +335,7 @@ impl Application {
                 registry,
             ));
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
+            registry.register_collector(Box::new(crate::shard_metrics::ShardHealthMetrics(router.clone())));
             chunks = Some(crate::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
                 config.blobs.read_window_bytes,
@@ -383,6 +402,7 @@ impl Application {
             metrics: Arc::new(metrics),
             clock,
             probe_timeout: config.storage.pool.probe_timeout,
+            statement_timeout: config.storage.pool.statement_timeout,
             bulkheads,
             transfers,
         });
@@ -395,6 +415,7 @@ impl Application {
             }
         }
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
+        tokio::spawn(watch_shard_health(Arc::downgrade(&app.router)));
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));
         let router = Self::router(app.clone(), &config.limits, &config.cors)?;
         let valet = match valet_listener {

@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sqlx::Row;
 
 use shardgate_shard_router::records::{MAX_WRITE_ATTEMPTS, backoff};
+use shardgate_shard_router::shard::OnShard;
 use shardgate_shard_router::{CollectionName, Error as StoreError, FencedShard, RecordKey, ShardStore, TenantId};
 
 use crate::error::IndexError;
@@ -264,7 +265,7 @@ impl<'a> IndexEntryStore<'a> {
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     ) -> Result<bool, IndexError> {
         self.count();
-        let row = query.fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
+        let row = query.fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
         self.unless_fenced_out(row.is_some()).await
     }
 
@@ -326,7 +327,7 @@ impl<'a> IndexEntryStore<'a> {
             backoff(attempt).await;
             self.count();
             let inserted =
-                self.bind_entry(&insert, entry).fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
+                self.bind_entry(&insert, entry).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
             if inserted.is_some() {
                 return Ok(Claim::Won);
             }
@@ -383,7 +384,7 @@ impl<'a> IndexEntryStore<'a> {
              WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND unique_claim = 1"
         );
         let row =
-            bind_scope(&sql, scope).bind(value_key).fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
+            bind_scope(&sql, scope).bind(value_key).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
         row.map(|r| self.entry(&r)).transpose()
     }
 
@@ -436,7 +437,7 @@ impl<'a> IndexEntryStore<'a> {
     pub async fn get(&self, key: EntryKey<'_>) -> Result<Option<StoredEntry>, IndexError> {
         self.count();
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM index_entries WHERE {WHERE_ENTRY}");
-        let row = bind_key(&sql, key).fetch_optional(self.shard.pool()).await.map_err(|e| self.err(e))?;
+        let row = bind_key(&sql, key).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
         row.map(|r| self.entry(&r)).transpose()
     }
 
@@ -530,7 +531,7 @@ impl<'a> IndexEntryStore<'a> {
             query = query.bind(value);
         }
         self.count();
-        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).await.map_err(|e| self.err(e))?;
+        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
         rows.iter().map(|r| self.entry(r)).collect()
     }
 
@@ -544,11 +545,8 @@ impl<'a> IndexEntryStore<'a> {
         let mut deleted = 0;
         loop {
             self.count();
-            let done = bind_scope(sql, scope)
-                .bind(i64::from(batch))
-                .execute(self.shard.pool())
-                .await
-                .map_err(|e| self.err(e))?;
+            let done =
+                bind_scope(sql, scope).bind(i64::from(batch)).execute(self.shard.pool()).on_shard(&self.shard).await?;
             deleted += done.rows_affected();
             if done.rows_affected() < u64::from(batch) {
                 return Ok(deleted);
@@ -562,8 +560,8 @@ impl<'a> IndexEntryStore<'a> {
         let done = sqlx::query("DELETE FROM index_entries WHERE tenant = $1")
             .bind(tenant.as_str())
             .execute(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         Ok(done.rows_affected())
     }
 

@@ -83,7 +83,7 @@ use crate::db::Database;
 use crate::error::Error;
 use crate::ids::{InvalidId, ShardId, TenantId, check_key_chars};
 use crate::records::{MAX_WRITE_ATTEMPTS, backoff};
-use crate::shard::{FencedShard, ShardStore, plain_shard_store, shard_error};
+use crate::shard::{FencedShard, OnShard, ShardStore, plain_shard_store, shard_error};
 
 /// The size of every chunk of a blob but the last (which holds the remainder, at least a byte).
 pub const BLOB_CHUNK_BYTES: usize = 256 * 1024;
@@ -390,10 +390,10 @@ impl<'a> BlobStore<'a> {
         &self,
         write: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
     ) -> Result<Option<sqlx::Transaction<'static, sqlx::Any>>, Error> {
-        let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
-        let written = write.bind(self.shard.map_epoch()).fetch_optional(&mut *tx).await.map_err(|e| self.err(e))?;
+        let mut tx = self.shard.pool().begin().on_shard(&self.shard).await?;
+        let written = write.bind(self.shard.map_epoch()).fetch_optional(&mut *tx).on_shard(&self.shard).await?;
         if written.is_none() {
-            tx.rollback().await.map_err(|e| self.err(e))?;
+            tx.rollback().on_shard(&self.shard).await?;
             return Ok(None);
         }
         Ok(Some(tx))
@@ -429,8 +429,8 @@ impl<'a> BlobStore<'a> {
         .bind(now_ms)
         .bind(self.shard.map_epoch())
         .fetch_optional(self.shard.pool())
-        .await
-        .map_err(|e| self.err(e))?;
+        .on_shard(&self.shard)
+        .await?;
         match begun {
             Some(_) => Ok(upload),
             None => Err(Error::StaleMap(self.shard.id().clone())),
@@ -474,9 +474,9 @@ impl<'a> BlobStore<'a> {
             .bind(seq_i64)
             .bind(data)
             .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        tx.commit().await.map_err(|e| self.err(e))
+            .on_shard(&self.shard)
+            .await?;
+        tx.commit().on_shard(&self.shard).await
     }
 
     /// Why [`BlobStore::put_chunk`] could not append: the error to return.
@@ -502,8 +502,8 @@ impl<'a> BlobStore<'a> {
         let row = sqlx::query("SELECT state, next_seq, received FROM blob_uploads WHERE upload_id = $1")
             .bind(&upload.id)
             .fetch_optional(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         let Some(row) = row else { return Ok(Err(Error::UploadClosed)) };
         let state: String = row.try_get(0).map_err(|e| self.err(e))?;
         if state != "staging" {
@@ -591,17 +591,17 @@ impl<'a> BlobStore<'a> {
                 .bind(*version),
             };
             let switched: Option<i64> =
-                switch.bind(self.shard.map_epoch()).fetch_optional(&mut *tx).await.map_err(|e| self.err(e))?;
+                switch.bind(self.shard.map_epoch()).fetch_optional(&mut *tx).on_shard(&self.shard).await?;
             let Some(created_at_ms) = switched else {
                 // Another writer (or a fence) got there first: the upload is staging again.
-                tx.rollback().await.map_err(|e| self.err(e))?;
+                tx.rollback().on_shard(&self.shard).await?;
                 continue;
             };
             // 3. The replaced upload's chunks stay for readers still streaming them.
             if let Some(old) = live {
                 self.supersede(&mut tx, &old.upload_id, now_ms).await?;
             }
-            tx.commit().await.map_err(|e| self.err(e))?;
+            tx.commit().on_shard(&self.shard).await?;
             let version = match &current {
                 BlobRead::Absent => 1,
                 BlobRead::Live(BlobMeta { version, .. }) | BlobRead::Gone(version) => version + 1,
@@ -653,8 +653,8 @@ impl<'a> BlobStore<'a> {
         .bind(now_ms)
         .bind(upload_id)
         .execute(&mut **tx)
-        .await
-        .map_err(|e| self.err(e))?;
+        .on_shard(&self.shard)
+        .await?;
         Ok(())
     }
 
@@ -670,8 +670,8 @@ impl<'a> BlobStore<'a> {
         .bind(now_ms)
         .bind(&upload.id)
         .fetch_optional(self.shard.pool())
-        .await
-        .map_err(|e| self.err(e))?;
+        .on_shard(&self.shard)
+        .await?;
         match aborted {
             Some(chunks) => self.delete_chunks(&upload.id, chunks).await.map(drop),
             None if self.upload_state(&upload.id).await?.is_none() => Ok(()),
@@ -690,8 +690,8 @@ impl<'a> BlobStore<'a> {
                 .bind(low)
                 .bind(low + DELETE_BATCH_CHUNKS)
                 .execute(self.shard.pool())
-                .await
-                .map_err(|e| self.err(e))?;
+                .on_shard(&self.shard)
+                .await?;
             deleted += done.rows_affected();
             low += DELETE_BATCH_CHUNKS;
         }
@@ -703,8 +703,8 @@ impl<'a> BlobStore<'a> {
         let state: Option<String> = sqlx::query_scalar("SELECT state FROM blob_uploads WHERE upload_id = $1")
             .bind(upload_id)
             .fetch_optional(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         state
             .map(|s| {
                 UploadState::parse(&s)
@@ -724,8 +724,8 @@ impl<'a> BlobStore<'a> {
             .bind(tenant.as_str())
             .bind(path.as_str())
             .fetch_optional(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         let Some(row) = row else { return Ok(BlobRead::Absent) };
         let deleted: i64 = row.try_get(12).map_err(|e| self.err(e))?;
         if deleted != 0 {
@@ -812,7 +812,7 @@ impl<'a> BlobStore<'a> {
                 return Err(Error::PreconditionFailed);
             }
             let Some(live) = live else { return Ok(None) };
-            let mut tx = self.shard.pool().begin().await.map_err(|e| self.err(e))?;
+            let mut tx = self.shard.pool().begin().on_shard(&self.shard).await?;
             let tombstoned = sqlx::query(
                 "UPDATE blobs SET version = version + 1, deleted = 1, upload_id = NULL, size = 0, sha256 = '', \
                  content_type = '', chunk_count = 0, updated_at = $1 \
@@ -825,15 +825,15 @@ impl<'a> BlobStore<'a> {
             .bind(live.version)
             .bind(self.shard.map_epoch())
             .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
             if tombstoned.is_none() {
-                tx.rollback().await.map_err(|e| self.err(e))?;
+                tx.rollback().on_shard(&self.shard).await?;
                 self.shard.check_fence().await?;
                 continue;
             }
             self.supersede(&mut tx, &live.upload_id, now_ms).await?;
-            tx.commit().await.map_err(|e| self.err(e))?;
+            tx.commit().on_shard(&self.shard).await?;
             return Ok(Some(live));
         }
         Err(Error::WriteContention)
@@ -868,7 +868,7 @@ impl<'a> BlobStore<'a> {
         for value in binds {
             query = query.bind(value);
         }
-        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).await.map_err(|e| self.err(e))?;
+        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
         rows.iter().map(|row| self.meta(row)).collect()
     }
 
@@ -882,8 +882,8 @@ impl<'a> BlobStore<'a> {
         sqlx::query("UPDATE blob_uploads SET state = 'aborted' WHERE state = 'staging' AND changed_at < $1")
             .bind(older_than_ms)
             .execute(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         let mut chunks = 0;
         loop {
             let rows = sqlx::query(
@@ -893,8 +893,8 @@ impl<'a> BlobStore<'a> {
             .bind(older_than_ms)
             .bind(GARBAGE_BATCH_UPLOADS)
             .fetch_all(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
             let removed = self.remove_uploads(&rows, "state IN ('aborted', 'superseded')").await?;
             chunks += removed.chunks;
             if removed.uploads == 0 {
@@ -912,7 +912,7 @@ impl<'a> BlobStore<'a> {
             let upload_id: String = row.try_get(0).map_err(|e| self.err(e))?;
             let next_seq: i64 = row.try_get(1).map_err(|e| self.err(e))?;
             removed.chunks += self.delete_chunks(&upload_id, next_seq).await?;
-            let done = sqlx::query(&sql).bind(&upload_id).execute(self.shard.pool()).await.map_err(|e| self.err(e))?;
+            let done = sqlx::query(&sql).bind(&upload_id).execute(self.shard.pool()).on_shard(&self.shard).await?;
             removed.uploads += done.rows_affected();
         }
         Ok(removed)
@@ -925,15 +925,15 @@ impl<'a> BlobStore<'a> {
         let blobs = sqlx::query("DELETE FROM blobs WHERE tenant = $1")
             .bind(tenant.as_str())
             .execute(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?
+            .on_shard(&self.shard)
+            .await?
             .rows_affected();
         // Aborting first stops further chunks and commits of these uploads.
         sqlx::query("UPDATE blob_uploads SET state = 'aborted' WHERE tenant = $1 AND state <> 'aborted'")
             .bind(tenant.as_str())
             .execute(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         loop {
             let rows = sqlx::query(
                 "SELECT upload_id, next_seq FROM blob_uploads WHERE tenant = $1 AND state = 'aborted' LIMIT $2",
@@ -941,8 +941,8 @@ impl<'a> BlobStore<'a> {
             .bind(tenant.as_str())
             .bind(GARBAGE_BATCH_UPLOADS)
             .fetch_all(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
             if self.remove_uploads(&rows, "state = 'aborted'").await?.uploads == 0 {
                 return Ok(blobs);
             }

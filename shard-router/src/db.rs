@@ -14,6 +14,8 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
@@ -22,6 +24,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
+use crate::health::{BreakerConfig, Health, ProbeConnect};
 
 /// Which database engine a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -78,6 +81,15 @@ pub struct PoolConfig {
     /// Timeout of the readiness probe per database. Default 2 s.
     #[serde(with = "humantime_serde")]
     pub probe_timeout: Duration,
+    /// The deadline of every statement, waiting for a connection included: a statement that
+    /// takes longer fails (503), so a frozen database costs a bounded time. Default 5 s.
+    #[serde(with = "humantime_serde")]
+    pub statement_timeout: Duration,
+    /// Most statements in progress (running or waiting for a connection) per database; the next
+    /// fails at once with 503 `shard_busy`. Default 256.
+    pub max_in_progress: u32,
+    /// The circuit breaker of each database.
+    pub breaker: BreakerConfig,
 }
 
 impl Default for PoolConfig {
@@ -87,6 +99,9 @@ impl Default for PoolConfig {
             max_connections: u32::try_from(2 * cpus).unwrap_or(16),
             acquire_timeout: Duration::from_secs(5),
             probe_timeout: Duration::from_secs(2),
+            statement_timeout: Duration::from_secs(5),
+            max_in_progress: 256,
+            breaker: BreakerConfig::default(),
         }
     }
 }
@@ -100,6 +115,8 @@ pub struct Database {
     pub engine: Engine,
     /// The native pool to the same database, if it is PostgreSQL (for bulk paths).
     native: Option<PgPool>,
+    /// Its breaker, bulkhead and statement deadline, shared by every clone.
+    health: Arc<Health>,
 }
 
 /// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
@@ -155,7 +172,19 @@ impl Database {
                     Ok(())
                 })
             })
-            .connect_lazy_with(options);
+            .connect_lazy_with(options.clone());
+        let probe: ProbeConnect = Arc::new(move || {
+            let options = options.clone();
+            let probe: futures::future::BoxFuture<'static, Result<(), sqlx::Error>> = Box::pin(async move {
+                use sqlx::Connection;
+                let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
+                sqlx::query("SELECT 1").execute(&mut conn).await?;
+                conn.close().await
+            });
+            probe
+        });
+        let health =
+            Arc::new(Health::new(config.breaker.clone(), config.statement_timeout, config.max_in_progress, probe));
         let native = match engine {
             Engine::Sqlite => None,
             Engine::Postgres => {
@@ -172,7 +201,12 @@ impl Database {
                 )
             }
         };
-        Ok(Self { pool, engine, native })
+        Ok(Self { pool, engine, native, health })
+    }
+
+    /// The database's breaker, bulkhead and statement deadline: run statements through it.
+    pub fn health(&self) -> &Arc<Health> {
+        &self.health
     }
 
     /// The native pool to this database if it is PostgreSQL: for what the engine-neutral pool
@@ -216,74 +250,7 @@ fn redact_error(message: &str, url: &SecretString) -> String {
 }
 
 /// Serde support for `Duration` fields written as `"5s"`, `"250ms"`, `"1h"`.
-pub mod humantime_serde {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// Parses `"5s"`-style durations.
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        let raw = String::deserialize(deserializer)?;
-        parse_duration(&raw).map_err(serde::de::Error::custom)
-    }
-
-    /// Writes durations as whole milliseconds, `"250ms"`.
-    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&format!("{}ms", value.as_millis()))
-    }
-
-    /// Why a duration was not understood.
-    #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-    pub enum InvalidDuration {
-        /// It does not start with a number.
-        #[error("invalid duration {0:?}: expected e.g. 5s, 250ms, 1h")]
-        NotANumber(String),
-        /// Its unit is none of `ms`, `s`, `m`, `h`, `d`.
-        #[error("invalid duration unit {unit:?} in {raw:?}: use ms, s, m, h or d")]
-        UnknownUnit {
-            /// The unit given.
-            unit: String,
-            /// The whole duration.
-            raw: String,
-        },
-        /// It does not fit in 64-bit milliseconds.
-        #[error("duration {0:?} is too large")]
-        TooLarge(String),
-    }
-
-    /// Parses `<number><unit>` with unit `ms`, `s`, `m`, `h` or `d`.
-    pub fn parse_duration(raw: &str) -> Result<Duration, InvalidDuration> {
-        let raw = raw.trim();
-        let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
-        let (number, unit) = raw.split_at(split);
-        let number: u64 = number.parse().map_err(|_| InvalidDuration::NotANumber(raw.to_owned()))?;
-        let millis = match unit.trim() {
-            "ms" => Some(number),
-            "s" | "" => number.checked_mul(1_000),
-            "m" => number.checked_mul(60_000),
-            "h" => number.checked_mul(3_600_000),
-            "d" => number.checked_mul(86_400_000),
-            other => return Err(InvalidDuration::UnknownUnit { unit: other.to_owned(), raw: raw.to_owned() }),
-        };
-        millis.map(Duration::from_millis).ok_or_else(|| InvalidDuration::TooLarge(raw.to_owned()))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn parses_units() {
-            assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-            assert_eq!(parse_duration("5s").unwrap(), Duration::from_secs(5));
-            assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-            assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-            assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
-            assert!(parse_duration("h").is_err());
-            assert!(parse_duration("5 weeks").is_err());
-        }
-    }
-}
+pub use crate::humantime_serde;
 
 /// Declares each scenario `async fn name(fixture)` of a test file as two tests, `sqlite::name` and
 /// `postgres::name`, each given the fixture built by its engine's expression (evaluated in the

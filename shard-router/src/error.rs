@@ -94,6 +94,16 @@ pub enum Error {
         #[source]
         source: sqlx::Error,
     },
+    /// 503 `shard_unavailable` (its circuit breaker is open, or a statement missed its deadline)
+    /// or `shard_busy` (too many statements in progress on it), with `Retry-After`.
+    #[error("shard {shard}: {refusal}")]
+    ShardRefused {
+        /// The shard.
+        shard: ShardId,
+        /// Why.
+        #[source]
+        refusal: crate::health::Refusal,
+    },
     /// 503: a probe did not answer in time.
     #[error("timed out")]
     Timeout,
@@ -109,12 +119,13 @@ impl Error {
     /// Whether this is a database that cannot be reached right now (rather than a bug).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Error::Timeout => true,
+            Error::Timeout | Error::ShardRefused { .. } => true,
             Error::Database { source, .. } => {
-                matches!(
-                    source,
-                    sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_)
-                ) || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
+                crate::health::is_health_failure(source)
+                    || matches!(source, sqlx::Error::PoolClosed)
+                    || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
+                    // Class 53, insufficient resources: too many connections, out of memory or disk.
+                    || matches!(source, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("53")))
             }
             _ => false,
         }

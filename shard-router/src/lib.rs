@@ -16,6 +16,8 @@ pub mod copy;
 pub mod db;
 mod error;
 pub mod hash;
+pub mod health;
+pub mod humantime_serde;
 pub mod ids;
 pub mod map;
 pub mod records;

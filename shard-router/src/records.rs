@@ -12,7 +12,7 @@ use sqlx::Row;
 use crate::copy::{Copied, CopyMethod, RECORDS, Selection, copy_rows};
 use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, TenantId};
-use crate::shard::{FencedShard, ShardStore, plain_shard_store};
+use crate::shard::{FencedShard, OnShard, ShardStore, plain_shard_store};
 
 /// Inserts a new record (version 1) unless the key exists or the shard's fence is newer than the
 /// map the write was routed on. `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch.
@@ -182,23 +182,26 @@ impl<'a> RecordStore<'a> {
             .bind(version)
             .bind(self.shard.map_epoch())
             .fetch_optional(self.shard.pool())
+            .on_shard(&self.shard)
             .await
-            .map_err(|e| self.err(e))
     }
 
-    /// Runs `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one row.
+    /// Runs the read `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one
+    /// row (once more on another connection if the first broke: [`FencedShard::read`]).
     async fn fetch_one_record_row(
         &self,
         sql: &str,
         addr: RecordAddress<'_>,
     ) -> Result<Option<sqlx::any::AnyRow>, Error> {
-        sqlx::query(sql)
-            .bind(addr.tenant.as_str())
-            .bind(addr.collection.as_str())
-            .bind(addr.key.as_str())
-            .fetch_optional(self.shard.pool())
+        self.shard
+            .read(|| {
+                sqlx::query(sql)
+                    .bind(addr.tenant.as_str())
+                    .bind(addr.collection.as_str())
+                    .bind(addr.key.as_str())
+                    .fetch_optional(self.shard.pool())
+            })
             .await
-            .map_err(|e| self.err(e))
     }
 
     /// The live record at `addr`, if any.
@@ -280,8 +283,8 @@ impl<'a> RecordStore<'a> {
                     let row = self
                         .insert_new(INSERT_NEW_OR_NOTHING, addr, vshard, value, now_ms)
                         .fetch_optional(self.shard.pool())
-                        .await
-                        .map_err(|e| self.err(e))?;
+                        .on_shard(&self.shard)
+                        .await?;
                     row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(|e| self.err(e))?
                 }
                 Some((version, _)) => {
@@ -320,8 +323,8 @@ impl<'a> RecordStore<'a> {
         let row = self
             .insert_new(INSERT_NEW_OR_UPDATE, addr, vshard, value, now_ms)
             .fetch_optional(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         let Some(row) = row else {
             self.shard.check_fence().await?;
             return Err(Error::StaleMap(self.shard.id().clone()));
@@ -346,8 +349,8 @@ impl<'a> RecordStore<'a> {
             .bind(addr.key.as_str())
             .bind(self.shard.map_epoch())
             .fetch_optional(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
             return self.shard.unless_fenced_out(version).await?.ok_or(Error::RecordNotFound);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
@@ -409,7 +412,7 @@ impl<'a> RecordStore<'a> {
         for value in binds {
             query = query.bind(value);
         }
-        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).await.map_err(|e| self.err(e))?;
+        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
         rows.iter().map(|r| self.record(r)).collect()
     }
 
@@ -417,8 +420,8 @@ impl<'a> RecordStore<'a> {
     pub async fn count_live(&self) -> Result<u64, Error> {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE deleted = 0")
             .fetch_one(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         Ok(count as u64)
     }
 
@@ -432,8 +435,8 @@ impl<'a> RecordStore<'a> {
         let done = sqlx::query("DELETE FROM records WHERE tenant = $1")
             .bind(tenant.as_str())
             .execute(self.shard.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(&self.shard)
+            .await?;
         Ok(done.rows_affected())
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -15,6 +16,7 @@ use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
 use crate::clock::now_ms;
 use crate::db::{Database, Engine, PoolConfig, Schema};
 use crate::error::Error;
+use crate::health::{Health, HealthReport};
 use crate::ids::{ShardId, TenantId};
 use crate::map::{
     MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier, spread_vshards,
@@ -22,6 +24,9 @@ use crate::map::{
 use crate::records::RecordStore;
 use crate::shard::FencedShard;
 use crate::shard::ShardStore;
+
+/// How often the health watchdog looks at every shard database ([`ShardRouter::tick_health`]).
+pub const HEALTH_TICK: Duration = Duration::from_millis(50);
 
 /// How long registering a shard may take to connect and migrate it.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -89,6 +94,8 @@ pub struct ShardStats {
     pub pinned_tenants: u64,
     /// Live records on it; `None` when it cannot be counted (offline or unreachable).
     pub records: Option<u64>,
+    /// Its database's health on this instance; `None` when no pool is open for it.
+    pub health: Option<HealthReport>,
 }
 
 /// Catalog, shard map and shard pools.
@@ -345,6 +352,19 @@ impl ShardRouter {
         self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))
     }
 
+    /// The health (breaker, bulkhead) of shard `id`'s database on this instance.
+    pub fn shard_health(&self, id: &ShardId) -> Result<Arc<Health>, Error> {
+        Ok(self.shard_db(id)?.health().clone())
+    }
+
+    /// One look at the health of every shard database: the watchdog calls it every
+    /// [`HEALTH_TICK`] (see [`crate::health`]).
+    pub fn tick_health(&self) {
+        for db in self.pools.read().values() {
+            db.health().tick();
+        }
+    }
+
     /// Every shard pool with the shard's state, for readiness probes.
     pub fn shard_dbs(&self) -> Vec<(ShardId, ShardState, Database)> {
         let map = self.map.read();
@@ -409,6 +429,7 @@ impl ShardRouter {
             .zip(counts)
             .zip(records)
             .map(|((shard, (vshards, tenants, pinned_tenants)), records)| ShardStats {
+                health: self.shard_db(&shard.id).ok().map(|db| db.health().report()),
                 shard,
                 vshards,
                 tenants,

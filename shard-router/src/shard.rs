@@ -14,6 +14,7 @@
 
 use crate::db::Database;
 use crate::error::Error;
+use crate::health::Refusal;
 use crate::ids::ShardId;
 
 /// A shard database and the map epoch its writes are routed on. A store on a shard holds one
@@ -65,12 +66,30 @@ impl<'a> FencedShard<'a> {
         shard_error(self.id, source)
     }
 
+    /// A statement's refusal by the shard's [`crate::health::Health`], as an error naming it.
+    pub fn refused(&self, refusal: Refusal) -> Error {
+        match refusal {
+            Refusal::Sql(source) => self.err(source),
+            refusal => Error::ShardRefused { shard: self.id.clone(), refusal },
+        }
+    }
+
+    /// Runs a read that may safely run twice through the shard's health (breaker, bulkhead,
+    /// deadline, one retry on a broken connection: [`crate::health::Health::run_idempotent`]).
+    pub async fn read<T, F, Fut>(&self, statement: F) -> Result<T, Error>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+    {
+        self.db.health().run_idempotent(statement).await.map_err(|r| self.refused(r))
+    }
+
     /// After a fenced write changed nothing: [`Error::StaleMap`] if the fence is why.
     pub async fn check_fence(&self) -> Result<(), Error> {
         let fence: i64 = sqlx::query_scalar("SELECT epoch FROM shard_fence WHERE id = 1")
             .fetch_one(self.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(self)
+            .await?;
         if fence > self.map_epoch { Err(Error::StaleMap(self.id.clone())) } else { Ok(()) }
     }
 
@@ -88,9 +107,36 @@ impl<'a> FencedShard<'a> {
         sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1")
             .bind(epoch_param(epoch))
             .execute(self.pool())
-            .await
-            .map_err(|e| self.err(e))?;
+            .on_shard(self)
+            .await?;
         Ok(())
+    }
+}
+
+/// Every statement on a shard runs through the shard's [`crate::health::Health`] (breaker,
+/// bulkhead, deadline), written `statement.on_shard(&shard).await`; its errors name the shard.
+pub trait OnShard<T>: std::future::Future<Output = Result<T, sqlx::Error>> + Sized {
+    /// Runs the statement on `shard` ([`crate::health::Health::run`]).
+    fn on_shard<'s>(
+        self,
+        shard: &'s FencedShard<'_>,
+    ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
+    where
+        Self: Send + 's,
+        T: Send;
+}
+
+impl<T, F> OnShard<T> for F
+where
+    F: std::future::Future<Output = Result<T, sqlx::Error>>,
+{
+    #[expect(clippy::manual_async_fn, reason = "an `async fn` here would tie `T` to the shard's lifetime")]
+    fn on_shard<'s>(self, shard: &'s FencedShard<'_>) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
+    where
+        Self: Send + 's,
+        T: Send,
+    {
+        async move { shard.db.health().run(self).await.map_err(|r| shard.refused(r)) }
     }
 }
 

@@ -21,6 +21,7 @@
 //! - [`assertions`]: status, JSON, problem and header assertions;
 //! - [`eventually`]: the one bounded wait for background work;
 //! - [`metrics`]: Prometheus values; [`redis`]: a Redis process to stop and pause;
+//!   [`pg_cluster`]: a PostgreSQL cluster to kill, restart, freeze and thaw;
 //! - [`conformance`]: the [`conformance!`] macro.
 
 pub mod admin;
@@ -32,6 +33,7 @@ pub mod conformance;
 pub mod eventually;
 pub mod http;
 pub mod metrics;
+pub mod pg_cluster;
 pub mod records;
 pub mod redis;
 pub mod server;
@@ -47,6 +49,7 @@ pub use clock::TestClock;
 pub use eventually::eventually;
 pub use http::{encode_segment, get_json, http_client};
 pub use metrics::metric;
+pub use pg_cluster::PgCluster;
 pub use records::{record_path, records_path};
 pub use redis::RedisServer;
 pub use server::{RunningServer, free_port};

@@ -73,7 +73,7 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
 
 errors!(PutBlobErrors:
     InvalidPath, InvalidHeader, UploadInterrupted, TransferStalled, WriteContention, UploadClosed,
-    PreconditionFailed, PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, StaleShardMap
+    PreconditionFailed, PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
 /// Upload a blob (streamed; replaces any blob at the path atomically).
@@ -107,7 +107,7 @@ pub async fn put_blob(
     store_blob(&app, blob, &parts.headers, body).await
 }
 
-errors!(GetBlobErrors: InvalidPath, TenantNotFound, BlobNotFound, RangeNotSatisfiable, ShardOffline, ShardUnavailable);
+errors!(GetBlobErrors: InvalidPath, TenantNotFound, BlobNotFound, RangeNotSatisfiable, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// Download a blob (or a single byte range of it).
 #[utoipa::path(
@@ -156,7 +156,7 @@ pub async fn head_blob(
 }
 
 errors!(DeleteBlobErrors:
-    TenantNotFound, BlobNotFound, PreconditionFailed, ShardReadOnly, ShardOffline, ShardUnavailable
+    TenantNotFound, BlobNotFound, PreconditionFailed, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy
 );
 
 /// Delete a blob.

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_cache::CacheHealth;
+use shardgate_shard_router::health::BreakerState;
 use shardgate_shard_router::{Database, ShardState};
 use utoipa::ToSchema;
 
@@ -32,14 +33,20 @@ pub async fn healthz() -> axum::Json<Health> {
 pub struct ComponentStatus {
     /// `up`, `down`, `offline` (a shard an operator took offline), `degraded` (the cache: Redis
     /// does not answer, reads go to the shards; rate limits: Redis does not answer, each instance
-    /// limits alone), `local` (rate limits without Redis) or `disabled`. Only `down` makes the
-    /// instance not ready.
+    /// limits alone), `local` (rate limits without Redis) or `disabled`. Only the catalog being
+    /// `down` makes the instance not ready: a shard that is down fails only its own tenants'
+    /// requests, on every instance alike, so taking this instance out of a load balancer would
+    /// not help them and would hurt everybody else.
     pub status: &'static str,
     /// How long the probe took, in milliseconds.
     pub latency_ms: u64,
     /// Why it is down (no connection details).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A shard's circuit breaker on this instance: `closed`, `open`, `half_open` or
+    /// `forced_open`. While it is not closed the shard is `down` without being probed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<&'static str>,
 }
 
 /// Readiness of the instance and each dependency.
@@ -56,48 +63,58 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
     let result = db.ping(timeout).await;
     let latency_ms = started.elapsed().as_millis() as u64;
     match result {
-        Ok(()) => ComponentStatus { status: "up", latency_ms, error: None },
+        Ok(()) => ComponentStatus { status: "up", latency_ms, error: None, breaker: None },
         Err(e) => {
             let error =
                 if e.is_unavailable() { "unreachable or timed out".to_owned() } else { "query failed".to_owned() };
             tracing::warn!(error = %e, "readiness probe failed");
-            ComponentStatus { status: "down", latency_ms, error: Some(error) }
+            ComponentStatus { status: "down", latency_ms, error: Some(error), breaker: None }
         }
     }
 }
 
-/// Readiness: the catalog and every shard not taken offline answer `SELECT 1` within the probe
-/// timeout (`storage.pool.probe_timeout`, default 2 s). 503 when any of them does not.
+/// Readiness: whether this instance can serve. 503 only when the catalog does not answer
+/// `SELECT 1` within the probe timeout (`storage.pool.probe_timeout`, default 2 s). Every shard
+/// not taken offline is probed the same way and reported (with its circuit breaker), but a shard
+/// that is down does not make the instance unready.
 #[utoipa::path(get, path = "/readyz", responses(
     (status = 200, description = "Ready", body = Readiness),
-    (status = 503, description = "Not ready: a component is down", body = Readiness),
+    (status = 503, description = "Not ready: the catalog is down", body = Readiness),
 ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let timeout = app.probe_timeout;
     let catalog = probe(app.router.catalog().database().clone(), timeout);
     let shards = app.router.shard_dbs();
     let shard_probes = futures::future::join_all(shards.into_iter().map(|(id, state, db)| async move {
+        let health = db.health().report();
+        let breaker = Some(health.breaker.as_str());
         let status = if state == ShardState::Offline {
-            ComponentStatus { status: "offline", latency_ms: 0, error: None }
+            ComponentStatus { status: "offline", latency_ms: 0, error: None, breaker }
+        } else if health.breaker != BreakerState::Closed {
+            let error = health.reason.unwrap_or_else(|| "circuit breaker open".to_owned());
+            ComponentStatus { status: "down", latency_ms: 0, error: Some(error), breaker }
         } else {
-            probe(db, timeout).await
+            ComponentStatus { breaker, ..probe(db, timeout).await }
         };
         (id.to_string(), status)
     }));
     let (catalog, shard_probes) = futures::join!(catalog, shard_probes);
-    let mut components = BTreeMap::new();
-    components.insert("catalog".to_owned(), catalog);
-    components.extend(shard_probes);
     let cache = match app.cache.health() {
         CacheHealth::Disabled => "disabled",
         CacheHealth::Local => "up",
         CacheHealth::Up => "up",
         CacheHealth::Degraded => "degraded",
     };
-    components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error: None });
+    let ready = catalog.status != "down";
+    let mut components = BTreeMap::new();
+    components.insert("catalog".to_owned(), catalog);
+    components.extend(shard_probes);
+    components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error: None, breaker: None });
     let rate_limits = app.gate.limiter.store_status();
-    components.insert("rate_limits".to_owned(), ComponentStatus { status: rate_limits, latency_ms: 0, error: None });
-    let ready = components.values().all(|c| c.status != "down");
+    components.insert(
+        "rate_limits".to_owned(),
+        ComponentStatus { status: rate_limits, latency_ms: 0, error: None, breaker: None },
+    );
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     (status, axum::Json(Readiness { status: if ready { "ready" } else { "not_ready" }, components })).into_response()
 }

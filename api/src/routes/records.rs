@@ -24,7 +24,7 @@ use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
-use crate::preconditions::{Precondition, entity_tags, precondition};
+use crate::preconditions::{IfNoneMatch, Precondition, precondition};
 
 /// Path of one record.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -63,8 +63,13 @@ pub struct ListQuery {
     cursor: Option<String>,
 }
 
+/// The entity tag of a record version: the quoted version, formatted without a heap string.
 fn etag(version: i64) -> HeaderValue {
-    HeaderValue::from_str(&format!("\"{version}\"")).unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(version).as_bytes();
+    let mut tag = [b'"'; 22]; // a quote, at most 20 characters of an i64, a quote
+    tag[1..=digits.len()].copy_from_slice(digits);
+    HeaderValue::from_bytes(&tag[..digits.len() + 2]).unwrap_or_else(|_| HeaderValue::from_static("\"0\""))
 }
 
 fn envelope_response(status: StatusCode, record: StoredRecord) -> Response {
@@ -109,7 +114,7 @@ fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Tar
     Ok(Target { tenant, collection, key })
 }
 
-errors!(GetRecordErrors: InvalidPath, TenantNotFound, RecordNotFound, ShardOffline, ShardUnavailable);
+errors!(GetRecordErrors: InvalidPath, TenantNotFound, RecordNotFound, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// Read a record.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")), responses(
@@ -121,7 +126,7 @@ pub async fn get_record(
     State(app): State<Arc<App>>,
     caller: Caller,
     ApiPath(path): ApiPath<RecordPath>,
-    headers: HeaderMap,
+    if_none_match: IfNoneMatch,
 ) -> Result<Response, ApiError> {
     let t = record_target(&caller, &path, Scope::Read)?;
     let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Read).await?;
@@ -144,14 +149,10 @@ pub async fn get_record(
     let RecordState::Live(record) = result.map_err(|e| ApiError::from(&*e))? else {
         return Err(shardgate_shard_router::Error::RecordNotFound.into());
     };
-    if let Some(inm) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) {
-        let matches = inm.trim() == "*"
-            || entity_tags(inm).is_some_and(|tags| tags.iter().any(|t| t.parse() == Ok(record.version)));
-        if matches {
-            let mut response = StatusCode::NOT_MODIFIED.into_response();
-            response.headers_mut().insert(header::ETAG, etag(record.version));
-            return Ok(response);
-        }
+    if if_none_match.hits(|tag| tag.parse() == Ok(record.version)) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        response.headers_mut().insert(header::ETAG, etag(record.version));
+        return Ok(response);
     }
     let mut response = (StatusCode::OK, record.body).into_response();
     let headers = response.headers_mut();
@@ -196,7 +197,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
 
 errors!(PutRecordErrors:
     InvalidJson, JsonTooDeep, InvalidPath, InvalidHeader, WriteContention, PreconditionFailed, PayloadTooLarge,
-    UnsupportedMediaType, ShardReadOnly, ShardOffline, ShardUnavailable, StaleShardMap
+    UnsupportedMediaType, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
 /// Create or replace a record.
@@ -258,7 +259,7 @@ pub async fn put_record(
 
 errors!(DeleteRecordErrors:
     InvalidPath, InvalidHeader, TenantNotFound, RecordNotFound, PreconditionFailed, ShardReadOnly, ShardOffline,
-    ShardUnavailable, StaleShardMap
+    ShardUnavailable, ShardBusy, StaleShardMap
 );
 
 /// Delete a record.
@@ -296,7 +297,7 @@ pub async fn delete_record(
     Ok(StatusCode::NO_CONTENT)
 }
 
-errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, ShardOffline, ShardUnavailable);
+errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// List a collection's records in key order.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(CollectionPath, ListQuery), responses(
@@ -339,5 +340,12 @@ mod tests {
         assert_eq!(json_depth(br#"{"a":"[[[[{{{{"}"#), 1);
         assert_eq!(json_depth(br#"["\"[[[", []]"#), 2);
         assert_eq!(json_depth("[".repeat(10_000).as_bytes()), 10_000);
+    }
+
+    #[test]
+    fn an_entity_tag_is_the_quoted_version() {
+        for version in [0, 7, 1_234_567, i64::MAX, i64::MIN] {
+            assert_eq!(etag(version).to_str().unwrap(), format!("\"{version}\""));
+        }
     }
 }

@@ -7,6 +7,7 @@ mod admin_tenants;
 mod audit;
 mod auth;
 mod blobs;
+mod breaker;
 mod bulkheads;
 mod cache;
 mod gatekeeper;

@@ -21,7 +21,8 @@ pub struct AuditRecord {
     /// The tenant concerned, if any.
     pub tenant: Option<String>,
     /// What was done: `tenant.create`, `tenant.update`, `tenant.delete`, `shard.register`,
-    /// `shard.state`, `shard.delete`, `shard.bootstrap`.
+    /// `shard.state`, `shard.delete`, `shard.bootstrap`, `shard.breaker.force_open`,
+    /// `shard.breaker.reset`.
     pub action: String,
     /// What it was done to, e.g. `tenant:acme` or `shard:shard-2 read_only`.
     pub target: String,

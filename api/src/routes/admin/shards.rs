@@ -5,11 +5,12 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::health::{BreakerState, HealthReport};
 use shardgate_shard_router::router::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Code};
 use crate::extract::{Admin, ApiJson, ApiPath};
 use crate::openapi::errors;
 use crate::timestamps::rfc3339;
@@ -32,10 +33,49 @@ pub struct Shard {
     pub pinned_tenants: u64,
     /// Live records on it; `null` when it cannot be counted (offline or unreachable).
     pub records: Option<u64>,
+    /// Its database's circuit breaker and bulkhead on the instance that answered; `null` when
+    /// the instance has no pool open for it.
+    pub breaker: Option<Breaker>,
     /// Registration time, RFC 3339.
     pub created_at: String,
     /// Last state change, RFC 3339.
     pub updated_at: String,
+}
+
+/// A shard database's circuit breaker and bulkhead, as one instance sees them.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Breaker {
+    /// `closed` (requests run), `open` (they fail at once with 503 `shard_unavailable`; probes
+    /// run), `half_open` (one trial request at a time) or `forced_open` (by an operator, until
+    /// reset).
+    #[schema(value_type = String, example = "closed")]
+    pub state: BreakerState,
+    /// Why it opened, while it is not closed.
+    pub reason: Option<String>,
+    /// How many times it opened since the instance started.
+    pub opens: u64,
+    /// Statements in progress on the database (running or waiting for a connection).
+    pub in_progress: u32,
+    /// Statements refused by the open breaker since the instance started.
+    pub refused: u64,
+    /// Statements refused because too many were in progress (503 `shard_busy`).
+    pub shed: u64,
+    /// Reads retried on another connection since the instance started.
+    pub retries: u64,
+}
+
+impl From<HealthReport> for Breaker {
+    fn from(h: HealthReport) -> Self {
+        Self {
+            state: h.breaker,
+            reason: h.reason,
+            opens: h.opens,
+            in_progress: h.in_progress,
+            refused: h.refused,
+            shed: h.shed,
+            retries: h.retries,
+        }
+    }
 }
 
 impl From<ShardStats> for Shard {
@@ -48,6 +88,7 @@ impl From<ShardStats> for Shard {
             tenants: s.tenants,
             pinned_tenants: s.pinned_tenants,
             records: s.records,
+            breaker: s.health.map(Breaker::from),
             created_at: rfc3339(s.shard.created_at_ms),
             updated_at: rfc3339(s.shard.updated_at_ms),
         }
@@ -179,4 +220,55 @@ pub async fn delete_shard(
     app.announce_map_change().await;
     tracing::info!(shard = %id, "shard unregistered");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What to do with a shard's circuit breaker (`POST /v1/admin/shards/{id}/breaker`).
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakerAction {
+    /// Open it until reset: requests for the shard fail at once with 503 `shard_unavailable`.
+    ForceOpen,
+    /// Close it and forget its failures: requests run again.
+    Reset,
+}
+
+/// Body of `POST /v1/admin/shards/{id}/breaker`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerCommand {
+    /// `force_open` or `reset`.
+    pub action: BreakerAction,
+    /// Why (kept in the audit log and shown as the breaker's reason); at most 200 characters.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+errors!(BreakerErrors: InvalidBody, InvalidJson, ShardNotFound);
+
+/// Force a shard's circuit breaker open, or reset it, on the instance that receives the request
+/// (audited). To stop traffic to a shard on every instance, set its state to `offline` instead.
+#[utoipa::path(post, path = "/v1/admin/shards/{id}/breaker", params(ShardPath), request_body = BreakerCommand, responses(
+    (status = 200, description = "The shard with its breaker's new state", body = Shard),
+    BreakerErrors,
+))]
+pub async fn command_breaker(
+    Admin { app, caller, request }: Admin,
+    ApiPath(path): ApiPath<ShardPath>,
+    ApiJson(body): ApiJson<BreakerCommand>,
+) -> Result<axum::Json<Shard>, ApiError> {
+    let id = shard_id(&path.id)?;
+    let reason = body.reason.unwrap_or_default();
+    if reason.chars().count() > 200 || reason.chars().any(char::is_control) {
+        return Err(ApiError::new(Code::InvalidBody, "reason: at most 200 characters, no control characters"));
+    }
+    let health = app.router.shard_health(&id)?;
+    let (action, open) = match body.action {
+        BreakerAction::ForceOpen => ("shard.breaker.force_open", true),
+        BreakerAction::Reset => ("shard.breaker.reset", false),
+    };
+    let audit = caller.audit(&request, action, None, format!("shard:{id} {reason}").trim_end().to_owned());
+    app.router.catalog().append_audit(&audit).await?;
+    health.force(open, if reason.is_empty() { "by an operator" } else { &reason });
+    tracing::warn!(shard = %id, action, reason = %reason, "circuit breaker changed by an operator");
+    Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
 }

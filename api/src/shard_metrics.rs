@@ -1,0 +1,76 @@
+//! The health of every shard database in `/metrics`, read at each scrape: its circuit breaker's
+//! state, how often it opened, and the statements in progress, refused and retried. Labelled by
+//! shard id (one series per registered shard: bounded).
+
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::health::{BreakerState, HealthReport};
+
+/// The [`Collector`] of shard health metrics.
+#[derive(Debug)]
+pub struct ShardHealthMetrics(pub Arc<ShardRouter>);
+
+/// A counter of [`HealthReport`]: its name, its help and how to read it.
+type Counted = (&'static str, &'static str, fn(&HealthReport) -> u64);
+
+const STATES: [BreakerState; 4] =
+    [BreakerState::Closed, BreakerState::Open, BreakerState::HalfOpen, BreakerState::ForcedOpen];
+
+impl Collector for ShardHealthMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let shards: Vec<(String, HealthReport)> =
+            self.0.shard_dbs().into_iter().map(|(id, _, db)| (id.to_string(), db.health().report())).collect();
+
+        let mut family = encoder.encode_descriptor(
+            "shard_breaker_state",
+            "Circuit breaker state of each shard database on this instance (1 for the current state)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (shard, report) in &shards {
+            for state in STATES {
+                let labels = [("shard", shard.as_str()), ("state", state.as_str())];
+                ConstGauge::new(i64::from(report.breaker == state)).encode(family.encode_family(&labels)?)?;
+            }
+        }
+
+        let counters: [Counted; 4] = [
+            ("shard_breaker_opens", "Times each shard database's circuit breaker opened", |r| r.opens),
+            (
+                "shard_statements_refused",
+                "Statements refused at once because the shard's circuit breaker was open",
+                |r| r.refused,
+            ),
+            (
+                "shard_statements_shed",
+                "Statements refused because too many were in progress on the shard (503 shard_busy)",
+                |r| r.shed,
+            ),
+            ("shard_read_retries", "Reads retried on another connection after a broken one", |r| r.retries),
+        ];
+        for (name, help, value) in counters {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (shard, report) in &shards {
+                ConstCounter::new(value(report)).encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+            }
+        }
+
+        let mut family = encoder.encode_descriptor(
+            "shard_statements_in_progress",
+            "Statements running or waiting for a connection on each shard database",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (shard, report) in &shards {
+            ConstGauge::new(i64::from(report.in_progress))
+                .encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,192 @@
+//! A sick shard fails fast for its own tenants and for no one else: the per-shard circuit
+//! breaker, tried with a shard on a PostgreSQL cluster of the test's own that is killed (`kill -9`),
+//! restarted, frozen (SIGSTOP of every process) and thawed. Every wait is bounded.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use shardgate_api::Config;
+use shardgate_tests::pg_cluster::PgCluster;
+use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem, metric};
+
+/// An app whose `shard-3` lives on `cluster`, with tenant `sick` pinned there and tenant `well`
+/// on `shard-0`, each holding `docs/d1`; `customize` may change its configuration.
+async fn app_with_a_shard_on(cluster: &PgCluster, customize: impl FnOnce(&mut Config)) -> TestApp {
+    let url = cluster.create_database("sick_shard").await;
+    let app = TestApp::spawn_with(Backend::Postgres, |config| {
+        let seed = config.storage.shards.iter_mut().find(|s| s.id.as_str() == "shard-3").expect("shard-3 is seeded");
+        seed.url = SecretString::from(url);
+        customize(config);
+    })
+    .await;
+    app.create_tenant_with(&json!({"id": "sick", "shard": "shard-3"})).await;
+    app.create_tenant_with(&json!({"id": "well", "shard": "shard-0"})).await;
+    for tenant in ["sick", "well"] {
+        expect_json(app.put_record(tenant, "docs", "d1", &json!({"n": 1})).await, StatusCode::CREATED).await;
+    }
+    app
+}
+
+/// The shard as `GET /v1/admin/shards/{id}` shows it.
+async fn shard(app: &TestApp, id: &str) -> Value {
+    expect_json(app.admin(Method::GET, &format!("/v1/admin/shards/{id}"), None).await, StatusCode::OK).await
+}
+
+/// Asserts that `sick`'s read is refused by an open breaker, naming the shard, with `Retry-After`.
+async fn assert_refused_by_the_breaker(app: &TestApp) {
+    let response = app.get_record("sick", "docs", "d1").await;
+    let retry_after: u64 = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("a Retry-After in seconds");
+    assert!(retry_after >= 1);
+    let problem = expect_problem(response, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("shard-3") && detail.contains("circuit breaker"), "{problem}");
+}
+
+/// `well` reads and writes as usual.
+async fn assert_others_unaffected(app: &TestApp, round: i64) {
+    expect_json(app.get_record("well", "docs", "d1").await, StatusCode::OK).await;
+    let status = if round == 0 { StatusCode::CREATED } else { StatusCode::OK };
+    let written = expect_json(app.put_record("well", "docs", "d2", &json!({"round": round})).await, status).await;
+    assert_eq!(written["value"]["round"], round);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_shard_fails_fast_for_its_tenants_only_and_serves_again_once_back() {
+    let cluster = PgCluster::start().await;
+    let app = app_with_a_shard_on(&cluster, |_| {}).await;
+    assert_eq!(shard(&app, "shard-3").await["breaker"]["state"], "closed");
+
+    cluster.kill();
+    // The first requests fail (a broken connection, a refused one); the breaker opens on them.
+    let opened = eventually(Duration::from_secs(10), async || {
+        let response = app.get_record("sick", "docs", "d1").await;
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "a dead shard's request gets 503: {body}");
+        (shard(&app, "shard-3").await["breaker"]["state"] == "open").then_some(())
+    })
+    .await;
+    assert!(opened.is_some(), "the breaker opens once the shard's database is gone");
+    for round in 0..5 {
+        assert_refused_by_the_breaker(&app).await;
+        assert_others_unaffected(&app, round).await;
+    }
+    let write = app.put_record("sick", "docs", "d1", &json!({"n": 2})).await;
+    expect_problem(write, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+
+    // Readiness names the shard but the instance stays ready: it serves everyone else.
+    let ready = expect_json(app.send(Method::GET, "/readyz", None, None, &[]).await, StatusCode::OK).await;
+    assert_eq!(ready["components"]["shard-3"]["status"], "down", "{ready}");
+    assert_eq!(ready["components"]["shard-3"]["breaker"], "open", "{ready}");
+    assert_eq!(ready["components"]["shard-0"]["status"], "up", "{ready}");
+    let state = |s: &str| format!("shardgate_shard_breaker_state{{shard=\"shard-3\",state=\"{s}\"}}");
+    assert_eq!(metric(&app.client, app.metrics_base(), &state("open")).await, 1.0);
+    assert!(
+        metric(&app.client, app.metrics_base(), "shardgate_shard_breaker_opens_total{shard=\"shard-3\"}").await >= 1.0
+    );
+    assert_eq!(
+        metric(&app.client, app.metrics_base(), "shardgate_shard_breaker_opens_total{shard=\"shard-0\"}").await,
+        0.0
+    );
+
+    cluster.restart();
+    let back = eventually(Duration::from_secs(10), async || {
+        let response = app.get_record("sick", "docs", "d1").await;
+        (response.status() == StatusCode::OK).then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "the shard serves again once its database is back");
+    assert_eq!(shard(&app, "shard-3").await["breaker"]["state"], "closed");
+    let written = expect_json(app.put_record("sick", "docs", "d1", &json!({"n": 3})).await, StatusCode::OK).await;
+    assert_eq!(written["value"]["n"], 3, "nothing acknowledged was lost, and writes work again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_shard_is_detected_and_its_waiting_requests_end_instead_of_hanging() {
+    let cluster = PgCluster::start().await;
+    // Deadlines far away, so only the breaker can end the requests that wait.
+    let app = app_with_a_shard_on(&cluster, |config| {
+        config.storage.pool.statement_timeout = Duration::from_secs(120);
+        config.limits.request_timeout = Duration::from_secs(120);
+    })
+    .await;
+
+    cluster.freeze();
+    // Requests already waiting on the frozen database end when the breaker opens.
+    let waiting: Vec<_> = (0..4)
+        .map(|_| {
+            let (client, url) = (app.client.clone(), app.url(&shardgate_tests::record_path("sick", "docs", "d1")));
+            let token = app.rw_token("sick");
+            tokio::spawn(async move { client.get(url).bearer_auth(token).send().await })
+        })
+        .collect();
+    for request in waiting {
+        let response = tokio::time::timeout(Duration::from_secs(30), request)
+            .await
+            .expect("a request to a frozen shard ends")
+            .unwrap()
+            .expect("the request is answered");
+        let problem = expect_problem(response, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+        assert!(problem["detail"].as_str().unwrap().contains("circuit breaker"), "{problem}");
+    }
+    let breaker = shard(&app, "shard-3").await["breaker"].clone();
+    assert_eq!(breaker["state"], "open", "{breaker}");
+    for round in 0..5 {
+        assert_refused_by_the_breaker(&app).await;
+        assert_others_unaffected(&app, round).await;
+    }
+
+    cluster.thaw();
+    let back = eventually(Duration::from_secs(10), async || {
+        (app.get_record("sick", "docs", "d1").await.status() == StatusCode::OK).then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "the shard serves again once thawed");
+}
+
+#[tokio::test]
+async fn an_operator_forces_a_breaker_open_and_resets_it_with_an_audit_trail() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let tenant = app.create_tenant("acme").await;
+    let home = tenant["shard"].as_str().unwrap().to_owned();
+    expect_json(app.put_record("acme", "docs", "d1", &json!(1)).await, StatusCode::CREATED).await;
+    let path = format!("/v1/admin/shards/{home}/breaker");
+
+    let body = json!({"action": "force_open", "reason": "disk swap"});
+    let forced = expect_json(app.admin(Method::POST, &path, Some(&body)).await, StatusCode::OK).await;
+    assert_eq!(forced["breaker"]["state"], "forced_open", "{forced}");
+    assert!(forced["breaker"]["reason"].as_str().unwrap().contains("disk swap"), "{forced}");
+    let problem = expect_problem(
+        app.get_record("acme", "docs", "d1").await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "shard_unavailable",
+    )
+    .await;
+    assert!(problem["detail"].as_str().unwrap().contains("disk swap"), "{problem}");
+
+    let reset = json!({"action": "reset"});
+    let closed = expect_json(app.admin(Method::POST, &path, Some(&reset)).await, StatusCode::OK).await;
+    assert_eq!(closed["breaker"]["state"], "closed");
+    expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
+
+    let log = expect_json(app.admin(Method::GET, "/v1/admin/audit", None).await, StatusCode::OK).await;
+    let actions: Vec<&str> = log["items"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    assert!(actions.contains(&"shard.breaker.force_open") && actions.contains(&"shard.breaker.reset"), "{log}");
+
+    // Bad commands are 4xx problems, never a change.
+    let unknown = app.admin(Method::POST, &path, Some(&json!({"action": "explode"}))).await;
+    assert!(unknown.status().is_client_error());
+    let missing = app.admin(Method::POST, "/v1/admin/shards/no-such-shard/breaker", Some(&body)).await;
+    expect_problem(missing, StatusCode::NOT_FOUND, "shard_not_found").await;
+    let tenant_token = app.rw_token("acme");
+    let refused = app.client.post(app.url(&path)).bearer_auth(tenant_token).json(&body).send().await.unwrap();
+    assert!(matches!(refused.status(), StatusCode::FORBIDDEN | StatusCode::UNAUTHORIZED), "a tenant cannot do it");
+    expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
+}
