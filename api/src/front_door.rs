@@ -109,8 +109,10 @@ pub fn is_unthrottled(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz" | "/metrics")
 }
 
-/// The gateway's front door: authenticate, throttle with the tenant limits of the shard map.
-/// In trusted mode the internal credential replaces both (the gatekeeper did them).
+/// The gateway's front door: authenticate, throttle with the tenant limits of the shard map,
+/// then take the caller's slot in its bulkhead (429 at once when it is full), held until the
+/// response has been sent. In trusted mode the internal credential replaces authentication and
+/// throttling (the gatekeeper did them).
 pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if let Err(refused) = check_request_path(request.uri().path()) {
         return refused.into_response();
