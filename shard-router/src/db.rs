@@ -85,6 +85,14 @@ pub struct PoolConfig {
     /// takes longer fails (503), so a frozen database costs a bounded time. Default 5 s.
     #[serde(with = "humantime_serde")]
     pub statement_timeout: Duration,
+    /// Most connections all shard pools on one PostgreSQL server (host and port) hold together:
+    /// each pool gets an equal share (at least one, at most `max_connections`), so many shard
+    /// databases on one server stay under its `max_connections`. Default 64.
+    pub max_connections_per_server: u32,
+    /// A connection unused this long is closed, so an idle shard gives its share back. Default
+    /// 30 s.
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
     /// Most statements in progress (running or waiting for a connection) per database; the next
     /// fails at once with 503 `shard_busy`. Default 256.
     pub max_in_progress: u32,
@@ -100,6 +108,8 @@ impl Default for PoolConfig {
             acquire_timeout: Duration::from_secs(5),
             probe_timeout: Duration::from_secs(2),
             statement_timeout: Duration::from_secs(5),
+            max_connections_per_server: 64,
+            idle_timeout: Duration::from_secs(30),
             max_in_progress: 256,
             breaker: BreakerConfig::default(),
         }
@@ -140,6 +150,21 @@ impl Database {
     /// Opens a pool (lazily: the first query connects). SQLite files are created if missing and
     /// run in WAL mode with a busy timeout.
     pub fn open(url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
+        Self::open_with(url, config, None)
+    }
+
+    /// This database again, with a pool sized by `config` (its connections are those of the new
+    /// pool; the old pool closes when its last user drops it) and the same [`Health`].
+    pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
+        Self::open_with(url, config, Some(self.health.clone()))
+    }
+
+    /// The most connections its pool opens.
+    pub fn max_connections(&self) -> u32 {
+        self.pool.options().get_max_connections()
+    }
+
+    fn open_with(url: &SecretString, config: &PoolConfig, health: Option<Arc<Health>>) -> Result<Self, Error> {
         sqlx::any::install_default_drivers();
         let raw = url.expose_secret();
         let engine = Engine::of_url(raw)?;
@@ -157,6 +182,7 @@ impl Database {
         let pool = AnyPoolOptions::new()
             .max_connections(max)
             .min_connections(0)
+            .idle_timeout(config.idle_timeout)
             .acquire_timeout(config.acquire_timeout)
             // No ping round trip before every query: a broken connection fails its query, is
             // dropped, and the next acquire opens a new one.
@@ -183,8 +209,9 @@ impl Database {
             });
             probe
         });
-        let health =
-            Arc::new(Health::new(config.breaker.clone(), config.statement_timeout, config.max_in_progress, probe));
+        let health = health.unwrap_or_else(|| {
+            Arc::new(Health::new(config.breaker.clone(), config.statement_timeout, config.max_in_progress, probe))
+        });
         let native = match engine {
             Engine::Sqlite => None,
             Engine::Postgres => {
@@ -195,6 +222,7 @@ impl Database {
                     PgPoolOptions::new()
                         .max_connections(NATIVE_CONNECTIONS)
                         .min_connections(0)
+                        .idle_timeout(config.idle_timeout)
                         .acquire_timeout(config.acquire_timeout)
                         .test_before_acquire(false)
                         .connect_lazy_with(options),
@@ -241,6 +269,26 @@ impl Database {
             Ok(Err(e)) => Err(Error::from(e)),
             Err(_) => Err(Error::Timeout),
         }
+    }
+}
+
+/// The PostgreSQL server (`host:port`) a database URL points at; `None` for SQLite or a URL
+/// that does not parse (then no server budget applies).
+pub fn server_of(url: &SecretString) -> Option<String> {
+    if Engine::of_url(url.expose_secret()).ok()? != Engine::Postgres {
+        return None;
+    }
+    let parsed = url::Url::parse(url.expose_secret()).ok()?;
+    Some(format!("{}:{}", parsed.host_str().unwrap_or("localhost"), parsed.port().unwrap_or(5432)))
+}
+
+impl PoolConfig {
+    /// These settings for one of `sharing` shard pools on one server: an equal share of
+    /// `max_connections_per_server`, at least one connection, at most `max_connections`.
+    pub fn share_of_server(&self, sharing: usize) -> Self {
+        let sharing = u32::try_from(sharing.max(1)).unwrap_or(u32::MAX);
+        let share = (self.max_connections_per_server / sharing).clamp(1, self.max_connections.max(1));
+        Self { max_connections: share, ..self.clone() }
     }
 }
 

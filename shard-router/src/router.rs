@@ -14,7 +14,7 @@ use serde::Deserialize;
 use crate::blobs::BlobStore;
 use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
 use crate::clock::now_ms;
-use crate::db::{Database, Engine, PoolConfig, Schema};
+use crate::db::{Database, Engine, PoolConfig, Schema, server_of};
 use crate::error::Error;
 use crate::health::{Health, HealthReport};
 use crate::ids::{ShardId, TenantId};
@@ -173,8 +173,10 @@ impl ShardRouter {
         }
 
         let mut pools = HashMap::new();
-        for shard in catalog.list_shards().await? {
-            let db = Database::open(&shard.url, &config.pool)?;
+        let rows = catalog.list_shards().await?;
+        let sharing = pools_per_server(&rows);
+        for shard in rows {
+            let db = Database::open(&shard.url, &pool_share(&config.pool, &shard.url, &sharing))?;
             if config.migrate_on_start
                 && shard.state != ShardState::Offline
                 && let Err(e) = db.migrate(Schema::Shard).await
@@ -248,8 +250,42 @@ impl ShardRouter {
             let gone: Vec<ShardId> = pools.keys().filter(|id| map.shard(id.as_str()).is_none()).cloned().collect();
             gone.iter().filter_map(|id| pools.remove(id)).collect()
         };
+        let changed = !missing.is_empty() || !removed.is_empty();
         for db in removed {
             db.close().await;
+        }
+        if changed {
+            self.rebalance_pools().await;
+        }
+    }
+
+    /// Gives every shard pool its share of its server's connection budget again
+    /// (`storage.pool.max_connections_per_server`), after shards came or went. A pool whose share
+    /// changed is replaced by one of the new size with the same health; the old one closes when
+    /// the statements still using it are done.
+    async fn rebalance_pools(&self) {
+        let rows = match self.catalog.list_shards().await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list shards to share out connections");
+                return;
+            }
+        };
+        let sharing = pools_per_server(&rows);
+        let mut pools = self.pools.write();
+        for row in rows {
+            let config = pool_share(&self.pool_config, &row.url, &sharing);
+            let Some(db) = pools.get(&row.id) else { continue };
+            if db.engine != Engine::Postgres || db.max_connections() == config.max_connections {
+                continue;
+            }
+            match db.resized(&row.url, &config) {
+                Ok(resized) => {
+                    tracing::info!(shard = %row.id, connections = config.max_connections, "shard pool resized");
+                    pools.insert(row.id, resized);
+                }
+                Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot resize a shard pool"),
+            }
         }
     }
 
@@ -386,6 +422,7 @@ impl ShardRouter {
             ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
         let (epoch, took_vshards) = self.catalog.insert_shard(&row, true, audit).await?;
         self.pools.write().insert(id.clone(), db);
+        self.rebalance_pools().await;
         let mut map = self.map.write();
         map.shards.push(ShardEntry { id, state: ShardState::Active });
         if took_vshards {
@@ -494,6 +531,7 @@ impl ShardRouter {
         if let Some(db) = db {
             db.close().await;
         }
+        self.rebalance_pools().await;
         Ok(())
     }
 
@@ -604,6 +642,23 @@ fn route_error(e: RouteError) -> Error {
 pub fn sqlite_url(path: &Path) -> SecretString {
     let path: PathBuf = path.to_path_buf();
     SecretString::from(format!("sqlite://{}", path.display()))
+}
+
+/// How many shard pools each PostgreSQL server holds.
+fn pools_per_server(rows: &[ShardRow]) -> HashMap<String, usize> {
+    let mut sharing = HashMap::new();
+    for server in rows.iter().filter_map(|row| server_of(&row.url)) {
+        *sharing.entry(server).or_insert(0) += 1;
+    }
+    sharing
+}
+
+/// The pool settings of the shard at `url`: its share of its server's budget.
+fn pool_share(config: &PoolConfig, url: &SecretString, sharing: &HashMap<String, usize>) -> PoolConfig {
+    match server_of(url).and_then(|server| sharing.get(&server).copied()) {
+        Some(pools) => config.share_of_server(pools),
+        None => config.clone(),
+    }
 }
 
 /// Opens a shard database, checks it answers and applies the shard migrations.

@@ -11,6 +11,7 @@ use std::time::Duration;
 pub struct PgCluster {
     /// Its port on 127.0.0.1.
     pub port: u16,
+    max_connections: u32,
     dir: tempfile::TempDir,
     bin: PathBuf,
 }
@@ -47,8 +48,13 @@ fn as_postgres(program: &Path, args: &[&str]) {
 
 impl PgCluster {
     /// Creates a cluster in a new temporary directory (trust authentication, listening on
-    /// 127.0.0.1 only, its socket in that directory) and starts it.
+    /// 127.0.0.1 only, its socket in that directory) and starts it, with `max_connections = 60`.
     pub async fn start() -> Self {
+        Self::start_with_max_connections(60).await
+    }
+
+    /// [`PgCluster::start`] with the server's `max_connections`.
+    pub async fn start_with_max_connections(max_connections: u32) -> Self {
         let dir = tempfile::Builder::new().prefix("sg-pg-").tempdir().expect("temp dir");
         let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()).status().unwrap();
         assert!(chown.success(), "chown of the cluster directory failed");
@@ -58,7 +64,7 @@ impl PgCluster {
             &bin.join("initdb"),
             &["-D", data.to_str().unwrap(), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"],
         );
-        let cluster = Self { port: crate::free_port(), dir, bin };
+        let cluster = Self { port: crate::free_port(), max_connections, dir, bin };
         cluster.launch();
         cluster
     }
@@ -69,9 +75,10 @@ impl PgCluster {
 
     fn launch(&self) {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c max_connections=60",
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c max_connections={}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            self.max_connections
         );
         let log = self.dir.path().join("log");
         as_postgres(
@@ -178,5 +185,20 @@ impl Drop for PgCluster {
             .status();
         // Anything left (a postmaster that would not stop) is killed before its files go.
         self.kill();
+    }
+}
+
+impl PgCluster {
+    /// Connections open on the server now (client backends only).
+    pub async fn connections(&self) -> i64 {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&self.url("postgres")).await.expect("connect to the test cluster");
+        let open: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+                .fetch_one(&mut conn)
+                .await
+                .expect("count connections");
+        conn.close().await.ok();
+        open - 1 // not this one
     }
 }

@@ -20,6 +20,7 @@
 //! `SGFETCH mode=.. driver=.. tasks=.. pool=.. blob_bytes=.. fetches=.. bytes=.. secs=..
 //! mb_per_s=.. p50_us=.. p99_us=..` (MB = 10^6 bytes; latencies are of whole-blob fetches).
 
+use shardgate_bench::env_number;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -85,13 +86,6 @@ async fn fetch(pool: &Pool, blob: &Blob, mode: Mode) -> Result<u64, sqlx::Error>
     match pool {
         Pool::Pg(pool) => fetch_pg(pool, blob, mode).await,
         Pool::Any(pool) => fetch_any(pool, blob, mode).await,
-    }
-}
-
-fn env_number(name: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(name) {
-        Ok(raw) => raw.parse().map_err(|_| format!("{name} must be a whole number, got {raw:?}")),
-        Err(_) => Ok(default),
     }
 }
 

@@ -19,6 +19,7 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`). It creates `sgbench_drivers_src` and
 //! `sgbench_drivers_dst` on that server and drops them at the end. Prints a markdown table.
 
+use shardgate_bench::env_number;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,13 +121,6 @@ async fn throughput(pool: &Pool, op: Op, rows: u64, tasks: u64, seconds: u64) ->
         worker.await.expect("a worker panicked")?;
     }
     Ok(done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
-}
-
-fn env_number(name: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(name) {
-        Ok(raw) => raw.parse().map_err(|_| format!("{name} must be a whole number, got {raw:?}")),
-        Err(_) => Ok(default),
-    }
 }
 
 /// Median and spread of `values`.

@@ -66,10 +66,7 @@ struct Settings {
 }
 
 fn env_number(name: &str, default: usize) -> BenchResult<usize> {
-    match std::env::var(name) {
-        Ok(raw) => raw.parse().map_err(|_| format!("{name} must be a whole number, got {raw:?}").into()),
-        Err(_) => Ok(default),
-    }
+    Ok(shardgate_bench::env_number(name, default)?)
 }
 
 impl Settings {

@@ -10,6 +10,7 @@ mod blobs;
 mod breaker;
 mod bulkheads;
 mod cache;
+mod connection_budget;
 mod gatekeeper;
 mod indexes;
 mod isolation;
