@@ -5,9 +5,11 @@ use std::sync::Arc;
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
-use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::{ShardRouter, Tier};
 
+use crate::bulkhead::{Bulkheads, Compartment, Slot};
 use crate::config::LimitsConfig;
+use crate::error::ApiError;
 use crate::metrics::Metrics;
 
 /// Shared state of one gateway instance.
@@ -47,6 +49,10 @@ pub struct App {
     pub probe_timeout: std::time::Duration,
     /// The deadline of a statement (`storage.pool.statement_timeout`), also of the catalog poll.
     pub statement_timeout: std::time::Duration,
+    /// Requests in progress per tenant (`bulkhead.rs`).
+    pub bulkheads: Bulkheads,
+    /// The idle limit of blob and valet transfers (`transfer_watch.rs`).
+    pub transfers: crate::transfer_watch::TransferWatch,
 }
 
 impl App {
@@ -57,6 +63,22 @@ impl App {
             Some(own) => RateLimit { per_second: own.per_second, burst: own.burst },
             None => self.gate.limiter.config().for_tier(tier.as_str()),
         })
+    }
+
+    /// A place among the requests in progress of `compartment`, within its cap: a tenant's by its
+    /// tier (`limits.tenant_concurrent_requests`; a tenant this instance does not know, and a
+    /// token without a tenant, get the `standard` cap), `limits.anonymous_concurrent_requests`
+    /// for requests without a valid token. Refused at once (429) when the compartment is full.
+    pub fn enter_bulkhead(&self, compartment: Compartment) -> Result<Slot, ApiError> {
+        let caps = &self.limits.tenant_concurrent_requests;
+        let cap = match &compartment {
+            Compartment::Tenant(tenant) => {
+                caps.for_tier(self.router.tenant_limits(tenant).map_or(Tier::Standard, |(tier, _)| tier))
+            }
+            Compartment::Principal(..) => caps.for_tier(Tier::Standard),
+            Compartment::Anonymous => self.limits.anonymous_concurrent_requests,
+        };
+        self.bulkheads.enter(compartment, cap)
     }
 
     /// Tells other instances the shard map changed (they also poll the catalog).

@@ -28,6 +28,7 @@ use crate::app::App;
 use crate::chunk_cache::ChunkCache;
 use crate::error::{ApiError, Code};
 use crate::timestamps::rfc3339;
+use crate::transfer_watch::{LongTransfer, TransferWatch};
 
 /// A blob's description.
 #[derive(Debug, Serialize, ToSchema)]
@@ -88,7 +89,7 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
         return Err(ApiError::new(Code::PreconditionFailed, "the blob does not satisfy the precondition"));
     }
     let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
-    let received = receive(&store, &upload, body, max_size).await?;
+    let received = receive(&store, &upload, body, max_size, &app.transfers).await?;
     let commit = BlobCommit {
         size: received.size,
         sha256_hex: received.sha256,
@@ -168,10 +169,17 @@ pub fn check_declared_length(headers: &HeaderMap, max_size: u64) -> Result<(), A
 }
 
 /// Streams `body` into `upload` in chunks of [`BLOB_CHUNK_BYTES`], at most one chunk in memory.
-/// On any failure (the client goes away, the body exceeds `max_size`, a shard error) the upload
-/// is aborted, so nothing of it remains.
-pub async fn receive(store: &BlobStore<'_>, upload: &Upload, body: Body, max_size: u64) -> Result<Received, ApiError> {
-    let outcome = stream_chunks(store, upload, body, max_size).await;
+/// On any failure (the client goes away, the body exceeds `max_size`, no byte arrives within
+/// `watch`'s idle limit (408 `transfer_stalled`), a shard error) the upload is aborted, so
+/// nothing of it remains.
+pub async fn receive(
+    store: &BlobStore<'_>,
+    upload: &Upload,
+    body: Body,
+    max_size: u64,
+    watch: &TransferWatch,
+) -> Result<Received, ApiError> {
+    let outcome = stream_chunks(store, upload, body, max_size, watch).await;
     if outcome.is_err()
         && let Err(e) = store.abort(upload, now_ms()).await
     {
@@ -185,12 +193,13 @@ async fn stream_chunks(
     upload: &Upload,
     body: Body,
     max_size: u64,
+    watch: &TransferWatch,
 ) -> Result<Received, ApiError> {
     let mut stream = body.into_data_stream();
     let mut hasher = Sha256::new();
     let mut buffer = BytesMut::with_capacity(BLOB_CHUNK_BYTES);
     let (mut size, mut chunks) = (0u64, 0u64);
-    while let Some(piece) = stream.next().await {
+    while let Some(piece) = watch.next_piece(&mut stream).await? {
         let mut piece = piece
             .map_err(|e| ApiError::new(Code::UploadInterrupted, format!("the request body could not be read: {e}")))?;
         size += piece.len() as u64;
@@ -268,6 +277,8 @@ fn requested_range(headers: &HeaderMap, meta: &BlobMeta) -> Result<Option<std::o
 /// The next window is read while this one is sent. **Memory per download:** at most two windows
 /// (2 MiB with the default `blobs.read_window_bytes` of 1 MiB), plus the chunk the server is
 /// writing to the socket; chunks that come from the chunk cache are shared with it, not copied.
+/// The answer is marked a [`LongTransfer`], so a client that stops reading is cut off after
+/// `limits.transfer_idle_timeout` and its windows dropped ([`crate::transfer_watch`]).
 pub fn download(
     cache: &ChunkCache,
     (db, shard): (&Database, &ShardId),
@@ -337,7 +348,9 @@ pub fn download(
             std::future::ready(Some(out))
         })
         .map_err(|e| std::io::Error::other(e.to_string()));
-    (status, response_headers, Body::from_stream(body)).into_response()
+    let mut response = (status, response_headers, Body::from_stream(body)).into_response();
+    response.extensions_mut().insert(LongTransfer);
+    response
 }
 
 /// An HTTP date (RFC 9110 IMF-fixdate) from ms since the Unix epoch.

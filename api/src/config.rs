@@ -80,8 +80,15 @@ pub struct LimitsConfig {
     /// The same for blob uploads and downloads (and valet transfers). Default 1 h.
     #[serde(with = "shardgate_shard_router::db::humantime_serde")]
     pub transfer_timeout: std::time::Duration,
+    /// A blob or valet transfer that moves no byte for this long is ended, so a stalled client
+    /// gives its place back: an upload whose body stops arriving is answered 408
+    /// `transfer_stalled` (nothing of it is stored), a download whose client stops reading is cut
+    /// off. Default 30 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub transfer_idle_timeout: std::time::Duration,
     /// Most requests in progress at once; more are shed at once with 503 `overloaded` and
-    /// `Retry-After`. Default 1024.
+    /// `Retry-After`. Default 1024. The last line behind the caps per tenant below; probes and
+    /// `/metrics` are never counted.
     pub max_concurrent_requests: usize,
     /// Longest a client may take to send the head (request line and headers) of a request,
     /// counted from its first byte (for a connection's first request, from the connection's
@@ -103,6 +110,18 @@ pub struct LimitsConfig {
     /// connections and files, and at most 32768. A larger value is lowered to that bound (with a
     /// warning), so the process cannot run out of file descriptors.
     pub max_connections: Option<usize>,
+    /// Most requests in progress at once of one tenant, by its tier (`free`, `standard`,
+    /// `premium`), so no tenant can occupy the instance; one more is refused at once with 429
+    /// `tenant_concurrency_limit` and `Retry-After`. A request counts until its response is sent
+    /// (a download until its last byte); valet transfers count against the tenant of the URL;
+    /// a token without a tenant counts on its own with the `standard` cap. Default free 32,
+    /// standard 256, premium 512. Enforced by `serve`; a standalone gatekeeper leaves this and
+    /// `anonymous_concurrent_requests` to its backend.
+    pub tenant_concurrent_requests: TierConcurrency,
+    /// Most requests in progress at once of all callers without a valid token together (valet
+    /// URLs are counted against their tenant instead); one more is refused at once with 429
+    /// `anonymous_concurrency_limit` and `Retry-After`. Default 64.
+    pub anonymous_concurrent_requests: usize,
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,
     /// Deepest nesting of arrays and objects in a record value; deeper bodies get 400
@@ -120,15 +139,48 @@ impl Default for LimitsConfig {
             request_timeout: std::time::Duration::from_secs(30),
             admin_timeout: std::time::Duration::from_secs(120),
             transfer_timeout: std::time::Duration::from_secs(3600),
+            transfer_idle_timeout: std::time::Duration::from_secs(30),
             max_concurrent_requests: 1024,
             header_read_timeout: std::time::Duration::from_secs(10),
             keep_alive_idle_timeout: std::time::Duration::from_secs(60),
             max_connections: None,
+            tenant_concurrent_requests: TierConcurrency::default(),
+            anonymous_concurrent_requests: 64,
             max_record_bytes: 1024 * 1024,
             max_json_depth: 64,
             max_list_limit: 1000,
             default_list_limit: 100,
         }
+    }
+}
+
+/// Caps on the requests in progress of one tenant, by tier (`limits.tenant_concurrent_requests`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TierConcurrency {
+    /// A `free` tenant's cap. Default 32.
+    pub free: usize,
+    /// A `standard` tenant's cap (also a token's without a tenant). Default 256.
+    pub standard: usize,
+    /// A `premium` tenant's cap. Default 512.
+    pub premium: usize,
+}
+
+impl Default for TierConcurrency {
+    fn default() -> Self {
+        Self { free: 32, standard: 256, premium: 512 }
+    }
+}
+
+impl TierConcurrency {
+    /// The cap of a tenant of `tier` (at least one).
+    pub fn for_tier(&self, tier: shardgate_shard_router::Tier) -> usize {
+        let cap = match tier {
+            shardgate_shard_router::Tier::Free => self.free,
+            shardgate_shard_router::Tier::Standard => self.standard,
+            shardgate_shard_router::Tier::Premium => self.premium,
+        };
+        cap.max(1)
     }
 }
 
@@ -407,5 +459,29 @@ mod tests {
         assert!(err.contains("catalog_ulr"), "{err}");
         let err = Config::load_from(None, &[("SHARDGATE_LISTN", "x")]).unwrap_err().to_string();
         assert!(err.contains("listn"), "{err}");
+    }
+
+    #[test]
+    fn tenant_caps_are_set_per_tier_and_keep_their_defaults_otherwise() {
+        use shardgate_shard_router::Tier;
+        let config = Config::load_from(
+            None,
+            &[
+                ("SHARDGATE_LIMITS__TENANT_CONCURRENT_REQUESTS__FREE", "8"),
+                ("SHARDGATE_LIMITS__TRANSFER_IDLE_TIMEOUT", "5s"),
+            ],
+        )
+        .unwrap();
+        let caps = config.limits.tenant_concurrent_requests;
+        assert_eq!(
+            (caps.for_tier(Tier::Free), caps.for_tier(Tier::Standard), caps.for_tier(Tier::Premium)),
+            (8, 256, 512)
+        );
+        assert_eq!(config.limits.transfer_idle_timeout, std::time::Duration::from_secs(5));
+        assert_eq!(config.limits.anonymous_concurrent_requests, 64);
+        let err = Config::load_from(None, &[("SHARDGATE_LIMITS__TENANT_CONCURRENT_REQUESTS__GOLD", "8")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gold"), "{err}");
     }
 }

@@ -3,7 +3,9 @@
 //! request passes one wrapper and one future instead of a stack of them:
 //!
 //! - load shedding: at most `max_in_flight` requests in progress; the next one gets 503
-//!   `overloaded` with `Retry-After` at once instead of queueing;
+//!   `overloaded` with `Retry-After` at once instead of queueing (and is counted in the refusal
+//!   counter, if given). Probes and `/metrics` ([`is_unthrottled`]) are never counted nor
+//!   shed, so a liveness probe does not fail because the instance is full;
 //! - `Authorization` marked sensitive (never printed by a `Debug` of the headers);
 //! - a request id (kept if the client sent a valid one, else random), on the request and echoed
 //!   on the response as `x-request-id`;
@@ -31,7 +33,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower::{Layer, Service};
 use tracing::Span;
 
+use prometheus_client::metrics::counter::Counter;
+
 use crate::error::ApiError;
+use crate::front_door::is_unthrottled;
 use crate::metrics::Metrics;
 
 /// The request id header.
@@ -45,12 +50,18 @@ const MAX_REQUEST_ID_BYTES: usize = 128;
 pub struct EdgeLayer {
     in_flight: Arc<Semaphore>,
     metrics: Option<Arc<Metrics>>,
+    shed: Option<Counter>,
 }
 
 impl EdgeLayer {
     /// At most `max_in_flight` requests at once (at least one), recorded in `metrics` if given.
     pub fn new(max_in_flight: usize, metrics: Option<Arc<Metrics>>) -> Self {
-        Self { in_flight: Arc::new(Semaphore::new(max_in_flight.max(1))), metrics }
+        Self { in_flight: Arc::new(Semaphore::new(max_in_flight.max(1))), metrics, shed: None }
+    }
+
+    /// Counts each request shed for the limit in `shed`.
+    pub fn counting_shed(self, shed: Counter) -> Self {
+        Self { shed: Some(shed), ..self }
     }
 }
 
@@ -58,7 +69,7 @@ impl<S> Layer<S> for EdgeLayer {
     type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Edge { inner, in_flight: self.in_flight.clone(), metrics: self.metrics.clone() }
+        Edge { inner, in_flight: self.in_flight.clone(), metrics: self.metrics.clone(), shed: self.shed.clone() }
     }
 }
 
@@ -68,6 +79,7 @@ pub struct Edge<S> {
     inner: S,
     in_flight: Arc<Semaphore>,
     metrics: Option<Arc<Metrics>>,
+    shed: Option<Counter>,
 }
 
 impl<S, B> Service<Request<B>> for Edge<S>
@@ -107,15 +119,25 @@ where
             cache = tracing::field::Empty,
         );
         let method = request.method().clone();
-        let (inner, ready, permit) = match self.in_flight.clone().try_acquire_owned() {
+        let admitted = if is_unthrottled(request.uri().path()) {
+            Ok(None)
+        } else {
+            self.in_flight.clone().try_acquire_owned().map(Some)
+        };
+        let (inner, ready, permit) = match admitted {
             Ok(permit) => {
                 let called = span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))));
                 match called {
-                    Ok(future) => (Some(future), None, Some(permit)),
+                    Ok(future) => (Some(future), None, permit),
                     Err(_) => (None, Some(panicked()), None),
                 }
             }
-            Err(_) => (None, Some(ApiError::overloaded().into_response()), None),
+            Err(_) => {
+                if let Some(shed) = &self.shed {
+                    shed.inc();
+                }
+                (None, Some(ApiError::overloaded().into_response()), None)
+            }
         };
         EdgeFuture { inner, ready, permit, span, request_id, method, route, started, metrics: self.metrics.clone() }
     }
@@ -268,6 +290,39 @@ mod tests {
         let body = axum::body::to_bytes(served.into_body(), 1024).await.unwrap();
         assert_eq!(&body[..], b"sensitive=true");
         assert_eq!(edge.layer(handler).oneshot(request()).await.unwrap().status(), 200, "the place is free again");
+    }
+
+    #[tokio::test]
+    async fn probes_and_metrics_are_served_when_the_limit_is_reached() {
+        let (release, released) = tokio::sync::watch::channel(false);
+        let handler = tower::service_fn(move |_: Request<Body>| {
+            let mut released = released.clone();
+            async move {
+                let _ = released.wait_for(|go| *go).await;
+                Ok::<Response, Infallible>(Response::default())
+            }
+        });
+        let shed = Counter::default();
+        let edge = EdgeLayer::new(1, None).counting_shed(shed.clone());
+        let held = tokio::spawn(edge.layer(handler.clone()).oneshot(request()));
+        while edge.in_flight.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(edge.layer(handler.clone()).oneshot(request()).await.unwrap().status(), 503);
+        assert_eq!(shed.get(), 1);
+        let probes: Vec<_> = ["/healthz", "/readyz", "/metrics"]
+            .into_iter()
+            .map(|path| {
+                tokio::spawn(edge.layer(handler.clone()).oneshot(Request::get(path).body(Body::empty()).unwrap()))
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        release.send(true).unwrap();
+        for probe in probes {
+            assert_eq!(probe.await.unwrap().unwrap().status(), 200, "a probe is never shed");
+        }
+        assert_eq!(shed.get(), 1);
+        held.await.unwrap().unwrap();
     }
 
     #[test]

@@ -106,6 +106,7 @@ codes! {
     ValetKeyNotFound = ("valet_key_not_found", NOT_FOUND, "no such valet key"),
     SigningKeyNotFound = ("signing_key_not_found", NOT_FOUND, "no such signing key"),
     MethodNotAllowed = ("method_not_allowed", METHOD_NOT_ALLOWED, "the endpoint does not support the method"),
+    TransferStalled = ("transfer_stalled", REQUEST_TIMEOUT, "the upload's body stopped arriving for longer than the idle limit; nothing of it was stored"),
     TenantExists = ("tenant_exists", CONFLICT, "a tenant with this id exists"),
     ShardExists = ("shard_exists", CONFLICT, "a shard with this id exists"),
     ShardInUse = ("shard_in_use", CONFLICT, "the shard still holds data or is still routed to"),
@@ -124,6 +125,8 @@ codes! {
     UnknownShard = ("unknown_shard", UNPROCESSABLE_ENTITY, "the body names a shard that is not registered"),
     ShardUnreachable = ("shard_unreachable", UNPROCESSABLE_ENTITY, "the shard's database cannot be reached"),
     RateLimited = ("rate_limited", TOO_MANY_REQUESTS, "over the caller's rate limit (its tenant's, or its IP address's without a valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`"),
+    TenantConcurrencyLimit = ("tenant_concurrency_limit", TOO_MANY_REQUESTS, "the caller's tenant (for a token without a tenant, its subject) already has as many requests in progress as its tier allows; see `Retry-After`"),
+    AnonymousConcurrencyLimit = ("anonymous_concurrency_limit", TOO_MANY_REQUESTS, "requests without a valid token already fill the requests in progress they may hold together; see `Retry-After`"),
     Internal = ("internal", INTERNAL_SERVER_ERROR, "an unexpected failure, logged by the server"),
     UpstreamUnavailable = ("upstream_unavailable", BAD_GATEWAY, "the gatekeeper's backend cannot be reached"),
     ShardReadOnly = ("shard_read_only", SERVICE_UNAVAILABLE, "the shard is read-only: writes are refused"),
@@ -167,6 +170,24 @@ impl ApiError {
         let mut err = Self::new(Code::Overloaded, "too many requests in progress; retry shortly");
         err.retry_after_secs = Some(1);
         err
+    }
+
+    /// 429 `tenant_concurrency_limit` (or `anonymous_concurrency_limit`) with `Retry-After: 1`:
+    /// `who` (e.g. `tenant acme`) already has `cap` requests in progress. Never queued.
+    pub fn concurrency_limited(code: Code, who: &str, cap: usize) -> Self {
+        let detail = format!("{who} already has {cap} requests in progress, its limit; retry when one has finished");
+        let mut err = Self::new(code, detail);
+        err.retry_after_secs = Some(1);
+        err
+    }
+
+    /// 408 `transfer_stalled`: no byte of the upload's body arrived for `idle`.
+    pub fn transfer_stalled(idle: std::time::Duration) -> Self {
+        let detail = format!(
+            "no byte of the body arrived for {} ms; the upload was abandoned and nothing of it was stored",
+            idle.as_millis()
+        );
+        Self::new(Code::TransferStalled, detail)
     }
 
     /// 429 `rate_limited` with `Retry-After`.

@@ -1,7 +1,9 @@
 //! The gatekeeper's front door, run before any handler: path rules, then the caller's token and
-//! rate limit ([`crate::admission`]), or, behind a standalone gatekeeper, its internal credential.
-//! Health, readiness and metrics endpoints are never throttled: a probe must not fail because a
-//! tenant is busy.
+//! rate limit ([`crate::admission`]), or, behind a standalone gatekeeper, its internal credential;
+//! then the caller's place among its compartment's requests in progress ([`crate::bulkhead`]),
+//! held until the response has been sent ([`crate::transfer_watch`]). Health, readiness and
+//! metrics endpoints are never throttled nor counted: a probe must not fail because a tenant is
+//! busy.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -15,6 +17,7 @@ use shardgate_gatekeeper::internal::{self, InternalKey};
 
 use crate::admission::Authenticated;
 use crate::app::App;
+use crate::bulkhead::{Compartment, Slot};
 use crate::error::{ApiError, Code};
 
 /// The peer address of a request (unspecified when the server was not asked for it).
@@ -27,8 +30,9 @@ pub fn client_ip(request: &Request) -> IpAddr {
 
 /// Behind a standalone gatekeeper: accepts only requests with a valid internal credential (401
 /// `invalid_internal_credential` otherwise), takes the principal the gatekeeper verified, and
-/// tells the gatekeeper the tenant's rate limit in a response header. (Probes and metrics, which
-/// carry no tenant data, stay open for the orchestrator and the scraper.)
+/// tells the gatekeeper the tenant's rate limit in a response header; the request is counted in
+/// its caller's bulkhead as at the front door. (Probes and metrics, which carry no tenant data,
+/// stay open for the orchestrator and the scraper.)
 async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: Next) -> Response {
     // In a block: a borrow of the request (whose body is not `Sync`) must not live across an await.
     let verified = {
@@ -51,14 +55,40 @@ async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: 
     };
     let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
     // A request the gatekeeper let through without a token has none here either.
-    request.extensions_mut().insert(Authenticated(principal.ok_or(AuthError::Missing)));
+    let authenticated = principal.ok_or(AuthError::Missing);
+    let slot = match enter_bulkhead(app, request.uri().path(), Some(&authenticated)) {
+        Ok(slot) => slot,
+        Err(refused) => return refused.into_response(),
+    };
+    request.extensions_mut().insert(Authenticated(authenticated));
     let mut response = next.run(request).await;
     if let Some(limit) = tenant.and_then(|t| app.tenant_rate_limit(&t))
         && let Ok(value) = HeaderValue::from_str(&format!("{} {}", limit.per_second, limit.burst))
     {
         response.headers_mut().insert(internal::RATE_LIMIT_HEADER, value);
     }
-    response
+    held_until_sent(app, response, slot)
+}
+
+/// The caller's slot in its bulkhead, for a request on `path`. Valet URLs are not counted here:
+/// their tenant is known only once the valet service has verified them, and it counts them then.
+fn enter_bulkhead(
+    app: &App,
+    path: &str,
+    authenticated: Option<&Result<Arc<shardgate_gatekeeper::Principal>, AuthError>>,
+) -> Result<Option<Slot>, ApiError> {
+    if path.starts_with("/valet/") {
+        return Ok(None);
+    }
+    app.enter_bulkhead(Compartment::of(authenticated)).map(Some)
+}
+
+/// `response`, holding `slot` (if any) until it has been sent.
+fn held_until_sent(app: &App, response: Response, slot: Option<Slot>) -> Response {
+    match slot {
+        Some(slot) => app.transfers.hold(response, slot),
+        None => response,
+    }
 }
 
 /// The path rules of [`shardgate_gatekeeper::request`]: 400 `invalid_path` or 414 `uri_too_long`.
@@ -73,13 +103,16 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Paths that are never throttled (probes and scrapes).
+/// Paths that are never throttled nor counted against any cap on requests in progress (probes
+/// and scrapes): not the tenants' bulkheads, not the instance's limit in [`crate::edge`].
 pub fn is_unthrottled(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz" | "/metrics")
 }
 
-/// The gateway's front door: authenticate, throttle with the tenant limits of the shard map.
-/// In trusted mode the internal credential replaces both (the gatekeeper did them).
+/// The gateway's front door: authenticate, throttle with the tenant limits of the shard map,
+/// then take the caller's slot in its bulkhead (429 at once when it is full), held until the
+/// response has been sent. In trusted mode the internal credential replaces authentication and
+/// throttling (the gatekeeper did them).
 pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if let Err(refused) = check_request_path(request.uri().path()) {
         return refused.into_response();
@@ -96,6 +129,16 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
         Ok(admission) => admission,
         Err(refused) => return refused,
     };
+    let slot = match enter_bulkhead(&app, request.uri().path(), authenticated.as_ref()) {
+        Ok(slot) => slot,
+        Err(refused) => {
+            let mut response = refused.into_response();
+            if let Some(admission) = admission {
+                admission.report(response.headers_mut());
+            }
+            return response;
+        }
+    };
     if let Some(authenticated) = authenticated {
         request.extensions_mut().insert(Authenticated(authenticated));
     }
@@ -103,5 +146,5 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
     if let Some(admission) = admission {
         admission.report(response.headers_mut());
     }
-    response
+    held_until_sent(&app, response, slot)
 }

@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod app;
 pub mod blob_service;
+pub mod bulkhead;
 pub mod chunk_cache;
 pub mod cli;
 pub mod config;
@@ -32,6 +33,7 @@ pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;
 pub mod timestamps;
+pub mod transfer_watch;
 pub mod valet_audit;
 pub mod valet_checks;
 pub mod valet_refusals;

@@ -112,9 +112,11 @@ impl Modify for BearerAuth {
 /// them: its tag (the URL family, [`tag_of`]); its bearer requirement, from the same access rule
 /// the gatekeeper enforces ([`shardgate_gatekeeper::request::access`]) unless the handler states
 /// a finer one; and the answers any operation can give, whatever its handler does: 401 (missing or invalid token) and 403 (missing scope) on operations that need a bearer
-/// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long` and 429 `rate_limited` (the
-/// front door), 503 `overloaded` (load shedding) and 504 `request_timeout` (the request
-/// deadline), all problem+json. A handler that documents one of these itself (a more precise
+/// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long`; 429 `rate_limited`,
+/// `tenant_concurrency_limit` and (but on valet URLs) `anonymous_concurrency_limit` (the front
+/// door and its bulkheads) and 503 `overloaded` (load shedding), none of them on probes and
+/// metrics, which are never limited; and 504 `request_timeout` (the request deadline), all
+/// problem+json. A handler that documents one of these itself (a more precise
 /// description) keeps its own. Every error response a handler documents (4xx, 5xx) without a
 /// body of its own is given the problem+json body, so handlers state only status and codes.
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
@@ -152,10 +154,19 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                     responses.entry("403".to_owned()).or_insert_with(|| RefOr::T(problem_response(&description)));
                 }
             }
-            if throttled {
-                add_missing(responses, &[Code::RateLimited]);
+            if path.starts_with("/valet/") {
+                // Counted in the URL's tenant's bulkhead, never in the anonymous one.
+                add_missing(responses, &[Code::RateLimited, Code::TenantConcurrencyLimit]);
+            } else if throttled {
+                add_missing(
+                    responses,
+                    &[Code::RateLimited, Code::TenantConcurrencyLimit, Code::AnonymousConcurrencyLimit],
+                );
             }
-            add_missing(responses, &[Code::UriTooLong, Code::Overloaded, Code::RequestTimeout]);
+            if throttled {
+                add_missing(responses, &[Code::Overloaded]);
+            }
+            add_missing(responses, &[Code::UriTooLong, Code::RequestTimeout]);
         }
     }
 }

@@ -324,8 +324,12 @@ impl Application {
         let mut chunks = None;
         let mut valet_audit = None;
         let mut connections = None;
+        let mut bulkheads = None;
+        let mut transfers = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
+            bulkheads = Some(crate::bulkhead::Bulkheads::new(registry));
+            transfers = Some(crate::transfer_watch::TransferWatch::new(config.limits.transfer_idle_timeout, registry));
             valet_audit = Some(crate::valet_audit::ValetAudit::start(
                 router.catalog().clone(),
                 config.valet.audit_queue_rows,
@@ -355,6 +359,8 @@ impl Application {
         let chunks = chunks.expect("the metrics registry calls back once");
         let valet_audit = valet_audit.expect("the metrics registry calls back once");
         let connections = connections.expect("the metrics registry calls back once")?;
+        let bulkheads = bulkheads.expect("the metrics registry calls back once");
+        let transfers = transfers.expect("the metrics registry calls back once");
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -399,6 +405,8 @@ impl Application {
             clock,
             probe_timeout: config.storage.pool.probe_timeout,
             statement_timeout: config.storage.pool.statement_timeout,
+            bulkheads,
+            transfers,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
@@ -436,7 +444,8 @@ impl Application {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
-        let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()));
+        let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
+            .counting_shed(app.bulkheads.refusals(crate::bulkhead::Limit::Global));
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
@@ -445,7 +454,8 @@ impl Application {
         limits: &crate::config::LimitsConfig,
         cors: &crate::config::CorsConfig,
     ) -> anyhow::Result<Router> {
-        // One semaphore for every route: the limit is global to the instance.
+        // One semaphore for every route: the limit is global to the instance (the caps per
+        // tenant are the front door's).
         // Each group of routes has its own deadline and body limit.
         let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
             routes.split_for_parts().0.layer(DefaultBodyLimit::max(body_limit)).layer(
@@ -463,7 +473,8 @@ impl Application {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let routes = routes.layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
-        let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()));
+        let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
+            .counting_shed(app.bulkheads.refusals(crate::bulkhead::Limit::Global));
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 

@@ -1,7 +1,8 @@
 //! The Valet Key pattern's work below the routes: issuing a grant (signed with the current key
 //! and recorded in the catalog), and answering a request to `/valet/...`: verifying its URL
 //! against the key ring and the catalog (revocation, retired keys, single use), running the one
-//! blob transfer it grants through the [`crate::blob_service`], counting each refusal
+//! blob transfer it grants through the [`crate::blob_service`] (counted in the tenant's
+//! [`crate::bulkhead`] until its response has been sent), counting each refusal
 //! (`shardgate_valet_refusals_total{code}`) and auditing every use and refusal (through the
 //! bounded, batching [`crate::valet_audit`] writer).
 //!
@@ -22,6 +23,7 @@ use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, Permission, Unv
 
 use crate::app::App;
 use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
+use crate::bulkhead::{Compartment, Slot};
 use crate::error::{ApiError, Code};
 use crate::signing_keys::key_state;
 use crate::valet_refusals::RefusalLabels;
@@ -134,8 +136,10 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
     let id = request_id(request.headers());
     let target = request.uri().path().to_owned();
     let outcome = match authorize(app, request.method().as_str(), request.uri(), tenant).await {
-        Ok(grant) => {
-            let served = serve(app, &grant, request).await;
+        Ok((grant, slot)) => {
+            let served = serve(app, &grant, request)
+                .await
+                .map(|(response, action)| (app.transfers.hold(response, slot), action));
             // A single-use upload that stored nothing may be tried again.
             if served.is_err()
                 && grant.constraints().single_use
@@ -168,8 +172,9 @@ fn catalog_unreachable(e: StoreError) -> ApiError {
 }
 
 /// Checks a valet request's URL against the key ring and the catalog; returns the verified
-/// grant (and consumes a single-use one).
-async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<Grant, ApiError> {
+/// grant (and consumes a single-use one) with the request's slot in its tenant's bulkhead. A
+/// full bulkhead refuses before a single-use grant is consumed.
+async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<(Grant, Slot), ApiError> {
     let catalog = app.router.catalog();
     let prefix = format!("/valet/{tenant}/");
     let raw_path = uri.path().strip_prefix(&prefix).ok_or(ValetError::Malformed("no blob path"))?;
@@ -194,10 +199,11 @@ async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<G
     // The catalog's word on the key's state, not this instance's ring: a retirement anywhere
     // counts at once.
     state.map(key_state).ok_or(ValetError::KeyRetired)?.check_verifies()?;
+    let slot = app.enter_bulkhead(Compartment::Tenant(grant.tenant().into()))?;
     if grant.constraints().single_use && !catalog.use_valet_grant(&row.id).await.map_err(catalog_unreachable)? {
         return Err(ValetError::Used.into());
     }
-    Ok(grant)
+    Ok((grant, slot))
 }
 
 /// Runs the transfer `grant` allows; returns the response and the audit action.

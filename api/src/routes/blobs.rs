@@ -72,8 +72,8 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
 }
 
 errors!(PutBlobErrors:
-    InvalidPath, InvalidHeader, UploadInterrupted, WriteContention, UploadClosed, PreconditionFailed,
-    PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
+    InvalidPath, InvalidHeader, UploadInterrupted, TransferStalled, WriteContention, UploadClosed,
+    PreconditionFailed, PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
 /// Upload a blob (streamed; replaces any blob at the path atomically).

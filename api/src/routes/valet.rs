@@ -62,7 +62,8 @@ pub async fn valet_head(
 
 errors!(ValetPutErrors:
     ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
-    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, PayloadTooLarge, ValetContentType
+    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, PayloadTooLarge, ValetContentType,
+    TransferStalled
 );
 
 /// Upload a blob with a valet URL (streamed; the signed size and media type are enforced).

@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod blobs;
 mod breaker;
+mod bulkheads;
 mod cache;
 mod connection_budget;
 mod connections;
