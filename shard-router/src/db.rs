@@ -127,6 +127,10 @@ pub struct Database {
     native: Option<PgPool>,
     /// Its breaker, bulkhead and statement deadline, shared by every clone.
     health: Arc<Health>,
+    /// The last readiness ping and when it was taken ([`Database::shared_ping`]).
+    last_ping: Arc<tokio::sync::Mutex<Option<(std::time::Instant, Ping)>>>,
+    /// Pings sent by [`Database::shared_ping`].
+    pings: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
@@ -156,7 +160,8 @@ impl Database {
     /// This database again, with a pool sized by `config` (its connections are those of the new
     /// pool; the old pool closes when its last user drops it) and the same [`Health`].
     pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
-        Self::open_with(url, config, Some(self.health.clone()))
+        let resized = Self::open_with(url, config, Some(self.health.clone()))?;
+        Ok(Self { last_ping: self.last_ping.clone(), pings: self.pings.clone(), ..resized })
     }
 
     /// The most connections its pool opens.
@@ -229,7 +234,7 @@ impl Database {
                 )
             }
         };
-        Ok(Self { pool, engine, native, health })
+        Ok(Self { pool, engine, native, health, last_ping: Arc::default(), pings: Arc::default() })
     }
 
     /// The database's breaker, bulkhead and statement deadline: run statements through it.
@@ -270,6 +275,55 @@ impl Database {
             Err(_) => Err(Error::Timeout),
         }
     }
+
+    /// [`Database::ping`] for readiness probes, which anyone may send without limit: callers at
+    /// the same time wait for one ping, and its outcome is reused for `reuse`, so a flood of
+    /// probes costs the database at most one `SELECT 1` per `reuse`.
+    pub async fn shared_ping(&self, timeout: Duration, reuse: Duration) -> Ping {
+        let mut last = self.last_ping.lock().await;
+        if let Some((at, ping)) = *last
+            && at.elapsed() < reuse
+        {
+            return ping;
+        }
+        let started = std::time::Instant::now();
+        let result = self.ping(timeout).await;
+        self.pings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let ping = match result {
+            Ok(()) => Ping { latency_ms, failure: None },
+            Err(e) => {
+                tracing::warn!(error = %e, "readiness probe failed");
+                let failure = if e.is_unavailable() { PingFailure::Unreachable } else { PingFailure::QueryFailed };
+                Ping { latency_ms, failure: Some(failure) }
+            }
+        };
+        *last = Some((std::time::Instant::now(), ping));
+        ping
+    }
+
+    /// How many pings [`Database::shared_ping`] has sent.
+    pub fn pings(&self) -> u64 {
+        self.pings.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The outcome of a readiness ping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ping {
+    /// How long it took.
+    pub latency_ms: u64,
+    /// Why it failed, if it did.
+    pub failure: Option<PingFailure>,
+}
+
+/// Why a readiness ping failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PingFailure {
+    /// The database could not be reached, or did not answer in time.
+    Unreachable,
+    /// It answered with an error.
+    QueryFailed,
 }
 
 /// The PostgreSQL server (`host:port`) a database URL points at; `None` for SQLite or a URL
@@ -331,4 +385,25 @@ macro_rules! on_both_engines {
             )*
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn readiness_pings_are_shared_by_concurrent_callers_and_reused_for_a_while() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = SecretString::from(format!("sqlite://{}", dir.path().join("ping.db").display()));
+        let db = Database::open(&url, &PoolConfig::default()).unwrap();
+        let reuse = Duration::from_millis(200);
+        let pings = futures::future::join_all((0..50).map(|_| db.shared_ping(Duration::from_secs(2), reuse))).await;
+        assert!(pings.iter().all(|p| p.failure.is_none()), "{pings:?}");
+        assert_eq!(db.pings(), 1, "fifty concurrent probes, one ping");
+        db.clone().shared_ping(Duration::from_secs(2), reuse).await;
+        assert_eq!(db.pings(), 1, "a clone shares the outcome");
+        tokio::time::sleep(reuse).await;
+        db.shared_ping(Duration::from_secs(2), reuse).await;
+        assert_eq!(db.pings(), 2, "an outcome older than `reuse` is not reused");
+    }
 }

@@ -2,13 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_cache::CacheHealth;
+use shardgate_shard_router::db::PingFailure;
 use shardgate_shard_router::health::BreakerState;
 use shardgate_shard_router::{Database, ShardState};
 use utoipa::ToSchema;
@@ -58,22 +58,22 @@ pub struct Readiness {
     pub components: BTreeMap<String, ComponentStatus>,
 }
 
+/// How long a readiness ping's outcome is reused: `/readyz` is never throttled, so a flood of it
+/// costs each database at most one `SELECT 1` a second.
+const PING_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
-    let started = Instant::now();
-    let result = db.ping(timeout).await;
-    let latency_ms = started.elapsed().as_millis() as u64;
-    match result {
-        Ok(()) => ComponentStatus { status: "up", latency_ms, error: None, breaker: None },
-        Err(e) => {
-            let error =
-                if e.is_unavailable() { "unreachable or timed out".to_owned() } else { "query failed".to_owned() };
-            tracing::warn!(error = %e, "readiness probe failed");
-            ComponentStatus { status: "down", latency_ms, error: Some(error), breaker: None }
-        }
-    }
+    let ping = db.shared_ping(timeout, PING_REUSE).await;
+    let error = ping.failure.map(|failure| match failure {
+        PingFailure::Unreachable => "unreachable or timed out".to_owned(),
+        PingFailure::QueryFailed => "query failed".to_owned(),
+    });
+    let status = if error.is_some() { "down" } else { "up" };
+    ComponentStatus { status, latency_ms: ping.latency_ms, error, breaker: None }
 }
 
-/// Readiness: whether this instance can serve. 503 only when the catalog does not answer
+/// Readiness: whether this instance can serve (each database is pinged at most once a second,
+/// however many probes arrive). 503 only when the catalog does not answer
 /// `SELECT 1` within the probe timeout (`storage.pool.probe_timeout`, default 2 s). Every shard
 /// not taken offline is probed the same way and reported (with its circuit breaker), but a shard
 /// that is down does not make the instance unready.
