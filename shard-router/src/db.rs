@@ -25,6 +25,7 @@ use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
 use crate::health::{BreakerConfig, Health, ProbeConnect};
+pub use crate::health::{Ping, PingFailure};
 
 /// Which database engine a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -127,10 +128,6 @@ pub struct Database {
     native: Option<PgPool>,
     /// Its breaker, bulkhead and statement deadline, shared by every clone.
     health: Arc<Health>,
-    /// The last readiness ping and when it was taken ([`Database::shared_ping`]).
-    last_ping: Arc<tokio::sync::Mutex<Option<(std::time::Instant, Ping)>>>,
-    /// Pings sent by [`Database::shared_ping`].
-    pings: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
@@ -160,8 +157,7 @@ impl Database {
     /// This database again, with a pool sized by `config` (its connections are those of the new
     /// pool; the old pool closes when its last user drops it) and the same [`Health`].
     pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
-        let resized = Self::open_with(url, config, Some(self.health.clone()))?;
-        Ok(Self { last_ping: self.last_ping.clone(), pings: self.pings.clone(), ..resized })
+        Self::open_with(url, config, Some(self.health.clone()))
     }
 
     /// The most connections its pool opens.
@@ -234,7 +230,7 @@ impl Database {
                 )
             }
         };
-        Ok(Self { pool, engine, native, health, last_ping: Arc::default(), pings: Arc::default() })
+        Ok(Self { pool, engine, native, health })
     }
 
     /// The database's breaker, bulkhead and statement deadline: run statements through it.
@@ -280,7 +276,7 @@ impl Database {
     /// the same time wait for one ping, and its outcome is reused for `reuse`, so a flood of
     /// probes costs the database at most one `SELECT 1` per `reuse`.
     pub async fn shared_ping(&self, timeout: Duration, reuse: Duration) -> Ping {
-        let mut last = self.last_ping.lock().await;
+        let mut last = self.health.last_ping.lock().await;
         if let Some((at, ping)) = *last
             && at.elapsed() < reuse
         {
@@ -288,7 +284,7 @@ impl Database {
         }
         let started = std::time::Instant::now();
         let result = self.ping(timeout).await;
-        self.pings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.health.pings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let ping = match result {
             Ok(()) => Ping { latency_ms, failure: None },
@@ -304,26 +300,8 @@ impl Database {
 
     /// How many pings [`Database::shared_ping`] has sent.
     pub fn pings(&self) -> u64 {
-        self.pings.load(std::sync::atomic::Ordering::Relaxed)
+        self.health.pings.load(std::sync::atomic::Ordering::Relaxed)
     }
-}
-
-/// The outcome of a readiness ping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ping {
-    /// How long it took.
-    pub latency_ms: u64,
-    /// Why it failed, if it did.
-    pub failure: Option<PingFailure>,
-}
-
-/// Why a readiness ping failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PingFailure {
-    /// The database could not be reached, or did not answer in time.
-    Unreachable,
-    /// It answered with an error.
-    QueryFailed,
 }
 
 /// The PostgreSQL server (`host:port`) a database URL points at; `None` for SQLite or a URL

@@ -215,6 +215,24 @@ pub struct HealthReport {
     pub retries: u64,
 }
 
+/// The outcome of a readiness ping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ping {
+    /// How long it took.
+    pub latency_ms: u64,
+    /// Why it failed, if it did.
+    pub failure: Option<PingFailure>,
+}
+
+/// Why a readiness ping failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PingFailure {
+    /// The database could not be reached, or did not answer in time.
+    Unreachable,
+    /// It answered with an error.
+    QueryFailed,
+}
+
 /// Tenths of a retry the budget holds at most (ten retries).
 const RETRY_BUDGET_MAX: u32 = 100;
 
@@ -250,6 +268,10 @@ pub struct Health {
     shed: AtomicU64,
     retries: AtomicU64,
     retry_budget: AtomicU32,
+    /// The last readiness ping and when it was taken (`Database::shared_ping`).
+    pub(crate) last_ping: tokio::sync::Mutex<Option<(Instant, Ping)>>,
+    /// Readiness pings sent.
+    pub(crate) pings: AtomicU64,
 }
 
 impl std::fmt::Debug for Health {
@@ -319,6 +341,8 @@ impl Health {
             shed: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             retry_budget: AtomicU32::new(RETRY_BUDGET_MAX),
+            last_ping: tokio::sync::Mutex::new(None),
+            pings: AtomicU64::new(0),
         }
     }
 
