@@ -352,9 +352,10 @@ impl From<&StoreError> for ApiError {
                 Self::new(Code::UploadClosed, "the upload was closed before it finished; retry")
             }
             StoreError::InvalidDatabaseUrl(reason) => Self::new(Code::InvalidDatabaseUrl, reason.clone()),
-            StoreError::ShardRefused { refusal, .. } => {
-                let code = match refusal {
-                    Refusal::Busy(_) => Code::ShardBusy,
+            StoreError::CatalogRefused(refusal) | StoreError::ShardRefused { refusal, .. } => {
+                let code = match (&e, refusal) {
+                    (StoreError::CatalogRefused(_), _) => Code::CatalogUnavailable,
+                    (_, Refusal::Busy(_)) => Code::ShardBusy,
                     _ => Code::ShardUnavailable,
                 };
                 let mut err = Self::new(code, e.to_string());

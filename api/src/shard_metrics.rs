@@ -1,6 +1,7 @@
 //! The health of every shard database in `/metrics`, read at each scrape: its circuit breaker's
 //! state, how often it opened, and the statements in progress, refused and retried. Labelled by
-//! shard id (one series per registered shard: bounded).
+//! shard id (one series per registered shard: bounded). The catalog's breaker has its own two
+//! families (`catalog_breaker_state`, `catalog_breaker_opens`).
 
 use std::sync::Arc;
 
@@ -71,6 +72,25 @@ impl Collector for ShardHealthMetrics {
             ConstGauge::new(i64::from(report.in_progress))
                 .encode(family.encode_family(&[("shard", shard.as_str())])?)?;
         }
+
+        let catalog = self.0.catalog().database().health().report();
+        let mut family = encoder.encode_descriptor(
+            "catalog_breaker_state",
+            "Circuit breaker state of the catalog database on this instance (1 for the current state)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for state in STATES {
+            ConstGauge::new(i64::from(catalog.breaker == state))
+                .encode(family.encode_family(&[("state", state.as_str())])?)?;
+        }
+        let family = encoder.encode_descriptor(
+            "catalog_breaker_opens",
+            "Times the catalog database's circuit breaker opened",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(catalog.opens).encode(family)?;
         Ok(())
     }
 }

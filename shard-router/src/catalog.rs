@@ -158,6 +158,31 @@ impl Catalog {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Runs one catalog operation (its statements and its transaction) through the catalog
+    /// database's [`crate::health::Health`], as shard statements run through theirs: it must
+    /// finish within the statement deadline (`storage.pool.statement_timeout`), takes a place in
+    /// the catalog's bulkhead, and is refused at once while the catalog's breaker is open. So a
+    /// frozen catalog costs a bounded time. Every public method runs in exactly one `guarded`
+    /// (never nested: a nested one would take two places and be judged twice).
+    async fn guarded<T>(&self, operation: impl std::future::Future<Output = Result<T, Error>>) -> Result<T, Error> {
+        // The breaker judges the driver's error; every other error is the operation's answer.
+        let outcome = self
+            .db
+            .health()
+            .run(async {
+                match operation.await {
+                    Err(Error::Database { source, .. }) => Err(source),
+                    answer => Ok(answer),
+                }
+            })
+            .await;
+        match outcome {
+            Ok(answer) => answer,
+            Err(crate::health::Refusal::Sql(source)) => Err(catalog_err(source)),
+            Err(refusal) => Err(Error::CatalogRefused(refusal)),
+        }
+    }
+
     /// The underlying database (for readiness probes).
     pub fn database(&self) -> &Database {
         &self.db
@@ -165,67 +190,78 @@ impl Catalog {
 
     /// Reads the whole routing state.
     pub async fn load_map(&self) -> Result<MapSnapshot, Error> {
-        let pool = &self.db.pool;
-        let head = sqlx::query("SELECT epoch, vshard_count FROM shard_map WHERE id = 1")
-            .fetch_one(pool)
-            .await
-            .map_err(catalog_err)?;
-        let epoch: i64 = column(&head, 0)?;
-        let vshard_count: i64 = column(&head, 1)?;
-        let mut map = MapSnapshot::empty(u32::try_from(vshard_count).map_err(|_| corrupt("vshard_count".into()))?);
-        map.epoch = epoch as u64;
-        for shard in self.list_shards().await? {
-            map.shards.push(ShardEntry { id: shard.id, state: shard.state });
-        }
-        let rows = sqlx::query("SELECT vshard, shard FROM vshards ORDER BY vshard")
+        self.guarded(async {
+            let pool = &self.db.pool;
+            let head = sqlx::query("SELECT epoch, vshard_count FROM shard_map WHERE id = 1")
+                .fetch_one(pool)
+                .await
+                .map_err(catalog_err)?;
+            let epoch: i64 = column(&head, 0)?;
+            let vshard_count: i64 = column(&head, 1)?;
+            let mut map = MapSnapshot::empty(u32::try_from(vshard_count).map_err(|_| corrupt("vshard_count".into()))?);
+            map.epoch = epoch as u64;
+            for shard in self.shard_rows().await? {
+                map.shards.push(ShardEntry { id: shard.id, state: shard.state });
+            }
+            let rows = sqlx::query("SELECT vshard, shard FROM vshards ORDER BY vshard")
+                .fetch_all(pool)
+                .await
+                .map_err(catalog_err)?;
+            if !rows.is_empty() {
+                if rows.len() != map.vshard_count as usize {
+                    return Err(corrupt(format!(
+                        "vshard table has {} rows, expected {}",
+                        rows.len(),
+                        map.vshard_count
+                    )));
+                }
+                for (expected, row) in rows.iter().enumerate() {
+                    let vshard: i64 = column(row, 0)?;
+                    let shard: String = column(row, 1)?;
+                    if vshard != expected as i64 {
+                        return Err(corrupt(format!("vshard table is missing vshard {expected}")));
+                    }
+                    let index = map
+                        .shard_index(&shard)
+                        .ok_or_else(|| corrupt(format!("vshard {vshard} names unknown shard {shard}")))?;
+                    map.vshards.push(index);
+                }
+            }
+            let rows = sqlx::query(
+                "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst FROM tenants t \
+                 LEFT JOIN tenant_pins p ON p.tenant = t.id",
+            )
             .fetch_all(pool)
             .await
             .map_err(catalog_err)?;
-        if !rows.is_empty() {
-            if rows.len() != map.vshard_count as usize {
-                return Err(corrupt(format!("vshard table has {} rows, expected {}", rows.len(), map.vshard_count)));
+            map.tenants.reserve(rows.len());
+            for row in rows {
+                let id: String = column(&row, 0)?;
+                let tier: String = column(&row, 1)?;
+                let pin: Option<String> = column(&row, 2)?;
+                let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
+                let tier = Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} has tier {tier:?}")))?;
+                let pin = match pin {
+                    Some(shard) => Some(
+                        map.shard_index(&shard)
+                            .ok_or_else(|| corrupt(format!("tenant {id} pinned to unknown shard {shard}")))?,
+                    ),
+                    None => None,
+                };
+                let rate_limit = rate_limit_columns(&row, 3)?;
+                map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier, rate_limit });
             }
-            for (expected, row) in rows.iter().enumerate() {
-                let vshard: i64 = column(row, 0)?;
-                let shard: String = column(row, 1)?;
-                if vshard != expected as i64 {
-                    return Err(corrupt(format!("vshard table is missing vshard {expected}")));
-                }
-                let index = map
-                    .shard_index(&shard)
-                    .ok_or_else(|| corrupt(format!("vshard {vshard} names unknown shard {shard}")))?;
-                map.vshards.push(index);
-            }
-        }
-        let rows = sqlx::query(
-            "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst FROM tenants t \
-                 LEFT JOIN tenant_pins p ON p.tenant = t.id",
-        )
-        .fetch_all(pool)
+            Ok(map)
+        })
         .await
-        .map_err(catalog_err)?;
-        map.tenants.reserve(rows.len());
-        for row in rows {
-            let id: String = column(&row, 0)?;
-            let tier: String = column(&row, 1)?;
-            let pin: Option<String> = column(&row, 2)?;
-            let id = TenantId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
-            let tier = Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} has tier {tier:?}")))?;
-            let pin = match pin {
-                Some(shard) => Some(
-                    map.shard_index(&shard)
-                        .ok_or_else(|| corrupt(format!("tenant {id} pinned to unknown shard {shard}")))?,
-                ),
-                None => None,
-            };
-            let rate_limit = rate_limit_columns(&row, 3)?;
-            map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier, rate_limit });
-        }
-        Ok(map)
     }
 
     /// Every registered shard, ordered by id.
     pub async fn list_shards(&self) -> Result<Vec<ShardRow>, Error> {
+        self.guarded(self.shard_rows()).await
+    }
+
+    async fn shard_rows(&self) -> Result<Vec<ShardRow>, Error> {
         let rows = sqlx::query("SELECT id, url, engine, state, created_at, updated_at FROM shards ORDER BY id")
             .fetch_all(&self.db.pool)
             .await
@@ -235,23 +271,29 @@ impl Catalog {
 
     /// The current map epoch, cache generation and valet generation (polled by every instance).
     pub async fn heads(&self) -> Result<CatalogHeads, Error> {
-        let row = sqlx::query("SELECT epoch, cache_generation, valet_generation FROM shard_map WHERE id = 1")
-            .fetch_one(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-        let counter = |i: usize| column::<i64>(&row, i).map(|v| v as u64);
-        Ok(CatalogHeads { epoch: counter(0)?, cache_generation: counter(1)?, valet_generation: counter(2)? })
+        self.guarded(async {
+            let row = sqlx::query("SELECT epoch, cache_generation, valet_generation FROM shard_map WHERE id = 1")
+                .fetch_one(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            let counter = |i: usize| column::<i64>(&row, i).map(|v| v as u64);
+            Ok(CatalogHeads { epoch: counter(0)?, cache_generation: counter(1)?, valet_generation: counter(2)? })
+        })
+        .await
     }
 
     /// Moves the cache generation on; returns the new one.
     pub async fn bump_cache_generation(&self) -> Result<u64, Error> {
-        let generation: i64 = sqlx::query_scalar(
-            "UPDATE shard_map SET cache_generation = cache_generation + 1 WHERE id = 1 RETURNING cache_generation",
-        )
-        .fetch_one(&self.db.pool)
+        self.guarded(async {
+            let generation: i64 = sqlx::query_scalar(
+                "UPDATE shard_map SET cache_generation = cache_generation + 1 WHERE id = 1 RETURNING cache_generation",
+            )
+            .fetch_one(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            Ok(generation as u64)
+        })
         .await
-        .map_err(catalog_err)?;
-        Ok(generation as u64)
     }
 
     /// Starts a routing change: opens a transaction, moves the epoch on and records `audit` in
@@ -286,6 +328,7 @@ impl Catalog {
 
     /// Audit entries with id greater than `after`, oldest first, at most `limit`.
     pub async fn list_audit(&self, after: i64, limit: u32) -> Result<Vec<AuditEntry>, Error> {
+        self.guarded(async {
         let rows = sqlx::query(
             "SELECT id, at, actor, tenant, action, target, request_id FROM audit_log WHERE id > $1 ORDER BY id LIMIT $2",
         )
@@ -307,6 +350,8 @@ impl Catalog {
                 })
             })
             .collect()
+        })
+        .await
     }
 
     /// Registers a shard. When the vshard table is still empty, the shard takes every vshard.
@@ -317,42 +362,50 @@ impl Catalog {
         owns_all_if_first: bool,
         audit: &Audit,
     ) -> Result<(u64, bool), Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        if !insert_shard_row(&mut tx, shard).await? {
-            return Err(Error::ShardExists(shard.id.clone()));
-        }
-        let mut took_vshards = false;
-        if owns_all_if_first {
-            let count: i64 =
-                sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
-            if count == 0 {
-                let vshard_count: i64 = sqlx::query_scalar("SELECT vshard_count FROM shard_map WHERE id = 1")
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            if !insert_shard_row(&mut tx, shard).await? {
+                return Err(Error::ShardExists(shard.id.clone()));
+            }
+            let mut took_vshards = false;
+            if owns_all_if_first {
+                let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards")
                     .fetch_one(&mut *tx)
                     .await
                     .map_err(catalog_err)?;
-                let owners = vec![shard.id.clone(); vshard_count as usize];
-                insert_vshards(&mut tx, &owners).await?;
-                took_vshards = true;
+                if count == 0 {
+                    let vshard_count: i64 = sqlx::query_scalar("SELECT vshard_count FROM shard_map WHERE id = 1")
+                        .fetch_one(&mut *tx)
+                        .await
+                        .map_err(catalog_err)?;
+                    let owners = vec![shard.id.clone(); vshard_count as usize];
+                    insert_vshards(&mut tx, &owners).await?;
+                    took_vshards = true;
+                }
             }
-        }
-        tx.commit().await.map_err(catalog_err)?;
-        Ok((epoch, took_vshards))
+            tx.commit().await.map_err(catalog_err)?;
+            Ok((epoch, took_vshards))
+        })
+        .await
     }
 
     /// Registers several shards at once and spreads the (empty) vshard table evenly over them.
     /// Used to bootstrap a new catalog.
     pub async fn bootstrap_shards(&self, shards: &[ShardRow], owners: &[ShardId], audit: &Audit) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        for shard in shards {
-            insert_shard_row(&mut tx, shard).await?;
-        }
-        let count: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
-        if count == 0 && !owners.is_empty() {
-            insert_vshards(&mut tx, owners).await?;
-        }
-        tx.commit().await.map_err(catalog_err)?;
-        Ok(epoch)
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            for shard in shards {
+                insert_shard_row(&mut tx, shard).await?;
+            }
+            let count: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
+            if count == 0 && !owners.is_empty() {
+                insert_vshards(&mut tx, owners).await?;
+            }
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(epoch)
+        })
+        .await
     }
 
     /// Changes a shard's state. Returns the new epoch.
@@ -363,69 +416,82 @@ impl Catalog {
         now_ms: i64,
         audit: &Audit,
     ) -> Result<u64, Error> {
-        let (tx, epoch) = self.begin_change(audit).await?;
-        let update = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
-            .bind(state.as_str())
-            .bind(now_ms)
-            .bind(id.as_str());
-        if !commit_if_changed(tx, update).await? {
-            return Err(Error::ShardNotFound(id.clone()));
-        }
-        Ok(epoch)
+        self.guarded(async {
+            let (tx, epoch) = self.begin_change(audit).await?;
+            let update = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
+                .bind(state.as_str())
+                .bind(now_ms)
+                .bind(id.as_str());
+            if !commit_if_changed(tx, update).await? {
+                return Err(Error::ShardNotFound(id.clone()));
+            }
+            Ok(epoch)
+        })
+        .await
     }
 
     /// Removes a shard that owns no vshard and has no pinned tenant. Returns the new epoch.
     pub async fn delete_shard(&self, id: &ShardId, audit: &Audit) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        let vshards: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards WHERE shard = $1")
-            .bind(id.as_str())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        let pins: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenant_pins WHERE shard = $1")
-            .bind(id.as_str())
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        if vshards > 0 || pins > 0 {
-            return Err(Error::ShardInUse { shard: id.clone(), vshards: vshards as u64, pinned_tenants: pins as u64 });
-        }
-        if !commit_if_changed(tx, sqlx::query("DELETE FROM shards WHERE id = $1").bind(id.as_str())).await? {
-            return Err(Error::ShardNotFound(id.clone()));
-        }
-        Ok(epoch)
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            let vshards: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards WHERE shard = $1")
+                .bind(id.as_str())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            let pins: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM tenant_pins WHERE shard = $1")
+                .bind(id.as_str())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            if vshards > 0 || pins > 0 {
+                return Err(Error::ShardInUse {
+                    shard: id.clone(),
+                    vshards: vshards as u64,
+                    pinned_tenants: pins as u64,
+                });
+            }
+            if !commit_if_changed(tx, sqlx::query("DELETE FROM shards WHERE id = $1").bind(id.as_str())).await? {
+                return Err(Error::ShardNotFound(id.clone()));
+            }
+            Ok(epoch)
+        })
+        .await
     }
 
     /// Creates a tenant (and its pin). Returns the new epoch.
     pub async fn insert_tenant(&self, tenant: &TenantRow, audit: &Audit) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        let inserted = sqlx::query(
-            "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst) \
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            let inserted = sqlx::query(
+                "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
-        )
-        .bind(tenant.id.as_str())
-        .bind(&tenant.name)
-        .bind(tenant.tier.as_str())
-        .bind(tenant.created_at_ms)
-        .bind(tenant.updated_at_ms)
-        .bind(tenant.rate_limit.map(|r| i64::from(r.per_second)))
-        .bind(tenant.rate_limit.map(|r| i64::from(r.burst)))
-        .execute(&mut *tx)
+            )
+            .bind(tenant.id.as_str())
+            .bind(&tenant.name)
+            .bind(tenant.tier.as_str())
+            .bind(tenant.created_at_ms)
+            .bind(tenant.updated_at_ms)
+            .bind(tenant.rate_limit.map(|r| i64::from(r.per_second)))
+            .bind(tenant.rate_limit.map(|r| i64::from(r.burst)))
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            if inserted.rows_affected() == 0 {
+                return Err(Error::TenantExists(tenant.id.clone()));
+            }
+            if let Some(shard) = &tenant.pinned_shard {
+                sqlx::query("INSERT INTO tenant_pins (tenant, shard) VALUES ($1, $2)")
+                    .bind(tenant.id.as_str())
+                    .bind(shard.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+            }
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(epoch)
+        })
         .await
-        .map_err(catalog_err)?;
-        if inserted.rows_affected() == 0 {
-            return Err(Error::TenantExists(tenant.id.clone()));
-        }
-        if let Some(shard) = &tenant.pinned_shard {
-            sqlx::query("INSERT INTO tenant_pins (tenant, shard) VALUES ($1, $2)")
-                .bind(tenant.id.as_str())
-                .bind(shard.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(catalog_err)?;
-        }
-        tx.commit().await.map_err(catalog_err)?;
-        Ok(epoch)
     }
 
     /// Changes a tenant's name, tier and rate limit. Returns the updated row and the new epoch.
@@ -436,57 +502,67 @@ impl Catalog {
         now_ms: i64,
         audit: &Audit,
     ) -> Result<(TenantRow, u64), Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        // `$5` says whether the rate limit changes at all (it may change to none).
-        let done = sqlx::query(
-            "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3, \
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            // `$5` says whether the rate limit changes at all (it may change to none).
+            let done = sqlx::query(
+                "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3, \
              rate_per_second = CASE WHEN $5 = 1 THEN $6 ELSE rate_per_second END, \
              rate_burst = CASE WHEN $5 = 1 THEN $7 ELSE rate_burst END WHERE id = $4",
-        )
-        .bind(change.name.as_deref())
-        .bind(change.tier.map(Tier::as_str))
-        .bind(now_ms)
-        .bind(id.as_str())
-        .bind(i64::from(change.rate_limit.is_some()))
-        .bind(change.rate_limit.flatten().map(|r| i64::from(r.per_second)))
-        .bind(change.rate_limit.flatten().map(|r| i64::from(r.burst)))
-        .execute(&mut *tx)
+            )
+            .bind(change.name.as_deref())
+            .bind(change.tier.map(Tier::as_str))
+            .bind(now_ms)
+            .bind(id.as_str())
+            .bind(i64::from(change.rate_limit.is_some()))
+            .bind(change.rate_limit.flatten().map(|r| i64::from(r.per_second)))
+            .bind(change.rate_limit.flatten().map(|r| i64::from(r.burst)))
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            if done.rows_affected() == 0 {
+                return Err(Error::TenantNotFound);
+            }
+            let row = fetch_tenant(&mut tx, id).await?.ok_or(Error::TenantNotFound)?;
+            tx.commit().await.map_err(catalog_err)?;
+            Ok((row, epoch))
+        })
         .await
-        .map_err(catalog_err)?;
-        if done.rows_affected() == 0 {
-            return Err(Error::TenantNotFound);
-        }
-        let row = fetch_tenant(&mut tx, id).await?.ok_or(Error::TenantNotFound)?;
-        tx.commit().await.map_err(catalog_err)?;
-        Ok((row, epoch))
     }
 
     /// Removes a tenant (and its pin and index definitions), and revokes every valet grant it
     /// was issued, so no URL of it opens a later tenant of the same name. Returns the new epoch.
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
-        let (mut tx, epoch) = self.begin_change(audit).await?;
-        for table in ["tenant_pins", "index_defs"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE tenant = $1"))
-                .bind(id.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(catalog_err)?;
-        }
-        revoke_tenant_grants(&mut tx, id.as_str()).await?;
-        if !commit_if_changed(tx, sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str())).await? {
-            return Err(Error::TenantNotFound);
-        }
-        Ok(epoch)
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            for table in ["tenant_pins", "index_defs"] {
+                sqlx::query(&format!("DELETE FROM {table} WHERE tenant = $1"))
+                    .bind(id.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+            }
+            revoke_tenant_grants(&mut tx, id.as_str()).await?;
+            if !commit_if_changed(tx, sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str())).await? {
+                return Err(Error::TenantNotFound);
+            }
+            Ok(epoch)
+        })
+        .await
     }
 
     /// One tenant.
     pub async fn get_tenant(&self, id: &TenantId) -> Result<Option<TenantRow>, Error> {
-        let mut conn = self.db.pool.acquire().await.map_err(catalog_err)?;
-        fetch_tenant(&mut conn, id).await
+        self.guarded(async {
+            let mut conn = self.db.pool.acquire().await.map_err(catalog_err)?;
+            fetch_tenant(&mut conn, id).await
+        })
+        .await
     }
 
     /// Tenants ordered by id, after `after` (exclusive), at most `limit`.
     pub async fn list_tenants(&self, after: Option<&str>, limit: u32) -> Result<Vec<TenantRow>, Error> {
+        self.guarded(async {
         let rows = sqlx::query(
             "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst FROM tenants t \
              LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id > $1 ORDER BY t.id LIMIT $2",
@@ -497,6 +573,8 @@ impl Catalog {
         .await
         .map_err(catalog_err)?;
         rows.iter().map(tenant_row).collect()
+        })
+        .await
     }
 }
 

@@ -104,6 +104,10 @@ pub enum Error {
         #[source]
         refusal: crate::health::Refusal,
     },
+    /// 503 `catalog_unavailable` with `Retry-After`: the catalog's circuit breaker is open, its
+    /// bulkhead is full, or a catalog operation missed its deadline.
+    #[error("catalog: {0}")]
+    CatalogRefused(#[source] crate::health::Refusal),
     /// 503: a probe did not answer in time.
     #[error("timed out")]
     Timeout,
@@ -119,7 +123,7 @@ impl Error {
     /// Whether this is a database that cannot be reached right now (rather than a bug).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Error::Timeout | Error::ShardRefused { .. } => true,
+            Error::Timeout | Error::ShardRefused { .. } | Error::CatalogRefused(_) => true,
             Error::Database { source, .. } => {
                 crate::health::is_health_failure(source)
                     || matches!(source, sqlx::Error::PoolClosed)

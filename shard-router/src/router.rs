@@ -25,7 +25,8 @@ use crate::records::RecordStore;
 use crate::shard::FencedShard;
 use crate::shard::ShardStore;
 
-/// How often the health watchdog looks at every shard database ([`ShardRouter::tick_health`]).
+/// How often the health watchdog looks at the catalog and every shard database
+/// ([`ShardRouter::tick_health`]).
 pub const HEALTH_TICK: Duration = Duration::from_millis(50);
 
 /// How long registering a shard may take to connect and migrate it.
@@ -393,9 +394,10 @@ impl ShardRouter {
         Ok(self.shard_db(id)?.health().clone())
     }
 
-    /// One look at the health of every shard database: the watchdog calls it every
+    /// One look at the health of the catalog and every shard database: the watchdog calls it every
     /// [`HEALTH_TICK`] (see [`crate::health`]).
     pub fn tick_health(&self) {
+        self.catalog.database().health().tick();
         for db in self.pools.read().values() {
             db.health().tick();
         }

@@ -43,8 +43,9 @@ pub struct ComponentStatus {
     /// Why it is down (no connection details).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// A shard's circuit breaker on this instance: `closed`, `open`, `half_open` or
-    /// `forced_open`. While it is not closed the shard is `down` without being probed.
+    /// The database's circuit breaker on this instance (catalog and shards): `closed`, `open`,
+    /// `half_open` or `forced_open`. While a shard's is not closed the shard is `down` without
+    /// being probed; the catalog is always probed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub breaker: Option<&'static str>,
 }
@@ -74,7 +75,8 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
 
 /// Readiness: whether this instance can serve (each database is pinged at most once a second,
 /// however many probes arrive). 503 only when the catalog does not answer
-/// `SELECT 1` within the probe timeout (`storage.pool.probe_timeout`, default 2 s). Every shard
+/// `SELECT 1` within the probe timeout (`storage.pool.probe_timeout`, default 2 s); the catalog is
+/// pinged whatever its circuit breaker says, and the breaker's state is reported. Every shard
 /// not taken offline is probed the same way and reported (with its circuit breaker), but a shard
 /// that is down does not make the instance unready.
 #[utoipa::path(get, path = "/readyz", responses(
@@ -83,7 +85,9 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
 ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let timeout = app.probe_timeout;
-    let catalog = probe(app.router.catalog().database().clone(), timeout);
+    let catalog_db = app.router.catalog().database().clone();
+    let catalog_breaker = Some(catalog_db.health().state().as_str());
+    let catalog = async move { ComponentStatus { breaker: catalog_breaker, ..probe(catalog_db, timeout).await } };
     let shards = app.router.shard_dbs();
     let shard_probes = futures::future::join_all(shards.into_iter().map(|(id, state, db)| async move {
         let health = db.health().report();

@@ -58,37 +58,43 @@ const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, cre
 impl Catalog {
     /// Every index definition (each instance keeps them all in memory).
     pub async fn index_defs(&self) -> Result<Vec<IndexDefRow>, Error> {
-        sqlx::query_as(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name"))
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(catalog_err)
+        self.guarded(async {
+            sqlx::query_as(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name"))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(catalog_err)
+        })
+        .await
     }
 
     /// Creates an index definition with its backfill job (one transaction, audited, new epoch).
     /// `Ok(false)`: an index of that name exists.
     pub async fn create_index_def(&self, def: &IndexDefRow, job: &JobRow, audit: &Audit) -> Result<bool, Error> {
-        let (mut tx, _epoch) = self.begin_change(audit).await?;
-        let inserted = sqlx::query(&format!(
-            "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+        self.guarded(async {
+            let (mut tx, _epoch) = self.begin_change(audit).await?;
+            let inserted = sqlx::query(&format!(
+                "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (tenant, collection, name) DO NOTHING"
-        ))
-        .bind(&def.tenant)
-        .bind(&def.collection)
-        .bind(&def.name)
-        .bind(&def.definition)
-        .bind(&def.state)
-        .bind(def.job_id.as_deref())
-        .bind(def.created_at_ms)
-        .bind(def.updated_at_ms)
-        .execute(&mut *tx)
+            ))
+            .bind(&def.tenant)
+            .bind(&def.collection)
+            .bind(&def.name)
+            .bind(&def.definition)
+            .bind(&def.state)
+            .bind(def.job_id.as_deref())
+            .bind(def.created_at_ms)
+            .bind(def.updated_at_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            if inserted.rows_affected() == 0 {
+                return Ok(false);
+            }
+            insert_job(&mut tx, job).await?;
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(true)
+        })
         .await
-        .map_err(catalog_err)?;
-        if inserted.rows_affected() == 0 {
-            return Ok(false);
-        }
-        insert_job(&mut tx, job).await?;
-        tx.commit().await.map_err(catalog_err)?;
-        Ok(true)
     }
 
     /// Sets an index's state (`active` when its backfill finished). New epoch.
@@ -100,16 +106,19 @@ impl Catalog {
         state: &str,
         audit: &Audit,
     ) -> Result<(), Error> {
-        let (tx, _epoch) = self.begin_change(audit).await?;
-        let statement = sqlx::query(
-            "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
-        )
-        .bind(state)
-        .bind(crate::clock::now_ms())
-        .bind(tenant)
-        .bind(collection)
-        .bind(name);
-        commit_with(tx, statement).await
+        self.guarded(async {
+            let (tx, _epoch) = self.begin_change(audit).await?;
+            let statement = sqlx::query(
+                "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
+            )
+            .bind(state)
+            .bind(crate::clock::now_ms())
+            .bind(tenant)
+            .bind(collection)
+            .bind(name);
+            commit_with(tx, statement).await
+        })
+        .await
     }
 
     /// Removes an index definition. `Ok(None)`: no such index. New epoch.
@@ -120,52 +129,65 @@ impl Catalog {
         name: &str,
         audit: &Audit,
     ) -> Result<Option<IndexDefRow>, Error> {
-        let (mut tx, _epoch) = self.begin_change(audit).await?;
-        let row: Option<IndexDefRow> = sqlx::query_as(&format!(
-            "SELECT {DEF_COLUMNS} FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3"
-        ))
-        .bind(tenant)
-        .bind(collection)
-        .bind(name)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
-        let Some(row) = row else { return Ok(None) };
-        let statement = sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
+        self.guarded(async {
+            let (mut tx, _epoch) = self.begin_change(audit).await?;
+            let row: Option<IndexDefRow> = sqlx::query_as(&format!(
+                "SELECT {DEF_COLUMNS} FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3"
+            ))
             .bind(tenant)
             .bind(collection)
-            .bind(name);
-        commit_with(tx, statement).await?;
-        Ok(Some(row))
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            let Some(row) = row else { return Ok(None) };
+            let statement = sqlx::query("DELETE FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
+                .bind(tenant)
+                .bind(collection)
+                .bind(name);
+            commit_with(tx, statement).await?;
+            Ok(Some(row))
+        })
+        .await
     }
 
     /// One job.
     pub async fn job(&self, id: &str) -> Result<Option<JobRow>, Error> {
-        sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(catalog_err)
+        self.guarded(async {
+            sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(catalog_err)
+        })
+        .await
     }
 
     /// Jobs still running (to resume after a restart).
     pub async fn running_jobs(&self) -> Result<Vec<JobRow>, Error> {
-        sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(catalog_err)
+        self.guarded(async {
+            sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(catalog_err)
+        })
+        .await
     }
 
     /// Records a job (one that is not created with an index).
     pub async fn insert_job(&self, job: &JobRow, audit: &Audit) -> Result<(), Error> {
-        let mut tx = self.begin_audited(audit).await?;
-        insert_job(&mut tx, job).await?;
-        tx.commit().await.map_err(catalog_err)
+        self.guarded(async {
+            let mut tx = self.begin_audited(audit).await?;
+            insert_job(&mut tx, job).await?;
+            tx.commit().await.map_err(catalog_err)
+        })
+        .await
     }
 
     /// Stores a job's progress (and state, error), only while it is `running`. Returns whether
     /// it was still running.
     pub async fn update_job(&self, id: &str, state: &str, progress: &str, error: Option<&str>) -> Result<bool, Error> {
+        self.guarded(async {
         let statement = sqlx::query(
             "UPDATE jobs SET state = $1, progress = $2, error = $3, updated_at = $4 WHERE id = $5 AND state = 'running'",
         )
@@ -175,6 +197,8 @@ impl Catalog {
         .bind(crate::clock::now_ms())
         .bind(id);
         self.changes_one_row(statement).await
+        })
+        .await
     }
 }
 

@@ -139,166 +139,200 @@ fn grant_row(row: &sqlx::any::AnyRow) -> Result<ValetGrantRow, Error> {
 impl Catalog {
     /// Every signing key, oldest first.
     pub async fn valet_keys(&self) -> Result<Vec<ValetKeyRow>, Error> {
-        let rows =
-            sqlx::query("SELECT id, secret, state, created_at, retired_at FROM valet_keys ORDER BY created_at, id")
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(catalog_err)?;
-        rows.iter().map(key_row).collect()
+        self.guarded(async {
+            let rows =
+                sqlx::query("SELECT id, secret, state, created_at, retired_at FROM valet_keys ORDER BY created_at, id")
+                    .fetch_all(&self.db.pool)
+                    .await
+                    .map_err(catalog_err)?;
+            rows.iter().map(key_row).collect()
+        })
+        .await
     }
 
     /// Makes a new current key (the previous current one keeps verifying as `active`).
     pub async fn rotate_valet_key(&self, id: &str, secret: &[u8; 32], audit: &Audit) -> Result<ValetKeyRow, Error> {
-        let mut tx = self.begin_audited(audit).await?;
-        sqlx::query("UPDATE valet_keys SET state = 'active' WHERE state = 'current'")
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        let now = crate::clock::now_ms();
-        let statement =
-            sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
-                .bind(id)
-                .bind(hex::encode(secret))
-                .bind(now);
-        commit_with(tx, statement).await?;
-        Ok(ValetKeyRow {
-            id: id.to_owned(),
-            secret: *secret,
-            state: ValetKeyState::Current,
-            created_at_ms: now,
-            retired_at_ms: None,
+        self.guarded(async {
+            let mut tx = self.begin_audited(audit).await?;
+            sqlx::query("UPDATE valet_keys SET state = 'active' WHERE state = 'current'")
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            let now = crate::clock::now_ms();
+            let statement =
+                sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
+                    .bind(id)
+                    .bind(hex::encode(secret))
+                    .bind(now);
+            commit_with(tx, statement).await?;
+            Ok(ValetKeyRow {
+                id: id.to_owned(),
+                secret: *secret,
+                state: ValetKeyState::Current,
+                created_at_ms: now,
+                retired_at_ms: None,
+            })
         })
+        .await
     }
 
     /// Retires a key that is not the current one.
     pub async fn retire_valet_key(&self, id: &str, audit: &Audit) -> Result<Retirement, Error> {
-        let mut tx = self.begin_audited(audit).await?;
-        let row = sqlx::query("SELECT id, secret, state, created_at, retired_at FROM valet_keys WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-        let Some(row) = row.as_ref().map(key_row).transpose()? else { return Ok(Retirement::NotFound) };
-        if row.state == ValetKeyState::Current {
-            return Ok(Retirement::IsCurrent);
-        }
-        bump_valet_generation(&mut tx).await?;
-        let now = crate::clock::now_ms();
-        let statement =
-            sqlx::query("UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2")
-                .bind(now)
-                .bind(id);
-        commit_with(tx, statement).await?;
-        Ok(Retirement::Retired(ValetKeyRow {
-            state: ValetKeyState::Retired,
-            retired_at_ms: row.retired_at_ms.or(Some(now)),
-            ..row
-        }))
+        self.guarded(async {
+            let mut tx = self.begin_audited(audit).await?;
+            let row = sqlx::query("SELECT id, secret, state, created_at, retired_at FROM valet_keys WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            let Some(row) = row.as_ref().map(key_row).transpose()? else { return Ok(Retirement::NotFound) };
+            if row.state == ValetKeyState::Current {
+                return Ok(Retirement::IsCurrent);
+            }
+            bump_valet_generation(&mut tx).await?;
+            let now = crate::clock::now_ms();
+            let statement = sqlx::query(
+                "UPDATE valet_keys SET state = 'retired', retired_at = COALESCE(retired_at, $1) WHERE id = $2",
+            )
+            .bind(now)
+            .bind(id);
+            commit_with(tx, statement).await?;
+            Ok(Retirement::Retired(ValetKeyRow {
+                state: ValetKeyState::Retired,
+                retired_at_ms: row.retired_at_ms.or(Some(now)),
+                ..row
+            }))
+        })
+        .await
     }
 
     /// Records an issued grant, with its audit entry, in one transaction.
     pub async fn insert_valet_grant(&self, grant: &ValetGrantRow, audit: &Audit) -> Result<(), Error> {
-        let tx = self.begin_audited(audit).await?;
-        let sql =
-            format!("INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)");
-        let statement = sqlx::query(&sql)
-            .bind(&grant.id)
-            .bind(&grant.tenant)
-            .bind(&grant.path)
-            .bind(&grant.permission)
-            .bind(&grant.key_id)
-            .bind(grant.not_before)
-            .bind(grant.expires_at)
-            .bind(i64::from(grant.single_use))
-            .bind(grant.used_at_ms)
-            .bind(grant.revoked_at_ms)
-            .bind(grant.created_at_ms);
-        commit_with(tx, statement).await
+        self.guarded(async {
+            let tx = self.begin_audited(audit).await?;
+            let sql = format!(
+                "INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            );
+            let statement = sqlx::query(&sql)
+                .bind(&grant.id)
+                .bind(&grant.tenant)
+                .bind(&grant.path)
+                .bind(&grant.permission)
+                .bind(&grant.key_id)
+                .bind(grant.not_before)
+                .bind(grant.expires_at)
+                .bind(i64::from(grant.single_use))
+                .bind(grant.used_at_ms)
+                .bind(grant.revoked_at_ms)
+                .bind(grant.created_at_ms);
+            commit_with(tx, statement).await
+        })
+        .await
     }
 
     /// One grant with the state of the key that signed it (`None` for the state: the key is
     /// gone).
     pub async fn valet_grant(&self, id: &str) -> Result<Option<(ValetGrantRow, Option<ValetKeyState>)>, Error> {
-        let columns = GRANT_COLUMNS.split(", ").map(|c| format!("g.{c}")).collect::<Vec<_>>().join(", ");
-        let row = sqlx::query(&format!(
+        self.guarded(async {
+            let columns = GRANT_COLUMNS.split(", ").map(|c| format!("g.{c}")).collect::<Vec<_>>().join(", ");
+            let row = sqlx::query(&format!(
             "SELECT {columns}, k.state FROM valet_grants g LEFT JOIN valet_keys k ON k.id = g.key_id WHERE g.id = $1"
         ))
         .bind(id)
         .fetch_optional(&self.db.pool)
         .await
         .map_err(catalog_err)?;
-        let Some(row) = row else { return Ok(None) };
-        let state: Option<String> = column(&row, 11)?;
-        Ok(Some((grant_row(&row)?, state.as_deref().and_then(ValetKeyState::parse))))
+            let Some(row) = row else { return Ok(None) };
+            let state: Option<String> = column(&row, 11)?;
+            Ok(Some((grant_row(&row)?, state.as_deref().and_then(ValetKeyState::parse))))
+        })
+        .await
     }
 
     /// Uses a single-use grant: true for exactly one caller, however many try at once.
     pub async fn use_valet_grant(&self, id: &str) -> Result<bool, Error> {
-        let statement = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
-            .bind(crate::clock::now_ms())
-            .bind(id);
-        self.changes_one_row(statement).await
+        self.guarded(async {
+            let statement = sqlx::query("UPDATE valet_grants SET used_at = $1 WHERE id = $2 AND used_at IS NULL")
+                .bind(crate::clock::now_ms())
+                .bind(id);
+            self.changes_one_row(statement).await
+        })
+        .await
     }
 
     /// Gives a single-use grant its use back (its upload failed before anything was stored).
     pub async fn release_valet_grant(&self, id: &str) -> Result<(), Error> {
-        sqlx::query("UPDATE valet_grants SET used_at = NULL WHERE id = $1")
-            .bind(id)
-            .execute(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-        Ok(())
+        self.guarded(async {
+            sqlx::query("UPDATE valet_grants SET used_at = NULL WHERE id = $1")
+                .bind(id)
+                .execute(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            Ok(())
+        })
+        .await
     }
 
     /// Revokes a tenant's grant. `false`: the tenant has no such grant.
     pub async fn revoke_valet_grant(&self, tenant: &str, id: &str, audit: &Audit) -> Result<bool, Error> {
-        let mut tx = self.begin_audited(audit).await?;
-        bump_valet_generation(&mut tx).await?;
-        let revoke =
-            sqlx::query("UPDATE valet_grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND tenant = $3")
-                .bind(crate::clock::now_ms())
-                .bind(id)
-                .bind(tenant);
-        commit_if_changed(tx, revoke).await
+        self.guarded(async {
+            let mut tx = self.begin_audited(audit).await?;
+            bump_valet_generation(&mut tx).await?;
+            let revoke = sqlx::query(
+                "UPDATE valet_grants SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 AND tenant = $3",
+            )
+            .bind(crate::clock::now_ms())
+            .bind(id)
+            .bind(tenant);
+            commit_if_changed(tx, revoke).await
+        })
+        .await
     }
 
     /// Appends one audit entry on its own (events that change nothing in the catalog, such as a
     /// valet download or a refused valet request).
     pub async fn append_audit(&self, audit: &Audit) -> Result<(), Error> {
-        let tx = self.begin_audited(audit).await?;
-        tx.commit().await.map_err(catalog_err)
+        self.guarded(async {
+            let tx = self.begin_audited(audit).await?;
+            tx.commit().await.map_err(catalog_err)
+        })
+        .await
     }
 
     /// Appends audit entries that change nothing else, each at the time it happened, in one
     /// transaction: multi-row `INSERT`s of at most [`AUDIT_ROWS_PER_INSERT`] rows each, in order
     /// (so ids follow the slice). All or none of them are recorded.
     pub async fn append_audits(&self, entries: &[TimedAudit]) -> Result<(), Error> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
-        for batch in entries.chunks(AUDIT_ROWS_PER_INSERT) {
-            let rows = (0..batch.len())
-                .map(|i| {
-                    let n = i * 6;
-                    format!("(${}, ${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5, n + 6)
-                })
-                .collect::<Vec<_>>()
-                .join(", ");
-            let sql = format!("INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES {rows}");
-            let mut insert = sqlx::query(&sql);
-            for TimedAudit { at_ms, audit } in batch {
-                insert = insert
-                    .bind(*at_ms)
-                    .bind(&audit.actor)
-                    .bind(audit.tenant.as_deref())
-                    .bind(audit.action)
-                    .bind(&audit.target)
-                    .bind(&audit.request_id);
+        self.guarded(async {
+            if entries.is_empty() {
+                return Ok(());
             }
-            insert.execute(&mut *tx).await.map_err(catalog_err)?;
-        }
-        tx.commit().await.map_err(catalog_err)
+            let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
+            for batch in entries.chunks(AUDIT_ROWS_PER_INSERT) {
+                let rows = (0..batch.len())
+                    .map(|i| {
+                        let n = i * 6;
+                        format!("(${}, ${}, ${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4, n + 5, n + 6)
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let sql =
+                    format!("INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES {rows}");
+                let mut insert = sqlx::query(&sql);
+                for TimedAudit { at_ms, audit } in batch {
+                    insert = insert
+                        .bind(*at_ms)
+                        .bind(&audit.actor)
+                        .bind(audit.tenant.as_deref())
+                        .bind(audit.action)
+                        .bind(&audit.target)
+                        .bind(&audit.request_id);
+                }
+                insert.execute(&mut *tx).await.map_err(catalog_err)?;
+            }
+            tx.commit().await.map_err(catalog_err)
+        })
+        .await
     }
 }
 

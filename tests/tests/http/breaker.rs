@@ -190,3 +190,60 @@ async fn an_operator_forces_a_breaker_open_and_resets_it_with_an_audit_trail() {
     assert!(matches!(refused.status(), StatusCode::FORBIDDEN | StatusCode::UNAUTHORIZED), "a tenant cannot do it");
     expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_catalog_costs_a_bounded_time_and_leaves_the_data_path_serving() {
+    let cluster = PgCluster::start().await;
+    let catalog = cluster.create_database("frozen_catalog").await;
+    // Deadlines far away, so only the catalog's own breaker can end what waits on it.
+    let app = TestApp::spawn_with(Backend::Postgres, |config| {
+        config.storage.catalog_url = Some(SecretString::from(catalog));
+        config.storage.pool.statement_timeout = Duration::from_secs(120);
+        config.limits.request_timeout = Duration::from_secs(120);
+    })
+    .await;
+    app.create_tenant("acme").await;
+    expect_json(app.put_record("acme", "docs", "d1", &json!({"n": 1})).await, StatusCode::CREATED).await;
+
+    cluster.freeze();
+    // Admin changes need the catalog: they end with 503 `catalog_unavailable` and `Retry-After`
+    // instead of hanging on the frozen database.
+    let late = json!({"id": "late"});
+    let create = app.admin(Method::POST, "/v1/admin/tenants", Some(&late));
+    let response =
+        tokio::time::timeout(Duration::from_secs(30), create).await.expect("an admin change on a frozen catalog ends");
+    assert!(response.headers().contains_key("retry-after"), "{:?}", response.headers());
+    let problem = expect_problem(response, StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable").await;
+    assert!(problem["detail"].as_str().unwrap().contains("catalog"), "{problem}");
+    // Once the breaker is open, catalog reads are refused at once too.
+    let list = app.admin(Method::GET, "/v1/admin/tenants", None);
+    let response = tokio::time::timeout(Duration::from_secs(30), list).await.expect("a catalog read ends");
+    let problem = expect_problem(response, StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable").await;
+    assert!(problem["detail"].as_str().unwrap().contains("circuit breaker"), "{problem}");
+
+    // Tenants keep reading and writing: routing works from the map every instance holds.
+    expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
+    expect_json(app.put_record("acme", "docs", "d1", &json!({"n": 2})).await, StatusCode::OK).await;
+    // The instance says it cannot serve admin changes: readiness follows the catalog.
+    let ready = tokio::time::timeout(Duration::from_secs(30), app.send(Method::GET, "/readyz", None, None, &[]))
+        .await
+        .expect("readiness answers");
+    let ready = expect_json(ready, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert_eq!(ready["components"]["catalog"]["status"], "down", "{ready}");
+    assert_eq!(ready["components"]["catalog"]["breaker"], "open", "{ready}");
+    let open = metric(&app.client, app.metrics_base(), "shardgate_catalog_breaker_state{state=\"open\"}").await;
+    assert_eq!(open, 1.0);
+
+    cluster.thaw();
+    let back = eventually(Duration::from_secs(10), async || {
+        let response = app.admin(Method::POST, "/v1/admin/tenants", Some(&late)).await;
+        (response.status() == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "admin changes work again once the catalog is thawed");
+    let read = expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
+    assert_eq!(read["value"]["n"], 2, "the write made while the catalog was frozen is kept");
+    let closed = metric(&app.client, app.metrics_base(), "shardgate_catalog_breaker_state{state=\"closed\"}").await;
+    assert_eq!(closed, 1.0);
+    assert!(metric(&app.client, app.metrics_base(), "shardgate_catalog_breaker_opens_total").await >= 1.0);
+}
