@@ -452,42 +452,53 @@ impl figment::Provider for EnvVar {
 }
 
 /// Defaults, then `file`, then the `SHARDGATE_*` variables among `vars`. A variable naming no
-/// key is left out and reported rather than refused: platforms set variables of their own under
-/// the prefix (Kubernetes: `SHARDGATE_PORT`, `SHARDGATE_SERVICE_HOST`, ... for a Service named
-/// `shardgate`). An unknown key in the file, or a bad value for a key that exists, is an error.
+/// key of any shardgate configuration is left out and reported rather than refused: platforms
+/// set variables of their own under the prefix (Kubernetes: `SHARDGATE_PORT`,
+/// `SHARDGATE_SERVICE_HOST`, ... for a Service named `shardgate`). An unknown key in the file, a
+/// key of the other configuration (a storage key given to the gatekeeper), or a bad value is an
+/// error.
 fn load_layers<C: serde::de::DeserializeOwned>(
     file: Option<&Path>,
     vars: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Loaded<C>, Box<figment::Error>> {
-    let mut layers: Vec<EnvVar> = vars.into_iter().filter_map(|(name, value)| EnvVar::parse(name, &value)).collect();
-    let mut unknown_env = Vec::new();
+    let layers: Vec<EnvVar> = vars.into_iter().filter_map(|(name, value)| EnvVar::parse(name, &value)).collect();
+    let for_gatekeeper = unknown_keys::<GatekeeperConfig>(&layers);
+    let unknown_env: Vec<String> =
+        unknown_keys::<Config>(&layers).into_iter().filter(|name| for_gatekeeper.contains(name)).collect();
+    let mut figment = Figment::new();
+    if let Some(file) = file {
+        figment = figment.merge(Toml::file_exact(file));
+    }
+    for layer in layers.into_iter().filter(|layer| !unknown_env.contains(&layer.name)) {
+        figment = figment.merge(layer);
+    }
+    figment.extract().map(|config| Loaded { config, unknown_env }).map_err(Box::new)
+}
+
+/// The variables among `layers` that name no key of `C`. Each pass leaves out the variables its
+/// errors name, until the rest loads (a bad value is left for the real load to report).
+fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<String> {
+    let mut scan = layers.to_vec();
+    let mut unknown = Vec::new();
     loop {
-        let mut figment = Figment::new();
-        if let Some(file) = file {
-            figment = figment.merge(Toml::file_exact(file));
+        let figment = scan.iter().fold(Figment::new(), |figment, layer| figment.merge(layer.clone()));
+        let Err(error) = figment.extract::<C>() else { return unknown };
+        let mut left_out = false;
+        for error in error {
+            let source = error.metadata.as_ref().map(|metadata| metadata.name.to_string());
+            let Some(name) = scan.iter().find(|layer| Some(layer.source()) == source).map(|layer| layer.name.clone())
+            else {
+                continue;
+            };
+            if matches!(error.kind, figment::error::Kind::UnknownField(..)) {
+                unknown.push(name.clone());
+            }
+            scan.retain(|layer| layer.name != name);
+            left_out = true;
         }
-        for layer in &layers {
-            figment = figment.merge(layer.clone());
+        if !left_out {
+            return unknown;
         }
-        let error = match figment.extract::<C>() {
-            Ok(config) => return Ok(Loaded { config, unknown_env }),
-            Err(error) => error,
-        };
-        // Each pass leaves out the variables that named unknown keys, until none is left.
-        let unknown: Vec<String> = error
-            .clone()
-            .into_iter()
-            .filter(|e| matches!(e.kind, figment::error::Kind::UnknownField(..)))
-            .filter_map(|e| {
-                let source = e.metadata.as_ref()?.name.clone();
-                layers.iter().find(|layer| layer.source() == source).map(|layer| layer.name.clone())
-            })
-            .collect();
-        if unknown.is_empty() {
-            return Err(Box::new(error));
-        }
-        layers.retain(|layer| !unknown.contains(&layer.name));
-        unknown_env.extend(unknown);
     }
 }
 
@@ -582,6 +593,14 @@ mod tests {
         let gatekeeper: Loaded<GatekeeperConfig> =
             load_layers(None, vars.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))).unwrap();
         assert!(gatekeeper.unknown_env.contains(&"SHARDGATE_PORT".to_owned()));
+        // A key of the other configuration is no stranger: it is refused by the gatekeeper and
+        // not reported by the backend.
+        let storage = [("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), "postgres://db/cat".to_owned())];
+        let err = load_layers::<GatekeeperConfig>(None, storage).unwrap_err().to_string();
+        assert!(err.contains("SHARDGATE_STORAGE__CATALOG_URL"), "{err}");
+        let upstream = [("SHARDGATE_UPSTREAM".to_owned(), "http://127.0.0.1:9".to_owned())];
+        let err = load_layers::<Config>(None, upstream).unwrap_err().to_string();
+        assert!(err.contains("SHARDGATE_UPSTREAM"), "{err}");
         // A bad value for a key that exists stays an error, naming the variable.
         let err = Config::load_from(None, &[("SHARDGATE_PORT", "x"), ("SHARDGATE_LIMITS__MAX_RECORD_BYTES", "many")])
             .unwrap_err()

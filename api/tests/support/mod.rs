@@ -2,8 +2,10 @@
 //! real: built as a command, started on a free port, waited for, killed on drop.
 
 use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// `shardgate <args> --data-dir <data_dir>`, not started yet.
@@ -13,32 +15,49 @@ pub fn shardgate(args: &[&str], data_dir: &Path) -> Command {
     command
 }
 
-/// A running `shardgate` process, killed when dropped.
+/// A running `shardgate` process, killed when dropped. Its log (standard output, at `warn`) is
+/// kept: [`Process::log`].
 #[derive(Debug)]
 pub struct Process {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub base: String,
+    log: Arc<Mutex<String>>,
 }
 
 impl Process {
-    /// Starts `shardgate <args>` on a free port with `data_dir` and the environment `envs`
-    /// (logging at `warn`, to stderr).
+    /// Starts `shardgate <args>` on a free port with `data_dir` and the environment `envs`.
     pub fn start<K, V>(args: &[&str], data_dir: &Path, envs: impl IntoIterator<Item = (K, V)>) -> Self
     where
         K: AsRef<OsStr>,
         V: AsRef<OsStr>,
     {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = shardgate(args, data_dir)
+        let mut child = shardgate(args, data_dir)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env("SHARDGATE_LOG__FILTER", "warn")
             .envs(envs)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("the shardgate binary starts");
-        Self { child, base: format!("http://127.0.0.1:{port}") }
+        // Drained as it comes, so a chatty process never blocks on a full pipe.
+        let log = Arc::new(Mutex::new(String::new()));
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            while stdout.read_line(&mut line).is_ok_and(|n| n > 0) {
+                kept.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        Self { child, base: format!("http://127.0.0.1:{port}"), log }
+    }
+
+    /// What the process logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
     }
 
     /// Waits until `GET probe` (`/healthz`, `/readyz`) answers with a success, for at most
@@ -51,7 +70,12 @@ impl Process {
             {
                 return;
             }
-            assert!(tokio::time::Instant::now() < deadline, "{}{probe} did not succeed within 10 s", self.base);
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{}{probe} did not succeed within 10 s; the log:\n{}",
+                self.base,
+                self.log()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
