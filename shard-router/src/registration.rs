@@ -89,7 +89,12 @@ impl Claim {
     /// [`Error::ShardDatabaseClaimed`] for a database that carries another marker; `Ok`
     /// otherwise. `registered` says whether a shard id is registered in this catalog now (the
     /// message differs for a removed shard's leftover marker).
-    pub fn refuse_other(&self, shard: &ShardId, catalog_id: &str, registered: impl Fn(&str) -> bool) -> Result<(), Error> {
+    pub fn refuse_other(
+        &self,
+        shard: &ShardId,
+        catalog_id: &str,
+        registered: impl Fn(&str) -> bool,
+    ) -> Result<(), Error> {
         let Claim::Other(marker) = self else { return Ok(()) };
         let holder = if marker.catalog_id != catalog_id {
             format!("shard {} of another shardgate catalog (catalog id {})", marker.shard_id, marker.catalog_id)

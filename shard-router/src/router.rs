@@ -142,7 +142,9 @@ impl ShardRouter {
         let catalog_engine = catalog.database().engine;
         for seed in &config.shards {
             check_shard_url(&seed.url, catalog_engine).map_err(|e| match e {
-                Error::UnsafeShardUrl(reason) => Error::UnsafeShardUrl(format!("storage.shards, shard {}: {reason}", seed.id)),
+                Error::UnsafeShardUrl(reason) => {
+                    Error::UnsafeShardUrl(format!("storage.shards, shard {}: {reason}", seed.id))
+                }
                 other => other,
             })?;
         }
@@ -774,7 +776,12 @@ async fn connect_shard(
 /// writing it if the database has none (a shard registered before markers existed). Returns
 /// why the shard must not be used if the database carries another shard's marker; a database
 /// that cannot be checked now (unreachable) is used, with a warning.
-async fn check_identity_at_open(db: &Database, shard: &ShardRow, catalog_id: &str, rows: &[ShardRow]) -> Option<String> {
+async fn check_identity_at_open(
+    db: &Database,
+    shard: &ShardRow,
+    catalog_id: &str,
+    rows: &[ShardRow],
+) -> Option<String> {
     let claim = match tokio::time::timeout(REGISTER_TIMEOUT, claim_identity(db, &shard.id, catalog_id)).await {
         Ok(Ok(claim)) => claim,
         Ok(Err(e)) => {

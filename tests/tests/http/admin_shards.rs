@@ -205,7 +205,8 @@ async fn unsafe_shard_urls_are_refused(app: TestApp) {
     // In-memory SQLite: each pooled connection would be an empty database of its own.
     for url in ["sqlite::memory:", "sqlite://:memory:", "sqlite://?mode=memory", "sqlite://file::memory:?cache=shared"]
     {
-        let problem = expect_problem(post("mem", url).await, StatusCode::UNPROCESSABLE_ENTITY, "unsafe_shard_url").await;
+        let problem =
+            expect_problem(post("mem", url).await, StatusCode::UNPROCESSABLE_ENTITY, "unsafe_shard_url").await;
         assert!(problem["detail"].as_str().unwrap().contains("in-memory"), "{problem}");
     }
     // A SQLite file under a PostgreSQL catalog would be a different file on every instance's host.
@@ -283,9 +284,12 @@ async fn shard_identity_markers_are_checked_when_an_instance_opens_its_shards(mu
     assert!(stats["breaker"].is_null() && stats["records"].is_null(), "{stats}");
     let healthy = expect_json(app.admin(Method::GET, "/v1/admin/shards/shard-0", None).await, StatusCode::OK).await;
     assert!(healthy["problem"].is_null(), "{healthy}");
-    let problem = expect_problem(app.get_record("one", "docs", "d1").await, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+    let problem =
+        expect_problem(app.get_record("one", "docs", "d1").await, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable")
+            .await;
     assert!(problem["detail"].as_str().unwrap().contains("shard-1 is not used"), "{problem}");
-    let ready: Value = app.client.get(format!("{}/readyz", app.metrics_base())).send().await.unwrap().json().await.unwrap();
+    let ready: Value =
+        app.client.get(format!("{}/readyz", app.metrics_base())).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["status"], "ready", "one shard down does not make the instance unready: {ready}");
     assert_eq!(ready["components"]["shard-1"]["status"], "down", "{ready}");
     zero.close().await;
@@ -303,7 +307,10 @@ async fn unsafe_seeded_shards_stop_the_start_up() {
         for url in urls {
             let mut config = app.config().clone();
             config.listen = "127.0.0.1:0".parse().unwrap();
-            config.storage.shards.push(ShardSeed { id: ShardId::parse("seeded").unwrap(), url: SecretString::from(url.clone()) });
+            config
+                .storage
+                .shards
+                .push(ShardSeed { id: ShardId::parse("seeded").unwrap(), url: SecretString::from(url.clone()) });
             let error = shardgate_api::Application::build(config).await.err().expect("the start-up is refused");
             let text = format!("{error:#}");
             assert!(text.contains("storage.shards, shard seeded"), "{backend:?} {url}: {text}");

@@ -327,8 +327,8 @@ async fn a_failed_build_names_its_offending_records_and_can_be_retried_or_droppe
         info["failure"]["offending_keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["u1", "u2", "u3"], "both sides of the duplicate and the long value: {info}");
-    let job = expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{first_job}"), None).await, StatusCode::OK)
-        .await;
+    let job =
+        expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{first_job}"), None).await, StatusCode::OK).await;
     assert_eq!(job["state"], "failed", "{job}");
     assert_eq!(job["error"], info["failure"]["reason"], "{job}");
     assert_eq!(job["progress"]["offending_keys"].as_array().unwrap().len(), 3, "{job}");
