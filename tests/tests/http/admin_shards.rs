@@ -311,7 +311,9 @@ async fn unsafe_seeded_shards_stop_the_start_up() {
                 .storage
                 .shards
                 .push(ShardSeed { id: ShardId::parse("seeded").unwrap(), url: SecretString::from(url.clone()) });
-            let error = shardgate_api::Application::build(config).await.err().expect("the start-up is refused");
+            let Err(error) = shardgate_api::Application::build(config).await else {
+                panic!("{backend:?} {url}: the start-up is refused");
+            };
             let text = format!("{error:#}");
             assert!(text.contains("storage.shards, shard seeded"), "{backend:?} {url}: {text}");
         }
