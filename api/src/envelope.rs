@@ -41,7 +41,9 @@ pub struct Job {
     pub target: String,
     /// `running`, `done`, `failed` or `cancelled`.
     pub state: String,
-    /// Progress (`indexed`: entries written so far; `after`: the last record key done).
+    /// Progress (`indexed`: entries written so far; `after`: the last record key done). A
+    /// backfill that met records the index cannot take also has `too_long` and `duplicates`
+    /// (how many) and `offending_keys` (at most 10 of their keys).
     #[schema(value_type = Object)]
     pub progress: Value,
     /// Why it failed.

@@ -110,11 +110,13 @@ codes! {
     TenantExists = ("tenant_exists", CONFLICT, "a tenant with this id exists"),
     ShardExists = ("shard_exists", CONFLICT, "a shard with this id exists"),
     ShardInUse = ("shard_in_use", CONFLICT, "the shard still holds data or is still routed to"),
+    ShardDatabaseClaimed = ("shard_database_claimed", CONFLICT, "the database already carries another shard's identity marker: one database is never two shards"),
     WriteContention = ("write_contention", CONFLICT, "too many concurrent writes to this item; retry"),
     UploadClosed = ("upload_closed", CONFLICT, "the upload was closed before it finished; retry"),
     UniqueViolation = ("unique_violation", CONFLICT, "another record holds this value of a unique index"),
     IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
+    IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
     PayloadTooLarge = ("payload_too_large", PAYLOAD_TOO_LARGE, "the body is larger than the limit"),
@@ -124,6 +126,7 @@ codes! {
     RangeNotSatisfiable = ("range_not_satisfiable", RANGE_NOT_SATISFIABLE, "the range starts beyond the blob's end"),
     UnknownShard = ("unknown_shard", UNPROCESSABLE_ENTITY, "the body names a shard that is not registered"),
     ShardUnreachable = ("shard_unreachable", UNPROCESSABLE_ENTITY, "the shard's database cannot be reached"),
+    UnsafeShardUrl = ("unsafe_shard_url", UNPROCESSABLE_ENTITY, "the URL names a database that cannot be a shard: an in-memory SQLite database, or a SQLite file while the catalog is PostgreSQL"),
     RateLimited = ("rate_limited", TOO_MANY_REQUESTS, "over the caller's rate limit (its tenant's, or its IP address's without a valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`"),
     TenantConcurrencyLimit = ("tenant_concurrency_limit", TOO_MANY_REQUESTS, "the caller's tenant (for a token without a tenant, its subject) already has as many requests in progress as its tier allows; see `Retry-After`"),
     AnonymousConcurrencyLimit = ("anonymous_concurrency_limit", TOO_MANY_REQUESTS, "requests without a valid token already fill the requests in progress they may hold together; see `Retry-After`"),
@@ -328,6 +331,9 @@ impl From<&StoreError> for ApiError {
             StoreError::ShardExists(id) => Self::new(Code::ShardExists, format!("shard {id} already exists")),
             StoreError::ShardInUse { .. } => Self::new(Code::ShardInUse, e.to_string()),
             StoreError::ShardUnreachable { .. } => Self::new(Code::ShardUnreachable, e.to_string()),
+            StoreError::UnsafeShardUrl(reason) => Self::new(Code::UnsafeShardUrl, reason.clone()),
+            StoreError::ShardDatabaseClaimed { .. } => Self::new(Code::ShardDatabaseClaimed, e.to_string()),
+            StoreError::ShardQuarantined { .. } => unavailable(Code::ShardUnavailable, e.to_string()),
             StoreError::ShardOffline(id) => unavailable(Code::ShardOffline, format!("shard {id} is offline")),
             StoreError::ShardReadOnly(id) => {
                 unavailable(Code::ShardReadOnly, format!("shard {id} is read-only: writes are refused"))
@@ -419,6 +425,7 @@ impl From<IndexError> for ApiError {
             }
             IndexError::IndexExists => Self::new(Code::IndexExists, e.to_string()),
             IndexError::IndexBuilding => Self::new(Code::IndexBuilding, e.to_string()),
+            IndexError::IndexFailed { .. } => Self::new(Code::IndexFailed, e.to_string()),
             IndexError::InvalidJobTarget { .. } | IndexError::Encoding(_) => Self::internal(&e),
             IndexError::Store(e) => Self::from(&e),
         }

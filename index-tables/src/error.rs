@@ -78,6 +78,16 @@ pub enum IndexError {
     /// 409 `index_building`: the index's backfill has not finished, so it cannot answer look-ups.
     #[error("the index is still being built; retry later")]
     IndexBuilding,
+    /// 409 `index_failed`: the index's build failed, so it cannot answer look-ups; its
+    /// definition says why (`failure`). Fix the records and define it again to retry, or delete it.
+    #[error(
+        "the index's build failed: {reason}; fix the records (see the index's `failure`) and PUT the same \
+         definition again to retry, or delete the index"
+    )]
+    IndexFailed {
+        /// Why it failed.
+        reason: String,
+    },
     /// 500 `internal`: a job's target is not `tenant/collection/index`.
     #[error("job {job} has target {target}")]
     InvalidJobTarget {

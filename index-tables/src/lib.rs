@@ -50,6 +50,6 @@ pub use metrics::{IndexMetrics, ShardLabels};
 pub use names::{FieldPath, IndexName};
 pub use placement::entry_vshard;
 pub use record_entry::RecordVersion;
-pub use registry::{IndexRegistry, IndexState, LiveIndex};
+pub use registry::{BuildFailure, IndexRegistry, IndexState, LiveIndex, MAX_OFFENDING_KEYS};
 pub use service::{IndexTables, JobFailureText};
 pub use value_key::{MAX_KEY_PARTS, MAX_VALUE_KEY_BYTES, ValueKey};

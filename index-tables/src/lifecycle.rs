@@ -25,16 +25,36 @@ pub enum Defined {
     Existing(Arc<LiveIndex>),
     /// The index is new; it is building and its backfill job runs.
     Created(LiveIndex),
+    /// The index existed with this definition but its build had failed: it is building again,
+    /// with a new backfill job.
+    Retried(Arc<LiveIndex>),
 }
 
 fn new_job_id() -> String {
     format!("job-{}", uuid::Uuid::new_v4().simple())
 }
 
+/// A new backfill job `id` of `index`, starting at the collection's first record.
+fn backfill_job(id: String, index: &LiveIndex, now: i64) -> JobRow {
+    JobRow {
+        id,
+        kind: BACKFILL_JOB.into(),
+        tenant: Some(index.tenant.to_string()),
+        target: index.target(),
+        state: "running".into(),
+        progress: r#"{"after":null,"indexed":0}"#.into(),
+        error: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+    }
+}
+
 impl IndexTables {
     /// Defines `def` on `collection` of `tenant` and starts its backfill. The same definition
-    /// again is [`Defined::Existing`]; another one under the name is [`IndexError::IndexExists`].
-    /// The caller announces the catalog change to other instances.
+    /// again is [`Defined::Existing`], or, if its build failed, [`Defined::Retried`] (a new
+    /// backfill starts: the way to build a failed index again once its records are fixed);
+    /// another one under the name is [`IndexError::IndexExists`]. The caller announces the
+    /// catalog change to other instances (unless nothing changed).
     pub async fn define(
         self: &Arc<Self>,
         tenant: &TenantId,
@@ -43,7 +63,13 @@ impl IndexTables {
         audit: &Audit,
     ) -> Result<Defined, IndexError> {
         if let Some(existing) = self.find(tenant.as_str(), collection.as_str(), def.name().as_str()) {
-            return if existing.def == def { Ok(Defined::Existing(existing)) } else { Err(IndexError::IndexExists) };
+            if existing.def != def {
+                return Err(IndexError::IndexExists);
+            }
+            if existing.state == IndexState::Failed {
+                return self.retry(existing, audit).await;
+            }
+            return Ok(Defined::Existing(existing));
         }
         let now = now_ms();
         let job_id = new_job_id();
@@ -56,32 +82,38 @@ impl IndexTables {
             job_id: Some(job_id.clone()),
             created_at_ms: now,
             updated_at_ms: now,
+            failure: None,
         };
         let index = LiveIndex {
             tenant: tenant.clone(),
             collection: collection.clone(),
             def,
             state: IndexState::Building,
+            failure: None,
             job_id: Some(job_id.clone()),
             created_at_ms: now,
         };
-        let job = JobRow {
-            id: job_id,
-            kind: BACKFILL_JOB.into(),
-            tenant: Some(tenant.to_string()),
-            target: index.target(),
-            state: "running".into(),
-            progress: r#"{"after":null,"indexed":0}"#.into(),
-            error: None,
-            created_at_ms: now,
-            updated_at_ms: now,
-        };
+        let job = backfill_job(job_id, &index, now);
         if !self.router.catalog().create_index_def(&row, &job, audit).await? {
             return Err(IndexError::IndexExists);
         }
         self.follow(self.router.refresh().await?.epoch).await?;
         self.spawn_backfill(job);
         Ok(Defined::Created(index))
+    }
+
+    /// Builds the failed `index` again: a new backfill job, the index `building` again. If
+    /// another request did it first, that build is the answer.
+    async fn retry(self: &Arc<Self>, index: Arc<LiveIndex>, audit: &Audit) -> Result<Defined, IndexError> {
+        let job = backfill_job(new_job_id(), &index, now_ms());
+        let (tenant, collection, name) = (index.tenant.as_str(), index.collection.as_str(), index.def.name().as_str());
+        let restarted = self.router.catalog().restart_index_build(tenant, collection, name, &job, audit).await?;
+        self.follow(self.router.refresh().await?.epoch).await?;
+        if restarted {
+            self.spawn_backfill(job);
+        }
+        let now = self.index(tenant, collection, name)?;
+        Ok(if restarted { Defined::Retried(now) } else { Defined::Existing(now) })
     }
 
     /// Deletes `index`: its definition at once (a backfill still running stops), its entries in

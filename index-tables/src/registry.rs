@@ -25,6 +25,23 @@ pub enum IndexState {
     Building,
     /// Complete.
     Active,
+    /// Its build failed ([`LiveIndex::failure`] says why): look-ups get
+    /// [`IndexError::IndexFailed`]; writes still maintain it, so a retry only needs a new
+    /// backfill.
+    Failed,
+}
+
+/// The most record keys a failed build names.
+pub const MAX_OFFENDING_KEYS: usize = 10;
+
+/// Why an index's build failed, as the catalog keeps it (JSON) and the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BuildFailure {
+    /// What went wrong, for an operator.
+    pub reason: String,
+    /// Keys of records that broke the build (at most [`MAX_OFFENDING_KEYS`]): values too long to
+    /// index, or values of a unique index that more than one record holds (each of them).
+    pub offending_keys: Vec<String>,
 }
 
 /// One index as this instance knows it.
@@ -36,8 +53,10 @@ pub struct LiveIndex {
     pub collection: CollectionName,
     /// The definition.
     pub def: IndexDef,
-    /// Building or active.
+    /// Building, active or failed.
     pub state: IndexState,
+    /// Why its build failed (state [`IndexState::Failed`]).
+    pub failure: Option<BuildFailure>,
     /// Its backfill job.
     pub job_id: Option<String>,
     /// Creation time (ms).
@@ -55,11 +74,15 @@ impl LiveIndex {
         format!("{}/{}/{}", self.tenant, self.collection, self.def.name())
     }
 
-    /// [`IndexError::IndexBuilding`] while the backfill runs.
+    /// [`IndexError::IndexBuilding`] while the backfill runs, [`IndexError::IndexFailed`] once
+    /// it failed.
     pub fn ready_for_lookups(&self) -> Result<(), IndexError> {
         match self.state {
             IndexState::Active => Ok(()),
             IndexState::Building => Err(IndexError::IndexBuilding),
+            IndexState::Failed => Err(IndexError::IndexFailed {
+                reason: self.failure.as_ref().map_or_else(|| "unknown".to_owned(), |f| f.reason.clone()),
+            }),
         }
     }
 
@@ -120,9 +143,21 @@ impl IndexRegistry {
                 tracing::error!(tenant = row.tenant, index = row.name, "unreadable index definition in the catalog");
                 continue;
             };
-            let state = if row.state == "active" { IndexState::Active } else { IndexState::Building };
-            let index =
-                LiveIndex { tenant, collection, def, state, job_id: row.job_id, created_at_ms: row.created_at_ms };
+            let state = match row.state.as_str() {
+                "active" => IndexState::Active,
+                "failed" => IndexState::Failed,
+                _ => IndexState::Building,
+            };
+            let failure = row.failure.as_deref().and_then(|f| serde_json::from_str::<BuildFailure>(f).ok());
+            let index = LiveIndex {
+                tenant,
+                collection,
+                def,
+                state,
+                failure,
+                job_id: row.job_id,
+                created_at_ms: row.created_at_ms,
+            };
             by_collection.entry(row.tenant).or_default().entry(row.collection).or_default().push(Arc::new(index));
         }
         *self.by_collection.write() = by_collection;

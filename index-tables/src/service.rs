@@ -79,7 +79,17 @@ impl IndexTables {
     /// Records that `job` (a `what`) failed with `error`.
     pub(crate) async fn fail_job(&self, job: &JobRow, what: &'static str, error: IndexError) {
         tracing::error!(job = job.id, error = %error, "index {what} failed");
-        let text = (self.job_failure_text)(error);
-        let _ = self.router.catalog().update_job(&job.id, "failed", &job.progress, Some(&text)).await;
+        let text = self.failure_text(error);
+        self.job_failed(job, &text).await;
+    }
+
+    /// The text an operator sees for a job's `error` (the caller's [`JobFailureText`]).
+    pub(crate) fn failure_text(&self, error: IndexError) -> String {
+        (self.job_failure_text)(error)
+    }
+
+    /// Records that `job` failed, saying why in `text`.
+    pub(crate) async fn job_failed(&self, job: &JobRow, text: &str) {
+        let _ = self.router.catalog().update_job(&job.id, "failed", &job.progress, Some(text)).await;
     }
 }

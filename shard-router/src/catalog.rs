@@ -282,6 +282,23 @@ impl Catalog {
         .await
     }
 
+    /// The catalog's identity: a random id written once (catalog migration 0009), which each
+    /// shard database of this catalog carries in its identity marker (see
+    /// [`crate::registration`]).
+    pub async fn identity(&self) -> Result<String, Error> {
+        self.guarded(async {
+            let id: String = sqlx::query_scalar("SELECT catalog_id FROM shard_map WHERE id = 1")
+                .fetch_one(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            if id.is_empty() {
+                return Err(corrupt("the catalog has no identity (shard_map.catalog_id)".into()));
+            }
+            Ok(id)
+        })
+        .await
+    }
+
     /// Moves the cache generation on; returns the new one.
     pub async fn bump_cache_generation(&self) -> Result<u64, Error> {
         self.guarded(async {

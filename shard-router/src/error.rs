@@ -39,6 +39,28 @@ pub enum Error {
         /// What failed (never contains the URL).
         reason: String,
     },
+    /// 422 `unsafe_shard_url`: a well-formed URL that may not be a shard (an in-memory SQLite
+    /// database; a SQLite file while the catalog is PostgreSQL). See [`crate::registration`].
+    #[error("{0}")]
+    UnsafeShardUrl(String),
+    /// 409 `shard_database_claimed`: the database already carries another shard's identity
+    /// marker (see [`crate::registration`]).
+    #[error("the database of shard {shard} is already {holder}")]
+    ShardDatabaseClaimed {
+        /// The shard being registered (or opened).
+        shard: ShardId,
+        /// Whose marker the database carries, in words.
+        holder: String,
+    },
+    /// 503 `shard_unavailable`: this instance does not use the shard, because its database
+    /// carries another shard's identity marker (found when the instance opened it).
+    #[error("shard {shard} is not used: {reason}")]
+    ShardQuarantined {
+        /// The shard.
+        shard: ShardId,
+        /// Why, in words.
+        reason: String,
+    },
     /// 503 `shard_offline`.
     #[error("shard {0} is offline")]
     ShardOffline(ShardId),

@@ -21,6 +21,7 @@ pub mod humantime_serde;
 pub mod ids;
 pub mod map;
 pub mod records;
+pub mod registration;
 pub mod router;
 pub mod shard;
 

@@ -22,6 +22,7 @@ use crate::map::{
     MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier, spread_vshards,
 };
 use crate::records::RecordStore;
+use crate::registration::{Claim, check_shard_url, claim_identity, release_identity};
 use crate::shard::FencedShard;
 use crate::shard::ShardStore;
 
@@ -97,6 +98,9 @@ pub struct ShardStats {
     pub records: Option<u64>,
     /// Its database's health on this instance; `None` when no pool is open for it.
     pub health: Option<HealthReport>,
+    /// Why this instance does not use it, if it does not (its database carries another shard's
+    /// identity marker).
+    pub problem: Option<String>,
 }
 
 /// Catalog, shard map and shard pools.
@@ -105,6 +109,11 @@ pub struct ShardRouter {
     catalog: Catalog,
     map: RwLock<MapSnapshot>,
     pools: RwLock<HashMap<ShardId, Database>>,
+    /// Registered shards this instance does not use, with the reason: their database carries
+    /// another shard's identity marker (see [`crate::registration`]). They have no pool.
+    quarantined: RwLock<HashMap<ShardId, String>>,
+    /// The catalog's identity, which every shard database of it carries in its marker.
+    catalog_id: String,
     pool_config: PoolConfig,
     /// Serialises admin changes so the in-memory map follows the catalog's epoch order.
     admin: tokio::sync::Mutex<()>,
@@ -129,6 +138,16 @@ impl ShardRouter {
             catalog_db.migrate(Schema::Catalog).await?;
         }
         let catalog = Catalog::new(catalog_db);
+        let catalog_id = catalog.identity().await?;
+        let catalog_engine = catalog.database().engine;
+        for seed in &config.shards {
+            check_shard_url(&seed.url, catalog_engine).map_err(|e| match e {
+                Error::UnsafeShardUrl(reason) => {
+                    Error::UnsafeShardUrl(format!("storage.shards, shard {}: {reason}", seed.id))
+                }
+                other => other,
+            })?;
+        }
 
         let registered = catalog.list_shards().await?;
         let mut seeds = config.shards.clone();
@@ -147,12 +166,13 @@ impl ShardRouter {
             if registered.iter().any(|r| r.id == seed.id) {
                 continue;
             }
-            let db = connect_shard(&seed.id, &seed.url, &config.pool).await?;
-            drop(db);
+            let (db, claim) = connect_shard(&seed.id, &seed.url, &config.pool, &catalog_id).await?;
+            db.close().await;
+            claim.refuse_other(&seed.id, &catalog_id, |id| registered.iter().any(|r| r.id.as_str() == id))?;
             new_rows.push(ShardRow {
                 id: seed.id.clone(),
                 url: seed.url.clone(),
-                engine: Engine::of_url(seed.url.expose_secret())?,
+                engine: check_shard_url(&seed.url, catalog_engine)?,
                 state: ShardState::Active,
                 created_at_ms: now,
                 updated_at_ms: now,
@@ -174,17 +194,24 @@ impl ShardRouter {
         }
 
         let mut pools = HashMap::new();
+        let mut quarantined = HashMap::new();
         let rows = catalog.list_shards().await?;
         let sharing = pools_per_server(&rows);
-        for shard in rows {
+        for shard in &rows {
             let db = Database::open(&shard.url, &pool_share(&config.pool, &shard.url, &sharing))?;
-            if config.migrate_on_start
-                && shard.state != ShardState::Offline
-                && let Err(e) = db.migrate(Schema::Shard).await
-            {
-                tracing::warn!(shard = %shard.id, error = %e, "shard migration failed at start-up; the shard will report unready");
+            if shard.state != ShardState::Offline {
+                if config.migrate_on_start
+                    && let Err(e) = db.migrate(Schema::Shard).await
+                {
+                    tracing::warn!(shard = %shard.id, error = %e, "shard migration failed at start-up; the shard will report unready");
+                }
+                if let Some(reason) = check_identity_at_open(&db, shard, &catalog_id, &rows).await {
+                    db.close().await;
+                    quarantined.insert(shard.id.clone(), reason);
+                    continue;
+                }
             }
-            pools.insert(shard.id, db);
+            pools.insert(shard.id.clone(), db);
         }
         let map = catalog.load_map().await?;
         tracing::info!(epoch = map.epoch, shards = map.shards.len(), tenants = map.tenants.len(), "shard map loaded");
@@ -192,6 +219,8 @@ impl ShardRouter {
             catalog,
             map: RwLock::new(map),
             pools: RwLock::new(pools),
+            quarantined: RwLock::new(quarantined),
+            catalog_id,
             pool_config: config.pool.clone(),
             admin: tokio::sync::Mutex::new(()),
         })
@@ -232,8 +261,13 @@ impl ShardRouter {
 
     /// Opens pools for shards another instance registered, closes pools of removed shards.
     async fn sync_pools(&self, map: &MapSnapshot) {
-        let missing: Vec<ShardId> =
-            map.shards.iter().filter(|s| !self.pools.read().contains_key(&s.id)).map(|s| s.id.clone()).collect();
+        self.quarantined.write().retain(|id, _| map.shard(id.as_str()).is_some());
+        let missing: Vec<ShardId> = map
+            .shards
+            .iter()
+            .filter(|s| !self.pools.read().contains_key(&s.id) && !self.quarantined.read().contains_key(&s.id))
+            .map(|s| s.id.clone())
+            .collect();
         if !missing.is_empty()
             && let Ok(rows) = self.catalog.list_shards().await
         {
@@ -384,9 +418,22 @@ impl ShardRouter {
         self.map.read().vshard_count
     }
 
-    /// The pool of shard `id`.
+    /// The pool of shard `id`; [`Error::ShardQuarantined`] if this instance does not use it.
     pub fn shard_db(&self, id: &ShardId) -> Result<Database, Error> {
-        self.pools.read().get(id).cloned().ok_or_else(|| Error::ShardNotFound(id.clone()))
+        if let Some(db) = self.pools.read().get(id) {
+            return Ok(db.clone());
+        }
+        match self.quarantined.read().get(id) {
+            Some(reason) => Err(Error::ShardQuarantined { shard: id.clone(), reason: reason.clone() }),
+            None => Err(Error::ShardNotFound(id.clone())),
+        }
+    }
+
+    /// The registered shards this instance does not use, with the reason (for readiness).
+    pub fn quarantined_shards(&self) -> Vec<(ShardId, String)> {
+        let mut shards: Vec<_> = self.quarantined.read().iter().map(|(id, r)| (id.clone(), r.clone())).collect();
+        shards.sort();
+        shards
     }
 
     /// The health (breaker, bulkhead) of shard `id`'s database on this instance.
@@ -410,19 +457,35 @@ impl ShardRouter {
         map.shards.iter().filter_map(|s| pools.get(&s.id).map(|db| (s.id.clone(), s.state, db.clone()))).collect()
     }
 
-    /// Registers a shard by URL: connects, migrates, then records it in the catalog. The first
-    /// shard of an empty catalog takes every vshard.
+    /// Registers a shard by URL: checks the URL ([`check_shard_url`]), connects, migrates,
+    /// writes the shard's identity marker into the database (refused if it carries another
+    /// one), then records it in the catalog. The first shard of an empty catalog takes every
+    /// vshard.
     pub async fn register_shard(&self, id: ShardId, url: SecretString, audit: &Audit) -> Result<ShardRow, Error> {
-        let engine = Engine::of_url(url.expose_secret())?;
+        let engine = check_shard_url(&url, self.catalog.database().engine)?;
         let _guard = self.admin.lock().await;
         if self.map.read().shard(id.as_str()).is_some() {
             return Err(Error::ShardExists(id));
         }
-        let db = connect_shard(&id, &url, &self.pool_config).await?;
+        let (db, claim) = connect_shard(&id, &url, &self.pool_config, &self.catalog_id).await?;
+        let registered = |other: &str| self.map.read().shard(other).is_some();
+        if let Err(e) = claim.refuse_other(&id, &self.catalog_id, registered) {
+            db.close().await;
+            return Err(e);
+        }
         let now = now_ms();
         let row =
             ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
-        let (epoch, took_vshards) = self.catalog.insert_shard(&row, true, audit).await?;
+        let (epoch, took_vshards) = match self.catalog.insert_shard(&row, true, audit).await {
+            Ok(inserted) => inserted,
+            Err(e) => {
+                if claim == Claim::Written {
+                    self.release_marker(&db, &id).await;
+                }
+                db.close().await;
+                return Err(e);
+            }
+        };
         self.pools.write().insert(id.clone(), db);
         self.rebalance_pools().await;
         let mut map = self.map.write();
@@ -469,6 +532,7 @@ impl ShardRouter {
             .zip(records)
             .map(|((shard, (vshards, tenants, pinned_tenants)), records)| ShardStats {
                 health: self.shard_db(&shard.id).ok().map(|db| db.health().report()),
+                problem: self.quarantined.read().get(&shard.id).cloned(),
                 shard,
                 vshards,
                 tenants,
@@ -529,12 +593,25 @@ impl ShardRouter {
         // Indexes shift when a shard leaves the list: reload rather than patch.
         let map = self.catalog.load_map().await?;
         *self.map.write() = map;
+        self.quarantined.write().remove(id);
         let db = self.pools.write().remove(id);
         if let Some(db) = db {
+            self.release_marker(&db, id).await;
             db.close().await;
         }
         self.rebalance_pools().await;
         Ok(())
+    }
+
+    /// Erases shard `id`'s identity marker from its database, so the database may be registered
+    /// again under any id. Best effort: if it fails, the database can be registered again under
+    /// `id` only.
+    async fn release_marker(&self, db: &Database, id: &ShardId) {
+        match tokio::time::timeout(self.pool_config.probe_timeout, release_identity(db, id, &self.catalog_id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not erase the shard's identity marker"),
+            Err(_) => tracing::warn!(shard = %id, "erasing the shard's identity marker timed out"),
+        }
     }
 
     /// Creates a tenant, optionally pinned to `pin`.
@@ -663,16 +740,68 @@ fn pool_share(config: &PoolConfig, url: &SecretString, sharing: &HashMap<String,
     }
 }
 
-/// Opens a shard database, checks it answers and applies the shard migrations.
-async fn connect_shard(id: &ShardId, url: &SecretString, pool: &PoolConfig) -> Result<Database, Error> {
+/// Opens a shard database to register it as `id`: checks it answers, applies the shard
+/// migrations and claims it with the identity marker `(catalog_id, id)` (see
+/// [`crate::registration`]); the caller decides what another marker means.
+async fn connect_shard(
+    id: &ShardId,
+    url: &SecretString,
+    pool: &PoolConfig,
+    catalog_id: &str,
+) -> Result<(Database, Claim), Error> {
     let unreachable = |reason: String| Error::ShardUnreachable {
         shard: id.clone(),
         reason: reason.replace(url.expose_secret(), "<url>"),
     };
     let db = Database::open(url, pool)?;
-    match tokio::time::timeout(REGISTER_TIMEOUT, db.migrate(Schema::Shard)).await {
-        Ok(Ok(())) => Ok(db),
-        Ok(Err(e)) => Err(unreachable(e.to_string())),
-        Err(_) => Err(unreachable("timed out connecting and migrating".to_owned())),
+    let connect = async {
+        db.migrate(Schema::Shard).await?;
+        claim_identity(&db, id, catalog_id).await
+    };
+    let outcome = tokio::time::timeout(REGISTER_TIMEOUT, connect).await;
+    match outcome {
+        Ok(Ok(claim)) => Ok((db, claim)),
+        Ok(Err(e)) => {
+            db.close().await;
+            Err(unreachable(e.to_string()))
+        }
+        Err(_) => {
+            db.close().await;
+            Err(unreachable("timed out connecting and migrating".to_owned()))
+        }
     }
+}
+
+/// At start-up, checks that registered shard `shard`'s database carries its identity marker,
+/// writing it if the database has none (a shard registered before markers existed). Returns
+/// why the shard must not be used if the database carries another shard's marker; a database
+/// that cannot be checked now (unreachable) is used, with a warning.
+async fn check_identity_at_open(
+    db: &Database,
+    shard: &ShardRow,
+    catalog_id: &str,
+    rows: &[ShardRow],
+) -> Option<String> {
+    let claim = match tokio::time::timeout(REGISTER_TIMEOUT, claim_identity(db, &shard.id, catalog_id)).await {
+        Ok(Ok(claim)) => claim,
+        Ok(Err(e)) => {
+            tracing::warn!(shard = %shard.id, error = %e, "could not check the shard's identity marker at start-up");
+            return None;
+        }
+        Err(_) => {
+            tracing::warn!(shard = %shard.id, "checking the shard's identity marker timed out at start-up");
+            return None;
+        }
+    };
+    if claim == Claim::Written {
+        tracing::info!(shard = %shard.id, "wrote the identity marker of a shard registered before markers existed");
+    }
+    let registered = |id: &str| rows.iter().any(|r| r.id.as_str() == id);
+    let Err(e) = claim.refuse_other(&shard.id, catalog_id, registered) else { return None };
+    let reason = match e {
+        Error::ShardDatabaseClaimed { holder, .. } => format!("its database is already {holder}"),
+        other => other.to_string(),
+    };
+    tracing::error!(shard = %shard.id, reason, "shard not used: its database carries another shard's identity marker");
+    Some(reason)
 }

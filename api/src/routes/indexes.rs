@@ -12,7 +12,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::Scope;
 use shardgate_index_tables::{
-    Defined, FieldPath, IndexDef, IndexName, IndexState, Layout, LiveIndex, Lookup, ValueKey,
+    BuildFailure, Defined, FieldPath, IndexDef, IndexName, IndexState, Layout, LiveIndex, Lookup, ValueKey,
 };
 use shardgate_shard_router::{CollectionName, TenantId};
 use utoipa::{IntoParams, ToSchema};
@@ -56,12 +56,33 @@ pub struct IndexInfo {
     pub layout: &'static str,
     /// Copied fields of a covering index.
     pub include: Vec<String>,
-    /// `building` (backfill running; look-ups get 409) or `active`.
+    /// `building` (backfill running; look-ups get 409 `index_building`), `active`, or `failed`
+    /// (the build failed, see `failure`; look-ups get 409 `index_failed`).
     pub state: &'static str,
+    /// Why the build failed, while `state` is `failed`; else `null`.
+    pub failure: Option<IndexFailure>,
     /// The backfill job (see `/v1/admin/jobs/{id}`).
     pub job: Option<String>,
     /// Creation time, RFC 3339.
     pub created_at: String,
+}
+
+/// Why an index's build failed. Fix the records, then PUT the same definition again to build
+/// it again (or delete the index).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IndexFailure {
+    /// What went wrong: records with values too long to index, records sharing a value of a
+    /// unique index, or the error that stopped the backfill.
+    pub reason: String,
+    /// Keys of records that broke the build, at most 10 (for a shared unique value, the records
+    /// on both sides).
+    pub offending_keys: Vec<String>,
+}
+
+impl From<&BuildFailure> for IndexFailure {
+    fn from(f: &BuildFailure) -> Self {
+        Self { reason: f.reason.clone(), offending_keys: f.offending_keys.clone() }
+    }
 }
 
 fn info(index: &LiveIndex) -> IndexInfo {
@@ -77,7 +98,12 @@ fn info(index: &LiveIndex) -> IndexInfo {
         unique: def.is_unique(),
         layout,
         include,
-        state: if index.state == IndexState::Active { "active" } else { "building" },
+        state: match index.state {
+            IndexState::Active => "active",
+            IndexState::Building => "building",
+            IndexState::Failed => "failed",
+        },
+        failure: index.failure.as_ref().map(IndexFailure::from),
         job: index.job_id.clone(),
         created_at: rfc3339(index.created_at_ms),
     }
@@ -129,10 +155,11 @@ fn target(caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<(TenantId
 
 errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists);
 
-/// Create an index (its backfill starts at once; it answers look-ups when `active`).
+/// Create an index (its backfill starts at once; it answers look-ups when `active`). The same
+/// definition again on a `failed` index builds it again (a retry, once its records are fixed).
 #[utoipa::path(put, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), request_body = IndexSpec, responses(
     (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
-    (status = 200, description = "It exists with this definition already", body = IndexInfo),
+    (status = 200, description = "It exists with this definition already; if its build had failed, it is `building` again with a new job", body = IndexInfo),
     PutIndexErrors,
 ))]
 pub async fn put_index(
@@ -148,6 +175,10 @@ pub async fn put_index(
     let audit = caller.audit(&request, "index.create", Some(tenant.as_str()), format!("index:{target}"));
     match app.indexes.define(&tenant, &collection, def, &audit).await? {
         Defined::Existing(index) => Ok(axum::Json(info(&index)).into_response()),
+        Defined::Retried(index) => {
+            app.announce_map_change().await;
+            Ok(axum::Json(info(&index)).into_response())
+        }
         Defined::Created(index) => {
             app.announce_map_change().await;
             Ok((StatusCode::CREATED, axum::Json(info(&index))).into_response())
@@ -178,7 +209,7 @@ fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<
 
 errors!(DeleteIndexErrors: TenantNotFound, IndexNotFound);
 
-/// Delete an index (its entries are removed in the background).
+/// Delete an index, whatever its state (its entries are removed in the background).
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), responses(
     (status = 204, description = "Deleted"),
     DeleteIndexErrors,
@@ -226,7 +257,7 @@ fn decode_cursor(cursor: &str) -> Result<(String, String), ApiError> {
 }
 
 errors!(LookupRecordsErrors:
-    InvalidQuery, InvalidIndexValue, InvalidCursor, TenantNotFound, IndexNotFound, IndexBuilding
+    InvalidQuery, InvalidIndexValue, InvalidCursor, TenantNotFound, IndexNotFound, IndexBuilding, IndexFailed
 );
 
 /// Find records by an indexed value (or a range of values), verified against the records.

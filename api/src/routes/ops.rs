@@ -113,6 +113,12 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let mut components = BTreeMap::new();
     components.insert("catalog".to_owned(), catalog);
     components.extend(shard_probes);
+    for (id, reason) in app.router.quarantined_shards() {
+        components.insert(
+            id.to_string(),
+            ComponentStatus { status: "down", latency_ms: 0, error: Some(reason), breaker: None },
+        );
+    }
     components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error: None, breaker: None });
     let rate_limits = app.gate.limiter.store_status();
     components.insert(

@@ -1,7 +1,7 @@
 //! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
 //! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
 
-use super::{Audit, Catalog, catalog_err, commit_with};
+use super::{Audit, Catalog, catalog_err, commit_if_changed, commit_with};
 use crate::error::Error;
 
 /// An index definition row (read by the names in [`DEF_COLUMNS`]).
@@ -15,10 +15,12 @@ pub struct IndexDefRow {
     pub name: String,
     /// The definition, JSON.
     pub definition: String,
-    /// `building` or `active`.
+    /// `building`, `active` or `failed`.
     pub state: String,
     /// The backfill job, while building (and after, for reference).
     pub job_id: Option<String>,
+    /// Why the build failed (state `failed`), JSON written by the index-tables layer.
+    pub failure: Option<String>,
     /// Creation time (ms since the Unix epoch).
     #[sqlx(rename = "created_at")]
     pub created_at_ms: i64,
@@ -52,7 +54,7 @@ pub struct JobRow {
     pub updated_at_ms: i64,
 }
 
-const DEF_COLUMNS: &str = "tenant, collection, name, definition, state, job_id, created_at, updated_at";
+const DEF_COLUMNS: &str = "tenant, collection, name, definition, state, job_id, created_at, updated_at, failure";
 const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, created_at, updated_at";
 
 impl Catalog {
@@ -73,7 +75,7 @@ impl Catalog {
         self.guarded(async {
             let (mut tx, _epoch) = self.begin_change(audit).await?;
             let inserted = sqlx::query(&format!(
-                "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (tenant, collection, name) DO NOTHING"
             ))
             .bind(&def.tenant)
@@ -84,6 +86,7 @@ impl Catalog {
             .bind(def.job_id.as_deref())
             .bind(def.created_at_ms)
             .bind(def.updated_at_ms)
+            .bind(def.failure.as_deref())
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
@@ -97,26 +100,67 @@ impl Catalog {
         .await
     }
 
-    /// Sets an index's state (`active` when its backfill finished). New epoch.
-    pub async fn set_index_state(
+    /// Ends the build of an index by its backfill `job`: `active` when `failure` is `None`,
+    /// else `failed` with `failure` (JSON). Only while the index is `building` by that job (a
+    /// job of a deleted, re-created or retried index changes nothing): whether it changed. New
+    /// epoch.
+    pub async fn end_index_build(
         &self,
         tenant: &str,
         collection: &str,
         name: &str,
-        state: &str,
+        job: &str,
+        failure: Option<&str>,
         audit: &Audit,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         self.guarded(async {
             let (tx, _epoch) = self.begin_change(audit).await?;
             let statement = sqlx::query(
-                "UPDATE index_defs SET state = $1, updated_at = $2 WHERE tenant = $3 AND collection = $4 AND name = $5",
+                "UPDATE index_defs SET state = $1, failure = $2, updated_at = $3 \
+                 WHERE tenant = $4 AND collection = $5 AND name = $6 AND job_id = $7 AND state = 'building'",
             )
-            .bind(state)
+            .bind(if failure.is_some() { "failed" } else { "active" })
+            .bind(failure)
             .bind(crate::clock::now_ms())
             .bind(tenant)
             .bind(collection)
-            .bind(name);
-            commit_with(tx, statement).await
+            .bind(name)
+            .bind(job);
+            commit_if_changed(tx, statement).await
+        })
+        .await
+    }
+
+    /// Builds a `failed` index again: it becomes `building` with the new backfill `job` (one
+    /// transaction, audited, new epoch). `Ok(false)`: it is not (or no longer) `failed`.
+    pub async fn restart_index_build(
+        &self,
+        tenant: &str,
+        collection: &str,
+        name: &str,
+        job: &JobRow,
+        audit: &Audit,
+    ) -> Result<bool, Error> {
+        self.guarded(async {
+            let (mut tx, _epoch) = self.begin_change(audit).await?;
+            let restarted = sqlx::query(
+                "UPDATE index_defs SET state = 'building', failure = NULL, job_id = $1, updated_at = $2 \
+                 WHERE tenant = $3 AND collection = $4 AND name = $5 AND state = 'failed'",
+            )
+            .bind(&job.id)
+            .bind(job.created_at_ms)
+            .bind(tenant)
+            .bind(collection)
+            .bind(name)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            if restarted.rows_affected() == 0 {
+                return Ok(false);
+            }
+            insert_job(&mut tx, job).await?;
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(true)
         })
         .await
     }

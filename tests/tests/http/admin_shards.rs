@@ -1,10 +1,18 @@
 //! `/v1/admin/shards`: registering, inspecting and retiring shards.
 
 use reqwest::{Method, StatusCode};
+use secrecy::SecretString;
 use serde_json::{Value, json};
-use shardgate_tests::{SEEDED_SHARDS, TestApp, expect_any_problem, expect_json, expect_problem, is_rfc3339};
+use shardgate_shard_router::ShardId;
+use shardgate_shard_router::router::ShardSeed;
+use shardgate_tests::{
+    Backend, SEEDED_SHARDS, TestApp, expect_any_problem, expect_json, expect_problem, is_rfc3339, open_shard,
+};
 
 shardgate_tests::conformance!(
+    unsafe_shard_urls_are_refused,
+    one_database_is_never_two_shards,
+    shard_identity_markers_are_checked_when_an_instance_opens_its_shards,
     the_four_seeded_shards_share_the_vshards_evenly,
     an_operator_registers_a_shard_pins_a_tenant_on_it_and_retires_it,
     registering_a_bad_shard_fails_without_leaking_its_url,
@@ -188,4 +196,127 @@ async fn shards_in_use_or_unknown_cannot_be_deleted(app: TestApp) {
     expect_any_problem(response, StatusCode::BAD_REQUEST).await;
     let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
     assert!(list["items"].as_array().unwrap().iter().all(|s| s["state"] == "active"), "{list}");
+}
+
+async fn unsafe_shard_urls_are_refused(app: TestApp) {
+    let post = async |id: &str, url: &str| {
+        app.admin(Method::POST, "/v1/admin/shards", Some(&json!({"id": id, "url": url}))).await
+    };
+    // In-memory SQLite: each pooled connection would be an empty database of its own.
+    for url in ["sqlite::memory:", "sqlite://:memory:", "sqlite://?mode=memory", "sqlite://file::memory:?cache=shared"]
+    {
+        let problem =
+            expect_problem(post("mem", url).await, StatusCode::UNPROCESSABLE_ENTITY, "unsafe_shard_url").await;
+        assert!(problem["detail"].as_str().unwrap().contains("in-memory"), "{problem}");
+    }
+    // A SQLite file under a PostgreSQL catalog would be a different file on every instance's host.
+    let file = app.data_dir().join("local-shard.db");
+    let response = post("local", &format!("sqlite://{}", file.display())).await;
+    if app.backend() == Backend::Postgres {
+        let problem = expect_problem(response, StatusCode::UNPROCESSABLE_ENTITY, "unsafe_shard_url").await;
+        assert!(problem["detail"].as_str().unwrap().contains("SQLite catalog"), "{problem}");
+        assert!(!file.exists(), "nothing was created on the gateway's host");
+    } else {
+        expect_json(response, StatusCode::CREATED).await;
+    }
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    let ids: Vec<&str> = list["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(!ids.contains(&"mem"), "{list}");
+}
+
+/// Another URL for the same database: a different spelling of the SQLite path, or the same
+/// PostgreSQL database with a connection parameter.
+fn alias_of(url: &str) -> String {
+    match url.rsplit_once('/') {
+        Some((dir, file)) if url.starts_with("sqlite:") => format!("{dir}/./{file}"),
+        _ => format!("{url}?application_name=alias"),
+    }
+}
+
+async fn one_database_is_never_two_shards(app: TestApp) {
+    let post = async |id: &str, url: &str| {
+        app.admin(Method::POST, "/v1/admin/shards", Some(&json!({"id": id, "url": url}))).await
+    };
+    let (url, secret) = app.extra_shard_url("extra").await;
+    expect_json(post("extra", &url).await, StatusCode::CREATED).await;
+
+    // The same database under another id, even by another URL, is refused: it carries a marker.
+    for (id, other) in [("twin", url.clone()), ("alias", alias_of(&url))] {
+        let problem = expect_problem(post(id, &other).await, StatusCode::CONFLICT, "shard_database_claimed").await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains("shard extra of this catalog"), "{problem}");
+        assert!(!detail.contains(&secret), "the URL leaks: {problem}");
+    }
+    // So is a seeded shard's database (seeded shards carry their marker from the start).
+    let (_, seeded) = app.shard_urls().into_iter().next().unwrap();
+    let problem = expect_problem(post("copy", &seeded).await, StatusCode::CONFLICT, "shard_database_claimed").await;
+    assert!(problem["detail"].as_str().unwrap().contains("shard shard-0"), "{problem}");
+
+    // Removing a shard erases its marker: the database may become a shard again, under any id.
+    let response = app.admin(Method::DELETE, "/v1/admin/shards/extra", None).await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let again = expect_json(post("renamed", &alias_of(&url)).await, StatusCode::CREATED).await;
+    assert_eq!(again["id"], "renamed");
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    let ids: Vec<&str> = list["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["renamed", "shard-0", "shard-1", "shard-2", "shard-3"]);
+}
+
+async fn shard_identity_markers_are_checked_when_an_instance_opens_its_shards(mut app: TestApp) {
+    app.create_tenant_with(&json!({"id": "one", "shard": "shard-1"})).await;
+    app.create_tenant_with(&json!({"id": "zero", "shard": "shard-0"})).await;
+    expect_json(app.put_record("one", "docs", "d1", &json!({"n": 1})).await, StatusCode::CREATED).await;
+    let urls: std::collections::HashMap<String, String> = app.shard_urls().into_iter().collect();
+    // shard-0 as a deployment from before markers has it: none. shard-1's URL now leads to a
+    // database that says it is shard-2 (a restore or a DNS change gone wrong).
+    let zero = open_shard(&urls["shard-0"]).await;
+    sqlx::query("DELETE FROM shard_identity").execute(&zero).await.unwrap();
+    let one = open_shard(&urls["shard-1"]).await;
+    sqlx::query("UPDATE shard_identity SET shard_id = 'shard-2'").execute(&one).await.unwrap();
+    app.restart().await;
+
+    // shard-0 got its marker back and serves; shard-1 is not used, and says why.
+    let marker: (String,) = sqlx::query_as("SELECT shard_id FROM shard_identity").fetch_one(&zero).await.unwrap();
+    assert_eq!(marker.0, "shard-0");
+    expect_json(app.put_record("zero", "docs", "d1", &json!({"n": 0})).await, StatusCode::CREATED).await;
+    let stats = expect_json(app.admin(Method::GET, "/v1/admin/shards/shard-1", None).await, StatusCode::OK).await;
+    assert!(stats["problem"].as_str().unwrap().contains("shard shard-2"), "{stats}");
+    assert!(stats["breaker"].is_null() && stats["records"].is_null(), "{stats}");
+    let healthy = expect_json(app.admin(Method::GET, "/v1/admin/shards/shard-0", None).await, StatusCode::OK).await;
+    assert!(healthy["problem"].is_null(), "{healthy}");
+    let problem =
+        expect_problem(app.get_record("one", "docs", "d1").await, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable")
+            .await;
+    assert!(problem["detail"].as_str().unwrap().contains("shard-1 is not used"), "{problem}");
+    let ready: Value =
+        app.client.get(format!("{}/readyz", app.metrics_base())).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["status"], "ready", "one shard down does not make the instance unready: {ready}");
+    assert_eq!(ready["components"]["shard-1"]["status"], "down", "{ready}");
+    zero.close().await;
+    one.close().await;
+}
+
+#[tokio::test]
+async fn unsafe_seeded_shards_stop_the_start_up() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let app = TestApp::spawn(backend).await;
+        let mut urls = vec!["sqlite::memory:".to_owned()];
+        if backend == Backend::Postgres {
+            urls.push(format!("sqlite://{}", app.data_dir().join("seeded.db").display()));
+        }
+        for url in urls {
+            let mut config = app.config().clone();
+            config.listen = "127.0.0.1:0".parse().unwrap();
+            config
+                .storage
+                .shards
+                .push(ShardSeed { id: ShardId::parse("seeded").unwrap(), url: SecretString::from(url.clone()) });
+            let Err(error) = shardgate_api::Application::build(config).await else {
+                panic!("{backend:?} {url}: the start-up is refused");
+            };
+            let text = format!("{error:#}");
+            assert!(text.contains("storage.shards, shard seeded"), "{backend:?} {url}: {text}");
+        }
+        assert!(!app.data_dir().join("seeded.db").exists());
+    }
 }

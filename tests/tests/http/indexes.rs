@@ -10,7 +10,8 @@ use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem,
 
 shardgate_tests::conformance!(
     indexes_are_built_maintained_and_looked_up,
-    a_unique_value_goes_to_exactly_one_of_two_racing_writers
+    a_unique_value_goes_to_exactly_one_of_two_racing_writers,
+    a_failed_build_names_its_offending_records_and_can_be_retried_or_dropped,
 );
 
 fn index_path(index: &str) -> String {
@@ -33,6 +34,16 @@ async fn until_active(app: &TestApp, token: &str, index: &str) -> Value {
         (info["state"] == "active").then_some(info)
     };
     eventually(Duration::from_secs(15), active).await.expect("the backfill finishes")
+}
+
+/// Waits until the index's build has failed (never later than 15 s).
+async fn until_failed(app: &TestApp, token: &str, index: &str) -> Value {
+    let failed = async || {
+        let info: Value =
+            app.client.get(app.url(&index_path(index))).bearer_auth(token).send().await.ok()?.json().await.ok()?;
+        (info["state"] == "failed").then_some(info)
+    };
+    eventually(Duration::from_secs(15), failed).await.expect("the build fails, rather than building for ever")
 }
 
 async fn find(app: &TestApp, token: &str, index: &str, query: &str) -> (Vec<String>, Value) {
@@ -295,4 +306,72 @@ async fn a_lookup_on_a_building_index_is_409() {
     let url = app.url(&format!("{}/records?value=Lyon", index_path("by-town")));
     let response = app.client.get(url).bearer_auth(&token).send().await.unwrap();
     expect_problem(response, StatusCode::CONFLICT, "index_building").await;
+}
+
+async fn a_failed_build_names_its_offending_records_and_can_be_retried_or_dropped(app: TestApp) {
+    let token = acme_manager(&app).await;
+    // Records written before the index exists: two share an e-mail, one is too long to index.
+    let long = "x".repeat(2000);
+    for (key, email) in [("u1", "ann@example.com"), ("u2", "ann@example.com"), ("u3", long.as_str()), ("u4", "bo@x")] {
+        expect_json(put(&app, &token, key, json!({"email": email, "team": "red"})).await, StatusCode::CREATED).await;
+    }
+    let spec = json!({"field": "/email", "unique": true});
+    let created = expect_json(define(&app, &token, "by-email", spec.clone()).await, StatusCode::CREATED).await;
+    let first_job = created["job"].as_str().unwrap().to_owned();
+
+    // The build fails, saying why and naming the records, in the index and in its job.
+    let info = until_failed(&app, &token, "by-email").await;
+    let reason = info["failure"]["reason"].as_str().unwrap();
+    assert!(reason.contains("too long") && reason.contains("unique"), "{info}");
+    let mut keys: Vec<&str> =
+        info["failure"]["offending_keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["u1", "u2", "u3"], "both sides of the duplicate and the long value: {info}");
+    let job =
+        expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{first_job}"), None).await, StatusCode::OK).await;
+    assert_eq!(job["state"], "failed", "{job}");
+    assert_eq!(job["error"], info["failure"]["reason"], "{job}");
+    assert_eq!(job["progress"]["offending_keys"].as_array().unwrap().len(), 3, "{job}");
+    assert_eq!((job["progress"]["too_long"].as_u64(), job["progress"]["duplicates"].as_u64()), (Some(1), Some(1)));
+
+    // Look-ups say so, not "building" for ever.
+    let url = app.url(&format!("{}/records?value=bo@x", index_path("by-email")));
+    let problem = expect_problem(
+        app.client.get(&url).bearer_auth(&token).send().await.unwrap(),
+        StatusCode::CONFLICT,
+        "index_failed",
+    )
+    .await;
+    assert!(problem["detail"].as_str().unwrap().contains("unique"), "{problem}");
+
+    // Fix the records, then define it again: a new build, which succeeds.
+    expect_json(put(&app, &token, "u2", json!({"email": "cy@example.com"})).await, StatusCode::OK).await;
+    expect_json(put(&app, &token, "u3", json!({"email": "di@example.com"})).await, StatusCode::OK).await;
+    let retried = expect_json(define(&app, &token, "by-email", spec.clone()).await, StatusCode::OK).await;
+    assert_eq!(retried["state"], "building", "{retried}");
+    assert!(retried["failure"].is_null(), "{retried}");
+    assert_ne!(retried["job"], first_job.as_str(), "a new job: {retried}");
+    until_active(&app, &token, "by-email").await;
+    assert_eq!(find(&app, &token, "by-email", "value=ann@example.com").await.0, ["u1"]);
+    assert_eq!(find(&app, &token, "by-email", "value=di@example.com").await.0, ["u3"]);
+    let job = retried["job"].as_str().unwrap();
+    let job = expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{job}"), None).await, StatusCode::OK).await;
+    assert_eq!((job["state"].as_str(), job["progress"]["indexed"].as_u64()), (Some("done"), Some(4)), "{job}");
+
+    // A failed index can be dropped too.
+    let created = define(&app, &token, "by-team", json!({"field": "/team", "unique": true})).await;
+    expect_json(created, StatusCode::CREATED).await;
+    let info = until_failed(&app, &token, "by-team").await;
+    // u2 and u3 lost their team when they were fixed; u1 and u4 are both red.
+    let mut keys: Vec<&str> =
+        info["failure"]["offending_keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["u1", "u4"], "{info}");
+    let response = app.client.delete(app.url(&index_path("by-team"))).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let response = app.client.get(app.url(&index_path("by-team"))).bearer_auth(&token).send().await.unwrap();
+    expect_problem(response, StatusCode::NOT_FOUND, "index_not_found").await;
+    // Writes no longer answer to it.
+    expect_json(put(&app, &token, "u5", json!({"email": "ed@example.com", "team": "red"})).await, StatusCode::CREATED)
+        .await;
 }

@@ -36,6 +36,10 @@ pub struct Shard {
     /// Its database's circuit breaker and bulkhead on the instance that answered; `null` when
     /// the instance has no pool open for it.
     pub breaker: Option<Breaker>,
+    /// Why the instance that answered does not use the shard, if it does not: its database
+    /// carries another shard's identity marker (requests for it get 503 `shard_unavailable`).
+    /// `null` normally.
+    pub problem: Option<String>,
     /// Registration time, RFC 3339.
     pub created_at: String,
     /// Last state change, RFC 3339.
@@ -89,6 +93,7 @@ impl From<ShardStats> for Shard {
             pinned_tenants: s.pinned_tenants,
             records: s.records,
             breaker: s.health.map(Breaker::from),
+            problem: s.problem,
             created_at: rfc3339(s.shard.created_at_ms),
             updated_at: rfc3339(s.shard.updated_at_ms),
         }
@@ -102,8 +107,9 @@ pub struct RegisterShard {
     /// Shard id: `[a-z0-9][a-z0-9-]{0,62}`.
     #[schema(value_type = String, example = "shard-4")]
     pub id: ShardId,
-    /// `postgres://user:password@host/db` or `sqlite://path`. Stored in the catalog, never
-    /// returned.
+    /// `postgres://user:password@host/db`, or `sqlite://path` when the catalog is SQLite (never
+    /// an in-memory SQLite database: 422 `unsafe_shard_url`). The database must not be another
+    /// shard already (409 `shard_database_claimed`). Stored in the catalog, never returned.
     #[schema(value_type = String, example = "postgres://shardgate@db-4.internal/shard4")]
     pub url: SecretString,
 }
@@ -135,7 +141,9 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
     ShardId::parse(raw).map_err(|_| ApiError::shard_not_found(raw))
 }
 
-errors!(RegisterShardErrors: InvalidBody, InvalidJson, InvalidDatabaseUrl, ShardExists, ShardUnreachable);
+errors!(RegisterShardErrors:
+    InvalidBody, InvalidJson, InvalidDatabaseUrl, ShardExists, ShardDatabaseClaimed, ShardUnreachable, UnsafeShardUrl
+);
 
 /// Register a shard by URL.
 #[utoipa::path(post, path = "/v1/admin/shards", request_body = RegisterShard, responses(

@@ -1,0 +1,193 @@
+//! What makes a database safe to be a shard: a URL every instance reaches as the same database
+//! ([`check_shard_url`]), and an identity marker in the database itself
+//! ([`claim_identity`]), so that one database can never be two shards.
+//!
+//! # The URL rule
+//!
+//! - An in-memory SQLite database (`sqlite::memory:`, `sqlite://:memory:`, `mode=memory`, an
+//!   empty path, a `file:` URI or the `memdb` VFS) is never a shard: every connection of a pool
+//!   would see a database of its own, empty and without tables.
+//! - A SQLite file is a shard only when the catalog is SQLite too (the embedded default, or a
+//!   configured `sqlite://` catalog): such a deployment is one process on one host. With a
+//!   PostgreSQL catalog, several instances share the shard map, and each would open a file of
+//!   its own on its own host under the same shard id.
+//!
+//! # The identity marker
+//!
+//! Each shard database holds one row `shard_identity (catalog_id, shard_id)`: the id of the
+//! catalog it belongs to (`shard_map.catalog_id`, random, written once by catalog migration
+//! 0009) and its shard id. Registering writes it if the table is empty; a database that carries
+//! any other marker (another shard id of this catalog, registered or removed, or another
+//! catalog's) is refused. Removing a shard erases its marker, so the database may be registered
+//! again under any id; if that could not be done (the database was unreachable), it can be
+//! registered again only under its old id. A shard registered before markers existed gets its
+//! marker when an instance opens it.
+
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::clock::now_ms;
+use crate::db::{Database, Engine};
+use crate::error::Error;
+use crate::ids::ShardId;
+
+/// Checks that `url` may be registered as a shard of a catalog on `catalog`: returns the
+/// shard's engine, or [`Error::InvalidDatabaseUrl`] (no known scheme) or
+/// [`Error::UnsafeShardUrl`] (see the module's rules).
+pub fn check_shard_url(url: &SecretString, catalog: Engine) -> Result<Engine, Error> {
+    let raw = url.expose_secret();
+    let engine = Engine::of_url(raw)?;
+    if engine == Engine::Sqlite {
+        if is_in_memory_sqlite(raw) {
+            return Err(Error::UnsafeShardUrl(
+                "an in-memory SQLite database cannot be a shard: every connection would see an empty database \
+                 of its own; give a file path (sqlite:///var/lib/shardgate/shard-4.db) or a postgres:// URL"
+                    .to_owned(),
+            ));
+        }
+        if catalog != Engine::Sqlite {
+            return Err(Error::UnsafeShardUrl(
+                "a SQLite shard needs a SQLite catalog: with a PostgreSQL catalog every gateway instance would \
+                 open a file of its own on its own host; register a postgres:// shard"
+                    .to_owned(),
+            ));
+        }
+    }
+    Ok(engine)
+}
+
+/// Whether a `sqlite:` URL names an in-memory database rather than a file.
+fn is_in_memory_sqlite(raw: &str) -> bool {
+    let rest = raw.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
+    let (path, params) = rest.split_once('?').unwrap_or((rest, ""));
+    let path = path.trim();
+    let memory_param = url::form_urlencoded::parse(params.as_bytes())
+        .any(|(key, value)| (key == "mode" && value == "memory") || (key == "vfs" && value.contains("memdb")));
+    path.is_empty() || path == ":memory:" || path.starts_with("file:") || memory_param
+}
+
+/// The identity marker a shard database carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardMarker {
+    /// The catalog it belongs to.
+    pub catalog_id: String,
+    /// Its shard id there.
+    pub shard_id: String,
+}
+
+/// What [`claim_identity`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The database had no marker; it now carries ours.
+    Written,
+    /// It already carried ours.
+    Ours,
+    /// It carries another marker, left as it is.
+    Other(ShardMarker),
+}
+
+impl Claim {
+    /// [`Error::ShardDatabaseClaimed`] for a database that carries another marker; `Ok`
+    /// otherwise. `registered` says whether a shard id is registered in this catalog now (the
+    /// message differs for a removed shard's leftover marker).
+    pub fn refuse_other(
+        &self,
+        shard: &ShardId,
+        catalog_id: &str,
+        registered: impl Fn(&str) -> bool,
+    ) -> Result<(), Error> {
+        let Claim::Other(marker) = self else { return Ok(()) };
+        let holder = if marker.catalog_id != catalog_id {
+            format!("shard {} of another shardgate catalog (catalog id {})", marker.shard_id, marker.catalog_id)
+        } else if registered(&marker.shard_id) {
+            format!("shard {} of this catalog", marker.shard_id)
+        } else {
+            format!(
+                "marked as shard {} of this catalog, which was removed without erasing its marker; register it \
+                 again as {}",
+                marker.shard_id, marker.shard_id
+            )
+        };
+        Err(Error::ShardDatabaseClaimed { shard: shard.clone(), holder })
+    }
+}
+
+/// Writes the marker `(catalog_id, shard)` into `db` unless it carries one already, and says
+/// which marker it carries now. Two instances claiming one database at once cannot both win:
+/// the row is inserted only if there is none, then read back.
+pub async fn claim_identity(db: &Database, shard: &ShardId, catalog_id: &str) -> Result<Claim, Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO shard_identity (id, catalog_id, shard_id, claimed_at) VALUES (1, $1, $2, $3) \
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(catalog_id)
+    .bind(shard.as_str())
+    .bind(now_ms())
+    .execute(&db.pool)
+    .await
+    .map_err(|e| shard_err(shard, e))?;
+    if inserted.rows_affected() == 1 {
+        return Ok(Claim::Written);
+    }
+    let (found_catalog, found_shard): (String, String) =
+        sqlx::query_as("SELECT catalog_id, shard_id FROM shard_identity WHERE id = 1")
+            .fetch_one(&db.pool)
+            .await
+            .map_err(|e| shard_err(shard, e))?;
+    if found_catalog == catalog_id && found_shard == shard.as_str() {
+        return Ok(Claim::Ours);
+    }
+    Ok(Claim::Other(ShardMarker { catalog_id: found_catalog, shard_id: found_shard }))
+}
+
+/// Erases `db`'s marker if it is `(catalog_id, shard)`: the shard was removed (or its
+/// registration did not complete), so the database may become a shard again.
+pub async fn release_identity(db: &Database, shard: &ShardId, catalog_id: &str) -> Result<(), Error> {
+    sqlx::query("DELETE FROM shard_identity WHERE id = 1 AND catalog_id = $1 AND shard_id = $2")
+        .bind(catalog_id)
+        .bind(shard.as_str())
+        .execute(&db.pool)
+        .await
+        .map_err(|e| shard_err(shard, e))?;
+    Ok(())
+}
+
+fn shard_err(shard: &ShardId, source: sqlx::Error) -> Error {
+    Error::Database { target: format!("shard {shard}"), source }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(url: &str, catalog: Engine) -> Result<Engine, Error> {
+        check_shard_url(&SecretString::from(url.to_owned()), catalog)
+    }
+
+    #[test]
+    fn in_memory_sqlite_is_never_a_shard() {
+        for url in [
+            "sqlite::memory:",
+            "sqlite://:memory:",
+            "sqlite://",
+            "sqlite:",
+            "sqlite://?mode=memory",
+            "sqlite:///tmp/x.db?mode=memory&cache=shared",
+            "sqlite://file::memory:?cache=shared",
+            "sqlite:///tmp/x.db?vfs=memdb",
+        ] {
+            assert!(matches!(check(url, Engine::Sqlite), Err(Error::UnsafeShardUrl(_))), "{url}");
+            assert!(matches!(check(url, Engine::Postgres), Err(Error::UnsafeShardUrl(_))), "{url}");
+        }
+    }
+
+    #[test]
+    fn sqlite_files_need_a_sqlite_catalog() {
+        assert_eq!(check("sqlite:///var/lib/s.db", Engine::Sqlite).unwrap(), Engine::Sqlite);
+        assert_eq!(check("sqlite://./data/s.db?mode=rwc", Engine::Sqlite).unwrap(), Engine::Sqlite);
+        assert!(matches!(check("sqlite:///var/lib/s.db", Engine::Postgres), Err(Error::UnsafeShardUrl(_))));
+        for catalog in [Engine::Sqlite, Engine::Postgres] {
+            assert_eq!(check("postgres://u@db/s", catalog).unwrap(), Engine::Postgres);
+            assert!(matches!(check("mysql://db/s", catalog), Err(Error::InvalidDatabaseUrl(_))));
+        }
+    }
+}
