@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::{Audit, IndexDefRow, JobRow};
-use shardgate_shard_router::{CollectionName, TenantId, now_ms};
+use shardgate_shard_router::{CollectionName, Error as StoreError, Incarnation, TenantId, now_ms};
 
 use crate::backfill::BACKFILL_JOB;
 use crate::definition::IndexDef;
@@ -32,19 +32,24 @@ fn new_job_id() -> String {
 }
 
 impl IndexTables {
-    /// Defines `def` on `collection` of `tenant` and starts its backfill. The same definition
-    /// again is [`Defined::Existing`]; another one under the name is [`IndexError::IndexExists`].
-    /// The caller announces the catalog change to other instances.
+    /// Defines `def` on `collection` of `tenant` (in incarnation `incarnation`: the one the
+    /// caller was authorized for) and starts its backfill. The same definition again is
+    /// [`Defined::Existing`]; another one under the name is [`IndexError::IndexExists`]; a tenant
+    /// gone or created again meanwhile is the store's `TenantNotFound`. The caller announces the
+    /// catalog change to other instances.
     pub async fn define(
         self: &Arc<Self>,
         tenant: &TenantId,
+        incarnation: Incarnation,
         collection: &CollectionName,
         def: IndexDef,
         audit: &Audit,
     ) -> Result<Defined, IndexError> {
-        if let Some(existing) = self.find(tenant.as_str(), collection.as_str(), def.name().as_str()) {
+        let existing = self.registry.for_collection(tenant.as_str(), incarnation.id, collection.as_str());
+        if let Some(existing) = existing.into_iter().find(|i| i.def.name() == def.name()) {
             return if existing.def == def { Ok(Defined::Existing(existing)) } else { Err(IndexError::IndexExists) };
         }
+        let stored_incarnation = i64::try_from(incarnation.id).map_err(|_| StoreError::TenantNotFound)?;
         let now = now_ms();
         let job_id = new_job_id();
         let row = IndexDefRow {
@@ -56,6 +61,7 @@ impl IndexTables {
             job_id: Some(job_id.clone()),
             created_at_ms: now,
             updated_at_ms: now,
+            incarnation: stored_incarnation,
         };
         let index = LiveIndex {
             tenant: tenant.clone(),
@@ -64,6 +70,7 @@ impl IndexTables {
             state: IndexState::Building,
             job_id: Some(job_id.clone()),
             created_at_ms: now,
+            incarnation: incarnation.id,
         };
         let job = JobRow {
             id: job_id,

@@ -298,8 +298,7 @@ async fn raw_get(app: &TestApp, url: &str) -> (u16, String) {
 /// (its not-before is that time minus the 5-minute skew allowance).
 async fn craft(app: &TestApp) -> (String, String) {
     use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, KeyId, Permission, SigningKey};
-    let catalog = format!("sqlite://{}/catalog.db", app.data_dir().display());
-    let pool = shardgate_tests::open_shard(&catalog).await;
+    let pool = shardgate_tests::open_shard(&app.catalog_url()).await;
     let (id, secret): (String, String) =
         sqlx::query_as("SELECT id, secret FROM valet_keys WHERE state = 'current'").fetch_one(&pool).await.unwrap();
     let key =
