@@ -252,8 +252,10 @@ impl Catalog {
                 };
                 let rate_limit = rate_limit_columns(&row, 3)?;
                 let incarnation = Incarnation { id: incarnation_column(&row, 5)?, created_at_ms: column(&row, 6)? };
-                map.tenants
-                    .insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier, rate_limit, incarnation });
+                map.tenants.insert(
+                    crate::map::TenantKey::from(id.as_str()),
+                    TenantEntry { pin, tier, rate_limit, incarnation },
+                );
             }
             Ok(map)
         })
@@ -580,17 +582,17 @@ impl Catalog {
     /// Tenants ordered by id, after `after` (exclusive), at most `limit`.
     pub async fn list_tenants(&self, after: Option<&str>, limit: u32) -> Result<Vec<TenantRow>, Error> {
         self.guarded(async {
-        let rows = sqlx::query(
-            "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst, \
+            let rows = sqlx::query(
+                "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst, \
              t.incarnation FROM tenants t \
              LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id > $1 ORDER BY t.id LIMIT $2",
-        )
-        .bind(after.unwrap_or(""))
-        .bind(i64::from(limit))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(catalog_err)?;
-        rows.iter().map(tenant_row).collect()
+            )
+            .bind(after.unwrap_or(""))
+            .bind(i64::from(limit))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            rows.iter().map(tenant_row).collect()
         })
         .await
     }

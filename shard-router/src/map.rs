@@ -298,7 +298,10 @@ mod tests {
             .collect();
         map.vshards = spread_vshards(1024, shards);
         for (t, pin) in tenants {
-            map.tenants.insert(TenantKey::from(*t), TenantEntry { pin: *pin, tier: Tier::Standard, rate_limit: None, incarnation: Incarnation::default() });
+            map.tenants.insert(
+                TenantKey::from(*t),
+                TenantEntry { pin: *pin, tier: Tier::Standard, rate_limit: None, incarnation: Incarnation::default() },
+            );
         }
         map
     }
@@ -348,7 +351,10 @@ mod tests {
     #[test]
     fn unsharded_map_reports_no_shards() {
         let mut map = MapSnapshot::empty(1024);
-        map.tenants.insert(TenantKey::from("acme"), TenantEntry { pin: None, tier: Tier::Free, rate_limit: None, incarnation: Incarnation::default() });
+        map.tenants.insert(
+            TenantKey::from("acme"),
+            TenantEntry { pin: None, tier: Tier::Free, rate_limit: None, incarnation: Incarnation::default() },
+        );
         assert!(matches!(map.route_tenant("acme"), Err(RouteError::NoShards(_))));
     }
 

@@ -3,8 +3,8 @@
 //! the one use of a single-use grant is seen by all instances at once.
 
 use super::{
-    Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt, incarnation_column,
-    incarnation_value, require_incarnation,
+    Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt,
+    incarnation_column, incarnation_value, require_incarnation,
 };
 use crate::error::Error;
 

@@ -37,7 +37,13 @@ async fn delete_tenant(app: &TestApp, tenant: &str) {
 }
 
 async fn put_blob(app: &TestApp, token: &str, path: &str, body: &'static str) -> reqwest::Response {
-    app.client.put(app.url(&format!("/v1/tenants/acme/blobs/{path}"))).bearer_auth(token).body(body).send().await.unwrap()
+    app.client
+        .put(app.url(&format!("/v1/tenants/acme/blobs/{path}")))
+        .bearer_auth(token)
+        .body(body)
+        .send()
+        .await
+        .unwrap()
 }
 
 async fn an_old_valet_url_opens_nothing_of_a_recreated_tenant_even_if_its_revocation_raced(app: TestApp) {
@@ -113,7 +119,8 @@ async fn a_token_issued_before_the_tenants_creation_is_refused(app: TestApp) {
     assert_eq!(put(fresh).await.status(), StatusCode::CREATED);
 
     // A token bound to a tenant without `iat` cannot tell when it was issued: refused too.
-    let claims = json!({"iss": ISSUER, "sub": "someone", "tenant": "acme", "scope": "read write", "exp": now_secs() + 600});
+    let claims =
+        json!({"iss": ISSUER, "sub": "someone", "tenant": "acme", "scope": "read write", "exp": now_secs() + 600});
     let no_iat =
         jsonwebtoken::encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
     let response = app.client.get(app.url(&path)).bearer_auth(&no_iat).send().await.unwrap();
