@@ -322,7 +322,8 @@ async fn craft(app: &TestApp) -> (String, String) {
         .unwrap();
         sqlx::query(
             "INSERT INTO valet_grants (id, tenant, path, permission, key_id, not_before, expires_at, single_use, \
-             created_at) VALUES ($1, 'acme', 'a/b', 'read', $2, $3, $4, 0, $5)",
+             created_at, incarnation) SELECT $1, 'acme', 'a/b', 'read', $2, $3, $4, 0, $5, incarnation \
+             FROM tenants WHERE id = 'acme'",
         )
         .bind(grant_id.as_str())
         .bind(&id)
