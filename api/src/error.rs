@@ -84,6 +84,7 @@ codes! {
     UploadInterrupted = ("upload_interrupted", BAD_REQUEST, "the upload's body could not be read to its end"),
     MissingToken = ("missing_token", UNAUTHORIZED, "a bearer token is required"),
     InvalidToken = ("invalid_token", UNAUTHORIZED, "the bearer token is invalid or expired"),
+    TokenPredatesTenant = ("token_predates_tenant", UNAUTHORIZED, "the token was issued before its tenant was created (a tenant deleted and created again is a new tenant), or has no `iat` to tell; get a new token"),
     InvalidInternalCredential = ("invalid_internal_credential", UNAUTHORIZED, "the request did not come from the gatekeeper"),
     InsufficientScope = ("insufficient_scope", FORBIDDEN, "the token lacks the scope the operation needs"),
     ValetMalformed = ("valet_malformed", FORBIDDEN, "the valet URL is malformed"),
@@ -143,6 +144,9 @@ codes! {
     RequestTimeout = ("request_timeout", GATEWAY_TIMEOUT, "the request took longer than the limit"),
 }
 
+/// The `WWW-Authenticate` challenge of a token that was refused.
+const INVALID_TOKEN_CHALLENGE: &str = "Bearer error=\"invalid_token\"";
+
 /// A failure on its way to becoming a problem response.
 #[derive(Debug)]
 pub struct ApiError {
@@ -156,6 +160,13 @@ impl ApiError {
     /// An error with `code` (and so the code's status) and human `detail`.
     pub fn new(code: Code, detail: impl Into<String>) -> Self {
         Self { code, detail: detail.into(), www_authenticate: None, retry_after_secs: None }
+    }
+
+    /// 401 `token_predates_tenant`, with the `Bearer` challenge of an invalid token.
+    pub fn token_predates_tenant(detail: impl Into<String>) -> Self {
+        let mut err = Self::new(Code::TokenPredatesTenant, detail);
+        err.www_authenticate = Some(INVALID_TOKEN_CHALLENGE);
+        err
     }
 
     /// 404 `tenant_not_found`: also what a token of another tenant gets, so existence never leaks.
@@ -302,7 +313,7 @@ impl From<AuthError> for ApiError {
         tracing::debug!(reason = %e, "authentication failed");
         let (code, detail, challenge) = match e {
             AuthError::Missing => (Code::MissingToken, "a bearer token is required", "Bearer"),
-            _ => (Code::InvalidToken, "the bearer token is invalid or expired", "Bearer error=\"invalid_token\""),
+            _ => (Code::InvalidToken, "the bearer token is invalid or expired", INVALID_TOKEN_CHALLENGE),
         };
         let mut err = Self::new(code, detail);
         err.www_authenticate = Some(challenge);

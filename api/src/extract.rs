@@ -6,7 +6,7 @@ use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use shardgate_gatekeeper::{Principal, Scope};
-use shardgate_shard_router::TenantId;
+use shardgate_shard_router::{Incarnation, TenantId};
 
 use crate::admission::Authenticated;
 use crate::app::App;
@@ -77,18 +77,49 @@ impl FromRequestParts<Arc<App>> for Caller {
 }
 
 impl Caller {
-    /// Binds the request to `tenant` (from the path) and checks `scope`. A token of another
-    /// tenant gets 404 `tenant_not_found`, exactly like a tenant that does not exist.
-    pub fn for_tenant(&self, tenant: &str, scope: Scope) -> Result<TenantId, ApiError> {
+    /// Binds the request to `tenant` (from the path) and checks `scope`; see
+    /// [`Caller::bound_tenant`].
+    pub async fn for_tenant(&self, app: &App, tenant: &str, scope: Scope) -> Result<TenantId, ApiError> {
+        Ok(self.bound_tenant(app, tenant, scope).await?.0)
+    }
+
+    /// Binds the request to `tenant` (from the path) and checks `scope`; returns the tenant and
+    /// the incarnation the token was accepted for. A token of another tenant gets 404
+    /// `tenant_not_found`, exactly like a tenant that does not exist (this instance's map is
+    /// checked against the catalog once before saying so). A token issued before the tenant
+    /// was created (its `iat` in an earlier second than the creation), or without an `iat`,
+    /// gets 401 `token_predates_tenant`: a tenant deleted and created again is a new tenant, and
+    /// the old one's tokens do not reach it. Then a missing scope is 403.
+    pub async fn bound_tenant(
+        &self,
+        app: &App,
+        tenant: &str,
+        scope: Scope,
+    ) -> Result<(TenantId, Incarnation), ApiError> {
         if !self.0.is_bound_to(tenant) {
             return Err(ApiError::tenant_not_found());
         }
         let tenant = TenantId::parse(tenant).map_err(invalid_path)?;
+        let incarnation = app.router.incarnation(&tenant).await?;
+        match self.0.issued_at {
+            None => {
+                return Err(ApiError::token_predates_tenant(
+                    "the token has no `iat` claim: a token bound to a tenant must say when it was issued",
+                ));
+            }
+            Some(iat) if !incarnation.admits_token_issued_at(iat) => {
+                return Err(ApiError::token_predates_tenant(format!(
+                    "the token was issued before tenant {tenant} was created (a deleted tenant's tokens do not \
+                     reach a new tenant of the same id): get a new token"
+                )));
+            }
+            Some(_) => {}
+        }
         if !self.0.scopes.contains(scope) {
             return Err(ApiError::insufficient_scope(scope.as_str()));
         }
         tracing::Span::current().record("tenant", tenant.as_str());
-        Ok(tenant)
+        Ok((tenant, incarnation))
     }
 
     /// Requires the platform `admin` scope.

@@ -144,7 +144,12 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             let responses = &mut operation.responses.responses;
             // What the handler documents wins; these add the statuses it leaves out.
             if let Some(scopes) = &scopes {
-                add_missing(responses, &[Code::MissingToken, Code::InvalidToken]);
+                if tenant_path {
+                    // A tenant's data also refuses tokens issued before the tenant was created.
+                    add_missing(responses, &[Code::MissingToken, Code::InvalidToken, Code::TokenPredatesTenant]);
+                } else {
+                    add_missing(responses, &[Code::MissingToken, Code::InvalidToken]);
+                }
                 if tenant_path {
                     // A token of another tenant gets 404 too, so existence never leaks.
                     add_missing(responses, &[Code::TenantNotFound]);

@@ -124,6 +124,7 @@ mod tests {
             used_at_ms: None,
             revoked_at_ms: revoked.then_some(1),
             created_at_ms: 0,
+            incarnation: 0,
         };
         Arc::new((row, Some(ValetKeyState::Active)))
     }

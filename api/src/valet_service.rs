@@ -18,7 +18,7 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::blobs::{BlobCondition, BlobPath};
 use shardgate_shard_router::catalog::{Audit, ValetGrantRow};
-use shardgate_shard_router::{TenantId, now_ms};
+use shardgate_shard_router::{Incarnation, TenantId, now_ms};
 use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, Permission, UnverifiedGrant, ValetError};
 
 use crate::app::App;
@@ -72,6 +72,8 @@ pub fn content_disposition(value: &str) -> Result<String, ApiError> {
 pub struct Issue<'a> {
     /// Whose blob.
     pub tenant: &'a TenantId,
+    /// The tenant's incarnation the issuer was authorized for: the grant opens no other.
+    pub incarnation: Incarnation,
     /// Which blob.
     pub path: &'a BlobPath,
     /// Read or write.
@@ -94,7 +96,7 @@ pub struct Issued {
 /// Signs a grant with the current key and records it in the catalog (audited as `audit`, whose
 /// target becomes the grant's).
 pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, ApiError> {
-    let Issue { tenant, path, permission, expires_in, constraints } = issue;
+    let Issue { tenant, incarnation, path, permission, expires_in, constraints } = issue;
     let key = app.signing_keys.current(app.router.catalog(), &audit.request_id).await?;
     let now = app.clock.now_secs();
     let single_use = constraints.single_use;
@@ -122,6 +124,7 @@ pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, 
         used_at_ms: None,
         revoked_at_ms: None,
         created_at_ms: now_ms(),
+        incarnation: incarnation.id,
     };
     let audit = Audit { target: format!("valet-key:{} {} {}", row.id, row.permission, path), ..audit };
     app.router.catalog().insert_valet_grant(&row, &audit).await?;
@@ -195,6 +198,17 @@ async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<(
     let (row, state) = &*check;
     if row.revoked_at_ms.is_some() {
         return Err(ValetError::Revoked.into());
+    }
+    // A grant of an earlier life of the tenant id opens nothing of the current one, even if
+    // its revocation (with the tenant's deletion) raced its issue.
+    let tenant = TenantId::parse(grant.tenant()).map_err(|_| ValetError::Malformed("bad tenant"))?;
+    let current = match app.router.incarnation(&tenant).await {
+        Ok(current) => Some(current.id),
+        Err(StoreError::TenantNotFound) => None,
+        Err(e) => return Err(catalog_unreachable(e)),
+    };
+    if current != Some(row.incarnation) {
+        return Err(ApiError::new(Code::ValetRevoked, "this valet key was issued to a deleted tenant of the same id"));
     }
     // The catalog's word on the key's state, not this instance's ring: a retirement anywhere
     // counts at once.

@@ -12,8 +12,8 @@ const SECRET: &str = "two-processes-test-secret-0123456789abcdef";
 
 fn token(tenant: Option<&str>, scope: &str) -> String {
     use jsonwebtoken::{EncodingKey, Header, encode};
-    let exp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() + 600;
-    let mut claims = json!({"iss": "two", "sub": "test", "scope": scope, "exp": exp});
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut claims = json!({"iss": "two", "sub": "test", "scope": scope, "iat": now, "exp": now + 600});
     if let Some(t) = tenant {
         claims["tenant"] = json!(t);
     }

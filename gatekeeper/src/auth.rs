@@ -78,6 +78,8 @@ struct Claims {
     tenant: Option<String>,
     #[serde(default)]
     scope: String,
+    #[serde(default)]
+    iat: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -266,6 +268,7 @@ impl Authenticator {
             issuer: claims.iss,
             tenant: claims.tenant,
             scopes: Scopes::from_claim(&claims.scope),
+            issued_at: claims.iat,
         };
         Ok((principal, claims.exp))
     }

@@ -3,7 +3,8 @@
 //!
 //! The gatekeeper adds three headers to every request it forwards:
 //! - `x-shardgate-principal`: the verified principal, base64url (no padding) of its JSON
-//!   `{"iss", "sub", "tenant", "scope"}`, or `-` for a request without a valid token;
+//!   `{"iss", "sub", "tenant", "scope", "iat"}` (`iat` only when the token has one), or `-` for a
+//!   request without a valid token;
 //! - `x-shardgate-timestamp`: milliseconds since the Unix epoch when it was signed;
 //! - `x-shardgate-signature`: lowercase hex of HMAC-SHA256 with the shared secret over
 //!   `shardgate-internal-v1\n{METHOD}\n{path and query, as sent}\n{timestamp}\n{principal header}`.
@@ -60,6 +61,8 @@ struct Wire {
     sub: String,
     tenant: Option<String>,
     scope: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iat: Option<u64>,
 }
 
 /// The three header values of one signed request.
@@ -134,6 +137,7 @@ impl InternalKey {
                     sub: p.subject.clone(),
                     tenant: p.tenant.clone(),
                     scope: p.scopes.to_claim(),
+                    iat: p.issued_at,
                 };
                 URL_SAFE_NO_PAD.encode(serde_json::to_vec(&wire).unwrap_or_default())
             }
@@ -187,6 +191,7 @@ impl InternalKey {
             subject: wire.sub,
             tenant: wire.tenant,
             scopes: Scopes::from_claim(&wire.scope),
+            issued_at: wire.iat,
         }))
     }
 }
@@ -218,6 +223,7 @@ mod tests {
             subject: "alice".into(),
             tenant: Some("acme".into()),
             scopes: Scopes::of(&[Scope::Read, Scope::Write]),
+            issued_at: Some(1_700_000_000),
         }
     }
 
@@ -229,6 +235,7 @@ mod tests {
         let verified = key.verify_at("PUT", path, h.received(), 1_000_500).unwrap().unwrap();
         assert_eq!(verified.tenant.as_deref(), Some("acme"));
         assert_eq!(verified.subject, "alice");
+        assert_eq!(verified.issued_at, Some(1_700_000_000), "the token's iat reaches the backend");
         assert!(verified.scopes.contains(Scope::Write) && !verified.scopes.contains(Scope::Admin));
         let anonymous = key.sign_at("GET", "/docs", None, 1_000_000);
         let verified = key.verify_at("GET", "/docs", anonymous.received(), 1_000_000);

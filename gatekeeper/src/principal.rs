@@ -96,6 +96,9 @@ pub struct Principal {
     pub tenant: Option<String>,
     /// Granted scopes.
     pub scopes: Scopes,
+    /// The `iat` claim (unix seconds), if the token has one: a token bound to a tenant is only
+    /// accepted for a tenant created no later than this (see the api's `Caller::for_tenant`).
+    pub issued_at: Option<u64>,
 }
 
 impl Principal {
@@ -127,6 +130,7 @@ mod tests {
             issuer: "i".into(),
             tenant: Some("acme".into()),
             scopes: Scopes::default(),
+            issued_at: None,
         };
         assert!(p.is_bound_to("acme"));
         assert!(!p.is_bound_to("globex"));

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::{Audit, IndexDefRow, JobRow};
-use shardgate_shard_router::{CollectionName, TenantId, now_ms};
+use shardgate_shard_router::{CollectionName, Error as StoreError, Incarnation, TenantId, now_ms};
 
 use crate::backfill::BACKFILL_JOB;
 use crate::definition::IndexDef;
@@ -50,19 +50,23 @@ fn backfill_job(id: String, index: &LiveIndex, now: i64) -> JobRow {
 }
 
 impl IndexTables {
-    /// Defines `def` on `collection` of `tenant` and starts its backfill. The same definition
-    /// again is [`Defined::Existing`], or, if its build failed, [`Defined::Retried`] (a new
-    /// backfill starts: the way to build a failed index again once its records are fixed);
-    /// another one under the name is [`IndexError::IndexExists`]. The caller announces the
-    /// catalog change to other instances (unless nothing changed).
+    /// Defines `def` on `collection` of `tenant` (in incarnation `incarnation`: the one the
+    /// caller was authorized for) and starts its backfill. The same definition again is
+    /// [`Defined::Existing`], or, if its build failed, [`Defined::Retried`] (a new backfill
+    /// starts: the way to build a failed index again once its records are fixed); another one
+    /// under the name is [`IndexError::IndexExists`]; a tenant gone or created again meanwhile is
+    /// the store's `TenantNotFound`. The caller announces the catalog change to other instances
+    /// (unless nothing changed).
     pub async fn define(
         self: &Arc<Self>,
         tenant: &TenantId,
+        incarnation: Incarnation,
         collection: &CollectionName,
         def: IndexDef,
         audit: &Audit,
     ) -> Result<Defined, IndexError> {
-        if let Some(existing) = self.find(tenant.as_str(), collection.as_str(), def.name().as_str()) {
+        let existing = self.registry.for_collection(tenant.as_str(), incarnation.id, collection.as_str());
+        if let Some(existing) = existing.into_iter().find(|i| i.def.name() == def.name()) {
             if existing.def != def {
                 return Err(IndexError::IndexExists);
             }
@@ -71,6 +75,7 @@ impl IndexTables {
             }
             return Ok(Defined::Existing(existing));
         }
+        let stored_incarnation = i64::try_from(incarnation.id).map_err(|_| StoreError::TenantNotFound)?;
         let now = now_ms();
         let job_id = new_job_id();
         let row = IndexDefRow {
@@ -83,6 +88,7 @@ impl IndexTables {
             created_at_ms: now,
             updated_at_ms: now,
             failure: None,
+            incarnation: stored_incarnation,
         };
         let index = LiveIndex {
             tenant: tenant.clone(),
@@ -92,6 +98,7 @@ impl IndexTables {
             failure: None,
             job_id: Some(job_id.clone()),
             created_at_ms: now,
+            incarnation: incarnation.id,
         };
         let job = backfill_job(job_id, &index, now);
         if !self.router.catalog().create_index_def(&row, &job, audit).await? {

@@ -94,7 +94,7 @@ impl IndexTables {
         addr: RecordAddress<'_>,
         new: Option<&RawValue>,
     ) -> Result<IndexedWrite, IndexError> {
-        let indexes = self.registry.for_collection(addr.tenant.as_str(), addr.collection.as_str());
+        let indexes = self.collection_indexes(addr.tenant.as_str(), addr.collection.as_str());
         if indexes.is_empty() {
             return Ok(IndexedWrite { prepared: None });
         }

@@ -61,6 +61,8 @@ pub struct LiveIndex {
     pub job_id: Option<String>,
     /// Creation time (ms).
     pub created_at_ms: i64,
+    /// The incarnation of the tenant it was defined for: it applies to no other one.
+    pub incarnation: u64,
 }
 
 impl LiveIndex {
@@ -135,10 +137,11 @@ impl IndexRegistry {
         let rows = catalog.index_defs().await?;
         let mut by_collection = ByCollection::new();
         for row in rows {
-            let (Ok(def), Ok(tenant), Ok(collection)) = (
+            let (Ok(def), Ok(tenant), Ok(collection), Ok(incarnation)) = (
                 serde_json::from_str::<IndexDef>(&row.definition),
                 TenantId::parse(&row.tenant),
                 CollectionName::parse(&row.collection),
+                u64::try_from(row.incarnation),
             ) else {
                 tracing::error!(tenant = row.tenant, index = row.name, "unreadable index definition in the catalog");
                 continue;
@@ -157,6 +160,7 @@ impl IndexRegistry {
                 failure,
                 job_id: row.job_id,
                 created_at_ms: row.created_at_ms,
+                incarnation,
             };
             by_collection.entry(row.tenant).or_default().entry(row.collection).or_default().push(Arc::new(index));
         }
@@ -165,13 +169,11 @@ impl IndexRegistry {
         Ok(())
     }
 
-    /// The indexes of a collection.
-    pub fn for_collection(&self, tenant: &str, collection: &str) -> Vec<Arc<LiveIndex>> {
-        self.by_collection.read().get(tenant).and_then(|c| c.get(collection)).cloned().unwrap_or_default()
-    }
-
-    /// One index.
-    pub fn get(&self, tenant: &str, collection: &str, name: &str) -> Option<Arc<LiveIndex>> {
-        self.for_collection(tenant, collection).into_iter().find(|i| i.def.name().as_str() == name)
+    /// The indexes of a collection of `tenant` in incarnation `incarnation`. Definitions of an
+    /// earlier incarnation, which this instance may hold until its next reload, are left out.
+    pub fn for_collection(&self, tenant: &str, incarnation: u64, collection: &str) -> Vec<Arc<LiveIndex>> {
+        let by_collection = self.by_collection.read();
+        let Some(indexes) = by_collection.get(tenant).and_then(|c| c.get(collection)) else { return Vec::new() };
+        indexes.iter().filter(|i| i.incarnation == incarnation).cloned().collect()
     }
 }

@@ -39,9 +39,17 @@ impl IndexTables {
         self.registry.follow(self.router.catalog(), epoch).await
     }
 
+    /// The indexes of `tenant`'s `collection`: those defined for the tenant's incarnation in this
+    /// instance's map (none if the map does not know the tenant). A deleted tenant's definitions
+    /// never apply to a new tenant of the same id, even before this instance reloads them.
+    pub(crate) fn collection_indexes(&self, tenant: &str, collection: &str) -> Vec<Arc<LiveIndex>> {
+        let Some(incarnation) = self.router.known_incarnation(tenant) else { return Vec::new() };
+        self.registry.for_collection(tenant, incarnation.id, collection)
+    }
+
     /// One index, if this instance knows it.
     pub fn find(&self, tenant: &str, collection: &str, name: &str) -> Option<Arc<LiveIndex>> {
-        self.registry.get(tenant, collection, name)
+        self.collection_indexes(tenant, collection).into_iter().find(|i| i.def.name().as_str() == name)
     }
 
     /// One index; [`IndexError::IndexNotFound`] if this instance does not know it.

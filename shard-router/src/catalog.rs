@@ -9,7 +9,7 @@ use sqlx::{Any, Row, Transaction};
 use crate::db::{Database, Engine};
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
-use crate::map::{MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
+use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
 mod indexes;
 mod valet;
@@ -46,6 +46,8 @@ pub struct TenantRow {
     pub pinned_shard: Option<ShardId>,
     /// Its own rate limit, overriding the tier's.
     pub rate_limit: Option<TenantRateLimit>,
+    /// Which life of the id this is (set by [`Catalog::insert_tenant`]).
+    pub incarnation: u64,
     /// Creation time (ms since the Unix epoch).
     pub created_at_ms: i64,
     /// Last change (ms since the Unix epoch).
@@ -228,8 +230,8 @@ impl Catalog {
                 }
             }
             let rows = sqlx::query(
-                "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst FROM tenants t \
-                 LEFT JOIN tenant_pins p ON p.tenant = t.id",
+                "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst, t.incarnation, t.created_at \
+                 FROM tenants t LEFT JOIN tenant_pins p ON p.tenant = t.id",
             )
             .fetch_all(pool)
             .await
@@ -249,7 +251,11 @@ impl Catalog {
                     None => None,
                 };
                 let rate_limit = rate_limit_columns(&row, 3)?;
-                map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { pin, tier, rate_limit });
+                let incarnation = Incarnation { id: incarnation_column(&row, 5)?, created_at_ms: column(&row, 6)? };
+                map.tenants.insert(
+                    crate::map::TenantKey::from(id.as_str()),
+                    TenantEntry { pin, tier, rate_limit, incarnation },
+                );
             }
             Ok(map)
         })
@@ -476,13 +482,14 @@ impl Catalog {
         .await
     }
 
-    /// Creates a tenant (and its pin). Returns the new epoch.
+    /// Creates a tenant (and its pin). Returns the new epoch, which is also the new tenant's
+    /// incarnation (`tenant.incarnation` is not read).
     pub async fn insert_tenant(&self, tenant: &TenantRow, audit: &Audit) -> Result<u64, Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
             let inserted = sqlx::query(
-                "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst, incarnation) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
             )
             .bind(tenant.id.as_str())
             .bind(&tenant.name)
@@ -491,6 +498,7 @@ impl Catalog {
             .bind(tenant.updated_at_ms)
             .bind(tenant.rate_limit.map(|r| i64::from(r.per_second)))
             .bind(tenant.rate_limit.map(|r| i64::from(r.burst)))
+            .bind(incarnation_value(epoch)?)
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
@@ -547,8 +555,10 @@ impl Catalog {
         .await
     }
 
-    /// Removes a tenant (and its pin and index definitions), and revokes every valet grant it
-    /// was issued, so no URL of it opens a later tenant of the same name. Returns the new epoch.
+    /// Removes a tenant (and its pin and index definitions, cancelling their jobs), and revokes
+    /// every valet grant it was issued, so no URL of it opens a later tenant of the same name
+    /// (grants also name the tenant's incarnation, which a later tenant does not share). Returns
+    /// the new epoch.
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
@@ -559,6 +569,15 @@ impl Catalog {
                     .await
                     .map_err(catalog_err)?;
             }
+            sqlx::query(
+                "UPDATE jobs SET state = 'cancelled', error = 'the tenant was deleted', updated_at = $1 \
+                 WHERE tenant = $2 AND state = 'running'",
+            )
+            .bind(crate::clock::now_ms())
+            .bind(id.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
             revoke_tenant_grants(&mut tx, id.as_str()).await?;
             if !commit_if_changed(tx, sqlx::query("DELETE FROM tenants WHERE id = $1").bind(id.as_str())).await? {
                 return Err(Error::TenantNotFound);
@@ -580,16 +599,17 @@ impl Catalog {
     /// Tenants ordered by id, after `after` (exclusive), at most `limit`.
     pub async fn list_tenants(&self, after: Option<&str>, limit: u32) -> Result<Vec<TenantRow>, Error> {
         self.guarded(async {
-        let rows = sqlx::query(
-            "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst FROM tenants t \
+            let rows = sqlx::query(
+                "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst, \
+             t.incarnation FROM tenants t \
              LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id > $1 ORDER BY t.id LIMIT $2",
-        )
-        .bind(after.unwrap_or(""))
-        .bind(i64::from(limit))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(catalog_err)?;
-        rows.iter().map(tenant_row).collect()
+            )
+            .bind(after.unwrap_or(""))
+            .bind(i64::from(limit))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            rows.iter().map(tenant_row).collect()
         })
         .await
     }
@@ -634,7 +654,8 @@ async fn insert_vshards(tx: &mut Transaction<'static, Any>, owners: &[ShardId]) 
 
 async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<Option<TenantRow>, Error> {
     let row = sqlx::query(
-        "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst FROM tenants t \
+        "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst, \
+             t.incarnation FROM tenants t \
          LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id = $1",
     )
     .bind(id.as_str())
@@ -695,10 +716,34 @@ fn tenant_row(row: &AnyRow) -> Result<TenantRow, Error> {
         tier: Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} tier {tier:?}")))?,
         pinned_shard: pin.map(|s| ShardId::parse(&s)).transpose().map_err(|e| corrupt(e.to_string()))?,
         rate_limit: rate_limit_columns(row, 6)?,
+        incarnation: incarnation_column(row, 8)?,
         created_at_ms: column(row, 4)?,
         updated_at_ms: column(row, 5)?,
         id,
     })
+}
+
+/// The incarnation stored in column `index`.
+fn incarnation_column(row: &AnyRow, index: usize) -> Result<u64, Error> {
+    let value: i64 = column(row, index)?;
+    u64::try_from(value).map_err(|_| corrupt(format!("incarnation {value}")))
+}
+
+/// An incarnation as the catalog stores it.
+fn incarnation_value(incarnation: u64) -> Result<i64, Error> {
+    i64::try_from(incarnation).map_err(|_| corrupt(format!("incarnation {incarnation}")))
+}
+
+/// [`Error::TenantNotFound`] unless `tenant` exists in incarnation `incarnation` (as stored; as
+/// `tx` sees it): what was issued to an earlier life of the id must not be recorded for the
+/// current one.
+async fn require_incarnation(tx: &mut Transaction<'static, Any>, tenant: &str, incarnation: i64) -> Result<(), Error> {
+    let current: Option<i64> = sqlx::query_scalar("SELECT incarnation FROM tenants WHERE id = $1")
+        .bind(tenant)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(catalog_err)?;
+    if current == Some(incarnation) { Ok(()) } else { Err(Error::TenantNotFound) }
 }
 
 /// Revokes every grant of `tenant` inside `tx` (and moves the valet generation on).

@@ -33,6 +33,6 @@ pub use clock::{Clock, SystemClock, now_ms};
 pub use db::{Database, Engine, PoolConfig};
 pub use error::Error;
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
-pub use map::{Distribution, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
+pub use map::{Distribution, Incarnation, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
 pub use router::{Access, ShardRouter, StorageConfig};
 pub use shard::{FencedShard, ShardStore};

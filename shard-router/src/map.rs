@@ -130,6 +130,32 @@ pub struct TenantEntry {
     pub tier: Tier,
     /// The tenant's own rate limit, overriding its tier's.
     pub rate_limit: Option<TenantRateLimit>,
+    /// Which life of the tenant id this is.
+    pub incarnation: Incarnation,
+}
+
+/// One life of a tenant id, from its creation to its deletion. A tenant deleted and created
+/// again under the same id is a new incarnation: tokens issued before its creation, valet grants
+/// and index definitions of an earlier one do not reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Incarnation {
+    /// The map epoch of the change that created the tenant: never given to two creations.
+    /// (0 for tenants created before incarnations were recorded.)
+    pub id: u64,
+    /// When the tenant was created (ms since the Unix epoch, by the clock of the instance that
+    /// created it).
+    pub created_at_ms: i64,
+}
+
+impl Incarnation {
+    /// Whether a token issued at `iat` (unix seconds, the token's claim) may act on this
+    /// incarnation: not if it was issued in a second before the one the tenant was created in.
+    /// `iat` has a resolution of one second, so a token issued in the creation's second is
+    /// accepted (it may predate the creation by less than a second).
+    pub fn admits_token_issued_at(self, iat: u64) -> bool {
+        let created_secs = self.created_at_ms.div_euclid(1000);
+        i64::try_from(iat).map_or(true, |iat| iat >= created_secs)
+    }
 }
 
 /// A tenant's own request rate limit (the gatekeeper's throttle enforces it).
@@ -272,7 +298,10 @@ mod tests {
             .collect();
         map.vshards = spread_vshards(1024, shards);
         for (t, pin) in tenants {
-            map.tenants.insert(TenantKey::from(*t), TenantEntry { pin: *pin, tier: Tier::Standard, rate_limit: None });
+            map.tenants.insert(
+                TenantKey::from(*t),
+                TenantEntry { pin: *pin, tier: Tier::Standard, rate_limit: None, incarnation: Incarnation::default() },
+            );
         }
         map
     }
@@ -322,8 +351,20 @@ mod tests {
     #[test]
     fn unsharded_map_reports_no_shards() {
         let mut map = MapSnapshot::empty(1024);
-        map.tenants.insert(TenantKey::from("acme"), TenantEntry { pin: None, tier: Tier::Free, rate_limit: None });
+        map.tenants.insert(
+            TenantKey::from("acme"),
+            TenantEntry { pin: None, tier: Tier::Free, rate_limit: None, incarnation: Incarnation::default() },
+        );
         assert!(matches!(map.route_tenant("acme"), Err(RouteError::NoShards(_))));
+    }
+
+    #[test]
+    fn a_token_from_a_second_before_the_creation_is_refused() {
+        let incarnation = Incarnation { id: 9, created_at_ms: 1_700_000_000_750 };
+        assert!(!incarnation.admits_token_issued_at(1_699_999_999));
+        assert!(incarnation.admits_token_issued_at(1_700_000_000), "iat has whole seconds only");
+        assert!(incarnation.admits_token_issued_at(1_700_000_001));
+        assert!(incarnation.admits_token_issued_at(u64::MAX));
     }
 
     #[test]

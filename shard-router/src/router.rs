@@ -19,7 +19,8 @@ use crate::error::Error;
 use crate::health::{Health, HealthReport};
 use crate::ids::{ShardId, TenantId};
 use crate::map::{
-    MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier, spread_vshards,
+    Incarnation, MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier,
+    spread_vshards,
 };
 use crate::records::RecordStore;
 use crate::registration::{Claim, check_shard_url, claim_identity, release_identity};
@@ -362,6 +363,22 @@ impl ShardRouter {
         Ok((route, db))
     }
 
+    /// The incarnation of `tenant` in this instance's map, if the map knows the tenant.
+    pub fn known_incarnation(&self, tenant: &str) -> Option<Incarnation> {
+        self.map.read().tenants.get(tenant).map(|entry| entry.incarnation)
+    }
+
+    /// The incarnation of `tenant` in this instance's map; [`Error::TenantNotFound`] if the map
+    /// does not know it even after checking the catalog for a newer map once (another instance
+    /// may have just created it).
+    pub async fn incarnation(&self, tenant: &TenantId) -> Result<Incarnation, Error> {
+        if let Some(incarnation) = self.known_incarnation(tenant.as_str()) {
+            return Ok(incarnation);
+        }
+        self.refresh().await?;
+        self.known_incarnation(tenant.as_str()).ok_or(Error::TenantNotFound)
+    }
+
     /// Like [`ShardRouter::resolve`], but when the tenant is unknown to this instance's map, first
     /// checks the catalog for a newer map (another instance may have just created the tenant),
     /// refreshes, and tries once more.
@@ -634,7 +651,8 @@ impl ShardRouter {
                 Some(shard) => Some(map.shard_index(shard.as_str()).ok_or_else(|| Error::UnknownShard(shard.clone()))?),
                 None => None,
             };
-            let entry = TenantEntry { pin: pin_index, tier, rate_limit };
+            // The incarnation is the creating change's epoch, known once the catalog committed.
+            let entry = TenantEntry { pin: pin_index, tier, rate_limit, incarnation: Incarnation::default() };
             let home = map.route_entry(id.as_str(), &entry).map_err(route_error)?;
             (entry, home)
         };
@@ -650,14 +668,16 @@ impl ShardRouter {
             tier,
             pinned_shard: pin,
             rate_limit,
+            incarnation: 0,
             created_at_ms: now,
             updated_at_ms: now,
         };
         let epoch = self.catalog.insert_tenant(&row, audit).await?;
+        let incarnation = Incarnation { id: epoch, created_at_ms: now };
         let mut map = self.map.write();
-        map.tenants.insert(crate::map::TenantKey::from(id.as_str()), entry);
+        map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { incarnation, ..entry });
         map.epoch = epoch;
-        Ok(row)
+        Ok(TenantRow { incarnation: epoch, ..row })
     }
 
     /// Changes a tenant's name, tier and/or rate limit.

@@ -150,6 +150,16 @@ impl TestApp {
         self.data_dir.path()
     }
 
+    /// The catalog database's URL, for direct access (the embedded SQLite catalog unless one was
+    /// configured).
+    pub fn catalog_url(&self) -> String {
+        use secrecy::ExposeSecret;
+        match &self.config.storage.catalog_url {
+            Some(url) => url.expose_secret().to_owned(),
+            None => format!("sqlite://{}/catalog.db", self.data_dir().display()),
+        }
+    }
+
     /// `(shard id, database URL)` of the four seeded shards, for direct database access.
     pub fn shard_urls(&self) -> Vec<(String, String)> {
         self.shard_urls.clone()

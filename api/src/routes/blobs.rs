@@ -55,8 +55,14 @@ pub struct BlobListQuery {
 
 /// The caller's tenant (with `scope`) and the blob the request's URI names (what follows
 /// `/blobs/`, decoded and checked).
-fn blob_of(caller: &Caller, route: &BlobRoute, uri: &Uri, scope: Scope) -> Result<(TenantId, BlobPath), ApiError> {
-    let tenant = caller.for_tenant(&route.tenant, scope)?;
+async fn blob_of(
+    app: &App,
+    caller: &Caller,
+    route: &BlobRoute,
+    uri: &Uri,
+    scope: Scope,
+) -> Result<(TenantId, BlobPath), ApiError> {
+    let tenant = caller.for_tenant(app, &route.tenant, scope).await?;
     let raw = uri.path().split_once("/blobs/").map(|(_, rest)| rest).unwrap_or_default();
     Ok((tenant, blob_path(raw)?))
 }
@@ -98,7 +104,7 @@ pub async fn put_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Write)?;
+    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Write).await?;
     let (parts, body) = request.into_parts();
     let condition = blob_condition(&parts.headers)?;
     let content_type = content_type_of(&parts.headers)?;
@@ -132,7 +138,7 @@ pub async fn get_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Read)?;
+    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Read).await?;
     let head = request.method() == axum::http::Method::HEAD;
     serve_blob(&app, &tenant, &path, request.headers(), head).await
 }
@@ -151,7 +157,7 @@ pub async fn head_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Read)?;
+    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Read).await?;
     serve_blob(&app, &tenant, &path, request.headers(), true).await
 }
 
@@ -170,7 +176,7 @@ pub async fn delete_blob(
     ApiPath(route): ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&caller, &route, request.uri(), Scope::Write)?;
+    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Write).await?;
     let condition = blob_condition(request.headers())?;
     let (route, db) = app.router.resolve(&tenant, Access::Write)?;
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
@@ -193,7 +199,7 @@ pub async fn list_blobs(
     ApiPath(route): ApiPath<BlobsRoute>,
     ApiQuery(query): ApiQuery<BlobListQuery>,
 ) -> Result<axum::Json<Page<BlobInfo>>, ApiError> {
-    let tenant = caller.for_tenant(&route.tenant, Scope::Read)?;
+    let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let (route, db) = app.router.resolve(&tenant, Access::Read)?;

@@ -14,7 +14,7 @@ use shardgate_gatekeeper::Scope;
 use shardgate_index_tables::{
     BuildFailure, Defined, FieldPath, IndexDef, IndexName, IndexState, Layout, LiveIndex, Lookup, ValueKey,
 };
-use shardgate_shard_router::{CollectionName, TenantId};
+use shardgate_shard_router::{CollectionName, Incarnation, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
@@ -147,10 +147,17 @@ fn definition(name: &str, spec: IndexSpec) -> Result<IndexDef, ApiError> {
     Ok(IndexDef::new(name, fields, spec.unique, layout)?)
 }
 
-fn target(caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<(TenantId, CollectionName), ApiError> {
-    let tenant = caller.for_tenant(&route.tenant, scope)?;
+/// The caller's tenant (with `scope`) and the incarnation it was authorized for, and the
+/// collection.
+async fn target(
+    app: &App,
+    caller: &Caller,
+    route: &IndexRoute,
+    scope: Scope,
+) -> Result<(TenantId, Incarnation, CollectionName), ApiError> {
+    let (tenant, incarnation) = caller.bound_tenant(app, &route.tenant, scope).await?;
     let collection = CollectionName::parse(&route.collection).map_err(invalid_path)?;
-    Ok((tenant, collection))
+    Ok((tenant, incarnation, collection))
 }
 
 errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists);
@@ -169,11 +176,11 @@ pub async fn put_index(
     ApiPath(route): ApiPath<IndexRoute>,
     ApiJson(spec): ApiJson<IndexSpec>,
 ) -> Result<Response, ApiError> {
-    let (tenant, collection) = target(&caller, &route, Scope::Manage)?;
+    let (tenant, incarnation, collection) = target(&app, &caller, &route, Scope::Manage).await?;
     let def = definition(&route.index, spec)?;
     let target = format!("{tenant}/{collection}/{}", def.name());
     let audit = caller.audit(&request, "index.create", Some(tenant.as_str()), format!("index:{target}"));
-    match app.indexes.define(&tenant, &collection, def, &audit).await? {
+    match app.indexes.define(&tenant, incarnation, &collection, def, &audit).await? {
         Defined::Existing(index) => Ok(axum::Json(info(&index)).into_response()),
         Defined::Retried(index) => {
             app.announce_map_change().await;
@@ -198,12 +205,12 @@ pub async fn get_index(
     caller: Caller,
     ApiPath(route): ApiPath<IndexRoute>,
 ) -> Result<axum::Json<IndexInfo>, ApiError> {
-    let index = find(&app, &caller, &route, Scope::Read)?;
+    let index = find(&app, &caller, &route, Scope::Read).await?;
     Ok(axum::Json(info(&index)))
 }
 
-fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<Arc<LiveIndex>, ApiError> {
-    let (tenant, collection) = target(caller, route, scope)?;
+async fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<Arc<LiveIndex>, ApiError> {
+    let (tenant, _, collection) = target(app, caller, route, scope).await?;
     Ok(app.indexes.index(tenant.as_str(), collection.as_str(), &route.index)?)
 }
 
@@ -220,7 +227,7 @@ pub async fn delete_index(
     request: RequestIdHeader,
     ApiPath(route): ApiPath<IndexRoute>,
 ) -> Result<StatusCode, ApiError> {
-    let index = find(&app, &caller, &route, Scope::Manage)?;
+    let index = find(&app, &caller, &route, Scope::Manage).await?;
     let audit =
         caller.audit(&request, "index.delete", Some(index.tenant.as_str()), format!("index:{}", index.target()));
     app.indexes.delete(index, &audit).await?;
@@ -271,7 +278,7 @@ pub async fn lookup_records(
     ApiPath(route): ApiPath<IndexRoute>,
     ApiQuery(query): ApiQuery<LookupQuery>,
 ) -> Result<Response, ApiError> {
-    let index = find(&app, &caller, &route, Scope::Read)?;
+    let index = find(&app, &caller, &route, Scope::Read).await?;
     index.ready_for_lookups()?;
     let what = match (&query.value, &query.from, &query.to) {
         (Some(value), None, None) => Lookup::Eq(index.def.query_key(value)?),

@@ -107,8 +107,8 @@ struct Target {
     key: RecordKey,
 }
 
-fn record_target(caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Target, ApiError> {
-    let tenant = caller.for_tenant(&path.tenant, scope)?;
+async fn record_target(app: &App, caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Target, ApiError> {
+    let tenant = caller.for_tenant(app, &path.tenant, scope).await?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let key = RecordKey::parse(&path.key).map_err(invalid_path)?;
     Ok(Target { tenant, collection, key })
@@ -128,7 +128,7 @@ pub async fn get_record(
     ApiPath(path): ApiPath<RecordPath>,
     if_none_match: IfNoneMatch,
 ) -> Result<Response, ApiError> {
-    let t = record_target(&caller, &path, Scope::Read)?;
+    let t = record_target(&app, &caller, &path, Scope::Read).await?;
     let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Read).await?;
     let span = tracing::Span::current();
     span.record("shard", route.shard.as_str());
@@ -223,7 +223,7 @@ pub async fn put_record(
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let t = record_target(&caller, &path, Scope::Write)?;
+    let t = record_target(&app, &caller, &path, Scope::Write).await?;
     require_json(&headers)?;
     let body = body?;
     if body.len() > app.limits.max_record_bytes {
@@ -273,7 +273,7 @@ pub async fn delete_record(
     ApiPath(path): ApiPath<RecordPath>,
     headers: HeaderMap,
 ) -> Result<StatusCode, ApiError> {
-    let t = record_target(&caller, &path, Scope::Write)?;
+    let t = record_target(&app, &caller, &path, Scope::Write).await?;
     let condition = match write_condition(&headers)? {
         WriteCondition::Absent => {
             return Err(ApiError::new(Code::InvalidHeader, "If-None-Match is not allowed on DELETE"));
@@ -310,7 +310,7 @@ pub async fn list_records(
     ApiPath(path): ApiPath<CollectionPath>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<axum::Json<Page<RecordEnvelope>>, ApiError> {
-    let tenant = caller.for_tenant(&path.tenant, Scope::Read)?;
+    let tenant = caller.for_tenant(&app, &path.tenant, Scope::Read).await?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
         v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::new(Code::InvalidQuery, e.to_string())))

@@ -93,7 +93,7 @@ pub async fn issue_valet_key(
     let permission = Permission::parse(&body.permission)
         .ok_or_else(|| ApiError::new(Code::InvalidBody, "permission must be `read` or `write`"))?;
     let scope = if permission == Permission::Read { Scope::Read } else { Scope::Write };
-    let tenant = caller.for_tenant(&route.tenant, scope)?;
+    let (tenant, incarnation) = caller.bound_tenant(&app, &route.tenant, scope).await?;
     let path = BlobPath::parse(&body.path).map_err(crate::error::invalid_path)?;
     let config = &app.valet;
     let expires_in = body.expires_in.unwrap_or(config.default_expires_in.as_secs());
@@ -120,7 +120,7 @@ pub async fn issue_valet_key(
         single_use: body.single_use,
     };
     let audit = caller.audit(&request, "valet.issue", Some(tenant.as_str()), String::new());
-    let wanted = Issue { tenant: &tenant, path: &path, permission, expires_in, constraints };
+    let wanted = Issue { tenant: &tenant, incarnation, path: &path, permission, expires_in, constraints };
     let issued = issue(&app, wanted, audit).await?;
     let grant = &issued.grant;
     let key = ValetKey {
@@ -147,7 +147,7 @@ pub async fn revoke_valet_key(
     request: RequestIdHeader,
     ApiPath(route): ApiPath<ValetKeyRoute>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = caller.for_tenant(&route.tenant, Scope::Write)?;
+    let tenant = caller.for_tenant(&app, &route.tenant, Scope::Write).await?;
     let audit = caller.audit(&request, "valet.revoke", Some(tenant.as_str()), format!("valet-key:{}", route.id));
     if app.router.catalog().revoke_valet_grant(tenant.as_str(), &route.id, &audit).await? {
         app.announce_valet_change().await;

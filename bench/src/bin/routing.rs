@@ -102,14 +102,19 @@ fn main() {
     map.vshards = spread_vshards(1024, SHARDS);
     map.tenants.reserve(PINS + HASHED);
     for (i, name) in pinned_names.iter().enumerate() {
-        let entry = TenantEntry { pin: Some((i % SHARDS) as u16), tier: Tier::Standard, rate_limit: None };
+        let entry = TenantEntry {
+            pin: Some((i % SHARDS) as u16),
+            tier: Tier::Standard,
+            rate_limit: None,
+            incarnation: Default::default(),
+        };
         map.tenants.insert(TenantKey::from(TenantId::parse(name).unwrap().as_str()), entry);
     }
     let after_pins = rss_bytes();
     for name in &hashed_names {
         map.tenants.insert(
             TenantKey::from(TenantId::parse(name).unwrap().as_str()),
-            TenantEntry { pin: None, tier: Tier::Standard, rate_limit: None },
+            TenantEntry { pin: None, tier: Tier::Standard, rate_limit: None, incarnation: Default::default() },
         );
     }
     let map = RwLock::new(map);

@@ -1,7 +1,7 @@
 //! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
 //! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
 
-use super::{Audit, Catalog, catalog_err, commit_if_changed, commit_with};
+use super::{Audit, Catalog, catalog_err, commit_if_changed, commit_with, require_incarnation};
 use crate::error::Error;
 
 /// An index definition row (read by the names in [`DEF_COLUMNS`]).
@@ -27,6 +27,8 @@ pub struct IndexDefRow {
     /// Last change.
     #[sqlx(rename = "updated_at")]
     pub updated_at_ms: i64,
+    /// The incarnation of the tenant it was defined for: it applies to no other one.
+    pub incarnation: i64,
 }
 
 /// A background job row (read by the names in [`JOB_COLUMNS`]).
@@ -54,7 +56,8 @@ pub struct JobRow {
     pub updated_at_ms: i64,
 }
 
-const DEF_COLUMNS: &str = "tenant, collection, name, definition, state, job_id, created_at, updated_at, failure";
+const DEF_COLUMNS: &str =
+    "tenant, collection, name, definition, state, job_id, created_at, updated_at, failure, incarnation";
 const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, created_at, updated_at";
 
 impl Catalog {
@@ -70,12 +73,14 @@ impl Catalog {
     }
 
     /// Creates an index definition with its backfill job (one transaction, audited, new epoch).
-    /// `Ok(false)`: an index of that name exists.
+    /// `Ok(false)`: an index of that name exists. [`Error::TenantNotFound`]: the tenant is gone
+    /// or is another incarnation by now.
     pub async fn create_index_def(&self, def: &IndexDefRow, job: &JobRow, audit: &Audit) -> Result<bool, Error> {
         self.guarded(async {
             let (mut tx, _epoch) = self.begin_change(audit).await?;
+            require_incarnation(&mut tx, &def.tenant, def.incarnation).await?;
             let inserted = sqlx::query(&format!(
-                "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
              ON CONFLICT (tenant, collection, name) DO NOTHING"
             ))
             .bind(&def.tenant)
@@ -87,6 +92,7 @@ impl Catalog {
             .bind(def.created_at_ms)
             .bind(def.updated_at_ms)
             .bind(def.failure.as_deref())
+            .bind(def.incarnation)
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;

@@ -2,7 +2,10 @@
 //! (`valet_grants`). Every instance reads them here, so a rotation, a retirement, a revocation or
 //! the one use of a single-use grant is seen by all instances at once.
 
-use super::{Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt};
+use super::{
+    Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt,
+    incarnation_column, incarnation_value, require_incarnation,
+};
 use crate::error::Error;
 
 /// State of a signing key.
@@ -97,6 +100,8 @@ pub struct ValetGrantRow {
     pub revoked_at_ms: Option<i64>,
     /// When it was issued.
     pub created_at_ms: i64,
+    /// The incarnation of the tenant it was issued to: it opens nothing of another one.
+    pub incarnation: u64,
 }
 
 fn key_row(row: &sqlx::any::AnyRow) -> Result<ValetKeyRow, Error> {
@@ -117,7 +122,7 @@ fn key_row(row: &sqlx::any::AnyRow) -> Result<ValetKeyRow, Error> {
 }
 
 const GRANT_COLUMNS: &str = "id, tenant, path, permission, key_id, not_before, expires_at, single_use, used_at, \
-                             revoked_at, created_at";
+                             revoked_at, created_at, incarnation";
 
 fn grant_row(row: &sqlx::any::AnyRow) -> Result<ValetGrantRow, Error> {
     let single_use: i64 = column(row, 7)?;
@@ -133,6 +138,7 @@ fn grant_row(row: &sqlx::any::AnyRow) -> Result<ValetGrantRow, Error> {
         used_at_ms: column(row, 8)?,
         revoked_at_ms: column(row, 9)?,
         created_at_ms: column(row, 10)?,
+        incarnation: incarnation_column(row, 11)?,
     })
 }
 
@@ -207,11 +213,14 @@ impl Catalog {
     }
 
     /// Records an issued grant, with its audit entry, in one transaction.
+    /// [`Error::TenantNotFound`] if its tenant is gone or is another incarnation by now.
     pub async fn insert_valet_grant(&self, grant: &ValetGrantRow, audit: &Audit) -> Result<(), Error> {
         self.guarded(async {
-            let tx = self.begin_audited(audit).await?;
+            let mut tx = self.begin_audited(audit).await?;
+            let incarnation = incarnation_value(grant.incarnation)?;
+            require_incarnation(&mut tx, &grant.tenant, incarnation).await?;
             let sql = format!(
-                "INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                "INSERT INTO valet_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
             );
             let statement = sqlx::query(&sql)
                 .bind(&grant.id)
@@ -224,7 +233,8 @@ impl Catalog {
                 .bind(i64::from(grant.single_use))
                 .bind(grant.used_at_ms)
                 .bind(grant.revoked_at_ms)
-                .bind(grant.created_at_ms);
+                .bind(grant.created_at_ms)
+                .bind(incarnation);
             commit_with(tx, statement).await
         })
         .await
@@ -243,7 +253,7 @@ impl Catalog {
         .await
         .map_err(catalog_err)?;
             let Some(row) = row else { return Ok(None) };
-            let state: Option<String> = column(&row, 11)?;
+            let state: Option<String> = column(&row, 12)?;
             Ok(Some((grant_row(&row)?, state.as_deref().and_then(ValetKeyState::parse))))
         })
         .await

@@ -13,6 +13,7 @@ mod cache;
 mod connection_budget;
 mod connections;
 mod gatekeeper;
+mod incarnations;
 mod indexes;
 mod isolation;
 mod listing;

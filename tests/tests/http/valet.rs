@@ -298,8 +298,7 @@ async fn raw_get(app: &TestApp, url: &str) -> (u16, String) {
 /// (its not-before is that time minus the 5-minute skew allowance).
 async fn craft(app: &TestApp) -> (String, String) {
     use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, KeyId, Permission, SigningKey};
-    let catalog = format!("sqlite://{}/catalog.db", app.data_dir().display());
-    let pool = shardgate_tests::open_shard(&catalog).await;
+    let pool = shardgate_tests::open_shard(&app.catalog_url()).await;
     let (id, secret): (String, String) =
         sqlx::query_as("SELECT id, secret FROM valet_keys WHERE state = 'current'").fetch_one(&pool).await.unwrap();
     let key =
@@ -323,7 +322,8 @@ async fn craft(app: &TestApp) -> (String, String) {
         .unwrap();
         sqlx::query(
             "INSERT INTO valet_grants (id, tenant, path, permission, key_id, not_before, expires_at, single_use, \
-             created_at) VALUES ($1, 'acme', 'a/b', 'read', $2, $3, $4, 0, $5)",
+             created_at, incarnation) SELECT $1, 'acme', 'a/b', 'read', $2, $3, $4, 0, $5, incarnation \
+             FROM tenants WHERE id = 'acme'",
         )
         .bind(grant_id.as_str())
         .bind(&id)
