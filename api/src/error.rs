@@ -446,7 +446,9 @@ impl From<QueryRejection> for ApiError {
 impl From<RecordBodyError> for ApiError {
     fn from(e: RecordBodyError) -> Self {
         match e {
-            RecordBodyError::NotUtf8 { .. } | RecordBodyError::Syntax { .. } => Self::new(Code::InvalidJson, e.to_string()),
+            RecordBodyError::NotUtf8 { .. } | RecordBodyError::Syntax { .. } => {
+                Self::new(Code::InvalidJson, e.to_string())
+            }
             RecordBodyError::TooDeep { max } => Self::json_too_deep(max),
             RecordBodyError::NonFiniteNumber { .. }
             | RecordBodyError::LoneSurrogate { .. }

@@ -486,7 +486,10 @@ mod tests {
             (r#"[0, {"x": {"k": 1, "j": 2, "k": 3}}]"#, "/1/x", "k"),
             (r#"{"a": {"b": 1}, "c": [{"d": null, "d": null}]}"#, "/c/0", "d"),
         ] {
-            assert_eq!(refused(body), RecordBodyError::DuplicateKey { at: Pointer(at.to_owned()), key: key.to_owned() });
+            assert_eq!(
+                refused(body),
+                RecordBodyError::DuplicateKey { at: Pointer(at.to_owned()), key: key.to_owned() }
+            );
         }
         let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
         assert!(check_text(&format!("{{{}}}", many.join(","))).is_ok());
@@ -510,8 +513,31 @@ mod tests {
     #[test]
     fn what_is_not_json_is_a_syntax_error() {
         for body in [
-            "", " ", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a: 1}", "01", "1.", ".5", "-", "1e", "+1", "[1 2]",
-            "\"a", "\"\\x\"", "\"\\u12\"", "\"\u{1}\"", "tru", "nul", "1 2", "{} x", "NaN", "Infinity", "[-]",
+            "",
+            " ",
+            "{",
+            "[1,]",
+            "{\"a\":1,}",
+            "{\"a\" 1}",
+            "{a: 1}",
+            "01",
+            "1.",
+            ".5",
+            "-",
+            "1e",
+            "+1",
+            "[1 2]",
+            "\"a",
+            "\"\\x\"",
+            "\"\\u12\"",
+            "\"\u{1}\"",
+            "tru",
+            "nul",
+            "1 2",
+            "{} x",
+            "NaN",
+            "Infinity",
+            "[-]",
         ] {
             assert!(matches!(refused(body), RecordBodyError::Syntax { .. }), "{body:?}");
         }
@@ -524,8 +550,20 @@ mod tests {
     #[test]
     fn agrees_with_serde_json() {
         const LEAVES: [&str; 14] = [
-            "1", "-0.5", "1e999", "-1e400", "1e-999", "\"a\"", "\"\\ud800\"", "\"\\ud83d\\ude00\"", "true", "null",
-            "\"\\u0061\"", "12345678901234567890123", "0", "\"\\n\"",
+            "1",
+            "-0.5",
+            "1e999",
+            "-1e400",
+            "1e-999",
+            "\"a\"",
+            "\"\\ud800\"",
+            "\"\\ud83d\\ude00\"",
+            "true",
+            "null",
+            "\"\\u0061\"",
+            "12345678901234567890123",
+            "0",
+            "\"\\n\"",
         ];
         fn value(g: &mut u64, depth: u32, out: &mut String) {
             *g ^= *g << 13;

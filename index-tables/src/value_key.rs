@@ -159,7 +159,9 @@ impl ValueKey {
             let mut chars = rest.chars();
             match chars.next() {
                 Some(TAG_BOOL) => rest = chars.as_str().get(1..).unwrap_or(""),
-                Some(TAG_NUMBER) => return matches!(chars.as_str().as_bytes().first(), Some(b'0'..=b'9' | b'a'..=b'f')),
+                Some(TAG_NUMBER) => {
+                    return matches!(chars.as_str().as_bytes().first(), Some(b'0'..=b'9' | b'a'..=b'f'));
+                }
                 Some(TAG_STRING) => rest = chars.as_str().split_once(STRING_END).map_or("", |(_, tail)| tail),
                 _ => return false,
             }
@@ -272,7 +274,8 @@ impl Decimal {
         };
         let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
         let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-        if !all_digits(int) || (int.len() > 1 && int.starts_with('0')) || (mantissa.contains('.') && !all_digits(frac)) {
+        if !all_digits(int) || (int.len() > 1 && int.starts_with('0')) || (mantissa.contains('.') && !all_digits(frac))
+        {
             return None;
         }
         let written_exponent = match exponent {
@@ -551,7 +554,8 @@ mod tests {
                 2 => format!("{}", u64::MAX - 3 + self.below(3)) + ["", "0", "1"][self.below(3) as usize],
                 3 => format!("{}.{}", self.below(1000), self.digits(30)),
                 4 => format!("{}.{}e{}", 1 + self.below(9), self.digits(25), self.below(61) as i64 - 30),
-                _ => ["0", "0.0", "0e7", "0.000e-3", "1", "1.0", "10e-1", "0.1e1", "100", "1e2"][self.below(10) as usize]
+                _ => ["0", "0.0", "0e7", "0.000e-3", "1", "1.0", "10e-1", "0.1e1", "100", "1e2"]
+                    [self.below(10) as usize]
                     .to_owned(),
             };
             format!("{sign}{body}")
@@ -679,7 +683,8 @@ mod tests {
             "1e400",
         ];
         assert_ascending(&sorted.iter().map(|t| number_key(t)).collect::<Vec<_>>());
-        for same in [["0", "-0", "0.000"], ["1", "1.0", "1e0"], ["1", "10e-1", "0.1E1"], ["-150", "-1.5e2", "-1500e-1"]] {
+        for same in [["0", "-0", "0.000"], ["1", "1.0", "1e0"], ["1", "10e-1", "0.1E1"], ["-150", "-1.5e2", "-1500e-1"]]
+        {
             assert_eq!(number_key(same[0]), number_key(same[1]), "{same:?}");
             assert_eq!(number_key(same[0]), number_key(same[2]), "{same:?}");
         }
@@ -801,8 +806,24 @@ mod tests {
     #[test]
     fn foreign_keys_are_refused() {
         let bad = [
-            "", "x", "b2", "n123", "nzzzzzzzzzzzzzzzz", "sabc", "sa\u{2}\u{9}\u{1}", "s\u{0}\u{1}", "nP", "nPb1.",
-            "nPb110.", "nPb101.", "nPc011.", "nPR91.", "nMR88.", "nPb11~", "nQ", "nOO",
+            "",
+            "x",
+            "b2",
+            "n123",
+            "nzzzzzzzzzzzzzzzz",
+            "sabc",
+            "sa\u{2}\u{9}\u{1}",
+            "s\u{0}\u{1}",
+            "nP",
+            "nPb1.",
+            "nPb110.",
+            "nPb101.",
+            "nPc011.",
+            "nPR91.",
+            "nMR88.",
+            "nPb11~",
+            "nQ",
+            "nOO",
         ];
         for bad in bad {
             assert!(matches!(ValueKey::from_encoded(bad), Err(IndexError::InvalidValueKey)), "{bad:?}");

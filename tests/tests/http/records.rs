@@ -336,7 +336,8 @@ async fn one_rule_refuses_what_cannot_round_trip_with_or_without_an_index(app: T
             expect_problem(response, StatusCode::NOT_FOUND, "record_not_found").await;
         }
         // What reads back as sent is stored exactly as sent, in both.
-        let exact = r#"{"other": 1, "big": 18446744073709551617, "tiny": 1e-400, "pair": "\ud83d\ude00", "k": {"k": 1}}"#;
+        let exact =
+            r#"{"other": 1, "big": 18446744073709551617, "tiny": 1e-400, "pair": "\ud83d\ude00", "k": {"k": 1}}"#;
         let response = app.put_raw(&record_path("acme", collection, "fine"), &token, "application/json", exact).await;
         assert_eq!(response.status(), StatusCode::CREATED, "{collection}");
         let response = app.get_record("acme", collection, "fine").await;
