@@ -10,7 +10,7 @@ use shardgate_gatekeeper::{KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
-use crate::config::{Config, GatekeeperConfig};
+use crate::config::{Config, GatekeeperConfig, Loaded, warn_unknown_env};
 use crate::embedded::{EMBEDDED_ISSUER, load_or_create_secret};
 use crate::gatekeeper_proxy::Gatekeeper;
 use crate::startup::{Application, openapi_document};
@@ -77,7 +77,7 @@ impl Cli {
     /// Runs the chosen command.
     pub async fn run(self) -> anyhow::Result<()> {
         if let Command::Gatekeeper { upstream, listen } = self.command {
-            let mut config =
+            let Loaded { mut config, unknown_env } =
                 GatekeeperConfig::load(self.config.as_deref()).context("invalid gatekeeper configuration")?;
             config.upstream = upstream.or(config.upstream);
             config.listen = listen.unwrap_or(config.listen);
@@ -85,13 +85,15 @@ impl Cli {
                 config.data_dir = dir;
             }
             telemetry::init(&config.log);
+            warn_unknown_env(&unknown_env);
             let gatekeeper = Gatekeeper::build(config).await?;
             println!("shardgate gatekeeper listening on http://{}", gatekeeper.local_addr());
             gatekeeper.run_until(shutdown_signal()).await?;
             tracing::info!("shut down cleanly");
             return Ok(());
         }
-        let mut config = Config::load(self.config.as_deref()).context("invalid configuration")?;
+        let Loaded { mut config, unknown_env } =
+            Config::load(self.config.as_deref()).context("invalid configuration")?;
         if let Some(dir) = self.data_dir {
             config.data_dir = dir;
         }
@@ -102,10 +104,12 @@ impl Cli {
                 }
                 config.trusted |= trusted;
                 telemetry::init(&config.log);
+                warn_unknown_env(&unknown_env);
                 serve(config).await
             }
             Command::Migrate => {
                 telemetry::init(&config.log);
+                warn_unknown_env(&unknown_env);
                 for done in ShardRouter::migrate_all(&config.storage, &config.data_dir).await? {
                     println!("migrated {done}");
                 }

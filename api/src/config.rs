@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Toml};
+use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use shardgate_cache::CacheConfig;
 use shardgate_gatekeeper::AuthConfig;
@@ -323,15 +323,13 @@ impl Default for GatekeeperConfig {
 
 impl GatekeeperConfig {
     /// Loads defaults, then `file`, then `SHARDGATE_*` variables (as [`Config::load`]).
-    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
-        Config::figment(file, Env::prefixed("SHARDGATE_").split("__").ignore(NOT_CONFIG_KEYS))
-            .extract()
-            .map_err(Box::new)
+    pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, Box<figment::Error>> {
+        load_layers(file, std::env::vars())
     }
 }
 
 /// The `[cors]` section: which browser origins may call the API.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CorsConfig {
     /// Origins allowed to call the API from a browser, e.g. `["https://app.example.com"]`.
@@ -341,6 +339,12 @@ pub struct CorsConfig {
     /// How long browsers may cache a preflight answer. Default 10 minutes.
     #[serde(with = "shardgate_shard_router::db::humantime_serde", default = "default_preflight_max_age")]
     pub max_age: std::time::Duration,
+}
+
+impl Default for CorsConfig {
+    fn default() -> Self {
+        Self { allowed_origins: Vec::new(), max_age: default_preflight_max_age() }
+    }
 }
 
 fn default_preflight_max_age() -> std::time::Duration {
@@ -374,32 +378,116 @@ pub enum LogFormat {
 }
 
 /// Environment variables that are command-line options, not configuration keys.
-const NOT_CONFIG_KEYS: &[&str] = &["config"];
+const NOT_CONFIG_KEYS: &[&str] = &["SHARDGATE_CONFIG"];
+
+/// A configuration as loaded, with the `SHARDGATE_*` environment variables that name no
+/// configuration key and were left out.
+#[derive(Debug)]
+pub struct Loaded<C> {
+    /// The configuration.
+    pub config: C,
+    /// Variables left out, by name, in the order found.
+    pub unknown_env: Vec<String>,
+}
+
+/// Logs a warning naming each variable [`Loaded::unknown_env`] holds (call it once logging is
+/// set up).
+pub fn warn_unknown_env(unknown_env: &[String]) {
+    for variable in unknown_env {
+        tracing::warn!(
+            variable = %variable,
+            "ignoring an environment variable that names no configuration key (Kubernetes sets \
+             SHARDGATE_PORT and the like for a Service named shardgate)"
+        );
+    }
+}
 
 impl Config {
     /// Loads defaults, then `file` (if given), then `SHARDGATE_*` variables from the process
     /// environment.
-    pub fn load(file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
-        Self::figment(file, Env::prefixed("SHARDGATE_").split("__").ignore(NOT_CONFIG_KEYS)).extract().map_err(Box::new)
+    pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, Box<figment::Error>> {
+        load_layers(file, std::env::vars())
     }
 
     /// Like [`Config::load`] but with environment variables taken from `vars` (for tests).
-    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Self, Box<figment::Error>> {
-        let mut figment = Self::figment(file, Env::raw().only(&[] as &[&str]));
-        for (key, value) in vars {
-            let key = key.strip_prefix("SHARDGATE_").unwrap_or(key).to_ascii_lowercase().replace("__", ".");
-            let value: figment::value::Value = value.parse().unwrap_or_else(|never| match never {});
-            figment = figment.merge(Serialized::default(&key, value));
+    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Loaded<Self>, Box<figment::Error>> {
+        load_layers(file, vars.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())))
+    }
+}
+
+/// One `SHARDGATE_*` environment variable as a configuration layer:
+/// `SHARDGATE_LIMITS__MAX_RECORD_BYTES=20` sets `limits.max_record_bytes`. Errors name it.
+#[derive(Debug, Clone)]
+struct EnvVar {
+    name: String,
+    /// The dotted key path.
+    key: String,
+    value: figment::value::Value,
+}
+
+impl EnvVar {
+    /// The variable if it is one of ours (`SHARDGATE_` and a key).
+    fn parse(name: String, value: &str) -> Option<Self> {
+        let key = name.strip_prefix("SHARDGATE_")?.to_ascii_lowercase().replace("__", ".");
+        if key.is_empty() || NOT_CONFIG_KEYS.contains(&name.as_str()) {
+            return None;
         }
-        figment.extract().map_err(Box::new)
+        let value = value.parse().unwrap_or_else(|never| match never {});
+        Some(Self { name, key, value })
     }
 
-    fn figment(file: Option<&Path>, env: Env) -> Figment {
+    fn source(&self) -> String {
+        format!("environment variable {}", self.name)
+    }
+}
+
+impl figment::Provider for EnvVar {
+    fn metadata(&self) -> figment::Metadata {
+        figment::Metadata::named(self.source())
+    }
+
+    fn data(&self) -> Result<figment::value::Map<figment::Profile, figment::value::Dict>, figment::Error> {
+        Serialized::default(&self.key, &self.value).data()
+    }
+}
+
+/// Defaults, then `file`, then the `SHARDGATE_*` variables among `vars`. A variable naming no
+/// key is left out and reported rather than refused: platforms set variables of their own under
+/// the prefix (Kubernetes: `SHARDGATE_PORT`, `SHARDGATE_SERVICE_HOST`, ... for a Service named
+/// `shardgate`). An unknown key in the file, or a bad value for a key that exists, is an error.
+fn load_layers<C: serde::de::DeserializeOwned>(
+    file: Option<&Path>,
+    vars: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded<C>, Box<figment::Error>> {
+    let mut layers: Vec<EnvVar> = vars.into_iter().filter_map(|(name, value)| EnvVar::parse(name, &value)).collect();
+    let mut unknown_env = Vec::new();
+    loop {
         let mut figment = Figment::new();
         if let Some(file) = file {
             figment = figment.merge(Toml::file_exact(file));
         }
-        figment.merge(env)
+        for layer in &layers {
+            figment = figment.merge(layer.clone());
+        }
+        let error = match figment.extract::<C>() {
+            Ok(config) => return Ok(Loaded { config, unknown_env }),
+            Err(error) => error,
+        };
+        // Each pass leaves out the variables that named unknown keys, until none is left.
+        let unknown: Vec<String> = error
+            .clone()
+            .into_iter()
+            .filter(|e| matches!(e.kind, figment::error::Kind::UnknownField(..)))
+            .filter_map(|e| {
+                let source = e.metadata.as_ref()?.name.clone();
+                layers.iter().find(|layer| layer.source() == source).map(|layer| layer.name.clone())
+            })
+            .collect();
+        if unknown.is_empty() {
+            return Err(Box::new(error));
+        }
+        layers.retain(|layer| !unknown.contains(&layer.name));
+        unknown_env.extend(unknown);
     }
 }
 
@@ -410,19 +498,21 @@ mod tests {
 
     #[test]
     fn defaults_are_the_embedded_default() {
-        let config = Config::load_from(None, &[]).unwrap();
+        let config = Config::load_from(None, &[]).unwrap().config;
         assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
         assert_eq!(config.data_dir, PathBuf::from("./shardgate-data"));
         assert!(config.storage.catalog_url.is_none());
         assert_eq!(config.storage.embedded_shards, 4);
         assert_eq!(config.limits.max_record_bytes, 1024 * 1024);
+        assert_eq!(config.cors.max_age, std::time::Duration::from_secs(600), "browsers may cache a preflight");
     }
 
     #[test]
     fn file_then_environment_with_nested_keys() {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         writeln!(file, "listen = \"0.0.0.0:9000\"\n[limits]\nmax_record_bytes = 10\n[storage]\ncatalog_url = \"postgres://u:hunter2@db/cat\"").unwrap();
-        let config = Config::load_from(Some(file.path()), &[("SHARDGATE_LIMITS__MAX_RECORD_BYTES", "20")]).unwrap();
+        let config =
+            Config::load_from(Some(file.path()), &[("SHARDGATE_LIMITS__MAX_RECORD_BYTES", "20")]).unwrap().config;
         assert_eq!(config.listen.to_string(), "0.0.0.0:9000");
         assert_eq!(config.limits.max_record_bytes, 20);
         let debug = format!("{config:?}");
@@ -432,7 +522,7 @@ mod tests {
     #[test]
     fn connection_limits_have_defaults_and_take_durations() {
         use std::time::Duration;
-        let limits = Config::load_from(None, &[]).unwrap().limits;
+        let limits = Config::load_from(None, &[]).unwrap().config.limits;
         assert_eq!(limits.header_read_timeout, Duration::from_secs(10));
         assert_eq!(limits.keep_alive_idle_timeout, Duration::from_secs(60));
         assert_eq!(limits.max_connections, None, "derived from the open-file limit");
@@ -445,6 +535,7 @@ mod tests {
             ],
         )
         .unwrap()
+        .config
         .limits;
         assert_eq!(limits.header_read_timeout, Duration::from_secs(2));
         assert_eq!(limits.keep_alive_idle_timeout, Duration::from_millis(500));
@@ -457,8 +548,45 @@ mod tests {
         writeln!(file, "[storage]\ncatalog_ulr = \"x\"").unwrap();
         let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
         assert!(err.contains("catalog_ulr"), "{err}");
-        let err = Config::load_from(None, &[("SHARDGATE_LISTN", "x")]).unwrap_err().to_string();
-        assert!(err.contains("listn"), "{err}");
+        let err = Config::load_from(None, &[("SHARDGATE_LISTEN", "x")]).unwrap_err().to_string();
+        assert!(err.contains("SHARDGATE_LISTEN"), "a bad value names its variable: {err}");
+    }
+
+    #[test]
+    fn variables_naming_no_key_are_left_out_and_reported() {
+        // What Kubernetes injects into every pod of a namespace with a Service named `shardgate`.
+        let kubernetes = [
+            ("SHARDGATE_PORT", "tcp://10.96.0.12:8080"),
+            ("SHARDGATE_PORT_8080_TCP", "tcp://10.96.0.12:8080"),
+            ("SHARDGATE_PORT_8080_TCP_ADDR", "10.96.0.12"),
+            ("SHARDGATE_SERVICE_HOST", "10.96.0.12"),
+            ("SHARDGATE_SERVICE_PORT", "8080"),
+        ];
+        let mut vars = kubernetes.to_vec();
+        vars.extend([
+            ("SHARDGATE_LIMITS__MAX_RECORD_BYTES", "20"),
+            ("SHARDGATE_STORAGE__EMBEDED_SHARDS", "9"),
+            ("SHARDGATE_CONFIG", "/etc/shardgate.toml"),
+            ("PATH", "/usr/bin"),
+        ]);
+        let loaded = Config::load_from(None, &vars).unwrap();
+        assert_eq!(loaded.config.limits.max_record_bytes, 20, "known keys still apply");
+        assert_eq!(loaded.config.storage.embedded_shards, 4, "a misspelt key changes nothing");
+        let mut expected: Vec<String> = kubernetes.iter().map(|(name, _)| (*name).to_owned()).collect();
+        expected.push("SHARDGATE_STORAGE__EMBEDED_SHARDS".to_owned());
+        let mut reported = loaded.unknown_env.clone();
+        reported.sort();
+        expected.sort();
+        assert_eq!(reported, expected, "the command-line option and other variables are not reported");
+        // The gatekeeper's configuration loads the same way.
+        let gatekeeper: Loaded<GatekeeperConfig> =
+            load_layers(None, vars.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))).unwrap();
+        assert!(gatekeeper.unknown_env.contains(&"SHARDGATE_PORT".to_owned()));
+        // A bad value for a key that exists stays an error, naming the variable.
+        let err = Config::load_from(None, &[("SHARDGATE_PORT", "x"), ("SHARDGATE_LIMITS__MAX_RECORD_BYTES", "many")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SHARDGATE_LIMITS__MAX_RECORD_BYTES"), "{err}");
     }
 
     #[test]
@@ -471,7 +599,8 @@ mod tests {
                 ("SHARDGATE_LIMITS__TRANSFER_IDLE_TIMEOUT", "5s"),
             ],
         )
-        .unwrap();
+        .unwrap()
+        .config;
         let caps = config.limits.tenant_concurrent_requests;
         assert_eq!(
             (caps.for_tier(Tier::Free), caps.for_tier(Tier::Standard), caps.for_tier(Tier::Premium)),
@@ -479,9 +608,9 @@ mod tests {
         );
         assert_eq!(config.limits.transfer_idle_timeout, std::time::Duration::from_secs(5));
         assert_eq!(config.limits.anonymous_concurrent_requests, 64);
-        let err = Config::load_from(None, &[("SHARDGATE_LIMITS__TENANT_CONCURRENT_REQUESTS__GOLD", "8")])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("gold"), "{err}");
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[limits.tenant_concurrent_requests]\ngold = 8").unwrap();
+        let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+        assert!(err.contains("gold"), "an unknown tier in the file is an error: {err}");
     }
 }
