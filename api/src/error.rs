@@ -16,6 +16,8 @@ use shardgate_shard_router::{Error as StoreError, InvalidId};
 use shardgate_valet::ValetError;
 use utoipa::ToSchema;
 
+use crate::record_body::RecordBodyError;
+
 /// An RFC 9457 problem document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(example = json!({"type": "about:blank", "title": "Not Found", "status": 404, "code": "record_not_found", "detail": "record not found"}))]
@@ -427,7 +429,6 @@ impl From<IndexError> for ApiError {
                 Self::new(Code::InvalidIndexValue, e.to_string())
             }
             IndexError::InvalidValueKey => Self::new(Code::InvalidCursor, e.to_string()),
-            IndexError::InvalidJson(_) => Self::new(Code::InvalidJson, e.to_string()),
             IndexError::UniqueViolation { .. } | IndexError::DuplicateValue { .. } => {
                 Self::new(Code::UniqueViolation, e.to_string())
             }
@@ -457,6 +458,20 @@ impl From<PathRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(e: QueryRejection) -> Self {
         Self::new(Code::InvalidQuery, e.body_text())
+    }
+}
+
+impl From<RecordBodyError> for ApiError {
+    fn from(e: RecordBodyError) -> Self {
+        match e {
+            RecordBodyError::NotUtf8 { .. } | RecordBodyError::Syntax { .. } => {
+                Self::new(Code::InvalidJson, e.to_string())
+            }
+            RecordBodyError::TooDeep { max } => Self::json_too_deep(max),
+            RecordBodyError::NonFiniteNumber { .. }
+            | RecordBodyError::LoneSurrogate { .. }
+            | RecordBodyError::DuplicateKey { .. } => Self::new(Code::InvalidBody, e.to_string()),
+        }
     }
 }
 

@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod pagination;
 pub mod preconditions;
+pub mod record_body;
 pub mod routes;
 pub mod shard_metrics;
 pub mod signing_keys;

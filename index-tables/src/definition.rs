@@ -2,7 +2,7 @@
 //! only, and how much of the record each entry carries (the pattern's three layouts).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 
 use crate::error::IndexError;
 use crate::names::{FieldPath, IndexName};
@@ -109,7 +109,7 @@ impl IndexDef {
     /// The key `record` has in this index: `Ok(None)` if it is not indexed (a field missing,
     /// or `null`, an object or an array, see [`crate::value_key`]);
     /// [`IndexError::ValueTooLong`] if its value is too long to index (the write is refused).
-    pub fn value_key(&self, record: &Value) -> Result<Option<ValueKey>, IndexError> {
+    pub fn value_key(&self, record: &RawValue) -> Result<Option<ValueKey>, IndexError> {
         let mut parts = Vec::with_capacity(self.fields.len());
         for field in &self.fields {
             match field.extract(record) {
@@ -132,25 +132,33 @@ impl IndexDef {
     }
 
     /// The copy an entry of `record` carries, as JSON text: none for a normalized index; for a
-    /// covering one, an object from each included field's pointer to its value (absent fields
-    /// left out), `{"/email": "a@b.c"}`; for a full one, the whole record.
-    pub fn copy(&self, record: &Value) -> Option<String> {
+    /// covering one, an object from each included field's pointer to its value (in the order of
+    /// `include`, absent fields left out), `{"/email": "a@b.c"}`; for a full one, the whole
+    /// record. Values are copied as their exact text, never re-serialised.
+    pub fn copy(&self, record: &RawValue) -> Option<String> {
         match &self.layout {
             Layout::Normalized => None,
             Layout::Covering { include } => {
-                let copied: Map<String, Value> = include
-                    .iter()
-                    .filter_map(|field| field.extract(record).map(|v| (field.as_str().to_owned(), v.clone())))
-                    .collect();
-                Some(Value::Object(copied).to_string())
+                let mut copied = String::from("{");
+                for (field, value) in include.iter().filter_map(|field| Some((field, field.extract(record)?))) {
+                    if copied.len() > 1 {
+                        copied.push(',');
+                    }
+                    // A pointer is a string: serialising it cannot fail.
+                    copied.push_str(&serde_json::to_string(field.as_str()).unwrap_or_default());
+                    copied.push(':');
+                    copied.push_str(value.get());
+                }
+                copied.push('}');
+                Some(copied)
             }
-            Layout::Full => Some(record.to_string()),
+            Layout::Full => Some(record.get().to_owned()),
         }
     }
 
     /// What a write that turns record value `old` into `new` (`None`: no record, or deleted)
     /// must do in this index. Errors only if the new value is too long to index.
-    pub fn change(&self, old: Option<&Value>, new: Option<&Value>) -> Result<EntryChange, IndexError> {
+    pub fn change(&self, old: Option<&RawValue>, new: Option<&RawValue>) -> Result<EntryChange, IndexError> {
         // An old value too long to index never had an entry.
         let old_key = old.and_then(|v| self.value_key(v).ok().flatten());
         let new_key = new.map(|v| self.value_key(v)).transpose()?.flatten();
@@ -181,9 +189,13 @@ pub struct EntryChange {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
+
+    fn raw(value: Value) -> Box<RawValue> {
+        serde_json::value::to_raw_value(&value).unwrap()
+    }
 
     fn path(p: &str) -> FieldPath {
         FieldPath::parse(p).unwrap()
@@ -229,7 +241,7 @@ mod tests {
     #[test]
     fn records_without_a_scalar_at_every_field_are_not_indexed() {
         let index = def(&["/town", "/name/last"], Layout::Normalized).unwrap();
-        let key = index.value_key(&json!({"town": "Redmond", "name": {"last": "Smith"}})).unwrap().unwrap();
+        let key = index.value_key(&raw(json!({"town": "Redmond", "name": {"last": "Smith"}}))).unwrap().unwrap();
         assert_eq!(key.decode(), [json!("Redmond"), json!("Smith")]);
         for unindexed in [
             json!({"town": "Redmond"}),
@@ -238,10 +250,20 @@ mod tests {
             json!({"town": {"n": 1}, "name": {"last": "Smith"}}),
             json!("just a string"),
         ] {
-            assert!(matches!(index.value_key(&unindexed), Ok(None)), "{unindexed}");
+            assert!(matches!(index.value_key(&raw(unindexed.clone())), Ok(None)), "{unindexed}");
         }
-        let long = json!({"town": "x".repeat(2000), "name": {"last": "Smith"}});
+        let long = raw(json!({"town": "x".repeat(2000), "name": {"last": "Smith"}}));
         assert!(matches!(index.value_key(&long), Err(IndexError::ValueTooLong { .. })));
+    }
+
+    #[test]
+    fn numbers_are_read_from_the_record_text_exactly() {
+        let index = def(&["/u"], Layout::Normalized).unwrap();
+        let key = |text: &str| index.value_key(&RawValue::from_string(text.to_owned()).unwrap()).unwrap().unwrap();
+        assert_ne!(key(r#"{"u": 9007199254740993}"#), key(r#"{"u": 9007199254740992}"#));
+        assert_ne!(key(r#"{"u": 36893488147419103233}"#), key(r#"{"u": 36893488147419103232}"#));
+        assert_ne!(key(r#"{"u": 0.30000000000000000001}"#), key(r#"{"u": 0.3}"#));
+        assert_eq!(key(r#"{"u": 1.50}"#), key(r#"{"u": 15e-1}"#));
     }
 
     #[test]
@@ -253,36 +275,41 @@ mod tests {
 
     #[test]
     fn copies_follow_the_layout() {
-        let record = json!({"email": "a@b.c", "name": "Ann", "town": "Oslo"});
+        let record = RawValue::from_string(
+            r#"{"email": "a@b.c", "name": "Ann", "town": "Oslo", "id": 36893488147419103233}"#.to_owned(),
+        )
+        .unwrap();
         assert_eq!(def(&["/email"], Layout::Normalized).unwrap().copy(&record), None);
-        let covering = Layout::Covering { include: vec![path("/name"), path("/missing")] };
-        assert_eq!(def(&["/email"], covering).unwrap().copy(&record).as_deref(), Some(r#"{"/name":"Ann"}"#));
+        let covering = Layout::Covering { include: vec![path("/name"), path("/missing"), path("/id")] };
+        assert_eq!(
+            def(&["/email"], covering).unwrap().copy(&record).as_deref(),
+            Some(r#"{"/name":"Ann","/id":36893488147419103233}"#),
+            "values copied exactly"
+        );
         let full = def(&["/email"], Layout::Full).unwrap().copy(&record).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(&full).unwrap(), record);
+        assert_eq!(full, record.get());
     }
 
     #[test]
     fn changes_write_new_values_and_remove_old_ones() {
         let index = def(&["/town"], Layout::Normalized).unwrap();
-        let key = |t: &str| index.value_key(&json!({"town": t})).unwrap();
-        let (oslo, rome) = (json!({"town": "Oslo"}), json!({"town": "Rome"}));
-        let change = |old: Option<&Value>, new: Option<&Value>| index.change(old, new).unwrap();
+        let key = |t: &str| index.value_key(&raw(json!({"town": t}))).unwrap();
+        let (oslo, rome) = (raw(json!({"town": "Oslo"})), raw(json!({"town": "Rome"})));
+        let change = |old: Option<&RawValue>, new: Option<&RawValue>| index.change(old, new).unwrap();
         assert_eq!(change(None, Some(&oslo)), EntryChange { write: key("Oslo"), remove: None });
         assert_eq!(change(Some(&oslo), Some(&rome)), EntryChange { write: key("Rome"), remove: key("Oslo") });
         assert_eq!(change(Some(&oslo), None), EntryChange { write: None, remove: key("Oslo") });
         assert_eq!(
-            change(Some(&oslo), Some(&json!({"town": "Oslo", "x": 1}))),
+            change(Some(&oslo), Some(&raw(json!({"town": "Oslo", "x": 1})))),
             EntryChange { write: None, remove: None }
         );
-        assert_eq!(change(Some(&oslo), Some(&json!({}))), EntryChange { write: None, remove: key("Oslo") });
+        assert_eq!(change(Some(&oslo), Some(&raw(json!({})))), EntryChange { write: None, remove: key("Oslo") });
 
         // A covering index rewrites the same value's entry when its copy changes.
         let covering = def(&["/town"], Layout::Covering { include: vec![path("/name")] }).unwrap();
-        let renamed =
-            covering.change(Some(&json!({"town": "Oslo", "name": "A"})), Some(&json!({"town": "Oslo", "name": "B"})));
-        assert_eq!(renamed.unwrap(), EntryChange { write: key("Oslo"), remove: None });
-        let untouched = covering
-            .change(Some(&json!({"town": "Oslo", "name": "A"})), Some(&json!({"town": "Oslo", "name": "A", "x": 1})));
-        assert_eq!(untouched.unwrap(), EntryChange { write: None, remove: None });
+        let (a, b) = (raw(json!({"town": "Oslo", "name": "A"})), raw(json!({"town": "Oslo", "name": "B"})));
+        assert_eq!(covering.change(Some(&a), Some(&b)).unwrap(), EntryChange { write: key("Oslo"), remove: None });
+        let same_copy = raw(json!({"town": "Oslo", "name": "A", "x": 1}));
+        assert_eq!(covering.change(Some(&a), Some(&same_copy)).unwrap(), EntryChange { write: None, remove: None });
     }
 }

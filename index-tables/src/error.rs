@@ -46,10 +46,6 @@ pub enum IndexError {
     /// 400 `invalid_cursor`: a value key read back from a cursor is not a valid encoding.
     #[error("invalid value key")]
     InvalidValueKey,
-    /// 400 `invalid_json`: a record written to an indexed collection is not JSON the indexes can
-    /// read.
-    #[error("the body is not valid JSON: {0}")]
-    InvalidJson(#[source] serde_json::Error),
     /// 409 `unique_violation`: another record holds the value in a unique index.
     #[error("another record already has this value in the unique index {index}")]
     UniqueViolation {

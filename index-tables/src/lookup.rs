@@ -142,7 +142,17 @@ impl IndexTables {
         match result {
             Ok(true) => {
                 self.metrics.repaired();
-                tracing::info!(index = %index.def.name(), record = entry.record_key, "removed a stale index entry");
+                if ValueKey::is_legacy_number(&entry.value_key) {
+                    // Its record's entry is under the exact key only if written since the upgrade.
+                    tracing::warn!(
+                        index = %index.def.name(),
+                        record = entry.record_key,
+                        "removed an entry keyed by the double encoding of numbers: this index was built before exact \
+                         numbers; run an index audit (POST /v1/admin/index-audits) to re-key it"
+                    );
+                } else {
+                    tracing::info!(index = %index.def.name(), record = entry.record_key, "removed a stale index entry");
+                }
                 true
             }
             Ok(false) => false,

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use serde_json::value::RawValue;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{RecordAddress, RecordRead, RecordStore};
@@ -47,7 +46,7 @@ pub struct IndexedWrite {
 #[derive(Debug)]
 struct Prepared {
     /// The record's new value (`None`: a delete).
-    new: Option<Value>,
+    new: Option<Box<RawValue>>,
     record_key: RecordKey,
     written: Vec<PendingEntry>,
     removals: Vec<(Arc<LiveIndex>, ValueKey)>,
@@ -74,11 +73,9 @@ async fn current_value(
     db: &Database,
     shard: &ShardId,
     addr: RecordAddress<'_>,
-) -> Result<Option<(Value, i64)>, IndexError> {
+) -> Result<Option<(Box<RawValue>, i64)>, IndexError> {
     Ok(match RecordStore::new(db, shard).read(addr).await? {
-        RecordRead::Live(record) => {
-            Some((serde_json::from_str(record.value.get()).unwrap_or(Value::Null), record.version))
-        }
+        RecordRead::Live(record) => Some((record.value, record.version)),
         RecordRead::Gone(_) | RecordRead::Absent => None,
     })
 }
@@ -87,8 +84,9 @@ impl IndexTables {
     /// Before a write of `new` (`None`: a delete) to the record at `addr`: if its collection has
     /// indexes, reads the record's current value and writes the new values' entries (pending),
     /// claiming unique values. Errors: [`IndexError::UniqueViolation`] if another record holds
-    /// a unique value, [`IndexError::ValueTooLong`] if a value is too long to index,
-    /// [`IndexError::InvalidJson`], or the store's.
+    /// a unique value, [`IndexError::ValueTooLong`] if a value is too long to index, or the
+    /// store's. `new` is JSON the api checked against the record rules; fields are read from its
+    /// text (numbers exactly), never from a re-parsed value.
     pub async fn prepare_write(
         &self,
         addr: RecordAddress<'_>,
@@ -100,18 +98,17 @@ impl IndexTables {
         }
         let (route, db) = self.router.resolve_fresh(addr.tenant, Access::Write).await?;
         let old = current_value(&db, &route.shard, addr).await?;
-        let new: Option<Value> =
-            new.map(|raw| serde_json::from_str(raw.get())).transpose().map_err(IndexError::InvalidJson)?;
+        let new: Option<Box<RawValue>> = new.map(ToOwned::to_owned);
         let mut prepared =
             Prepared { new: None, record_key: addr.key.clone(), written: Vec::new(), removals: Vec::new() };
         let expected_version = old.as_ref().map_or(1, |(_, version)| version + 1);
         let vshard_count = self.router.vshard_count();
         for index in indexes {
-            let change = index.def.change(old.as_ref().map(|(v, _)| v), new.as_ref())?;
+            let change = index.def.change(old.as_ref().map(|(v, _)| &**v), new.as_deref())?;
             if let Some(old_key) = change.remove {
                 prepared.removals.push((index.clone(), old_key));
             }
-            let (Some(new_key), Some(value)) = (change.write, new.as_ref()) else { continue };
+            let (Some(new_key), Some(value)) = (change.write, new.as_deref()) else { continue };
             let record = RecordVersion {
                 tenant: addr.tenant,
                 collection: addr.collection,
@@ -201,7 +198,7 @@ impl IndexTables {
         for PendingEntry { index, entry } in prepared.written {
             let result = async {
                 let (shard, db, _) = self.entry_shard(entry.vshard, Access::Write)?;
-                let copy = prepared.new.as_ref().and_then(|v| index.def.copy(v));
+                let copy = prepared.new.as_deref().and_then(|v| index.def.copy(v));
                 IndexEntryStore::new(&db, &shard).mark_live(entry.key(), version, copy.as_deref()).await?;
                 Ok::<_, IndexError>(())
             }

@@ -24,8 +24,6 @@ pub fn entry_vshard(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     /// Golden values, cross-checked with an independent implementation (Python's `xxhash`
@@ -39,10 +37,13 @@ mod tests {
         let customers = CollectionName::parse("customers").unwrap();
         let by_email = IndexName::parse("by_email").unwrap();
         assert_eq!(entry_vshard(&acme, &customers, &by_email, &email, 1024), 790);
-        let one = ValueKey::encode(&[&json!(1)]).unwrap().unwrap();
+        // The number 1's key changed with exact numbers (it was `nbff0000000000000`, vshard 992;
+        // README, "Upgrading"); the hash of a key did not.
+        let one = ValueKey::from_query("1").unwrap();
+        assert_eq!(one.as_str(), "nPb11.");
         let orders = CollectionName::parse("orders").unwrap();
         let by_total = IndexName::parse("by_total").unwrap();
-        assert_eq!(entry_vshard(&acme, &orders, &by_total, &one, 1024), 992);
+        assert_eq!(entry_vshard(&acme, &orders, &by_total, &one, 1024), 913);
     }
 
     #[test]

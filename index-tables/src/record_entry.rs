@@ -1,7 +1,7 @@
 //! Building the entry a record version needs in an index, ready for the
 //! [`IndexEntryStore`](crate::entry_store::IndexEntryStore).
 
-use serde_json::Value;
+use serde_json::value::RawValue;
 use shardgate_shard_router::{CollectionName, RecordKey, TenantId};
 
 use crate::definition::IndexDef;
@@ -23,8 +23,8 @@ pub struct RecordVersion<'a> {
     pub vshard: u32,
     /// The version being written (expected before the commit, committed after).
     pub version: i64,
-    /// The record's JSON value.
-    pub value: &'a Value,
+    /// The record's JSON text.
+    pub value: &'a RawValue,
 }
 
 impl IndexDef {
@@ -83,7 +83,7 @@ mod tests {
         .unwrap();
         let (tenant, collection) = (TenantId::parse("acme").unwrap(), CollectionName::parse("customers").unwrap());
         let key = RecordKey::parse("c-1").unwrap();
-        let value = json!({"email": "ann@example.com", "name": "Ann"});
+        let value = serde_json::value::to_raw_value(&json!({"email": "ann@example.com", "name": "Ann"})).unwrap();
         let record =
             RecordVersion { tenant: &tenant, collection: &collection, key: &key, vshard: 5, version: 3, value: &value };
         let entry = index.entry_for(&record, 1024, 1_000).unwrap().unwrap();
@@ -91,7 +91,7 @@ mod tests {
         assert_eq!(entry.vshard, 790, "the golden placement");
         assert_eq!((entry.record_vshard, entry.record_version, entry.claimed_at_ms), (5, 3, 1_000));
         assert_eq!(entry.copy.as_deref(), Some(r#"{"/name":"Ann"}"#));
-        let unindexed = json!({"name": "Bob"});
+        let unindexed = serde_json::value::to_raw_value(&json!({"name": "Bob"})).unwrap();
         assert!(matches!(index.entry_for(&RecordVersion { value: &unindexed, ..record }, 1024, 1_000), Ok(None)));
     }
 }

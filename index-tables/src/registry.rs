@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
-use serde_json::Value;
 use shardgate_shard_router::catalog::Catalog;
 use shardgate_shard_router::records::StoredRecord;
 use shardgate_shard_router::{CollectionName, RecordKey, TenantId, now_ms};
@@ -90,8 +89,7 @@ impl LiveIndex {
 
     /// The value key `record` holds in this index now, if any.
     pub(crate) fn value_key_of(&self, record: &StoredRecord) -> Option<String> {
-        let value: Value = serde_json::from_str(record.value.get()).ok()?;
-        self.def.value_key(&value).ok().flatten().map(ValueKey::into_string)
+        self.def.value_key(&record.value).ok().flatten().map(ValueKey::into_string)
     }
 
     /// The entry a stored record needs in this index (`None`: the record is not indexed), for
@@ -103,14 +101,13 @@ impl LiveIndex {
         vshard_count: u32,
     ) -> Result<Option<(RecordKey, IndexEntry)>, IndexError> {
         let Ok(key) = RecordKey::parse(&record.key) else { return Ok(None) };
-        let value: Value = serde_json::from_str(record.value.get()).unwrap_or(Value::Null);
         let version = RecordVersion {
             tenant: &self.tenant,
             collection: &self.collection,
             key: &key,
             vshard: record_vshard,
             version: record.version,
-            value: &value,
+            value: &record.value,
         };
         let entry = self.def.entry_for(&version, vshard_count, now_ms())?;
         Ok(entry.map(|entry| (key, entry)))

@@ -569,12 +569,18 @@ async fn populate(shards: &Shards, seed: u64) -> Fixture {
     }
     for index in [def("by_score", &["/score"], false), def("by_town_score", &["/town", "/score"], false)] {
         for (key, value) in &records {
+            let value = &json_text(value);
             let record = RecordVersion { tenant: &tenant, collection: &collection, key, vshard: 0, version: 1, value };
             let Some(entry) = index.entry_for(&record, VSHARDS, 1_000).unwrap() else { continue };
             assert!(shards.store(shards.shard_of(entry.vshard)).put_live(&entry).await.unwrap());
         }
     }
     Fixture { tenant, collection, records }
+}
+
+/// A value as the JSON text a record holds.
+fn json_text(value: &Value) -> Box<serde_json::value::RawValue> {
+    serde_json::value::to_raw_value(value).unwrap()
 }
 
 /// `(decoded value, record key)` of each entry.
@@ -666,7 +672,7 @@ async fn an_equality_look_up_touches_one_shard(shards: Shards) {
         touched[shard] += 1;
         let got: Vec<String> = hits.iter().map(|e| e.record_key.clone()).collect();
         let want: Vec<String> =
-            expected(&fixture, &["/score"], |v| ValueKey::encode(&[&v[0]]).unwrap() == Some(value.clone()))
+            expected(&fixture, &["/score"], |v| ValueKey::encode(&[&json_text(&v[0])]).unwrap() == Some(value.clone()))
                 .into_iter()
                 .map(|(_, key)| key)
                 .collect();
@@ -690,7 +696,7 @@ async fn a_unique_index_write_flow(shards: Shards) {
     };
 
     // Ann is created with a@x: claim (pending), the record commits, the entry goes live.
-    let v1 = json!({"email": "a@x"});
+    let v1 = json_text(&json!({"email": "a@x"}));
     let change = index.change(None, Some(&v1)).unwrap();
     let key = change.write.unwrap();
     let entry = index.entry(&version(&ann, 1, &v1), &key, VSHARDS, 1_000);
@@ -699,13 +705,13 @@ async fn a_unique_index_write_flow(shards: Shards) {
     assert!(store.mark_live(entry.key(), 1, entry.copy.as_deref()).await.unwrap());
 
     // Bob wants a@x too: held by Ann, whose record holds it, so the caller answers 409.
-    let bob_value = json!({"email": "a@x"});
+    let bob_value = json_text(&json!({"email": "a@x"}));
     let bob_entry = index.entry(&version(&bob, 1, &bob_value), &key, VSHARDS, 2_000);
     let Claim::Held(holder) = store.claim_unique(&bob_entry).await.unwrap() else { panic!("a@x is Ann's") };
     assert_eq!((holder.record_key.as_str(), holder.state, holder.record_vshard), ("ann", EntryState::Live, 9));
 
     // Ann moves to b@x: the new value is claimed first, the old one released after the commit.
-    let v2 = json!({"email": "b@x"});
+    let v2 = json_text(&json!({"email": "b@x"}));
     let change = index.change(Some(&v1), Some(&v2)).unwrap();
     let (new_key, old_key) = (change.write.unwrap(), change.remove.unwrap());
     assert_eq!(old_key, key);

@@ -8,7 +8,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
@@ -25,6 +24,7 @@ use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{IfNoneMatch, Precondition, precondition};
+use crate::record_body::parse_record_body;
 
 /// Path of one record.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -161,33 +161,6 @@ pub async fn get_record(
     Ok(response)
 }
 
-/// The deepest nesting of `[` and `{` in a JSON text (outside strings). Linear, no allocation;
-/// run before parsing so a deeply nested body costs no recursion.
-fn json_depth(body: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &byte in body {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
 /// The cached form of a record: its version and the exact response body.
 fn cached(record: StoredRecord) -> CachedRecord {
     let version = record.version;
@@ -196,7 +169,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
 }
 
 errors!(PutRecordErrors:
-    InvalidJson, JsonTooDeep, InvalidPath, InvalidHeader, WriteContention, PreconditionFailed, PayloadTooLarge,
+    InvalidJson, InvalidBody, JsonTooDeep, InvalidPath, InvalidHeader, WriteContention, PreconditionFailed, PayloadTooLarge,
     UnsupportedMediaType, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
@@ -209,7 +182,7 @@ errors!(PutRecordErrors:
         ("If-Match" = Option<String>, Header, description = "`*` or quoted versions: write only if the record has one of them"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only, fail if the record exists"),
     ),
-    request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB)", content_type = "application/json"),
+    request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB, nested at most `limits.max_json_depth` deep) that reads back as sent: numbers finite as a 64-bit double, strings of Unicode text (no lone surrogate escapes), no object with a key twice (400 `invalid_body` names the place otherwise)", content_type = "application/json"),
     responses(
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
@@ -229,11 +202,8 @@ pub async fn put_record(
     if body.len() > app.limits.max_record_bytes {
         return Err(ApiError::payload_too_large());
     }
-    if json_depth(&body) > app.limits.max_json_depth {
-        return Err(ApiError::json_too_deep(app.limits.max_json_depth));
-    }
-    let value: Box<RawValue> = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::new(Code::InvalidJson, format!("the body is not valid JSON: {e}")))?;
+    // The record rules, the same for every collection (`record_body.rs`).
+    let value = parse_record_body(&body, app.limits.max_json_depth)?;
     let condition = write_condition(&headers)?;
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     // The indexes' entries for the new value are written before the record, made live after.
@@ -332,15 +302,6 @@ pub async fn list_records(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn depth_counts_nesting_outside_strings() {
-        assert_eq!(json_depth(b"1"), 0);
-        assert_eq!(json_depth(br#"{"a":[1,{"b":2}]}"#), 3);
-        assert_eq!(json_depth(br#"{"a":"[[[[{{{{"}"#), 1);
-        assert_eq!(json_depth(br#"["\"[[[", []]"#), 2);
-        assert_eq!(json_depth("[".repeat(10_000).as_bytes()), 10_000);
-    }
 
     #[test]
     fn an_entity_tag_is_the_quoted_version() {

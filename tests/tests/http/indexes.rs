@@ -12,6 +12,7 @@ shardgate_tests::conformance!(
     indexes_are_built_maintained_and_looked_up,
     a_unique_value_goes_to_exactly_one_of_two_racing_writers,
     a_failed_build_names_its_offending_records_and_can_be_retried_or_dropped,
+    numbers_in_an_index_compare_exactly,
 );
 
 fn index_path(index: &str) -> String {
@@ -179,6 +180,44 @@ async fn a_unique_value_goes_to_exactly_one_of_two_racing_writers(app: TestApp) 
     expect_problem(response, StatusCode::CONFLICT, "unique_violation").await;
     expect_json(put(&app, &token, "c", json!({"email": "c2@example.com"})).await, StatusCode::OK).await;
     expect_json(put(&app, &token, "d", json!({"email": "c@example.com"})).await, StatusCode::CREATED).await;
+}
+
+/// Issue 13 item 1: numbers used to be compared as doubles, so 9007199254740992 and
+/// 9007199254740993 were one value (a false 409, and a look-up returning the other record).
+async fn numbers_in_an_index_compare_exactly(app: TestApp) {
+    let token = acme_manager(&app).await;
+    let created = define(&app, &token, "by-u", json!({"field": "/u", "unique": true})).await;
+    expect_json(created, StatusCode::CREATED).await;
+    until_active(&app, &token, "by-u").await;
+    let put_text = async |key: &str, body: &str| {
+        app.put_raw(&record_path("acme", "users", key), &token, "application/json", body.to_owned()).await
+    };
+    let records = [
+        ("odd", "9007199254740993"),
+        ("even", "9007199254740992"),
+        ("past-u64", "18446744073709551617"),
+        ("u64-max-plus-1", "18446744073709551616"),
+        ("neg-odd", "-9007199254740993"),
+        ("neg-even", "-9007199254740992"),
+        ("long-decimal", "0.30000000000000000001"),
+        ("short-decimal", "0.3"),
+        ("one", "1.0"),
+    ];
+    for (key, number) in records {
+        let response = put_text(key, &format!(r#"{{"u": {number}}}"#)).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "{key}: {}", response.text().await.unwrap());
+    }
+    for (key, number) in records {
+        assert_eq!(find(&app, &token, "by-u", &format!("value={number}")).await.0, [key], "{number}");
+    }
+    // 1, 1.0 and 1e0 are one number: one value of the unique index.
+    expect_problem(put_text("also-one", r#"{"u": 1e0}"#).await, StatusCode::CONFLICT, "unique_violation").await;
+    assert_eq!(find(&app, &token, "by-u", "value=1").await.0, ["one"]);
+    // Ranges keep numeric order.
+    let (keys, _) = find(&app, &token, "by-u", "from=-9007199254740993&to=9007199254740993").await;
+    assert_eq!(keys, ["neg-odd", "neg-even", "short-decimal", "long-decimal", "one", "even"]);
+    let (keys, _) = find(&app, &token, "by-u", "from=9007199254740993").await;
+    assert_eq!(keys, ["odd", "u64-max-plus-1", "past-u64"]);
 }
 
 /// Rows of `index_entries` on every shard, as (value_key, record_key, state).

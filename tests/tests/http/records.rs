@@ -297,3 +297,51 @@ async fn deeply_nested_values_are_refused(app: TestApp) {
     let response = app.put_raw(&path, &token, "application/json", fine).await;
     assert_eq!(response.status(), StatusCode::CREATED);
 }
+
+shardgate_tests::conformance!(one_rule_refuses_what_cannot_round_trip_with_or_without_an_index);
+
+/// Issue 13 item 5: non-finite numbers, lone surrogates and repeated keys used to be stored when
+/// the collection had no index, and refused (some of them, as `invalid_json`) once any index
+/// existed, even on another field. Now every record write meets the same rules.
+async fn one_rule_refuses_what_cannot_round_trip_with_or_without_an_index(app: TestApp) {
+    use shardgate_gatekeeper::Scope;
+    app.create_tenant("acme").await;
+    let token = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app
+        .client
+        .put(app.url("/v1/tenants/acme/collections/indexed/indexes/by-other"))
+        .bearer_auth(&token)
+        .json(&json!({"field": "/other"}))
+        .send()
+        .await
+        .unwrap();
+    expect_json(index, StatusCode::CREATED).await;
+    let refused = [
+        (r#"{"n": 1e999}"#, "`/n`"),
+        (r#"{"list": [1, -1e400]}"#, "`/list/1`"),
+        (r#"{"s": "\ud800"}"#, "`/s`"),
+        (r#"{"deep": {"s": ["x\udc00"]}}"#, "`/deep/s/0`"),
+        (r#"{"k": 1, "k": 2}"#, "\"k\""),
+        (r#"{"k": 1, "\u006b": 2}"#, "\"k\""),
+        (r#"{"a": [{"b": {"c": 1, "c": 1}}]}"#, "`/a/0/b`"),
+    ];
+    for collection in ["plain", "indexed"] {
+        for (i, (body, place)) in refused.iter().enumerate() {
+            let key = format!("r{i}");
+            let response = app.put_raw(&record_path("acme", collection, &key), &token, "application/json", *body).await;
+            let problem = expect_problem(response, StatusCode::BAD_REQUEST, "invalid_body").await;
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(detail.contains(place), "{collection}: {body}: {detail}");
+            let response = app.get_record("acme", collection, &key).await;
+            expect_problem(response, StatusCode::NOT_FOUND, "record_not_found").await;
+        }
+        // What reads back as sent is stored exactly as sent, in both.
+        let exact =
+            r#"{"other": 1, "big": 18446744073709551617, "tiny": 1e-400, "pair": "\ud83d\ude00", "k": {"k": 1}}"#;
+        let response = app.put_raw(&record_path("acme", collection, "fine"), &token, "application/json", exact).await;
+        assert_eq!(response.status(), StatusCode::CREATED, "{collection}");
+        let response = app.get_record("acme", collection, "fine").await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.text().await.unwrap().contains(exact), "{collection}: the exact text is kept");
+    }
+}
