@@ -97,7 +97,7 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
         chunk_count: received.chunks,
         condition,
     };
-    let outcome = store.commit(&upload, commit, now_ms()).await?;
+    let outcome = store.commit(&upload, commit, now_ms()).await.map_err(StoreError::of_write)?;
     let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, [(header::ETAG, etag(&outcome.blob))], axum::Json(BlobInfo::from(&outcome.blob))).into_response())
 }

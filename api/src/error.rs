@@ -109,6 +109,7 @@ codes! {
     ValetKeyNotFound = ("valet_key_not_found", NOT_FOUND, "no such valet key"),
     SigningKeyNotFound = ("signing_key_not_found", NOT_FOUND, "no such signing key"),
     MethodNotAllowed = ("method_not_allowed", METHOD_NOT_ALLOWED, "the endpoint does not support the method"),
+    BodyTimeout = ("body_timeout", REQUEST_TIMEOUT, "the request's body did not all arrive within the request deadline; nothing was done with it"),
     TransferStalled = ("transfer_stalled", REQUEST_TIMEOUT, "the upload's body stopped arriving for longer than the idle limit; nothing of it was stored"),
     TenantExists = ("tenant_exists", CONFLICT, "a tenant with this id exists"),
     ShardExists = ("shard_exists", CONFLICT, "a shard with this id exists"),
@@ -144,6 +145,7 @@ codes! {
     CatalogUnavailable = ("catalog_unavailable", SERVICE_UNAVAILABLE, "the catalog cannot be reached; retry later"),
     Overloaded = ("overloaded", SERVICE_UNAVAILABLE, "too many requests in progress"),
     RequestTimeout = ("request_timeout", GATEWAY_TIMEOUT, "the request took longer than the limit"),
+    WriteOutcomeUnknown = ("write_outcome_unknown", GATEWAY_TIMEOUT, "the write was given up on after it may have reached its database: it may or may not have been applied; read the item, then retry with `If-Match` on the version read"),
 }
 
 /// The `WWW-Authenticate` challenge of a token that was refused.
@@ -371,9 +373,12 @@ impl From<&StoreError> for ApiError {
                 Self::new(Code::UploadClosed, "the upload was closed before it finished; retry")
             }
             StoreError::InvalidDatabaseUrl(reason) => Self::new(Code::InvalidDatabaseUrl, reason.clone()),
-            StoreError::CatalogRefused(refusal) | StoreError::ShardRefused { refusal, .. } => {
+            StoreError::CatalogRefused(refusal)
+            | StoreError::ShardRefused { refusal, .. }
+            | StoreError::WriteOutcomeUnknown { refusal, .. } => {
                 let code = match (&e, refusal) {
                     (StoreError::CatalogRefused(_), _) => Code::CatalogUnavailable,
+                    (StoreError::WriteOutcomeUnknown { .. }, _) => Code::WriteOutcomeUnknown,
                     (_, Refusal::Busy(_)) => Code::ShardBusy,
                     _ => Code::ShardUnavailable,
                 };

@@ -16,6 +16,7 @@ pub mod chunk_cache;
 pub mod cli;
 pub mod config;
 pub mod connections;
+pub mod deadline;
 pub mod edge;
 pub mod embedded;
 pub mod envelope;

@@ -115,7 +115,8 @@ impl Modify for BearerAuth {
 /// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long`; 429 `rate_limited`,
 /// `tenant_concurrency_limit` and (but on valet URLs) `anonymous_concurrency_limit` (the front
 /// door and its bulkheads) and 503 `overloaded` (load shedding), none of them on probes and
-/// metrics, which are never limited; and 504 `request_timeout` (the request deadline), all
+/// metrics, which are never limited; and 504 `request_timeout` (the request deadline; on writes
+/// also 504 `write_outcome_unknown` and 408 `body_timeout`), all
 /// problem+json. A handler that documents one of these itself (a more precise
 /// description) keeps its own. Every error response a handler documents (4xx, 5xx) without a
 /// body of its own is given the problem+json body, so handlers state only status and codes.
@@ -171,7 +172,16 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             if throttled {
                 add_missing(responses, &[Code::Overloaded]);
             }
-            add_missing(responses, &[Code::UriTooLong, Code::RequestTimeout]);
+            // The request deadline ([`crate::deadline`]): a body too slow to arrive is 408, and
+            // a write given up on may or may not have been applied.
+            if matches!(method, "GET" | "HEAD") {
+                add_missing(responses, &[Code::UriTooLong, Code::RequestTimeout]);
+            } else {
+                add_missing(
+                    responses,
+                    &[Code::UriTooLong, Code::RequestTimeout, Code::WriteOutcomeUnknown, Code::BodyTimeout],
+                );
+            }
         }
     }
 }

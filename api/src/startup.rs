@@ -180,15 +180,6 @@ fn cors_layer(
         .max_age(config.max_age))
 }
 
-/// Maps the errors of the timeout layer to problems.
-pub async fn timed_out(error: tower::BoxError) -> ApiError {
-    if error.is::<tower::timeout::error::Elapsed>() {
-        ApiError::from(Code::RequestTimeout)
-    } else {
-        ApiError::internal(&error)
-    }
-}
-
 pub async fn not_found() -> ApiError {
     ApiError::from(Code::NotFound)
 }
@@ -435,11 +426,7 @@ impl Application {
     ) -> anyhow::Result<Router> {
         let (routes, _) = valet_routes().split_for_parts();
         let routes = routes
-            .layer(
-                tower::ServiceBuilder::new()
-                    .layer(axum::error_handling::HandleErrorLayer::new(timed_out))
-                    .timeout(limits.transfer_timeout),
-            )
+            .layer(axum::middleware::from_fn_with_state(limits.transfer_timeout, crate::deadline::within))
             .route("/healthz", axum::routing::get(ops::healthz))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
@@ -458,11 +445,11 @@ impl Application {
         // tenant are the front door's).
         // Each group of routes has its own deadline and body limit.
         let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
-            routes.split_for_parts().0.layer(DefaultBodyLimit::max(body_limit)).layer(
-                tower::ServiceBuilder::new()
-                    .layer(axum::error_handling::HandleErrorLayer::new(timed_out))
-                    .timeout(timeout),
-            )
+            routes
+                .split_for_parts()
+                .0
+                .layer(DefaultBodyLimit::max(body_limit))
+                .layer(axum::middleware::from_fn_with_state(timeout, crate::deadline::within))
         };
         let routes = Router::new()
             .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))

@@ -130,6 +130,19 @@ pub enum Error {
     /// bulkhead is full, or a catalog operation missed its deadline.
     #[error("catalog: {0}")]
     CatalogRefused(#[source] crate::health::Refusal),
+    /// 504 `write_outcome_unknown` with `Retry-After`: a write was given up on after it may have
+    /// reached the shard (its statement missed the deadline, or the shard's breaker opened while
+    /// it ran): it may or may not have been applied. Read the item, then retry with `If-Match`.
+    #[error(
+        "shard {shard}: {refusal}; the write may or may not have been applied: read it, then retry with If-Match on the version read"
+    )]
+    WriteOutcomeUnknown {
+        /// The shard.
+        shard: ShardId,
+        /// Why it was given up on.
+        #[source]
+        refusal: crate::health::Refusal,
+    },
     /// 503: a probe did not answer in time.
     #[error("timed out")]
     Timeout,
@@ -142,10 +155,24 @@ impl From<sqlx::Error> for Error {
 }
 
 impl Error {
+    /// This error as the outcome of a write: a refusal that came after the statement may have
+    /// reached the shard becomes [`Error::WriteOutcomeUnknown`]; anything else stays as it is.
+    pub fn of_write(self) -> Self {
+        match self {
+            Error::ShardRefused { shard, refusal } if refusal.outcome_unknown() => {
+                Error::WriteOutcomeUnknown { shard, refusal }
+            }
+            other => other,
+        }
+    }
+
     /// Whether this is a database that cannot be reached right now (rather than a bug).
     pub fn is_unavailable(&self) -> bool {
         match self {
-            Error::Timeout | Error::ShardRefused { .. } | Error::CatalogRefused(_) => true,
+            Error::Timeout
+            | Error::ShardRefused { .. }
+            | Error::CatalogRefused(_)
+            | Error::WriteOutcomeUnknown { .. } => true,
             Error::Database { source, .. } => {
                 crate::health::is_health_failure(source)
                     || matches!(source, sqlx::Error::PoolClosed)
@@ -155,5 +182,27 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::health::Refusal;
+
+    #[test]
+    fn a_write_given_up_on_after_it_was_sent_has_an_unknown_outcome() {
+        let shard = || ShardId::parse("s1").unwrap();
+        let refused = |refusal| Error::ShardRefused { shard: shard(), refusal }.of_write();
+        let interrupted = Refusal::Interrupted { reason: "frozen".into(), retry_after: Duration::from_secs(1) };
+        assert!(matches!(refused(Refusal::Deadline(Duration::from_secs(5))), Error::WriteOutcomeUnknown { .. }));
+        assert!(matches!(refused(interrupted), Error::WriteOutcomeUnknown { .. }));
+        // Refused before it was sent: not applied.
+        let open = Refusal::Open { state: "open", reason: "down".into(), retry_after: Duration::from_secs(1) };
+        assert!(matches!(refused(open), Error::ShardRefused { .. }));
+        assert!(matches!(refused(Refusal::Busy(256)), Error::ShardRefused { .. }));
+        assert!(matches!(Error::RecordNotFound.of_write(), Error::RecordNotFound));
     }
 }

@@ -180,16 +180,30 @@ pub enum Refusal {
     /// The statement missed its deadline.
     #[error("the statement did not finish within {0:?}")]
     Deadline(Duration),
+    /// The breaker opened while the statement was in progress: it was abandoned unanswered.
+    #[error("the database became unavailable while the statement was in progress (circuit breaker open: {reason})")]
+    Interrupted {
+        /// Why the breaker opened.
+        reason: String,
+        /// When a retry may succeed.
+        retry_after: Duration,
+    },
     /// The driver's error.
     #[error(transparent)]
     Sql(#[from] sqlx::Error),
 }
 
 impl Refusal {
+    /// Whether the statement may have reached the database before it was given up on: a write
+    /// refused this way may or may not have been applied.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, Self::Deadline(_) | Self::Interrupted { .. })
+    }
+
     /// When a retry may succeed, if the refusal says.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::Open { retry_after, .. } => Some(*retry_after),
+            Self::Open { retry_after, .. } | Self::Interrupted { retry_after, .. } => Some(*retry_after),
             Self::Busy(_) => Some(Duration::from_secs(1)),
             Self::Deadline(_) | Self::Sql(_) => None,
         }
@@ -476,7 +490,10 @@ impl Health {
                 Ok(done) => done.map_err(Refusal::Sql),
                 Err(_) => Err(Refusal::Deadline(self.statement_timeout)),
             },
-            () = opened, if self.config.enabled => Err(self.open_refusal(self.state())),
+            () = opened, if self.config.enabled => Err(match self.open_refusal(self.state()) {
+                Refusal::Open { reason, retry_after, .. } => Refusal::Interrupted { reason, retry_after },
+                other => other,
+            }),
         }
     }
 
@@ -502,7 +519,7 @@ impl Health {
             // An answer (a constraint, a conflict) means the database works; an open breaker
             // has already judged.
             Err(Refusal::Sql(_)) => None,
-            Err(Refusal::Open { .. } | Refusal::Busy(_)) => return,
+            Err(Refusal::Open { .. } | Refusal::Interrupted { .. } | Refusal::Busy(_)) => return,
         };
         let Some(failure) = failure else {
             if self.consecutive.load(Ordering::Relaxed) != 0 {
@@ -806,7 +823,7 @@ mod tests {
         );
         let outcome =
             tokio::time::timeout(Duration::from_millis(200), hung).await.expect("the hung statement is woken");
-        assert!(matches!(outcome.unwrap(), Err(Refusal::Open { .. })));
+        assert!(matches!(outcome.unwrap(), Err(Refusal::Interrupted { .. })));
         assert!(h.report().reason.unwrap().contains("probe failed"));
     }
 

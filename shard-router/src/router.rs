@@ -401,7 +401,7 @@ impl ShardRouter {
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
         let (route, db) = self.resolve_fresh(tenant, Access::Write).await?;
-        match write(route, db).await {
+        let written = match write(route, db).await {
             Err(Error::StaleMap(shard)) => {
                 tracing::info!(shard = %shard, epoch = self.epoch(), "write refused by the shard fence; refreshing the map");
                 self.refresh().await?;
@@ -409,7 +409,8 @@ impl ShardRouter {
                 write(route, db).await
             }
             other => other,
-        }
+        };
+        written.map_err(Error::of_write)
     }
 
     /// The shard owning `vshard` (where an index entry placed by it lives), its pool and the map

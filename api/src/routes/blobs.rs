@@ -78,7 +78,7 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
 }
 
 errors!(PutBlobErrors:
-    InvalidPath, InvalidHeader, UploadInterrupted, TransferStalled, WriteContention, UploadClosed,
+    InvalidPath, InvalidHeader, UploadInterrupted, TransferStalled, BodyTimeout, WriteContention, UploadClosed,
     PreconditionFailed, PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
@@ -180,7 +180,7 @@ pub async fn delete_blob(
     let condition = blob_condition(request.headers())?;
     let (route, db) = app.router.resolve(&tenant, Access::Write)?;
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
-    match store.delete(&tenant, &path, &condition, now_ms()).await? {
+    match store.delete(&tenant, &path, &condition, now_ms()).await.map_err(shardgate_shard_router::Error::of_write)? {
         Some(_) => Ok(StatusCode::NO_CONTENT.into_response()),
         None => Err(ApiError::from(&shardgate_shard_router::Error::BlobNotFound)),
     }

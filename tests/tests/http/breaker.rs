@@ -247,3 +247,74 @@ async fn a_frozen_catalog_costs_a_bounded_time_and_leaves_the_data_path_serving(
     assert_eq!(closed, 1.0);
     assert!(metric(&app.client, app.metrics_base(), "shardgate_catalog_breaker_opens_total").await >= 1.0);
 }
+
+/// Asserts `response` is 504 `write_outcome_unknown`: the write may or may not have been applied,
+/// and the detail says how to go on.
+async fn assert_outcome_unknown(response: reqwest::Response) {
+    let problem = expect_problem(response, StatusCode::GATEWAY_TIMEOUT, "write_outcome_unknown").await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("may or may not have been applied") && detail.contains("If-Match"), "{problem}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_off_by_a_frozen_shard_says_its_outcome_is_unknown() {
+    let cluster = PgCluster::start().await;
+    // The breaker ends the write that waits on the frozen shard.
+    let app = app_with_a_shard_on(&cluster, |config| {
+        config.storage.pool.statement_timeout = Duration::from_secs(120);
+        config.limits.request_timeout = Duration::from_secs(120);
+    })
+    .await;
+    cluster.freeze();
+    let value = json!({"n": 2});
+    let write = app.put_record("sick", "docs", "d1", &value);
+    let response = tokio::time::timeout(Duration::from_secs(30), write).await.expect("the write ends");
+    assert_outcome_unknown(response).await;
+    // A write refused before it was sent is no mystery: the open breaker's 503.
+    let refused = app.put_record("sick", "docs", "d1", &json!({"n": 3})).await;
+    expect_problem(refused, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+    cluster.thaw();
+
+    // The safe way on: read what is there, then write with If-Match on its version.
+    let current = eventually(Duration::from_secs(10), async || {
+        let response = app.get_record("sick", "docs", "d1").await;
+        if response.status() != StatusCode::OK {
+            return None;
+        }
+        Some(response.headers()["etag"].to_str().unwrap().to_owned())
+    })
+    .await
+    .expect("the shard serves again");
+    let url = app.url(&shardgate_tests::record_path("sick", "docs", "d1"));
+    let retried = app
+        .client
+        .put(url)
+        .bearer_auth(app.rw_token("sick"))
+        .header("if-match", current)
+        .json(&json!({"n": 4}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(expect_json(retried, StatusCode::OK).await["value"]["n"], 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_past_the_request_deadline_says_its_outcome_is_unknown() {
+    let cluster = PgCluster::start().await;
+    // No breaker and a far statement deadline: only the request deadline ends the write.
+    let app = app_with_a_shard_on(&cluster, |config| {
+        config.storage.pool.breaker.enabled = false;
+        config.storage.pool.statement_timeout = Duration::from_secs(120);
+        config.limits.request_timeout = Duration::from_secs(1);
+    })
+    .await;
+    cluster.freeze();
+    let value = json!({"n": 2});
+    let write = app.put_record("sick", "docs", "d1", &value);
+    let response = tokio::time::timeout(Duration::from_secs(30), write).await.expect("the write ends");
+    assert_outcome_unknown(response).await;
+    // A read past the deadline is a plain timeout.
+    let read = tokio::time::timeout(Duration::from_secs(30), app.get_record("sick", "docs", "d1")).await.unwrap();
+    expect_problem(read, StatusCode::GATEWAY_TIMEOUT, "request_timeout").await;
+    cluster.thaw();
+}

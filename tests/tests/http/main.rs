@@ -25,4 +25,5 @@ mod restart;
 mod routing;
 mod shard_states;
 mod throttling;
+mod timeouts;
 mod valet;
