@@ -29,6 +29,16 @@ async fn app_with_a_shard_on(cluster: &PgCluster, customize: impl FnOnce(&mut Co
     app
 }
 
+/// [`app_with_a_shard_on`] with statement and request deadlines far away, so only the breaker
+/// can end what waits on the shard.
+async fn app_breaker_alone_ends_waits_on(cluster: &PgCluster) -> TestApp {
+    app_with_a_shard_on(cluster, |config| {
+        config.storage.pool.statement_timeout = Duration::from_secs(120);
+        config.limits.request_timeout = Duration::from_secs(120);
+    })
+    .await
+}
+
 /// The shard as `GET /v1/admin/shards/{id}` shows it.
 async fn shard(app: &TestApp, id: &str) -> Value {
     expect_json(app.admin(Method::GET, &format!("/v1/admin/shards/{id}"), None).await, StatusCode::OK).await
@@ -111,12 +121,7 @@ async fn a_killed_shard_fails_fast_for_its_tenants_only_and_serves_again_once_ba
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frozen_shard_is_detected_and_its_waiting_requests_end_instead_of_hanging() {
     let cluster = PgCluster::start().await;
-    // Deadlines far away, so only the breaker can end the requests that wait.
-    let app = app_with_a_shard_on(&cluster, |config| {
-        config.storage.pool.statement_timeout = Duration::from_secs(120);
-        config.limits.request_timeout = Duration::from_secs(120);
-    })
-    .await;
+    let app = app_breaker_alone_ends_waits_on(&cluster).await;
 
     cluster.freeze();
     // Requests already waiting on the frozen database end when the breaker opens.
@@ -259,12 +264,7 @@ async fn assert_outcome_unknown(response: reqwest::Response) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_cut_off_by_a_frozen_shard_says_its_outcome_is_unknown() {
     let cluster = PgCluster::start().await;
-    // The breaker ends the write that waits on the frozen shard.
-    let app = app_with_a_shard_on(&cluster, |config| {
-        config.storage.pool.statement_timeout = Duration::from_secs(120);
-        config.limits.request_timeout = Duration::from_secs(120);
-    })
-    .await;
+    let app = app_breaker_alone_ends_waits_on(&cluster).await;
     cluster.freeze();
     let value = json!({"n": 2});
     let write = app.put_record("sick", "docs", "d1", &value);
