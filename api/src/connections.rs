@@ -931,6 +931,40 @@ mod tests {
     }
 
     #[test]
+    fn only_an_empty_400_414_or_431_head_is_taken_for_hypers_automatic_answer() {
+        let head = |status: &str, length: &str| {
+            format!("HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {length}\r\ndate: x\r\n\r\n")
+        };
+        assert_eq!(automatic_answer(head("431 Request Header Fields Too Large", "0").as_bytes()), Some(431));
+        assert_eq!(automatic_answer(head("414 URI Too Long", "0").as_bytes()), Some(414));
+        assert_eq!(automatic_answer(head("400 Bad Request", "0").as_bytes()), Some(400));
+        assert_eq!(automatic_answer(head("431 Request Header Fields Too Large", "10").as_bytes()), None);
+        assert_eq!(automatic_answer(head("404 Not Found", "0").as_bytes()), None);
+        let with_body = format!("{}{{}}", head("400 Bad Request", "0"));
+        assert_eq!(automatic_answer(with_body.as_bytes()), None, "bytes after the head");
+        assert_eq!(automatic_answer(b"431 "), None);
+    }
+
+    #[tokio::test]
+    async fn held_bytes_go_out_unchanged_when_hyper_carries_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let mut stream = WatchedStream::new(server, Arc::new(Activity::new()));
+        let lookalike = b"HTTP/1.1 431 x\r\ncontent-length: 0\r\n\r\n";
+        stream.write_all(lookalike).await.unwrap();
+        assert!(stream.held.is_some());
+        client.write_all(b"next").await.unwrap();
+        let mut read = [0u8; 4];
+        stream.read_exact(&mut read).await.unwrap();
+        assert!(stream.held.is_none(), "a read releases what was held");
+        let mut received = vec![0u8; lookalike.len()];
+        client.read_exact(&mut received).await.unwrap();
+        assert_eq!(&received[..], lookalike);
+    }
+
+    #[test]
     fn the_watcher_looks_again_no_later_than_the_next_deadline() {
         let activity = Activity::new();
         assert_eq!(activity.next_check(DEADLINES, 0), 10 * S, "the first head's deadline");

@@ -211,7 +211,12 @@ async fn assert_oversized_heads_refused(address: &str, within_limits: u16) {
             431,
             "headers_too_large",
         ),
-        ("a head over 64 KiB", format!("GET {records}?q={} HTTP/1.1\r\n", "q".repeat(70_000)), 431, "headers_too_large"),
+        (
+            "a head over 64 KiB",
+            format!("GET {records}?q={} HTTP/1.1\r\n", "q".repeat(70_000)),
+            431,
+            "headers_too_large",
+        ),
         ("a header name with a space", format!("GET {records} HTTP/1.1\r\nbad name: x\r\n"), 400, "invalid_request"),
     ];
     for (what, head_start, status, code) in cases {
