@@ -67,6 +67,42 @@ pub fn content_disposition(value: &str) -> Result<String, ApiError> {
     Ok(format!("{kind}; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"))
 }
 
+/// Whether a browser would run what a response of `content_type` holds as a page of the origin it
+/// came from: HTML, SVG, XML (with XSLT) and scripts. A tenant-uploaded page served from the
+/// gateway's origin could read that origin's data, so valet downloads never open one as a page
+/// unasked.
+fn is_active_content(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let (kind, subtype) = essence.split_once('/').unwrap_or((essence.as_str(), ""));
+    subtype.contains("html")
+        || subtype.contains("xml")
+        || subtype.contains("javascript")
+        || subtype.contains("ecmascript")
+        || subtype == "xsl"
+        || subtype == "x-shockwave-flash"
+        || (kind == "multipart" && subtype == "x-mixed-replace")
+        || essence.is_empty()
+}
+
+/// The headers a valet download gets: the signed `Content-Disposition`, if any. Active content
+/// (HTML, SVG, XML, scripts: [`is_active_content`]) is always served under
+/// `Content-Security-Policy: sandbox` (no script, no access to the origin) and as an attachment
+/// unless the issuer signed a disposition (an explicit `inline` is honoured, sandboxed).
+fn guard_download(headers: &mut HeaderMap, signed_disposition: Option<&str>) {
+    let active = headers.get(header::CONTENT_TYPE).is_none_or(|value| value.to_str().map_or(true, is_active_content));
+    let disposition = match signed_disposition {
+        Some(signed) => HeaderValue::from_str(signed).ok(),
+        None if active => Some(HeaderValue::from_static("attachment")),
+        None => None,
+    };
+    if let Some(disposition) = disposition {
+        headers.insert(header::CONTENT_DISPOSITION, disposition);
+    }
+    if active {
+        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
+    }
+}
+
 /// What a tenant asks a valet key for, already checked against the API's rules.
 #[derive(Debug)]
 pub struct Issue<'a> {
@@ -227,11 +263,8 @@ async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, 
     if grant.permission() == Permission::Read {
         let head = request.method() == axum::http::Method::HEAD;
         let mut response = serve_blob(app, &tenant, &path, request.headers(), head).await?;
-        if let Some(disposition) = &grant.constraints().content_disposition
-            && let Ok(value) = HeaderValue::from_str(disposition)
-            && response.status().is_success()
-        {
-            response.headers_mut().insert(header::CONTENT_DISPOSITION, value);
+        if response.status().is_success() {
+            guard_download(response.headers_mut(), grant.constraints().content_disposition.as_deref());
         }
         return Ok((response, "valet.download"));
     }
@@ -258,4 +291,54 @@ fn record(app: &App, tenant: &str, action: &'static str, target: String, request
 
 fn request_id(headers: &HeaderMap) -> String {
     headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod active_content_tests {
+    use super::*;
+
+    #[test]
+    fn pages_scripts_and_xml_are_active_other_media_are_not() {
+        for active in [
+            "text/html",
+            "TEXT/HTML; charset=utf-8",
+            "application/xhtml+xml",
+            "image/svg+xml",
+            "text/xml",
+            "application/xml",
+            "application/rss+xml",
+            "text/javascript",
+            "application/javascript",
+            "application/ecmascript",
+            "multipart/x-mixed-replace; boundary=x",
+            "",
+        ] {
+            assert!(is_active_content(active), "{active}");
+        }
+        for passive in
+            ["image/png", "application/pdf", "text/plain", "application/json", "application/octet-stream", "video/mp4"]
+        {
+            assert!(!is_active_content(passive), "{passive}");
+        }
+    }
+
+    #[test]
+    fn active_content_is_an_attachment_unless_signed_and_always_sandboxed() {
+        let headers_for = |content_type: &str, signed: Option<&str>| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, HeaderValue::from_str(content_type).unwrap());
+            guard_download(&mut headers, signed);
+            headers
+        };
+        let html = headers_for("text/html", None);
+        assert_eq!(html[header::CONTENT_DISPOSITION], "attachment");
+        assert!(html[header::CONTENT_SECURITY_POLICY].to_str().unwrap().starts_with("sandbox"));
+        let asked_inline = headers_for("text/html", Some("inline"));
+        assert_eq!(asked_inline[header::CONTENT_DISPOSITION], "inline");
+        assert!(asked_inline.contains_key(header::CONTENT_SECURITY_POLICY), "inline stays sandboxed");
+        let png = headers_for("image/png", None);
+        assert!(!png.contains_key(header::CONTENT_DISPOSITION) && !png.contains_key(header::CONTENT_SECURITY_POLICY));
+        let named = headers_for("image/png", Some("attachment; filename=\"a.png\""));
+        assert_eq!(named[header::CONTENT_DISPOSITION], "attachment; filename=\"a.png\"");
+    }
 }

@@ -33,7 +33,7 @@ errors!(ValetGetErrors:
 
 /// Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 #[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")), responses(
-    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one)", content_type = "application/octet-stream"),
+    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one; active content such as HTML, SVG or scripts as an attachment unless the key signed a disposition, always with `Content-Security-Policy: sandbox`)", content_type = "application/octet-stream"),
     (status = 206, description = "The requested range", content_type = "application/octet-stream"),
     (status = 304, description = "Not modified"),
     ValetGetErrors,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric};
 
-shardgate_tests::conformance!(valet_urls_download_and_upload_one_blob);
+shardgate_tests::conformance!(valet_urls_download_and_upload_one_blob, tenant_pages_are_downloaded_never_opened);
 
 async fn issue(app: &TestApp, token: &str, body: Value) -> Value {
     let response =
@@ -107,6 +107,44 @@ async fn valet_urls_download_and_upload_one_blob(app: TestApp) {
 }
 
 /// Replaces the value of `param` in `url`'s query.
+/// A tenant-uploaded page (HTML, SVG, a script) reached by a valet URL on the gateway's origin
+/// could read that origin's data if a browser opened it: it comes as an attachment under a
+/// sandboxing `Content-Security-Policy`, unless the issuer signed `inline` (then sandboxed).
+async fn tenant_pages_are_downloaded_never_opened(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let page = b"<script>fetch('/v1/admin/tenants')</script>".to_vec();
+    for (path, content_type) in
+        [("p/page.html", "text/html; charset=utf-8"), ("p/logo.svg", "image/svg+xml"), ("p/app.js", "text/javascript")]
+    {
+        let url = app.url(&format!("/v1/tenants/acme/blobs/{path}"));
+        let stored = app.client.put(url).bearer_auth(&token).header("content-type", content_type).body(page.clone());
+        assert!(stored.send().await.unwrap().status().is_success());
+        for method in [Method::GET, Method::HEAD] {
+            let key = issue(&app, &token, json!({"path": path, "permission": "read"})).await;
+            let response = app.client.request(method.clone(), through(&app, &url_of(&key))).send().await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "{method} {path}");
+            let headers = response.headers();
+            assert_eq!(headers["content-disposition"], "attachment", "{method} {path}");
+            let policy = headers["content-security-policy"].to_str().unwrap();
+            assert!(policy.contains("sandbox"), "{method} {path}: {policy}");
+        }
+    }
+    let key =
+        issue(&app, &token, json!({"path": "p/page.html", "permission": "read", "content_disposition": "inline"}))
+            .await;
+    let response = app.client.get(through(&app, &url_of(&key))).send().await.unwrap();
+    assert_eq!(response.headers()["content-disposition"], "inline", "the issuer asked for it");
+    assert!(response.headers()["content-security-policy"].to_str().unwrap().contains("sandbox"));
+    assert_eq!(response.bytes().await.unwrap(), page);
+    // Passive media open as before.
+    put_blob(&app, &token, "p/data.bin", bytes(100)).await;
+    let key = issue(&app, &token, json!({"path": "p/data.bin", "permission": "read"})).await;
+    let response = app.client.get(through(&app, &url_of(&key))).send().await.unwrap();
+    assert!(!response.headers().contains_key("content-disposition"), "{:?}", response.headers());
+    assert!(!response.headers().contains_key("content-security-policy"));
+}
+
 fn with_param(url: &str, param: &str, value: &str) -> String {
     let (base, query) = url.split_once('?').unwrap();
     let query: Vec<String> = query
