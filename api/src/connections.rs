@@ -25,6 +25,19 @@
 //! instead, by a watcher in each connection's task that reads what the socket and the service
 //! record ([`Activity`]).
 //!
+//! **Request heads hyper refuses.** hyper reads a request head (request line and header fields)
+//! of at most [`MAX_HEAD_BYTES`] with at most 100 header fields (its default), and answers a
+//! larger one (431), an over-long URI (414) or a head that is not HTTP/1.1 (400) itself, before
+//! any service runs, with an empty body, then closes the connection. Every error the gateway
+//! sends being problem+json, the socket wrapper ([`WatchedStream`]) holds back such an automatic
+//! answer (a write, while no request is in progress, of nothing but a 400, 414 or 431 head with
+//! `content-length: 0`); when the connection then ends with hyper's parse error, a problem
+//! (`invalid_request`, `uri_too_long`, `headers_too_large`) is sent in its place
+//! ([`refuse_head`]), the write side is shut and what the client still sends is read away for up
+//! to [`LINGER`] so that its answer is not lost to a reset. If hyper carries on instead (the write
+//! was the tail of a response that merely looked like one), the held bytes go out unchanged
+//! before anything else.
+//!
 //! Connections speak HTTP/1.1 with keep-alive (as `axum::serve` did here: HTTP/2 is not enabled).
 //! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo). On shutdown
 //! the listeners stop accepting, connections with no request in progress are closed, and requests
@@ -43,7 +56,9 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::ConnectInfo;
-use axum::http::{Request, Response};
+use axum::http::header::{CONNECTION, CONTENT_LENGTH, X_CONTENT_TYPE_OPTIONS};
+use axum::http::{HeaderValue, Request, Response};
+use axum::response::IntoResponse;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
@@ -59,9 +74,24 @@ use tokio::time::Instant;
 use tower::ServiceExt;
 
 use crate::config::LimitsConfig;
+use crate::edge::{REQUEST_ID, random_request_id};
+use crate::error::{ApiError, Code};
 
 /// How long a shutdown waits for requests in progress.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest request head (request line and header fields) read, in bytes: a larger one is
+/// answered 431 `headers_too_large`.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// After answering a head hyper refused, how long the client's remaining bytes are read away
+/// before the connection closes (closing with unread bytes would reset it, and the client might
+/// lose the answer), and how many bytes at most.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 1 << 20;
+
+/// The longest automatic answer of hyper's that is held back (its head is about 120 bytes).
+const MAX_AUTOMATIC_ANSWER: usize = 512;
 
 /// The largest default cap on open connections, whatever the open-file limit allows: each
 /// connection costs memory too (its task and buffers: about 20 KiB for one held open without a
@@ -343,23 +373,25 @@ impl Connection {
     async fn serve(self, stream: TcpStream, router: Router, mut draining: watch::Receiver<bool>) {
         self.shared.open.inc();
         let activity = Arc::new(Activity::new());
-        let io = TokioIo::new(WatchedStream { stream, activity: activity.clone() });
+        let io = TokioIo::new(WatchedStream::new(stream, activity.clone()));
         let service = ConnectionService { router, peer: self.peer, activity: activity.clone() };
         // hyper's own header timeout is off: the watcher below keeps both deadlines.
-        let connection = hyper::server::conn::http1::Builder::new()
+        let mut connection = hyper::server::conn::http1::Builder::new()
             .keep_alive(true)
             .header_read_timeout(None::<Duration>)
+            .max_header_size(MAX_HEAD_BYTES)
             .serve_connection(io, service);
-        let mut connection = pin!(connection);
         let mut shutting_down = false;
+        let mut ended = None;
         let deadlines = self.shared.deadlines;
         loop {
             let check = activity.instant(activity.next_check(deadlines, activity.now()));
             tokio::select! {
-                served = connection.as_mut() => {
-                    if let Err(e) = served {
+                served = Pin::new(&mut connection) => {
+                    if let Err(e) = &served {
                         tracing::debug!(peer = %self.peer, error = %e, "connection ended with an error");
                     }
+                    ended = Some(served.err().is_some_and(|e| e.is_parse()));
                     break;
                 }
                 () = tokio::time::sleep_until(check) => match activity.expired(deadlines, activity.now()) {
@@ -388,12 +420,66 @@ impl Connection {
                     }
                     // The request in progress is answered, then the connection closes.
                     shutting_down = true;
-                    connection.as_mut().graceful_shutdown();
+                    Pin::new(&mut connection).graceful_shutdown();
                 }
+            }
+        }
+        if let Some(parse_error) = ended {
+            let stream = connection.into_parts().io.into_inner();
+            if stream.held.is_some() {
+                stream.finish(parse_error).await;
             }
         }
         self.shared.open.dec();
     }
+}
+
+/// The problem that replaces hyper's empty automatic answer of `status` to a request head it
+/// refused, as bytes to write (with `Connection: close`).
+async fn refuse_head(status: u16) -> Vec<u8> {
+    let (code, detail) = match status {
+        414 => (Code::UriTooLong, "the request target is too long"),
+        431 => (Code::HeadersTooLarge, "the request head is larger than 64 KiB or has more than 100 header fields"),
+        _ => (Code::InvalidRequest, "the request head is not valid HTTP/1.1"),
+    };
+    let (parts, body) = ApiError::new(code, detail).into_response().into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let mut answer = Vec::with_capacity(256 + body.len());
+    answer.extend_from_slice(b"HTTP/1.1 ");
+    answer.extend_from_slice(parts.status.as_str().as_bytes());
+    answer.push(b' ');
+    answer.extend_from_slice(parts.status.canonical_reason().unwrap_or("Error").as_bytes());
+    answer.extend_from_slice(b"\r\n");
+    let mut headers = parts.headers;
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REQUEST_ID, random_request_id());
+    for (name, value) in &headers {
+        answer.extend_from_slice(name.as_str().as_bytes());
+        answer.extend_from_slice(b": ");
+        answer.extend_from_slice(value.as_bytes());
+        answer.extend_from_slice(b"\r\n");
+    }
+    answer.extend_from_slice(b"\r\n");
+    answer.extend_from_slice(&body);
+    answer
+}
+
+/// The status of `written` if it is nothing but hyper's automatic answer to a request head it
+/// refused: a 400, 414 or 431 head with `content-length: 0` and no body.
+fn automatic_answer(written: &[u8]) -> Option<u16> {
+    if written.len() > MAX_AUTOMATIC_ANSWER || !written.ends_with(b"\r\n\r\n") {
+        return None;
+    }
+    let rest = written.strip_prefix(b"HTTP/1.1 ").or_else(|| written.strip_prefix(b"HTTP/1.0 "))?;
+    let status = match rest.get(..4)? {
+        b"400 " => 400,
+        b"414 " => 414,
+        b"431 " => 431,
+        _ => return None,
+    };
+    written.windows(21).any(|w| w.eq_ignore_ascii_case(b"\r\ncontent-length: 0\r\n")).then_some(status)
 }
 
 /// Which deadline a connection missed.
@@ -541,16 +627,84 @@ impl Drop for InProgress {
     }
 }
 
-/// The client socket, recording in [`Activity`] when bytes arrive.
+/// The client socket, recording in [`Activity`] when bytes arrive, and holding back hyper's
+/// automatic answer to a request head it refused (see the module documentation).
 #[derive(Debug)]
 struct WatchedStream {
     stream: TcpStream,
     activity: Arc<Activity>,
+    held: Option<Held>,
+}
+
+/// A write held back: what looks like hyper's automatic answer of `status`.
+#[derive(Debug)]
+struct Held {
+    status: u16,
+    bytes: Vec<u8>,
+    sent: usize,
+}
+
+impl WatchedStream {
+    fn new(stream: TcpStream, activity: Arc<Activity>) -> Self {
+        Self { stream, activity, held: None }
+    }
+
+    /// Holds `written` back if it is hyper's automatic answer to a refused head, written while no
+    /// request is in progress (hyper answers a head only after its service has been called).
+    fn hold(&mut self, written: &[u8]) -> bool {
+        if self.held.is_some() || !self.activity.is_idle() {
+            return false;
+        }
+        let Some(status) = automatic_answer(written) else { return false };
+        self.held = Some(Held { status, bytes: written.to_vec(), sent: 0 });
+        true
+    }
+
+    /// Sends the held bytes unchanged: hyper carried on, so they were not a refusal.
+    fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some(held) = &mut self.held {
+            if held.sent == held.bytes.len() {
+                self.held = None;
+                break;
+            }
+            let n = ready!(Pin::new(&mut self.stream).poll_write(cx, &held.bytes[held.sent..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            held.sent += n;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The connection has ended with something held: a problem in place of hyper's answer if it
+    /// ended on a head hyper refused (`parse_error`), else the held bytes; then the write side is
+    /// shut and the client's remaining bytes are read away for up to [`LINGER`].
+    async fn finish(mut self, parse_error: bool) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Some(held) = self.held.take() else { return };
+        let answer = if parse_error { refuse_head(held.status).await } else { held.bytes[held.sent..].to_vec() };
+        let stream = &mut self.stream;
+        let linger = async {
+            stream.write_all(&answer).await?;
+            stream.shutdown().await?;
+            let mut discarded = 0;
+            let mut scratch = [0u8; 4096];
+            while discarded < LINGER_BYTES {
+                match stream.read(&mut scratch).await? {
+                    0 => break,
+                    n => discarded += n,
+                }
+            }
+            io::Result::Ok(())
+        };
+        let _ = tokio::time::timeout(LINGER, linger).await;
+    }
 }
 
 impl AsyncRead for WatchedStream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        ready!(this.poll_release(cx))?;
         let before = buf.filled().len();
         let read = Pin::new(&mut this.stream).poll_read(cx, buf);
         if buf.filled().len() > before {
@@ -562,7 +716,12 @@ impl AsyncRead for WatchedStream {
 
 impl AsyncWrite for WatchedStream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+        let this = self.get_mut();
+        ready!(this.poll_release(cx))?;
+        if this.hold(buf) {
+            return Poll::Ready(Ok(buf.len()));
+        }
+        Pin::new(&mut this.stream).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -570,19 +729,33 @@ impl AsyncWrite for WatchedStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        ready!(this.poll_release(cx))?;
+        let mut written = bufs.iter().filter(|b| !b.is_empty());
+        if let (Some(only), None) = (written.next(), written.next())
+            && this.hold(only)
+        {
+            return Poll::Ready(Ok(only.len()));
+        }
+        Pin::new(&mut this.stream).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
         self.stream.is_write_vectored()
     }
 
+    /// Held bytes stay held: the connection's next step (or its end) decides what goes out.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_flush(cx)
     }
 
+    /// With bytes held, the write side stays open: [`WatchedStream::finish`] sends and shuts it.
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+        let this = self.get_mut();
+        if this.held.is_some() {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.stream).poll_shutdown(cx)
     }
 }
 
@@ -755,6 +928,40 @@ mod tests {
         activity.received(60 * S + grace);
         assert!(!activity.waiting_longer_than(CROWDED_GRACE, 60 * S + grace), "a head has just started");
         assert!(activity.waiting_longer_than(CROWDED_GRACE, 60 * S + 2 * grace), "a head started too long ago");
+    }
+
+    #[test]
+    fn only_an_empty_400_414_or_431_head_is_taken_for_hypers_automatic_answer() {
+        let head = |status: &str, length: &str| {
+            format!("HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {length}\r\ndate: x\r\n\r\n")
+        };
+        assert_eq!(automatic_answer(head("431 Request Header Fields Too Large", "0").as_bytes()), Some(431));
+        assert_eq!(automatic_answer(head("414 URI Too Long", "0").as_bytes()), Some(414));
+        assert_eq!(automatic_answer(head("400 Bad Request", "0").as_bytes()), Some(400));
+        assert_eq!(automatic_answer(head("431 Request Header Fields Too Large", "10").as_bytes()), None);
+        assert_eq!(automatic_answer(head("404 Not Found", "0").as_bytes()), None);
+        let with_body = format!("{}{{}}", head("400 Bad Request", "0"));
+        assert_eq!(automatic_answer(with_body.as_bytes()), None, "bytes after the head");
+        assert_eq!(automatic_answer(b"431 "), None);
+    }
+
+    #[tokio::test]
+    async fn held_bytes_go_out_unchanged_when_hyper_carries_on() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let mut stream = WatchedStream::new(server, Arc::new(Activity::new()));
+        let lookalike = b"HTTP/1.1 431 x\r\ncontent-length: 0\r\n\r\n";
+        stream.write_all(lookalike).await.unwrap();
+        assert!(stream.held.is_some());
+        client.write_all(b"next").await.unwrap();
+        let mut read = [0u8; 4];
+        stream.read_exact(&mut read).await.unwrap();
+        assert!(stream.held.is_none(), "a read releases what was held");
+        let mut received = vec![0u8; lookalike.len()];
+        client.read_exact(&mut received).await.unwrap();
+        assert_eq!(&received[..], lookalike);
     }
 
     #[test]

@@ -214,7 +214,7 @@ fn is_valid_request_id(id: &HeaderValue) -> bool {
 }
 
 /// A random UUID (v4) as a header value.
-fn random_request_id() -> HeaderValue {
+pub(crate) fn random_request_id() -> HeaderValue {
     let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
     let mut buffer = uuid::Uuid::encode_buffer();
     HeaderValue::from_str(id.hyphenated().encode_lower(&mut buffer)).expect("a UUID is a valid header value")

@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::HeaderValue;
+use axum::http::{HeaderValue, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shardgate_gatekeeper::AuthError;
@@ -91,6 +91,18 @@ fn held_until_sent(app: &App, response: Response, slot: Option<Slot>) -> Respons
     }
 }
 
+/// The longest request target (path and query) accepted: longer is 414 `uri_too_long`.
+pub const MAX_REQUEST_TARGET_BYTES: usize = 8 * 1024;
+
+/// The request target's length limit ([`MAX_REQUEST_TARGET_BYTES`], 414 `uri_too_long`), then
+/// the path rules of [`check_request_path`].
+pub fn check_request_target(uri: &Uri) -> Result<(), ApiError> {
+    if uri.path_and_query().is_some_and(|target| target.as_str().len() > MAX_REQUEST_TARGET_BYTES) {
+        return Err(ApiError::new(Code::UriTooLong, "the request target (path and query) is longer than 8 KiB"));
+    }
+    check_request_path(uri.path())
+}
+
 /// The path rules of [`shardgate_gatekeeper::request`]: 400 `invalid_path` or 414 `uri_too_long`.
 pub fn check_request_path(path: &str) -> Result<(), ApiError> {
     use shardgate_gatekeeper::request::{PathProblem, check_path};
@@ -114,7 +126,7 @@ pub fn is_unthrottled(path: &str) -> bool {
 /// response has been sent. In trusted mode the internal credential replaces authentication and
 /// throttling (the gatekeeper did them).
 pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
-    if let Err(refused) = check_request_path(request.uri().path()) {
+    if let Err(refused) = check_request_target(request.uri()) {
         return refused.into_response();
     }
     if is_unthrottled(request.uri().path()) {

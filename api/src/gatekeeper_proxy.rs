@@ -31,7 +31,7 @@ use crate::connections::Connections;
 use crate::embedded::{embedded_issuer, load_or_create_secret};
 use crate::error::{ApiError, Code};
 use crate::extract::require_json;
-use crate::front_door::{check_request_path, client_ip};
+use crate::front_door::{check_request_target, client_ip};
 use crate::metrics::Metrics;
 use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
 
@@ -193,7 +193,7 @@ async fn forward(State(front): State<Arc<Front>>, request: Request) -> Response 
 
 async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, Response> {
     let path = request.uri().path().to_owned();
-    check_request_path(&path).map_err(IntoResponse::into_response)?;
+    check_request_target(request.uri()).map_err(IntoResponse::into_response)?;
     let rule = access(request.method().as_str(), &path);
     let throttled = !crate::front_door::is_unthrottled(&path);
     let authenticated = front.gate.authenticate(request.headers());

@@ -112,7 +112,9 @@ impl Modify for BearerAuth {
 /// them: its tag (the URL family, [`tag_of`]); its bearer requirement, from the same access rule
 /// the gatekeeper enforces ([`shardgate_gatekeeper::request::access`]) unless the handler states
 /// a finer one; and the answers any operation can give, whatever its handler does: 401 (missing or invalid token) and 403 (missing scope) on operations that need a bearer
-/// token, 404 `tenant_not_found` on tenant paths, 414 `uri_too_long`; 429 `rate_limited`,
+/// token, 404 `tenant_not_found` on tenant paths, 400 `invalid_request` (unless the handler
+/// documents its own 400s), 414 `uri_too_long` and 431 `headers_too_large` (the request head's
+/// limits); 429 `rate_limited`,
 /// `tenant_concurrency_limit` and (but on valet URLs) `anonymous_concurrency_limit` (the front
 /// door and its bulkheads) and 503 `overloaded` (load shedding), none of them on probes and
 /// metrics, which are never limited; and 504 `request_timeout` (the request deadline; on writes
@@ -172,15 +174,13 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             if throttled {
                 add_missing(responses, &[Code::Overloaded]);
             }
-            // The request deadline ([`crate::deadline`]): a body too slow to arrive is 408, and
-            // a write given up on may or may not have been applied.
+            // The request head's limits, and the request deadline ([`crate::deadline`]): a body
+            // too slow to arrive is 408, and a write given up on may or may not have been applied.
+            add_missing(responses, &[Code::InvalidRequest, Code::UriTooLong, Code::HeadersTooLarge]);
             if matches!(method, "GET" | "HEAD") {
-                add_missing(responses, &[Code::UriTooLong, Code::RequestTimeout]);
+                add_missing(responses, &[Code::RequestTimeout]);
             } else {
-                add_missing(
-                    responses,
-                    &[Code::UriTooLong, Code::RequestTimeout, Code::WriteOutcomeUnknown, Code::BodyTimeout],
-                );
+                add_missing(responses, &[Code::RequestTimeout, Code::WriteOutcomeUnknown, Code::BodyTimeout]);
             }
         }
     }

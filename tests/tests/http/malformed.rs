@@ -176,3 +176,120 @@ async fn dot_segments_and_encoded_controls_in_paths_are_refused() {
         assert!(response.contains("record_not_found"), "{path}: {response}");
     }
 }
+
+shardgate_tests::conformance!(oversized_request_heads_get_a_problem);
+
+/// A request head past the gateway's limits (a request target over 8 KiB, more than 100 header
+/// fields, a head over 64 KiB) is answered 414 or 431 problem+json, and one that is not HTTP/1.1
+/// 400 problem+json, on every front.
+async fn oversized_request_heads_get_a_problem(app: TestApp) {
+    assert_oversized_heads_refused(app.base_url.trim_start_matches("http://"), 401).await;
+}
+
+#[tokio::test]
+async fn oversized_request_heads_get_a_problem_on_the_valet_listener() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let _app = TestApp::spawn_with(shardgate_tests::Backend::Sqlite, |c| {
+        c.valet.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
+    })
+    .await;
+    assert_oversized_heads_refused(&format!("127.0.0.1:{port}"), 404).await;
+}
+
+/// Sends each oversized head to `address` on a connection of its own and checks the answer; a
+/// head just within the limits gets the service's own answer, `within_limits`.
+async fn assert_oversized_heads_refused(address: &str, within_limits: u16) {
+    let records = "/v1/tenants/acme/collections/docs/records";
+    let many_headers: String = (0..200).map(|i| format!("x-filler-{i}: {i}\r\n")).collect();
+    let cases = [
+        ("a 9 KiB path", format!("GET {records}/{} HTTP/1.1\r\n", "k".repeat(9 * 1024)), 414, "uri_too_long"),
+        ("a 9 KiB query", format!("GET {records}?prefix={} HTTP/1.1\r\n", "p".repeat(9 * 1024)), 414, "uri_too_long"),
+        ("200 header fields", format!("GET {records} HTTP/1.1\r\n{many_headers}"), 431, "headers_too_large"),
+        (
+            "one 70 KB header field",
+            format!("GET {records} HTTP/1.1\r\nx-big: {}\r\n", "v".repeat(70_000)),
+            431,
+            "headers_too_large",
+        ),
+        (
+            "a head over 64 KiB",
+            format!("GET {records}?q={} HTTP/1.1\r\n", "q".repeat(70_000)),
+            431,
+            "headers_too_large",
+        ),
+        ("a header name with a space", format!("GET {records} HTTP/1.1\r\nbad name: x\r\n"), 400, "invalid_request"),
+    ];
+    for (what, head_start, status, code) in cases {
+        let head = format!("{head_start}Host: {address}\r\n\r\n");
+        let (headers, body, got) = raw_exchange(address, head.as_bytes()).await;
+        assert_eq!(got, status, "{what}: {body}");
+        let problem = assert_problem_shape(&headers, &body, what);
+        assert_eq!(problem["status"], status, "{what}: {problem}");
+        assert_eq!(problem["code"], code, "{what}: {problem}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{what}");
+    }
+    // Just within every limit, the head reaches the service.
+    let fields: String = (0..98).map(|i| format!("x-filler-{i}: {i}\r\n")).collect();
+    let target = format!("{records}/{}?x={}", "k".repeat(2000), "x".repeat(6000));
+    let big = "v".repeat(50_000);
+    let head = format!("GET {target} HTTP/1.1\r\n{fields}x-big: {big}\r\nHost: {address}\r\n\r\n");
+    let (_, body, got) = raw_exchange(address, head.as_bytes()).await;
+    assert_eq!(got, within_limits, "a head within the limits: {body}");
+}
+
+/// Writes `request` on a fresh connection (ignoring a write cut short by the server's answer) and
+/// reads the response until the server closes: its headers, body and status.
+async fn raw_exchange(address: &str, request: &[u8]) -> (reqwest::header::HeaderMap, String, u16) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let (mut reader, mut writer) = stream.into_split();
+    let request = request.to_vec();
+    let sending = tokio::spawn(async move {
+        let _ = writer.write_all(&request).await;
+        writer
+    });
+    let mut response = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let mut piece = [0u8; 4096];
+        loop {
+            match reader.read(&mut piece).await {
+                Ok(0) => break,
+                Ok(n) => {
+                    response.extend_from_slice(&piece[..n]);
+                    if response_complete(&response) {
+                        break;
+                    }
+                }
+                Err(e) => panic!("reading the answer failed after {} bytes: {e}", response.len()),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "no complete answer in time: {}", String::from_utf8_lossy(&response));
+    drop(sending);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut headers = reqwest::header::HeaderMap::new();
+    for line in lines {
+        if let Some((name, value)) = line.split_once(':') {
+            headers.append(
+                reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).unwrap(),
+                value.trim().parse().unwrap(),
+            );
+        }
+    }
+    (headers, body.to_owned(), status)
+}
+
+/// Whether `response` holds a whole head and as many body bytes as its `content-length` says.
+fn response_complete(response: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(response);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else { return false };
+    let length = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(n, _)| n.eq_ignore_ascii_case("content-length")))
+        .and_then(|(_, v)| v.trim().parse::<usize>().ok());
+    length.is_some_and(|length| body.len() >= length)
+}
