@@ -419,7 +419,8 @@ impl<'a> BlobStore<'a> {
             "INSERT INTO blob_uploads (upload_id, tenant, path, vshard, state, chunk_size, next_seq, received, \
              last_chunk, started_at, changed_at) \
              SELECT $1, $2, $3, $4, 'staging', $5, 0, 0, $5, $6, $6 \
-             WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING upload_id",
+             WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+             AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $2) RETURNING upload_id",
         )
         .bind(&upload.id)
         .bind(tenant.as_str())
@@ -433,7 +434,10 @@ impl<'a> BlobStore<'a> {
         .await?;
         match begun {
             Some(_) => Ok(upload),
-            None => Err(Error::StaleMap(self.shard.id().clone())),
+            None => {
+                self.shard.check_fences(tenant).await?;
+                Err(Error::StaleMap(self.shard.id().clone()))
+            }
         }
     }
 
@@ -571,6 +575,7 @@ impl<'a> BlobStore<'a> {
                      tenant, path, vshard, version, deleted, created_at, updated_at) \
                      SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, 1, 0, $10, $10 \
                      WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) \
+                     AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $7) \
                      ON CONFLICT (tenant, path) DO NOTHING RETURNING created_at",
                 )
                 .bind(upload.tenant.as_str())
@@ -582,7 +587,8 @@ impl<'a> BlobStore<'a> {
                      content_type = $4, chunk_size = $5, chunk_count = $6, vshard = $7, \
                      created_at = CASE WHEN deleted = 1 THEN $8 ELSE created_at END, updated_at = $8 \
                      WHERE tenant = $9 AND path = $10 AND version = $11 \
-                     AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $12) RETURNING created_at",
+                     AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $12) \
+                     AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $9) RETURNING created_at",
                 )
                 .bind(i64::from(upload.vshard))
                 .bind(now_ms)
@@ -595,6 +601,10 @@ impl<'a> BlobStore<'a> {
             let Some(created_at_ms) = switched else {
                 // Another writer (or a fence) got there first: the upload is staging again.
                 tx.rollback().on_shard(&self.shard).await?;
+                if let Err(fenced) = self.shard.check_fences(&upload.tenant).await {
+                    self.abort(upload, now_ms).await?;
+                    return Err(fenced);
+                }
                 continue;
             };
             // 3. The replaced upload's chunks stay for readers still streaming them.
@@ -720,13 +730,19 @@ impl<'a> BlobStore<'a> {
 
     /// What the shard holds at `path`, tombstones included.
     pub async fn read(&self, tenant: &TenantId, path: &BlobPath) -> Result<BlobRead, Error> {
-        let row = sqlx::query(&format!("SELECT {META_COLUMNS} FROM blobs WHERE tenant = $1 AND path = $2"))
-            .bind(tenant.as_str())
-            .bind(path.as_str())
-            .fetch_optional(self.shard.pool())
-            .on_shard(&self.shard)
-            .await?;
-        let Some(row) = row else { return Ok(BlobRead::Absent) };
+        let row = sqlx::query(&format!(
+            "SELECT {META_COLUMNS} FROM blobs WHERE tenant = $1 AND path = $2 \
+             AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')"
+        ))
+        .bind(tenant.as_str())
+        .bind(path.as_str())
+        .fetch_optional(self.shard.pool())
+        .on_shard(&self.shard)
+        .await?;
+        let Some(row) = row else {
+            self.shard.check_moved(tenant).await?;
+            return Ok(BlobRead::Absent);
+        };
         let deleted: i64 = row.try_get(12).map_err(|e| self.err(e))?;
         if deleted != 0 {
             return Ok(BlobRead::Gone(row.try_get(3).map_err(|e| self.err(e))?));
@@ -817,7 +833,8 @@ impl<'a> BlobStore<'a> {
                 "UPDATE blobs SET version = version + 1, deleted = 1, upload_id = NULL, size = 0, sha256 = '', \
                  content_type = '', chunk_count = 0, updated_at = $1 \
                  WHERE tenant = $2 AND path = $3 AND version = $4 AND deleted = 0 \
-                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) RETURNING version",
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) \
+                 AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $2) RETURNING version",
             )
             .bind(now_ms)
             .bind(tenant.as_str())
@@ -829,7 +846,7 @@ impl<'a> BlobStore<'a> {
             .await?;
             if tombstoned.is_none() {
                 tx.rollback().on_shard(&self.shard).await?;
-                self.shard.check_fence().await?;
+                self.shard.check_fences(tenant).await?;
                 continue;
             }
             self.supersede(&mut tx, &live.upload_id, now_ms).await?;
@@ -848,7 +865,10 @@ impl<'a> BlobStore<'a> {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<BlobMeta>, Error> {
-        let mut sql = format!("SELECT {META_COLUMNS} FROM blobs WHERE tenant = $1 AND deleted = 0");
+        let mut sql = format!(
+            "SELECT {META_COLUMNS} FROM blobs WHERE tenant = $1 AND deleted = 0 \
+             AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')"
+        );
         let mut binds: Vec<String> = Vec::new();
         let mut push = |sql: &mut String, op: &str, value: String| {
             binds.push(value);
@@ -869,6 +889,9 @@ impl<'a> BlobStore<'a> {
             query = query.bind(value);
         }
         let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
+        if rows.is_empty() {
+            self.shard.check_moved(tenant).await?;
+        }
         rows.iter().map(|row| self.meta(row)).collect()
     }
 

@@ -75,6 +75,28 @@ pub enum Error {
     #[error("shard {0} refused a write routed on an outdated shard map")]
     StaleMap(ShardId),
     /// 404 `record_not_found`.
+    /// 503 `tenant_moving` (if it reaches the API; the router waits for the new shard first). The
+    /// tenant is moving away from this shard: its writes are refused here.
+    #[error("tenant {tenant} is moving off shard {shard}")]
+    TenantFenced {
+        /// The shard it is leaving.
+        shard: ShardId,
+        /// The tenant.
+        tenant: TenantId,
+    },
+    /// 503 `tenant_moving` (if it reaches the API; the router looks up the new shard first). The
+    /// tenant has moved away from this shard: what is left here is an old copy.
+    #[error("tenant {tenant} has moved off shard {shard}")]
+    TenantMoved {
+        /// The shard it left.
+        shard: ShardId,
+        /// The tenant.
+        tenant: TenantId,
+    },
+    /// 503 `tenant_moving` with `Retry-After`. A request waited longer than the cut-over window
+    /// (`moves.cutover_wait`) for a moving tenant's new shard.
+    #[error("tenant {0} is being moved to another shard; retry shortly")]
+    TenantMoving(TenantId),
     #[error("record not found")]
     RecordNotFound,
     /// 412 `precondition_failed`.

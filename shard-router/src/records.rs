@@ -19,6 +19,7 @@ use crate::shard::{FencedShard, OnShard, ShardStore, plain_shard_store};
 const INSERT_NEW_OR_NOTHING: &str = "INSERT INTO records \
      (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
      SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+     AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1) \
      ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version";
 
 /// Inserts a new record or bumps the existing one's version (reviving a tombstone), unless the
@@ -26,6 +27,7 @@ const INSERT_NEW_OR_NOTHING: &str = "INSERT INTO records \
 pub const INSERT_NEW_OR_UPDATE: &str = "INSERT INTO records \
      (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
      SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+     AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1) \
      ON CONFLICT (tenant, collection, key) DO UPDATE SET \
        version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
        vshard = excluded.vshard, \
@@ -187,13 +189,16 @@ impl<'a> RecordStore<'a> {
     }
 
     /// Runs the read `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one
-    /// row (once more on another connection if the first broke: [`FencedShard::read`]).
+    /// row (once more on another connection if the first broke: [`FencedShard::read`]). `sql`
+    /// excludes tenants that moved away: when no row comes back, [`Error::TenantMoved`] if the tenant has
+    /// moved to another shard, so a stale copy is never read as the record.
     async fn fetch_one_record_row(
         &self,
         sql: &str,
         addr: RecordAddress<'_>,
     ) -> Result<Option<sqlx::any::AnyRow>, Error> {
-        self.shard
+        let row = self
+            .shard
             .read(|| {
                 sqlx::query(sql)
                     .bind(addr.tenant.as_str())
@@ -201,7 +206,11 @@ impl<'a> RecordStore<'a> {
                     .bind(addr.key.as_str())
                     .fetch_optional(self.shard.pool())
             })
-            .await
+            .await?;
+        if row.is_none() {
+            self.shard.check_moved(addr.tenant).await?;
+        }
+        Ok(row)
     }
 
     /// The live record at `addr`, if any.
@@ -215,7 +224,8 @@ impl<'a> RecordStore<'a> {
     /// What the shard holds at `addr`, tombstones included (their version bounds caches).
     pub async fn read(&self, addr: RecordAddress<'_>) -> Result<RecordRead, Error> {
         let sql = "SELECT key, version, updated_at, value, deleted FROM records \
-                   WHERE tenant = $1 AND collection = $2 AND key = $3";
+                   WHERE tenant = $1 AND collection = $2 AND key = $3 \
+                   AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')";
         let Some(row) = self.fetch_one_record_row(sql, addr).await? else { return Ok(RecordRead::Absent) };
         let deleted: i64 = row.try_get(4).map_err(|e| self.err(e))?;
         if deleted != 0 {
@@ -238,7 +248,8 @@ impl<'a> RecordStore<'a> {
 
     /// The current version of `addr` and whether it is a tombstone.
     async fn current(&self, addr: RecordAddress<'_>) -> Result<Option<(i64, bool)>, Error> {
-        let sql = "SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3";
+        let sql = "SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3 \
+                   AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')";
         let row = self.fetch_one_record_row(sql, addr).await?;
         row.map(|r| -> Result<(i64, bool), Error> {
             let version: i64 = r.try_get(0).map_err(|e| self.err(e))?;
@@ -292,7 +303,8 @@ impl<'a> RecordStore<'a> {
                         "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
                          live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
                          WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
-                         AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) RETURNING version",
+                         AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) \
+                         AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $5) RETURNING version",
                     )
                     .bind(version + 1)
                     .bind(now_ms)
@@ -301,7 +313,7 @@ impl<'a> RecordStore<'a> {
                     self.swap_version(update, addr, version).await?
                 }
             };
-            if let Some(version) = self.shard.unless_fenced_out(written).await? {
+            if let Some(version) = self.shard.unless_fenced_out_for(addr.tenant, written).await? {
                 return Ok(PutOutcome {
                     created: live.is_none(),
                     record: StoredRecord::written(addr, version, value, now_ms),
@@ -326,7 +338,7 @@ impl<'a> RecordStore<'a> {
             .on_shard(&self.shard)
             .await?;
         let Some(row) = row else {
-            self.shard.check_fence().await?;
+            self.shard.check_fences(addr.tenant).await?;
             return Err(Error::StaleMap(self.shard.id().clone()));
         };
         let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
@@ -341,7 +353,8 @@ impl<'a> RecordStore<'a> {
             let version = sqlx::query_scalar::<_, i64>(
                 "UPDATE records SET version = version + 1, updated_at = $1, deleted = 1, value = 'null' \
                  WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 \
-                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) RETURNING version",
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) \
+                 AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $2) RETURNING version",
             )
             .bind(now_ms)
             .bind(addr.tenant.as_str())
@@ -351,7 +364,7 @@ impl<'a> RecordStore<'a> {
             .fetch_optional(self.shard.pool())
             .on_shard(&self.shard)
             .await?;
-            return self.shard.unless_fenced_out(version).await?.ok_or(Error::RecordNotFound);
+            return self.shard.unless_fenced_out_for(addr.tenant, version).await?.ok_or(Error::RecordNotFound);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
@@ -364,12 +377,13 @@ impl<'a> RecordStore<'a> {
             let delete = sqlx::query_scalar(
                 "UPDATE records SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
                  WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 \
-                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING version",
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
+                 AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $3) RETURNING version",
             )
             .bind(version + 1)
             .bind(now_ms);
             let written = self.swap_version(delete, addr, version).await?;
-            if let Some(version) = self.shard.unless_fenced_out(written).await? {
+            if let Some(version) = self.shard.unless_fenced_out_for(addr.tenant, written).await? {
                 return Ok(version);
             }
         }
@@ -385,7 +399,8 @@ impl<'a> RecordStore<'a> {
         limit: u32,
     ) -> Result<Vec<StoredRecord>, Error> {
         let mut sql = String::from(
-            "SELECT key, version, updated_at, value FROM records WHERE tenant = $1 AND collection = $2 AND deleted = 0",
+            "SELECT key, version, updated_at, value FROM records WHERE tenant = $1 AND collection = $2 AND deleted = 0 \
+             AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')",
         );
         let mut binds: Vec<String> = Vec::new();
         let mut push = |sql: &mut String, op: &str, value: String| {
@@ -413,6 +428,9 @@ impl<'a> RecordStore<'a> {
             query = query.bind(value);
         }
         let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
+        if rows.is_empty() {
+            self.shard.check_moved(tenant).await?;
+        }
         rows.iter().map(|r| self.record(r)).collect()
     }
 

@@ -15,7 +15,7 @@
 use crate::db::Database;
 use crate::error::Error;
 use crate::health::Refusal;
-use crate::ids::ShardId;
+use crate::ids::{ShardId, TenantId};
 
 /// A shard database and the map epoch its writes are routed on. A store on a shard holds one
 /// and reaches its pool, its id and its fence through it.
@@ -102,6 +102,101 @@ impl<'a> FencedShard<'a> {
         Ok(written)
     }
 
+    /// After a fenced write of `tenant` changed nothing: [`Error::StaleMap`] if the shard's fence
+    /// is why, [`Error::TenantFenced`] if the tenant's own fence is (it is moving or has moved to
+    /// another shard: see [`crate::mover`]).
+    pub async fn check_fences(&self, tenant: &TenantId) -> Result<(), Error> {
+        self.check_fence().await?;
+        match self.tenant_fence(tenant).await? {
+            Some(_) => Err(Error::TenantFenced { shard: self.id.clone(), tenant: tenant.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// [`FencedShard::unless_fenced_out`] for a write of `tenant`, which the tenant's fence
+    /// refuses too ([`FencedShard::check_fences`]).
+    pub async fn unless_fenced_out_for<T>(&self, tenant: &TenantId, written: Option<T>) -> Result<Option<T>, Error> {
+        if written.is_none() {
+            self.check_fences(tenant).await?;
+        }
+        Ok(written)
+    }
+
+    /// After a read of `tenant` found nothing: [`Error::TenantMoved`] if the tenant has moved to
+    /// another shard (what is left here is an old copy, never to be read).
+    pub async fn check_moved(&self, tenant: &TenantId) -> Result<(), Error> {
+        match self.tenant_fence(tenant).await? {
+            Some(TenantFence::Moved) => Err(Error::TenantMoved { shard: self.id.clone(), tenant: tenant.clone() }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The fence this shard holds for `tenant`, if any.
+    pub async fn tenant_fence(&self, tenant: &TenantId) -> Result<Option<TenantFence>, Error> {
+        let state: Option<String> = self
+            .read(|| {
+                sqlx::query_scalar("SELECT state FROM tenant_fences WHERE tenant = $1")
+                    .bind(tenant.as_str())
+                    .fetch_optional(self.pool())
+            })
+            .await?;
+        state
+            .map(|s| TenantFence::parse(&s).ok_or_else(|| Error::Corrupt(format!("tenant fence state {s:?} on shard {}", self.id))))
+            .transpose()
+    }
+
+    /// Fences `tenant` on this shard for move `job`: its writes are refused from now on, its reads
+    /// still served. A fence already there (frozen or moved) is left as it is.
+    pub async fn freeze_tenant(&self, tenant: &TenantId, job: &str, now_ms: i64) -> Result<(), Error> {
+        sqlx::query(
+            "INSERT INTO tenant_fences (tenant, state, job_id, since) VALUES ($1, 'frozen', $2, $3) \
+             ON CONFLICT (tenant) DO NOTHING",
+        )
+        .bind(tenant.as_str())
+        .bind(job)
+        .bind(now_ms)
+        .execute(self.pool())
+        .on_shard(self)
+        .await?;
+        Ok(())
+    }
+
+    /// Marks `tenant` as moved away: its reads are refused here too from now on.
+    pub async fn mark_moved(&self, tenant: &TenantId, job: &str, now_ms: i64) -> Result<(), Error> {
+        sqlx::query(
+            "INSERT INTO tenant_fences (tenant, state, job_id, since) VALUES ($1, 'moved', $2, $3) \
+             ON CONFLICT (tenant) DO UPDATE SET state = 'moved', job_id = excluded.job_id, since = excluded.since",
+        )
+        .bind(tenant.as_str())
+        .bind(job)
+        .bind(now_ms)
+        .execute(self.pool())
+        .on_shard(self)
+        .await?;
+        Ok(())
+    }
+
+    /// Lifts a `frozen` fence of `tenant` (a move rolled back: the tenant stays here). A `moved`
+    /// fence stays: the tenant lives elsewhere. Returns whether a fence was lifted.
+    pub async fn thaw_tenant(&self, tenant: &TenantId) -> Result<bool, Error> {
+        let done = sqlx::query("DELETE FROM tenant_fences WHERE tenant = $1 AND state = 'frozen'")
+            .bind(tenant.as_str())
+            .execute(self.pool())
+            .on_shard(self)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Removes any fence of `tenant` (the tenant moves onto this shard).
+    pub async fn clear_tenant_fence(&self, tenant: &TenantId) -> Result<(), Error> {
+        sqlx::query("DELETE FROM tenant_fences WHERE tenant = $1")
+            .bind(tenant.as_str())
+            .execute(self.pool())
+            .on_shard(self)
+            .await?;
+        Ok(())
+    }
+
     /// Raises the shard's fence to `epoch`: writes routed on older maps are refused from now on.
     pub async fn raise_fence(&self, epoch: u64) -> Result<(), Error> {
         sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1")
@@ -110,6 +205,25 @@ impl<'a> FencedShard<'a> {
             .on_shard(self)
             .await?;
         Ok(())
+    }
+}
+
+/// The fence a shard holds for one tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TenantFence {
+    /// Moving away: writes refused, reads served.
+    Frozen,
+    /// Moved away: reads and writes refused.
+    Moved,
+}
+
+impl TenantFence {
+    fn parse(state: &str) -> Option<Self> {
+        match state {
+            "frozen" => Some(Self::Frozen),
+            "moved" => Some(Self::Moved),
+            _ => None,
+        }
     }
 }
 
