@@ -22,11 +22,12 @@ use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobStore, Upload,
 };
-use shardgate_shard_router::{Access, Database, Error as StoreError, ShardId, TenantId, now_ms};
+use shardgate_shard_router::{Access, Database, Error as StoreError, Route, ShardId, TenantId, now_ms};
 
 use crate::app::App;
 use crate::chunk_cache::ChunkCache;
 use crate::error::{ApiError, Code};
+use crate::routed_epoch::RoutedEpoch;
 use crate::timestamps::rfc3339;
 use crate::transfer_watch::{LongTransfer, TransferWatch};
 
@@ -77,13 +78,24 @@ pub struct NewBlob<'a> {
 
 /// Stores `body` as a blob: streams it into a staged upload, then switches it live if the
 /// condition still holds. Answers 201 (created) or 200 (replaced) with the blob's `ETag` and
-/// [`BlobInfo`].
+/// [`BlobInfo`]; every answer given after routing names the map epoch it was routed on
+/// (`x-shardgate-epoch`).
 pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
-    let NewBlob { tenant, path, content_type, condition, max_size } = blob;
-    check_declared_length(headers, max_size)?;
-    let (route, db) = app.router.resolve(tenant, Access::Write)?;
+    check_declared_length(headers, blob.max_size)?;
+    let (route, db) = app.router.resolve(blob.tenant, Access::Write)?;
     tracing::Span::current().record("shard", route.shard.as_str());
-    let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
+    RoutedEpoch::of(&route).stamp(store_on(app, (&db, &route), blob, body).await)
+}
+
+/// Stores `body` as `blob` on the shard of `route` (whose pool is `db`).
+async fn store_on(
+    app: &App,
+    (db, route): (&Database, &Route),
+    blob: NewBlob<'_>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let NewBlob { tenant, path, content_type, condition, max_size } = blob;
+    let store = BlobStore::new(db, &route.shard).routed_at(route.epoch);
     // Refuse a failing precondition before reading a possibly large body.
     if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
         return Err(ApiError::new(Code::PreconditionFailed, "the blob does not satisfy the precondition"));
@@ -102,7 +114,8 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
     Ok((status, [(header::ETAG, etag(&outcome.blob))], axum::Json(BlobInfo::from(&outcome.blob))).into_response())
 }
 
-/// Looks up a live blob (404 `blob_not_found` otherwise) and answers a download of it.
+/// Looks up a live blob (404 `blob_not_found` otherwise) and answers a download of it; every
+/// answer given after routing names the map epoch it was routed on (`x-shardgate-epoch`).
 pub async fn serve_blob(
     app: &App,
     tenant: &TenantId,
@@ -113,8 +126,9 @@ pub async fn serve_blob(
     let (route, db) = app.router.resolve(tenant, Access::Read)?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let store = BlobStore::new(&db, &route.shard);
-    let meta = store.head(tenant, path).await?.ok_or(StoreError::BlobNotFound)?;
-    Ok(download(&app.chunks, (&db, &route.shard), &meta, headers, head))
+    let meta = store.head(tenant, path).await.and_then(|meta| meta.ok_or(StoreError::BlobNotFound));
+    let answer = meta.map(|meta| download(&app.chunks, (&db, &route.shard), &meta, headers, head));
+    RoutedEpoch::of(&route).stamp(answer.map_err(ApiError::from))
 }
 
 /// The media type a blob is stored with: the request's `Content-Type`, or

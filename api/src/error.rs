@@ -3,7 +3,9 @@
 //! Policy: every error is `application/problem+json` (RFC 9457) with a stable `code` that clients
 //! can branch on; `detail` is for humans. Client mistakes are 4xx with a message that says what
 //! to fix. Unavailable databases are 503 (with `Retry-After`). Anything else is 500 `internal`
-//! with no internals in the body; the cause is logged once, here, with the request's span.
+//! with no internals in the body; the cause is logged once, here, with the request's span. A
+//! problem given after the request was routed names the shard-map epoch it was routed on
+//! (`x-shardgate-epoch`, [`crate::routed_epoch`]), like the routed answers that succeed.
 
 use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -17,6 +19,7 @@ use shardgate_valet::ValetError;
 use utoipa::ToSchema;
 
 use crate::record_body::RecordBodyError;
+use crate::routed_epoch::{EPOCH_HEADER, RoutedEpoch, RoutedProblem};
 
 /// An RFC 9457 problem document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -160,12 +163,13 @@ pub struct ApiError {
     detail: String,
     www_authenticate: Option<&'static str>,
     retry_after_secs: Option<u32>,
+    routed_on: Option<RoutedEpoch>,
 }
 
 impl ApiError {
     /// An error with `code` (and so the code's status) and human `detail`.
     pub fn new(code: Code, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into(), www_authenticate: None, retry_after_secs: None }
+        Self { code, detail: detail.into(), www_authenticate: None, retry_after_secs: None, routed_on: None }
     }
 
     /// 401 `token_predates_tenant`, with the `Bearer` challenge of an invalid token.
@@ -283,6 +287,15 @@ impl ApiError {
     }
 }
 
+impl RoutedProblem for ApiError {
+    /// The same problem, given after the request was routed on `epoch`: it carries
+    /// `x-shardgate-epoch`.
+    fn routed_on(mut self, epoch: RoutedEpoch) -> Self {
+        self.routed_on = Some(epoch);
+        self
+    }
+}
+
 impl From<Code> for ApiError {
     /// A problem whose detail is what the code means.
     fn from(code: Code) -> Self {
@@ -309,6 +322,9 @@ impl IntoResponse for ApiError {
         }
         if let Some(secs) = self.retry_after_secs {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let Some(epoch) = self.routed_on {
+            headers.insert(EPOCH_HEADER, epoch.header_value());
         }
         response
     }
@@ -517,6 +533,19 @@ mod tests {
         for code in Code::ALL {
             assert!(code.status().is_client_error() || code.status().is_server_error(), "{code:?}");
         }
+    }
+
+    #[test]
+    fn a_problem_given_after_routing_names_the_epoch_and_one_given_before_does_not() {
+        use shardgate_shard_router::{Route, ShardId, ShardState, Strategy};
+        let shard = ShardId::parse("shard-1").unwrap();
+        let route = Route { strategy: Strategy::Lookup, vshard: 0, shard, shard_state: ShardState::Active, epoch: 42 };
+        let routed = ApiError::from(Code::RecordNotFound).routed_on(RoutedEpoch::of(&route)).into_response();
+        assert_eq!(routed.status(), StatusCode::NOT_FOUND);
+        assert_eq!(routed.headers()[EPOCH_HEADER], "42");
+        assert_eq!(routed.headers()[header::CONTENT_TYPE], "application/problem+json");
+        let unrouted = ApiError::from(Code::MissingToken).into_response();
+        assert!(unrouted.headers().get(EPOCH_HEADER).is_none());
     }
 
     #[test]

@@ -33,6 +33,7 @@ use crate::error::{ApiError, Code};
 use crate::extract::require_json;
 use crate::front_door::{check_request_target, client_ip};
 use crate::metrics::Metrics;
+use crate::routed_epoch::EPOCH_HEADER;
 use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
 
 /// How long a tenant's limit reported by the backend is remembered.
@@ -290,8 +291,10 @@ async fn send(
             continue;
         }
         // CORS is the gatekeeper's own policy (its edge layers add it); the backend's is dropped.
+        // The routed epoch is the one internal header meant for the client.
         let cors = name == header::VARY || name.as_str().starts_with("access-control-");
-        if (forwardable(name) || name == header::CONTENT_LENGTH) && !cors && name != header::DATE {
+        let client_header = forwardable(name) || name == header::CONTENT_LENGTH || name == EPOCH_HEADER;
+        if client_header && !cors && name != header::DATE {
             response = response.header(name, value);
         }
     }

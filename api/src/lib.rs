@@ -29,6 +29,7 @@ pub mod openapi;
 pub mod pagination;
 pub mod preconditions;
 pub mod record_body;
+pub mod routed_epoch;
 pub mod routes;
 pub mod shard_metrics;
 pub mod signing_keys;

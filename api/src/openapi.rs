@@ -6,9 +6,11 @@ use utoipa::{Modify, OpenApi};
 
 use std::collections::BTreeMap;
 
+use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 
 use crate::error::{Code, Problem};
+use crate::routed_epoch::EPOCH_HEADER;
 
 /// Declares `$name`, the problem responses of an operation that answers with these codes, for
 /// its `#[utoipa::path(responses(...))]`. Statuses and meanings come from [`Code`]'s table, so
@@ -122,6 +124,8 @@ impl Modify for BearerAuth {
 /// problem+json. A handler that documents one of these itself (a more precise
 /// description) keeps its own. Every error response a handler documents (4xx, 5xx) without a
 /// body of its own is given the problem+json body, so handlers state only status and codes.
+/// Routed operations ([`is_routed`]) document `x-shardgate-epoch` on each answer that may come
+/// after routing ([`add_epoch_header`]).
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     // axum's catch-all `{*path}` is the OpenAPI template `{path}` (its value may contain `/`).
     let paths = std::mem::take(&mut openapi.paths.paths);
@@ -182,6 +186,47 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             } else {
                 add_missing(responses, &[Code::RequestTimeout, Code::WriteOutcomeUnknown, Code::BodyTimeout]);
             }
+            if is_routed(path) {
+                add_epoch_header(responses);
+            }
+        }
+    }
+}
+
+/// Whether the operations on `path` route to a shard, so that their answers carry
+/// `x-shardgate-epoch`: records, blobs, index look-ups and valet URLs (not index definitions,
+/// valet keys, admin or probes).
+fn is_routed(path: &str) -> bool {
+    match tag_of(path) {
+        "records" | "blobs" => true,
+        "indexes" => path.ends_with("/records"),
+        "valet" => path.starts_with("/valet/"),
+        _ => false,
+    }
+}
+
+/// Statuses only ever answered before routing: the request head's limits, the token and scope,
+/// the body's media type, the throttles.
+const ANSWERED_BEFORE_ROUTING: [&str; 6] = ["401", "403", "414", "415", "429", "431"];
+
+/// Documents `x-shardgate-epoch` on every response of a routed operation that may come after
+/// routing ([`crate::routed_epoch`]).
+fn add_epoch_header(responses: &mut BTreeMap<String, RefOr<Response>>) {
+    let epoch = HeaderBuilder::new()
+        .schema(<u64 as utoipa::PartialSchema>::schema())
+        .description(Some(
+            "The shard-map epoch the request was routed on (decimal). On every answer given after routing, \
+             problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers \
+             given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows \
+             with every change of the map: a response with a higher epoch than the one before it was routed \
+             on a newer map (after a resharding cut-over, on the new owner).",
+        ))
+        .build();
+    for (status, response) in responses.iter_mut() {
+        if let RefOr::T(response) = response
+            && !ANSWERED_BEFORE_ROUTING.contains(&status.as_str())
+        {
+            response.headers.insert(EPOCH_HEADER.as_str().to_owned(), epoch.clone());
         }
     }
 }

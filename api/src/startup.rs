@@ -143,8 +143,8 @@ impl Origins {
 
 /// CORS as configured: the API's origins (`cors.allowed_origins`, none by default: no grant) and,
 /// for `/valet/...`, the valet endpoint's (`valet.cors_allowed_origins`, any by default). Browsers
-/// may send `Range` and `Content-Type` and read `ETag`, `Content-Range` and the like; credentials
-/// (cookies) are never allowed.
+/// may send `Range` and `Content-Type` and read `ETag`, `Content-Range`, `x-shardgate-epoch` and
+/// the like; credentials (cookies) are never allowed.
 fn cors_layer(
     config: &crate::config::CorsConfig,
     valet_origins: &[String],
@@ -176,6 +176,7 @@ fn cors_layer(
             header::ACCEPT_RANGES,
             header::CONTENT_DISPOSITION,
             HeaderName::from_static("x-request-id"),
+            crate::routed_epoch::EPOCH_HEADER,
         ])
         .max_age(config.max_age))
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
@@ -22,6 +22,7 @@ use crate::extract::{ApiPath, ApiQuery, Caller};
 use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{Precondition, precondition};
+use crate::routed_epoch::RoutedEpoch;
 
 /// Path of one blob.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -180,10 +181,12 @@ pub async fn delete_blob(
     let condition = blob_condition(request.headers())?;
     let (route, db) = app.router.resolve(&tenant, Access::Write)?;
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
-    match store.delete(&tenant, &path, &condition, now_ms()).await.map_err(shardgate_shard_router::Error::of_write)? {
-        Some(_) => Ok(StatusCode::NO_CONTENT.into_response()),
-        None => Err(ApiError::from(&shardgate_shard_router::Error::BlobNotFound)),
-    }
+    let deleted = match store.delete(&tenant, &path, &condition, now_ms()).await {
+        Ok(Some(_)) => Ok(StatusCode::NO_CONTENT),
+        Ok(None) => Err(ApiError::from(&shardgate_shard_router::Error::BlobNotFound)),
+        Err(e) => Err(ApiError::from(e.of_write())),
+    };
+    RoutedEpoch::of(&route).stamp(deleted)
 }
 
 errors!(ListBlobsErrors: InvalidQuery, InvalidCursor);
@@ -198,12 +201,15 @@ pub async fn list_blobs(
     caller: Caller,
     ApiPath(route): ApiPath<BlobsRoute>,
     ApiQuery(query): ApiQuery<BlobListQuery>,
-) -> Result<axum::Json<Page<BlobInfo>>, ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let (route, db) = app.router.resolve(&tenant, Access::Read)?;
     let store = BlobStore::new(&db, &route.shard);
-    let rows = store.list(&tenant, query.prefix.as_deref(), after.as_deref(), limit + 1).await?;
-    Ok(axum::Json(Page::from_overfetch(rows, limit, |meta| meta.path.to_string(), |meta| BlobInfo::from(&meta))))
+    let rows = store.list(&tenant, query.prefix.as_deref(), after.as_deref(), limit + 1).await;
+    let page = rows.map(|rows| {
+        axum::Json(Page::from_overfetch(rows, limit, |meta| meta.path.to_string(), |meta| BlobInfo::from(&meta)))
+    });
+    RoutedEpoch::of(&route).stamp(page.map_err(ApiError::from))
 }

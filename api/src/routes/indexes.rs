@@ -23,6 +23,7 @@ use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::openapi::errors;
 use crate::pagination::{Page, page_limit};
+use crate::routed_epoch::RoutedEpoch;
 use crate::timestamps::rfc3339;
 
 /// Body of `PUT .../indexes/{index}`.
@@ -290,12 +291,17 @@ pub async fn lookup_records(
     };
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
-    let found = app.indexes.lookup(&index, &what, after, limit).await?;
-    let page = Page {
-        items: found.records.into_iter().map(RecordEnvelope::from).collect::<Vec<_>>(),
-        next_cursor: found.next.map(|(value, record)| encode_cursor(&value, &record)),
-    };
-    let mut response = axum::Json(page).into_response();
-    response.headers_mut().insert("x-index-shards", found.shards_queried.into());
-    Ok(response)
+    // A look-up routes on the whole map (index shards by vshard, a range on every shard): its
+    // epoch is the map's as it starts.
+    let epoch = RoutedEpoch::current(&app.router);
+    let found = app.indexes.lookup(&index, &what, after, limit).await.map_err(ApiError::from);
+    epoch.stamp(found.map(|found| {
+        let page = Page {
+            items: found.records.into_iter().map(RecordEnvelope::from).collect::<Vec<_>>(),
+            next_cursor: found.next.map(|(value, record)| encode_cursor(&value, &record)),
+        };
+        let mut response = axum::Json(page).into_response();
+        response.headers_mut().insert("x-index-shards", found.shards_queried.into());
+        response
+    }))
 }

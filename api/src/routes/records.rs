@@ -8,13 +8,14 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{
     ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
-use shardgate_shard_router::{Access, CollectionName, RecordKey, ids::check_key_text, now_ms};
+use shardgate_shard_router::{Access, CollectionName, Database, RecordKey, Route, ids::check_key_text, now_ms};
 use utoipa::IntoParams;
 
 use crate::app::App;
@@ -25,6 +26,7 @@ use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{IfNoneMatch, Precondition, precondition};
 use crate::record_body::parse_record_body;
+use crate::routed_epoch::{RoutedEpoch, ServedOn};
 
 /// Path of one record.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -129,12 +131,24 @@ pub async fn get_record(
     if_none_match: IfNoneMatch,
 ) -> Result<Response, ApiError> {
     let t = record_target(&app, &caller, &path, Scope::Read).await?;
+    // Routed before the cache is asked: a read the cache answers names this map's epoch too.
     let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Read).await?;
+    RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &db, &if_none_match).await)
+}
+
+/// The answer to a read of `t` routed on `route`: from the record cache, else from the shard.
+async fn read_record(
+    app: &App,
+    t: &Target,
+    route: &Route,
+    db: &Database,
+    if_none_match: &IfNoneMatch,
+) -> Result<Response, ApiError> {
     let span = tracing::Span::current();
     span.record("shard", route.shard.as_str());
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let store = RecordStore::new(&db, &route.shard);
+    let store = RecordStore::new(db, &route.shard);
     let (result, outcome) = app
         .cache
         .read(&cache_key, t.collection.as_str(), || async move {
@@ -205,18 +219,36 @@ pub async fn put_record(
     // The record rules, the same for every collection (`record_body.rs`).
     let value = parse_record_body(&body, app.limits.max_json_depth)?;
     let condition = write_condition(&headers)?;
+    let served_on = ServedOn::default();
+    let answer = write_record(&app, &t, &value, &condition, &served_on).await;
+    served_on.stamp(answer)
+}
+
+/// Writes `value` to `t` under `condition` (index entries first, then the record on the route
+/// [`ShardRouter::write`](shardgate_shard_router::ShardRouter::write) finally serves it on,
+/// noted in `served_on`) and answers 201 or 200 with the record.
+async fn write_record(
+    app: &App,
+    t: &Target,
+    value: &RawValue,
+    condition: &WriteCondition,
+    served_on: &ServedOn,
+) -> Result<Response, ApiError> {
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     // The indexes' entries for the new value are written before the record, made live after.
-    let indexed = app.indexes.prepare_write(addr, Some(&value)).await?;
-    let (value, condition, now) = (&*value, &condition, now_ms());
+    let indexed = app.indexes.prepare_write(addr, Some(value)).await?;
+    let now = now_ms();
     let written = app
         .router
-        .write(&t.tenant, |route, db| async move {
-            tracing::Span::current().record("shard", route.shard.as_str());
-            RecordStore::new(&db, &route.shard)
-                .routed_at(route.epoch)
-                .put(addr, route.vshard, value, condition, now)
-                .await
+        .write(&t.tenant, |route, db| {
+            served_on.note(&route);
+            async move {
+                tracing::Span::current().record("shard", route.shard.as_str());
+                RecordStore::new(&db, &route.shard)
+                    .routed_at(route.epoch)
+                    .put(addr, route.vshard, value, condition, now)
+                    .await
+            }
         })
         .await;
     app.indexes.finish_write(indexed, written.as_ref().map(|o| o.record.version)).await;
@@ -242,7 +274,7 @@ pub async fn delete_record(
     caller: Caller,
     ApiPath(path): ApiPath<RecordPath>,
     headers: HeaderMap,
-) -> Result<StatusCode, ApiError> {
+) -> Result<Response, ApiError> {
     let t = record_target(&app, &caller, &path, Scope::Write).await?;
     let condition = match write_condition(&headers)? {
         WriteCondition::Absent => {
@@ -250,14 +282,31 @@ pub async fn delete_record(
         }
         condition => condition,
     };
+    let served_on = ServedOn::default();
+    let answer = delete_from_shard(&app, &t, &condition, &served_on).await;
+    served_on.stamp(answer)
+}
+
+/// Deletes `t` under `condition` (index entries first, then the record on the route
+/// [`ShardRouter::write`](shardgate_shard_router::ShardRouter::write) finally serves it on,
+/// noted in `served_on`) and answers 204.
+async fn delete_from_shard(
+    app: &App,
+    t: &Target,
+    condition: &WriteCondition,
+    served_on: &ServedOn,
+) -> Result<StatusCode, ApiError> {
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     let indexed = app.indexes.prepare_write(addr, None).await?;
-    let (condition, now) = (&condition, now_ms());
+    let now = now_ms();
     let deleted = app
         .router
-        .write(&t.tenant, |route, db| async move {
-            tracing::Span::current().record("shard", route.shard.as_str());
-            RecordStore::new(&db, &route.shard).routed_at(route.epoch).delete(addr, condition, now).await
+        .write(&t.tenant, |route, db| {
+            served_on.note(&route);
+            async move {
+                tracing::Span::current().record("shard", route.shard.as_str());
+                RecordStore::new(&db, &route.shard).routed_at(route.epoch).delete(addr, condition, now).await
+            }
         })
         .await;
     app.indexes.finish_write(indexed, deleted.as_ref().copied()).await;
@@ -279,7 +328,7 @@ pub async fn list_records(
     caller: Caller,
     ApiPath(path): ApiPath<CollectionPath>,
     ApiQuery(query): ApiQuery<ListQuery>,
-) -> Result<axum::Json<Page<RecordEnvelope>>, ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = caller.for_tenant(&app, &path.tenant, Scope::Read).await?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
@@ -295,8 +344,10 @@ pub async fn list_records(
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let (route, db) = app.router.resolve_fresh(&tenant, Access::Read).await?;
     tracing::Span::current().record("shard", route.shard.as_str());
-    let records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await?;
-    Ok(axum::Json(Page::from_overfetch(records, limit, |r| r.key.clone(), RecordEnvelope::from)))
+    let records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await;
+    let page = records
+        .map(|records| axum::Json(Page::from_overfetch(records, limit, |r| r.key.clone(), RecordEnvelope::from)));
+    RoutedEpoch::of(&route).stamp(page.map_err(ApiError::from))
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! `/valet/{tenant}/{path}`: the valet endpoint (the Valet Key pattern). No token: the signed
 //! URL is the credential. `GET` and `HEAD` download the one blob a read URL names, `PUT` uploads
 //! the one a write URL names. Verifying, transferring, counting and auditing are the
-//! [`crate::valet_service`]'s; URLs are issued by `/v1/tenants/{tenant}/valet-keys`.
+//! [`crate::valet_service`]'s; URLs are issued by `/v1/tenants/{tenant}/valet-keys`. An answer
+//! given after the blob was routed (the transfer, or its 404 or 416) names the map epoch it was
+//! routed on (`x-shardgate-epoch`, from the [`crate::blob_service`]); a refused URL does not.
 
 use std::sync::Arc;
 
