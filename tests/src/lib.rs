@@ -22,7 +22,9 @@
 //! - [`eventually`]: the one bounded wait for background work;
 //! - [`metrics`]: Prometheus values; [`redis`]: a Redis process to stop and pause;
 //!   [`pg_cluster`]: a PostgreSQL cluster to kill, restart, freeze and thaw;
-//! - [`conformance`]: the [`conformance!`] macro.
+//! - [`conformance`]: the [`conformance!`] macro;
+//! - [`linearizability`]: the [`History`] load-test clients record and the per-key
+//!   linearizability [`check`](linearizability::check) of it.
 
 pub mod admin;
 pub mod app;
@@ -32,6 +34,7 @@ pub mod clock;
 pub mod conformance;
 pub mod eventually;
 pub mod http;
+pub mod linearizability;
 pub mod metrics;
 pub mod pg_cluster;
 pub mod records;
@@ -48,6 +51,7 @@ pub use backend::{Backend, POSTGRES_SERVER, PgDatabases, SEEDED_SHARDS, VSHARD_C
 pub use clock::TestClock;
 pub use eventually::eventually;
 pub use http::{encode_segment, get_json, http_client};
+pub use linearizability::{History, Verdict};
 pub use metrics::metric;
 pub use pg_cluster::PgCluster;
 pub use records::{record_path, records_path};
