@@ -33,6 +33,8 @@ pub struct App {
     pub valet: crate::config::ValetConfig,
     /// Secondary indexes: definitions, entries, look-ups, jobs and their metrics.
     pub indexes: Arc<IndexTables>,
+    /// Runs the tenant moves this instance holds (and takes over those of crashed instances).
+    pub mover: Arc<shardgate_shard_router::mover::Mover>,
     /// Valet signing keys seen by this instance (the catalog's, cached).
     pub signing_keys: crate::signing_keys::SigningKeys,
     /// The catalog's answers for valet grants, kept briefly (`valet_checks.rs`).

@@ -125,6 +125,8 @@ codes! {
     IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
+    JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
+    MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, or the job is past its cut-over"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
     PayloadTooLarge = ("payload_too_large", PAYLOAD_TOO_LARGE, "the body is larger than the limit"),
@@ -146,6 +148,7 @@ codes! {
     ShardUnavailable = ("shard_unavailable", SERVICE_UNAVAILABLE, "the shard's database cannot be reached, or its circuit breaker is open; retry after `Retry-After`"),
     ShardBusy = ("shard_busy", SERVICE_UNAVAILABLE, "too many requests in progress on the shard; retry after `Retry-After`"),
     StaleShardMap = ("stale_shard_map", SERVICE_UNAVAILABLE, "the shard refused a write routed on an outdated shard map; retry"),
+    TenantMoving = ("tenant_moving", SERVICE_UNAVAILABLE, "the tenant is moving to another shard and its cut-over took longer than the wait allows; nothing was applied, retry after `Retry-After`"),
     NoShards = ("no_shards", SERVICE_UNAVAILABLE, "no shard is registered yet"),
     CatalogUnavailable = ("catalog_unavailable", SERVICE_UNAVAILABLE, "the catalog cannot be reached; retry later"),
     Overloaded = ("overloaded", SERVICE_UNAVAILABLE, "too many requests in progress"),
@@ -379,6 +382,18 @@ impl From<&StoreError> for ApiError {
                 Code::StaleShardMap,
                 format!("shard {id} refused a write routed on an outdated shard map; retry"),
             ),
+            StoreError::TenantFenced { tenant, .. }
+            | StoreError::TenantMoved { tenant, .. }
+            | StoreError::TenantMoving(tenant) => {
+                let mut err = Self::new(
+                    Code::TenantMoving,
+                    format!("tenant {tenant} is being moved to another shard; nothing was applied, retry shortly"),
+                );
+                err.retry_after_secs = Some(1);
+                err
+            }
+            StoreError::JobConflict { .. } => Self::new(Code::JobConflict, e.to_string()),
+            StoreError::MoveRefused(reason) => Self::new(Code::MoveRefused, reason.clone()),
             StoreError::RecordNotFound => Self::new(Code::RecordNotFound, "record not found"),
             StoreError::PreconditionFailed => {
                 Self::new(Code::PreconditionFailed, "the current version does not satisfy If-Match / If-None-Match")

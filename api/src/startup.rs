@@ -94,6 +94,8 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(admin::jobs::get_job))
+        .routes(routes!(admin::jobs::cancel_job))
+        .routes(routes!(admin::moves::move_tenant))
         .routes(routes!(admin::index_audits::start_audit))
         .routes(routes!(admin::signing_keys::list_signing_keys))
         .routes(routes!(admin::signing_keys::rotate_signing_key))
@@ -253,6 +255,19 @@ async fn watch_shard_health(router: std::sync::Weak<ShardRouter>) {
     }
 }
 
+/// Runs the tenant moves whose instance stopped renewing their lease (crashed, killed): at
+/// start-up, then every half lease.
+async fn adopt_moves(mover: std::sync::Weak<shardgate_shard_router::mover::Mover>, lease: Duration) {
+    loop {
+        let Some(strong) = mover.upgrade() else { return };
+        if let Err(e) = strong.adopt_orphans().await {
+            tracing::warn!(error = %e, "cannot look for move jobs to take over");
+        }
+        drop(strong);
+        tokio::time::sleep(lease / 2).await;
+    }
+}
+
 async fn follow_catalog(app: std::sync::Weak<App>) {
     loop {
         let Some(strong) = app.upgrade() else { return };
@@ -379,6 +394,7 @@ impl Application {
         } else {
             None
         };
+        let (router_for_moves, cache_for_moves) = (router.clone(), cache.clone());
         let app = Arc::new(App {
             router,
             cache,
@@ -391,6 +407,16 @@ impl Application {
             signing_keys: crate::signing_keys::SigningKeys::default(),
             valet_checks: crate::valet_checks::ValetChecks::default(),
             indexes,
+            mover: {
+                let cache = cache_for_moves;
+                shardgate_shard_router::mover::Mover::new(
+                    router_for_moves,
+                    std::sync::Arc::new(move |epoch| {
+                        let cache = cache.clone();
+                        Box::pin(async move { cache.announce_epoch(epoch).await })
+                    }),
+                )
+            },
             valet_refusals,
             valet_audit,
             metrics: Arc::new(metrics),
@@ -408,6 +434,7 @@ impl Application {
                 tracing::warn!(kind, "unknown job kind left running");
             }
         }
+        tokio::spawn(adopt_moves(Arc::downgrade(&app.mover), app.router.move_config().lease));
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
         tokio::spawn(watch_shard_health(Arc::downgrade(&app.router)));
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));

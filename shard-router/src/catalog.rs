@@ -12,8 +12,10 @@ use crate::ids::{ShardId, TenantId};
 use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
 mod indexes;
+mod moves;
 mod valet;
 pub use indexes::{IndexDefRow, JobRow};
+pub use moves::{Lease, tenant_subject};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 /// A shard as the catalog stores it.

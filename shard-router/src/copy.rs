@@ -32,6 +32,8 @@ use crate::shard::FencedShard;
 pub enum ColumnKind {
     /// `TEXT`.
     Text,
+    /// `TEXT` that may be `NULL`.
+    OptText,
     /// `INTEGER` / `BIGINT`.
     Int,
     /// `BLOB` / `BYTEA`.
@@ -48,8 +50,11 @@ pub struct CopyTable {
     pub columns: &'static [(&'static str, ColumnKind)],
     /// The primary key's columns, in the order rows are paged by.
     pub key: &'static [&'static str],
-    /// The column whose larger value wins when both shards hold a key.
-    pub version: &'static str,
+    /// The column whose larger value wins when both shards hold a key; `None` for rows that
+    /// never change once written (a copy leaves a row the target has alone).
+    pub version: Option<&'static str>,
+    /// Which of the selected rows a copy takes.
+    pub rows: RowFilter,
     /// Rows per page: small enough that a page stays a few megabytes and its parameters stay
     /// under both engines' limits (32,766 on SQLite).
     pub page_rows: usize,
@@ -70,9 +75,139 @@ pub const RECORDS: CopyTable = CopyTable {
         ("live_since", ColumnKind::Int),
     ],
     key: &["tenant", "collection", "key"],
-    version: "version",
+    version: Some("version"),
+    rows: RowFilter::Changed("updated_at"),
     page_rows: 500,
 };
+
+/// The `blobs` table of a shard: which upload each path shows, and tombstones.
+pub const BLOBS: CopyTable = CopyTable {
+    name: "blobs",
+    columns: &[
+        ("tenant", ColumnKind::Text),
+        ("path", ColumnKind::Text),
+        ("vshard", ColumnKind::Int),
+        ("version", ColumnKind::Int),
+        ("deleted", ColumnKind::Int),
+        ("upload_id", ColumnKind::OptText),
+        ("size", ColumnKind::Int),
+        ("sha256", ColumnKind::Text),
+        ("content_type", ColumnKind::Text),
+        ("chunk_size", ColumnKind::Int),
+        ("chunk_count", ColumnKind::Int),
+        ("created_at", ColumnKind::Int),
+        ("updated_at", ColumnKind::Int),
+    ],
+    key: &["tenant", "path"],
+    version: Some("version"),
+    rows: RowFilter::Changed("updated_at"),
+    page_rows: 500,
+};
+
+/// The `blob_uploads` table: only live uploads (the content of a blob) are copied; staging
+/// uploads stay behind (their commit is refused once the tenant is fenced).
+pub const BLOB_UPLOADS: CopyTable = CopyTable {
+    name: "blob_uploads",
+    columns: &[
+        ("upload_id", ColumnKind::Text),
+        ("tenant", ColumnKind::Text),
+        ("path", ColumnKind::Text),
+        ("vshard", ColumnKind::Int),
+        ("state", ColumnKind::Text),
+        ("chunk_size", ColumnKind::Int),
+        ("next_seq", ColumnKind::Int),
+        ("received", ColumnKind::Int),
+        ("last_chunk", ColumnKind::Int),
+        ("started_at", ColumnKind::Int),
+        ("changed_at", ColumnKind::Int),
+    ],
+    key: &["upload_id"],
+    version: None,
+    rows: RowFilter::LiveUploads,
+    page_rows: 500,
+};
+
+/// The `blob_chunks` table: the chunks of the live uploads copied.
+pub const BLOB_CHUNKS: CopyTable = CopyTable {
+    name: "blob_chunks",
+    columns: &[("upload_id", ColumnKind::Text), ("seq", ColumnKind::Int), ("data", ColumnKind::Bytes)],
+    key: &["upload_id", "seq"],
+    version: None,
+    rows: RowFilter::LiveUploadChunks,
+    // 64 chunks of at most 256 KiB: a page stays at 16 MiB.
+    page_rows: 64,
+};
+
+/// Every table that holds a tenant's home data, in the order a copy takes them: an upload's
+/// chunks before the blob row that shows it, so a copied blob never points at nothing.
+pub const TENANT_TABLES: [&CopyTable; 4] = [&BLOB_UPLOADS, &BLOB_CHUNKS, &BLOBS, &RECORDS];
+
+/// Which of the rows a selection takes a copy of a table takes.
+#[derive(Debug, Clone, Copy)]
+pub enum RowFilter {
+    /// Every selected row; with a `since`, those whose column (a time in ms) is at least it.
+    Changed(&'static str),
+    /// Uploads in state `live`; with a `since`, those that became live since.
+    LiveUploads,
+    /// Chunks of the uploads [`RowFilter::LiveUploads`] takes.
+    LiveUploadChunks,
+}
+
+/// One copy of one selection: which rows (and since when), and at what pace.
+#[derive(Debug, Clone, Copy)]
+pub struct Pass<'a> {
+    /// The rows of a tenant or vshard.
+    pub selection: Selection<'a>,
+    /// Only rows changed at or after this time (ms), for a catch-up; `None` for all.
+    pub since_ms: Option<i64>,
+    /// The rate to keep to, if any.
+    pub pace: Option<&'a Pace>,
+}
+
+impl Pass<'_> {
+    /// The `WHERE` condition of `table`'s rows this pass takes, values inlined (`COPY (query)`
+    /// takes no parameters; every value is an integer or a quoted tenant id).
+    fn condition(&self, table: &CopyTable) -> String {
+        let selected = self.selection.inline_condition();
+        let since = |column: &str| self.since_ms.map(|t| format!(" AND {column} >= {t}")).unwrap_or_default();
+        match table.rows {
+            RowFilter::Changed(column) => format!("{selected}{}", since(column)),
+            RowFilter::LiveUploads => format!("{selected} AND state = 'live'{}", since("changed_at")),
+            RowFilter::LiveUploadChunks => format!(
+                "upload_id IN (SELECT upload_id FROM blob_uploads WHERE {selected} AND state = 'live'{})",
+                since("changed_at")
+            ),
+        }
+    }
+}
+
+/// A copy's speed limit: bytes per second, kept on average over the copy.
+#[derive(Debug)]
+pub struct Pace {
+    bytes_per_second: u64,
+    started: std::time::Instant,
+    sent: std::sync::atomic::AtomicU64,
+}
+
+impl Pace {
+    /// At most `bytes_per_second` (0: no limit).
+    pub fn new(bytes_per_second: u64) -> Self {
+        Self { bytes_per_second, started: std::time::Instant::now(), sent: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// Counts `bytes` sent and waits until sending them keeps to the rate.
+    pub async fn take(&self, bytes: u64) {
+        let sent = self.sent.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
+        if self.bytes_per_second == 0 {
+            return;
+        }
+        let due = std::time::Duration::from_secs_f64(sent as f64 / self.bytes_per_second as f64);
+        let elapsed = self.started.elapsed();
+        if due > elapsed {
+            tokio::time::sleep(due - elapsed).await;
+        }
+    }
+}
 
 /// Which rows a copy takes: every table copied this way has a `tenant` and a `vshard` column.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +235,7 @@ fn sql_string(text: &str) -> String {
 }
 
 /// How a copy moves its rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CopyMethod {
     /// Binary `COPY` from PostgreSQL to PostgreSQL.
@@ -126,6 +261,8 @@ pub struct Copied {
     pub read: u64,
     /// Rows the target took (new keys, and keys whose version was older there).
     pub written: u64,
+    /// Bytes read from the source (the binary stream, or the values of the pages).
+    pub bytes: u64,
 }
 
 /// Copies the rows of `table` that `selection` takes from `source` to `target` (see the module
@@ -134,12 +271,12 @@ pub async fn copy_rows(
     table: &CopyTable,
     source: FencedShard<'_>,
     target: FencedShard<'_>,
-    selection: Selection<'_>,
+    pass: &Pass<'_>,
     method: CopyMethod,
 ) -> Result<Copied, Error> {
     match (method, source.db().postgres(), target.db().postgres()) {
-        (CopyMethod::Binary, Some(from), Some(to)) => copy_binary(table, (source, from), (target, to), selection).await,
-        _ => copy_pages(table, source, target, selection).await,
+        (CopyMethod::Binary, Some(from), Some(to)) => copy_binary(table, (source, from), (target, to), pass).await,
+        _ => copy_pages(table, source, target, pass).await,
     }
 }
 
@@ -155,11 +292,14 @@ fn merge_sql(table: &CopyTable, rows: &str) -> String {
         .map(|(name, _)| format!("{name} = excluded.{name}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let (name, version) = (table.name, table.version);
-    format!(
-        "INSERT INTO {name} ({columns}) {rows} ON CONFLICT ({key}) DO UPDATE SET {updates} \
-         WHERE {name}.{version} < excluded.{version}"
-    )
+    let name = table.name;
+    match table.version {
+        Some(version) => format!(
+            "INSERT INTO {name} ({columns}) {rows} ON CONFLICT ({key}) DO UPDATE SET {updates} \
+             WHERE {name}.{version} < excluded.{version}"
+        ),
+        None => format!("INSERT INTO {name} ({columns}) {rows} ON CONFLICT ({key}) DO NOTHING"),
+    }
 }
 
 fn column_list(table: &CopyTable) -> String {
@@ -173,11 +313,11 @@ async fn copy_binary(
     table: &CopyTable,
     (source, from): (FencedShard<'_>, &PgPool),
     (target, to): (FencedShard<'_>, &PgPool),
-    selection: Selection<'_>,
+    pass: &Pass<'_>,
 ) -> Result<Copied, Error> {
     let mut writer = to.acquire().await.map_err(|e| target.err(e))?;
     let mut reader = from.acquire().await.map_err(|e| source.err(e))?;
-    let copied = pump(table, (source, &mut reader), (target, &mut writer), selection).await;
+    let copied = pump(table, (source, &mut reader), (target, &mut writer), pass).await;
     if copied.is_err() {
         reader.close_on_drop();
         writer.close_on_drop();
@@ -189,7 +329,7 @@ async fn pump(
     table: &CopyTable,
     (source, reader): (FencedShard<'_>, &mut PgConnection),
     (target, writer): (FencedShard<'_>, &mut PgConnection),
-    selection: Selection<'_>,
+    pass: &Pass<'_>,
 ) -> Result<Copied, Error> {
     use futures::TryStreamExt;
     use sqlx::Connection;
@@ -208,11 +348,17 @@ async fn pump(
         .await
         .map_err(|e| target.err(e))?;
     let query =
-        format!("COPY (SELECT {columns} FROM {name} WHERE {}) TO STDOUT (FORMAT binary)", selection.inline_condition());
+        format!("COPY (SELECT {columns} FROM {name} WHERE {}) TO STDOUT (FORMAT binary)", pass.condition(table));
+    let mut total = 0u64;
     let pumped: Result<(), Error> = async {
         let mut bytes = reader.copy_out_raw(&query).await.map_err(|e| source.err(e))?;
         while let Some(data) = bytes.try_next().await.map_err(|e| source.err(e))? {
+            let len = data.len() as u64;
+            total += len;
             sink.send(data).await.map_err(|e| target.err(e))?;
+            if let Some(pace) = pass.pace {
+                pace.take(len).await;
+            }
         }
         Ok(())
     }
@@ -228,14 +374,46 @@ async fn pump(
         .await
         .map_err(|e| target.err(e))?;
     tx.commit().await.map_err(|e| target.err(e))?;
-    Ok(Copied { method: CopyMethod::Binary, read, written: merged.rows_affected() })
+    Ok(Copied { method: CopyMethod::Binary, read, written: merged.rows_affected(), bytes: total })
 }
 
 /// One value read from a page.
+#[derive(Debug, Clone)]
 enum Value {
     Text(String),
+    OptText(Option<String>),
     Int(i64),
     Bytes(Vec<u8>),
+}
+
+impl Value {
+    /// Bytes it holds (for the pace and the progress).
+    fn len(&self) -> u64 {
+        match self {
+            Value::Text(text) | Value::OptText(Some(text)) => text.len() as u64,
+            Value::OptText(None) => 0,
+            Value::Int(_) => 8,
+            Value::Bytes(bytes) => bytes.len() as u64,
+        }
+    }
+
+    /// Feeds the value, tagged and length-prefixed, to a checksum.
+    fn digest(&self, hash: &mut sha2::Sha256) {
+        use sha2::Digest;
+        let (tag, bytes): (u8, &[u8]) = match self {
+            Value::Text(text) | Value::OptText(Some(text)) => (b't', text.as_bytes()),
+            Value::OptText(None) => (b'n', &[]),
+            Value::Int(n) => {
+                hash.update([b'i']);
+                hash.update(n.to_be_bytes());
+                return;
+            }
+            Value::Bytes(bytes) => (b'b', bytes),
+        };
+        hash.update([tag]);
+        hash.update((bytes.len() as u64).to_be_bytes());
+        hash.update(bytes);
+    }
 }
 
 /// The page method: key-ordered pages through the engine-neutral pools.
@@ -243,49 +421,12 @@ async fn copy_pages(
     table: &CopyTable,
     source: FencedShard<'_>,
     target: FencedShard<'_>,
-    selection: Selection<'_>,
+    pass: &Pass<'_>,
 ) -> Result<Copied, Error> {
-    let columns = column_list(table);
-    let key = table.key.join(", ");
+    let mut copied = Copied { method: CopyMethod::Pages, read: 0, written: 0, bytes: 0 };
+    let mut pages = Pages::new(table, &pass.condition(table));
     let placeholders = |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
-    let selected = match selection {
-        Selection::Tenant(_) => "tenant = $1",
-        Selection::Vshard(_) => "vshard = $1",
-    };
-    let first_page = format!(
-        "SELECT {columns} FROM {name} WHERE {selected} ORDER BY {key} LIMIT {rows}",
-        name = table.name,
-        rows = table.page_rows
-    );
-    let next_page = format!(
-        "SELECT {columns} FROM {name} WHERE {selected} AND ({key}) > ({after}) ORDER BY {key} LIMIT {rows}",
-        name = table.name,
-        after = placeholders(2, table.key.len()),
-        rows = table.page_rows
-    );
-    let key_positions: Vec<usize> = table
-        .key
-        .iter()
-        .map(|k| table.columns.iter().position(|(name, _)| name == k).expect("a key column is a column"))
-        .collect();
-    let mut last_key: Option<Vec<Value>> = None;
-    let mut copied = Copied { method: CopyMethod::Pages, read: 0, written: 0 };
-    loop {
-        let sql = if last_key.is_some() { &next_page } else { &first_page };
-        let mut query = sqlx::query(sql);
-        query = match selection {
-            Selection::Tenant(tenant) => query.bind(tenant.as_str()),
-            Selection::Vshard(vshard) => query.bind(i64::from(vshard)),
-        };
-        for value in last_key.iter().flatten() {
-            query = bind(query, value);
-        }
-        let rows = query.fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
-        if rows.is_empty() {
-            return Ok(copied);
-        }
-        let values =
-            rows.iter().map(|row| read_row(table, row)).collect::<Result<Vec<_>, _>>().map_err(|e| source.err(e))?;
+    while let Some(values) = pages.next(source).await? {
         let width = table.columns.len();
         let tuples = (0..values.len()).map(|i| format!("({})", placeholders(1 + i * width, width))).collect::<Vec<_>>();
         let merge = merge_sql(table, &format!("VALUES {}", tuples.join(", ")));
@@ -294,15 +435,100 @@ async fn copy_pages(
             insert = bind(insert, value);
         }
         let merged = insert.execute(target.pool()).await.map_err(|e| target.err(e))?;
+        let bytes: u64 = values.iter().flatten().map(Value::len).sum();
         copied.read += values.len() as u64;
         copied.written += merged.rows_affected();
-        let full = values.len() == table.page_rows;
-        let mut last = values.into_iter().next_back().expect("a page has rows");
-        if !full {
-            return Ok(copied);
+        copied.bytes += bytes;
+        if let Some(pace) = pass.pace {
+            pace.take(bytes).await;
         }
-        last_key = Some(key_positions.iter().map(|&i| std::mem::replace(&mut last[i], Value::Int(0))).collect());
     }
+    Ok(copied)
+}
+
+/// The rows of a table that a condition takes, read in key order, one page at a time.
+struct Pages<'t> {
+    table: &'t CopyTable,
+    first_page: String,
+    next_page: String,
+    key_positions: Vec<usize>,
+    last_key: Option<Vec<Value>>,
+    done: bool,
+}
+
+impl<'t> Pages<'t> {
+    fn new(table: &'t CopyTable, condition: &str) -> Self {
+        let columns = column_list(table);
+        let key = table.key.join(", ");
+        let after = (1..=table.key.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+        let (name, rows) = (table.name, table.page_rows);
+        Self {
+            table,
+            first_page: format!("SELECT {columns} FROM {name} WHERE {condition} ORDER BY {key} LIMIT {rows}"),
+            next_page: format!(
+                "SELECT {columns} FROM {name} WHERE {condition} AND ({key}) > ({after}) ORDER BY {key} LIMIT {rows}"
+            ),
+            key_positions: table
+                .key
+                .iter()
+                .map(|k| table.columns.iter().position(|(name, _)| name == k).expect("a key column is a column"))
+                .collect(),
+            last_key: None,
+            done: false,
+        }
+    }
+
+    /// The next page, `None` after the last.
+    async fn next(&mut self, source: FencedShard<'_>) -> Result<Option<Vec<Vec<Value>>>, Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let sql = if self.last_key.is_some() { &self.next_page } else { &self.first_page };
+        let mut query = sqlx::query(sql);
+        for value in self.last_key.iter().flatten() {
+            query = bind(query, value);
+        }
+        let rows = query.fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
+        let values = rows
+            .iter()
+            .map(|row| read_row(self.table, row))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| source.err(e))?;
+        self.done = values.len() < self.table.page_rows;
+        if let Some(last) = values.last() {
+            self.last_key = Some(self.key_positions.iter().map(|&i| last[i].clone()).collect());
+        }
+        Ok((!values.is_empty()).then_some(values))
+    }
+}
+
+/// What a side of a copy holds of a selection: how many rows, and a SHA-256 over all their
+/// columns in key order. Equal on source and target means the copy is exact.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checksum {
+    /// Rows.
+    pub rows: u64,
+    /// SHA-256 of the rows, hex.
+    pub sha256: String,
+}
+
+/// The [`Checksum`] of the rows of `table` that `selection` takes on `shard` (all of them, as a
+/// full copy would take them).
+pub async fn checksum(table: &CopyTable, shard: FencedShard<'_>, selection: Selection<'_>) -> Result<Checksum, Error> {
+    use sha2::Digest;
+    let pass = Pass { selection, since_ms: None, pace: None };
+    let mut pages = Pages::new(table, &pass.condition(table));
+    let mut hash = sha2::Sha256::new();
+    let mut rows = 0u64;
+    while let Some(values) = pages.next(shard).await? {
+        for row in &values {
+            for value in row {
+                value.digest(&mut hash);
+            }
+        }
+        rows += values.len() as u64;
+    }
+    Ok(Checksum { rows, sha256: hex::encode(hash.finalize()) })
 }
 
 fn read_row(table: &CopyTable, row: &AnyRow) -> Result<Vec<Value>, sqlx::Error> {
@@ -313,6 +539,7 @@ fn read_row(table: &CopyTable, row: &AnyRow) -> Result<Vec<Value>, sqlx::Error> 
         .map(|(i, (_, kind))| {
             Ok(match kind {
                 ColumnKind::Text => Value::Text(row.try_get(i)?),
+                ColumnKind::OptText => Value::OptText(row.try_get(i)?),
                 ColumnKind::Int => Value::Int(row.try_get(i)?),
                 ColumnKind::Bytes => Value::Bytes(row.try_get(i)?),
             })
@@ -325,6 +552,7 @@ type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q
 fn bind<'q>(query: AnyQuery<'q>, value: &'q Value) -> AnyQuery<'q> {
     match value {
         Value::Text(text) => query.bind(text.as_str()),
+        Value::OptText(text) => query.bind(text.as_deref()),
         Value::Int(n) => query.bind(*n),
         Value::Bytes(bytes) => query.bind(bytes.as_slice()),
     }
@@ -337,6 +565,7 @@ mod tests {
     #[test]
     fn the_merge_keeps_the_newer_version() {
         let sql = merge_sql(&RECORDS, "VALUES ($1)");
+        assert!(merge_sql(&BLOB_CHUNKS, "VALUES ($1)").ends_with("ON CONFLICT (upload_id, seq) DO NOTHING"));
         assert!(sql.contains("ON CONFLICT (tenant, collection, key) DO UPDATE SET vshard = excluded.vshard"), "{sql}");
         assert!(sql.ends_with("WHERE records.version < excluded.version"), "{sql}");
         assert!(!sql.contains("tenant = excluded"), "key columns are not updated: {sql}");
@@ -348,5 +577,11 @@ mod tests {
         let tenant = TenantId::parse("acme").unwrap();
         assert_eq!(Selection::Tenant(&tenant).inline_condition(), "tenant = 'acme'");
         assert_eq!(Selection::Vshard(7).inline_condition(), "vshard = 7");
+        let pass = Pass { selection: Selection::Tenant(&tenant), since_ms: Some(42), pace: None };
+        assert_eq!(pass.condition(&RECORDS), "tenant = 'acme' AND updated_at >= 42");
+        assert_eq!(
+            pass.condition(&BLOB_CHUNKS),
+            "upload_id IN (SELECT upload_id FROM blob_uploads WHERE tenant = 'acme' AND state = 'live' AND changed_at >= 42)"
+        );
     }
 }

@@ -97,6 +97,22 @@ pub enum Error {
     /// (`moves.cutover_wait`) for a moving tenant's new shard.
     #[error("tenant {0} is being moved to another shard; retry shortly")]
     TenantMoving(TenantId),
+    /// 409 `job_conflict`. Another job owns what a new job would move.
+    #[error("{subject} is being moved by job {job}; wait for it to end or cancel it")]
+    JobConflict {
+        /// What both jobs want (`tenant:<id>`).
+        subject: String,
+        /// The job holding it.
+        job: String,
+    },
+    /// A job's runner lost its lease (another instance took the job over, or it ended): the
+    /// runner stops.
+    #[error("job {0} is no longer run by this instance")]
+    JobLost(String),
+    /// 409 `move_refused`. A move that cannot be made (to the shard it is on, to a shard that
+    /// does not take writes, past its cut-over for a cancellation).
+    #[error("{0}")]
+    MoveRefused(String),
     #[error("record not found")]
     RecordNotFound,
     /// 412 `precondition_failed`.

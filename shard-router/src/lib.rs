@@ -20,6 +20,7 @@ pub mod health;
 pub mod humantime_serde;
 pub mod ids;
 pub mod map;
+pub mod mover;
 pub mod rebalance;
 pub mod records;
 pub mod registration;

@@ -9,7 +9,7 @@
 use serde_json::value::RawValue;
 use sqlx::Row;
 
-use crate::copy::{Copied, CopyMethod, RECORDS, Selection, copy_rows};
+use crate::copy::{Copied, CopyMethod, Pass, RECORDS, Selection, copy_rows};
 use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, TenantId};
 use crate::shard::{FencedShard, OnShard, ShardStore, plain_shard_store};
@@ -267,7 +267,7 @@ impl<'a> RecordStore<'a> {
         selection: Selection<'_>,
         method: CopyMethod,
     ) -> Result<Copied, Error> {
-        copy_rows(&RECORDS, self.shard, target.shard, selection, method).await
+        copy_rows(&RECORDS, self.shard, target.shard, &Pass { selection, since_ms: None, pace: None }, method).await
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.

@@ -31,6 +31,9 @@ use crate::shard::ShardStore;
 /// ([`ShardRouter::tick_health`]).
 pub const HEALTH_TICK: Duration = Duration::from_millis(50);
 
+/// How often a request waiting for a moving tenant's new shard looks at the catalog.
+const MOVE_POLL: Duration = Duration::from_millis(5);
+
 /// How long registering a shard may take to connect and migrate it.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -51,6 +54,8 @@ pub struct StorageConfig {
     pub pool: PoolConfig,
     /// Apply catalog and shard migrations when the server starts. Default true.
     pub migrate_on_start: bool,
+    /// How data moves between shards.
+    pub moves: MoveConfig,
 }
 
 impl Default for StorageConfig {
@@ -61,6 +66,44 @@ impl Default for StorageConfig {
             embedded_shards: 4,
             pool: PoolConfig::default(),
             migrate_on_start: true,
+            moves: MoveConfig::default(),
+        }
+    }
+}
+
+/// The `[storage.moves]` configuration section: how tenants move between shards.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MoveConfig {
+    /// How long a request for a tenant in its cut-over waits for the tenant's new shard before
+    /// 503 `tenant_moving`. Default 2 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub cutover_wait: Duration,
+    /// The copy's speed limit in bytes per second, so a move cannot starve the shards' regular
+    /// traffic (0: no limit). Default 32 MiB/s.
+    pub copy_bytes_per_second: u64,
+    /// How long the old copy of a moved tenant stays on its old shard (for downloads still
+    /// streaming from it) before it is removed. Default 60 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub cleanup_grace: Duration,
+    /// How long an instance holds a job it runs without renewing; another instance takes over a
+    /// job whose holder stopped renewing (crashed) after this. Default 5 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub lease: Duration,
+    /// A pause at every phase boundary of a move, for tests that stop an instance in a given
+    /// phase. Default 0 (none).
+    #[serde(with = "crate::humantime_serde")]
+    pub phase_pause: Duration,
+}
+
+impl Default for MoveConfig {
+    fn default() -> Self {
+        Self {
+            cutover_wait: Duration::from_secs(2),
+            copy_bytes_per_second: 32 << 20,
+            cleanup_grace: Duration::from_secs(60),
+            lease: Duration::from_secs(5),
+            phase_pause: Duration::ZERO,
         }
     }
 }
@@ -118,6 +161,10 @@ pub struct ShardRouter {
     pool_config: PoolConfig,
     /// Serialises admin changes so the in-memory map follows the catalog's epoch order.
     admin: tokio::sync::Mutex<()>,
+    /// When a request waiting for a cut-over last refreshed the map.
+    last_refresh: tokio::sync::Mutex<tokio::time::Instant>,
+    /// How data moves between shards (`[storage.moves]`).
+    moves: MoveConfig,
 }
 
 impl ShardRouter {
@@ -224,6 +271,8 @@ impl ShardRouter {
             catalog_id,
             pool_config: config.pool.clone(),
             admin: tokio::sync::Mutex::new(()),
+            last_refresh: tokio::sync::Mutex::new(tokio::time::Instant::now()),
+            moves: config.moves.clone(),
         })
     }
 
@@ -330,6 +379,11 @@ impl ShardRouter {
         self.map.read().epoch
     }
 
+    /// How data moves between shards.
+    pub fn move_config(&self) -> &MoveConfig {
+        &self.moves
+    }
+
     /// The catalog.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
@@ -395,22 +449,65 @@ impl ShardRouter {
     /// Routes a write for `tenant` and runs `write` on the shard. If the shard refuses it because
     /// this instance's map is older than the shard's fence, refreshes the map from the catalog and
     /// runs it once more on the new route (which may now say the shard is read-only, or elsewhere).
+    /// If the tenant is being moved off the shard (its fence there: see [`crate::mover`]), waits
+    /// for the map that routes it to its new shard and runs it there, for at most
+    /// `moves.cutover_wait`; then [`Error::TenantMoving`].
     pub async fn write<T, F, Fut>(&self, tenant: &TenantId, write: F) -> Result<T, Error>
     where
         F: Fn(Route, Database) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
-        let (route, db) = self.resolve_fresh(tenant, Access::Write).await?;
-        let written = match write(route, db).await {
-            Err(Error::StaleMap(shard)) => {
-                tracing::info!(shard = %shard, epoch = self.epoch(), "write refused by the shard fence; refreshing the map");
-                self.refresh().await?;
-                let (route, db) = self.resolve(tenant, Access::Write)?;
-                write(route, db).await
+        self.settled(tenant, Access::Write, write).await.map_err(Error::of_write)
+    }
+
+    /// Routes a read of `tenant` and runs `read` on the shard; if the tenant has moved off that
+    /// shard since this instance's map was loaded, waits for the map that routes it to its new
+    /// shard and reads there (as [`ShardRouter::write`] does).
+    pub async fn read<T, F, Fut>(&self, tenant: &TenantId, read: F) -> Result<T, Error>
+    where
+        F: Fn(Route, Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        self.settled(tenant, Access::Read, read).await
+    }
+
+    async fn settled<T, F, Fut>(&self, tenant: &TenantId, access: Access, op: F) -> Result<T, Error>
+    where
+        F: Fn(Route, Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let give_up = tokio::time::Instant::now() + self.moves.cutover_wait;
+        let (mut route, mut db) = self.resolve_fresh(tenant, access).await?;
+        let mut refreshed = false;
+        loop {
+            match op(route, db).await {
+                Err(Error::StaleMap(shard)) if !refreshed => {
+                    tracing::info!(shard = %shard, epoch = self.epoch(), "write refused by the shard fence; refreshing the map");
+                    refreshed = true;
+                    self.refresh().await?;
+                }
+                Err(Error::TenantFenced { .. } | Error::TenantMoved { .. }) => {
+                    if tokio::time::Instant::now() >= give_up {
+                        return Err(Error::TenantMoving(tenant.clone()));
+                    }
+                    tokio::time::sleep(MOVE_POLL).await;
+                    self.refresh_coalesced().await?;
+                }
+                other => return other,
             }
-            other => other,
-        };
-        written.map_err(Error::of_write)
+            (route, db) = self.resolve(tenant, access)?;
+        }
+    }
+
+    /// [`ShardRouter::refresh`], unless one ran in the last [`MOVE_POLL`]: requests waiting for a
+    /// cut-over share the catalog reads.
+    async fn refresh_coalesced(&self) -> Result<(), Error> {
+        let mut last = self.last_refresh.lock().await;
+        if last.elapsed() >= MOVE_POLL {
+            self.refresh().await?;
+            *last = tokio::time::Instant::now();
+        }
+        Ok(())
     }
 
     /// The shard owning `vshard` (where an index entry placed by it lives), its pool and the map
@@ -704,6 +801,10 @@ impl ShardRouter {
     /// swept when a tenant of the same id is created again (see [`ShardRouter::create_tenant`]).
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         let _guard = self.admin.lock().await;
+        let subject = crate::catalog::tenant_subject(id);
+        if let Some(job) = self.catalog.job_claiming(&subject).await? {
+            return Err(Error::JobConflict { subject, job });
+        }
         let (route, db) = self.resolve(id, Access::Write)?;
         let store = RecordStore::new(&db, &route.shard);
         let blobs = BlobStore::new(&db, &route.shard);

@@ -141,7 +141,10 @@ impl<'a> FencedShard<'a> {
             })
             .await?;
         state
-            .map(|s| TenantFence::parse(&s).ok_or_else(|| Error::Corrupt(format!("tenant fence state {s:?} on shard {}", self.id))))
+            .map(|s| {
+                TenantFence::parse(&s)
+                    .ok_or_else(|| Error::Corrupt(format!("tenant fence state {s:?} on shard {}", self.id)))
+            })
             .transpose()
     }
 

@@ -15,7 +15,7 @@ use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{
     ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
-use shardgate_shard_router::{Access, CollectionName, Database, RecordKey, Route, ids::check_key_text, now_ms};
+use shardgate_shard_router::{Access, CollectionName, RecordKey, Route, ids::check_key_text, now_ms};
 use utoipa::IntoParams;
 
 use crate::app::App;
@@ -132,27 +132,24 @@ pub async fn get_record(
 ) -> Result<Response, ApiError> {
     let t = record_target(&app, &caller, &path, Scope::Read).await?;
     // Routed before the cache is asked: a read the cache answers names this map's epoch too.
-    let (route, db) = app.router.resolve_fresh(&t.tenant, Access::Read).await?;
-    RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &db, &if_none_match).await)
+    let route = app.router.resolve_fresh(&t.tenant, Access::Read).await?.0;
+    RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &if_none_match).await)
 }
 
 /// The answer to a read of `t` routed on `route`: from the record cache, else from the shard.
-async fn read_record(
-    app: &App,
-    t: &Target,
-    route: &Route,
-    db: &Database,
-    if_none_match: &IfNoneMatch,
-) -> Result<Response, ApiError> {
+async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNoneMatch) -> Result<Response, ApiError> {
     let span = tracing::Span::current();
     span.record("shard", route.shard.as_str());
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let store = RecordStore::new(db, &route.shard);
+    let (router, tenant) = (&app.router, &t.tenant);
     let (result, outcome) = app
         .cache
         .read(&cache_key, t.collection.as_str(), || async move {
-            Ok(match store.read(addr).await? {
+            // Through the router, which finds the tenant's new shard if it moved meanwhile.
+            let read =
+                router.read(tenant, |route, db| async move { RecordStore::new(&db, &route.shard).read(addr).await });
+            Ok(match read.await? {
                 RecordRead::Live(record) => RecordState::Live(cached(record)),
                 RecordRead::Gone(version) => RecordState::Gone(version),
                 RecordRead::Absent => RecordState::Absent,
@@ -342,9 +339,15 @@ pub async fn list_records(
         after: query.cursor.as_deref().map(decode_cursor).transpose()?,
     };
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
-    let (route, db) = app.router.resolve_fresh(&tenant, Access::Read).await?;
+    let route = app.router.resolve_fresh(&tenant, Access::Read).await?.0;
     tracing::Span::current().record("shard", route.shard.as_str());
-    let records = RecordStore::new(&db, &route.shard).list(&tenant, &collection, &bounds, limit + 1).await;
+    let (tenant, collection, bounds) = (&tenant, &collection, &bounds);
+    let records = app
+        .router
+        .read(tenant, |route, db| async move {
+            RecordStore::new(&db, &route.shard).list(tenant, collection, bounds, limit + 1).await
+        })
+        .await;
     let page = records
         .map(|records| axum::Json(Page::from_overfetch(records, limit, |r| r.key.clone(), RecordEnvelope::from)));
     RoutedEpoch::of(&route).stamp(page.map_err(ApiError::from))

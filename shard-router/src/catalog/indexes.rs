@@ -252,7 +252,7 @@ impl Catalog {
     }
 }
 
-async fn insert_job(tx: &mut sqlx::Transaction<'static, sqlx::Any>, job: &JobRow) -> Result<(), Error> {
+pub(super) async fn insert_job(tx: &mut sqlx::Transaction<'static, sqlx::Any>, job: &JobRow) -> Result<(), Error> {
     sqlx::query(&format!("INSERT INTO jobs ({JOB_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"))
         .bind(&job.id)
         .bind(&job.kind)

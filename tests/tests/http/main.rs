@@ -19,6 +19,7 @@ mod indexes;
 mod isolation;
 mod listing;
 mod malformed;
+mod moves;
 mod operations;
 mod placement;
 mod records;

@@ -27,3 +27,22 @@ pub async fn get_job(Admin { app, .. }: Admin, ApiPath(route): ApiPath<JobRoute>
     let job = app.router.catalog().job(&route.id).await?.ok_or(Code::JobNotFound)?;
     Ok(axum::Json(Job::from(job)))
 }
+
+errors!(CancelJobErrors: JobNotFound, CatalogUnavailable);
+
+/// Ask a running job to cancel. A tenant move before its cut-over rolls back (the tenant stays
+/// where it was, the copy is removed) and ends `cancelled`; a move past its pin switch finishes.
+/// A job that already ended is left as it is.
+#[utoipa::path(post, path = "/v1/admin/jobs/{id}/cancel", params(JobRoute), responses(
+    (status = 202, description = "Cancellation requested (or the job had ended): follow the job", body = Job),
+    CancelJobErrors,
+))]
+pub async fn cancel_job(
+    Admin { app, caller, request }: Admin,
+    ApiPath(route): ApiPath<JobRoute>,
+) -> Result<(axum::http::StatusCode, axum::Json<Job>), ApiError> {
+    let audit = caller.audit(&request, "job.cancel", None, format!("job:{}", route.id));
+    app.router.catalog().request_job_cancel(&route.id, &audit).await?;
+    let job = app.router.catalog().job(&route.id).await?.ok_or(Code::JobNotFound)?;
+    Ok((axum::http::StatusCode::ACCEPTED, axum::Json(Job::from(job))))
+}

@@ -231,7 +231,7 @@ pub async fn update_tenant(
     Ok(axum::Json(tenant_view(&app, row)))
 }
 
-errors!(DeleteTenantErrors: TenantNotFound, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy);
+errors!(DeleteTenantErrors: TenantNotFound, JobConflict, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// Delete a tenant and all its records.
 #[utoipa::path(delete, path = "/v1/admin/tenants/{id}", params(TenantPath), responses(

@@ -1,0 +1,215 @@
+//! Jobs that move data between shards, in the catalog: their claims on what they move (one job
+//! per tenant at a time), the lease of the instance running each, cancellation, and the pin
+//! switch that ends a tenant move's cut-over. The mover (`crate::mover`) drives them.
+
+use super::JobRow;
+use super::{Audit, Catalog, catalog_err};
+use crate::clock::now_ms;
+use crate::error::Error;
+use crate::ids::{ShardId, TenantId};
+
+/// What a job owns, as stored in `job_claims`.
+pub fn tenant_subject(tenant: &TenantId) -> String {
+    format!("tenant:{tenant}")
+}
+
+/// A running job's answer to its owner's heartbeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// The owner still holds the job; `cancel` says whether an operator asked to cancel it.
+    Held {
+        /// Cancellation was requested.
+        cancel: bool,
+    },
+    /// The job is no longer this owner's (another instance took it over, or it ended).
+    Lost,
+}
+
+impl Catalog {
+    /// Records a new job with its claims, in one transaction: [`Error::JobConflict`] naming the
+    /// job that holds one of `subjects` already.
+    pub async fn start_claiming_job(&self, job: &JobRow, subjects: &[String], audit: &Audit) -> Result<(), Error> {
+        self.guarded(async {
+            let mut tx = self.begin_audited(audit).await?;
+            for subject in subjects {
+                let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
+                    .bind(subject)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+                if let Some(holder) = holder {
+                    return Err(Error::JobConflict { subject: subject.clone(), job: holder });
+                }
+                let claimed =
+                    sqlx::query("INSERT INTO job_claims (subject, job_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+                        .bind(subject)
+                        .bind(&job.id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(catalog_err)?;
+                if claimed.rows_affected() == 0 {
+                    return Err(Error::JobConflict { subject: subject.clone(), job: "another job".to_owned() });
+                }
+            }
+            super::indexes::insert_job(&mut tx, job).await?;
+            tx.commit().await.map_err(catalog_err)
+        })
+        .await
+    }
+
+    /// Takes the lease of running job `id` for `owner` until `now + lease_ms`, if nobody else
+    /// holds it (its lease ran out, or `owner` holds it already). Returns whether it did.
+    pub async fn take_job_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<bool, Error> {
+        self.guarded(async {
+            let now = now_ms();
+            let statement = sqlx::query(
+                "UPDATE jobs SET owner = $1, lease_until = $2 \
+                 WHERE id = $3 AND state = 'running' AND (owner = $1 OR owner IS NULL OR lease_until < $4)",
+            )
+            .bind(owner)
+            .bind(now + lease_ms)
+            .bind(id)
+            .bind(now);
+            self.changes_one_row(statement).await
+        })
+        .await
+    }
+
+    /// Stores a running job's progress and renews `owner`'s lease.
+    pub async fn heartbeat_job(&self, id: &str, owner: &str, progress: &str, lease_ms: i64) -> Result<Lease, Error> {
+        self.guarded(async {
+            let now = now_ms();
+            let cancel: Option<i64> = sqlx::query_scalar(
+                "UPDATE jobs SET progress = $1, updated_at = $2, lease_until = $3 \
+                 WHERE id = $4 AND owner = $5 AND state = 'running' RETURNING cancel_requested",
+            )
+            .bind(progress)
+            .bind(now)
+            .bind(now + lease_ms)
+            .bind(id)
+            .bind(owner)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            Ok(cancel.map_or(Lease::Lost, |c| Lease::Held { cancel: c != 0 }))
+        })
+        .await
+    }
+
+    /// Ends `owner`'s job `id` as `state` (`done`, `failed`, `cancelled`) and releases its claims.
+    pub async fn end_job(
+        &self,
+        id: &str,
+        owner: &str,
+        state: &str,
+        progress: &str,
+        error: Option<&str>,
+    ) -> Result<bool, Error> {
+        self.guarded(async {
+            let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
+            let ended = sqlx::query(
+                "UPDATE jobs SET state = $1, progress = $2, error = $3, updated_at = $4, owner = NULL \
+                 WHERE id = $5 AND owner = $6 AND state = 'running'",
+            )
+            .bind(state)
+            .bind(progress)
+            .bind(error)
+            .bind(now_ms())
+            .bind(id)
+            .bind(owner)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            if ended.rows_affected() == 0 {
+                return Ok(false);
+            }
+            sqlx::query("DELETE FROM job_claims WHERE job_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(true)
+        })
+        .await
+    }
+
+    /// Asks running job `id` to cancel. Returns whether it is running.
+    pub async fn request_job_cancel(&self, id: &str, audit: &Audit) -> Result<bool, Error> {
+        self.guarded(async {
+            let tx = self.begin_audited(audit).await?;
+            let statement =
+                sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = $1 AND state = 'running'").bind(id);
+            super::commit_if_changed(tx, statement).await
+        })
+        .await
+    }
+
+    /// Whether job `id` asked to be cancelled.
+    pub async fn job_cancel_requested(&self, id: &str) -> Result<bool, Error> {
+        self.guarded(async {
+            let cancel: Option<i64> = sqlx::query_scalar("SELECT cancel_requested FROM jobs WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            Ok(cancel.unwrap_or(0) != 0)
+        })
+        .await
+    }
+
+    /// The job claiming `subject`, if any.
+    pub async fn job_claiming(&self, subject: &str) -> Result<Option<String>, Error> {
+        self.guarded(async {
+            sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
+                .bind(subject)
+                .fetch_optional(&self.db.pool)
+                .await
+                .map_err(catalog_err)
+        })
+        .await
+    }
+
+    /// Pins `tenant` to `to` (a new epoch) as the cut-over of `owner`'s move job `id`, storing
+    /// the job's `progress` in the same transaction: either both happen or neither.
+    pub async fn switch_pin(
+        &self,
+        tenant: &TenantId,
+        to: &ShardId,
+        id: &str,
+        owner: &str,
+        progress: &str,
+        audit: &Audit,
+    ) -> Result<u64, Error> {
+        self.guarded(async {
+            let (mut tx, epoch) = self.begin_change(audit).await?;
+            let job = sqlx::query(
+                "UPDATE jobs SET progress = $1, updated_at = $2 WHERE id = $3 AND owner = $4 AND state = 'running'",
+            )
+            .bind(progress)
+            .bind(now_ms())
+            .bind(id)
+            .bind(owner)
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            if job.rows_affected() == 0 {
+                return Err(Error::JobLost(id.to_owned()));
+            }
+            sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1")
+                .bind(tenant.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            sqlx::query("INSERT INTO tenant_pins (tenant, shard) VALUES ($1, $2)")
+                .bind(tenant.as_str())
+                .bind(to.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(epoch)
+        })
+        .await
+    }
+}

@@ -1,0 +1,573 @@
+//! Moving a tenant's home data to another shard while its traffic flows (DESIGN.md §5, "Moving
+//! data"): a job in the catalog that one instance runs at a time and another takes over if that
+//! instance dies.
+//!
+//! # Phases
+//!
+//! 1. `copy`: whatever an earlier, rolled-back attempt left of the tenant on the target is
+//!    removed, then every row of the tenant (records and their tombstones, blobs, their live
+//!    uploads and chunks: [`crate::copy::TENANT_TABLES`]) is copied, at `moves.copy_bytes_per_second`.
+//!    A copied row replaces an older version of its key and never a newer one, so any pass can
+//!    be repeated.
+//! 2. `catch_up`: passes over the rows changed since the previous pass began (less a margin for
+//!    clocks of instances that differ), until one finds few.
+//! 3. `cut_over`: the tenant is fenced on the source ([`FencedShard::freeze_tenant`]): from now
+//!    on every instance's writes of it are refused there whatever map it routes on, while reads
+//!    are still served. On PostgreSQL the mover then waits until no statement that began before
+//!    the fence is still running, so a write that raced the fence is in the last pass. The last
+//!    delta is copied and both sides' checksums are compared ([`crate::copy::checksum`]); if
+//!    they differ, a full pass is made and compared again, and a second difference rolls the move
+//!    back. Then the tenant is marked `moved` on the source (its reads are refused there too),
+//!    and one catalog transaction pins it to the target with a new epoch and moves the job to
+//!    `cleanup`. Requests that met the fence wait for that epoch (`moves.cutover_wait`) and go
+//!    to the new shard.
+//! 4. `cleanup`: after `moves.cleanup_grace` (downloads still streaming from the old copy end),
+//!    the old copy is removed from the source. The `moved` fence stays until the tenant moves
+//!    back.
+//!
+//! A failure or a cancellation before the tenant is marked `moved` rolls the move back: the
+//! fence is lifted and the target's copy removed. From `moved` on, the move only goes forward.
+//! Other tenants on either shard are never fenced or paused.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::blobs::BlobStore;
+use crate::catalog::{Audit, JobRow, Lease, tenant_subject};
+use crate::clock::now_ms;
+use crate::copy::{Checksum, CopyMethod, Pace, Pass, Selection, TENANT_TABLES, checksum, copy_rows};
+use crate::db::{Database, Engine};
+use crate::error::Error;
+use crate::ids::{ShardId, TenantId};
+use crate::map::ShardState;
+use crate::records::RecordStore;
+use crate::router::ShardRouter;
+use crate::shard::{FencedShard, OnShard, ShardStore};
+
+/// The kind of a tenant move job.
+pub const MOVE_JOB: &str = "tenant.move";
+
+/// A catch-up pass takes rows changed since the previous pass began less this, so that a write
+/// stamped by an instance whose clock is behind is not missed. (A row missed all the same is
+/// found by the checksums of the cut-over, which then copy everything once more.)
+const CLOCK_MARGIN_MS: i64 = 5_000;
+
+/// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
+const SMALL_DELTA_ROWS: u64 = 1_000;
+const MAX_CATCH_UP_PASSES: u32 = 5;
+
+/// How long the cut-over waits for statements that began before the fence.
+const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
+
+/// How often a failed step is tried before the move is rolled back.
+const ATTEMPTS: u32 = 3;
+
+/// Where a move stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The first, full copy.
+    Copy,
+    /// Copying what changed meanwhile.
+    CatchUp,
+    /// Fenced on the source: last delta, checksums, pin switch.
+    CutOver,
+    /// Pinned to the target; the source's old copy is removed after the grace period.
+    Cleanup,
+    /// Finished.
+    Done,
+    /// Rolled back (failed or cancelled): the tenant stays on its source shard.
+    RolledBack,
+}
+
+/// A move's progress, stored as the job's `progress` (and shown by `GET /v1/admin/jobs/{id}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MoveProgress {
+    /// The phase.
+    pub phase: Phase,
+    /// The shard the tenant leaves.
+    pub from: String,
+    /// The shard it goes to.
+    pub to: String,
+    /// Rows copied so far, over all passes.
+    pub rows_copied: u64,
+    /// Bytes copied so far.
+    pub bytes_copied: u64,
+    /// Passes made.
+    pub passes: u32,
+    /// Rows the last pass took: how far the target was behind when it began.
+    pub lag_rows: u64,
+    /// How the rows travel (`binary` between PostgreSQL shards, else `pages`).
+    pub method: Option<CopyMethod>,
+    /// When the last pass began (ms since the Unix epoch).
+    pub pass_started_ms: Option<i64>,
+    /// The checksums of the tenant's tables on source and target, compared under the fence.
+    pub checksums: Option<Checksums>,
+    /// When the tenant was fenced on the source.
+    pub fenced_at_ms: Option<i64>,
+    /// How long writes of the tenant were refused: from the fence to the pin switch (ms).
+    pub cutover_ms: Option<i64>,
+    /// The epoch of the pin switch.
+    pub epoch: Option<u64>,
+    /// When the pin switched.
+    pub switched_at_ms: Option<i64>,
+    /// Why the move rolled back, if it did.
+    pub rolled_back: Option<String>,
+}
+
+/// Source and target checksums of each table, in [`TENANT_TABLES`] order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checksums {
+    /// Per table: its name, the source's and the target's checksum.
+    pub tables: Vec<(String, Checksum, Checksum)>,
+    /// Whether every table matched.
+    pub matched: bool,
+}
+
+/// Tells every instance that the map changed (the api publishes the epoch).
+pub type Announce = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Runs move jobs on this instance.
+pub struct Mover {
+    router: Arc<ShardRouter>,
+    /// This instance's name in job leases.
+    owner: String,
+    announce: Announce,
+    /// Jobs running here.
+    running: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Mover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mover").field("owner", &self.owner).finish_non_exhaustive()
+    }
+}
+
+impl Mover {
+    /// A mover on `router` that announces pin switches with `announce`.
+    pub fn new(router: Arc<ShardRouter>, announce: Announce) -> Arc<Self> {
+        let owner = format!("instance-{}", uuid::Uuid::new_v4().simple());
+        Arc::new(Self { router, owner, announce, running: Mutex::new(HashSet::new()) })
+    }
+
+    /// Starts moving `tenant` to shard `to`: records the job (claiming the tenant) and runs it.
+    pub async fn start(self: &Arc<Self>, tenant: &TenantId, to: &ShardId, audit: &Audit) -> Result<JobRow, Error> {
+        let route = self.router.route_tenant(tenant)?;
+        let target = self.router.with_map(|map| map.shard(to.as_str()).cloned());
+        let target = target.ok_or_else(|| Error::ShardNotFound(to.clone()))?;
+        if route.shard == *to {
+            return Err(Error::MoveRefused(format!("tenant {tenant} is on shard {to} already")));
+        }
+        if target.state != ShardState::Active {
+            return Err(Error::MoveRefused(format!(
+                "shard {to} is {}; a tenant can only move to an active shard",
+                target.state.as_str()
+            )));
+        }
+        self.router.shard_db(to)?;
+        let now = now_ms();
+        let progress = MoveProgress {
+            phase: Phase::Copy,
+            from: route.shard.to_string(),
+            to: to.to_string(),
+            rows_copied: 0,
+            bytes_copied: 0,
+            passes: 0,
+            lag_rows: 0,
+            method: None,
+            pass_started_ms: None,
+            checksums: None,
+            fenced_at_ms: None,
+            cutover_ms: None,
+            epoch: None,
+            switched_at_ms: None,
+            rolled_back: None,
+        };
+        let job = JobRow {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            kind: MOVE_JOB.to_owned(),
+            tenant: Some(tenant.to_string()),
+            target: format!("{tenant}: {} -> {to}", route.shard),
+            state: "running".to_owned(),
+            progress: serde_json::to_string(&progress).map_err(|e| Error::Corrupt(e.to_string()))?,
+            error: None,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        self.router.catalog().start_claiming_job(&job, &[tenant_subject(tenant)], audit).await?;
+        self.adopt(job.clone()).await;
+        Ok(job)
+    }
+
+    /// Takes over the move jobs whose holder stopped renewing its lease (it crashed or was
+    /// killed) and runs them here; the api calls it at start-up and then every so often.
+    pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
+        for job in self.router.catalog().running_jobs().await? {
+            if job.kind == MOVE_JOB && !self.running.lock().contains(&job.id) {
+                self.adopt(job).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `job` here if its lease can be taken.
+    async fn adopt(self: &Arc<Self>, job: JobRow) {
+        let lease = lease_ms(&self.router);
+        match self.router.catalog().take_job_lease(&job.id, &self.owner, lease).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(job = job.id, error = %e, "cannot take a move job's lease");
+                return;
+            }
+        }
+        if !self.running.lock().insert(job.id.clone()) {
+            return;
+        }
+        tracing::info!(job = job.id, target = job.target, "running a tenant move");
+        let mover = self.clone();
+        tokio::spawn(async move {
+            let id = job.id.clone();
+            if let Err(e) = mover.run(job).await {
+                tracing::warn!(job = id, error = %e, "tenant move stopped; another attempt resumes it");
+            }
+            mover.running.lock().remove(&id);
+        });
+    }
+
+    async fn run(&self, job: JobRow) -> Result<(), Error> {
+        let tenant = TenantId::parse(job.tenant.as_deref().unwrap_or_default())
+            .map_err(|e| Error::Corrupt(format!("move job {}: {e}", job.id)))?;
+        let progress: MoveProgress = serde_json::from_str(&job.progress)
+            .map_err(|e| Error::Corrupt(format!("move job {} progress: {e}", job.id)))?;
+        let mut run = Run {
+            mover: self,
+            id: job.id,
+            tenant,
+            progress,
+            pace: Pace::new(self.router.move_config().copy_bytes_per_second),
+        };
+        run.drive().await
+    }
+}
+
+fn lease_ms(router: &ShardRouter) -> i64 {
+    i64::try_from(router.move_config().lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A shard of a move, with its pool.
+type Placed = (ShardId, Database);
+
+/// One run of one move job.
+struct Run<'m> {
+    mover: &'m Mover,
+    id: String,
+    tenant: TenantId,
+    progress: MoveProgress,
+    pace: Pace,
+}
+
+impl Run<'_> {
+    fn router(&self) -> &ShardRouter {
+        &self.mover.router
+    }
+
+    async fn drive(&mut self) -> Result<(), Error> {
+        loop {
+            self.pause().await;
+            let step = match self.progress.phase {
+                Phase::Copy | Phase::CatchUp | Phase::CutOver => self.before_switch().await,
+                Phase::Cleanup => self.cleanup().await,
+                Phase::Done | Phase::RolledBack => return Ok(()),
+            };
+            match step {
+                Ok(()) => {}
+                Err(Error::JobLost(_)) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The phases before the pin switch, with retries; a cancellation or a failure that
+    /// persists rolls the move back.
+    async fn before_switch(&mut self) -> Result<(), Error> {
+        let mut failures = 0;
+        loop {
+            if self.heartbeat().await? {
+                return self.roll_back("cancelled by an operator").await;
+            }
+            let step = match self.progress.phase {
+                Phase::Copy => self.copy().await,
+                Phase::CatchUp => self.catch_up().await,
+                Phase::CutOver => self.cut_over().await,
+                _ => return Ok(()),
+            };
+            match step {
+                Ok(()) => return Ok(()),
+                Err(Error::JobLost(id)) => return Err(Error::JobLost(id)),
+                Err(e) if self.progress.phase == Phase::Cleanup => return Err(e),
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!(job = self.id, phase = ?self.progress.phase, error = %e, failures, "tenant move step failed");
+                    if failures >= ATTEMPTS {
+                        return self.roll_back(&e.to_string()).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
+                }
+            }
+        }
+    }
+
+    fn shards(&self) -> Result<(Placed, Placed), Error> {
+        let parse = |id: &str| ShardId::parse(id).map_err(|e| Error::Corrupt(format!("move job shard: {e}")));
+        let (from, to) = (parse(&self.progress.from)?, parse(&self.progress.to)?);
+        let (source, target) = (self.router().shard_db(&from)?, self.router().shard_db(&to)?);
+        Ok(((from, source), (to, target)))
+    }
+
+    async fn copy(&mut self) -> Result<(), Error> {
+        let (_, (to, target)) = self.shards()?;
+        // What an earlier attempt left on the target is not the tenant's data.
+        RecordStore::new(&target, &to).purge_tenant(&self.tenant).await?;
+        BlobStore::new(&target, &to).purge_tenant(&self.tenant).await?;
+        self.pass(None).await?;
+        self.progress.phase = Phase::CatchUp;
+        Ok(())
+    }
+
+    async fn catch_up(&mut self) -> Result<(), Error> {
+        while self.progress.passes < MAX_CATCH_UP_PASSES + 1 {
+            let since = self.since();
+            self.pass(since).await?;
+            if self.progress.lag_rows <= SMALL_DELTA_ROWS {
+                break;
+            }
+            if self.heartbeat().await? {
+                return Err(Error::MoveRefused("cancelled".to_owned()));
+            }
+        }
+        self.progress.phase = Phase::CutOver;
+        Ok(())
+    }
+
+    fn since(&self) -> Option<i64> {
+        self.progress.pass_started_ms.map(|t| t - CLOCK_MARGIN_MS)
+    }
+
+    /// One pass over every table of the tenant (rows changed since `since_ms`, or all).
+    async fn pass(&mut self, since_ms: Option<i64>) -> Result<(), Error> {
+        let ((from, source), (to, target)) = self.shards()?;
+        let started = now_ms();
+        let method = CopyMethod::best(&source, &target);
+        let pass = Pass { selection: Selection::Tenant(&self.tenant), since_ms, pace: Some(&self.pace) };
+        let mut rows = 0;
+        for table in TENANT_TABLES {
+            let copied =
+                copy_rows(table, FencedShard::new(&source, &from), FencedShard::new(&target, &to), &pass, method)
+                    .await?;
+            rows += copied.read;
+            self.progress.bytes_copied += copied.bytes;
+            self.progress.method = Some(copied.method);
+        }
+        self.progress.rows_copied += rows;
+        self.progress.lag_rows = rows;
+        self.progress.passes += 1;
+        self.progress.pass_started_ms = Some(started);
+        Ok(())
+    }
+
+    async fn cut_over(&mut self) -> Result<(), Error> {
+        let ((from, source_db), (to, target_db)) = self.shards()?;
+        let (source, target) = (FencedShard::new(&source_db, &from), FencedShard::new(&target_db, &to));
+        let fenced_at = now_ms();
+        source.freeze_tenant(&self.tenant, &self.id, fenced_at).await?;
+        self.progress.fenced_at_ms.get_or_insert(fenced_at);
+        if let Err(e) = wait_for_statements_before_the_fence(&source).await {
+            return Err(self.thaw_after(&source, e).await);
+        }
+        let since = self.since();
+        self.pass(since).await?;
+        let mut checksums = self.compare(&source, &target).await?;
+        if !checksums.matched {
+            tracing::warn!(job = self.id, "checksums differ after the last delta; copying everything once more");
+            self.pass(None).await?;
+            checksums = self.compare(&source, &target).await?;
+        }
+        let matched = checksums.matched;
+        self.progress.checksums = Some(checksums);
+        if !matched {
+            let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
+            return Err(self.thaw_after(&source, e).await);
+        }
+        retire_orphan_uploads(&target, &self.tenant).await?;
+        target.clear_tenant_fence(&self.tenant).await?;
+        source.mark_moved(&self.tenant, &self.id, now_ms()).await?;
+        // From here the move only goes forward: the source serves the tenant no more.
+        let switched_at = now_ms();
+        let fenced_at = self.progress.fenced_at_ms.unwrap_or(fenced_at);
+        self.progress.cutover_ms = Some(switched_at - fenced_at);
+        self.progress.switched_at_ms = Some(switched_at);
+        self.progress.phase = Phase::Cleanup;
+        let audit = Audit {
+            actor: "system".to_owned(),
+            tenant: Some(self.tenant.to_string()),
+            action: "tenant.move.switch",
+            target: format!("tenant:{} shard:{to}", self.tenant),
+            request_id: format!("job-{}", self.id),
+        };
+        let progress = self.encoded()?;
+        let epoch = self
+            .router()
+            .catalog()
+            .switch_pin(&self.tenant, &to, &self.id, &self.mover.owner, &progress, &audit)
+            .await?;
+        self.progress.epoch = Some(epoch);
+        if let Err(e) = self.router().refresh().await {
+            tracing::warn!(job = self.id, error = %e, "cannot refresh the map after a pin switch");
+        }
+        (self.mover.announce)(epoch).await;
+        tracing::info!(job = self.id, tenant = %self.tenant, to = %to, epoch, cutover_ms = switched_at - fenced_at, "tenant moved");
+        Ok(())
+    }
+
+    /// Lifts the fence after a failed cut-over (the tenant stays on the source), returning `e`.
+    async fn thaw_after(&self, source: &FencedShard<'_>, e: Error) -> Error {
+        if let Err(thaw) = source.thaw_tenant(&self.tenant).await {
+            tracing::warn!(job = self.id, error = %thaw, "cannot lift the fence after a failed cut-over");
+        }
+        e
+    }
+
+    async fn compare(&self, source: &FencedShard<'_>, target: &FencedShard<'_>) -> Result<Checksums, Error> {
+        let selection = Selection::Tenant(&self.tenant);
+        let mut tables = Vec::new();
+        for table in TENANT_TABLES {
+            let (ours, theirs) =
+                futures::try_join!(checksum(table, *source, selection), checksum(table, *target, selection))?;
+            tables.push((table.name.to_owned(), ours, theirs));
+        }
+        let matched = tables.iter().all(|(_, a, b)| a == b);
+        Ok(Checksums { tables, matched })
+    }
+
+    async fn cleanup(&mut self) -> Result<(), Error> {
+        let grace = self.router().move_config().cleanup_grace;
+        let switched = self.progress.switched_at_ms.unwrap_or_else(now_ms);
+        let due = switched + i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+        loop {
+            let now = now_ms();
+            if now >= due {
+                break;
+            }
+            self.heartbeat().await?;
+            let wait = u64::try_from(due - now).unwrap_or(0).min(lease_ms(self.router()) as u64 / 3);
+            tokio::time::sleep(Duration::from_millis(wait.max(1))).await;
+        }
+        let ((from, source), _) = self.shards()?;
+        BlobStore::new(&source, &from).purge_tenant(&self.tenant).await?;
+        RecordStore::new(&source, &from).purge_tenant(&self.tenant).await?;
+        self.progress.phase = Phase::Done;
+        self.end("done", None).await
+    }
+
+    async fn roll_back(&mut self, why: &str) -> Result<(), Error> {
+        tracing::warn!(job = self.id, tenant = %self.tenant, why, "rolling a tenant move back");
+        let ((from, source), (to, target)) = self.shards()?;
+        FencedShard::new(&source, &from).thaw_tenant(&self.tenant).await?;
+        RecordStore::new(&target, &to).purge_tenant(&self.tenant).await?;
+        BlobStore::new(&target, &to).purge_tenant(&self.tenant).await?;
+        self.progress.phase = Phase::RolledBack;
+        self.progress.rolled_back = Some(why.to_owned());
+        let state = if why.starts_with("cancelled") { "cancelled" } else { "failed" };
+        self.end(state, Some(why)).await
+    }
+
+    async fn end(&self, state: &str, error: Option<&str>) -> Result<(), Error> {
+        let progress = self.encoded()?;
+        self.router().catalog().end_job(&self.id, &self.mover.owner, state, &progress, error).await?;
+        Ok(())
+    }
+
+    fn encoded(&self) -> Result<String, Error> {
+        serde_json::to_string(&self.progress).map_err(|e| Error::Corrupt(e.to_string()))
+    }
+
+    /// Stores the progress and renews the lease; `true` if an operator asked to cancel.
+    /// [`Error::JobLost`] if another instance holds the job now.
+    async fn heartbeat(&self) -> Result<bool, Error> {
+        let progress = self.encoded()?;
+        match self
+            .router()
+            .catalog()
+            .heartbeat_job(&self.id, &self.mover.owner, &progress, lease_ms(self.router()))
+            .await?
+        {
+            Lease::Held { cancel } => Ok(cancel),
+            Lease::Lost => Err(Error::JobLost(self.id.clone())),
+        }
+    }
+
+    async fn pause(&self) {
+        let pause = self.router().move_config().phase_pause;
+        if !pause.is_zero() {
+            tracing::info!(job = self.id, phase = ?self.progress.phase, "pausing at a phase boundary (moves.phase_pause)");
+            let _ = self.heartbeat().await;
+            tokio::time::sleep(pause).await;
+        }
+    }
+}
+
+/// On PostgreSQL, waits until no statement on the shard's database that began before now (the
+/// fence was committed before this is called) is still running: a write that took its snapshot
+/// before the fence and commits after it is then in the next pass. SQLite needs no wait: a write
+/// transaction there always sees the latest commit.
+async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result<(), Error> {
+    if shard.db().engine != Engine::Postgres {
+        return Ok(());
+    }
+    let fence: i64 = sqlx::query_scalar("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)")
+        .fetch_one(shard.pool())
+        .on_shard(shard)
+        .await?;
+    let give_up = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
+    loop {
+        let running: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND state = 'active' AND CAST(EXTRACT(EPOCH FROM query_start) * 1000000 AS BIGINT) < $1",
+        )
+        .bind(fence)
+        .fetch_one(shard.pool())
+        .on_shard(shard)
+        .await?;
+        if running == 0 {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return Err(Error::MoveRefused(format!(
+                "{running} statements that began before the fence on shard {} are still running",
+                shard.id()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Live uploads of `tenant` on `target` that no blob shows (copied, then replaced on the source
+/// before the blob row was copied) become `superseded`, for the janitor.
+async fn retire_orphan_uploads(target: &FencedShard<'_>, tenant: &TenantId) -> Result<(), Error> {
+    sqlx::query(
+        "UPDATE blob_uploads SET state = 'superseded', changed_at = $1 WHERE tenant = $2 AND state = 'live' \
+         AND upload_id NOT IN (SELECT upload_id FROM blobs WHERE tenant = $2 AND upload_id IS NOT NULL)",
+    )
+    .bind(now_ms())
+    .bind(tenant.as_str())
+    .execute(target.pool())
+    .on_shard(target)
+    .await?;
+    Ok(())
+}
