@@ -390,6 +390,8 @@ impl Run<'_> {
         if let Err(e) = wait_for_statements_before_the_fence(&source).await {
             return Err(self.thaw_after(&source, e).await);
         }
+        // A test stopping an instance between the fence and the pin switch stops it here.
+        self.pause().await;
         let since = self.since();
         self.pass(since).await?;
         let mut checksums = self.compare(&source, &target).await?;

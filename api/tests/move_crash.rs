@@ -1,0 +1,201 @@
+//! A tenant move survives `kill -9` of the instance running it in every phase: before the copy,
+//! mid-copy, during catch-up, between the fence and the pin switch, and during cleanup. A new
+//! process on the same PostgreSQL catalog and shards takes the job over once its lease runs out
+//! and finishes it; every acknowledged write is then read back, and the tenant's rows live on
+//! exactly one shard.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqlx::Connection;
+use support::Process;
+
+mod support;
+
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const SECRET: &str = "move-crash-test-secret-0123456789abcdef";
+
+fn token(tenant: Option<&str>, scope: &str) -> String {
+    use jsonwebtoken::{EncodingKey, Header, encode};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut claims = json!({"iss": "crash", "sub": "test", "scope": scope, "iat": now, "exp": now + 600});
+    if let Some(t) = tenant {
+        claims["tenant"] = json!(t);
+    }
+    encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+}
+
+/// Where to kill the instance running the move.
+#[derive(Debug, Clone, Copy)]
+enum KillAt {
+    BeforeCopy,
+    MidCopy,
+    CatchUp,
+    AfterFence,
+    Cleanup,
+}
+
+impl KillAt {
+    /// Whether the job, as `GET /v1/admin/jobs/{id}` shows it, is where this kill belongs.
+    fn reached(self, job: &Value) -> bool {
+        let progress = &job["progress"];
+        let phase = progress["phase"].as_str().unwrap_or_default();
+        match self {
+            KillAt::BeforeCopy | KillAt::MidCopy => phase == "copy",
+            KillAt::CatchUp => phase == "catch_up",
+            KillAt::AfterFence => phase == "cut_over" && !progress["fenced_at_ms"].is_null(),
+            KillAt::Cleanup => phase == "cleanup",
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
+    let tag = format!(
+        "sgmc_{:x}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
+    );
+    let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
+    let mut admin_db = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
+    for name in &names {
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await.unwrap();
+    }
+    let url = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
+    let envs = vec![
+        ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
+        (
+            "SHARDGATE_STORAGE__SHARDS".to_owned(),
+            format!("[{{id=\"s0\",url=\"{}\"}},{{id=\"s1\",url=\"{}\"}}]", url(&names[1]), url(&names[2])),
+        ),
+        (
+            "SHARDGATE_AUTH__ISSUERS".to_owned(),
+            format!("[{{issuer=\"crash\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
+        ),
+        // Every phase boundary pauses, so the test can kill the instance in a phase; the copy is
+        // slow enough (the blob below takes about a second) to be killed in the middle.
+        ("SHARDGATE_STORAGE__MOVES__PHASE_PAUSE".to_owned(), "700ms".to_owned()),
+        ("SHARDGATE_STORAGE__MOVES__COPY_BYTES_PER_SECOND".to_owned(), "1000000".to_owned()),
+        ("SHARDGATE_STORAGE__MOVES__LEASE".to_owned(), "1s".to_owned()),
+        ("SHARDGATE_STORAGE__MOVES__CLEANUP_GRACE".to_owned(), "2s".to_owned()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let admin = token(None, "admin");
+    let mut process = Process::start(&["serve"], dir.path(), envs.clone());
+    process.wait_until_ok(&client, "/readyz").await;
+    process.create_tenant(&client, &admin, "acme").await;
+    // Minted after the tenant exists (a token older than its tenant is refused).
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let tenant = token(Some("acme"), "read write");
+    let blob = client
+        .put(format!("{}/v1/tenants/acme/blobs/big.bin", process.base))
+        .bearer_auth(&tenant)
+        .body(vec![3u8; 1_000_000])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(blob.status(), 201, "{}", blob.text().await.unwrap_or_default());
+    // The last acknowledged value of every key.
+    let mut expected = std::collections::BTreeMap::new();
+
+    for (round, kill) in [KillAt::BeforeCopy, KillAt::MidCopy, KillAt::CatchUp, KillAt::AfterFence, KillAt::Cleanup]
+        .into_iter()
+        .enumerate()
+    {
+        for i in 0..30 {
+            let key = format!("k{i}");
+            let value = json!({"round": round, "i": i});
+            let put = client
+                .put(format!("{}/v1/tenants/acme/collections/c/records/{key}", process.base))
+                .bearer_auth(&tenant)
+                .json(&value)
+                .send()
+                .await
+                .unwrap();
+            assert!(put.status().is_success(), "{kill:?}: PUT {key}: {}", put.status());
+            expected.insert(key, value);
+        }
+        let route: Value =
+            get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=c&key=k0", process.base), &admin).await;
+        let (from, to) = if route["shard"] == "s0" { ("s0", "s1") } else { ("s1", "s0") };
+        let started = client
+            .post(format!("{}/v1/admin/tenants/acme/move", process.base))
+            .bearer_auth(&admin)
+            .json(&json!({"to": to}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status(), 202, "{kill:?}: starting the move");
+        let job: Value = started.json().await.unwrap();
+        let id = job["id"].as_str().unwrap().to_owned();
+        let job_url = format!("/v1/admin/jobs/{id}");
+
+        // Kill the instance (SIGKILL) once the job is where this round kills it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let job: Value = get(&client, &format!("{}{job_url}", process.base), &admin).await;
+            if kill.reached(&job) {
+                break;
+            }
+            assert_eq!(job["state"], "running", "{kill:?}: the job ended before it could be killed: {job}");
+            assert!(tokio::time::Instant::now() < deadline, "{kill:?}: never reached: {job}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if matches!(kill, KillAt::MidCopy) {
+            // Past the pause, into the (slow) copy.
+            tokio::time::sleep(Duration::from_millis(1000)).await;
+        }
+        drop(process);
+
+        process = Process::start(&["serve"], dir.path(), envs.clone());
+        process.wait_until_ok(&client, "/readyz").await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        let done = loop {
+            let job: Value = get(&client, &format!("{}{job_url}", process.base), &admin).await;
+            if job["state"] != "running" {
+                break job;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{kill:?}: not finished after the restart: {job}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(done["state"], "done", "{kill:?}: {done}\n{}", process.log());
+        assert_eq!(done["progress"]["checksums"]["matched"], true, "{kill:?}: {done}");
+        let route: Value =
+            get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=c&key=k0", process.base), &admin).await;
+        assert_eq!(route["shard"], to, "{kill:?}: the tenant is on its new shard");
+
+        // Every acknowledged write reads back, the blob came along, and the tenant's rows are on
+        // one shard only.
+        for (key, value) in &expected {
+            let got: Value =
+                get(&client, &format!("{}/v1/tenants/acme/collections/c/records/{key}", process.base), &tenant).await;
+            assert_eq!(&got["value"], value, "{kill:?}: {key}");
+        }
+        let blob = client
+            .get(format!("{}/v1/tenants/acme/blobs/big.bin", process.base))
+            .bearer_auth(&tenant)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(blob.status(), 200, "{kill:?}: the blob");
+        assert_eq!(blob.bytes().await.unwrap().len(), 1_000_000, "{kill:?}: the blob's bytes");
+        let source = names[if from == "s0" { 1 } else { 2 }].clone();
+        let mut shard = sqlx::PgConnection::connect(&url(&source)).await.unwrap();
+        let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE tenant = 'acme'")
+            .fetch_one(&mut shard)
+            .await
+            .unwrap();
+        assert_eq!(left, 0, "{kill:?}: the old shard {from} still holds the tenant's records");
+        shard.close().await.unwrap();
+    }
+    drop(process);
+    for name in &names {
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await.unwrap();
+    }
+}
+
+async fn get(client: &reqwest::Client, url: &str, token: &str) -> Value {
+    let response = client.get(url).bearer_auth(token).send().await.unwrap();
+    assert!(response.status().is_success(), "GET {url}: {}", response.status());
+    response.json().await.unwrap()
+}
