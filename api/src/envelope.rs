@@ -35,15 +35,19 @@ impl From<StoredRecord> for RecordEnvelope {
 pub struct Job {
     /// Job id.
     pub id: String,
-    /// `index.backfill`.
+    /// `index.backfill`, `index.audit` or `tenant.move`.
     pub kind: String,
     /// What it works on (`tenant/collection/index`).
     pub target: String,
     /// `running`, `done`, `failed` or `cancelled`.
     pub state: String,
-    /// Progress (`indexed`: entries written so far; `after`: the last record key done). A
-    /// backfill that met records the index cannot take also has `too_long` and `duplicates`
-    /// (how many) and `offending_keys` (at most 10 of their keys).
+    /// Progress. A backfill: `indexed` (entries written so far), `after` (the last record key
+    /// done); one that met records the index cannot take also has `too_long` and `duplicates`
+    /// (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
+    /// (`copy`, `catch_up`, `cut_over`, `cleanup`, `done` or `rolled_back`), `from`, `to`,
+    /// `rows_copied`, `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
+    /// `checksums` (per table, source and target, and `matched`), `fenced_at_ms`,
+    /// `switched_at_ms`, `cutover_ms`, `epoch` and `rolled_back` (why).
     #[schema(value_type = Object)]
     pub progress: Value,
     /// Why it failed.

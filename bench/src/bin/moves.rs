@@ -1,0 +1,281 @@
+//! A tenant move under traffic on PostgreSQL shards: what the moving tenant's writes see during
+//! the cut-over, what the other tenants of both shards see during the copy, how fast the copy
+//! goes, and how long moving a tenant of 100,000 records off its shard takes.
+//!
+//! Run with `cargo run --release -p shardgate-bench --bin moves` (PostgreSQL on 127.0.0.1:5432
+//! and Redis on 127.0.0.1:6379, as everywhere in this project). It reports; it never fails on a
+//! figure (the exit status is non-zero only when a step broke).
+//!
+//! It creates a PostgreSQL catalog and two PostgreSQL shard databases (dropped at the end),
+//! starts a gateway in this process in the production configuration (Redis record cache and
+//! rate limits in Redis, limits raised so the limiter runs but never refuses), pins tenant
+//! `mover` and tenant `neighbour` to `s0` and tenant `far` to `s1`, loads `RECORDS` records of
+//! about 200 bytes into `mover`, then runs `WRITERS` writers of `mover` (unconditional `PUT`s of
+//! random keys) and `OTHERS` clients of each other tenant (half `PUT`, half `GET`) for
+//! `BEFORE_SECS` seconds, starts the move of `mover` to `s1`, and keeps the traffic going until
+//! the move is done and `AFTER_SECS` more. Every request's start and end are kept.
+//!
+//! Reported: the moving tenant's write latency (p50, p99, max) inside the cut-over window
+//! (from the fence to the pin switch, as the job reports them, widened by 100 ms each side) and
+//! the longest gap between two completed writes there; the other tenants' p99 before the move
+//! and during the copy; copy throughput (bytes the job copied over the time from its start to the
+//! fence); and the job's time from start to the pin switch.
+//!
+//! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
+//! (2), `COPY_BYTES_PER_SECOND` (33554432).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use shardgate_api::config::LogConfig;
+use shardgate_api::{Application, Config};
+use shardgate_gatekeeper::throttle::RateLimit;
+use shardgate_gatekeeper::{IssuerConfig, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_shard_router::ShardId;
+use shardgate_shard_router::router::ShardSeed;
+use sqlx::Connection;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const ISSUER: &str = "bench";
+const SECRET: &str = "shardgate-bench-hs256-secret-not-for-production-use";
+const PG: &str = "postgres://postgres@127.0.0.1:5432";
+
+type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// One request: which tenant, when it started and ended (ms since the Unix epoch), whether it
+/// succeeded.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    mover: bool,
+    write: bool,
+    start_ms: f64,
+    end_ms: f64,
+    ok: bool,
+}
+
+fn now_ms() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+fn mint(tenant: Option<&str>, scopes: &[Scope]) -> BenchResult<String> {
+    let request = TokenRequest {
+        issuer: ISSUER.into(),
+        subject: "moves-bench".into(),
+        tenant: tenant.map(str::to_owned),
+        scopes: Scopes::of(scopes),
+        ttl: Duration::from_secs(24 * 3600),
+    };
+    Ok(mint_token(&SecretString::from(SECRET), &request)?)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn latencies(samples: &[Sample], keep: impl Fn(&Sample) -> bool) -> Vec<f64> {
+    let mut out: Vec<f64> = samples.iter().filter(|s| keep(s)).map(|s| s.end_ms - s.start_ms).collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+#[tokio::main]
+async fn main() -> BenchResult<()> {
+    let env = |name: &str, default: usize| shardgate_bench::env_number(name, default);
+    let records = env("RECORDS", 100_000)?;
+    let writers = env("WRITERS", 4)?;
+    let others = env("OTHERS", 2)?;
+    let before = Duration::from_secs(env("BEFORE_SECS", 5)? as u64);
+    let after = Duration::from_secs(env("AFTER_SECS", 2)? as u64);
+    let rate = env("COPY_BYTES_PER_SECOND", 32 << 20)? as u64;
+
+    let tag = format!("sgbm_{}", std::process::id());
+    let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
+    let mut admin_db = sqlx::PgConnection::connect(&format!("{PG}/postgres")).await?;
+    for name in &names {
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
+    }
+    let outcome = run(&names, &tag, (records, writers, others, before, after, rate)).await;
+    for name in &names {
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
+    }
+    outcome
+}
+
+async fn run(
+    names: &[String; 3],
+    tag: &str,
+    (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
+) -> BenchResult<()> {
+    let dir = tempfile::tempdir()?;
+    let mut config = Config { listen: "127.0.0.1:0".parse()?, data_dir: dir.path().to_path_buf(), ..Config::default() };
+    config.storage.catalog_url = Some(SecretString::from(format!("{PG}/{}", names[0])));
+    for (i, name) in names[1..].iter().enumerate() {
+        config
+            .storage
+            .shards
+            .push(ShardSeed { id: ShardId::parse(&format!("s{i}"))?, url: SecretString::from(format!("{PG}/{name}")) });
+    }
+    config.storage.moves.copy_bytes_per_second = rate;
+    config.storage.moves.cleanup_grace = Duration::from_secs(1);
+    config.cache.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
+    config.cache.key_prefix = format!("{tag}-cache");
+    config.rate_limits.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
+    config.rate_limits.key_prefix = format!("{tag}-rl");
+    let unlimited = RateLimit { per_second: 1_000_000_000, burst: 1_000_000_000 };
+    for tier in ["free", "standard", "premium"] {
+        config.rate_limits.tiers.insert(tier.to_owned(), unlimited);
+    }
+    config.auth.issuers = vec![IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))];
+    config.log = LogConfig { filter: "warn".to_owned(), ..LogConfig::default() };
+    let app = Application::build(config).await?;
+    let base = format!("http://{}", app.local_addr());
+    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until(async move {
+        let _ = stopped.await;
+    }));
+    let client = reqwest::Client::new();
+    let admin = mint(None, &[Scope::Admin])?;
+    for (id, shard) in [("mover", "s0"), ("neighbour", "s0"), ("far", "s1")] {
+        let created = client
+            .post(format!("{base}/v1/admin/tenants"))
+            .bearer_auth(&admin)
+            .json(&json!({"id": id, "shard": shard}))
+            .send()
+            .await?;
+        if created.status() != 201 {
+            return Err(format!("creating {id}: {}", created.status()).into());
+        }
+    }
+    let token = |tenant: &str| mint(Some(tenant), &[Scope::Read, Scope::Write]);
+    let mover_token = token("mover")?;
+    let payload = "x".repeat(160);
+
+    let load_started = Instant::now();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut loaders = tokio::task::JoinSet::new();
+    for _ in 0..32 {
+        let (client, base, token, next, payload) =
+            (client.clone(), base.clone(), mover_token.clone(), next.clone(), payload.clone());
+        loaders.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= records {
+                    return Ok::<(), reqwest::Error>(());
+                }
+                let url = format!("{base}/v1/tenants/mover/collections/c/records/k{n:06}");
+                client.put(url).bearer_auth(&token).json(&json!({"n": n, "pad": payload})).send().await?;
+            }
+        });
+    }
+    while let Some(done) = loaders.join_next().await {
+        done??;
+    }
+    println!("loaded {records} records into tenant mover in {:.1} s", load_started.elapsed().as_secs_f64());
+
+    let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut traffic = tokio::task::JoinSet::new();
+    let clients = (0..writers).map(|_| ("mover", true)).chain((0..others).flat_map(|_| [("neighbour", false), ("far", false)]));
+    for (i, (tenant, is_mover)) in clients.enumerate() {
+        let (client, base, token, samples, stop) = (client.clone(), base.clone(), token(tenant)?, samples.clone(), stop.clone());
+        let payload = payload.clone();
+        traffic.spawn(async move {
+            let mut seed = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            while !stop.load(Ordering::Relaxed) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let key = format!("k{:06}", seed % records.max(1) as u64);
+                let url = format!("{base}/v1/tenants/{tenant}/collections/c/records/{key}");
+                let write = is_mover || seed.is_multiple_of(2);
+                let start_ms = now_ms();
+                let sent = if write {
+                    client.put(&url).bearer_auth(&token).json(&json!({"w": seed, "pad": payload})).send().await
+                } else {
+                    client.get(&url).bearer_auth(&token).send().await
+                };
+                let ok = sent.is_ok_and(|r| r.status().is_success() || r.status() == 404);
+                samples.lock().push(Sample { mover: is_mover, write, start_ms, end_ms: now_ms(), ok });
+            }
+        });
+    }
+    tokio::time::sleep(before).await;
+    let move_started = now_ms();
+    let job: Value = client
+        .post(format!("{base}/v1/admin/tenants/mover/move"))
+        .bearer_auth(&admin)
+        .json(&json!({"to": "s1"}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let id = job["id"].as_str().ok_or_else(|| format!("no job: {job}"))?.to_owned();
+    let job = loop {
+        let job: Value =
+            client.get(format!("{base}/v1/admin/jobs/{id}")).bearer_auth(&admin).send().await?.json().await?;
+        if job["state"] != "running" {
+            break job;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    tokio::time::sleep(after).await;
+    stop.store(true, Ordering::Relaxed);
+    while traffic.join_next().await.is_some() {}
+    let _ = stop_server.send(());
+    let _ = server.await;
+
+    let progress = &job["progress"];
+    if job["state"] != "done" {
+        return Err(format!("the move ended {}: {job}", job["state"]).into());
+    }
+    let fenced = progress["fenced_at_ms"].as_f64().ok_or("no fence time")?;
+    let switched = progress["switched_at_ms"].as_f64().ok_or("no switch time")?;
+    let samples = samples.lock().clone();
+    let failed = samples.iter().filter(|s| !s.ok).count();
+    let window = (fenced - 100.0, switched + 100.0);
+    let cut_over = latencies(&samples, |s| s.mover && s.write && s.end_ms >= window.0 && s.start_ms <= window.1);
+    let mut ends: Vec<f64> =
+        samples.iter().filter(|s| s.mover && s.write && s.ok && s.end_ms >= window.0 - 1000.0).map(|s| s.end_ms).collect();
+    ends.sort_by(f64::total_cmp);
+    let gap = ends.windows(2).filter(|w| w[1] >= window.0 && w[0] <= window.1).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    let others_before = latencies(&samples, |s| !s.mover && s.end_ms < move_started);
+    let others_copy = latencies(&samples, |s| !s.mover && s.start_ms >= move_started && s.end_ms <= fenced);
+    let bytes = progress["bytes_copied"].as_f64().unwrap_or(0.0);
+    let copy_secs = (fenced - move_started) / 1000.0;
+    println!("requests: {} ({failed} failed)", samples.len());
+    println!(
+        "moving tenant, writes in the cut-over window ({} of them, fence to switch {} ms): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; longest gap between completed writes {:.1} ms",
+        cut_over.len(),
+        progress["cutover_ms"],
+        percentile(&cut_over, 0.5),
+        percentile(&cut_over, 0.99),
+        cut_over.last().copied().unwrap_or(f64::NAN),
+        gap
+    );
+    let (p_before, p_copy) = (percentile(&others_before, 0.99), percentile(&others_copy, 0.99));
+    println!(
+        "other tenants, p99: before {p_before:.2} ms ({} requests), during the copy {p_copy:.2} ms ({} requests): ratio {:.2}",
+        others_before.len(),
+        others_copy.len(),
+        p_copy / p_before
+    );
+    println!(
+        "copy: {:.1} MB in {copy_secs:.1} s = {:.1} MB/s ({} rows, {} passes, method {}); start to switch {:.1} s",
+        bytes / 1e6,
+        bytes / 1e6 / copy_secs,
+        progress["rows_copied"],
+        progress["passes"],
+        progress["method"],
+        (switched - move_started) / 1000.0
+    );
+    Ok(())
+}
