@@ -759,6 +759,9 @@ impl ShardRouter {
         let db = self.shard_db(&home.shard)?;
         RecordStore::new(&db, &home.shard).purge_tenant(&id).await?;
         BlobStore::new(&db, &home.shard).purge_tenant(&id).await?;
+        // A fence an earlier tenant of this id left when it moved off this shard is not the new
+        // tenant's.
+        FencedShard::new(&db, &home.shard).clear_tenant_fence(&id).await?;
         let now = now_ms();
         let row = TenantRow {
             id: id.clone(),

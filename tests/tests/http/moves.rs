@@ -334,4 +334,17 @@ async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(b
     assert!(app.put_record("acme", "c", "after", &json!({"ok": true})).await.status().is_success());
     let missing = app.admin(reqwest::Method::POST, "/v1/admin/jobs/nope/cancel", None).await;
     expect_problem(missing, StatusCode::NOT_FOUND, "job_not_found").await;
+
+    // A finished move leaves a fence on the old shard; a new tenant of the same id placed there
+    // later is not bound by it.
+    let job = start_move(&app, "acme", &to).await;
+    let done = ended(&app, job["id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    assert_eq!(done["state"], "done", "{done}");
+    let deleted = app.admin(reqwest::Method::DELETE, "/v1/admin/tenants/acme", None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    app.create_tenant_with(&json!({"id": "acme", "shard": from})).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let token = app.rw_token("acme");
+    let put = app.client.put(app.url(&record_path("acme", "c", "again"))).bearer_auth(&token).json(&json!({"n": 1}));
+    assert_eq!(put.send().await.unwrap().status(), StatusCode::CREATED, "the re-created tenant writes on {from}");
 }
