@@ -160,6 +160,9 @@ pub struct Pass<'a> {
     pub selection: Selection<'a>,
     /// Only rows changed at or after this time (ms), for a catch-up; `None` for all.
     pub since_ms: Option<i64>,
+    /// Only rows changed before this time (ms): the settled part a checksum compares while the
+    /// rest may still change; `None` for all.
+    pub before_ms: Option<i64>,
     /// The rate to keep to, if any.
     pub pace: Option<&'a Pace>,
 }
@@ -169,7 +172,11 @@ impl Pass<'_> {
     /// takes no parameters; every value is an integer or a quoted tenant id).
     fn condition(&self, table: &CopyTable) -> String {
         let selected = self.selection.inline_condition();
-        let since = |column: &str| self.since_ms.map(|t| format!(" AND {column} >= {t}")).unwrap_or_default();
+        let since = |column: &str| {
+            let since = self.since_ms.map(|t| format!(" AND {column} >= {t}")).unwrap_or_default();
+            let before = self.before_ms.map(|t| format!(" AND {column} < {t}")).unwrap_or_default();
+            format!("{since}{before}")
+        };
         match table.rows {
             RowFilter::Changed(column) => format!("{selected}{}", since(column)),
             RowFilter::LiveUploads => format!("{selected} AND state = 'live'{}", since("changed_at")),
@@ -512,11 +519,9 @@ pub struct Checksum {
     pub sha256: String,
 }
 
-/// The [`Checksum`] of the rows of `table` that `selection` takes on `shard` (all of them, as a
-/// full copy would take them).
-pub async fn checksum(table: &CopyTable, shard: FencedShard<'_>, selection: Selection<'_>) -> Result<Checksum, Error> {
+/// The [`Checksum`] of the rows of `table` that `pass` takes on `shard` (its pace is not kept).
+pub async fn checksum(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<Checksum, Error> {
     use sha2::Digest;
-    let pass = Pass { selection, since_ms: None, pace: None };
     let mut pages = Pages::new(table, &pass.condition(table));
     let mut hash = sha2::Sha256::new();
     let mut rows = 0u64;
@@ -577,7 +582,7 @@ mod tests {
         let tenant = TenantId::parse("acme").unwrap();
         assert_eq!(Selection::Tenant(&tenant).inline_condition(), "tenant = 'acme'");
         assert_eq!(Selection::Vshard(7).inline_condition(), "vshard = 7");
-        let pass = Pass { selection: Selection::Tenant(&tenant), since_ms: Some(42), pace: None };
+        let pass = Pass { selection: Selection::Tenant(&tenant), since_ms: Some(42), before_ms: None, pace: None };
         assert_eq!(pass.condition(&RECORDS), "tenant = 'acme' AND updated_at >= 42");
         assert_eq!(
             pass.condition(&BLOB_CHUNKS),

@@ -10,14 +10,18 @@
 //!    A copied row replaces an older version of its key and never a newer one, so any pass can
 //!    be repeated.
 //! 2. `catch_up`: passes over the rows changed since the previous pass began (less a margin for
-//!    clocks of instances that differ), until one finds few.
+//!    clocks of instances that differ), until one finds few. Then the settled rows (changed
+//!    before the last pass began, less the margin) are compared by checksum on both sides, still
+//!    outside the fence, so that the cut-over need only compare the rest.
 //! 3. `cut_over`: the tenant is fenced on the source ([`FencedShard::freeze_tenant`]): from now
 //!    on every instance's writes of it are refused there whatever map it routes on, while reads
 //!    are still served. On PostgreSQL the mover then waits until no statement that began before
 //!    the fence is still running, so a write that raced the fence is in the last pass. The last
-//!    delta is copied and both sides' checksums are compared ([`crate::copy::checksum`]); if
-//!    they differ, a full pass is made and compared again, and a second difference rolls the move
-//!    back. Then the tenant is marked `moved` on the source (its reads are refused there too),
+//!    delta is copied and both sides' checksums of the rows the settled comparison did not cover
+//!    are compared ([`crate::copy::checksum`]; all rows if that comparison found a difference);
+//!    if they differ, a full pass is made and everything compared, and a difference then rolls
+//!    the move back. The split relies on the instances' clocks agreeing within the margin
+//!    ([`CLOCK_MARGIN_MS`], 5 s), as the catch-up does. Then the tenant is marked `moved` on the source (its reads are refused there too),
 //!    and one catalog transaction pins it to the target with a new epoch and moves the job to
 //!    `cleanup`. Requests that met the fence wait for that epoch (`moves.cutover_wait`) and go
 //!    to the new shard.
@@ -55,7 +59,7 @@ pub const MOVE_JOB: &str = "tenant.move";
 /// A catch-up pass takes rows changed since the previous pass began less this, so that a write
 /// stamped by an instance whose clock is behind is not missed. (A row missed all the same is
 /// found by the checksums of the cut-over, which then copy everything once more.)
-const CLOCK_MARGIN_MS: i64 = 5_000;
+pub const CLOCK_MARGIN_MS: i64 = 5_000;
 
 /// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
 const SMALL_DELTA_ROWS: u64 = 1_000;
@@ -106,7 +110,13 @@ pub struct MoveProgress {
     pub method: Option<CopyMethod>,
     /// When the last pass began (ms since the Unix epoch).
     pub pass_started_ms: Option<i64>,
-    /// The checksums of the tenant's tables on source and target, compared under the fence.
+    /// The checksums of the settled rows (changed before `settled_before_ms`) on source and
+    /// target, compared before the fence.
+    pub settled: Option<Checksums>,
+    /// Where the settled rows end: the cut-over compares the rows changed since.
+    pub settled_before_ms: Option<i64>,
+    /// The checksums of the other rows on source and target, compared under the fence (of all
+    /// rows, if the settled comparison found a difference).
     pub checksums: Option<Checksums>,
     /// When the tenant was fenced on the source.
     pub fenced_at_ms: Option<i64>,
@@ -181,6 +191,8 @@ impl Mover {
             lag_rows: 0,
             method: None,
             pass_started_ms: None,
+            settled: None,
+            settled_before_ms: None,
             checksums: None,
             fenced_at_ms: None,
             cutover_ms: None,
@@ -351,6 +363,24 @@ impl Run<'_> {
                 return Err(Error::MoveRefused("cancelled".to_owned()));
             }
         }
+        // The settled part (rows not changed since the last pass began, less the margin) is
+        // compared now, outside the fence; the cut-over then compares only the rest.
+        self.progress.settled_before_ms = self.since();
+        let ((from, source), (to, target)) = self.shards()?;
+        let settled = self
+            .compare(
+                &FencedShard::new(&source, &from),
+                &FencedShard::new(&target, &to),
+                None,
+                self.progress.settled_before_ms,
+            )
+            .await?;
+        if !settled.matched {
+            // Rows that changed while they were being read differ for a moment; the cut-over
+            // compares everything instead.
+            self.progress.settled_before_ms = None;
+        }
+        self.progress.settled = Some(settled);
         self.progress.phase = Phase::CutOver;
         Ok(())
     }
@@ -364,7 +394,8 @@ impl Run<'_> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
         let method = CopyMethod::best(&source, &target);
-        let pass = Pass { selection: Selection::Tenant(&self.tenant), since_ms, pace: Some(&self.pace) };
+        let pass =
+            Pass { selection: Selection::Tenant(&self.tenant), since_ms, before_ms: None, pace: Some(&self.pace) };
         let mut rows = 0;
         for table in TENANT_TABLES {
             let copied =
@@ -394,11 +425,15 @@ impl Run<'_> {
         self.pause().await;
         let since = self.since();
         self.pass(since).await?;
-        let mut checksums = self.compare(&source, &target).await?;
+        // The rows the settled comparison did not cover (all of them if it found a difference).
+        let mut checksums = self.compare(&source, &target, self.progress.settled_before_ms, None).await?;
         if !checksums.matched {
-            tracing::warn!(job = self.id, "checksums differ after the last delta; copying everything once more");
+            tracing::warn!(
+                job = self.id,
+                "checksums differ after the last delta; copying and comparing everything once more"
+            );
             self.pass(None).await?;
-            checksums = self.compare(&source, &target).await?;
+            checksums = self.compare(&source, &target, None, None).await?;
         }
         let matched = checksums.matched;
         self.progress.checksums = Some(checksums);
@@ -445,12 +480,19 @@ impl Run<'_> {
         e
     }
 
-    async fn compare(&self, source: &FencedShard<'_>, target: &FencedShard<'_>) -> Result<Checksums, Error> {
-        let selection = Selection::Tenant(&self.tenant);
+    /// Checksums of the tenant's rows on both sides, of the rows changed since `since_ms` and
+    /// before `before_ms` (either may be open).
+    async fn compare(
+        &self,
+        source: &FencedShard<'_>,
+        target: &FencedShard<'_>,
+        since_ms: Option<i64>,
+        before_ms: Option<i64>,
+    ) -> Result<Checksums, Error> {
+        let pass = Pass { selection: Selection::Tenant(&self.tenant), since_ms, before_ms, pace: None };
         let mut tables = Vec::new();
         for table in TENANT_TABLES {
-            let (ours, theirs) =
-                futures::try_join!(checksum(table, *source, selection), checksum(table, *target, selection))?;
+            let (ours, theirs) = futures::try_join!(checksum(table, *source, &pass), checksum(table, *target, &pass))?;
             tables.push((table.name.to_owned(), ours, theirs));
         }
         let matched = tables.iter().all(|(_, a, b)| a == b);

@@ -267,7 +267,14 @@ impl<'a> RecordStore<'a> {
         selection: Selection<'_>,
         method: CopyMethod,
     ) -> Result<Copied, Error> {
-        copy_rows(&RECORDS, self.shard, target.shard, &Pass { selection, since_ms: None, pace: None }, method).await
+        copy_rows(
+            &RECORDS,
+            self.shard,
+            target.shard,
+            &Pass { selection, since_ms: None, before_ms: None, pace: None },
+            method,
+        )
+        .await
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.

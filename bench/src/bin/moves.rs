@@ -184,9 +184,11 @@ async fn run(
     let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let mut traffic = tokio::task::JoinSet::new();
-    let clients = (0..writers).map(|_| ("mover", true)).chain((0..others).flat_map(|_| [("neighbour", false), ("far", false)]));
+    let clients =
+        (0..writers).map(|_| ("mover", true)).chain((0..others).flat_map(|_| [("neighbour", false), ("far", false)]));
     for (i, (tenant, is_mover)) in clients.enumerate() {
-        let (client, base, token, samples, stop) = (client.clone(), base.clone(), token(tenant)?, samples.clone(), stop.clone());
+        let (client, base, token, samples, stop) =
+            (client.clone(), base.clone(), token(tenant)?, samples.clone(), stop.clone());
         let payload = payload.clone();
         traffic.spawn(async move {
             let mut seed = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -243,8 +245,11 @@ async fn run(
     let failed = samples.iter().filter(|s| !s.ok).count();
     let window = (fenced - 100.0, switched + 100.0);
     let cut_over = latencies(&samples, |s| s.mover && s.write && s.end_ms >= window.0 && s.start_ms <= window.1);
-    let mut ends: Vec<f64> =
-        samples.iter().filter(|s| s.mover && s.write && s.ok && s.end_ms >= window.0 - 1000.0).map(|s| s.end_ms).collect();
+    let mut ends: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.mover && s.write && s.ok && s.end_ms >= window.0 - 1000.0)
+        .map(|s| s.end_ms)
+        .collect();
     ends.sort_by(f64::total_cmp);
     let gap = ends.windows(2).filter(|w| w[1] >= window.0 && w[0] <= window.1).map(|w| w[1] - w[0]).fold(0.0, f64::max);
     let others_before = latencies(&samples, |s| !s.mover && s.end_ms < move_started);
