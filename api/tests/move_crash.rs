@@ -196,6 +196,8 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
 
 async fn get(client: &reqwest::Client, url: &str, token: &str) -> Value {
     let response = client.get(url).bearer_auth(token).send().await.unwrap();
-    assert!(response.status().is_success(), "GET {url}: {}", response.status());
-    response.json().await.unwrap()
+    let status = response.status();
+    let body = response.text().await.unwrap();
+    assert!(status.is_success(), "GET {url}: {status} {body}");
+    serde_json::from_str(&body).unwrap()
 }

@@ -515,8 +515,40 @@ impl<'t> Pages<'t> {
 pub struct Checksum {
     /// Rows.
     pub rows: u64,
-    /// SHA-256 of the rows, hex.
-    pub sha256: String,
+    /// The digest of the rows: SHA-256 in hex when read in pages, `md5:` and hex when computed
+    /// by PostgreSQL.
+    pub digest: String,
+}
+
+/// The [`Checksum`]s of the rows of `table` that `pass` takes on `source` and on `target`,
+/// computed the same way on both: by each database in one statement when both are PostgreSQL
+/// (an MD5 over the rows' text forms in key order), else by reading the rows in pages
+/// ([`checksum`]).
+pub async fn checksums(
+    table: &CopyTable,
+    source: FencedShard<'_>,
+    target: FencedShard<'_>,
+    pass: &Pass<'_>,
+) -> Result<(Checksum, Checksum), Error> {
+    if source.db().postgres().is_some() && target.db().postgres().is_some() {
+        futures::try_join!(checksum_in_postgres(table, source, pass), checksum_in_postgres(table, target, pass))
+    } else {
+        futures::try_join!(checksum(table, source, pass), checksum(table, target, pass))
+    }
+}
+
+async fn checksum_in_postgres(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<Checksum, Error> {
+    use crate::shard::OnShard;
+    let (columns, key, name) = (column_list(table), table.key.join(", "), table.name);
+    let sql = format!(
+        "SELECT COUNT(*), COALESCE(md5(string_agg(md5(CAST(t AS text)), '' ORDER BY {key})), '') \
+         FROM (SELECT {columns} FROM {name} WHERE {}) t",
+        pass.condition(table)
+    );
+    let row = sqlx::query(&sql).fetch_one(shard.pool()).on_shard(&shard).await?;
+    let rows: i64 = row.try_get(0).map_err(|e| shard.err(e))?;
+    let digest: String = row.try_get(1).map_err(|e| shard.err(e))?;
+    Ok(Checksum { rows: u64::try_from(rows).unwrap_or(0), digest: format!("md5:{digest}") })
 }
 
 /// The [`Checksum`] of the rows of `table` that `pass` takes on `shard` (its pace is not kept).
@@ -533,7 +565,7 @@ pub async fn checksum(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>
         }
         rows += values.len() as u64;
     }
-    Ok(Checksum { rows, sha256: hex::encode(hash.finalize()) })
+    Ok(Checksum { rows, digest: hex::encode(hash.finalize()) })
 }
 
 fn read_row(table: &CopyTable, row: &AnyRow) -> Result<Vec<Value>, sqlx::Error> {

@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::blobs::BlobStore;
 use crate::catalog::{Audit, JobRow, Lease, tenant_subject};
 use crate::clock::now_ms;
-use crate::copy::{Checksum, CopyMethod, Pace, Pass, Selection, TENANT_TABLES, checksum, copy_rows};
+use crate::copy::{Checksum, CopyMethod, Pace, Pass, Selection, TENANT_TABLES, checksums, copy_rows};
 use crate::db::{Database, Engine};
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
@@ -492,7 +492,7 @@ impl Run<'_> {
         let pass = Pass { selection: Selection::Tenant(&self.tenant), since_ms, before_ms, pace: None };
         let mut tables = Vec::new();
         for table in TENANT_TABLES {
-            let (ours, theirs) = futures::try_join!(checksum(table, *source, &pass), checksum(table, *target, &pass))?;
+            let (ours, theirs) = checksums(table, *source, *target, &pass).await?;
             tables.push((table.name.to_owned(), ours, theirs));
         }
         let matched = tables.iter().all(|(_, a, b)| a == b);
