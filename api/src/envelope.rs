@@ -48,7 +48,8 @@ pub struct Job {
     /// `rows_copied`, `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
     /// `settled` and `checksums` (per table, source and target, and `matched`: the rows changed
     /// before `settled_before_ms`, compared before the fence, and the others, under it), `fenced_at_ms`,
-    /// `switched_at_ms`, `cutover_ms`, `epoch` and `rolled_back` (why).
+    /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch` and
+    /// `rolled_back` (why).
     #[schema(value_type = Object)]
     pub progress: Value,
     /// Why it failed.

@@ -122,6 +122,10 @@ pub struct MoveProgress {
     pub fenced_at_ms: Option<i64>,
     /// How long writes of the tenant were refused: from the fence to the pin switch (ms).
     pub cutover_ms: Option<i64>,
+    /// Where the last cut-over attempt spent its time (ms): waiting for statements that began
+    /// before the fence, copying the last delta, comparing checksums, marking and switching.
+    #[serde(default)]
+    pub cutover_steps_ms: Vec<(String, i64)>,
     /// The epoch of the pin switch.
     pub epoch: Option<u64>,
     /// When the pin switched.
@@ -196,6 +200,7 @@ impl Mover {
             checksums: None,
             fenced_at_ms: None,
             cutover_ms: None,
+            cutover_steps_ms: Vec::new(),
             epoch: None,
             switched_at_ms: None,
             rolled_back: None,
@@ -418,13 +423,22 @@ impl Run<'_> {
         let fenced_at = now_ms();
         source.freeze_tenant(&self.tenant, &self.id, fenced_at).await?;
         self.progress.fenced_at_ms.get_or_insert(fenced_at);
+        self.progress.cutover_steps_ms.clear();
+        let mut step = now_ms();
+        let mut took = |progress: &mut MoveProgress, what: &str| {
+            let now = now_ms();
+            progress.cutover_steps_ms.push((what.to_owned(), now - step));
+            step = now;
+        };
         if let Err(e) = wait_for_statements_before_the_fence(&source).await {
             return Err(self.thaw_after(&source, e).await);
         }
+        took(&mut self.progress, "wait_for_statements");
         // A test stopping an instance between the fence and the pin switch stops it here.
         self.pause().await;
         let since = self.since();
         self.pass(since).await?;
+        took(&mut self.progress, "last_delta");
         // The rows the settled comparison did not cover (all of them if it found a difference).
         let mut checksums = self.compare(&source, &target, self.progress.settled_before_ms, None).await?;
         if !checksums.matched {
@@ -437,6 +451,7 @@ impl Run<'_> {
         }
         let matched = checksums.matched;
         self.progress.checksums = Some(checksums);
+        took(&mut self.progress, "compare");
         if !matched {
             let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
             return Err(self.thaw_after(&source, e).await);
@@ -444,6 +459,7 @@ impl Run<'_> {
         retire_orphan_uploads(&target, &self.tenant).await?;
         target.clear_tenant_fence(&self.tenant).await?;
         source.mark_moved(&self.tenant, &self.id, now_ms()).await?;
+        took(&mut self.progress, "mark");
         // From here the move only goes forward: the source serves the tenant no more.
         let switched_at = now_ms();
         let fenced_at = self.progress.fenced_at_ms.unwrap_or(fenced_at);

@@ -266,6 +266,7 @@ async fn run(
         cut_over.last().copied().unwrap_or(f64::NAN),
         gap
     );
+    println!("cut-over steps (ms): {}", progress["cutover_steps_ms"]);
     let (p_before, p_copy) = (percentile(&others_before, 0.99), percentile(&others_copy, 0.99));
     println!(
         "other tenants, p99: before {p_before:.2} ms ({} requests), during the copy {p_copy:.2} ms ({} requests): ratio {:.2}",
