@@ -35,7 +35,7 @@ impl From<StoredRecord> for RecordEnvelope {
 pub struct Job {
     /// Job id.
     pub id: String,
-    /// `index.backfill`, `index.audit` or `tenant.move`.
+    /// `index.backfill`, `index.audit`, `tenant.move`, `vshard.move` or `vshards.rebalance`.
     pub kind: String,
     /// What it works on (`tenant/collection/index`).
     pub target: String,
@@ -49,7 +49,10 @@ pub struct Job {
     /// `settled` and `checksums` (per table, source and target, and `matched`: the rows changed
     /// before `settled_before_ms`, compared before the fence, and the others, under it), `fenced_at_ms`,
     /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch` and
-    /// `rolled_back` (why).
+    /// `rolled_back` (why). A vshard move: the same, with `vshards`, `tenants` (the unpinned
+    /// tenants they place, taken along) and `parent` (its rebalance). A rebalance: `balance`, `parallel`,
+    /// `drain` (the shard drained, if any), the counts `pending`, `running`, `done` and `failed`,
+    /// and `steps` (each with `vshards` or `tenant`, `from`, `to`, `state`, `job` and `error`).
     #[schema(value_type = Object)]
     pub progress: Value,
     /// Why it failed.

@@ -125,8 +125,8 @@ codes! {
     IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
-    JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
-    MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, or the job is past its cut-over"),
+    JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
+    MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, no active shard can receive what a draining shard holds, or the job is past its cut-over"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
     PayloadTooLarge = ("payload_too_large", PAYLOAD_TOO_LARGE, "the body is larger than the limit"),
@@ -388,6 +388,17 @@ impl From<&StoreError> for ApiError {
                 let mut err = Self::new(
                     Code::TenantMoving,
                     format!("tenant {tenant} is being moved to another shard; nothing was applied, retry shortly"),
+                );
+                err.retry_after_secs = Some(1);
+                err
+            }
+            StoreError::VshardFenced { vshard, .. } => {
+                let mut err = Self::new(
+                    Code::TenantMoving,
+                    format!(
+                        "the index entries of vshard {vshard} are being moved to another shard; nothing was applied, \
+                         retry shortly"
+                    ),
                 );
                 err.retry_after_secs = Some(1);
                 err

@@ -2,7 +2,8 @@
 //! mid-copy, during catch-up, between the fence and the pin switch, and during cleanup. A new
 //! process on the same PostgreSQL catalog and shards takes the job over once its lease runs out
 //! and finishes it; every acknowledged write is then read back, and the tenant's rows live on
-//! exactly one shard.
+//! exactly one shard. A drain (vshard moves and a tenant move, run by a rebalance job) killed
+//! while its moves run is finished the same way.
 
 use std::time::Duration;
 
@@ -187,6 +188,53 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
             .unwrap();
         assert_eq!(left, 0, "{kill:?}: the old shard {from} still holds the tenant's records");
         shard.close().await.unwrap();
+    }
+
+    // A drain killed while its vshard moves run: the next instance takes the drain and its
+    // moves over and finishes them.
+    let started = client
+        .post(format!("{}/v1/admin/shards/s1/drain", process.base))
+        .bearer_auth(&admin)
+        .json(&json!({"parallel": 4}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 202, "starting the drain");
+    let drain: Value = started.json().await.unwrap();
+    let job_url = format!("{}/v1/admin/jobs/{}", process.base, drain["job"]["id"].as_str().unwrap());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let job: Value = get(&client, &job_url, &admin).await;
+        if job["progress"]["running"].as_u64().unwrap_or(0) > 0 {
+            break;
+        }
+        assert_eq!(job["state"], "running", "the drain ended before it could be killed: {job}");
+        assert!(tokio::time::Instant::now() < deadline, "no step of the drain started: {job}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Into the steps' phases.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(process);
+    process = Process::start(&["serve"], dir.path(), envs.clone());
+    process.wait_until_ok(&client, "/readyz").await;
+    let job_url = job_url.replace(&job_url[..job_url.find("/v1/").unwrap()], &process.base);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let drained = loop {
+        let job: Value = get(&client, &job_url, &admin).await;
+        if job["state"] != "running" {
+            break job;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the drain did not finish after the restart: {job}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(drained["state"], "done", "{drained}\n{}", process.log());
+    let map: Value = get(&client, &format!("{}/v1/admin/shard-map", process.base), &admin).await;
+    let s1 = map["shards"].as_array().unwrap().iter().find(|s| s["id"] == "s1").cloned().unwrap();
+    assert_eq!(s1["vshards"], 0, "{map}");
+    for (key, value) in &expected {
+        let got: Value =
+            get(&client, &format!("{}/v1/tenants/acme/collections/c/records/{key}", process.base), &tenant).await;
+        assert_eq!(&got["value"], value, "after the drain: {key}");
     }
     drop(process);
     for name in &names {

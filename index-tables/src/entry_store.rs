@@ -57,7 +57,12 @@ const INSERT_ENTRY: &str = "INSERT INTO index_entries \
      (tenant, collection, index_name, value_key, record_key, vshard, record_vshard, record_version, \
       state, claimed_at, copy, unique_claim) \
      SELECT $1, $2, $3, $4, $5, $6, $7, $8, '{state}', $9, $10, {unique} \
-     WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11)";
+     WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) \
+     AND NOT EXISTS (SELECT 1 FROM vshard_fences WHERE vshard = $6)";
+
+/// The condition that keeps an update or delete off the entries of a vshard that is moving off
+/// this shard (or has moved: see the shard migration `0008_vshard_fences`).
+const NOT_VSHARD_FENCED: &str = "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = index_entries.vshard)";
 
 /// On a conflict with the same record's entry, rewrite it unless it already holds a newer
 /// record version.
@@ -243,17 +248,23 @@ impl<'a> IndexEntryStore<'a> {
         }
     }
 
-    /// After a fenced write changed nothing: [`StoreError::StaleMap`] if the fence is why.
-    async fn check_fence(&self) -> Result<(), IndexError> {
+    /// After a fenced write changed nothing: [`StoreError::StaleMap`] if the shard's fence is
+    /// why; [`StoreError::VshardFenced`] if the fence of `vshard` (when the caller knows which
+    /// vshard placed the entry) is. A write the vshard fence refused whose vshard is not given
+    /// looks like a lost race: entries left behind that way are what look-ups verify and repair.
+    async fn check_fences(&self, vshard: Option<u32>) -> Result<(), IndexError> {
         self.count();
-        Ok(self.shard.check_fence().await?)
+        match vshard {
+            Some(vshard) => Ok(self.shard.check_vshard_fences(vshard).await?),
+            None => Ok(self.shard.check_fence().await?),
+        }
     }
 
-    /// Whether a fenced write changed a row; one that changed nothing because of the fence is
-    /// [`StoreError::StaleMap`].
-    async fn unless_fenced_out(&self, written: bool) -> Result<bool, IndexError> {
+    /// Whether a fenced write changed a row; one that changed nothing because of a fence is an
+    /// error ([`IndexEntryStore::check_fences`]).
+    async fn unless_fenced_out(&self, written: bool, vshard: Option<u32>) -> Result<bool, IndexError> {
         if !written {
-            self.check_fence().await?;
+            self.check_fences(vshard).await?;
         }
         Ok(written)
     }
@@ -263,10 +274,11 @@ impl<'a> IndexEntryStore<'a> {
     async fn returned_row<'q>(
         &self,
         query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+        vshard: Option<u32>,
     ) -> Result<bool, IndexError> {
         self.count();
         let row = query.fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
-        self.unless_fenced_out(row.is_some()).await
+        self.unless_fenced_out(row.is_some(), vshard).await
     }
 
     /// Binds an entry's values to `sql`, written with [`INSERT_ENTRY`]'s parameters.
@@ -293,7 +305,7 @@ impl<'a> IndexEntryStore<'a> {
     /// nothing because of the fence is [`StoreError::StaleMap`].
     async fn upsert(&self, entry: &IndexEntry, state: EntryState) -> Result<bool, IndexError> {
         let sql = format!("{}{UPSERT_NEWER}", insert_sql(state, false));
-        self.returned_row(self.bind_entry(&sql, entry)).await
+        self.returned_row(self.bind_entry(&sql, entry), Some(entry.vshard)).await
     }
 
     /// Writes `entry` as `pending` for a new value of a non-unique index, before the record's
@@ -331,7 +343,7 @@ impl<'a> IndexEntryStore<'a> {
             if inserted.is_some() {
                 return Ok(Claim::Won);
             }
-            self.check_fence().await?;
+            self.check_fences(Some(entry.vshard)).await?;
             let Some(holder) = self.unique_holder(entry.scope(), &entry.value_key).await? else {
                 // The holder went away between the two statements: claim again.
                 continue;
@@ -366,14 +378,15 @@ impl<'a> IndexEntryStore<'a> {
                    state = 'pending', claimed_at = $9, copy = $10, unique_claim = 1 \
                    WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND record_key = $12 \
                    AND state = $13 AND claimed_at = $14 AND record_version = $15 AND unique_claim = 1 \
-                   AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) RETURNING record_version";
+                   AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) \
+                   AND NOT EXISTS (SELECT 1 FROM vshard_fences WHERE vshard = $6) RETURNING record_version";
         let query = self
             .bind_entry(sql, entry)
             .bind(expected.record_key.as_str())
             .bind(expected.state.as_str())
             .bind(expected.claimed_at_ms)
             .bind(expected.record_version);
-        self.returned_row(query).await
+        self.returned_row(query, Some(entry.vshard)).await
     }
 
     /// The entry holding `value_key` in a unique index, if any.
@@ -400,9 +413,9 @@ impl<'a> IndexEntryStore<'a> {
         let sql = format!(
             "UPDATE index_entries SET state = 'live', record_version = $6, copy = $7 \
              WHERE {WHERE_ENTRY} AND record_version <= $6 \
-             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $8) RETURNING record_version"
+             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $8) AND {NOT_VSHARD_FENCED} RETURNING record_version"
         );
-        self.returned_row(bind_key(&sql, key).bind(record_version).bind(copy).bind(self.shard.map_epoch())).await
+        self.returned_row(bind_key(&sql, key).bind(record_version).bind(copy).bind(self.shard.map_epoch()), None).await
     }
 
     /// After the record committed at `record_version` without this value: deletes the entry,
@@ -411,9 +424,9 @@ impl<'a> IndexEntryStore<'a> {
     pub async fn remove(&self, key: EntryKey<'_>, record_version: i64) -> Result<bool, IndexError> {
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND record_version <= $6 \
-             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) RETURNING record_version"
+             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) AND {NOT_VSHARD_FENCED} RETURNING record_version"
         );
-        self.returned_row(bind_key(&sql, key).bind(record_version).bind(self.shard.map_epoch())).await
+        self.returned_row(bind_key(&sql, key).bind(record_version).bind(self.shard.map_epoch()), None).await
     }
 
     /// Deletes a stale entry found at read time (its record no longer holds the value), only if
@@ -423,14 +436,14 @@ impl<'a> IndexEntryStore<'a> {
         let sql = format!(
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND state = $6 AND claimed_at = $7 \
              AND record_version = $8 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) \
-             RETURNING record_version"
+             AND {NOT_VSHARD_FENCED} RETURNING record_version"
         );
         let query = bind_key(&sql, seen.key(scope))
             .bind(seen.state.as_str())
             .bind(seen.claimed_at_ms)
             .bind(seen.record_version)
             .bind(self.shard.map_epoch());
-        self.returned_row(query).await
+        self.returned_row(query, None).await
     }
 
     /// The entry at `key`, if any.
@@ -451,9 +464,11 @@ impl<'a> IndexEntryStore<'a> {
         after_record_key: Option<&str>,
         limit: u32,
     ) -> Result<Vec<StoredEntry>, IndexError> {
+        // Entries of a vshard that moved off this shard are an old copy, never to be read.
         let mut sql = format!(
             "SELECT {ENTRY_COLUMNS} FROM index_entries \
-             WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4"
+             WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 \
+             AND NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = index_entries.vshard AND f.state = 'moved')"
         );
         let mut binds = vec![value_key.to_owned()];
         if let Some(after) = after_record_key {
@@ -462,6 +477,21 @@ impl<'a> IndexEntryStore<'a> {
         }
         sql.push_str(&format!(" ORDER BY record_key LIMIT ${}", binds.len() + 4));
         self.fetch_entries(&sql, scope, binds, limit).await
+    }
+
+    /// Whether `vshard` has moved off this shard (its entries here are an old copy): a
+    /// look-up that found nothing here then looks again on the shard of a newer map.
+    pub async fn vshard_moved(&self, vshard: u32) -> Result<bool, IndexError> {
+        self.count();
+        let moved: Option<i64> = self
+            .shard
+            .read(|| {
+                sqlx::query_scalar("SELECT vshard FROM vshard_fences WHERE vshard = $1 AND state = 'moved'")
+                    .bind(i64::from(vshard))
+                    .fetch_optional(self.shard.pool())
+            })
+            .await?;
+        Ok(moved.is_some())
     }
 
     /// Entries (pending and live) of this shard whose value key lies within `from` and `to`,

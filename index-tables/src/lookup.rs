@@ -7,7 +7,7 @@ use std::ops::Bound;
 
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{RecordAddress, RecordRead, RecordStore, StoredRecord};
-use shardgate_shard_router::{Access, RecordKey, ShardState};
+use shardgate_shard_router::{Access, Error as StoreError, RecordKey, ShardState};
 
 use crate::entry_store::{EntryAfter, IndexEntryStore, StoredEntry};
 use crate::error::IndexError;
@@ -58,11 +58,23 @@ impl IndexTables {
             Lookup::Eq(value) => {
                 let vshard =
                     entry_vshard(&index.tenant, &index.collection, index.def.name(), value, self.router.vshard_count());
-                let (shard, db, _) = self.entry_shard(vshard, Access::Read)?;
                 let after_key = after.as_ref().filter(|(v, _)| v == value.as_str()).map(|(_, r)| r.as_str());
-                let counter = self.metrics.lookup_statements_on(&shard);
-                let store = IndexEntryStore::new(&db, &shard).counting(counter.inner());
-                let mut entries = store.lookup_eq(scope, value.as_str(), after_key, limit + 1).await?;
+                let give_up = self.router.cutover_deadline();
+                let mut entries = loop {
+                    let (shard, db, _) = self.entry_shard(vshard, Access::Read)?;
+                    let counter = self.metrics.lookup_statements_on(&shard);
+                    let store = IndexEntryStore::new(&db, &shard).counting(counter.inner());
+                    let entries = store.lookup_eq(scope, value.as_str(), after_key, limit + 1).await?;
+                    // Nothing, because the vshard moved off that shard since this map was loaded:
+                    // look on the shard of the newer map.
+                    if entries.is_empty() && store.vshard_moved(vshard).await? {
+                        if self.router.wait_for_cutover(give_up).await? {
+                            continue;
+                        }
+                        return Err(StoreError::TenantMoving(index.tenant.clone()).into());
+                    }
+                    break entries;
+                };
                 let next = if entries.len() > limit as usize {
                     entries.truncate(limit as usize);
                     entries.last().map(|e| (e.value_key.clone(), e.record_key.clone()))

@@ -118,15 +118,9 @@ impl IndexTables {
                 value,
             };
             let entry = index.def.entry(&record, &new_key, vshard_count, now_ms());
-            let (shard, db, epoch) = self.entry_shard(entry.vshard, Access::Write)?;
-            let store = IndexEntryStore::new(&db, &shard).routed_at(epoch);
-            if index.def.is_unique() {
-                if let Err(e) = self.claim(&index, &store, &entry, addr).await {
-                    self.abandon(prepared.written).await;
-                    return Err(e);
-                }
-            } else {
-                store.put_pending(&entry).await?;
+            if let Err(e) = self.write_pending(&index, &entry, addr).await {
+                self.abandon(prepared.written).await;
+                return Err(e);
             }
             prepared.written.push(PendingEntry { index, entry });
         }
@@ -142,6 +136,36 @@ impl IndexTables {
         match committed {
             Ok(version) => self.complete(prepared, version).await,
             Err(_) => self.abandon(prepared.written).await,
+        }
+    }
+
+    /// Writes `entry` as pending (claiming its value in a unique index) on the shard of its
+    /// vshard. If the vshard is moving off that shard (its fence refuses the write), waits for
+    /// the map that places it on its new shard and writes there, for at most
+    /// `moves.cutover_wait`; then [`StoreError::TenantMoving`].
+    async fn write_pending(
+        &self,
+        index: &LiveIndex,
+        entry: &IndexEntry,
+        addr: RecordAddress<'_>,
+    ) -> Result<(), IndexError> {
+        let give_up = self.router.cutover_deadline();
+        loop {
+            let (shard, db, epoch) = self.entry_shard(entry.vshard, Access::Write)?;
+            let store = IndexEntryStore::new(&db, &shard).routed_at(epoch);
+            let written = if index.def.is_unique() {
+                self.claim(index, &store, entry, addr).await
+            } else {
+                store.put_pending(entry).await.map(|_| ())
+            };
+            match written {
+                Err(IndexError::Store(StoreError::VshardFenced { .. })) => {
+                    if !self.router.wait_for_cutover(give_up).await? {
+                        return Err(StoreError::TenantMoving(addr.tenant.clone()).into());
+                    }
+                }
+                other => return other,
+            }
         }
     }
 

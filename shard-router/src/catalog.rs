@@ -15,7 +15,7 @@ mod indexes;
 mod moves;
 mod valet;
 pub use indexes::{IndexDefRow, JobRow};
-pub use moves::{Lease, tenant_subject};
+pub use moves::{Lease, Placement, tenant_subject, vshard_subject};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 /// A shard as the catalog stores it.
@@ -485,10 +485,26 @@ impl Catalog {
     }
 
     /// Creates a tenant (and its pin). Returns the new epoch, which is also the new tenant's
-    /// incarnation (`tenant.incarnation` is not read).
-    pub async fn insert_tenant(&self, tenant: &TenantRow, audit: &Audit) -> Result<u64, Error> {
+    /// incarnation (`tenant.incarnation` is not read). [`Error::JobConflict`] if a job holds
+    /// `unclaimed` (the vshard an unpinned tenant would be placed by, while it moves).
+    pub async fn insert_tenant(
+        &self,
+        tenant: &TenantRow,
+        unclaimed: Option<&str>,
+        audit: &Audit,
+    ) -> Result<u64, Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
+            if let Some(subject) = unclaimed {
+                let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
+                    .bind(subject)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+                if let Some(job) = holder {
+                    return Err(Error::JobConflict { subject: subject.to_owned(), job });
+                }
+            }
             let inserted = sqlx::query(
                 "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst, incarnation) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",

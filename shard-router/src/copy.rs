@@ -142,6 +142,31 @@ pub const BLOB_CHUNKS: CopyTable = CopyTable {
 /// chunks before the blob row that shows it, so a copied blob never points at nothing.
 pub const TENANT_TABLES: [&CopyTable; 4] = [&BLOB_UPLOADS, &BLOB_CHUNKS, &BLOBS, &RECORDS];
 
+/// The `index_entries` table: the entries a vshard places. Entries are removed without a
+/// tombstone, so "changed since" does not find everything: a vshard move copies them whole,
+/// under its fence, into a target that holds none of the vshard's entries.
+pub const INDEX_ENTRIES: CopyTable = CopyTable {
+    name: "index_entries",
+    columns: &[
+        ("tenant", ColumnKind::Text),
+        ("collection", ColumnKind::Text),
+        ("index_name", ColumnKind::Text),
+        ("value_key", ColumnKind::Text),
+        ("record_key", ColumnKind::Text),
+        ("vshard", ColumnKind::Int),
+        ("record_vshard", ColumnKind::Int),
+        ("record_version", ColumnKind::Int),
+        ("state", ColumnKind::Text),
+        ("claimed_at", ColumnKind::Int),
+        ("copy", ColumnKind::OptText),
+        ("unique_claim", ColumnKind::Int),
+    ],
+    key: &["tenant", "collection", "index_name", "value_key", "record_key"],
+    version: None,
+    rows: RowFilter::All,
+    page_rows: 500,
+};
+
 /// Which of the rows a selection takes a copy of a table takes.
 #[derive(Debug, Clone, Copy)]
 pub enum RowFilter {
@@ -151,6 +176,8 @@ pub enum RowFilter {
     LiveUploads,
     /// Chunks of the uploads [`RowFilter::LiveUploads`] takes.
     LiveUploadChunks,
+    /// Every selected row, whatever the pass's `since` and `before`.
+    All,
 }
 
 /// One copy of one selection: which rows (and since when), and at what pace.
@@ -179,6 +206,7 @@ impl Pass<'_> {
         };
         match table.rows {
             RowFilter::Changed(column) => format!("{selected}{}", since(column)),
+            RowFilter::All => selected,
             RowFilter::LiveUploads => format!("{selected} AND state = 'live'{}", since("changed_at")),
             RowFilter::LiveUploadChunks => format!(
                 "upload_id IN (SELECT upload_id FROM blob_uploads WHERE {selected} AND state = 'live'{})",
@@ -221,18 +249,40 @@ impl Pace {
 pub enum Selection<'a> {
     /// The rows of one tenant.
     Tenant(&'a TenantId),
-    /// The rows placed on one vshard.
-    Vshard(u32),
+    /// The rows placed on these vshards; none selects nothing.
+    Vshards(&'a [u32]),
+    /// The rows of these tenants placed on these vshards: the unpinned tenants a vshard move
+    /// takes (tenants pinned to the shard keep their rows, tagged with the same vshards, there).
+    Tenants {
+        /// The vshards.
+        vshards: &'a [u32],
+        /// The tenants; none selects nothing.
+        tenants: &'a [TenantId],
+    },
 }
 
 impl Selection<'_> {
     /// The condition as SQL with the value inlined (`COPY (query)` takes no parameters).
-    fn inline_condition(&self) -> String {
+    pub(crate) fn inline_condition(&self) -> String {
         match self {
             Selection::Tenant(tenant) => format!("tenant = {}", sql_string(tenant.as_str())),
-            Selection::Vshard(vshard) => format!("vshard = {vshard}"),
+            Selection::Vshards(vshards) => vshard_condition(vshards),
+            Selection::Tenants { vshards, tenants: [] } => format!("{} AND 1 = 0", vshard_condition(vshards)),
+            Selection::Tenants { vshards, tenants } => {
+                let list = tenants.iter().map(|t| sql_string(t.as_str())).collect::<Vec<_>>().join(", ");
+                format!("{} AND tenant IN ({list})", vshard_condition(vshards))
+            }
         }
     }
+}
+
+/// `vshard IN (...)`, or a condition no row meets for no vshard.
+fn vshard_condition(vshards: &[u32]) -> String {
+    if vshards.is_empty() {
+        return "1 = 0".to_owned();
+    }
+    let list = vshards.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    format!("vshard IN ({list})")
 }
 
 /// `text` as an SQL string literal. Tenant ids hold no quote ([`TenantId::parse`]); one would be
@@ -520,6 +570,15 @@ pub struct Checksum {
     pub digest: String,
 }
 
+/// Deletes the rows of `table` that `selection` takes from `shard`, in one statement (for tables
+/// whose selections stay small, such as the index entries of one vshard); returns how many.
+pub async fn purge_rows(table: &CopyTable, shard: &FencedShard<'_>, selection: Selection<'_>) -> Result<u64, Error> {
+    use crate::shard::OnShard;
+    let sql = format!("DELETE FROM {} WHERE {}", table.name, selection.inline_condition());
+    let done = sqlx::query(&sql).execute(shard.pool()).on_shard(shard).await?;
+    Ok(done.rows_affected())
+}
+
 /// The [`Checksum`]s of the rows of `table` that `pass` takes on `source` and on `target`,
 /// computed the same way on both: by each database in one statement when both are PostgreSQL
 /// (an MD5 over the rows' text forms in key order), else by reading the rows in pages
@@ -613,7 +672,16 @@ mod tests {
         assert_eq!(sql_string("o'brien'); DROP TABLE records; --"), "'o''brien''); DROP TABLE records; --'");
         let tenant = TenantId::parse("acme").unwrap();
         assert_eq!(Selection::Tenant(&tenant).inline_condition(), "tenant = 'acme'");
-        assert_eq!(Selection::Vshard(7).inline_condition(), "vshard = 7");
+        assert_eq!(Selection::Vshards(&[7, 9]).inline_condition(), "vshard IN (7, 9)");
+        assert_eq!(Selection::Vshards(&[]).inline_condition(), "1 = 0");
+        let two = [tenant.clone(), TenantId::parse("beta").unwrap()];
+        assert_eq!(
+            Selection::Tenants { vshards: &[7], tenants: &two }.inline_condition(),
+            "vshard IN (7) AND tenant IN ('acme', 'beta')"
+        );
+        assert_eq!(Selection::Tenants { vshards: &[7], tenants: &[] }.inline_condition(), "vshard IN (7) AND 1 = 0");
+        let all = Pass { selection: Selection::Vshards(&[7]), since_ms: Some(42), before_ms: Some(50), pace: None };
+        assert_eq!(all.condition(&INDEX_ENTRIES), "vshard IN (7)", "entries are always copied whole");
         let pass = Pass { selection: Selection::Tenant(&tenant), since_ms: Some(42), before_ms: None, pace: None };
         assert_eq!(pass.condition(&RECORDS), "tenant = 'acme' AND updated_at >= 42");
         assert_eq!(

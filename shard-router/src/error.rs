@@ -93,6 +93,16 @@ pub enum Error {
         /// The tenant.
         tenant: TenantId,
     },
+    /// 503 `tenant_moving` (if it reaches the API; index writes wait for the new shard first).
+    /// The index entries a vshard places are moving away from this shard: their writes are
+    /// refused here.
+    #[error("the index entries of vshard {vshard} are moving off shard {shard}")]
+    VshardFenced {
+        /// The shard it is leaving.
+        shard: ShardId,
+        /// The vshard.
+        vshard: u32,
+    },
     /// 503 `tenant_moving` with `Retry-After`. A request waited longer than the cut-over window
     /// (`moves.cutover_wait`) for a moving tenant's new shard.
     #[error("tenant {0} is being moved to another shard; retry shortly")]

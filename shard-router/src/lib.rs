@@ -22,6 +22,7 @@ pub mod ids;
 pub mod map;
 pub mod mover;
 pub mod rebalance;
+pub mod rebalancer;
 pub mod records;
 pub mod registration;
 pub mod router;

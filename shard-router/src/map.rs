@@ -11,7 +11,7 @@ use foldhash::fast::RandomState;
 use serde::{Deserialize, Serialize};
 
 use crate::hash::tenant_vshard;
-use crate::ids::ShardId;
+use crate::ids::{ShardId, TenantId};
 
 /// Service tier of a tenant: drives limits and placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -55,6 +55,9 @@ pub enum ShardState {
     Active,
     /// Serves reads; writes get 503 `shard_read_only`.
     ReadOnly,
+    /// Serves reads and writes while a drain moves its vshards and pinned tenants to other
+    /// shards; takes no new vshard, pin or tenant.
+    Draining,
     /// Serves nothing; every request gets 503 `shard_offline`.
     Offline,
 }
@@ -65,6 +68,7 @@ impl ShardState {
         match self {
             ShardState::Active => "active",
             ShardState::ReadOnly => "read_only",
+            ShardState::Draining => "draining",
             ShardState::Offline => "offline",
         }
     }
@@ -74,6 +78,7 @@ impl ShardState {
         match value {
             "active" => Some(ShardState::Active),
             "read_only" => Some(ShardState::ReadOnly),
+            "draining" => Some(ShardState::Draining),
             "offline" => Some(ShardState::Offline),
             _ => None,
         }
@@ -264,6 +269,21 @@ impl MapSnapshot {
         counts
     }
 
+    /// The unpinned tenants whose home vshard is one of `vshards`, in id order: the tenants a
+    /// move of the vshards takes along.
+    pub fn unpinned_tenants_of(&self, vshards: &[u32]) -> Vec<TenantId> {
+        let mut tenants: Vec<TenantId> = self
+            .tenants
+            .iter()
+            .filter(|(id, entry)| {
+                entry.pin.is_none() && vshards.contains(&tenant_vshard(id.as_str(), self.vshard_count))
+            })
+            .filter_map(|(id, _)| TenantId::parse(id.as_str()).ok())
+            .collect();
+        tenants.sort();
+        tenants
+    }
+
     /// The vshard table as runs: `(first_vshard, last_vshard, shard_index)`.
     pub fn vshard_runs(&self) -> Vec<(u32, u32, ShardIndex)> {
         let mut runs: Vec<(u32, u32, ShardIndex)> = Vec::new();
@@ -365,6 +385,14 @@ mod tests {
         assert!(incarnation.admits_token_issued_at(1_700_000_000), "iat has whole seconds only");
         assert!(incarnation.admits_token_issued_at(1_700_000_001));
         assert!(incarnation.admits_token_issued_at(u64::MAX));
+    }
+
+    #[test]
+    fn a_vshard_takes_its_unpinned_tenants_only() {
+        let map = map_with(4, &[("acme", None), ("globex", Some(2))]);
+        let acme = tenant_vshard("acme", 1024);
+        assert_eq!(map.unpinned_tenants_of(&[acme]), vec![TenantId::parse("acme").unwrap()]);
+        assert!(map.unpinned_tenants_of(&[tenant_vshard("globex", 1024)]).iter().all(|t| t.as_str() != "globex"));
     }
 
     #[test]

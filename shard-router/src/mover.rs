@@ -1,37 +1,43 @@
-//! Moving a tenant's home data to another shard while its traffic flows (DESIGN.md §5, "Moving
-//! data"): a job in the catalog that one instance runs at a time and another takes over if that
-//! instance dies.
+//! Moving data to another shard while its traffic flows (DESIGN.md §5, "Moving data"): a job
+//! in the catalog that one instance runs at a time and another takes over if that instance
+//! dies. A move takes a [`MoveSubject`]: one tenant's home data (`tenant.move`, which pins the
+//! tenant to the target), or a set of vshards owned by one shard (`vshard.move`, a step of a
+//! rebalance or drain: [`crate::rebalancer`]) — the index entries they place and the home data
+//! of the unpinned tenants they place, listed once the vshards are claimed (no tenant of them
+//! is created or deleted until the move ends).
 //!
 //! # Phases
 //!
-//! 1. `copy`: whatever an earlier, rolled-back attempt left of the tenant on the target is
-//!    removed, then every row of the tenant (records and their tombstones, blobs, their live
-//!    uploads and chunks: [`crate::copy::TENANT_TABLES`]) is copied, at `moves.copy_bytes_per_second`.
-//!    A copied row replaces an older version of its key and never a newer one, so any pass can
-//!    be repeated.
+//! 1. `copy`: whatever an earlier, rolled-back attempt left of the subject on the target is
+//!    removed, then every row of its tenants (records and their tombstones, blobs, their live
+//!    uploads and chunks: [`crate::copy::TENANT_TABLES`]) is copied, at
+//!    `moves.copy_bytes_per_second`. A copied row replaces an older version of its key and
+//!    never a newer one, so any pass can be repeated.
 //! 2. `catch_up`: passes over the rows changed since the previous pass began (less a margin for
 //!    clocks of instances that differ), until one finds few. Then the settled rows (changed
 //!    before the last pass began, less the margin) are compared by checksum on both sides, still
 //!    outside the fence, so that the cut-over need only compare the rest.
-//! 3. `cut_over`: the tenant is fenced on the source ([`FencedShard::freeze_tenant`]): from now
-//!    on every instance's writes of it are refused there whatever map it routes on, while reads
-//!    are still served. On PostgreSQL the mover then waits until no statement that began before
-//!    the fence is still running, so a write that raced the fence is in the last pass. The last
-//!    delta is copied and both sides' checksums of the rows the settled comparison did not cover
-//!    are compared ([`crate::copy::checksum`]; all rows if that comparison found a difference);
-//!    if they differ, a full pass is made and everything compared, and a difference then rolls
-//!    the move back. The split relies on the instances' clocks agreeing within the margin
-//!    ([`CLOCK_MARGIN_MS`], 5 s), as the catch-up does. Then the tenant is marked `moved` on the source (its reads are refused there too),
-//!    and one catalog transaction pins it to the target with a new epoch and moves the job to
-//!    `cleanup`. Requests that met the fence wait for that epoch (`moves.cutover_wait`) and go
-//!    to the new shard.
+//! 3. `cut_over`: the subject is fenced on the source ([`FencedShard::freeze`]: each tenant, and
+//!    each vshard for its index entries): from now on every instance's writes of it are refused
+//!    there whatever map it routes on, while reads are still served. On PostgreSQL the mover
+//!    then waits until no statement that began before the fence is still running, so a write
+//!    that raced the fence is in the last pass. The last delta is copied (and a vshard's index
+//!    entries, whole: they leave no tombstone when removed) and both sides' checksums of the
+//!    rows the settled comparison did not cover are compared ([`crate::copy::checksum`]; all
+//!    rows if that comparison found a difference); if they differ, a full pass is made and
+//!    everything compared, and a difference then rolls the move back. The split relies on the
+//!    instances' clocks agreeing within the margin ([`CLOCK_MARGIN_MS`], 5 s), as the catch-up
+//!    does. Then the subject is marked `moved` on the source (its reads are refused there too),
+//!    and one catalog transaction pins the tenant to the target, or gives the vshards to it,
+//!    with a new epoch and moves the job to `cleanup`. Requests that met the fence wait for that
+//!    epoch (`moves.cutover_wait`) and go to the new shard.
 //! 4. `cleanup`: after `moves.cleanup_grace` (downloads still streaming from the old copy end),
-//!    the old copy is removed from the source. The `moved` fence stays until the tenant moves
+//!    the old copy is removed from the source. The `moved` fences stay until the subject moves
 //!    back.
 //!
-//! A failure or a cancellation before the tenant is marked `moved` rolls the move back: the
-//! fence is lifted and the target's copy removed. From `moved` on, the move only goes forward.
-//! Other tenants on either shard are never fenced or paused.
+//! A failure or a cancellation before the subject is marked `moved` rolls the move back: the
+//! fences are lifted and the target's copy removed. From `moved` on, the move only goes
+//! forward. Other tenants and vshards on either shard are never fenced or paused.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -42,19 +48,25 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::blobs::BlobStore;
-use crate::catalog::{Audit, JobRow, Lease, tenant_subject};
+use crate::catalog::{Audit, JobRow, Lease, Placement, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
-use crate::copy::{Checksum, CopyMethod, Pace, Pass, Selection, TENANT_TABLES, checksums, copy_rows};
+use crate::copy::{
+    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Pass, Selection, TENANT_TABLES, checksums, copy_rows,
+    purge_rows,
+};
 use crate::db::{Database, Engine};
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::ShardState;
 use crate::records::RecordStore;
 use crate::router::ShardRouter;
-use crate::shard::{FencedShard, OnShard, ShardStore};
+use crate::shard::{FencedShard, MoveSubject, OnShard, ShardStore};
 
 /// The kind of a tenant move job.
 pub const MOVE_JOB: &str = "tenant.move";
+
+/// The kind of a vshard move job (one step of a rebalance or a drain).
+pub const VSHARD_MOVE_JOB: &str = "vshard.move";
 
 /// A catch-up pass takes rows changed since the previous pass began less this, so that a write
 /// stamped by an instance whose clock is behind is not missed. (A row missed all the same is
@@ -132,62 +144,24 @@ pub struct MoveProgress {
     pub switched_at_ms: Option<i64>,
     /// Why the move rolled back, if it did.
     pub rolled_back: Option<String>,
+    /// The vshards a vshard move takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vshards: Option<Vec<u32>>,
+    /// The unpinned tenants those vshards place, listed once the vshards are claimed (no tenant
+    /// of them is created or deleted while the move runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenants: Option<Vec<String>>,
+    /// The rebalance or drain job this move is a step of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
-/// Source and target checksums of each table, in [`TENANT_TABLES`] order.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Checksums {
-    /// Per table: its name, the source's and the target's checksum.
-    pub tables: Vec<(String, Checksum, Checksum)>,
-    /// Whether every table matched.
-    pub matched: bool,
-}
-
-/// Tells every instance that the map changed (the api publishes the epoch).
-pub type Announce = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// Runs move jobs on this instance.
-pub struct Mover {
-    router: Arc<ShardRouter>,
-    /// This instance's name in job leases.
-    owner: String,
-    announce: Announce,
-    /// Jobs running here.
-    running: Mutex<HashSet<String>>,
-}
-
-impl std::fmt::Debug for Mover {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mover").field("owner", &self.owner).finish_non_exhaustive()
-    }
-}
-
-impl Mover {
-    /// A mover on `router` that announces pin switches with `announce`.
-    pub fn new(router: Arc<ShardRouter>, announce: Announce) -> Arc<Self> {
-        let owner = format!("instance-{}", uuid::Uuid::new_v4().simple());
-        Arc::new(Self { router, owner, announce, running: Mutex::new(HashSet::new()) })
-    }
-
-    /// Starts moving `tenant` to shard `to`: records the job (claiming the tenant) and runs it.
-    pub async fn start(self: &Arc<Self>, tenant: &TenantId, to: &ShardId, audit: &Audit) -> Result<JobRow, Error> {
-        let route = self.router.route_tenant(tenant)?;
-        let target = self.router.with_map(|map| map.shard(to.as_str()).cloned());
-        let target = target.ok_or_else(|| Error::ShardNotFound(to.clone()))?;
-        if route.shard == *to {
-            return Err(Error::MoveRefused(format!("tenant {tenant} is on shard {to} already")));
-        }
-        if target.state != ShardState::Active {
-            return Err(Error::MoveRefused(format!(
-                "shard {to} is {}; a tenant can only move to an active shard",
-                target.state.as_str()
-            )));
-        }
-        self.router.shard_db(to)?;
-        let now = now_ms();
-        let progress = MoveProgress {
+impl MoveProgress {
+    /// A move from `from` to `to` that has not begun.
+    pub fn new(from: &ShardId, to: &ShardId) -> Self {
+        Self {
             phase: Phase::Copy,
-            from: route.shard.to_string(),
+            from: from.to_string(),
             to: to.to_string(),
             rows_copied: 0,
             bytes_copied: 0,
@@ -204,19 +178,146 @@ impl Mover {
             epoch: None,
             switched_at_ms: None,
             rolled_back: None,
+            vshards: None,
+            tenants: None,
+            parent: None,
+        }
+    }
+}
+
+/// Source and target checksums of each table, in [`TENANT_TABLES`] order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checksums {
+    /// Per table: its name, the source's and the target's checksum.
+    pub tables: Vec<(String, Checksum, Checksum)>,
+    /// Whether every table matched.
+    pub matched: bool,
+}
+
+/// Tells every instance that the map changed (the api publishes the epoch).
+pub type Announce = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Runs move jobs on this instance.
+pub struct Mover {
+    pub(crate) router: Arc<ShardRouter>,
+    /// This instance's name in job leases.
+    pub(crate) owner: String,
+    announce: Announce,
+    /// Jobs running here.
+    pub(crate) running: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Mover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mover").field("owner", &self.owner).finish_non_exhaustive()
+    }
+}
+
+impl Mover {
+    /// A mover on `router` that announces pin switches with `announce`.
+    pub fn new(router: Arc<ShardRouter>, announce: Announce) -> Arc<Self> {
+        let owner = format!("instance-{}", uuid::Uuid::new_v4().simple());
+        Arc::new(Self { router, owner, announce, running: Mutex::new(HashSet::new()) })
+    }
+
+    /// Starts moving `tenant` to shard `to`: records the job (claiming the tenant, and the
+    /// vshard that places it if it is not pinned) and runs it.
+    pub async fn start(self: &Arc<Self>, tenant: &TenantId, to: &ShardId, audit: &Audit) -> Result<JobRow, Error> {
+        self.start_tenant(tenant, to, None, audit).await
+    }
+
+    pub(crate) async fn start_tenant(
+        self: &Arc<Self>,
+        tenant: &TenantId,
+        to: &ShardId,
+        parent: Option<&str>,
+        audit: &Audit,
+    ) -> Result<JobRow, Error> {
+        let route = self.router.route_tenant(tenant)?;
+        if route.shard == *to {
+            return Err(Error::MoveRefused(format!("tenant {tenant} is on shard {to} already")));
+        }
+        self.check_target(to)?;
+        let mut progress = MoveProgress::new(&route.shard, to);
+        progress.parent = parent.map(str::to_owned);
+        let mut subjects = vec![tenant_subject(tenant)];
+        if route.strategy == crate::map::Strategy::Hash {
+            // A move of its vshard would take the tenant along.
+            subjects.push(vshard_subject(route.vshard));
+        }
+        let target = format!("{tenant}: {} -> {to}", route.shard);
+        self.launch(MOVE_JOB, Some(tenant), target, &progress, &subjects, audit).await
+    }
+
+    /// Starts moving `vshards`, all owned by one shard (their index entries and the unpinned
+    /// tenants they place), to shard `to`, as a step of rebalance job `parent`: records the job
+    /// (claiming the vshards) and runs it. They move together: one fence, one switch.
+    pub(crate) async fn start_vshards(
+        self: &Arc<Self>,
+        vshards: &[u32],
+        to: &ShardId,
+        parent: Option<&str>,
+        audit: &Audit,
+    ) -> Result<JobRow, Error> {
+        let Some(&first) = vshards.first() else {
+            return Err(Error::MoveRefused("no vshard to move".to_owned()));
         };
+        let from = self.router.resolve_vshard(first, crate::router::Access::Read)?.0;
+        for &vshard in vshards {
+            let owner = self.router.resolve_vshard(vshard, crate::router::Access::Read)?.0;
+            if owner != from {
+                return Err(Error::MoveRefused(format!("vshards {first} and {vshard} are on different shards")));
+            }
+        }
+        if from == *to {
+            return Err(Error::MoveRefused(format!("vshard {first} is on shard {to} already")));
+        }
+        self.check_target(to)?;
+        let mut progress = MoveProgress::new(&from, to);
+        progress.vshards = Some(vshards.to_vec());
+        progress.parent = parent.map(str::to_owned);
+        let target = format!("{} vshards ({}): {from} -> {to}", vshards.len(), vshard_list(vshards));
+        let subjects: Vec<String> = vshards.iter().map(|v| vshard_subject(*v)).collect();
+        self.launch(VSHARD_MOVE_JOB, None, target, &progress, &subjects, audit).await
+    }
+
+    /// A move may only go to a registered, `active` shard this instance can reach.
+    fn check_target(&self, to: &ShardId) -> Result<(), Error> {
+        let target = self.router.with_map(|map| map.shard(to.as_str()).cloned());
+        let target = target.ok_or_else(|| Error::ShardNotFound(to.clone()))?;
+        if target.state != ShardState::Active {
+            return Err(Error::MoveRefused(format!(
+                "shard {to} is {}; data can only move to an active shard",
+                target.state.as_str()
+            )));
+        }
+        self.router.shard_db(to)?;
+        Ok(())
+    }
+
+    /// Records a job claiming `subjects` and runs it here.
+    pub(crate) async fn launch(
+        self: &Arc<Self>,
+        kind: &str,
+        tenant: Option<&TenantId>,
+        target: String,
+        progress: &impl Serialize,
+        subjects: &[String],
+        audit: &Audit,
+    ) -> Result<JobRow, Error> {
+        let now = now_ms();
         let job = JobRow {
             id: uuid::Uuid::new_v4().simple().to_string(),
-            kind: MOVE_JOB.to_owned(),
-            tenant: Some(tenant.to_string()),
-            target: format!("{tenant}: {} -> {to}", route.shard),
+            kind: kind.to_owned(),
+            tenant: tenant.map(ToString::to_string),
+            target,
             state: "running".to_owned(),
-            progress: serde_json::to_string(&progress).map_err(|e| Error::Corrupt(e.to_string()))?,
+            progress: serde_json::to_string(progress).map_err(|e| Error::Corrupt(e.to_string()))?,
             error: None,
             created_at_ms: now,
             updated_at_ms: now,
         };
-        self.router.catalog().start_claiming_job(&job, &[tenant_subject(tenant)], audit).await?;
+        self.router.catalog().start_claiming_job(&job, subjects, audit).await?;
         self.adopt(job.clone()).await;
         Ok(job)
     }
@@ -225,15 +326,22 @@ impl Mover {
     /// killed) and runs them here; the api calls it at start-up and then every so often.
     pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
         for job in self.router.catalog().running_jobs().await? {
-            if job.kind == MOVE_JOB && !self.running.lock().contains(&job.id) {
+            let ours = [MOVE_JOB, VSHARD_MOVE_JOB, crate::rebalancer::REBALANCE_JOB].contains(&job.kind.as_str());
+            if ours && !self.running.lock().contains(&job.id) {
                 self.adopt(job).await;
             }
         }
         Ok(())
     }
 
-    /// Runs `job` here if its lease can be taken.
-    async fn adopt(self: &Arc<Self>, job: JobRow) {
+    /// Runs `job` here if its lease can be taken. (Boxed: a rebalance starts moves, which
+    /// adopt their jobs, so the future's type would contain itself.)
+    fn adopt(self: &Arc<Self>, job: JobRow) -> BoxFuture<'static, ()> {
+        let this = self.clone();
+        Box::pin(async move { this.adopt_here(job).await })
+    }
+
+    async fn adopt_here(self: Arc<Self>, job: JobRow) {
         let lease = lease_ms(&self.router);
         match self.router.catalog().take_job_lease(&job.id, &self.owner, lease).await {
             Ok(true) => {}
@@ -246,26 +354,54 @@ impl Mover {
         if !self.running.lock().insert(job.id.clone()) {
             return;
         }
-        tracing::info!(job = job.id, target = job.target, "running a tenant move");
+        tracing::info!(job = job.id, kind = job.kind, target = job.target, "running a move job");
         let mover = self.clone();
         tokio::spawn(async move {
             let id = job.id.clone();
-            if let Err(e) = mover.run(job).await {
-                tracing::warn!(job = id, error = %e, "tenant move stopped; another attempt resumes it");
+            let result = if job.kind == crate::rebalancer::REBALANCE_JOB {
+                mover.run_rebalance(job).await
+            } else {
+                mover.run(job).await
+            };
+            if let Err(e) = result {
+                tracing::warn!(job = id, error = %e, "move job stopped; another attempt resumes it");
             }
             mover.running.lock().remove(&id);
         });
     }
 
     async fn run(&self, job: JobRow) -> Result<(), Error> {
-        let tenant = TenantId::parse(job.tenant.as_deref().unwrap_or_default())
-            .map_err(|e| Error::Corrupt(format!("move job {}: {e}", job.id)))?;
-        let progress: MoveProgress = serde_json::from_str(&job.progress)
+        let mut progress: MoveProgress = serde_json::from_str(&job.progress)
             .map_err(|e| Error::Corrupt(format!("move job {} progress: {e}", job.id)))?;
+        let subject = match progress.vshards.clone() {
+            None => Subject::Tenant(
+                TenantId::parse(job.tenant.as_deref().unwrap_or_default())
+                    .map_err(|e| Error::Corrupt(format!("move job {}: {e}", job.id)))?,
+            ),
+            Some(vshards) => {
+                let listed = match &progress.tenants {
+                    Some(listed) => listed.clone(),
+                    None => {
+                        // Listed after the claim committed: from now on no tenant of the vshard
+                        // is created or deleted, so the list stays true until the move ends.
+                        self.router.refresh().await?;
+                        let tenants = self.router.with_map(|map| map.unpinned_tenants_of(&vshards));
+                        let listed: Vec<String> = tenants.iter().map(ToString::to_string).collect();
+                        progress.tenants = Some(listed.clone());
+                        listed
+                    }
+                };
+                let tenants = listed
+                    .iter()
+                    .map(|t| TenantId::parse(t).map_err(|e| Error::Corrupt(format!("move job {}: {e}", job.id))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Subject::Vshards { vshards, tenants }
+            }
+        };
         let mut run = Run {
             mover: self,
             id: job.id,
-            tenant,
+            subject,
             progress,
             pace: Pace::new(self.router.move_config().copy_bytes_per_second),
         };
@@ -273,18 +409,45 @@ impl Mover {
     }
 }
 
-fn lease_ms(router: &ShardRouter) -> i64 {
+pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {
     i64::try_from(router.move_config().lease.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A shard of a move, with its pool.
 type Placed = (ShardId, Database);
 
+/// What one move job takes (owned; [`MoveSubject`] borrows it).
+#[derive(Debug, Clone)]
+enum Subject {
+    Tenant(TenantId),
+    Vshards { vshards: Vec<u32>, tenants: Vec<TenantId> },
+}
+
+impl Subject {
+    fn borrowed(&self) -> MoveSubject<'_> {
+        match self {
+            Subject::Tenant(tenant) => MoveSubject::Tenant(tenant),
+            Subject::Vshards { vshards, tenants } => MoveSubject::Vshards { vshards, tenants },
+        }
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Subject::Tenant(tenant) => write!(f, "tenant {tenant}"),
+            Subject::Vshards { vshards, tenants } => {
+                write!(f, "vshards {} ({} tenants)", vshard_list(vshards), tenants.len())
+            }
+        }
+    }
+}
+
 /// One run of one move job.
 struct Run<'m> {
     mover: &'m Mover,
     id: String,
-    tenant: TenantId,
+    subject: Subject,
     progress: MoveProgress,
     pace: Pace,
 }
@@ -292,6 +455,36 @@ struct Run<'m> {
 impl Run<'_> {
     fn router(&self) -> &ShardRouter {
         &self.mover.router
+    }
+
+    fn subject(&self) -> MoveSubject<'_> {
+        self.subject.borrowed()
+    }
+
+    /// Removes the subject's rows from `shard` (a target's leftovers, a source's old copy).
+    async fn purge(&self, shard: &FencedShard<'_>) -> Result<(), Error> {
+        let (db, id) = (shard.db(), shard.id());
+        for tenant in self.subject().tenants() {
+            BlobStore::new(db, id).purge_tenant(tenant).await?;
+            RecordStore::new(db, id).purge_tenant(tenant).await?;
+        }
+        let vshards = self.subject().vshards();
+        if !vshards.is_empty() {
+            purge_rows(&INDEX_ENTRIES, shard, Selection::Vshards(vshards)).await?;
+        }
+        Ok(())
+    }
+
+    /// The tables a pass copies: the tenants' home data (index entries are copied whole under
+    /// the fence, see [`crate::copy::INDEX_ENTRIES`]).
+    fn compared_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
+        let mut tables: Vec<(&'static CopyTable, Selection<'_>)> =
+            TENANT_TABLES.iter().map(|t| (*t, self.subject().selection())).collect();
+        let vshards = self.subject().vshards();
+        if !vshards.is_empty() {
+            tables.push((&INDEX_ENTRIES, Selection::Vshards(vshards)));
+        }
+        tables
     }
 
     async fn drive(&mut self) -> Result<(), Error> {
@@ -349,9 +542,10 @@ impl Run<'_> {
 
     async fn copy(&mut self) -> Result<(), Error> {
         let (_, (to, target)) = self.shards()?;
-        // What an earlier attempt left on the target is not the tenant's data.
-        RecordStore::new(&target, &to).purge_tenant(&self.tenant).await?;
-        BlobStore::new(&target, &to).purge_tenant(&self.tenant).await?;
+        // What an earlier attempt left on the target is not the subject's data.
+        self.purge(&FencedShard::new(&target, &to)).await?;
+        // The list of a vshard's tenants is stored before anything is copied.
+        self.heartbeat().await?;
         self.pass(None).await?;
         self.progress.phase = Phase::CatchUp;
         Ok(())
@@ -400,7 +594,7 @@ impl Run<'_> {
         let started = now_ms();
         let method = CopyMethod::best(&source, &target);
         let pass =
-            Pass { selection: Selection::Tenant(&self.tenant), since_ms, before_ms: None, pace: Some(&self.pace) };
+            Pass { selection: self.subject.borrowed().selection(), since_ms, before_ms: None, pace: Some(&self.pace) };
         let mut rows = 0;
         for table in TENANT_TABLES {
             let copied =
@@ -421,7 +615,7 @@ impl Run<'_> {
         let ((from, source_db), (to, target_db)) = self.shards()?;
         let (source, target) = (FencedShard::new(&source_db, &from), FencedShard::new(&target_db, &to));
         let fenced_at = now_ms();
-        source.freeze_tenant(&self.tenant, &self.id, fenced_at).await?;
+        source.freeze(self.subject(), &self.id, fenced_at).await?;
         self.progress.fenced_at_ms.get_or_insert(fenced_at);
         self.progress.cutover_steps_ms.clear();
         let mut step = now_ms();
@@ -438,6 +632,16 @@ impl Run<'_> {
         self.pause().await;
         let since = self.since();
         self.pass(since).await?;
+        let vshards = self.subject.borrowed().vshards();
+        if !vshards.is_empty() {
+            // Entries leave no tombstone when removed: the target takes the vshards' whole.
+            purge_rows(&INDEX_ENTRIES, &target, Selection::Vshards(vshards)).await?;
+            let pass = Pass { selection: Selection::Vshards(vshards), since_ms: None, before_ms: None, pace: None };
+            let copied =
+                copy_rows(&INDEX_ENTRIES, source, target, &pass, CopyMethod::best(&source_db, &target_db)).await?;
+            self.progress.rows_copied += copied.read;
+            self.progress.bytes_copied += copied.bytes;
+        }
         took(&mut self.progress, "last_delta");
         // The rows the settled comparison did not cover (all of them if it found a difference).
         let mut checksums = self.compare(&source, &target, self.progress.settled_before_ms, None).await?;
@@ -456,9 +660,9 @@ impl Run<'_> {
             let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
             return Err(self.thaw_after(&source, e).await);
         }
-        retire_orphan_uploads(&target, &self.tenant).await?;
-        target.clear_tenant_fence(&self.tenant).await?;
-        source.mark_moved(&self.tenant, &self.id, now_ms()).await?;
+        retire_orphan_uploads(&target, self.subject().selection()).await?;
+        target.clear_fences(self.subject()).await?;
+        source.mark_moved(self.subject(), &self.id, now_ms()).await?;
         took(&mut self.progress, "mark");
         // From here the move only goes forward: the source serves the tenant no more.
         let switched_at = now_ms();
@@ -466,31 +670,37 @@ impl Run<'_> {
         self.progress.cutover_ms = Some(switched_at - fenced_at);
         self.progress.switched_at_ms = Some(switched_at);
         self.progress.phase = Phase::Cleanup;
-        let audit = Audit {
-            actor: "system".to_owned(),
-            tenant: Some(self.tenant.to_string()),
-            action: "tenant.move.switch",
-            target: format!("tenant:{} shard:{to}", self.tenant),
-            request_id: format!("job-{}", self.id),
+        let (placement, action, tenant, target) = match &self.subject {
+            Subject::Tenant(tenant) => (
+                Placement::Pin(tenant, &to),
+                "tenant.move.switch",
+                Some(tenant.to_string()),
+                format!("tenant:{tenant} shard:{to}"),
+            ),
+            Subject::Vshards { vshards, .. } => (
+                Placement::Vshards(vshards, &to),
+                "vshard.move.switch",
+                None,
+                format!("vshards:{} shard:{to}", vshard_list(vshards)),
+            ),
         };
+        let audit =
+            Audit { actor: "system".to_owned(), tenant, action, target, request_id: format!("job-{}", self.id) };
         let progress = self.encoded()?;
-        let epoch = self
-            .router()
-            .catalog()
-            .switch_pin(&self.tenant, &to, &self.id, &self.mover.owner, &progress, &audit)
-            .await?;
+        let epoch =
+            self.router().catalog().switch_placement(placement, &self.id, &self.mover.owner, &progress, &audit).await?;
         self.progress.epoch = Some(epoch);
         if let Err(e) = self.router().refresh().await {
             tracing::warn!(job = self.id, error = %e, "cannot refresh the map after a pin switch");
         }
         (self.mover.announce)(epoch).await;
-        tracing::info!(job = self.id, tenant = %self.tenant, to = %to, epoch, cutover_ms = switched_at - fenced_at, "tenant moved");
+        tracing::info!(job = self.id, subject = %self.subject, to = %to, epoch, cutover_ms = switched_at - fenced_at, "moved");
         Ok(())
     }
 
     /// Lifts the fence after a failed cut-over (the tenant stays on the source), returning `e`.
     async fn thaw_after(&self, source: &FencedShard<'_>, e: Error) -> Error {
-        if let Err(thaw) = source.thaw_tenant(&self.tenant).await {
+        if let Err(thaw) = source.thaw(self.subject()).await {
             tracing::warn!(job = self.id, error = %thaw, "cannot lift the fence after a failed cut-over");
         }
         e
@@ -505,9 +715,9 @@ impl Run<'_> {
         since_ms: Option<i64>,
         before_ms: Option<i64>,
     ) -> Result<Checksums, Error> {
-        let pass = Pass { selection: Selection::Tenant(&self.tenant), since_ms, before_ms, pace: None };
         let mut tables = Vec::new();
-        for table in TENANT_TABLES {
+        for (table, selection) in self.compared_tables() {
+            let pass = Pass { selection, since_ms, before_ms, pace: None };
             let (ours, theirs) = checksums(table, *source, *target, &pass).await?;
             tables.push((table.name.to_owned(), ours, theirs));
         }
@@ -529,18 +739,16 @@ impl Run<'_> {
             tokio::time::sleep(Duration::from_millis(wait.max(1))).await;
         }
         let ((from, source), _) = self.shards()?;
-        BlobStore::new(&source, &from).purge_tenant(&self.tenant).await?;
-        RecordStore::new(&source, &from).purge_tenant(&self.tenant).await?;
+        self.purge(&FencedShard::new(&source, &from)).await?;
         self.progress.phase = Phase::Done;
         self.end("done", None).await
     }
 
     async fn roll_back(&mut self, why: &str) -> Result<(), Error> {
-        tracing::warn!(job = self.id, tenant = %self.tenant, why, "rolling a tenant move back");
+        tracing::warn!(job = self.id, subject = %self.subject, why, "rolling a move back");
         let ((from, source), (to, target)) = self.shards()?;
-        FencedShard::new(&source, &from).thaw_tenant(&self.tenant).await?;
-        RecordStore::new(&target, &to).purge_tenant(&self.tenant).await?;
-        BlobStore::new(&target, &to).purge_tenant(&self.tenant).await?;
+        FencedShard::new(&source, &from).thaw(self.subject()).await?;
+        self.purge(&FencedShard::new(&target, &to)).await?;
         self.progress.phase = Phase::RolledBack;
         self.progress.rolled_back = Some(why.to_owned());
         let state = if why.starts_with("cancelled") { "cancelled" } else { "failed" };
@@ -617,15 +825,20 @@ async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result
     }
 }
 
-/// Live uploads of `tenant` on `target` that no blob shows (copied, then replaced on the source
-/// before the blob row was copied) become `superseded`, for the janitor.
-async fn retire_orphan_uploads(target: &FencedShard<'_>, tenant: &TenantId) -> Result<(), Error> {
-    sqlx::query(
-        "UPDATE blob_uploads SET state = 'superseded', changed_at = $1 WHERE tenant = $2 AND state = 'live' \
-         AND upload_id NOT IN (SELECT upload_id FROM blobs WHERE tenant = $2 AND upload_id IS NOT NULL)",
-    )
+/// `vshards` as an operator reads them: `3, 4, 9`.
+pub(crate) fn vshard_list(vshards: &[u32]) -> String {
+    vshards.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Live uploads of the selected tenants on `target` that no blob shows (copied, then replaced
+/// on the source before the blob row was copied) become `superseded`, for the janitor.
+async fn retire_orphan_uploads(target: &FencedShard<'_>, selection: Selection<'_>) -> Result<(), Error> {
+    let selected = selection.inline_condition();
+    sqlx::query(&format!(
+        "UPDATE blob_uploads SET state = 'superseded', changed_at = $1 WHERE {selected} AND state = 'live' \
+         AND upload_id NOT IN (SELECT upload_id FROM blobs WHERE {selected} AND upload_id IS NOT NULL)"
+    ))
     .bind(now_ms())
-    .bind(tenant.as_str())
     .execute(target.pool())
     .on_shard(target)
     .await?;

@@ -476,7 +476,7 @@ impl ShardRouter {
         F: Fn(Route, Database) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
-        let give_up = tokio::time::Instant::now() + self.moves.cutover_wait;
+        let give_up = self.cutover_deadline();
         let (mut route, mut db) = self.resolve_fresh(tenant, access).await?;
         let mut refreshed = false;
         loop {
@@ -487,16 +487,32 @@ impl ShardRouter {
                     self.refresh().await?;
                 }
                 Err(Error::TenantFenced { .. } | Error::TenantMoved { .. }) => {
-                    if tokio::time::Instant::now() >= give_up {
+                    if !self.wait_for_cutover(give_up).await? {
                         return Err(Error::TenantMoving(tenant.clone()));
                     }
-                    tokio::time::sleep(MOVE_POLL).await;
-                    self.refresh_coalesced().await?;
                 }
                 other => return other,
             }
             (route, db) = self.resolve(tenant, access)?;
         }
+    }
+
+    /// Until when a request that meets a move's fence now may wait for the cut-over to end
+    /// (`moves.cutover_wait` from now).
+    pub fn cutover_deadline(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.moves.cutover_wait
+    }
+
+    /// For a request that met a move's fence: false once `give_up` has passed; else waits a
+    /// moment, loads the map if no other waiting request did just now, and returns true (the
+    /// caller routes again and retries).
+    pub async fn wait_for_cutover(&self, give_up: tokio::time::Instant) -> Result<bool, Error> {
+        if tokio::time::Instant::now() >= give_up {
+            return Ok(false);
+        }
+        tokio::time::sleep(MOVE_POLL).await;
+        self.refresh_coalesced().await?;
+        Ok(true)
     }
 
     /// [`ShardRouter::refresh`], unless one ran in the last [`MOVE_POLL`]: requests waiting for a
@@ -678,7 +694,7 @@ impl ShardRouter {
     pub async fn set_shard_state(&self, id: &ShardId, state: ShardState, audit: &Audit) -> Result<(), Error> {
         let _guard = self.admin.lock().await;
         let epoch = self.catalog.set_shard_state(id, state, now_ms(), audit).await?;
-        if state != ShardState::Active {
+        if !matches!(state, ShardState::Active | ShardState::Draining) {
             // Instances still routing on older maps must not write here any more.
             match self.shard_db(id) {
                 Ok(db) => {
@@ -761,7 +777,7 @@ impl ShardRouter {
         BlobStore::new(&db, &home.shard).purge_tenant(&id).await?;
         // A fence an earlier tenant of this id left when it moved off this shard is not the new
         // tenant's.
-        FencedShard::new(&db, &home.shard).clear_tenant_fence(&id).await?;
+        FencedShard::new(&db, &home.shard).clear_fences(crate::shard::MoveSubject::Tenant(&id)).await?;
         let now = now_ms();
         let row = TenantRow {
             id: id.clone(),
@@ -773,7 +789,10 @@ impl ShardRouter {
             created_at_ms: now,
             updated_at_ms: now,
         };
-        let epoch = self.catalog.insert_tenant(&row, audit).await?;
+        // An unpinned tenant may not appear in a vshard while a job moves it.
+        let unclaimed =
+            (home.strategy == crate::map::Strategy::Hash).then(|| crate::catalog::vshard_subject(home.vshard));
+        let epoch = self.catalog.insert_tenant(&row, unclaimed.as_deref(), audit).await?;
         let incarnation = Incarnation { id: epoch, created_at_ms: now };
         let mut map = self.map.write();
         map.tenants.insert(crate::map::TenantKey::from(id.as_str()), TenantEntry { incarnation, ..entry });
@@ -809,6 +828,12 @@ impl ShardRouter {
             return Err(Error::JobConflict { subject, job });
         }
         let (route, db) = self.resolve(id, Access::Write)?;
+        if route.strategy == crate::map::Strategy::Hash {
+            let subject = crate::catalog::vshard_subject(route.vshard);
+            if let Some(job) = self.catalog.job_claiming(&subject).await? {
+                return Err(Error::JobConflict { subject, job });
+            }
+        }
         let store = RecordStore::new(&db, &route.shard);
         let blobs = BlobStore::new(&db, &route.shard);
         let mut purged = store.purge_tenant(id).await?;

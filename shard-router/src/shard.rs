@@ -148,55 +148,84 @@ impl<'a> FencedShard<'a> {
             .transpose()
     }
 
-    /// Fences `tenant` on this shard for move `job`: its writes are refused from now on, its reads
-    /// still served. A fence already there (frozen or moved) is left as it is.
-    pub async fn freeze_tenant(&self, tenant: &TenantId, job: &str, now_ms: i64) -> Result<(), Error> {
-        sqlx::query(
-            "INSERT INTO tenant_fences (tenant, state, job_id, since) VALUES ($1, 'frozen', $2, $3) \
-             ON CONFLICT (tenant) DO NOTHING",
-        )
-        .bind(tenant.as_str())
-        .bind(job)
-        .bind(now_ms)
-        .execute(self.pool())
-        .on_shard(self)
-        .await?;
+    /// After a fenced write of an index entry placed by `vshard` changed nothing:
+    /// [`Error::StaleMap`] if the shard's fence is why, [`Error::VshardFenced`] if the vshard's
+    /// own fence is (it is moving or has moved to another shard).
+    pub async fn check_vshard_fences(&self, vshard: u32) -> Result<(), Error> {
+        self.check_fence().await?;
+        let fenced: Option<String> = self
+            .read(|| {
+                sqlx::query_scalar("SELECT state FROM vshard_fences WHERE vshard = $1")
+                    .bind(i64::from(vshard))
+                    .fetch_optional(self.pool())
+            })
+            .await?;
+        match fenced {
+            Some(_) => Err(Error::VshardFenced { shard: self.id.clone(), vshard }),
+            None => Ok(()),
+        }
+    }
+
+    /// Fences `subject` on this shard for move `job`: its writes are refused from now on, its
+    /// reads still served. Fences already there (frozen or moved) are left as they are.
+    pub async fn freeze(&self, subject: MoveSubject<'_>, job: &str, now_ms: i64) -> Result<(), Error> {
+        self.set_fences(subject, TenantFence::Frozen, job, now_ms).await
+    }
+
+    /// Marks `subject` as moved away: its reads are refused here too from now on.
+    pub async fn mark_moved(&self, subject: MoveSubject<'_>, job: &str, now_ms: i64) -> Result<(), Error> {
+        self.set_fences(subject, TenantFence::Moved, job, now_ms).await
+    }
+
+    async fn set_fences(
+        &self,
+        subject: MoveSubject<'_>,
+        state: TenantFence,
+        job: &str,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        let state = state.as_str();
+        // Freezing keeps a fence that is there; marking moved overrides a frozen one.
+        let on_conflict = |key: &str| match state {
+            "moved" => format!(
+                "ON CONFLICT ({key}) DO UPDATE SET state = 'moved', job_id = excluded.job_id, since = excluded.since"
+            ),
+            _ => format!("ON CONFLICT ({key}) DO NOTHING"),
+        };
+        for (table, key, keys) in fence_keys(subject) {
+            for batch in keys.chunks(FENCE_BATCH) {
+                let rows = (0..batch.len()).map(|i| format!("(${}, '{state}', $1, $2)", i + 3)).collect::<Vec<_>>();
+                let sql = format!(
+                    "INSERT INTO {table} ({key}, state, job_id, since) VALUES {} {}",
+                    rows.join(", "),
+                    on_conflict(key)
+                );
+                let insert = sqlx::query(&sql).bind(job).bind(now_ms);
+                batch.iter().fold(insert, |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
+            }
+        }
         Ok(())
     }
 
-    /// Marks `tenant` as moved away: its reads are refused here too from now on.
-    pub async fn mark_moved(&self, tenant: &TenantId, job: &str, now_ms: i64) -> Result<(), Error> {
-        sqlx::query(
-            "INSERT INTO tenant_fences (tenant, state, job_id, since) VALUES ($1, 'moved', $2, $3) \
-             ON CONFLICT (tenant) DO UPDATE SET state = 'moved', job_id = excluded.job_id, since = excluded.since",
-        )
-        .bind(tenant.as_str())
-        .bind(job)
-        .bind(now_ms)
-        .execute(self.pool())
-        .on_shard(self)
-        .await?;
-        Ok(())
+    /// Lifts the `frozen` fences of `subject` (a move rolled back: it stays here). `moved`
+    /// fences stay: what they fence lives elsewhere.
+    pub async fn thaw(&self, subject: MoveSubject<'_>) -> Result<(), Error> {
+        self.remove_fences(subject, " AND state = 'frozen'").await
     }
 
-    /// Lifts a `frozen` fence of `tenant` (a move rolled back: the tenant stays here). A `moved`
-    /// fence stays: the tenant lives elsewhere. Returns whether a fence was lifted.
-    pub async fn thaw_tenant(&self, tenant: &TenantId) -> Result<bool, Error> {
-        let done = sqlx::query("DELETE FROM tenant_fences WHERE tenant = $1 AND state = 'frozen'")
-            .bind(tenant.as_str())
-            .execute(self.pool())
-            .on_shard(self)
-            .await?;
-        Ok(done.rows_affected() > 0)
+    /// Removes every fence of `subject` (it moves onto this shard).
+    pub async fn clear_fences(&self, subject: MoveSubject<'_>) -> Result<(), Error> {
+        self.remove_fences(subject, "").await
     }
 
-    /// Removes any fence of `tenant` (the tenant moves onto this shard).
-    pub async fn clear_tenant_fence(&self, tenant: &TenantId) -> Result<(), Error> {
-        sqlx::query("DELETE FROM tenant_fences WHERE tenant = $1")
-            .bind(tenant.as_str())
-            .execute(self.pool())
-            .on_shard(self)
-            .await?;
+    async fn remove_fences(&self, subject: MoveSubject<'_>, only: &str) -> Result<(), Error> {
+        for (table, key, keys) in fence_keys(subject) {
+            for batch in keys.chunks(FENCE_BATCH) {
+                let list = (1..=batch.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+                let sql = format!("DELETE FROM {table} WHERE {key} IN ({list}){only}");
+                batch.iter().fold(sqlx::query(&sql), |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
+            }
+        }
         Ok(())
     }
 
@@ -226,6 +255,87 @@ impl TenantFence {
             "frozen" => Some(Self::Frozen),
             "moved" => Some(Self::Moved),
             _ => None,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Frozen => "frozen",
+            Self::Moved => "moved",
+        }
+    }
+}
+
+/// One fenced thing, as bound to a statement.
+#[derive(Debug, Clone, Copy)]
+enum FenceKey<'a> {
+    Tenant(&'a str),
+    Vshard(u32),
+}
+
+impl FenceKey<'_> {
+    fn bind<'q>(
+        self,
+        query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>
+    where
+        Self: 'q,
+    {
+        match self {
+            FenceKey::Tenant(tenant) => query.bind(tenant),
+            FenceKey::Vshard(vshard) => query.bind(i64::from(vshard)),
+        }
+    }
+}
+
+/// The fence rows of `subject`: per table, its key column and the keys.
+fn fence_keys(subject: MoveSubject<'_>) -> [(&'static str, &'static str, Vec<FenceKey<'_>>); 2] {
+    [
+        ("tenant_fences", "tenant", subject.tenants().iter().map(|t| FenceKey::Tenant(t.as_str())).collect()),
+        ("vshard_fences", "vshard", subject.vshards().iter().map(|v| FenceKey::Vshard(*v)).collect()),
+    ]
+}
+
+/// Tenants fenced per statement: far below both engines' parameter limits.
+const FENCE_BATCH: usize = 500;
+
+/// What a move takes from one shard to another, and fences on the source while it does.
+#[derive(Debug, Clone, Copy)]
+pub enum MoveSubject<'a> {
+    /// One (pinned or unpinned) tenant's home data.
+    Tenant(&'a TenantId),
+    /// Vshards: the index entries they place and the home data of the unpinned tenants they
+    /// place (each fenced as a tenant, so their records and blobs need no second fence).
+    Vshards {
+        /// The vshards.
+        vshards: &'a [u32],
+        /// The unpinned tenants that hash to them.
+        tenants: &'a [TenantId],
+    },
+}
+
+impl<'a> MoveSubject<'a> {
+    /// The tenants whose home data moves.
+    pub fn tenants(&self) -> &'a [TenantId] {
+        match *self {
+            MoveSubject::Tenant(tenant) => std::slice::from_ref(tenant),
+            MoveSubject::Vshards { tenants, .. } => tenants,
+        }
+    }
+
+    /// The vshards whose index entries move (none for a tenant).
+    pub fn vshards(&self) -> &'a [u32] {
+        match *self {
+            MoveSubject::Tenant(_) => &[],
+            MoveSubject::Vshards { vshards, .. } => vshards,
+        }
+    }
+
+    /// The rows of the tenants' home data the move copies.
+    pub fn selection(&self) -> crate::copy::Selection<'a> {
+        match *self {
+            MoveSubject::Tenant(tenant) => crate::copy::Selection::Tenant(tenant),
+            MoveSubject::Vshards { vshards, tenants } => crate::copy::Selection::Tenants { vshards, tenants },
         }
     }
 }

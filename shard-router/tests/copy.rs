@@ -164,7 +164,7 @@ async fn a_vshard_is_copied_alone(pair: Pair) {
         put(source, if i % 2 == 0 { "acme" } else { "other" }, "orders", &format!("k{i}"), i % 3, "{}").await;
     }
     let copied = RecordStore::new(source, &shard("s-src"))
-        .copy_to(&RecordStore::new(target, &shard("s-dst")), Selection::Vshard(1), CopyMethod::best(source, target))
+        .copy_to(&RecordStore::new(target, &shard("s-dst")), Selection::Vshards(&[1]), CopyMethod::best(source, target))
         .await
         .unwrap();
     assert_eq!(copied.written, 10);

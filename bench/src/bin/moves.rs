@@ -19,7 +19,8 @@
 //! (from the fence to the pin switch, as the job reports them, widened by 100 ms each side) and
 //! the longest gap between two completed writes there; the other tenants' p99 before the move
 //! and during the copy; copy throughput (bytes the job copied over the time from its start to the
-//! fence); and the job's time from start to the pin switch.
+//! fence); the job's time from start to the pin switch; and then, under the same traffic, the
+//! time to drain shard `s1` (which holds the moved tenant's records then) onto `s0`.
 //!
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
 //! (2), `COPY_BYTES_PER_SECOND` (33554432).
@@ -230,6 +231,27 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     tokio::time::sleep(after).await;
+    // Then shard s1, which holds the moved tenant's records now, is drained under the same
+    // traffic: its vshards and both tenants pinned to it go to s0.
+    let drain_started = Instant::now();
+    let drain: Value = client
+        .post(format!("{base}/v1/admin/shards/s1/drain"))
+        .bearer_auth(&admin)
+        .json(&json!({"parallel": 4}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let drain_id = drain["job"]["id"].as_str().ok_or_else(|| format!("no drain job: {drain}"))?.to_owned();
+    let drained = loop {
+        let job: Value =
+            client.get(format!("{base}/v1/admin/jobs/{drain_id}")).bearer_auth(&admin).send().await?.json().await?;
+        if job["state"] != "running" {
+            break job;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let drain_secs = drain_started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     while traffic.join_next().await.is_some() {}
     let _ = stop_server.send(());
@@ -283,5 +305,15 @@ async fn run(
         progress["method"],
         (switched - move_started) / 1000.0
     );
+    println!(
+        "drain of s1 ({} vshards, {} pinned tenants, {records} records of mover among them): {} in {drain_secs:.1} s (including the {} s cleanup grace)",
+        drain["plan"]["vshards"].as_array().map_or(0, Vec::len),
+        drain["plan"]["tenants"].as_array().map_or(0, Vec::len),
+        drained["state"],
+        1
+    );
+    if drained["state"] != "done" {
+        return Err(format!("the drain ended {}: {drained}", drained["state"]).into());
+    }
     Ok(())
 }

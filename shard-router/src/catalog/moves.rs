@@ -1,6 +1,7 @@
 //! Jobs that move data between shards, in the catalog: their claims on what they move (one job
-//! per tenant at a time), the lease of the instance running each, cancellation, and the pin
-//! switch that ends a tenant move's cut-over. The mover (`crate::mover`) drives them.
+//! per tenant or vshard at a time), the lease of the instance running each, cancellation, and
+//! the pin or vshard owner switch that ends a move's cut-over. The mover (`crate::mover`)
+//! drives them.
 
 use super::JobRow;
 use super::{Audit, Catalog, catalog_err};
@@ -8,9 +9,24 @@ use crate::clock::now_ms;
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 
-/// What a job owns, as stored in `job_claims`.
+/// What a job owns, as stored in `job_claims`: a tenant.
 pub fn tenant_subject(tenant: &TenantId) -> String {
     format!("tenant:{tenant}")
+}
+
+/// What a job owns, as stored in `job_claims`: a vshard (its index entries and the unpinned
+/// tenants it places; no tenant of it is created or deleted while it is claimed).
+pub fn vshard_subject(vshard: u32) -> String {
+    format!("vshard:{vshard}")
+}
+
+/// The placement a move's cut-over switches.
+#[derive(Debug, Clone, Copy)]
+pub enum Placement<'a> {
+    /// Pin a tenant to a shard.
+    Pin(&'a TenantId, &'a ShardId),
+    /// Give vshards to a shard.
+    Vshards(&'a [u32], &'a ShardId),
 }
 
 /// A running job's answer to its owner's heartbeat.
@@ -31,6 +47,12 @@ impl Catalog {
     pub async fn start_claiming_job(&self, job: &JobRow, subjects: &[String], audit: &Audit) -> Result<(), Error> {
         self.guarded(async {
             let mut tx = self.begin_audited(audit).await?;
+            // Taken first, as every map change does: a tenant created meanwhile either committed
+            // before the claims (the job sees it) or sees them (and is refused).
+            sqlx::query("UPDATE shard_map SET epoch = epoch WHERE id = 1")
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
             for subject in subjects {
                 let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
                     .bind(subject)
@@ -170,12 +192,11 @@ impl Catalog {
         .await
     }
 
-    /// Pins `tenant` to `to` (a new epoch) as the cut-over of `owner`'s move job `id`, storing
+    /// Switches `placement` (a new epoch) as the cut-over of `owner`'s move job `id`, storing
     /// the job's `progress` in the same transaction: either both happen or neither.
-    pub async fn switch_pin(
+    pub async fn switch_placement(
         &self,
-        tenant: &TenantId,
-        to: &ShardId,
+        placement: Placement<'_>,
         id: &str,
         owner: &str,
         progress: &str,
@@ -196,17 +217,34 @@ impl Catalog {
             if job.rows_affected() == 0 {
                 return Err(Error::JobLost(id.to_owned()));
             }
-            sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1")
-                .bind(tenant.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(catalog_err)?;
-            sqlx::query("INSERT INTO tenant_pins (tenant, shard) VALUES ($1, $2)")
-                .bind(tenant.as_str())
-                .bind(to.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(catalog_err)?;
+            match placement {
+                Placement::Pin(tenant, to) => {
+                    sqlx::query("DELETE FROM tenant_pins WHERE tenant = $1")
+                        .bind(tenant.as_str())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(catalog_err)?;
+                    sqlx::query("INSERT INTO tenant_pins (tenant, shard) VALUES ($1, $2)")
+                        .bind(tenant.as_str())
+                        .bind(to.as_str())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(catalog_err)?;
+                }
+                Placement::Vshards(vshards, to) => {
+                    for vshard in vshards {
+                        let moved = sqlx::query("UPDATE vshards SET shard = $1 WHERE vshard = $2")
+                            .bind(to.as_str())
+                            .bind(i64::from(*vshard))
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(catalog_err)?;
+                        if moved.rows_affected() != 1 {
+                            return Err(Error::Corrupt(format!("vshard {vshard} is not in the vshard table")));
+                        }
+                    }
+                }
+            }
             tx.commit().await.map_err(catalog_err)?;
             Ok(epoch)
         })

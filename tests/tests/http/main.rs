@@ -22,6 +22,7 @@ mod malformed;
 mod moves;
 mod operations;
 mod placement;
+mod rebalance;
 mod records;
 mod restart;
 mod routing;

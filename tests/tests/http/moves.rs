@@ -37,11 +37,11 @@ on_both_engines!(
 );
 
 /// Keys the load test spreads its clients over.
-const KEYS: usize = 100;
+pub(crate) const KEYS: usize = 100;
 /// Clients of the moving tenant (half on each instance) and of a bystander tenant.
 const CLIENTS: usize = 12;
 
-async fn spawn(backend: shardgate_tests::Backend, pause: Duration) -> TestApp {
+pub(crate) async fn spawn(backend: shardgate_tests::Backend, pause: Duration) -> TestApp {
     TestApp::spawn_with(backend, |config| {
         // Two instances share the shards; without Redis an in-process cache would be stale
         // across them, which is not what this test is about.
@@ -74,13 +74,13 @@ async fn start_move(app: &TestApp, tenant: &str, to: &str) -> Value {
     expect_json(started, StatusCode::ACCEPTED).await
 }
 
-async fn job(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn job(app: &TestApp, id: &str) -> Value {
     let got = app.admin(reqwest::Method::GET, &format!("/v1/admin/jobs/{id}"), None).await;
     expect_json(got, StatusCode::OK).await
 }
 
 /// Waits (bounded) for job `id` to leave `running`; returns it.
-async fn ended(app: &TestApp, id: &str, within: Duration) -> Value {
+pub(crate) async fn ended(app: &TestApp, id: &str, within: Duration) -> Value {
     eventually(within, async || {
         let job = job(app, id).await;
         (job["state"] != "running").then_some(job)
@@ -89,13 +89,14 @@ async fn ended(app: &TestApp, id: &str, within: Duration) -> Value {
     .unwrap_or_else(|| panic!("job {id} still running after {within:?}"))
 }
 
-/// One client: random puts, gets and deletes of the moving tenant's keys through `base`,
-/// recorded in `history`, until `stop`. Answers that say the request was not applied (503
-/// `tenant_moving`) are left out of the history, answers whose outcome is unknown (504,
-/// transport errors) are recorded as such, and anything else unexpected is counted.
-async fn client(
+/// One client: random puts, gets and deletes of the keys `k0`…`k99` of `tenants` (id and
+/// token of each) through `base`, recorded in `history` under `tenant/key`, until `stop`.
+/// Answers that say the request was not applied (503 `tenant_moving`) are left out of the
+/// history, answers whose outcome is unknown (504, transport errors) are recorded as such, and
+/// anything else unexpected is counted.
+pub(crate) async fn client(
     base: String,
-    token: String,
+    tenants: Vec<(String, String)>,
     id: usize,
     history: History,
     stop: Arc<AtomicBool>,
@@ -109,14 +110,16 @@ async fn client(
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let key = format!("k{}", seed % KEYS as u64);
-        let url = format!("{base}{}", record_path("acme", "c", &key));
+        let (tenant, token) = &tenants[((seed >> 40) % tenants.len() as u64) as usize];
+        let record = format!("k{}", seed % KEYS as u64);
+        let url = format!("{base}{}", record_path(tenant, "c", &record));
+        let key = format!("{tenant}/{record}");
         match (seed >> 20) % 10 {
             0..=3 => {
                 seq += 1;
                 let value = format!("c{id}-{seq}");
                 let pending = history.invoke(key.clone(), PutRequest { value: value.clone() });
-                match http.put(&url).bearer_auth(&token).json(&json!({ "v": value })).send().await {
+                match http.put(&url).bearer_auth(token).json(&json!({ "v": value })).send().await {
                     Ok(r) if r.status().is_success() => pending.ok(),
                     Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
                         refused.fetch_add(1, Ordering::Relaxed);
@@ -133,7 +136,7 @@ async fn client(
             }
             4 => {
                 let pending = history.invoke(key.clone(), DeleteRequest);
-                match http.delete(&url).bearer_auth(&token).send().await {
+                match http.delete(&url).bearer_auth(token).send().await {
                     Ok(r) if r.status() == StatusCode::NO_CONTENT => pending.ok(true),
                     Ok(r) if r.status() == StatusCode::NOT_FOUND => pending.ok(false),
                     Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
@@ -151,7 +154,7 @@ async fn client(
             }
             _ => {
                 let pending = history.invoke(key.clone(), GetRequest);
-                match http.get(&url).bearer_auth(&token).send().await {
+                match http.get(&url).bearer_auth(token).send().await {
                     Ok(r) if r.status() == StatusCode::OK => {
                         let body: Value = r.json().await.unwrap();
                         pending.ok(Some(body["value"]["v"].as_str().unwrap().to_owned()));
@@ -191,7 +194,7 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
     let history = History::new();
     // The initial writes completed before any client started: they are part of the history.
     for i in 0..KEYS {
-        history.invoke(format!("k{i}"), PutRequest { value: "initial".to_owned() }).ok();
+        history.invoke(format!("acme/k{i}"), PutRequest { value: "initial".to_owned() }).ok();
     }
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -201,7 +204,7 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
         let base = if id % 2 == 0 { app.base_url.clone() } else { peer.base_url.clone() };
         clients.push(tokio::spawn(client(
             base,
-            token.clone(),
+            vec![("acme".to_owned(), token.clone())],
             id,
             history.clone(),
             stop.clone(),

@@ -4,6 +4,7 @@ pub mod audit_log;
 pub mod index_audits;
 pub mod jobs;
 pub mod moves;
+pub mod rebalance;
 pub mod routing;
 pub mod shards;
 pub mod signing_keys;

@@ -193,7 +193,9 @@ pub async fn get_shard(
 
 errors!(UpdateShardErrors: InvalidBody, InvalidJson, ShardNotFound);
 
-/// Change a shard's state (`active`, `read_only`, `offline`); enforced on the next request.
+/// Change a shard's state (`active`, `read_only`, `offline`, `draining`); enforced on the next
+/// request. `draining` only marks the shard (it serves as `active` does but receives nothing);
+/// `POST /v1/admin/shards/{id}/drain` marks it and moves its data off in one call.
 #[utoipa::path(patch, path = "/v1/admin/shards/{id}", params(ShardPath), request_body = UpdateShard, responses(
     (status = 200, description = "The updated shard", body = Shard),
     UpdateShardErrors,

@@ -137,7 +137,7 @@ fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
     TenantId::parse(raw).map_err(|_| ApiError::tenant_not_found())
 }
 
-errors!(CreateTenantErrors: InvalidBody, InvalidJson, TenantExists, UnknownShard, NoShards, CatalogUnavailable);
+errors!(CreateTenantErrors: InvalidBody, InvalidJson, TenantExists, UnknownShard, NoShards, JobConflict, CatalogUnavailable);
 
 /// Create a tenant.
 #[utoipa::path(post, path = "/v1/admin/tenants", request_body = CreateTenant, responses(
