@@ -598,22 +598,132 @@ pub async fn checksums(
 
 async fn checksum_in_postgres(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<Checksum, Error> {
     use crate::shard::OnShard;
+    let row = sqlx::query(&postgres_checksum_sql(table, &pass.condition(table)))
+        .fetch_one(shard.pool())
+        .on_shard(&shard)
+        .await?;
+    postgres_checksum(&shard, &row)
+}
+
+/// One statement computing the [`Checksum`] of the rows of `table` meeting `condition`.
+fn postgres_checksum_sql(table: &CopyTable, condition: &str) -> String {
     let (columns, key, name) = (column_list(table), table.key.join(", "), table.name);
-    let sql = format!(
+    format!(
         "SELECT COUNT(*), COALESCE(md5(string_agg(md5(CAST(t AS text)), '' ORDER BY {key})), '') \
-         FROM (SELECT {columns} FROM {name} WHERE {}) t",
-        pass.condition(table)
-    );
-    let row = sqlx::query(&sql).fetch_one(shard.pool()).on_shard(&shard).await?;
+         FROM (SELECT {columns} FROM {name} WHERE {condition}) t"
+    )
+}
+
+fn postgres_checksum(shard: &FencedShard<'_>, row: &AnyRow) -> Result<Checksum, Error> {
     let rows: i64 = row.try_get(0).map_err(|e| shard.err(e))?;
     let digest: String = row.try_get(1).map_err(|e| shard.err(e))?;
     Ok(Checksum { rows: u64::try_from(rows).unwrap_or(0), digest: format!("md5:{digest}") })
 }
 
+/// The most keys changed since the settled part ends that [`settled_checksums`] leaves out on
+/// the target; with more, it gives up (the cut-over then compares everything).
+const MAX_RECENT_KEYS: usize = 20_000;
+
+/// The [`Checksum`]s of the settled rows of `table` that `selection` takes — those changed
+/// before `before_ms` on the source — on source and target, taken while the source still
+/// changes (before a move's fence), so that the cut-over need only compare the rest.
+///
+/// The target holds an older version of every key written on the source since `before_ms`
+/// that the last pass did not take; such a row is settled on the target but not on the source.
+/// So the source gives, from one snapshot, its settled rows' checksum and the keys it changed
+/// since `before_ms`, and the target's checksum leaves those keys out. Equal checksums then
+/// mean that every settled row of the source is on the target as it is. `None` when more than
+/// [`MAX_RECENT_KEYS`] keys changed (or the table's rows are always compared whole).
+pub async fn settled_checksums(
+    table: &CopyTable,
+    source: FencedShard<'_>,
+    target: FencedShard<'_>,
+    selection: Selection<'_>,
+    before_ms: i64,
+) -> Result<Option<(Checksum, Checksum)>, Error> {
+    let selected = selection.inline_condition();
+    let (columns, recent) = match table.rows {
+        RowFilter::Changed(column) => {
+            let key = table.key.join(", ");
+            (key.clone(), format!("SELECT {key} FROM {} WHERE {selected} AND {column} >= {before_ms}", table.name))
+        }
+        RowFilter::LiveUploads | RowFilter::LiveUploadChunks => (
+            "upload_id".to_owned(),
+            format!("SELECT upload_id FROM blob_uploads WHERE {selected} AND changed_at >= {before_ms}"),
+        ),
+        RowFilter::All => return Ok(None),
+    };
+    let pass = Pass { selection, since_ms: None, before_ms: Some(before_ms), pace: None };
+    let settled = pass.condition(table);
+    let width = columns.split(", ").count();
+    let (keys, ours) = match source.db().postgres() {
+        Some(_) => {
+            // Both statements read one snapshot.
+            let mut tx = source.pool().begin().await.map_err(|e| source.err(e))?;
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| source.err(e))?;
+            let keys = sqlx::query(&recent).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
+            let row = sqlx::query(&postgres_checksum_sql(table, &settled))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| source.err(e))?;
+            tx.commit().await.map_err(|e| source.err(e))?;
+            (keys, postgres_checksum(&source, &row)?)
+        }
+        None => {
+            // Keys first: a row that leaves the settled part in between makes the checksums
+            // differ, never agree wrongly.
+            let keys = sqlx::query(&recent).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
+            (keys, checksum_where(table, source, &settled).await?)
+        }
+    };
+    if keys.len() > MAX_RECENT_KEYS {
+        return Ok(None);
+    }
+    let mut excluded = settled.clone();
+    if !keys.is_empty() {
+        let tuples =
+            keys.iter()
+                .map(|row| {
+                    let values = (0..width)
+                        .map(|i| row.try_get::<String, _>(i).map(|v| sql_string(&v)))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Ok(format!("({})", values.join(", ")))
+                })
+                .collect::<Result<Vec<_>, sqlx::Error>>()
+                .map_err(|e| source.err(e))?;
+        excluded.push_str(&format!(" AND ({columns}) NOT IN (VALUES {})", tuples.join(", ")));
+    }
+    let theirs = match (source.db().postgres(), target.db().postgres()) {
+        (Some(_), Some(_)) => {
+            use crate::shard::OnShard;
+            let row = sqlx::query(&postgres_checksum_sql(table, &excluded))
+                .fetch_one(target.pool())
+                .on_shard(&target)
+                .await?;
+            postgres_checksum(&target, &row)?
+        }
+        _ => checksum_where(table, target, &excluded).await?,
+    };
+    // Computed the same way on both sides: by PostgreSQL only when both are PostgreSQL.
+    let ours = match (source.db().postgres(), target.db().postgres()) {
+        (Some(_), None) => checksum_where(table, source, &settled).await?,
+        _ => ours,
+    };
+    Ok(Some((ours, theirs)))
+}
+
 /// The [`Checksum`] of the rows of `table` that `pass` takes on `shard` (its pace is not kept).
 pub async fn checksum(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<Checksum, Error> {
+    checksum_where(table, shard, &pass.condition(table)).await
+}
+
+/// The [`Checksum`] of the rows of `table` meeting `condition` on `shard`, read in pages.
+async fn checksum_where(table: &CopyTable, shard: FencedShard<'_>, condition: &str) -> Result<Checksum, Error> {
     use sha2::Digest;
-    let mut pages = Pages::new(table, &pass.condition(table));
+    let mut pages = Pages::new(table, condition);
     let mut hash = sha2::Sha256::new();
     let mut rows = 0u64;
     while let Some(values) = pages.next(shard).await? {

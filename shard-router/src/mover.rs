@@ -26,8 +26,8 @@
 //!    rows the settled comparison did not cover are compared ([`crate::copy::checksum`]; all
 //!    rows if that comparison found a difference); if they differ, a full pass is made and
 //!    everything compared, and a difference then rolls the move back. The split relies on the
-//!    instances' clocks agreeing within the margin ([`CLOCK_MARGIN_MS`], 5 s), as the catch-up
-//!    does. Then the subject is marked `moved` on the source (its reads are refused there too),
+//!    instances' clocks agreeing within the margin (`moves.clock_margin`, 1 s), as the catch-up
+//!    does; the checksums find what a larger difference would miss. Then the subject is marked `moved` on the source (its reads are refused there too),
 //!    and one catalog transaction pins the tenant to the target, or gives the vshards to it,
 //!    with a new epoch and moves the job to `cleanup`. Requests that met the fence wait for that
 //!    epoch (`moves.cutover_wait`) and go to the new shard.
@@ -52,7 +52,7 @@ use crate::catalog::{Audit, JobRow, Lease, Placement, tenant_subject, vshard_sub
 use crate::clock::now_ms;
 use crate::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Pass, Selection, TENANT_TABLES, checksums, copy_rows,
-    purge_rows,
+    purge_rows, settled_checksums,
 };
 use crate::db::{Database, Engine};
 use crate::error::Error;
@@ -67,11 +67,6 @@ pub const MOVE_JOB: &str = "tenant.move";
 
 /// The kind of a vshard move job (one step of a rebalance or a drain).
 pub const VSHARD_MOVE_JOB: &str = "vshard.move";
-
-/// A catch-up pass takes rows changed since the previous pass began less this, so that a write
-/// stamped by an instance whose clock is behind is not missed. (A row missed all the same is
-/// found by the checksums of the cut-over, which then copy everything once more.)
-pub const CLOCK_MARGIN_MS: i64 = 5_000;
 
 /// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
 const SMALL_DELTA_ROWS: u64 = 1_000;
@@ -566,17 +561,14 @@ impl Run<'_> {
         // compared now, outside the fence; the cut-over then compares only the rest.
         self.progress.settled_before_ms = self.since();
         let ((from, source), (to, target)) = self.shards()?;
-        let settled = self
-            .compare(
-                &FencedShard::new(&source, &from),
-                &FencedShard::new(&target, &to),
-                None,
-                self.progress.settled_before_ms,
-            )
-            .await?;
+        let settled = match self.progress.settled_before_ms {
+            Some(before) => {
+                self.compare_settled(FencedShard::new(&source, &from), FencedShard::new(&target, &to), before).await?
+            }
+            None => Checksums { tables: Vec::new(), matched: false },
+        };
         if !settled.matched {
-            // Rows that changed while they were being read differ for a moment; the cut-over
-            // compares everything instead.
+            // The cut-over compares everything instead.
             self.progress.settled_before_ms = None;
         }
         self.progress.settled = Some(settled);
@@ -585,7 +577,8 @@ impl Run<'_> {
     }
 
     fn since(&self) -> Option<i64> {
-        self.progress.pass_started_ms.map(|t| t - CLOCK_MARGIN_MS)
+        let margin = i64::try_from(self.router().move_config().clock_margin.as_millis()).unwrap_or(i64::MAX);
+        self.progress.pass_started_ms.map(|t| t.saturating_sub(margin))
     }
 
     /// One pass over every table of the tenant (rows changed since `since_ms`, or all).
@@ -704,6 +697,33 @@ impl Run<'_> {
             tracing::warn!(job = self.id, error = %thaw, "cannot lift the fence after a failed cut-over");
         }
         e
+    }
+
+    /// Checksums of the settled rows (changed before `before_ms`) on both sides, while the
+    /// source still changes ([`crate::copy::settled_checksums`]). Tables compared whole under the
+    /// fence (index entries) are left out; a table whose settled part cannot be compared makes
+    /// the comparison fail.
+    async fn compare_settled(
+        &self,
+        source: FencedShard<'_>,
+        target: FencedShard<'_>,
+        before_ms: i64,
+    ) -> Result<Checksums, Error> {
+        let mut tables = Vec::new();
+        let mut matched = true;
+        for (table, selection) in self.compared_tables() {
+            if matches!(table.rows, crate::copy::RowFilter::All) {
+                continue;
+            }
+            match settled_checksums(table, source, target, selection, before_ms).await? {
+                Some((ours, theirs)) => {
+                    matched &= ours == theirs;
+                    tables.push((table.name.to_owned(), ours, theirs));
+                }
+                None => matched = false,
+            }
+        }
+        Ok(Checksums { tables, matched })
     }
 
     /// Checksums of the tenant's rows on both sides, of the rows changed since `since_ms` and

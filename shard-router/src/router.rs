@@ -94,6 +94,12 @@ pub struct MoveConfig {
     /// phase. Default 0 (none).
     #[serde(with = "crate::humantime_serde")]
     pub phase_pause: Duration,
+    /// How far apart the clocks of the instances (and a write's time stamp and its commit) may
+    /// be: a catch-up pass takes the rows changed since the previous one began, less this. A row
+    /// missed because of a larger difference is found by the checksums, and the cut-over then
+    /// copies and compares everything (slower, still exact). Default 1 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub clock_margin: Duration,
 }
 
 impl Default for MoveConfig {
@@ -104,6 +110,7 @@ impl Default for MoveConfig {
             cleanup_grace: Duration::from_secs(60),
             lease: Duration::from_secs(5),
             phase_pause: Duration::ZERO,
+            clock_margin: Duration::from_secs(1),
         }
     }
 }

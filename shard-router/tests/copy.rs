@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::copy::{CopyMethod, Selection};
 use shardgate_shard_router::records::{RecordAddress, RecordStore, WriteCondition};
-use shardgate_shard_router::{CollectionName, Database, RecordKey, ShardId, TenantId};
+use shardgate_shard_router::{CollectionName, Database, FencedShard, RecordKey, ShardId, TenantId};
 
 /// A source and a target shard.
 struct Pair {
@@ -59,13 +59,15 @@ fn tenant(name: &str) -> TenantId {
 
 /// Writes `value` at `collection/key` of `tenant` on vshard `vshard`.
 async fn put(db: &Database, tenant: &str, collection: &str, key: &str, vshard: u32, value: &str) {
+    put_at(db, (tenant, collection, key), vshard, value, 1_700_000_000_000).await;
+}
+
+/// [`put`] at time `now_ms`.
+async fn put_at(db: &Database, (tenant, collection, key): (&str, &str, &str), vshard: u32, value: &str, now_ms: i64) {
     let (t, c, k) = (self::tenant(tenant), CollectionName::parse(collection).unwrap(), RecordKey::parse(key).unwrap());
     let addr = RecordAddress { tenant: &t, collection: &c, key: &k };
     let value = RawValue::from_string(value.to_owned()).unwrap();
-    RecordStore::new(db, &shard("any"))
-        .put(addr, vshard, &value, &WriteCondition::Always, 1_700_000_000_000)
-        .await
-        .unwrap();
+    RecordStore::new(db, &shard("any")).put(addr, vshard, &value, &WriteCondition::Always, now_ms).await.unwrap();
 }
 
 async fn delete(db: &Database, tenant: &str, collection: &str, key: &str) {
@@ -173,9 +175,46 @@ async fn a_vshard_is_copied_alone(pair: Pair) {
     pair.drop_dbs().await;
 }
 
+/// The settled rows (changed before a time) compare equal on a source that keeps changing
+/// after the copy, and a settled row that differs is found.
+async fn settled_rows_compare_while_the_source_changes(pair: Pair) {
+    use shardgate_shard_router::copy::{Pass, RECORDS, checksums, settled_checksums};
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    let (t0, settled) = (1_700_000_000_000, 1_700_000_000_500);
+    for i in 0..30 {
+        put_at(source, ("acme", "orders", &format!("k{i:02}")), 3, &format!("{{\"v\":{i}}}"), t0).await;
+    }
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let selection = Selection::Tenant(&acme);
+    RecordStore::new(source, &from)
+        .copy_to(&RecordStore::new(target, &to), selection, CopyMethod::best(source, target))
+        .await
+        .unwrap();
+    // After the copy, the source goes on changing: two updates and a new key.
+    for key in ["k01", "k02", "k30"] {
+        put_at(source, ("acme", "orders", key), 3, "{\"later\":true}", settled + 10).await;
+    }
+    let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
+    let pass = Pass { selection, since_ms: None, before_ms: Some(settled), pace: None };
+    let (a, b) = checksums(&RECORDS, src, dst, &pass).await.unwrap();
+    assert_ne!(a, b, "the target's old versions of changed keys count as settled there");
+    let (a, b) = settled_checksums(&RECORDS, src, dst, selection, settled).await.unwrap().unwrap();
+    assert_eq!(a, b, "the keys changed since are left out on the target");
+    assert_eq!(a.rows, 28);
+    // A settled row that differs on the target is found.
+    sqlx::query("UPDATE records SET value = '{\"tampered\":true}' WHERE key = 'k05'")
+        .execute(&target.pool)
+        .await
+        .unwrap();
+    let (a, b) = settled_checksums(&RECORDS, src, dst, selection, settled).await.unwrap().unwrap();
+    assert_ne!(a, b);
+    pair.drop_dbs().await;
+}
+
 shardgate_shard_router::on_both_engines!(
     sqlite: Pair::sqlite(),
     postgres: Pair::postgres();
+    settled_rows_compare_while_the_source_changes,
     a_tenant_is_copied_whole_and_alone,
     copying_again_takes_only_what_changed,
     a_vshard_is_copied_alone,
