@@ -35,6 +35,8 @@ pub struct App {
     pub indexes: Arc<IndexTables>,
     /// Runs the tenant moves this instance holds (and takes over those of crashed instances).
     pub mover: Arc<shardgate_shard_router::mover::Mover>,
+    /// Runs the rebalances and drains this instance holds (their steps run on `mover`).
+    pub rebalancer: Arc<shardgate_shard_router::rebalancer::Rebalancer>,
     /// Valet signing keys seen by this instance (the catalog's, cached).
     pub signing_keys: crate::signing_keys::SigningKeys,
     /// The catalog's answers for valet grants, kept briefly (`valet_checks.rs`).

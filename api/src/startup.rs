@@ -257,13 +257,16 @@ async fn watch_shard_health(router: std::sync::Weak<ShardRouter>) {
     }
 }
 
-/// Runs the tenant moves whose instance stopped renewing their lease (crashed, killed): at
-/// start-up, then every half lease.
-async fn adopt_moves(mover: std::sync::Weak<shardgate_shard_router::mover::Mover>, lease: Duration) {
+/// Runs the moves, rebalances and drains whose instance stopped renewing their lease (crashed,
+/// killed): at start-up, then every half lease.
+async fn adopt_moves(app: std::sync::Weak<App>, lease: Duration) {
     loop {
-        let Some(strong) = mover.upgrade() else { return };
-        if let Err(e) = strong.adopt_orphans().await {
+        let Some(strong) = app.upgrade() else { return };
+        if let Err(e) = strong.mover.adopt_orphans().await {
             tracing::warn!(error = %e, "cannot look for move jobs to take over");
+        }
+        if let Err(e) = strong.rebalancer.adopt_orphans().await {
+            tracing::warn!(error = %e, "cannot look for rebalance jobs to take over");
         }
         drop(strong);
         tokio::time::sleep(lease / 2).await;
@@ -397,6 +400,16 @@ impl Application {
             None
         };
         let (router_for_moves, cache_for_moves) = (router.clone(), cache.clone());
+        let mover = {
+            let cache = cache_for_moves;
+            shardgate_shard_router::mover::Mover::new(
+                router_for_moves,
+                std::sync::Arc::new(move |epoch| {
+                    let cache = cache.clone();
+                    Box::pin(async move { cache.announce_epoch(epoch).await })
+                }),
+            )
+        };
         let app = Arc::new(App {
             router,
             cache,
@@ -409,16 +422,8 @@ impl Application {
             signing_keys: crate::signing_keys::SigningKeys::default(),
             valet_checks: crate::valet_checks::ValetChecks::default(),
             indexes,
-            mover: {
-                let cache = cache_for_moves;
-                shardgate_shard_router::mover::Mover::new(
-                    router_for_moves,
-                    std::sync::Arc::new(move |epoch| {
-                        let cache = cache.clone();
-                        Box::pin(async move { cache.announce_epoch(epoch).await })
-                    }),
-                )
-            },
+            rebalancer: shardgate_shard_router::rebalancer::Rebalancer::new(mover.clone()),
+            mover,
             valet_refusals,
             valet_audit,
             metrics: Arc::new(metrics),
@@ -436,7 +441,7 @@ impl Application {
                 tracing::warn!(kind, "unknown job kind left running");
             }
         }
-        tokio::spawn(adopt_moves(Arc::downgrade(&app.mover), app.router.move_config().lease));
+        tokio::spawn(adopt_moves(Arc::downgrade(&app), app.router.move_config().lease));
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
         tokio::spawn(watch_shard_health(Arc::downgrade(&app.router)));
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));

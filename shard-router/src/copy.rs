@@ -25,7 +25,7 @@ use sqlx::postgres::{PgConnection, PgPool};
 use crate::db::Database;
 use crate::error::Error;
 use crate::ids::TenantId;
-use crate::shard::FencedShard;
+use crate::shard::{FencedShard, MoveSubject};
 
 /// How a column's values travel through [`CopyMethod::Pages`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,6 +272,16 @@ impl Selection<'_> {
                 let list = tenants.iter().map(|t| sql_string(t.as_str())).collect::<Vec<_>>().join(", ");
                 format!("{} AND tenant IN ({list})", vshard_condition(vshards))
             }
+        }
+    }
+}
+
+impl<'a> From<MoveSubject<'a>> for Selection<'a> {
+    /// The rows of the tenants' home data a move of `subject` copies.
+    fn from(subject: MoveSubject<'a>) -> Self {
+        match subject {
+            MoveSubject::Tenant(tenant) => Selection::Tenant(tenant),
+            MoveSubject::Vshards { vshards, tenants } => Selection::Tenants { vshards, tenants },
         }
     }
 }

@@ -291,7 +291,7 @@ impl Mover {
     }
 
     /// Records a job claiming `subjects` and runs it here.
-    pub(crate) async fn launch(
+    async fn launch(
         self: &Arc<Self>,
         kind: &str,
         tenant: Option<&TenantId>,
@@ -300,18 +300,7 @@ impl Mover {
         subjects: &[String],
         audit: &Audit,
     ) -> Result<JobRow, Error> {
-        let now = now_ms();
-        let job = JobRow {
-            id: uuid::Uuid::new_v4().simple().to_string(),
-            kind: kind.to_owned(),
-            tenant: tenant.map(ToString::to_string),
-            target,
-            state: "running".to_owned(),
-            progress: serde_json::to_string(progress).map_err(|e| Error::Corrupt(e.to_string()))?,
-            error: None,
-            created_at_ms: now,
-            updated_at_ms: now,
-        };
+        let job = new_job(kind, tenant, target, progress)?;
         self.router.catalog().start_claiming_job(&job, subjects, audit).await?;
         self.adopt(job.clone()).await;
         Ok(job)
@@ -321,7 +310,7 @@ impl Mover {
     /// killed) and runs them here; the api calls it at start-up and then every so often.
     pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
         for job in self.router.catalog().running_jobs().await? {
-            let ours = [MOVE_JOB, VSHARD_MOVE_JOB, crate::rebalancer::REBALANCE_JOB].contains(&job.kind.as_str());
+            let ours = [MOVE_JOB, VSHARD_MOVE_JOB].contains(&job.kind.as_str());
             if ours && !self.running.lock().contains(&job.id) {
                 self.adopt(job).await;
             }
@@ -329,14 +318,8 @@ impl Mover {
         Ok(())
     }
 
-    /// Runs `job` here if its lease can be taken. (Boxed: a rebalance starts moves, which
-    /// adopt their jobs, so the future's type would contain itself.)
-    fn adopt(self: &Arc<Self>, job: JobRow) -> BoxFuture<'static, ()> {
-        let this = self.clone();
-        Box::pin(async move { this.adopt_here(job).await })
-    }
-
-    async fn adopt_here(self: Arc<Self>, job: JobRow) {
+    /// Runs `job` here if its lease can be taken.
+    async fn adopt(self: &Arc<Self>, job: JobRow) {
         let lease = lease_ms(&self.router);
         match self.router.catalog().take_job_lease(&job.id, &self.owner, lease).await {
             Ok(true) => {}
@@ -353,12 +336,7 @@ impl Mover {
         let mover = self.clone();
         tokio::spawn(async move {
             let id = job.id.clone();
-            let result = if job.kind == crate::rebalancer::REBALANCE_JOB {
-                mover.run_rebalance(job).await
-            } else {
-                mover.run(job).await
-            };
-            if let Err(e) = result {
+            if let Err(e) = mover.run(job).await {
                 tracing::warn!(job = id, error = %e, "move job stopped; another attempt resumes it");
             }
             mover.running.lock().remove(&id);
@@ -402,6 +380,27 @@ impl Mover {
         };
         run.drive().await
     }
+}
+
+/// A new running job of `kind` on `target` with `progress`.
+pub(crate) fn new_job(
+    kind: &str,
+    tenant: Option<&TenantId>,
+    target: String,
+    progress: &impl Serialize,
+) -> Result<JobRow, Error> {
+    let now = now_ms();
+    Ok(JobRow {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        kind: kind.to_owned(),
+        tenant: tenant.map(ToString::to_string),
+        target,
+        state: "running".to_owned(),
+        progress: serde_json::to_string(progress).map_err(|e| Error::Corrupt(e.to_string()))?,
+        error: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+    })
 }
 
 pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {
@@ -474,7 +473,7 @@ impl Run<'_> {
     /// the fence, see [`crate::copy::INDEX_ENTRIES`]).
     fn compared_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
         let mut tables: Vec<(&'static CopyTable, Selection<'_>)> =
-            TENANT_TABLES.iter().map(|t| (*t, self.subject().selection())).collect();
+            TENANT_TABLES.iter().map(|t| (*t, Selection::from(self.subject()))).collect();
         let vshards = self.subject().vshards();
         if !vshards.is_empty() {
             tables.push((&INDEX_ENTRIES, Selection::Vshards(vshards)));
@@ -586,8 +585,12 @@ impl Run<'_> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
         let method = CopyMethod::best(&source, &target);
-        let pass =
-            Pass { selection: self.subject.borrowed().selection(), since_ms, before_ms: None, pace: Some(&self.pace) };
+        let pass = Pass {
+            selection: Selection::from(self.subject.borrowed()),
+            since_ms,
+            before_ms: None,
+            pace: Some(&self.pace),
+        };
         let mut rows = 0;
         for table in TENANT_TABLES {
             let copied =
@@ -653,7 +656,7 @@ impl Run<'_> {
             let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
             return Err(self.thaw_after(&source, e).await);
         }
-        retire_orphan_uploads(&target, self.subject().selection()).await?;
+        retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
         target.clear_fences(self.subject()).await?;
         source.mark_moved(self.subject(), &self.id, now_ms()).await?;
         took(&mut self.progress, "mark");

@@ -1,4 +1,4 @@
-//! Carrying out a rebalance or a drain: a job in the catalog (`vshards.rebalance`) that holds the
+//! Carrying out a rebalance or a drain ([`Rebalancer`]): a job in the catalog (`vshards.rebalance`) that holds the
 //! plan ([`crate::rebalance`]) and starts one move job per step — a vshard move for every vshard
 //! that changes owner, a tenant move for every pinned tenant that leaves a draining shard — at
 //! most `parallel` at a time. Each step is an ordinary move job ([`crate::mover`]) with its own
@@ -7,13 +7,15 @@
 //! it dies. Only one rebalance runs at a time.
 //!
 //! A step that fails (its move rolled back) does not stop the others; the rebalance then ends
-//! `failed`, naming the steps that did. Cancelling a rebalance starts no further step and
+//! `failed`, naming the steps that did. A step part of which another job holds (a tenant move
+//! of a tenant its vshards place) waits for that job to end. Cancelling a rebalance starts no further step and
 //! cancels the running ones (each rolls back unless it is past its switch).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Audit, JobRow, Lease};
@@ -23,6 +25,7 @@ use crate::ids::{ShardId, TenantId};
 use crate::map::{MapSnapshot, ShardState};
 use crate::mover::{MoveProgress, Mover};
 use crate::rebalance::{Balance, PinnedTenant, PlanError, PlanInput, PlanShard, ShardRole, Weights, plan};
+use crate::router::ShardRouter;
 use crate::shard::OnShard;
 
 /// The kind of a rebalance (or drain) job.
@@ -170,7 +173,65 @@ impl RebalanceProgress {
     }
 }
 
-impl Mover {
+/// Runs rebalance and drain jobs on this instance; their steps run on the [`Mover`].
+pub struct Rebalancer {
+    mover: Arc<Mover>,
+    /// Jobs running here.
+    running: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Rebalancer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rebalancer").finish_non_exhaustive()
+    }
+}
+
+impl Rebalancer {
+    /// A rebalancer whose steps run on `mover`.
+    pub fn new(mover: Arc<Mover>) -> Arc<Self> {
+        Arc::new(Self { mover, running: Mutex::new(HashSet::new()) })
+    }
+
+    fn router(&self) -> &Arc<ShardRouter> {
+        &self.mover.router
+    }
+
+    /// Takes over the rebalance jobs whose holder stopped renewing its lease (it crashed or was
+    /// killed) and runs them here; the api calls it at start-up and then every so often.
+    pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
+        for job in self.router().catalog().running_jobs().await? {
+            if job.kind == REBALANCE_JOB && !self.running.lock().contains(&job.id) {
+                self.adopt(job).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `job` here if its lease can be taken.
+    async fn adopt(self: &Arc<Self>, job: JobRow) {
+        let lease = crate::mover::lease_ms(self.router());
+        match self.router().catalog().take_job_lease(&job.id, &self.mover.owner, lease).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(job = job.id, error = %e, "cannot take a rebalance job's lease");
+                return;
+            }
+        }
+        if !self.running.lock().insert(job.id.clone()) {
+            return;
+        }
+        tracing::info!(job = job.id, target = job.target, "running a rebalance");
+        let this = self.clone();
+        tokio::spawn(async move {
+            let id = job.id.clone();
+            if let Err(e) = this.run(job).await {
+                tracing::warn!(job = id, error = %e, "rebalance stopped; another attempt resumes it");
+            }
+            this.running.lock().remove(&id);
+        });
+    }
+
     /// Plans a rebalance of the current map by `balance` (see [`crate::rebalance`]): `active`
     /// shards receive, `draining` ones give everything away, `read_only` and `offline` ones
     /// keep what they have. By bytes, a vshard weighs the live records' values and blobs of the
@@ -186,8 +247,8 @@ impl Mover {
     }
 
     async fn plan(&self, balance: Balance, draining: Option<&ShardId>) -> Result<PlanView, Error> {
-        self.router.refresh().await?;
-        let map = self.router.with_map(Clone::clone);
+        self.router().refresh().await?;
+        let map = self.router().with_map(Clone::clone);
         let stored = match balance {
             Balance::Count => None,
             Balance::Bytes => Some(self.stored_bytes(&map).await?),
@@ -255,7 +316,7 @@ impl Mover {
     async fn stored_bytes(&self, map: &MapSnapshot) -> Result<(Vec<u64>, HashMap<String, u64>), Error> {
         let mut vshards = vec![0u64; map.vshard_count as usize];
         let mut pins: HashMap<String, u64> = HashMap::new();
-        for (id, state, db) in self.router.shard_dbs() {
+        for (id, state, db) in self.router().shard_dbs() {
             if state == ShardState::Offline {
                 continue;
             }
@@ -336,19 +397,21 @@ impl Mover {
             )
             .to_lowercase(),
         };
-        let job = self.launch(REBALANCE_JOB, None, target, &progress, &[REBALANCE_SUBJECT.to_owned()], audit).await?;
+        let job = crate::mover::new_job(REBALANCE_JOB, None, target, &progress)?;
+        self.router().catalog().start_claiming_job(&job, &[REBALANCE_SUBJECT.to_owned()], audit).await?;
+        self.adopt(job.clone()).await;
         Ok(Some(job))
     }
 
     /// Follows a rebalance job until its steps have all ended.
-    pub(crate) async fn run_rebalance(self: &Arc<Self>, job: JobRow) -> Result<(), Error> {
+    async fn run(self: &Arc<Self>, job: JobRow) -> Result<(), Error> {
         let mut progress: RebalanceProgress = serde_json::from_str(&job.progress)
             .map_err(|e| Error::Corrupt(format!("rebalance job {} progress: {e}", job.id)))?;
         let mut cancelling = false;
         loop {
             let encoded = serde_json::to_string(&progress).map_err(|e| Error::Corrupt(e.to_string()))?;
-            let lease = crate::mover::lease_ms(&self.router);
-            match self.router.catalog().heartbeat_job(&job.id, &self.owner, &encoded, lease).await? {
+            let lease = crate::mover::lease_ms(self.router());
+            match self.router().catalog().heartbeat_job(&job.id, &self.mover.owner, &encoded, lease).await? {
                 Lease::Lost => return Ok(()),
                 Lease::Held { cancel } if cancel && !cancelling => {
                     cancelling = true;
@@ -374,7 +437,7 @@ impl Mover {
                     (false, true) => ("done", None),
                     (false, false) => ("failed", Some(format!("{} steps failed: {}", failed.len(), failed.join("; ")))),
                 };
-                self.router.catalog().end_job(&job.id, &self.owner, state, &encoded, error.as_deref()).await?;
+                self.router().catalog().end_job(&job.id, &self.mover.owner, state, &encoded, error.as_deref()).await?;
                 tracing::info!(job = job.id, state, done = progress.done, failed = progress.failed, "rebalance ended");
                 return Ok(());
             }
@@ -386,7 +449,7 @@ impl Mover {
     async fn follow_steps(&self, progress: &mut RebalanceProgress) -> Result<(), Error> {
         for step in progress.steps.iter_mut().filter(|s| matches!(s.state, StepState::Running | StepState::Cleanup)) {
             let Some(id) = step.job.clone() else { continue };
-            let Some(child) = self.router.catalog().job(&id).await? else {
+            let Some(child) = self.router().catalog().job(&id).await? else {
                 step.state = StepState::Failed;
                 step.error = Some(format!("its move job {id} is gone"));
                 continue;
@@ -419,10 +482,16 @@ impl Mover {
             match self.start_step(parent, step).await {
                 Ok(Some(job)) => {
                     step.job = Some(job);
+                    step.error = None;
                     step.state = StepState::Running;
                     running += 1;
                 }
                 Ok(None) => step.state = StepState::Done,
+                Err(Error::JobConflict { job, subject }) => {
+                    // Another job (a tenant move) holds part of the step: it starts once that
+                    // job has ended.
+                    step.error = Some(format!("waiting for job {job}, which holds {subject}"));
+                }
                 Err(e) => {
                     tracing::warn!(parent, step = step_name(step), error = %e, "a rebalance step could not start");
                     step.state = StepState::Failed;
@@ -448,28 +517,28 @@ impl Mover {
                 // Those an earlier run of this step moved already stay where they are.
                 let mut left = Vec::new();
                 for &vshard in &step.vshards {
-                    if self.router.resolve_vshard(vshard, crate::router::Access::Read)?.0 != to {
+                    if self.router().resolve_vshard(vshard, crate::router::Access::Read)?.0 != to {
                         left.push(vshard);
                     }
                 }
                 if left.is_empty() {
                     return Ok(None);
                 }
-                self.start_vshards(&left, &to, Some(parent), &audit).await
+                self.mover.start_vshards(&left, &to, Some(parent), &audit).await
             }
             ([], Some(tenant)) => {
                 let tenant = TenantId::parse(tenant).map_err(|e| Error::Corrupt(format!("rebalance step: {e}")))?;
-                if self.router.route_tenant(&tenant)?.shard == to {
+                if self.router().route_tenant(&tenant)?.shard == to {
                     return Ok(None);
                 }
-                self.start_tenant(&tenant, &to, Some(parent), &audit).await
+                self.mover.start_tenant(&tenant, &to, Some(parent), &audit).await
             }
             ([], None) => return Err(Error::Corrupt("a rebalance step moves nothing".to_owned())),
         };
         match started {
             Ok(job) => Ok(Some(job.id)),
             // A move this rebalance started before a crash, not yet recorded as its step.
-            Err(Error::JobConflict { job, subject }) => match self.router.catalog().job(&job).await? {
+            Err(Error::JobConflict { job, subject }) => match self.router().catalog().job(&job).await? {
                 Some(child) if parent_of(&child).as_deref() == Some(parent) => Ok(Some(child.id)),
                 _ => Err(Error::JobConflict { job, subject }),
             },
@@ -490,7 +559,7 @@ impl Mover {
             match (step.state, &step.job) {
                 (StepState::Pending, _) => step.state = StepState::Cancelled,
                 (StepState::Running, Some(id)) => {
-                    if let Err(e) = self.router.catalog().request_job_cancel(id, &audit).await {
+                    if let Err(e) = self.router().catalog().request_job_cancel(id, &audit).await {
                         tracing::warn!(parent, job = id, error = %e, "cannot cancel a rebalance step");
                     }
                 }

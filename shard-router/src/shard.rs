@@ -330,14 +330,6 @@ impl<'a> MoveSubject<'a> {
             MoveSubject::Vshards { vshards, .. } => vshards,
         }
     }
-
-    /// The rows of the tenants' home data the move copies.
-    pub fn selection(&self) -> crate::copy::Selection<'a> {
-        match *self {
-            MoveSubject::Tenant(tenant) => crate::copy::Selection::Tenant(tenant),
-            MoveSubject::Vshards { vshards, tenants } => crate::copy::Selection::Tenants { vshards, tenants },
-        }
-    }
 }
 
 /// Every statement on a shard runs through the shard's [`crate::health::Health`] (breaker,

@@ -1,4 +1,4 @@
-//! Rebalancing vshards onto a newly registered shard (`POST /v1/admin/vshards/rebalance`) and
+//! A tenant move, then rebalancing vshards onto a newly registered shard (`POST /v1/admin/vshards/rebalance`) and
 //! draining a shard (`POST /v1/admin/shards/{id}/drain`) while clients read and write several
 //! tenants through two gateway instances: no lost write and no stale read (the histories are
 //! checked for per-key linearizability), index look-ups still find every record after their
@@ -35,7 +35,8 @@ mod postgres {
     }
 }
 
-/// Unpinned tenants, placed by their vshards; `pinned` lives on the new shard by its pin.
+/// Tenants placed by their vshards (`bravo` is moved, and pinned, first); `pinned` lives on the
+/// new shard by its pin.
 const TENANTS: [&str; 4] = ["alpha", "bravo", "charlie", "delta"];
 const PINNED: &str = "pinned";
 /// Clients, half on each instance.
@@ -96,7 +97,16 @@ async fn a_new_shard_takes_its_share_and_a_drained_shard_is_emptied_under_load(b
         .collect();
     tokio::time::sleep(Duration::from_millis(1000)).await;
 
-    // The plan: the new shard takes a third of the vshards, moving no more than that.
+    // First one tenant moves (it is pinned to its new shard from then on), then the rebalance.
+    let home = app.route("bravo", "c", "k1").await["shard"].as_str().unwrap().to_owned();
+    let to = app.shard_urls().into_iter().map(|(id, _)| id).find(|id| *id != home).unwrap();
+    let moving = post(&app, "/v1/admin/tenants/bravo/move", json!({"to": to})).await;
+    let moving = expect_json(moving, StatusCode::ACCEPTED).await;
+    let moved = ended(&app, moving["id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    assert_eq!(moved["state"], "done", "{moved}");
+    assert_eq!(app.route("bravo", "c", "k1").await["shard"], to.as_str());
+
+    // The plan: the new shard takes its share of the vshards, moving no more than that.
     let before = vshards_per_shard(&app).await;
     assert_eq!(before.get("s-new"), Some(&0), "a newly registered shard owns nothing: {before:?}");
     let dry =

@@ -148,12 +148,12 @@ pub async fn rebalance(
     ApiJson(body): ApiJson<RebalanceRequest>,
 ) -> Result<Response, ApiError> {
     let parallel = parallel(&body)?;
-    let plan = app.mover.plan_rebalance(body.balance.unwrap_or(Balance::Count)).await?;
+    let plan = app.rebalancer.plan_rebalance(body.balance.unwrap_or(Balance::Count)).await?;
     if body.dry_run {
         return Ok(answer(plan, None));
     }
     let audit = caller.audit(&request, "vshards.rebalance", None, format!("{} vshards", plan.vshards.len()));
-    let job = app.mover.start_rebalance(&plan, parallel, None, &audit).await?;
+    let job = app.rebalancer.start_rebalance(&plan, parallel, None, &audit).await?;
     Ok(answer(plan, job.map(Job::from)))
 }
 
@@ -197,7 +197,7 @@ pub async fn drain_shard(
         }
         Some(_) => {}
     }
-    let plan = app.mover.plan_drain(&id, balance).await?;
+    let plan = app.rebalancer.plan_drain(&id, balance).await?;
     if body.dry_run {
         return Ok(answer(plan, None));
     }
@@ -207,7 +207,7 @@ pub async fn drain_shard(
         app.announce_map_change().await;
     }
     let audit = caller.audit(&request, "shard.drain", None, format!("shard:{id}"));
-    let job = app.mover.start_rebalance(&plan, parallel, Some(&id), &audit).await?;
+    let job = app.rebalancer.start_rebalance(&plan, parallel, Some(&id), &audit).await?;
     tracing::info!(shard = %id, vshards = plan.vshards.len(), tenants = plan.tenants.len(), "draining a shard");
     Ok(answer(plan, job.map(Job::from)))
 }
