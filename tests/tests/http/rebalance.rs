@@ -25,6 +25,47 @@ mod sqlite {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_rebalance_starts_no_more_moves_and_rolls_the_running_ones_back() {
+    // Every phase boundary of a move pauses, so the moves are still before their switch when
+    // the cancellation comes.
+    let app = spawn(shardgate_tests::Backend::Sqlite, Duration::from_millis(500)).await;
+    let (url, _) = app.extra_shard_url("s-new").await;
+    expect_json(post(&app, "/v1/admin/shards", json!({"id": "s-new", "url": url})).await, StatusCode::CREATED).await;
+    app.create_tenant("alpha").await;
+    app.put_many("alpha", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let started =
+        expect_json(post(&app, "/v1/admin/vshards/rebalance", json!({"parallel": 2})).await, StatusCode::ACCEPTED)
+            .await;
+    let id = started["job"]["id"].as_str().unwrap().to_owned();
+    let running = async || {
+        let job = crate::moves::job(&app, &id).await;
+        (job["progress"]["running"].as_u64() == Some(2)).then_some(())
+    };
+    eventually(Duration::from_secs(10), running).await.expect("two moves run");
+    let cancel = app.admin(Method::POST, &format!("/v1/admin/jobs/{id}/cancel"), None).await;
+    assert_eq!(cancel.status(), StatusCode::ACCEPTED);
+    let cancelled = ended(&app, &id, Duration::from_secs(60)).await;
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled}");
+    let steps = cancelled["progress"]["steps"].as_array().unwrap();
+    assert!(steps.iter().all(|s| s["state"] == "cancelled"), "{cancelled}");
+    // The moves that had started rolled back: nothing moved, and every record reads back.
+    let started: Vec<&Value> = steps.iter().filter(|s| s["job"].is_string()).collect();
+    assert_eq!(started.len(), 2, "{cancelled}");
+    for step in started {
+        let moved = crate::moves::job(&app, step["job"].as_str().unwrap()).await;
+        assert_eq!(moved["state"], "cancelled", "{moved}");
+        assert_eq!(moved["progress"]["phase"], "rolled_back", "{moved}");
+    }
+    assert_eq!(vshards_per_shard(&app).await.get("s-new"), Some(&0));
+    for i in 0..20 {
+        assert_eq!(app.get_record("alpha", "c", &format!("k{i}")).await.status(), StatusCode::OK);
+    }
+    // And a new rebalance may start.
+    let again = post(&app, "/v1/admin/vshards/rebalance", json!({"dry_run": true})).await;
+    assert_eq!(again.status(), StatusCode::OK);
+}
+
 mod postgres {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_new_shard_takes_its_share_and_a_drained_shard_is_emptied_under_load() {
