@@ -126,6 +126,7 @@ codes! {
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
+    DistributionRefused = ("distribution_refused", CONFLICT, "the collection's distribution cannot be changed this way: it holds records (changing a non-empty collection's distribution is not supported yet), a range names a shard that takes no new data, or vshards are being moved"),
     MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, no active shard can receive what a draining shard holds, or the job is past its cut-over"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
@@ -242,6 +243,13 @@ impl ApiError {
     /// 404 `shard_not_found` (also for a shard id that breaks the naming rule: no such shard).
     pub fn shard_not_found(id: &str) -> Self {
         Self::new(Code::ShardNotFound, format!("shard {id} not found"))
+    }
+
+    /// 503 `shard_unavailable` with `Retry-After: 1`: a strict fan-out missed some shards.
+    pub fn shards_missing(detail: String) -> Self {
+        let mut err = Self::new(Code::ShardUnavailable, detail);
+        err.retry_after_secs = Some(1);
+        err
     }
 
     /// 502 `upstream_unavailable` with `Retry-After: 1`: the gatekeeper's backend cannot be reached.
@@ -396,8 +404,8 @@ impl From<&StoreError> for ApiError {
                 let mut err = Self::new(
                     Code::TenantMoving,
                     format!(
-                        "the index entries of vshard {vshard} are being moved to another shard; nothing was applied, \
-                         retry shortly"
+                        "the data of vshard {vshard} (index entries, records of hash-distributed collections) is being \
+                         moved to another shard; nothing was applied, retry shortly"
                     ),
                 );
                 err.retry_after_secs = Some(1);
@@ -405,6 +413,7 @@ impl From<&StoreError> for ApiError {
             }
             StoreError::JobConflict { .. } => Self::new(Code::JobConflict, e.to_string()),
             StoreError::MoveRefused(reason) => Self::new(Code::MoveRefused, reason.clone()),
+            StoreError::DistributionRefused(reason) => Self::new(Code::DistributionRefused, reason.clone()),
             StoreError::RecordNotFound => Self::new(Code::RecordNotFound, "record not found"),
             StoreError::PreconditionFailed => {
                 Self::new(Code::PreconditionFailed, "the current version does not satisfy If-Match / If-None-Match")

@@ -15,8 +15,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::{Audit, JobRow};
-use shardgate_shard_router::records::{ListBounds, RecordAddress, RecordStore, StoredRecord};
-use shardgate_shard_router::{Access, RecordKey, Route};
+use shardgate_shard_router::records::{ListBounds, RecordAddress, StoredRecord};
+use shardgate_shard_router::{Access, Error as StoreError, RecordKey};
 
 use crate::entry_store::{IndexEntry, IndexEntryStore};
 use crate::error::IndexError;
@@ -109,9 +109,9 @@ impl IndexTables {
         let mut progress: Progress = serde_json::from_str(&job.progress).unwrap_or_default();
         let vshard_count = self.router.vshard_count();
         loop {
-            let (route, page) = self.records_page(&index, &progress.after).await?;
-            for record in &page {
-                let (key, entry) = match index.entry_of(record, route.vshard, vshard_count) {
+            let page = self.records_page(&index, &progress.after).await?;
+            for (vshard, record) in &page {
+                let (key, entry) = match index.entry_of(record, *vshard, vshard_count) {
                     Ok(Some(found)) => found,
                     Ok(None) => continue,
                     Err(IndexError::ValueTooLong { .. }) => {
@@ -131,7 +131,7 @@ impl IndexTables {
                     }
                 }
             }
-            progress.after = page.last().map(|r| r.key.clone()).or(progress.after);
+            progress.after = page.last().map(|(_, r)| r.key.clone()).or(progress.after);
             if !self.router.catalog().update_job(&job.id, "running", &progress.to_json(), None).await? {
                 return Ok(()); // cancelled (the index was deleted)
             }
@@ -207,17 +207,29 @@ impl IndexTables {
             .unwrap_or_default()
     }
 
-    /// The page of `index`'s collection after record key `after`, with the route it was read on.
+    /// The page of `index`'s collection after record key `after`, each record with the vshard
+    /// its route names (the tenant's, or for a distributed collection the record's own). A
+    /// distributed collection is read on all its shards; a shard that does not answer fails
+    /// the page (a backfill or audit must see every record).
     pub(crate) async fn records_page(
         &self,
         index: &LiveIndex,
         after: &Option<String>,
-    ) -> Result<(Route, Vec<StoredRecord>), IndexError> {
-        let (route, db) = self.router.resolve(&index.tenant, Access::Read)?;
+    ) -> Result<Vec<(u32, StoredRecord)>, IndexError> {
         let bounds = ListBounds { after: after.clone(), ..ListBounds::default() };
-        let page =
-            RecordStore::new(&db, &route.shard).list(&index.tenant, &index.collection, &bounds, JOB_PAGE).await?;
-        Ok((route, page))
+        let mut listing = self.router.list_records(&index.tenant, &index.collection, &bounds, JOB_PAGE).await?;
+        if let Some(failure) = listing.failures.pop() {
+            return Err(failure.error.into());
+        }
+        listing
+            .records
+            .into_iter()
+            .map(|record| {
+                let key = RecordKey::parse(&record.key).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let addr = RecordAddress { tenant: &index.tenant, collection: &index.collection, key: &key };
+                Ok((self.router.route_record(addr)?.vshard, record))
+            })
+            .collect()
     }
 
     /// Writes `entry` live for record `key`, which holds its value at `version`. In a unique

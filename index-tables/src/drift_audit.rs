@@ -49,10 +49,10 @@ impl IndexTables {
         let (mut records, mut missing) = (0u64, 0u64);
         let mut after: Option<String> = None;
         loop {
-            let (route, page) = self.records_page(index, &after).await?;
-            for record in &page {
+            let page = self.records_page(index, &after).await?;
+            for (vshard, record) in &page {
                 records += 1;
-                let Ok(Some((key, entry))) = index.entry_of(record, route.vshard, vshard_count) else { continue };
+                let Ok(Some((key, entry))) = index.entry_of(record, *vshard, vshard_count) else { continue };
                 let (shard, db, epoch) = self.entry_shard(entry.vshard, Access::Write)?;
                 if IndexEntryStore::new(&db, &shard).routed_at(epoch).get(entry.key()).await?.is_none() {
                     missing += 1;
@@ -60,7 +60,7 @@ impl IndexTables {
                     self.write_live_entry(index, &key, &entry, record.version).await?;
                 }
             }
-            after = page.last().map(|r| r.key.clone()).or(after);
+            after = page.last().map(|(_, r)| r.key.clone()).or(after);
             if page.len() < JOB_PAGE as usize {
                 return Ok((records, missing));
             }

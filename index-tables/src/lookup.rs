@@ -6,7 +6,7 @@
 use std::ops::Bound;
 
 use shardgate_shard_router::ShardStore;
-use shardgate_shard_router::records::{RecordAddress, RecordRead, RecordStore, StoredRecord};
+use shardgate_shard_router::records::{Layout, RecordAddress, RecordRead, RecordStore, StoredRecord};
 use shardgate_shard_router::{Access, Error as StoreError, RecordKey, ShardState};
 
 use crate::entry_store::{EntryAfter, IndexEntryStore, StoredEntry};
@@ -114,14 +114,13 @@ impl IndexTables {
         index: &LiveIndex,
         entries: Vec<StoredEntry>,
     ) -> Result<(Vec<StoredRecord>, u64), IndexError> {
-        let (route, db) = self.router.resolve(&index.tenant, Access::Read)?;
-        let store = RecordStore::new(&db, &route.shard);
-        let reads = futures::future::try_join_all(entries.iter().map(|entry| {
-            let store = &store;
-            async move {
-                let Ok(key) = RecordKey::parse(&entry.record_key) else { return Ok(RecordRead::Absent) };
-                store.read(RecordAddress { tenant: &index.tenant, collection: &index.collection, key: &key }).await
-            }
+        // Each record where it lives: the tenant's home shard, or where its collection's
+        // distribution places it.
+        let reads = futures::future::try_join_all(entries.iter().map(|entry| async move {
+            let Ok(key) = RecordKey::parse(&entry.record_key) else { return Ok(RecordRead::Absent) };
+            let addr = RecordAddress { tenant: &index.tenant, collection: &index.collection, key: &key };
+            let (route, db) = self.router.resolve_record(addr, Access::Read)?;
+            RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await
         }))
         .await?;
         let mut found = Vec::with_capacity(entries.len());

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::value::RawValue;
 use shardgate_shard_router::ShardStore;
-use shardgate_shard_router::records::{RecordAddress, RecordRead, RecordStore};
+use shardgate_shard_router::records::{Layout, RecordAddress, RecordRead, RecordStore};
 use shardgate_shard_router::{
-    Access, CollectionName, Database, Error as StoreError, RecordKey, ShardId, TenantId, now_ms,
+    Access, CollectionName, Database, Error as StoreError, RecordKey, Route, TenantId, now_ms,
 };
 
 use crate::entry_store::{Claim, EntryKey, EntryState, IndexEntry, IndexEntryStore, StoredEntry};
@@ -71,10 +71,10 @@ enum Holds {
 /// The record's current value and version, if it exists.
 async fn current_value(
     db: &Database,
-    shard: &ShardId,
+    route: &Route,
     addr: RecordAddress<'_>,
 ) -> Result<Option<(Box<RawValue>, i64)>, IndexError> {
-    Ok(match RecordStore::new(db, shard).read(addr).await? {
+    Ok(match RecordStore::new(db, &route.shard).in_layout(Layout::of(route)).read(addr).await? {
         RecordRead::Live(record) => Some((record.value, record.version)),
         RecordRead::Gone(_) | RecordRead::Absent => None,
     })
@@ -96,8 +96,8 @@ impl IndexTables {
         if indexes.is_empty() {
             return Ok(IndexedWrite { prepared: None });
         }
-        let (route, db) = self.router.resolve_fresh(addr.tenant, Access::Write).await?;
-        let old = current_value(&db, &route.shard, addr).await?;
+        let (route, db) = self.router.resolve_record_fresh(addr, Access::Write).await?;
+        let old = current_value(&db, &route, addr).await?;
         let new: Option<Box<RawValue>> = new.map(ToOwned::to_owned);
         let mut prepared =
             Prepared { new: None, record_key: addr.key.clone(), written: Vec::new(), removals: Vec::new() };
@@ -207,8 +207,9 @@ impl IndexTables {
         entry: &StoredEntry,
     ) -> Result<Holds, IndexError> {
         let Ok(key) = RecordKey::parse(&entry.record_key) else { return Ok(Holds::No) };
-        let (route, db) = self.router.resolve(tenant, Access::Read)?;
-        let read = RecordStore::new(&db, &route.shard).read(RecordAddress { tenant, collection, key: &key }).await?;
+        let addr = RecordAddress { tenant, collection, key: &key };
+        let (route, db) = self.router.resolve_record(addr, Access::Read)?;
+        let read = RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await?;
         if let RecordRead::Live(record) = read
             && index.value_key_of(&record) == Some(entry.value_key.clone())
         {

@@ -11,9 +11,11 @@ use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 
+mod collections;
 mod indexes;
 mod moves;
 mod valet;
+pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefRow, JobRow};
 pub use moves::{Lease, Placement, tenant_subject, vshard_subject};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
@@ -256,9 +258,10 @@ impl Catalog {
                 let incarnation = Incarnation { id: incarnation_column(&row, 5)?, created_at_ms: column(&row, 6)? };
                 map.tenants.insert(
                     crate::map::TenantKey::from(id.as_str()),
-                    TenantEntry { pin, tier, rate_limit, incarnation },
+                    TenantEntry { pin, tier, rate_limit, incarnation, spread: false },
                 );
             }
+            self.load_spread(&mut map).await?;
             Ok(map)
         })
         .await
@@ -580,7 +583,7 @@ impl Catalog {
     pub async fn delete_tenant(&self, id: &TenantId, audit: &Audit) -> Result<u64, Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
-            for table in ["tenant_pins", "index_defs"] {
+            for table in ["tenant_pins", "index_defs", "collection_distributions"] {
                 sqlx::query(&format!("DELETE FROM {table} WHERE tenant = $1"))
                     .bind(id.as_str())
                     .execute(&mut *tx)

@@ -107,6 +107,13 @@ pub enum Error {
     /// (`moves.cutover_wait`) for a moving tenant's new shard.
     #[error("tenant {0} is being moved to another shard; retry shortly")]
     TenantMoving(TenantId),
+    /// A shard of a fan-out did not answer within `storage.fan_out_deadline` (reported in the
+    /// listing's failures; 503 `shard_unavailable` if the caller asked for a strict answer).
+    #[error("the shard did not answer within {0:?}")]
+    FanOutTimeout(std::time::Duration),
+    /// 409 `distribution_refused`: a collection's distribution cannot be changed as asked.
+    #[error("{0}")]
+    DistributionRefused(String),
     /// 409 `job_conflict`. Another job owns what a new job would move.
     #[error("{subject} is being moved by job {job}; wait for it to end or cancel it")]
     JobConflict {
@@ -218,6 +225,7 @@ impl Error {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Error::Timeout
+            | Error::FanOutTimeout(_)
             | Error::ShardRefused { .. }
             | Error::CatalogRefused(_)
             | Error::WriteOutcomeUnknown { .. } => true,

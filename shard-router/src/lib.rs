@@ -15,6 +15,7 @@ mod clock;
 pub mod copy;
 pub mod db;
 mod error;
+pub mod fanout;
 pub mod hash;
 pub mod health;
 pub mod humantime_serde;

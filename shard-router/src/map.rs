@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use foldhash::fast::RandomState;
 use serde::{Deserialize, Serialize};
 
-use crate::hash::tenant_vshard;
+use std::sync::Arc;
+
+use crate::hash::{stable_hash, tenant_vshard, vshard_of};
 use crate::ids::{ShardId, TenantId};
 
 /// Service tier of a tenant: drives limits and placement.
@@ -85,13 +87,63 @@ impl ShardState {
     }
 }
 
-/// How a collection's records are spread. Only `Tenant` exists so far; `Hash` and `Range` come
-/// with hash- and range-distributed collections.
+/// How a collection's records are spread over shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Distribution {
-    /// The whole collection lives on the tenant's home shard.
+    /// The whole collection lives on the tenant's home shard (the default).
     Tenant,
+    /// Each record on `vshard_table[h(tenant, collection, key) mod V]`.
+    Hash,
+    /// Each record on the shard of the greatest range bound `<=` its key.
+    Range,
+}
+
+impl Distribution {
+    /// The name used in the catalog and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Distribution::Tenant => "tenant",
+            Distribution::Hash => "hash",
+            Distribution::Range => "range",
+        }
+    }
+}
+
+/// Where a distributed collection's records live (collections distributed `tenant` have none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Spread {
+    /// By the vshard `h(tenant, collection, key)` picks.
+    Hash,
+    /// By range of keys: ascending bounds, the first `""`; a key lives on the shard of the
+    /// greatest bound `<=` it.
+    Range(Arc<[RangeBound]>),
+}
+
+impl Spread {
+    /// The distribution this spread implements.
+    pub fn distribution(&self) -> Distribution {
+        match self {
+            Spread::Hash => Distribution::Hash,
+            Spread::Range(_) => Distribution::Range,
+        }
+    }
+}
+
+/// One bound of a range-distributed collection: keys from `from` (inclusive) up to the next
+/// bound (exclusive) live on `shard`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeBound {
+    /// The smallest key of the range.
+    pub from: String,
+    /// The shard holding it.
+    pub shard: ShardIndex,
+}
+
+/// The index of the bound a key falls in: the greatest bound `<=` key (bounds ascending, the
+/// first `""`, so there always is one).
+pub fn range_of(bounds: &[RangeBound], key: &str) -> usize {
+    bounds.partition_point(|b| b.from.as_str() <= key).saturating_sub(1)
 }
 
 /// Which strategy picked the shard.
@@ -102,6 +154,18 @@ pub enum Strategy {
     Lookup,
     /// `vshard_table[h(tenant) mod V]`.
     Hash,
+    /// A record of a hash-distributed collection: `vshard_table[h(tenant, collection, key) mod V]`.
+    RecordHash,
+    /// A record of a range-distributed collection: the shard of the greatest bound `<=` its key.
+    Range,
+}
+
+impl Strategy {
+    /// Whether the route places a record of a distributed collection (stored in
+    /// `spread_records`) rather than a tenant's home data.
+    pub fn is_spread(self) -> bool {
+        matches!(self, Strategy::RecordHash | Strategy::Range)
+    }
 }
 
 /// A tenant id as stored in the directory (inline up to 24 bytes).
@@ -116,7 +180,8 @@ pub type ShardIndex = u16;
 pub struct Route {
     /// Which strategy decided.
     pub strategy: Strategy,
-    /// The vshard the tenant hashes to (the one its rows are tagged with, pinned or not).
+    /// The vshard the tenant hashes to (the one its rows are tagged with, pinned or not); for
+    /// a record of a distributed collection, the vshard `h(tenant, collection, key)` picks.
     pub vshard: u32,
     /// The physical shard.
     pub shard: ShardId,
@@ -137,6 +202,9 @@ pub struct TenantEntry {
     pub rate_limit: Option<TenantRateLimit>,
     /// Which life of the tenant id this is.
     pub incarnation: Incarnation,
+    /// Whether any of its collections is distributed `hash` or `range` (then
+    /// [`MapSnapshot::spread`] has them); routing a record of a tenant without looks no further.
+    pub spread: bool,
 }
 
 /// One life of a tenant id, from its creation to its deletion. A tenant deleted and created
@@ -206,12 +274,65 @@ pub struct MapSnapshot {
     pub tenants: HashMap<TenantKey, TenantEntry, RandomState>,
     /// The number of vshards (fixed for the life of the catalog).
     pub vshard_count: u32,
+    /// The distributed collections of each tenant that has any (by collection name).
+    pub spread: HashMap<TenantKey, HashMap<String, Spread>, RandomState>,
 }
 
 impl MapSnapshot {
     /// An empty map with `vshard_count` vshards and no shards.
     pub fn empty(vshard_count: u32) -> Self {
-        Self { epoch: 0, shards: Vec::new(), vshards: Vec::new(), tenants: HashMap::default(), vshard_count }
+        Self {
+            epoch: 0,
+            shards: Vec::new(),
+            vshards: Vec::new(),
+            tenants: HashMap::default(),
+            vshard_count,
+            spread: HashMap::default(),
+        }
+    }
+
+    /// The spread of `tenant`'s `collection`, if it is distributed `hash` or `range`.
+    pub fn spread_of(&self, tenant: &str, collection: &str) -> Option<&Spread> {
+        self.spread.get(tenant)?.get(collection)
+    }
+
+    /// Where the record `key` of `tenant`'s `collection` lives: on the tenant's home shard, or
+    /// where the collection's distribution puts it.
+    pub fn route_record(&self, tenant: &str, collection: &str, key: &str) -> Result<Route, RouteError> {
+        let entry = self.tenants.get(tenant).ok_or(RouteError::UnknownTenant)?;
+        if !entry.spread {
+            return self.route_entry(tenant, entry);
+        }
+        let Some(spread) = self.spread_of(tenant, collection) else { return self.route_entry(tenant, entry) };
+        let vshard = vshard_of(stable_hash(&[tenant, collection, key]), self.vshard_count);
+        let (strategy, index) = match spread {
+            Spread::Hash => {
+                (Strategy::RecordHash, *self.vshards.get(vshard as usize).ok_or(RouteError::NoShards(vshard))?)
+            }
+            Spread::Range(bounds) => (Strategy::Range, bounds[range_of(bounds, key)].shard),
+        };
+        let shard = &self.shards[usize::from(index)];
+        Ok(Route { strategy, vshard, shard: shard.id.clone(), shard_state: shard.state, epoch: self.epoch })
+    }
+
+    /// The physical shards that may hold records of a distributed collection with keys in
+    /// `[from, to)` (`to` open if `None`), each once, in shard-list order: every shard owning a
+    /// vshard for `hash`, the shards of the overlapping ranges for `range`.
+    pub fn spread_shards(&self, spread: &Spread, from: &str, to: Option<&str>) -> Vec<ShardIndex> {
+        let mut shards: Vec<ShardIndex> = match spread {
+            Spread::Hash => self.vshards.clone(),
+            Spread::Range(bounds) => {
+                let first = range_of(bounds, from);
+                bounds[first..]
+                    .iter()
+                    .take_while(|b| to.is_none_or(|to| b.from.as_str() < to) || b.from.as_str() <= from)
+                    .map(|b| b.shard)
+                    .collect()
+            }
+        };
+        shards.sort_unstable();
+        shards.dedup();
+        shards
     }
 
     /// Where `tenant`'s home data lives.
@@ -320,7 +441,13 @@ mod tests {
         for (t, pin) in tenants {
             map.tenants.insert(
                 TenantKey::from(*t),
-                TenantEntry { pin: *pin, tier: Tier::Standard, rate_limit: None, incarnation: Incarnation::default() },
+                TenantEntry {
+                    pin: *pin,
+                    tier: Tier::Standard,
+                    rate_limit: None,
+                    incarnation: Incarnation::default(),
+                    spread: false,
+                },
             );
         }
         map
@@ -373,7 +500,13 @@ mod tests {
         let mut map = MapSnapshot::empty(1024);
         map.tenants.insert(
             TenantKey::from("acme"),
-            TenantEntry { pin: None, tier: Tier::Free, rate_limit: None, incarnation: Incarnation::default() },
+            TenantEntry {
+                pin: None,
+                tier: Tier::Free,
+                rate_limit: None,
+                incarnation: Incarnation::default(),
+                spread: false,
+            },
         );
         assert!(matches!(map.route_tenant("acme"), Err(RouteError::NoShards(_))));
     }
@@ -393,6 +526,38 @@ mod tests {
         let acme = tenant_vshard("acme", 1024);
         assert_eq!(map.unpinned_tenants_of(&[acme]), vec![TenantId::parse("acme").unwrap()]);
         assert!(map.unpinned_tenants_of(&[tenant_vshard("globex", 1024)]).iter().all(|t| t.as_str() != "globex"));
+    }
+
+    #[test]
+    fn records_of_distributed_collections_route_by_key() {
+        let mut map = map_with(4, &[("acme", Some(3))]);
+        map.tenants.get_mut("acme").unwrap().spread = true;
+        let bounds: Arc<[RangeBound]> = Arc::from(vec![
+            RangeBound { from: String::new(), shard: 0 },
+            RangeBound { from: "m".to_owned(), shard: 2 },
+        ]);
+        let collections = map.spread.entry(TenantKey::from("acme")).or_default();
+        collections.insert("events".to_owned(), Spread::Hash);
+        collections.insert("names".to_owned(), Spread::Range(bounds.clone()));
+
+        let hashed = map.route_record("acme", "events", "k1").unwrap();
+        assert_eq!(hashed.strategy, Strategy::RecordHash);
+        assert_eq!(hashed.vshard, vshard_of(stable_hash(&["acme", "events", "k1"]), 1024));
+        assert_eq!(Some(map.vshards[hashed.vshard as usize]), map.shard_index(hashed.shard.as_str()));
+        for (key, shard) in [("", "shard-0"), ("a", "shard-0"), ("lzz", "shard-0"), ("m", "shard-2"), ("zz", "shard-2")]
+        {
+            let route = map.route_record("acme", "names", key).unwrap();
+            assert_eq!((route.strategy, route.shard.as_str()), (Strategy::Range, shard), "{key}");
+        }
+        // Other collections stay with the (pinned) tenant.
+        assert_eq!(map.route_record("acme", "notes", "k1").unwrap().strategy, Strategy::Lookup);
+
+        let range = Spread::Range(bounds);
+        assert_eq!(map.spread_shards(&range, "a", Some("c")), vec![0]);
+        assert_eq!(map.spread_shards(&range, "a", Some("m")), vec![0], "`to` is exclusive");
+        assert_eq!(map.spread_shards(&range, "a", Some("m0")), vec![0, 2]);
+        assert_eq!(map.spread_shards(&range, "n", None), vec![2]);
+        assert_eq!(map.spread_shards(&Spread::Hash, "", None), vec![0, 1, 2, 3], "each shard once");
     }
 
     #[test]

@@ -337,6 +337,8 @@ impl Rebalancer {
                         crate::map::Strategy::Hash => {
                             vshards[tenant_vshard(&tenant, map.vshard_count) as usize] += bytes;
                         }
+                        // `route_tenant` routes home data only.
+                        crate::map::Strategy::RecordHash | crate::map::Strategy::Range => {}
                     }
                 }
             }
@@ -356,6 +358,13 @@ impl Rebalancer {
     ) -> Result<Option<JobRow>, Error> {
         if plan.is_empty() {
             return Ok(None);
+        }
+        if !plan.vshards.is_empty() && self.router().with_map(|map| !map.spread.is_empty()) {
+            return Err(Error::MoveRefused(
+                "collections distributed `hash` or `range` exist, and moving their records with vshards is not \
+                 supported yet; set them back to `tenant` (when empty) or move tenants one by one"
+                    .to_owned(),
+            ));
         }
         let step = |vshards, tenant, from: &str, to: &str| Step {
             vshards,

@@ -12,28 +12,154 @@ use sqlx::Row;
 use crate::copy::{Copied, CopyMethod, Pass, RECORDS, Selection, copy_rows};
 use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, TenantId};
-use crate::shard::{FencedShard, OnShard, ShardStore, plain_shard_store};
+use std::sync::LazyLock;
 
-/// Inserts a new record (version 1) unless the key exists or the shard's fence is newer than the
-/// map the write was routed on. `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch.
-const INSERT_NEW_OR_NOTHING: &str = "INSERT INTO records \
-     (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
-     AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1) \
-     ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version";
+use crate::map::{Route, Strategy};
+use crate::shard::{FencedShard, OnShard, ShardStore};
 
-/// Inserts a new record or bumps the existing one's version (reviving a tombstone), unless the
-/// fence is newer; same parameters. Returns the version and the version it last became live at.
-pub const INSERT_NEW_OR_UPDATE: &str = "INSERT INTO records \
-     (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
-     SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
-     AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1) \
-     ON CONFLICT (tenant, collection, key) DO UPDATE SET \
-       version = records.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
-       vshard = excluded.vshard, \
-       live_since = CASE WHEN records.deleted = 1 THEN records.version + 1 ELSE records.live_since END, \
-       deleted = 0 \
-     RETURNING version, live_since";
+/// Where a record store keeps its records, and which fences guard them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `records`: tenants' home data (collections distributed `tenant`), guarded by the
+    /// tenant's fence while the tenant moves.
+    Home,
+    /// `spread_records`, placed by this vshard, the one the key hashes to (collections
+    /// distributed `hash`), guarded by the vshard's fence while it moves.
+    Hash(u32),
+    /// `spread_records`, placed by key range (collections distributed `range`), tagged vshard -1.
+    Range,
+}
+
+impl Layout {
+    /// The layout of the records `route` places.
+    pub fn of(route: &Route) -> Self {
+        match route.strategy {
+            Strategy::Lookup | Strategy::Hash => Layout::Home,
+            Strategy::RecordHash => Layout::Hash(route.vshard),
+            Strategy::Range => Layout::Range,
+        }
+    }
+
+    fn statements(self) -> &'static Statements {
+        match self {
+            Layout::Home => &HOME,
+            Layout::Hash(_) | Layout::Range => &SPREAD,
+        }
+    }
+}
+
+/// The statements of one table. Parameters are documented on the templates below.
+struct Statements {
+    insert_or_nothing: String,
+    insert_or_update: String,
+    read: String,
+    current: String,
+    update: String,
+    delete: String,
+    delete_version: String,
+    list: String,
+    count_live: String,
+    purge_tenant: String,
+    count_collection: String,
+    purge_collection: String,
+}
+
+/// The home table's statements: writes are refused while the tenant is fenced (`$T` is the
+/// tenant's parameter), reads once it has moved away.
+static HOME: LazyLock<Statements> = LazyLock::new(|| {
+    Statements::new(
+        "records",
+        "NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $T)",
+        "NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')",
+    )
+});
+
+/// The distributed collections' statements: a row's own vshard fence guards it (range-placed
+/// rows, tagged -1, have none).
+static SPREAD: LazyLock<Statements> = LazyLock::new(|| {
+    Statements::new(
+        "spread_records",
+        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = $V)",
+        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = spread_records.vshard AND f.state = 'moved')",
+    )
+});
+
+impl Statements {
+    /// `write_fence` names the tenant as `$T` and the row's vshard as `$V`.
+    fn new(table: &str, write_fence: &str, read_fence: &str) -> Self {
+        let fence = |tenant: &str, vshard: &str| write_fence.replace("$T", tenant).replace("$V", vshard);
+        let columns = "(tenant, collection, key, vshard, version, updated_at, deleted, value, live_since)";
+        // `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch. Inserts a new record
+        // (version 1) unless the key exists or the shard's fence is newer than the map the write
+        // was routed on.
+        let insert = format!(
+            "INSERT INTO {table} {columns} SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 \
+             WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) AND {}",
+            fence("$1", "$4")
+        );
+        // `$1` version, `$2` now, `$3` value, `$4` vshard, then `$5`–`$8` tenant, collection,
+        // key, version, `$9` map epoch.
+        let update = format!(
+            "UPDATE {table} SET version = $1, updated_at = $2, value = $3, vshard = $4, \
+             live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
+             WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
+             AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) AND {} RETURNING version",
+            fence("$5", &format!("{table}.vshard"))
+        );
+        Self {
+            insert_or_nothing: format!("{insert} ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version"),
+            // Also bumps an existing row's version (reviving a tombstone). Returns the version
+            // and the version it last became live at.
+            insert_or_update: format!(
+                "{insert} ON CONFLICT (tenant, collection, key) DO UPDATE SET \
+                 version = {table}.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
+                 vshard = excluded.vshard, \
+                 live_since = CASE WHEN {table}.deleted = 1 THEN {table}.version + 1 ELSE {table}.live_since END, \
+                 deleted = 0 RETURNING version, live_since"
+            ),
+            // `$1`–`$3`: tenant, collection, key.
+            read: format!(
+                "SELECT key, version, updated_at, value, deleted FROM {table} \
+                 WHERE tenant = $1 AND collection = $2 AND key = $3 AND {read_fence}"
+            ),
+            current: format!(
+                "SELECT version, deleted FROM {table} WHERE tenant = $1 AND collection = $2 AND key = $3 \
+                 AND {read_fence}"
+            ),
+            update,
+            // `$1` now, `$2`–`$4` tenant, collection, key, `$5` map epoch.
+            delete: format!(
+                "UPDATE {table} SET version = version + 1, updated_at = $1, deleted = 1, value = 'null' \
+                 WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 \
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) AND {} RETURNING version",
+                fence("$2", &format!("{table}.vshard"))
+            ),
+            // `$1` version, `$2` now, then `$3`–`$6` tenant, collection, key, version, `$7` epoch.
+            delete_version: format!(
+                "UPDATE {table} SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
+                 WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 \
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) AND {} RETURNING version",
+                fence("$3", &format!("{table}.vshard"))
+            ),
+            // `$1` tenant, `$2` collection; the caller appends the key bounds.
+            list: format!(
+                "SELECT key, version, updated_at, value FROM {table} \
+                 WHERE tenant = $1 AND collection = $2 AND deleted = 0 AND {read_fence}"
+            ),
+            count_live: format!("SELECT COUNT(*) FROM {table} WHERE deleted = 0"),
+            purge_tenant: format!("DELETE FROM {table} WHERE tenant = $1"),
+            count_collection: format!("SELECT COUNT(*) FROM {table} WHERE tenant = $1 AND collection = $2"),
+            purge_collection: format!("DELETE FROM {table} WHERE tenant = $1 AND collection = $2"),
+        }
+    }
+}
+
+/// The statement an unconditional write of a tenant's home record runs (for the drivers'
+/// benchmark): `$1`–`$7` tenant, collection, key, vshard, now, value, map epoch; returns the
+/// version and the version the record last became live at.
+pub fn home_upsert_sql() -> &'static str {
+    &HOME.insert_or_update
+}
 
 /// How many times a write re-reads after losing a race before giving up with
 /// [`Error::WriteContention`].
@@ -138,13 +264,78 @@ pub struct RecordAddress<'a> {
     pub key: &'a RecordKey,
 }
 
-plain_shard_store!(
-    /// Record operations on one shard database.
-    RecordStore
-);
+/// Record operations on one shard database, in one [`Layout`] (home data unless told otherwise).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordStore<'a> {
+    shard: FencedShard<'a>,
+    layout: Layout,
+}
+
+impl<'a> ShardStore<'a> for RecordStore<'a> {
+    fn on(shard: FencedShard<'a>) -> Self {
+        Self { shard, layout: Layout::Home }
+    }
+
+    fn shard_mut(&mut self) -> &mut FencedShard<'a> {
+        &mut self.shard
+    }
+}
 
 impl<'a> RecordStore<'a> {
-    /// Binds a new row's values to one of the `INSERT_NEW_*` statements.
+    /// The store of the records placed the way `layout` says.
+    pub fn in_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The vshard tag a record placed at `vshard` gets in this layout.
+    fn tag(&self, vshard: u32) -> i64 {
+        match self.layout {
+            Layout::Range => -1,
+            Layout::Home | Layout::Hash(_) => i64::from(vshard),
+        }
+    }
+
+    /// After a write changed nothing: [`Error::StaleMap`] if the shard's fence refused it,
+    /// [`Error::TenantFenced`] or [`Error::VshardFenced`] if the fence of what places the record
+    /// did (it is moving away).
+    async fn check_write_fences(&self, tenant: &TenantId) -> Result<(), Error> {
+        match self.layout {
+            Layout::Home => self.shard.check_fences(tenant).await,
+            Layout::Hash(vshard) => self.shard.check_vshard_fences(vshard).await,
+            Layout::Range => self.shard.check_fence().await,
+        }
+    }
+
+    /// `written`, or if the write changed nothing, the fence that refused it if any
+    /// ([`RecordStore::check_write_fences`]); `None` means a lost race.
+    async fn unless_fenced_out<T>(&self, tenant: &TenantId, written: Option<T>) -> Result<Option<T>, Error> {
+        if written.is_none() {
+            self.check_write_fences(tenant).await?;
+        }
+        Ok(written)
+    }
+
+    /// After a read found nothing: [`Error::TenantMoved`] or [`Error::VshardFenced`] if what
+    /// places the record has moved to another shard (what is left here is an old copy, never
+    /// to be read).
+    async fn check_moved(&self, tenant: &TenantId) -> Result<(), Error> {
+        match self.layout {
+            Layout::Home => self.shard.check_moved(tenant).await,
+            Layout::Hash(vshard) => {
+                if self.shard.vshard_fence(vshard).await? == Some(crate::shard::TenantFence::Moved) {
+                    return Err(Error::VshardFenced { shard: self.shard.id().clone(), vshard });
+                }
+                Ok(())
+            }
+            Layout::Range => Ok(()),
+        }
+    }
+
+    fn sql(&self) -> &'static Statements {
+        self.layout.statements()
+    }
+    /// Binds a new row's values to one of the insert statements.
     fn insert_new<'q>(
         &self,
         sql: &'q str,
@@ -157,7 +348,7 @@ impl<'a> RecordStore<'a> {
             .bind(addr.tenant.as_str())
             .bind(addr.collection.as_str())
             .bind(addr.key.as_str())
-            .bind(i64::from(vshard))
+            .bind(self.tag(vshard))
             .bind(now_ms)
             .bind(value.get())
             .bind(self.shard.map_epoch())
@@ -208,7 +399,7 @@ impl<'a> RecordStore<'a> {
             })
             .await?;
         if row.is_none() {
-            self.shard.check_moved(addr.tenant).await?;
+            self.check_moved(addr.tenant).await?;
         }
         Ok(row)
     }
@@ -223,10 +414,7 @@ impl<'a> RecordStore<'a> {
 
     /// What the shard holds at `addr`, tombstones included (their version bounds caches).
     pub async fn read(&self, addr: RecordAddress<'_>) -> Result<RecordRead, Error> {
-        let sql = "SELECT key, version, updated_at, value, deleted FROM records \
-                   WHERE tenant = $1 AND collection = $2 AND key = $3 \
-                   AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')";
-        let Some(row) = self.fetch_one_record_row(sql, addr).await? else { return Ok(RecordRead::Absent) };
+        let Some(row) = self.fetch_one_record_row(&self.sql().read, addr).await? else { return Ok(RecordRead::Absent) };
         let deleted: i64 = row.try_get(4).map_err(|e| self.err(e))?;
         if deleted != 0 {
             let version: i64 = row.try_get(1).map_err(|e| self.err(e))?;
@@ -248,9 +436,7 @@ impl<'a> RecordStore<'a> {
 
     /// The current version of `addr` and whether it is a tombstone.
     async fn current(&self, addr: RecordAddress<'_>) -> Result<Option<(i64, bool)>, Error> {
-        let sql = "SELECT version, deleted FROM records WHERE tenant = $1 AND collection = $2 AND key = $3 \
-                   AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')";
-        let row = self.fetch_one_record_row(sql, addr).await?;
+        let row = self.fetch_one_record_row(&self.sql().current, addr).await?;
         row.map(|r| -> Result<(i64, bool), Error> {
             let version: i64 = r.try_get(0).map_err(|e| self.err(e))?;
             let deleted: i64 = r.try_get(1).map_err(|e| self.err(e))?;
@@ -299,28 +485,22 @@ impl<'a> RecordStore<'a> {
             let written = match current {
                 None => {
                     let row = self
-                        .insert_new(INSERT_NEW_OR_NOTHING, addr, vshard, value, now_ms)
+                        .insert_new(&self.sql().insert_or_nothing, addr, vshard, value, now_ms)
                         .fetch_optional(self.shard.pool())
                         .on_shard(&self.shard)
                         .await?;
                     row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(|e| self.err(e))?
                 }
                 Some((version, _)) => {
-                    let update = sqlx::query_scalar(
-                        "UPDATE records SET version = $1, updated_at = $2, value = $3, vshard = $4, \
-                         live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
-                         WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
-                         AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) \
-                         AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $5) RETURNING version",
-                    )
-                    .bind(version + 1)
-                    .bind(now_ms)
-                    .bind(value.get())
-                    .bind(i64::from(vshard));
+                    let update = sqlx::query_scalar(&self.sql().update)
+                        .bind(version + 1)
+                        .bind(now_ms)
+                        .bind(value.get())
+                        .bind(self.tag(vshard));
                     self.swap_version(update, addr, version).await?
                 }
             };
-            if let Some(version) = self.shard.unless_fenced_out_for(addr.tenant, written).await? {
+            if let Some(version) = self.unless_fenced_out(addr.tenant, written).await? {
                 return Ok(PutOutcome {
                     created: live.is_none(),
                     record: StoredRecord::written(addr, version, value, now_ms),
@@ -340,12 +520,12 @@ impl<'a> RecordStore<'a> {
         now_ms: i64,
     ) -> Result<PutOutcome, Error> {
         let row = self
-            .insert_new(INSERT_NEW_OR_UPDATE, addr, vshard, value, now_ms)
+            .insert_new(&self.sql().insert_or_update, addr, vshard, value, now_ms)
             .fetch_optional(self.shard.pool())
             .on_shard(&self.shard)
             .await?;
         let Some(row) = row else {
-            self.shard.check_fences(addr.tenant).await?;
+            self.check_write_fences(addr.tenant).await?;
             return Err(Error::StaleMap(self.shard.id().clone()));
         };
         let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
@@ -357,21 +537,16 @@ impl<'a> RecordStore<'a> {
     /// version.
     pub async fn delete(&self, addr: RecordAddress<'_>, condition: &WriteCondition, now_ms: i64) -> Result<i64, Error> {
         if *condition == WriteCondition::Always {
-            let version = sqlx::query_scalar::<_, i64>(
-                "UPDATE records SET version = version + 1, updated_at = $1, deleted = 1, value = 'null' \
-                 WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 \
-                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) \
-                 AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $2) RETURNING version",
-            )
-            .bind(now_ms)
-            .bind(addr.tenant.as_str())
-            .bind(addr.collection.as_str())
-            .bind(addr.key.as_str())
-            .bind(self.shard.map_epoch())
-            .fetch_optional(self.shard.pool())
-            .on_shard(&self.shard)
-            .await?;
-            return self.shard.unless_fenced_out_for(addr.tenant, version).await?.ok_or(Error::RecordNotFound);
+            let version = sqlx::query_scalar::<_, i64>(&self.sql().delete)
+                .bind(now_ms)
+                .bind(addr.tenant.as_str())
+                .bind(addr.collection.as_str())
+                .bind(addr.key.as_str())
+                .bind(self.shard.map_epoch())
+                .fetch_optional(self.shard.pool())
+                .on_shard(&self.shard)
+                .await?;
+            return self.unless_fenced_out(addr.tenant, version).await?.ok_or(Error::RecordNotFound);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
@@ -381,16 +556,9 @@ impl<'a> RecordStore<'a> {
             if !condition.allows(Some(version)) {
                 return Err(Error::PreconditionFailed);
             }
-            let delete = sqlx::query_scalar(
-                "UPDATE records SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
-                 WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 \
-                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
-                 AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $3) RETURNING version",
-            )
-            .bind(version + 1)
-            .bind(now_ms);
+            let delete = sqlx::query_scalar(&self.sql().delete_version).bind(version + 1).bind(now_ms);
             let written = self.swap_version(delete, addr, version).await?;
-            if let Some(version) = self.shard.unless_fenced_out_for(addr.tenant, written).await? {
+            if let Some(version) = self.unless_fenced_out(addr.tenant, written).await? {
                 return Ok(version);
             }
         }
@@ -405,10 +573,7 @@ impl<'a> RecordStore<'a> {
         bounds: &ListBounds,
         limit: u32,
     ) -> Result<Vec<StoredRecord>, Error> {
-        let mut sql = String::from(
-            "SELECT key, version, updated_at, value FROM records WHERE tenant = $1 AND collection = $2 AND deleted = 0 \
-             AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')",
-        );
+        let mut sql = self.sql().list.clone();
         let mut binds: Vec<String> = Vec::new();
         let mut push = |sql: &mut String, op: &str, value: String| {
             binds.push(value);
@@ -435,7 +600,7 @@ impl<'a> RecordStore<'a> {
             query = query.bind(value);
         }
         let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
-        if rows.is_empty() {
+        if rows.is_empty() && self.layout == Layout::Home {
             self.shard.check_moved(tenant).await?;
         }
         rows.iter().map(|r| self.record(r)).collect()
@@ -443,11 +608,31 @@ impl<'a> RecordStore<'a> {
 
     /// Live records on this shard (all tenants).
     pub async fn count_live(&self) -> Result<u64, Error> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE deleted = 0")
+        let count: i64 =
+            sqlx::query_scalar(&self.sql().count_live).fetch_one(self.shard.pool()).on_shard(&self.shard).await?;
+        Ok(count as u64)
+    }
+
+    /// How many rows (tombstones included) `tenant`'s `collection` has here.
+    pub async fn count_collection(&self, tenant: &TenantId, collection: &CollectionName) -> Result<u64, Error> {
+        let count: i64 = sqlx::query_scalar(&self.sql().count_collection)
+            .bind(tenant.as_str())
+            .bind(collection.as_str())
             .fetch_one(self.shard.pool())
             .on_shard(&self.shard)
             .await?;
-        Ok(count as u64)
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    /// Removes every row (tombstones included) of `tenant`'s `collection` here.
+    pub async fn purge_collection(&self, tenant: &TenantId, collection: &CollectionName) -> Result<u64, Error> {
+        let done = sqlx::query(&self.sql().purge_collection)
+            .bind(tenant.as_str())
+            .bind(collection.as_str())
+            .execute(self.shard.pool())
+            .on_shard(&self.shard)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     /// Raises the shard's fence to `epoch` (see [`FencedShard::raise_fence`]).
@@ -457,7 +642,7 @@ impl<'a> RecordStore<'a> {
 
     /// Removes every record (and tombstone) of `tenant` on this shard.
     pub async fn purge_tenant(&self, tenant: &TenantId) -> Result<u64, Error> {
-        let done = sqlx::query("DELETE FROM records WHERE tenant = $1")
+        let done = sqlx::query(&self.sql().purge_tenant)
             .bind(tenant.as_str())
             .execute(self.shard.pool())
             .on_shard(&self.shard)

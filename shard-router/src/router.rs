@@ -12,17 +12,20 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
 use crate::blobs::BlobStore;
+use crate::catalog::CollectionRow;
 use crate::catalog::{Audit, Catalog, ShardRow, TenantChange, TenantRow};
 use crate::clock::now_ms;
 use crate::db::{Database, Engine, PoolConfig, Schema, server_of};
 use crate::error::Error;
 use crate::health::{Health, HealthReport};
+use crate::ids::{CollectionName, RecordKey};
 use crate::ids::{ShardId, TenantId};
+use crate::map::{Distribution, Spread};
 use crate::map::{
     Incarnation, MapSnapshot, Route, RouteError, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier,
     spread_vshards,
 };
-use crate::records::RecordStore;
+use crate::records::{Layout, ListBounds, RecordAddress, RecordStore, StoredRecord, WriteCondition};
 use crate::registration::{Claim, check_shard_url, claim_identity, release_identity};
 use crate::shard::FencedShard;
 use crate::shard::ShardStore;
@@ -56,6 +59,10 @@ pub struct StorageConfig {
     pub migrate_on_start: bool,
     /// How data moves between shards.
     pub moves: MoveConfig,
+    /// How long a listing of a distributed collection waits for each shard before it answers
+    /// without that shard's records (reporting it). Default 2 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub fan_out_deadline: Duration,
 }
 
 impl Default for StorageConfig {
@@ -67,6 +74,7 @@ impl Default for StorageConfig {
             pool: PoolConfig::default(),
             migrate_on_start: true,
             moves: MoveConfig::default(),
+            fan_out_deadline: Duration::from_secs(2),
         }
     }
 }
@@ -172,6 +180,8 @@ pub struct ShardRouter {
     last_refresh: tokio::sync::Mutex<tokio::time::Instant>,
     /// How data moves between shards (`[storage.moves]`).
     moves: MoveConfig,
+    /// `storage.fan_out_deadline`.
+    fan_out_deadline: Duration,
 }
 
 impl ShardRouter {
@@ -280,6 +290,7 @@ impl ShardRouter {
             admin: tokio::sync::Mutex::new(()),
             last_refresh: tokio::sync::Mutex::new(tokio::time::Instant::now()),
             moves: config.moves.clone(),
+            fan_out_deadline: config.fan_out_deadline,
         })
     }
 
@@ -415,6 +426,11 @@ impl ShardRouter {
     /// `access`.
     pub fn resolve(&self, tenant: &TenantId, access: Access) -> Result<(Route, Database), Error> {
         let route = self.route_tenant(tenant)?;
+        self.allowed(route, access)
+    }
+
+    /// `route` and its shard's pool, if the shard's state allows `access`.
+    fn allowed(&self, route: Route, access: Access) -> Result<(Route, Database), Error> {
         match (route.shard_state, access) {
             (ShardState::Offline, _) => return Err(Error::ShardOffline(route.shard)),
             (ShardState::ReadOnly, Access::Write) => return Err(Error::ShardReadOnly(route.shard)),
@@ -483,8 +499,25 @@ impl ShardRouter {
         F: Fn(Route, Database) -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
+        self.settled_on(tenant, || self.resolve(tenant, access), op).await
+    }
+
+    /// Runs `op` on what `resolve` routes to, routing again after a refresh when the shard's
+    /// fence or a move's fence refuses it (see [`ShardRouter::write`]).
+    async fn settled_on<T, R, F, Fut>(&self, tenant: &TenantId, resolve: R, op: F) -> Result<T, Error>
+    where
+        R: Fn() -> Result<(Route, Database), Error>,
+        F: Fn(Route, Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
         let give_up = self.cutover_deadline();
-        let (mut route, mut db) = self.resolve_fresh(tenant, access).await?;
+        let (mut route, mut db) = match resolve() {
+            Err(Error::TenantNotFound) => {
+                self.refresh().await?;
+                resolve()?
+            }
+            other => other?,
+        };
         let mut refreshed = false;
         loop {
             match op(route, db).await {
@@ -493,15 +526,72 @@ impl ShardRouter {
                     refreshed = true;
                     self.refresh().await?;
                 }
-                Err(Error::TenantFenced { .. } | Error::TenantMoved { .. }) => {
+                Err(Error::TenantFenced { .. } | Error::TenantMoved { .. } | Error::VshardFenced { .. }) => {
                     if !self.wait_for_cutover(give_up).await? {
                         return Err(Error::TenantMoving(tenant.clone()));
                     }
                 }
                 other => return other,
             }
-            (route, db) = self.resolve(tenant, access)?;
+            (route, db) = resolve()?;
         }
+    }
+
+    /// The distribution of `tenant`'s `collection` in this instance's map.
+    pub fn distribution_of(&self, tenant: &TenantId, collection: &CollectionName) -> Distribution {
+        self.map
+            .read()
+            .spread_of(tenant.as_str(), collection.as_str())
+            .map_or(Distribution::Tenant, Spread::distribution)
+    }
+
+    /// Routes the record at `addr`: to its tenant's home shard, or where its collection's
+    /// distribution places it.
+    pub fn route_record(&self, addr: RecordAddress<'_>) -> Result<Route, Error> {
+        self.map
+            .read()
+            .route_record(addr.tenant.as_str(), addr.collection.as_str(), addr.key.as_str())
+            .map_err(route_error)
+    }
+
+    /// Routes the record at `addr` and returns the shard's pool if its state allows `access`.
+    pub fn resolve_record(&self, addr: RecordAddress<'_>, access: Access) -> Result<(Route, Database), Error> {
+        let route = self.route_record(addr)?;
+        self.allowed(route, access)
+    }
+
+    /// [`ShardRouter::resolve_record`], checking the catalog for a newer map once when the
+    /// tenant is unknown (as [`ShardRouter::resolve_fresh`] does).
+    pub async fn resolve_record_fresh(
+        &self,
+        addr: RecordAddress<'_>,
+        access: Access,
+    ) -> Result<(Route, Database), Error> {
+        match self.resolve_record(addr, access) {
+            Err(Error::TenantNotFound) => {
+                self.refresh().await?;
+                self.resolve_record(addr, access)
+            }
+            other => other,
+        }
+    }
+
+    /// [`ShardRouter::write`] for the record at `addr`, routed to where it is placed.
+    pub async fn write_record<T, F, Fut>(&self, addr: RecordAddress<'_>, write: F) -> Result<T, Error>
+    where
+        F: Fn(Route, Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        self.settled_on(addr.tenant, || self.resolve_record(addr, Access::Write), write).await.map_err(Error::of_write)
+    }
+
+    /// [`ShardRouter::read`] for the record at `addr`, routed to where it is placed.
+    pub async fn read_record<T, F, Fut>(&self, addr: RecordAddress<'_>, read: F) -> Result<T, Error>
+    where
+        F: Fn(Route, Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        self.settled_on(addr.tenant, || self.resolve_record(addr, Access::Read), read).await
     }
 
     /// Until when a request that meets a move's fence now may wait for the cut-over to end
@@ -554,6 +644,11 @@ impl ShardRouter {
     /// The number of vshards.
     pub fn vshard_count(&self) -> u32 {
         self.map.read().vshard_count
+    }
+
+    /// How long a listing of a distributed collection waits for each shard.
+    pub fn fan_out_deadline(&self) -> Duration {
+        self.fan_out_deadline
     }
 
     /// The pool of shard `id`; [`Error::ShardQuarantined`] if this instance does not use it.
@@ -773,7 +868,8 @@ impl ShardRouter {
                 None => None,
             };
             // The incarnation is the creating change's epoch, known once the catalog committed.
-            let entry = TenantEntry { pin: pin_index, tier, rate_limit, incarnation: Incarnation::default() };
+            let entry =
+                TenantEntry { pin: pin_index, tier, rate_limit, incarnation: Incarnation::default(), spread: false };
             let home = map.route_entry(id.as_str(), &entry).map_err(route_error)?;
             (entry, home)
         };
@@ -820,6 +916,134 @@ impl ShardRouter {
         Ok(row)
     }
 
+    /// Sets the distribution of `row.collection` of `row.tenant` (`tenant`, `hash` or `range`
+    /// with its ranges) and returns the new epoch. Only a collection that holds no record (nor
+    /// tombstone) may change its distribution, and none while vshards are being moved (their
+    /// moves would not take the new placement along); ranges must name shards that take new
+    /// data. Every shard's fence is raised to the new epoch, so no instance still routing on an
+    /// older map writes the collection where it no longer lives; a record such an instance wrote
+    /// between the check and the fence is carried over to where the collection lives now.
+    pub async fn set_distribution(&self, row: &CollectionRow, audit: &Audit) -> Result<u64, Error> {
+        self.refresh().await?;
+        let _guard = self.admin.lock().await;
+        let (old, shards) = {
+            let map = self.map.read();
+            if !map.tenants.contains_key(row.tenant.as_str()) {
+                return Err(Error::TenantNotFound);
+            }
+            for range in &row.ranges {
+                match map.shard(range.shard.as_str()) {
+                    None => return Err(Error::UnknownShard(range.shard.clone())),
+                    Some(shard) if shard.state != ShardState::Active => {
+                        return Err(Error::DistributionRefused(format!(
+                            "shard {} is {} and takes no new data",
+                            range.shard,
+                            shard.state.as_str()
+                        )));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let old = map.spread_of(row.tenant.as_str(), row.collection.as_str()).map(Spread::distribution);
+            (old.unwrap_or(Distribution::Tenant), map.shards.iter().map(|s| s.id.clone()).collect::<Vec<_>>())
+        };
+        if row.distribution == Distribution::Hash
+            && let Some(job) = self.catalog.vshard_mover().await?
+        {
+            return Err(Error::DistributionRefused(format!(
+                "job {job} is moving vshards; set the distribution when it has ended"
+            )));
+        }
+        let old_layout = self.collection_rows(&row.tenant, &row.collection, old, &shards);
+        if old_layout.count().await? > 0 {
+            return Err(Error::DistributionRefused(format!(
+                "collection {} holds records (or tombstones) distributed `{}`; changing the distribution of a \
+                 non-empty collection is not supported yet",
+                row.collection,
+                old.as_str()
+            )));
+        }
+        if old == Distribution::Tenant {
+            // Left over from an earlier tenant of the same id: no map routes there now.
+            self.collection_rows(&row.tenant, &row.collection, Distribution::Hash, &shards).purge().await?;
+        }
+        let epoch = self.catalog.set_distribution(row, audit).await?;
+        let map = self.catalog.load_map().await?;
+        *self.map.write() = map;
+        for shard in &shards {
+            self.raise_fence_on(shard, epoch).await;
+        }
+        let raced = old_layout.live_records().await?;
+        if !raced.is_empty() {
+            tracing::warn!(
+                tenant = %row.tenant, collection = %row.collection, records = raced.len(),
+                "records were written under the old distribution while it changed; carrying them over"
+            );
+            self.carry_over(&row.tenant, &row.collection, raced).await?;
+        }
+        old_layout.purge().await?;
+        Ok(epoch)
+    }
+
+    /// Raises shard `id`'s fence to `epoch`, within the probe timeout; a failure is logged
+    /// (the shard is down, so nothing writes there either).
+    async fn raise_fence_on(&self, id: &ShardId, epoch: u64) {
+        match self.shard_db(id) {
+            Ok(db) => {
+                let shard = FencedShard::new(&db, id);
+                match tokio::time::timeout(self.pool_config.probe_timeout, shard.raise_fence(epoch)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not raise the shard fence"),
+                    Err(_) => tracing::warn!(shard = %id, "raising the shard fence timed out"),
+                }
+            }
+            Err(e) => tracing::warn!(shard = %id, error = %e, "no pool to raise the shard fence"),
+        }
+    }
+
+    /// The rows of `tenant`'s `collection` wherever distribution `distribution` may have put
+    /// them: its home shard, or every shard.
+    fn collection_rows<'r>(
+        &'r self,
+        tenant: &'r TenantId,
+        collection: &'r CollectionName,
+        distribution: Distribution,
+        shards: &'r [ShardId],
+    ) -> CollectionRows<'r> {
+        CollectionRows { router: self, tenant, collection, distribution, shards }
+    }
+
+    /// Writes `records` where the collection lives now, unless a newer write created the key
+    /// there meanwhile.
+    async fn carry_over(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        records: Vec<StoredRecord>,
+    ) -> Result<(), Error> {
+        for record in records {
+            let key = RecordKey::parse(&record.key).map_err(|e| Error::Corrupt(e.to_string()))?;
+            let addr = RecordAddress { tenant, collection, key: &key };
+            let written = self
+                .write_record(addr, |route, db| {
+                    let value = &record.value;
+                    async move {
+                        RecordStore::new(&db, &route.shard)
+                            .routed_at(route.epoch)
+                            .in_layout(Layout::of(&route))
+                            .put(addr, route.vshard, value, &WriteCondition::Absent, record.updated_at_ms)
+                            .await
+                    }
+                })
+                .await;
+            match written {
+                Ok(_) | Err(Error::PreconditionFailed) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes a tenant and every record and blob it has on its home shard; returns how many
     /// records were removed.
     ///
@@ -843,12 +1067,24 @@ impl ShardRouter {
         }
         let store = RecordStore::new(&db, &route.shard);
         let blobs = BlobStore::new(&db, &route.shard);
+        // Records of its distributed collections may be on any shard.
+        let spread: Vec<ShardId> = self.with_map(|map| {
+            if map.spread.contains_key(id.as_str()) {
+                map.shards.iter().map(|s| s.id.clone()).collect()
+            } else {
+                Vec::new()
+            }
+        });
         let mut purged = store.purge_tenant(id).await?;
+        for shard in &spread {
+            purged += RecordStore::new(&self.shard_db(shard)?, shard).in_layout(Layout::Range).purge_tenant(id).await?;
+        }
         blobs.purge_tenant(id).await?;
         let epoch = self.catalog.delete_tenant(id, audit).await?;
         {
             let mut map = self.map.write();
             map.tenants.remove(id.as_str());
+            map.spread.remove(id.as_str());
             map.epoch = epoch;
         }
         let sweep = async {
@@ -856,6 +1092,19 @@ impl ShardRouter {
             blobs.purge_tenant(id).await?;
             store.purge_tenant(id).await
         };
+        for shard in &spread {
+            self.raise_fence_on(shard, epoch).await;
+            let swept = match self.shard_db(shard) {
+                Ok(db) => RecordStore::new(&db, shard).in_layout(Layout::Range).purge_tenant(id).await,
+                Err(e) => Err(e),
+            };
+            match swept {
+                Ok(swept) => purged += swept,
+                Err(e) => {
+                    tracing::warn!(tenant = %id, shard = %shard, error = %e, "could not sweep the deleted tenant's distributed records")
+                }
+            }
+        }
         match sweep.await {
             Ok(swept) => purged += swept,
             Err(e) => tracing::warn!(
@@ -866,6 +1115,62 @@ impl ShardRouter {
         Ok(purged)
     }
 }
+
+/// The rows of one collection under one distribution, on the shards it may use.
+struct CollectionRows<'r> {
+    router: &'r ShardRouter,
+    tenant: &'r TenantId,
+    collection: &'r CollectionName,
+    distribution: Distribution,
+    shards: &'r [ShardId],
+}
+
+impl CollectionRows<'_> {
+    /// The stores that may hold the rows.
+    fn stores(&self) -> Result<Vec<(ShardId, Database, Layout)>, Error> {
+        let home = match self.distribution {
+            Distribution::Tenant => Some(self.router.route_tenant(self.tenant)?.shard),
+            Distribution::Hash | Distribution::Range => None,
+        };
+        let layout = if home.is_some() { Layout::Home } else { Layout::Range };
+        self.shards
+            .iter()
+            .filter(|id| home.as_ref().is_none_or(|home| home == *id))
+            .map(|id| Ok((id.clone(), self.router.shard_db(id)?, layout)))
+            .collect()
+    }
+
+    /// How many rows (tombstones included) there are.
+    async fn count(&self) -> Result<u64, Error> {
+        let mut rows = 0;
+        for (id, db, layout) in self.stores()? {
+            rows += RecordStore::new(&db, &id).in_layout(layout).count_collection(self.tenant, self.collection).await?;
+        }
+        Ok(rows)
+    }
+
+    /// The live records (at most a page of [`CARRY_OVER_LIMIT`] per shard).
+    async fn live_records(&self) -> Result<Vec<StoredRecord>, Error> {
+        let mut records = Vec::new();
+        for (id, db, layout) in self.stores()? {
+            let store = RecordStore::new(&db, &id).in_layout(layout);
+            records.extend(store.list(self.tenant, self.collection, &ListBounds::default(), CARRY_OVER_LIMIT).await?);
+        }
+        Ok(records)
+    }
+
+    /// Removes every row.
+    async fn purge(&self) -> Result<(), Error> {
+        for (id, db, layout) in self.stores()? {
+            RecordStore::new(&db, &id).in_layout(layout).purge_collection(self.tenant, self.collection).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The most records written under an old distribution while it changed that are carried over
+/// per shard (a few at most: only writes routed on the old map in the moment of the change).
+const CARRY_OVER_LIMIT: u32 = 10_000;
 
 fn route_error(e: RouteError) -> Error {
     match e {

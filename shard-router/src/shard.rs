@@ -133,17 +133,32 @@ impl<'a> FencedShard<'a> {
 
     /// The fence this shard holds for `tenant`, if any.
     pub async fn tenant_fence(&self, tenant: &TenantId) -> Result<Option<TenantFence>, Error> {
-        let state: Option<String> = self
-            .read(|| {
-                sqlx::query_scalar("SELECT state FROM tenant_fences WHERE tenant = $1")
-                    .bind(tenant.as_str())
-                    .fetch_optional(self.pool())
-            })
-            .await?;
+        self.fence_state("tenant_fences", "tenant = $1", tenant.as_str().to_owned(), "tenant").await
+    }
+
+    /// The fence this shard holds for `vshard`, if any.
+    pub async fn vshard_fence(&self, vshard: u32) -> Result<Option<TenantFence>, Error> {
+        self.fence_state("vshard_fences", "vshard = $1", i64::from(vshard), "vshard").await
+    }
+
+    /// The state of the fence in `table` where `condition` (on `$1`, bound to `value`) holds.
+    async fn fence_state<V>(
+        &self,
+        table: &str,
+        condition: &str,
+        value: V,
+        kind: &str,
+    ) -> Result<Option<TenantFence>, Error>
+    where
+        V: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Clone + Send,
+    {
+        let sql = format!("SELECT state FROM {table} WHERE {condition}");
+        let state: Option<String> =
+            self.read(|| sqlx::query_scalar(&sql).bind(value.clone()).fetch_optional(self.pool())).await?;
         state
             .map(|s| {
                 TenantFence::parse(&s)
-                    .ok_or_else(|| Error::Corrupt(format!("tenant fence state {s:?} on shard {}", self.id)))
+                    .ok_or_else(|| Error::Corrupt(format!("{kind} fence state {s:?} on shard {}", self.id)))
             })
             .transpose()
     }
@@ -153,14 +168,7 @@ impl<'a> FencedShard<'a> {
     /// own fence is (it is moving or has moved to another shard).
     pub async fn check_vshard_fences(&self, vshard: u32) -> Result<(), Error> {
         self.check_fence().await?;
-        let fenced: Option<String> = self
-            .read(|| {
-                sqlx::query_scalar("SELECT state FROM vshard_fences WHERE vshard = $1")
-                    .bind(i64::from(vshard))
-                    .fetch_optional(self.pool())
-            })
-            .await?;
-        match fenced {
+        match self.vshard_fence(vshard).await? {
             Some(_) => Err(Error::VshardFenced { shard: self.id.clone(), vshard }),
             None => Ok(()),
         }

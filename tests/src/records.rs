@@ -71,3 +71,13 @@ impl TestApp {
         }
     }
 }
+
+/// The keys of a listing page's `items`, in order.
+pub fn keys_of(listing: &serde_json::Value) -> Vec<String> {
+    listing["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("items is an array: {listing}"))
+        .iter()
+        .map(|item| item["key"].as_str().expect("every item has a key").to_owned())
+        .collect()
+}

@@ -7,16 +7,16 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{
-    ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
+    Layout, ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
-use shardgate_shard_router::{Access, CollectionName, RecordKey, Route, ids::check_key_text, now_ms};
-use utoipa::IntoParams;
+use shardgate_shard_router::{Access, CollectionName, Distribution, RecordKey, Route, ids::check_key_text, now_ms};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::envelope::RecordEnvelope;
@@ -47,22 +47,6 @@ pub struct CollectionPath {
     tenant: String,
     /// Collection name.
     collection: String,
-}
-
-/// Listing filters.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    /// Only keys starting with this.
-    prefix: Option<String>,
-    /// Only keys `>=` this.
-    start: Option<String>,
-    /// Only keys `<` this.
-    end: Option<String>,
-    /// Page size: default 100, capped at 1000.
-    limit: Option<u32>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
 }
 
 /// The entity tag of a record version: the quoted version, formatted without a heap string.
@@ -132,7 +116,8 @@ pub async fn get_record(
 ) -> Result<Response, ApiError> {
     let t = record_target(&app, &caller, &path, Scope::Read).await?;
     // Routed before the cache is asked: a read the cache answers names this map's epoch too.
-    let route = app.router.resolve_fresh(&t.tenant, Access::Read).await?.0;
+    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    let route = app.router.resolve_record_fresh(addr, Access::Read).await?.0;
     RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &if_none_match).await)
 }
 
@@ -142,13 +127,14 @@ async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNon
     span.record("shard", route.shard.as_str());
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let (router, tenant) = (&app.router, &t.tenant);
+    let router = &app.router;
     let (result, outcome) = app
         .cache
         .read(&cache_key, t.collection.as_str(), || async move {
-            // Through the router, which finds the tenant's new shard if it moved meanwhile.
-            let read =
-                router.read(tenant, |route, db| async move { RecordStore::new(&db, &route.shard).read(addr).await });
+            // Through the router, which finds the record's new shard if it moved meanwhile.
+            let read = router.read_record(addr, |route, db| async move {
+                RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await
+            });
             Ok(match read.await? {
                 RecordRead::Live(record) => RecordState::Live(cached(record)),
                 RecordRead::Gone(version) => RecordState::Gone(version),
@@ -237,12 +223,13 @@ async fn write_record(
     let now = now_ms();
     let written = app
         .router
-        .write(&t.tenant, |route, db| {
+        .write_record(addr, |route, db| {
             served_on.note(&route);
             async move {
                 tracing::Span::current().record("shard", route.shard.as_str());
                 RecordStore::new(&db, &route.shard)
                     .routed_at(route.epoch)
+                    .in_layout(Layout::of(&route))
                     .put(addr, route.vshard, value, condition, now)
                     .await
             }
@@ -298,11 +285,15 @@ async fn delete_from_shard(
     let now = now_ms();
     let deleted = app
         .router
-        .write(&t.tenant, |route, db| {
+        .write_record(addr, |route, db| {
             served_on.note(&route);
             async move {
                 tracing::Span::current().record("shard", route.shard.as_str());
-                RecordStore::new(&db, &route.shard).routed_at(route.epoch).delete(addr, condition, now).await
+                RecordStore::new(&db, &route.shard)
+                    .routed_at(route.epoch)
+                    .in_layout(Layout::of(&route))
+                    .delete(addr, condition, now)
+                    .await
             }
         })
         .await;
@@ -315,9 +306,99 @@ async fn delete_from_shard(
 
 errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, ShardOffline, ShardUnavailable, ShardBusy);
 
+/// How a listing of a distributed collection answers when a shard fails.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Consistency {
+    /// Answer with the records of the shards that answered, and say which did not in `_shards`.
+    #[default]
+    Partial,
+    /// 503 `shard_unavailable` unless every shard answered.
+    Strict,
+}
+
+/// Listing filters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only keys starting with this.
+    prefix: Option<String>,
+    /// Only keys `>=` this.
+    start: Option<String>,
+    /// Only keys `<` this.
+    end: Option<String>,
+    /// Page size: default 100, capped at 1000.
+    limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// For a distributed collection: `partial` (default) answers without the shards that
+    /// failed and names them in `_shards`; `strict` answers 503 instead.
+    #[param(inline)]
+    consistency: Option<Consistency>,
+    /// `true`: run nothing, answer which shards the listing would read (in `explain`).
+    explain: Option<bool>,
+}
+
+/// A shard a listing could not read.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShardFailureView {
+    /// The shard.
+    pub shard: String,
+    /// The problem code it would have answered with alone (`shard_offline`,
+    /// `shard_unavailable`, `shard_busy`, ...).
+    pub code: String,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// How the shards of a listing answered (as Elasticsearch's `_shards`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShardsSummary {
+    /// Shards the listing read.
+    pub total: u32,
+    /// Shards that answered.
+    pub successful: u32,
+    /// Shards that failed, timed out or were offline: their records are missing from the page.
+    pub failed: u32,
+    /// Each failed shard and why.
+    pub failures: Vec<ShardFailureView>,
+}
+
+/// The shards a listing reads.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListingExplanation {
+    /// The collection's distribution: `tenant`, `hash` or `range`.
+    #[schema(value_type = String, example = "hash")]
+    pub distribution: Distribution,
+    /// The physical shards it reads, each once.
+    pub shards: Vec<String>,
+    /// The map epoch the plan was made on.
+    pub epoch: u64,
+}
+
+/// A page of records.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RecordPage {
+    /// This page's records, ordered by key (byte order); empty with `explain=true`.
+    pub items: Vec<RecordEnvelope>,
+    /// Pass as `cursor` to get the next page; `null` on the last page.
+    pub next_cursor: Option<String>,
+    /// For a distributed collection: how its shards answered.
+    #[serde(rename = "_shards", skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsSummary>,
+    /// With `explain=true`: the shards the listing would read (nothing is read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<ListingExplanation>,
+}
+
 /// List a collection's records in key order.
+///
+/// A collection distributed `tenant` is read on its tenant's home shard. A distributed one
+/// (`hash` or `range`) is read on each physical shard that may hold keys in the interval, once
+/// per shard and all at once, merged by key; a shard that fails or misses its deadline is named
+/// in `_shards` (or, with `consistency=strict`, the answer is 503).
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(CollectionPath, ListQuery), responses(
-    (status = 200, description = "A page of records ordered by key (byte order)", body = Page<RecordEnvelope>),
+    (status = 200, description = "A page of records ordered by key (byte order)", body = RecordPage),
     ListRecordsErrors,
 ))]
 pub async fn list_records(
@@ -340,17 +421,50 @@ pub async fn list_records(
     };
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let route = app.router.resolve_fresh(&tenant, Access::Read).await?.0;
+    if query.explain == Some(true) {
+        let plan = app.router.listing_plan(&tenant, &collection, &bounds)?;
+        let explain = ListingExplanation {
+            distribution: plan.distribution,
+            shards: plan.shards.iter().map(ToString::to_string).collect(),
+            epoch: plan.epoch,
+        };
+        let page = RecordPage { items: Vec::new(), next_cursor: None, shards: None, explain: Some(explain) };
+        return RoutedEpoch::of(&route).stamp(Ok(axum::Json(page)));
+    }
     tracing::Span::current().record("shard", route.shard.as_str());
-    let (tenant, collection, bounds) = (&tenant, &collection, &bounds);
-    let records = app
-        .router
-        .read(tenant, |route, db| async move {
-            RecordStore::new(&db, &route.shard).list(tenant, collection, bounds, limit + 1).await
-        })
-        .await;
-    let page = records
-        .map(|records| axum::Json(Page::from_overfetch(records, limit, |r| r.key.clone(), RecordEnvelope::from)));
-    RoutedEpoch::of(&route).stamp(page.map_err(ApiError::from))
+    let listing = match app.router.list_records(&tenant, &collection, &bounds, limit + 1).await {
+        Ok(listing) => listing,
+        Err(e) => return RoutedEpoch::of(&route).stamp(Err::<Response, _>(ApiError::from(e))),
+    };
+    let strict = query.consistency == Some(Consistency::Strict);
+    if strict && !listing.failures.is_empty() {
+        let names: Vec<String> = listing.failures.iter().map(|f| format!("{} ({})", f.shard, f.error)).collect();
+        return Err(ApiError::shards_missing(format!(
+            "consistency=strict, and these shards did not answer: {}",
+            names.join(", ")
+        )));
+    }
+    let shards = (listing.plan.distribution != Distribution::Tenant).then(|| {
+        let total = listing.plan.shards.len() as u32;
+        let failed = listing.failures.len() as u32;
+        ShardsSummary {
+            total,
+            successful: total - failed,
+            failed,
+            failures: listing
+                .failures
+                .iter()
+                .map(|f| ShardFailureView {
+                    shard: f.shard.to_string(),
+                    code: ApiError::from(&f.error).code().to_owned(),
+                    reason: f.error.to_string(),
+                })
+                .collect(),
+        }
+    });
+    let page = Page::from_overfetch(listing.records, limit, |r| r.key.clone(), RecordEnvelope::from);
+    let page = RecordPage { items: page.items, next_cursor: page.next_cursor, shards, explain: None };
+    RoutedEpoch::of(&route).stamp(Ok(axum::Json(page)))
 }
 
 #[cfg(test)]

@@ -38,7 +38,6 @@ use sqlx::{AnyPool, Connection, PgPool};
 const READ: &str = "SELECT key, version, updated_at, value, deleted FROM records \
                     WHERE tenant = $1 AND collection = $2 AND key = $3";
 /// The gateway's unconditional `PUT` statement, as the store runs it.
-const UPSERT: &str = shardgate_shard_router::records::INSERT_NEW_OR_UPDATE;
 const DATABASES: [&str; 2] = ["sgbench_drivers_src", "sgbench_drivers_dst"];
 
 #[derive(Debug, Clone, Copy)]
@@ -59,7 +58,7 @@ macro_rules! run_fn {
                     std::hint::black_box(value);
                 }
                 Op::Upsert => {
-                    let row: $row = sqlx::query(UPSERT)
+                    let row: $row = sqlx::query(shardgate_shard_router::records::home_upsert_sql())
                         .bind("bench")
                         .bind("items")
                         .bind(key)

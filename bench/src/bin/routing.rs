@@ -107,6 +107,7 @@ fn main() {
             tier: Tier::Standard,
             rate_limit: None,
             incarnation: Default::default(),
+            spread: false,
         };
         map.tenants.insert(TenantKey::from(TenantId::parse(name).unwrap().as_str()), entry);
     }
@@ -114,7 +115,13 @@ fn main() {
     for name in &hashed_names {
         map.tenants.insert(
             TenantKey::from(TenantId::parse(name).unwrap().as_str()),
-            TenantEntry { pin: None, tier: Tier::Standard, rate_limit: None, incarnation: Default::default() },
+            TenantEntry {
+                pin: None,
+                tier: Tier::Standard,
+                rate_limit: None,
+                incarnation: Default::default(),
+                spread: false,
+            },
         );
     }
     let map = RwLock::new(map);

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use shardgate_tests::records::keys_of;
 use shardgate_tests::{TestApp, encode_segment, expect_json, expect_problem, is_rfc3339};
 
 shardgate_tests::conformance!(
@@ -14,15 +15,6 @@ shardgate_tests::conformance!(
     a_bad_limit_or_cursor_is_rejected,
     an_empty_collection_lists_nothing,
 );
-
-fn keys_of(listing: &Value) -> Vec<String> {
-    listing["items"]
-        .as_array()
-        .unwrap_or_else(|| panic!("items is an array: {listing}"))
-        .iter()
-        .map(|item| item["key"].as_str().unwrap().to_owned())
-        .collect()
-}
 
 async fn put_keys(app: &TestApp, collection: &str, keys: &[&str]) {
     for key in keys {

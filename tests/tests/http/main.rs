@@ -12,6 +12,7 @@ mod bulkheads;
 mod cache;
 mod connection_budget;
 mod connections;
+mod distribution;
 mod epoch_header;
 mod gatekeeper;
 mod incarnations;

@@ -1,6 +1,7 @@
 //! `/v1/admin/...`: the platform administration plane (scope `admin`).
 
 pub mod audit_log;
+pub mod collections;
 pub mod index_audits;
 pub mod jobs;
 pub mod moves;

@@ -2,6 +2,7 @@
 //! routing decision.
 
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::records::RecordAddress;
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
@@ -101,10 +102,13 @@ pub struct RouteExplanation {
     /// The collection's distribution (`tenant`: on the tenant's home shard).
     #[schema(value_type = String, example = "tenant")]
     pub distribution: Distribution,
-    /// `lookup` (pinned) or `hash`.
+    /// `lookup` (the tenant is pinned), `hash` (`h(tenant)` picks the vshard), `record_hash`
+    /// (the record of a hash-distributed collection: `h(tenant, collection, key)` picks it) or
+    /// `range` (the record of a range-distributed collection: the range holding the key).
     #[schema(value_type = String, example = "hash")]
     pub strategy: Strategy,
-    /// `h(tenant) mod vshard_count`: the vshard the data is tagged with.
+    /// The vshard `h(tenant)` picks, or for a record of a distributed collection
+    /// `h(tenant, collection, key)` (`mod vshard_count`).
     pub vshard: u32,
     /// The physical shard.
     pub shard: String,
@@ -130,12 +134,31 @@ pub async fn explain_route(
     let tenant = TenantId::parse(&query.tenant).map_err(invalid)?;
     let collection = query.collection.as_deref().map(CollectionName::parse).transpose().map_err(invalid)?;
     let key = query.key.as_deref().map(RecordKey::parse).transpose().map_err(invalid)?;
-    let route = app.router.route_tenant(&tenant)?;
+    let (route, distribution) = match (&collection, &key) {
+        (Some(collection), Some(key)) => {
+            let addr = RecordAddress { tenant: &tenant, collection, key };
+            (app.router.route_record(addr)?, app.router.distribution_of(&tenant, collection))
+        }
+        (Some(collection), None) => {
+            (app.router.route_tenant(&tenant)?, app.router.distribution_of(&tenant, collection))
+        }
+        _ => (app.router.route_tenant(&tenant)?, Distribution::Tenant),
+    };
+    if distribution != Distribution::Tenant && key.is_none() {
+        return Err(ApiError::new(
+            Code::InvalidQuery,
+            format!(
+                "collection {} is distributed `{}`: give a key to route one of its records",
+                collection.as_ref().map(ToString::to_string).unwrap_or_default(),
+                distribution.as_str()
+            ),
+        ));
+    }
     Ok(axum::Json(RouteExplanation {
         tenant: tenant.to_string(),
         collection: collection.map(|c| c.to_string()),
         key: key.map(|k| k.to_string()),
-        distribution: Distribution::Tenant,
+        distribution,
         strategy: route.strategy,
         vshard: route.vshard,
         shard: route.shard.to_string(),

@@ -1,0 +1,184 @@
+//! `/v1/admin/tenants/{id}/collections/{collection}`: a collection's distribution (`tenant`,
+//! `hash` or `range` with its ranges). The routing is [`shardgate_shard_router::map`]'s; the
+//! change is [`shardgate_shard_router::ShardRouter::set_distribution`].
+
+use serde::{Deserialize, Serialize};
+use shardgate_shard_router::catalog::{CollectionRow, RangeRow};
+use shardgate_shard_router::{CollectionName, Distribution, ShardId, TenantId, now_ms};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, Code, invalid_path};
+use crate::extract::{Admin, ApiJson, ApiPath};
+use crate::openapi::errors;
+
+/// Path of a tenant's collection.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct CollectionPath {
+    /// Tenant id.
+    id: String,
+    /// Collection name.
+    collection: String,
+}
+
+/// One range of a range-distributed collection.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RangeView {
+    /// The smallest key of the range; the next range's `from` ends it. The first range starts
+    /// at `""`.
+    pub from: String,
+    /// The shard holding the range.
+    pub shard: String,
+}
+
+/// A collection's distribution.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CollectionDistribution {
+    /// `tenant` (the whole collection on the tenant's home shard; the default), `hash` (each
+    /// record on the vshard `h(tenant, collection, key)` picks) or `range` (each record on the
+    /// shard of the greatest `from` `<=` its key).
+    #[schema(value_type = String, example = "hash")]
+    pub distribution: Distribution,
+    /// For `range`: the ranges in ascending `from` order, the first from `""`; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranges: Option<Vec<RangeView>>,
+}
+
+errors!(GetDistributionErrors: InvalidPath, TenantNotFound, CatalogUnavailable);
+
+/// Read a collection's distribution (`tenant` unless set otherwise).
+#[utoipa::path(get, path = "/v1/admin/tenants/{id}/collections/{collection}", params(CollectionPath), responses(
+    (status = 200, description = "The collection's distribution", body = CollectionDistribution),
+    GetDistributionErrors,
+))]
+pub async fn get_distribution(
+    Admin { app, .. }: Admin,
+    ApiPath(path): ApiPath<CollectionPath>,
+) -> Result<axum::Json<CollectionDistribution>, ApiError> {
+    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
+    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    app.router.catalog().get_tenant(&tenant).await?.ok_or_else(ApiError::tenant_not_found)?;
+    let row = app.router.catalog().get_distribution(&tenant, &collection).await?;
+    Ok(axum::Json(match row {
+        Some(row) => view(&row),
+        None => CollectionDistribution { distribution: Distribution::Tenant, ranges: None },
+    }))
+}
+
+errors!(SetDistributionErrors:
+    InvalidPath, InvalidJson, InvalidBody, UnsupportedMediaType, TenantNotFound, UnknownShard, DistributionRefused,
+    CatalogUnavailable, ShardUnavailable
+);
+
+/// Set a collection's distribution. Only a collection that holds no record yet may change
+/// it (changing a non-empty collection's distribution is not supported yet: 409
+/// `distribution_refused`); range bounds must name active shards. Takes effect on every
+/// instance at once: each shard's fence moves to the new map epoch.
+#[utoipa::path(put, path = "/v1/admin/tenants/{id}/collections/{collection}", params(CollectionPath), request_body = CollectionDistribution, responses(
+    (status = 200, description = "The distribution now in effect", body = CollectionDistribution),
+    SetDistributionErrors,
+))]
+pub async fn set_distribution(
+    Admin { app, caller, request }: Admin,
+    ApiPath(path): ApiPath<CollectionPath>,
+    ApiJson(body): ApiJson<CollectionDistribution>,
+) -> Result<axum::Json<CollectionDistribution>, ApiError> {
+    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
+    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let ranges = checked_ranges(body.distribution, body.ranges.as_deref())?;
+    let now = now_ms();
+    let row = CollectionRow {
+        tenant: tenant.clone(),
+        collection: collection.clone(),
+        distribution: body.distribution,
+        ranges,
+        created_at_ms: now,
+        updated_at_ms: now,
+    };
+    let audit = caller.audit(
+        &request,
+        "collection.distribute",
+        Some(tenant.as_str()),
+        format!("collection:{collection} distribution:{}", body.distribution.as_str()),
+    );
+    app.router.set_distribution(&row, &audit).await?;
+    Ok(axum::Json(view(&row)))
+}
+
+/// The ranges of a `range` distribution, checked: present, ascending, the first from `""`,
+/// valid shard ids; none for the other distributions.
+fn checked_ranges(distribution: Distribution, ranges: Option<&[RangeView]>) -> Result<Vec<RangeRow>, ApiError> {
+    let invalid = |detail: String| ApiError::new(Code::InvalidBody, detail);
+    let Some(ranges) = ranges else {
+        return match distribution {
+            Distribution::Range => Err(invalid("a `range` distribution needs `ranges`".to_owned())),
+            Distribution::Tenant | Distribution::Hash => Ok(Vec::new()),
+        };
+    };
+    if distribution != Distribution::Range {
+        return Err(invalid(format!("`ranges` belong to a `range` distribution, not `{}`", distribution.as_str())));
+    }
+    if ranges.first().is_none_or(|r| !r.from.is_empty()) {
+        return Err(invalid("the first range must start at \"\" (every key needs a range)".to_owned()));
+    }
+    if let Some(pair) = ranges.windows(2).find(|w| w[0].from >= w[1].from) {
+        return Err(invalid(format!(
+            "ranges must be in strictly ascending `from` order: {:?} comes after {:?}",
+            pair[1].from, pair[0].from
+        )));
+    }
+    const MAX_RANGES: usize = 1024;
+    if ranges.len() > MAX_RANGES {
+        return Err(invalid(format!("at most {MAX_RANGES} ranges")));
+    }
+    ranges
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if i > 0 {
+                shardgate_shard_router::ids::check_key_text("from", &r.from)
+                    .map_err(|e| invalid(format!("ranges[{i}].{e}")))?;
+            }
+            let shard = ShardId::parse(&r.shard).map_err(|e| invalid(format!("ranges[{i}].shard: {e}")))?;
+            Ok(RangeRow { from: r.from.clone(), shard })
+        })
+        .collect()
+}
+
+fn view(row: &CollectionRow) -> CollectionDistribution {
+    CollectionDistribution {
+        distribution: row.distribution,
+        ranges: (row.distribution == Distribution::Range).then(|| {
+            row.ranges.iter().map(|r| RangeView { from: r.from.clone(), shard: r.shard.to_string() }).collect()
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(from: &str, shard: &str) -> RangeView {
+        RangeView { from: from.to_owned(), shard: shard.to_owned() }
+    }
+
+    #[test]
+    fn ranges_must_cover_every_key_in_order() {
+        let ok = checked_ranges(Distribution::Range, Some(&[range("", "s1"), range("m", "s2")])).unwrap();
+        assert_eq!(ok.len(), 2);
+        for bad in [
+            vec![],
+            vec![range("a", "s1")],
+            vec![range("", "s1"), range("m", "s2"), range("m", "s1")],
+            vec![range("", "s1"), range("b", "s2"), range("a", "s1")],
+            vec![range("", "S 1")],
+        ] {
+            let err = checked_ranges(Distribution::Range, Some(&bad)).unwrap_err();
+            assert_eq!(err.code(), "invalid_body", "{bad:?}");
+        }
+        assert_eq!(checked_ranges(Distribution::Range, None).unwrap_err().code(), "invalid_body");
+        assert_eq!(checked_ranges(Distribution::Hash, Some(&[range("", "s1")])).unwrap_err().code(), "invalid_body");
+        assert!(checked_ranges(Distribution::Hash, None).unwrap().is_empty());
+    }
+}

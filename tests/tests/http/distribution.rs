@@ -1,0 +1,230 @@
+//! Distributed collections: `hash` and `range` distributions set by an admin, records routed
+//! one by one, listings that read each shard once and merge by key, partial answers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_tests::records::keys_of;
+use shardgate_tests::{SEEDED_SHARDS, TestApp, eventually, expect_json, expect_problem};
+
+shardgate_tests::conformance!(
+    a_hash_collection_spreads_its_records_over_every_shard,
+    a_range_collection_reads_only_the_shards_its_ranges_overlap,
+    only_an_empty_collection_changes_its_distribution,
+    a_listing_without_a_shard_says_so_or_fails_when_strict,
+    a_deleted_tenant_leaves_no_distributed_record_behind,
+    an_index_finds_the_records_of_a_hash_collection,
+);
+
+async fn distribute(app: &TestApp, tenant: &str, collection: &str, body: &Value) -> reqwest::Response {
+    app.admin(Method::PUT, &format!("/v1/admin/tenants/{tenant}/collections/{collection}"), Some(body)).await
+}
+
+/// Pages through a listing `limit` at a time; returns every key in the order served.
+async fn page_through(app: &TestApp, tenant: &str, collection: &str, limit: u32) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let query = match &cursor {
+            Some(c) => format!("limit={limit}&cursor={c}"),
+            None => format!("limit={limit}"),
+        };
+        let page = expect_json(app.list_records(tenant, collection, &query).await, StatusCode::OK).await;
+        assert_eq!(page["_shards"]["failed"], 0, "{page}");
+        keys.extend(keys_of(&page));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => return keys,
+        }
+    }
+}
+
+async fn a_hash_collection_spreads_its_records_over_every_shard(app: TestApp) {
+    app.create_tenant("acme").await;
+    let set = expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK);
+    assert_eq!(set.await, json!({"distribution": "hash"}));
+    let got = app.admin(Method::GET, "/v1/admin/tenants/acme/collections/events", None).await;
+    assert_eq!(expect_json(got, StatusCode::OK).await, json!({"distribution": "hash"}));
+    let keys: Vec<String> = (0..300).map(|i| format!("e{i:04}")).collect();
+    app.put_many("acme", "events", &keys).await;
+
+    // Each record is routed by its own hash; together they reach every shard.
+    let mut per_shard = BTreeMap::<String, usize>::new();
+    for key in keys.iter().step_by(3) {
+        let route = app.route("acme", "events", key).await;
+        assert_eq!(route["strategy"], "record_hash", "{route}");
+        assert_eq!(route["distribution"], "hash", "{route}");
+        *per_shard.entry(route["shard"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    assert_eq!(per_shard.len(), SEEDED_SHARDS.len(), "100 records reach every shard: {per_shard:?}");
+    // The tenant's other collections stay on its home shard.
+    assert_eq!(app.route("acme", "notes", "n1").await["strategy"], "hash");
+
+    // Reads, conditional writes and deletes work record by record.
+    let got = expect_json(app.get_record("acme", "events", "e0042").await, StatusCode::OK).await;
+    assert_eq!(got["key"], "e0042");
+    expect_json(app.put_record("acme", "events", "e0042", &json!({"v": 2})).await, StatusCode::OK).await;
+    let got = expect_json(app.get_record("acme", "events", "e0042").await, StatusCode::OK).await;
+    assert_eq!((got["version"].clone(), got["value"].clone()), (json!(2), json!({"v": 2})));
+    assert_eq!(app.delete_record("acme", "events", "e0007").await.status(), StatusCode::NO_CONTENT);
+    expect_problem(app.get_record("acme", "events", "e0007").await, StatusCode::NOT_FOUND, "record_not_found").await;
+
+    // A listing reads each shard once and pages in key order without skipping or repeating.
+    let explain = expect_json(app.list_records("acme", "events", "explain=true").await, StatusCode::OK).await;
+    assert_eq!(explain["explain"]["distribution"], "hash", "{explain}");
+    assert_eq!(explain["explain"]["shards"], json!(SEEDED_SHARDS), "{explain}");
+    assert_eq!(explain["items"], json!([]), "explain reads nothing: {explain}");
+    let listed = page_through(&app, "acme", "events", 7).await;
+    let mut expected = keys.clone();
+    expected.retain(|k| k != "e0007");
+    assert_eq!(listed, expected);
+    let page = expect_json(app.list_records("acme", "events", "prefix=e01&limit=5").await, StatusCode::OK).await;
+    assert_eq!(keys_of(&page), ["e0100", "e0101", "e0102", "e0103", "e0104"]);
+    assert_eq!(page["_shards"]["total"], SEEDED_SHARDS.len(), "{page}");
+    assert_eq!(page["_shards"]["successful"], SEEDED_SHARDS.len(), "{page}");
+}
+
+async fn a_range_collection_reads_only_the_shards_its_ranges_overlap(app: TestApp) {
+    app.create_tenant("acme").await;
+    let ranges = json!([{"from": "", "shard": "shard-0"}, {"from": "m", "shard": "shard-2"}]);
+    let body = json!({"distribution": "range", "ranges": ranges});
+    assert_eq!(expect_json(distribute(&app, "acme", "names", &body).await, StatusCode::OK).await, body);
+    let keys: Vec<String> = ('a'..='z').map(|c| format!("{c}-name")).collect();
+    app.put_many("acme", "names", &keys).await;
+
+    for (key, shard) in [("a-name", "shard-0"), ("l-name", "shard-0"), ("m-name", "shard-2"), ("z-name", "shard-2")] {
+        let route = app.route("acme", "names", key).await;
+        assert_eq!((route["strategy"].as_str(), route["shard"].as_str()), (Some("range"), Some(shard)), "{route}");
+    }
+    let inside = expect_json(app.list_records("acme", "names", "start=b&end=f&explain=true").await, StatusCode::OK);
+    assert_eq!(inside.await["explain"]["shards"], json!(["shard-0"]));
+    let across = expect_json(app.list_records("acme", "names", "start=k&end=n&explain=true").await, StatusCode::OK);
+    assert_eq!(across.await["explain"]["shards"], json!(["shard-0", "shard-2"]));
+    let upper = expect_json(app.list_records("acme", "names", "prefix=q&explain=true").await, StatusCode::OK);
+    assert_eq!(upper.await["explain"]["shards"], json!(["shard-2"]));
+
+    let page = expect_json(app.list_records("acme", "names", "start=b&end=f").await, StatusCode::OK).await;
+    assert_eq!(keys_of(&page), ["b-name", "c-name", "d-name", "e-name"]);
+    assert_eq!(page["_shards"]["total"], 1, "a range query inside one range reads one shard: {page}");
+    assert_eq!(page_through(&app, "acme", "names", 4).await, keys);
+}
+
+async fn only_an_empty_collection_changes_its_distribution(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(app.put_record("acme", "full", "k", &json!(1)).await, StatusCode::CREATED).await;
+    let refused = distribute(&app, "acme", "full", &json!({"distribution": "hash"})).await;
+    expect_problem(refused, StatusCode::CONFLICT, "distribution_refused").await;
+    let got = app.admin(Method::GET, "/v1/admin/tenants/acme/collections/full", None).await;
+    assert_eq!(expect_json(got, StatusCode::OK).await, json!({"distribution": "tenant"}));
+    expect_json(app.get_record("acme", "full", "k").await, StatusCode::OK).await;
+
+    // Bad bodies and unknown names.
+    for body in [
+        json!({"distribution": "range"}),
+        json!({"distribution": "range", "ranges": [{"from": "a", "shard": "shard-0"}]}),
+        json!({"distribution": "range", "ranges": [{"from": "", "shard": "shard-0"}, {"from": "", "shard": "shard-1"}]}),
+        json!({"distribution": "hash", "ranges": [{"from": "", "shard": "shard-0"}]}),
+        json!({"distribution": "sideways"}),
+    ] {
+        let response = distribute(&app, "acme", "empty", &body).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{body}");
+    }
+    let unknown = json!({"distribution": "range", "ranges": [{"from": "", "shard": "shard-9"}]});
+    expect_problem(
+        distribute(&app, "acme", "empty", &unknown).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_shard",
+    )
+    .await;
+    let nobody = distribute(&app, "nobody", "empty", &json!({"distribution": "hash"})).await;
+    expect_problem(nobody, StatusCode::NOT_FOUND, "tenant_not_found").await;
+
+    // An empty hash collection goes back to `tenant`; its records then live at home again.
+    expect_json(distribute(&app, "acme", "flip", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    expect_json(distribute(&app, "acme", "flip", &json!({"distribution": "tenant"})).await, StatusCode::OK).await;
+    expect_json(app.put_record("acme", "flip", "k", &json!(1)).await, StatusCode::CREATED).await;
+    assert_eq!(app.route("acme", "flip", "k").await["strategy"], "hash");
+    // A tenant token cannot change distributions.
+    let token = app.rw_token("acme");
+    let path = "/v1/admin/tenants/acme/collections/other";
+    let body = json!({"distribution": "hash"});
+    let response = app.send(Method::PUT, path, Some(&token), Some(&body), &[]).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}
+
+async fn a_listing_without_a_shard_says_so_or_fails_when_strict(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let keys: Vec<String> = (0..80).map(|i| format!("e{i:03}")).collect();
+    app.put_many("acme", "events", &keys).await;
+    app.set_shard_state("shard-1", "offline").await;
+
+    let page = expect_json(app.list_records("acme", "events", "limit=1000").await, StatusCode::OK).await;
+    let shards = &page["_shards"];
+    assert_eq!((shards["total"].as_u64(), shards["failed"].as_u64()), (Some(4), Some(1)), "{page}");
+    assert_eq!(shards["failures"][0]["shard"], "shard-1", "{page}");
+    assert_eq!(shards["failures"][0]["code"], "shard_offline", "{page}");
+    let mut elsewhere = BTreeSet::new();
+    for key in &keys {
+        if app.route("acme", "events", key).await["shard"] != "shard-1" {
+            elsewhere.insert(key.clone());
+        }
+    }
+    assert_eq!(keys_of(&page).into_iter().collect::<BTreeSet<_>>(), elsewhere, "the other shards' records");
+    // Point reads of records on the other shards go on.
+    for key in elsewhere.iter().take(5) {
+        expect_json(app.get_record("acme", "events", key).await, StatusCode::OK).await;
+    }
+    let strict = app.list_records("acme", "events", "consistency=strict").await;
+    expect_problem(strict, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+    let bad = app.list_records("acme", "events", "consistency=eventually").await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+}
+
+async fn a_deleted_tenant_leaves_no_distributed_record_behind(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let keys: Vec<String> = (0..40).map(|i| format!("e{i:03}")).collect();
+    app.put_many("acme", "events", &keys).await;
+    let deleted = app.admin(Method::DELETE, "/v1/admin/tenants/acme", None).await;
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+
+    app.create_tenant("acme").await;
+    let got = app.admin(Method::GET, "/v1/admin/tenants/acme/collections/events", None).await;
+    assert_eq!(expect_json(got, StatusCode::OK).await, json!({"distribution": "tenant"}), "a new tenant starts afresh");
+    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let page = expect_json(app.list_records("acme", "events", "").await, StatusCode::OK).await;
+    assert_eq!(keys_of(&page), Vec::<String>::new(), "{page}");
+}
+
+async fn an_index_finds_the_records_of_a_hash_collection(app: TestApp) {
+    use shardgate_gatekeeper::Scope;
+    app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "users", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let towns = ["oslo", "rome", "lima"];
+    let keys: Vec<String> = (0..30).map(|i| format!("u{i:02}")).collect();
+    for (i, key) in keys.iter().enumerate().take(15) {
+        let value = json!({"town": towns[i % 3]});
+        expect_json(app.put_record("acme", "users", key, &value).await, StatusCode::CREATED).await;
+    }
+    // Defined after half the records exist (the backfill reads every shard), maintained for the rest.
+    let token = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = "/v1/tenants/acme/collections/users/indexes/by-town";
+    let defined = app.client.put(app.url(index)).bearer_auth(&token).json(&json!({"field": "/town"})).send().await;
+    expect_json(defined.unwrap(), StatusCode::CREATED).await;
+    let active = async || {
+        let info: Value = app.client.get(app.url(index)).bearer_auth(&token).send().await.ok()?.json().await.ok()?;
+        (info["state"] == "active").then_some(info)
+    };
+    eventually(std::time::Duration::from_secs(15), active).await.expect("the backfill finishes");
+    for (i, key) in keys.iter().enumerate().skip(15) {
+        let value = json!({"town": towns[i % 3]});
+        expect_json(app.put_record("acme", "users", key, &value).await, StatusCode::CREATED).await;
+    }
+    let url = app.url(&format!("{index}/records?value=rome&limit=100"));
+    let page = expect_json(app.client.get(url).bearer_auth(&token).send().await.unwrap(), StatusCode::OK).await;
+    let found: Vec<String> = keys_of(&page);
+    let expected: Vec<String> = keys.iter().enumerate().filter(|(i, _)| i % 3 == 1).map(|(_, k)| k.clone()).collect();
+    assert_eq!(found, expected, "{page}");
+}
