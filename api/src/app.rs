@@ -55,6 +55,8 @@ pub struct App {
     pub statement_timeout: std::time::Duration,
     /// Requests in progress per tenant (`bulkhead.rs`).
     pub bulkheads: Bulkheads,
+    /// Listings of distributed collections in progress per tenant (`bulkhead.rs`).
+    pub fan_outs: Bulkheads,
     /// The idle limit of blob and valet transfers (`transfer_watch.rs`).
     pub transfers: crate::transfer_watch::TransferWatch,
 }
@@ -83,6 +85,12 @@ impl App {
             Compartment::Anonymous => self.limits.anonymous_concurrent_requests,
         };
         self.bulkheads.enter(compartment, cap)
+    }
+
+    /// A place among `tenant`'s listings of distributed collections in progress
+    /// (`limits.tenant_concurrent_fan_outs`); refused at once (429 `fan_out_limit`) when full.
+    pub fn enter_fan_out(&self, tenant: &str) -> Result<Slot, ApiError> {
+        self.fan_outs.enter(Compartment::Tenant(tenant.into()), self.limits.tenant_concurrent_fan_outs)
     }
 
     /// Tells other instances the shard map changed (they also poll the catalog).

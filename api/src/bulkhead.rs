@@ -112,18 +112,39 @@ struct LimitLabels {
 /// Requests in progress by compartment.
 type Occupancy = Mutex<HashMap<Compartment, usize, foldhash::fast::RandomState>>;
 
+/// What a set of bulkheads caps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guarded {
+    /// Requests in progress (the front door's caps).
+    Requests,
+    /// Listings of distributed collections in progress, which read many shards each
+    /// (`limits.tenant_concurrent_fan_outs`), so one tenant's scans cannot starve others' reads.
+    FanOuts,
+}
+
 /// The instance's compartments, their requests in progress and their refusals.
 #[derive(Debug)]
 pub struct Bulkheads {
     occupancy: Arc<Occupancy>,
     refused: Family<LimitLabels, Counter>,
     in_progress: Family<LimitLabels, Gauge>,
+    guarded: Guarded,
 }
 
 impl Bulkheads {
     /// Empty compartments; the refusal counter and the gauge of requests in progress go into
     /// `registry`, every limit shown from the start (at 0).
     pub fn new(registry: &mut Registry) -> Self {
+        Self::guarding(Guarded::Requests, registry)
+    }
+
+    /// Bulkheads for `guarded`; fan-outs' metrics are prefixed `fan_out_`
+    /// (`shardgate_fan_out_bulkhead_refusals_total`).
+    pub fn guarding(guarded: Guarded, registry: &mut Registry) -> Self {
+        let registry = match guarded {
+            Guarded::Requests => registry,
+            Guarded::FanOuts => registry.sub_registry_with_prefix("fan_out"),
+        };
         let refused = Family::<LimitLabels, Counter>::default();
         for limit in Limit::ALL {
             drop(refused.get_or_create(&LimitLabels { limit: limit.as_str() }));
@@ -144,7 +165,7 @@ impl Bulkheads {
              together; anonymous)",
             in_progress.clone(),
         );
-        Self { occupancy: Arc::default(), refused, in_progress }
+        Self { occupancy: Arc::default(), refused, in_progress, guarded }
     }
 
     /// A slot in `compartment` if it holds fewer than `cap` (at least one) requests; else the
@@ -167,7 +188,10 @@ impl Bulkheads {
         };
         if !admitted {
             self.refusals(compartment.limit()).inc();
-            return Err(compartment.refusal(cap));
+            return Err(match (self.guarded, &compartment) {
+                (Guarded::FanOuts, Compartment::Tenant(tenant)) => ApiError::fan_outs_limited(tenant, cap),
+                _ => compartment.refusal(cap),
+            });
         }
         let in_progress = self.in_progress.get_or_create(&LimitLabels { limit: compartment.limit().as_str() }).clone();
         in_progress.inc();

@@ -122,6 +122,11 @@ pub struct LimitsConfig {
     /// URLs are counted against their tenant instead); one more is refused at once with 429
     /// `anonymous_concurrency_limit` and `Retry-After`. Default 64.
     pub anonymous_concurrent_requests: usize,
+    /// Most listings of distributed collections (which read many shards each) in progress at
+    /// once of one tenant on this instance; one more is refused at once with 429
+    /// `fan_out_limit` and `Retry-After`, so one tenant's scans cannot starve the shards for
+    /// others' point reads. Default 4.
+    pub tenant_concurrent_fan_outs: usize,
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,
     /// Deepest nesting of arrays and objects in a record value; deeper bodies get 400
@@ -146,6 +151,7 @@ impl Default for LimitsConfig {
             max_connections: None,
             tenant_concurrent_requests: TierConcurrency::default(),
             anonymous_concurrent_requests: 64,
+            tenant_concurrent_fan_outs: 4,
             max_record_bytes: 1024 * 1024,
             max_json_depth: 64,
             max_list_limit: 1000,

@@ -126,7 +126,7 @@ codes! {
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
-    DistributionRefused = ("distribution_refused", CONFLICT, "the collection's distribution cannot be changed this way: it holds records (changing a non-empty collection's distribution is not supported yet), a range names a shard that takes no new data, or vshards are being moved"),
+    DistributionRefused = ("distribution_refused", CONFLICT, "the collection's distribution cannot be changed this way: it holds records (changing a non-empty collection's distribution is not supported yet), or a range names a shard that takes no new data"),
     MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, no active shard can receive what a draining shard holds, or the job is past its cut-over"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
@@ -139,6 +139,7 @@ codes! {
     ShardUnreachable = ("shard_unreachable", UNPROCESSABLE_ENTITY, "the shard's database cannot be reached"),
     UnsafeShardUrl = ("unsafe_shard_url", UNPROCESSABLE_ENTITY, "the URL names a database that cannot be a shard: an in-memory SQLite database, or a SQLite file while the catalog is PostgreSQL"),
     RateLimited = ("rate_limited", TOO_MANY_REQUESTS, "over the caller's rate limit (its tenant's, or its IP address's without a valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`"),
+    FanOutLimit = ("fan_out_limit", TOO_MANY_REQUESTS, "the tenant already has as many listings of distributed collections in progress as `limits.tenant_concurrent_fan_outs` allows; see `Retry-After`"),
     TenantConcurrencyLimit = ("tenant_concurrency_limit", TOO_MANY_REQUESTS, "the caller's tenant (for a token without a tenant, its subject) already has as many requests in progress as its tier allows; see `Retry-After`"),
     AnonymousConcurrencyLimit = ("anonymous_concurrency_limit", TOO_MANY_REQUESTS, "requests without a valid token already fill the requests in progress they may hold together; see `Retry-After`"),
     HeadersTooLarge = ("headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, "the request head (request line and header fields) is larger than 64 KiB or has more than 100 header fields (answered before any routing; the connection is closed)"),
@@ -205,6 +206,18 @@ impl ApiError {
     pub fn concurrency_limited(code: Code, who: &str, cap: usize) -> Self {
         let detail = format!("{who} already has {cap} requests in progress, its limit; retry when one has finished");
         let mut err = Self::new(code, detail);
+        err.retry_after_secs = Some(1);
+        err
+    }
+
+    /// 429 `fan_out_limit` with `Retry-After: 1`: `tenant` already has `cap` listings of
+    /// distributed collections in progress. Never queued.
+    pub fn fan_outs_limited(tenant: &str, cap: usize) -> Self {
+        let detail = format!(
+            "tenant {tenant} already has {cap} listings of distributed collections in progress, its limit; retry when \
+             one has finished"
+        );
+        let mut err = Self::new(Code::FanOutLimit, detail);
         err.retry_after_secs = Some(1);
         err
     }
@@ -413,6 +426,7 @@ impl From<&StoreError> for ApiError {
             }
             StoreError::JobConflict { .. } => Self::new(Code::JobConflict, e.to_string()),
             StoreError::MoveRefused(reason) => Self::new(Code::MoveRefused, reason.clone()),
+            StoreError::ShardHoldsRange(reason) => Self::new(Code::ShardInUse, reason.clone()),
             StoreError::DistributionRefused(reason) => Self::new(Code::DistributionRefused, reason.clone()),
             StoreError::RecordNotFound => Self::new(Code::RecordNotFound, "record not found"),
             StoreError::PreconditionFailed => {

@@ -338,10 +338,12 @@ impl Application {
         let mut valet_audit = None;
         let mut connections = None;
         let mut bulkheads = None;
+        let mut fan_outs = None;
         let mut transfers = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
             bulkheads = Some(crate::bulkhead::Bulkheads::new(registry));
+            fan_outs = Some(crate::bulkhead::Bulkheads::guarding(crate::bulkhead::Guarded::FanOuts, registry));
             transfers = Some(crate::transfer_watch::TransferWatch::new(config.limits.transfer_idle_timeout, registry));
             valet_audit = Some(crate::valet_audit::ValetAudit::start(
                 router.catalog().clone(),
@@ -373,6 +375,7 @@ impl Application {
         let valet_audit = valet_audit.expect("the metrics registry calls back once");
         let connections = connections.expect("the metrics registry calls back once")?;
         let bulkheads = bulkheads.expect("the metrics registry calls back once");
+        let fan_outs = fan_outs.expect("the metrics registry calls back once");
         let transfers = transfers.expect("the metrics registry calls back once");
         let listener = TcpListener::bind(config.listen)
             .await
@@ -432,6 +435,7 @@ impl Application {
             probe_timeout: config.storage.pool.probe_timeout,
             statement_timeout: config.storage.pool.statement_timeout,
             bulkheads,
+            fan_outs,
             transfers,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;

@@ -8,3 +8,109 @@ pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> Result<T, Str
         Err(_) => Ok(default),
     }
 }
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use shardgate_api::Config;
+use shardgate_api::config::LogConfig;
+use shardgate_gatekeeper::throttle::RateLimit;
+use shardgate_gatekeeper::{IssuerConfig, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_shard_router::ShardId;
+use shardgate_shard_router::router::ShardSeed;
+
+/// The issuer of the benchmarks' tokens.
+pub const ISSUER: &str = "bench";
+/// Its HS256 secret.
+pub const SECRET: &str = "shardgate-bench-hs256-secret-not-for-production-use";
+/// The machine's PostgreSQL server.
+pub const PG: &str = "postgres://postgres@127.0.0.1:5432";
+
+/// The error of a benchmark step.
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A token of [`ISSUER`] for `subject`, of `tenant` (none: an admin's), with `scopes`, valid a day.
+pub fn mint(subject: &str, tenant: Option<&str>, scopes: &[Scope]) -> BenchResult<String> {
+    let request = TokenRequest {
+        issuer: ISSUER.into(),
+        subject: subject.into(),
+        tenant: tenant.map(str::to_owned),
+        scopes: Scopes::of(scopes),
+        ttl: Duration::from_secs(24 * 3600),
+    };
+    Ok(mint_token(&SecretString::from(SECRET), &request)?)
+}
+
+/// The `p` quantile (0–1) of ascending `sorted` (NaN if empty).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The production configuration of a gateway in this process: PostgreSQL catalog `catalog` and
+/// shards `shards` (ids and database names on [`PG`]), Redis record cache and rate limits under
+/// key prefixes of `tag`, tiers' rate limits raised so the limiter runs but never refuses, tokens
+/// of [`ISSUER`], warnings only in the log, data in `data_dir`.
+pub fn production_config(
+    data_dir: &std::path::Path,
+    catalog: &str,
+    shards: &[(String, String)],
+    tag: &str,
+) -> BenchResult<Config> {
+    let mut config = Config { listen: "127.0.0.1:0".parse()?, data_dir: data_dir.to_path_buf(), ..Config::default() };
+    config.storage.catalog_url = Some(SecretString::from(format!("{PG}/{catalog}")));
+    for (id, database) in shards {
+        config
+            .storage
+            .shards
+            .push(ShardSeed { id: ShardId::parse(id)?, url: SecretString::from(format!("{PG}/{database}")) });
+    }
+    config.cache.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
+    config.cache.key_prefix = format!("{tag}-cache");
+    config.rate_limits.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
+    config.rate_limits.key_prefix = format!("{tag}-rl");
+    let unlimited = RateLimit { per_second: 1_000_000_000, burst: 1_000_000_000 };
+    for tier in ["free", "standard", "premium"] {
+        config.rate_limits.tiers.insert(tier.to_owned(), unlimited);
+    }
+    config.auth.issuers = vec![IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))];
+    config.log = LogConfig { filter: "warn".to_owned(), ..LogConfig::default() };
+    Ok(config)
+}
+
+/// Writes `records` records `k000000`, `k000001`, ... of about 200 bytes (`{"n": n, "pad": ...}`)
+/// into `collection` of the tenant of `token` (`tenant`) through the gateway at `base`, 32 at a
+/// time.
+pub async fn load_records(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    (tenant, collection): (&str, &str),
+    records: usize,
+) -> BenchResult<()> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let payload = "x".repeat(160);
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut loaders = tokio::task::JoinSet::new();
+    for _ in 0..32 {
+        let (client, token, next, payload) = (client.clone(), token.to_owned(), next.clone(), payload.clone());
+        let prefix = format!("{base}/v1/tenants/{tenant}/collections/{collection}/records");
+        loaders.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                if n >= records {
+                    return Ok::<(), reqwest::Error>(());
+                }
+                let body = serde_json::json!({"n": n, "pad": payload});
+                client.put(format!("{prefix}/k{n:06}")).bearer_auth(&token).json(&body).send().await?;
+            }
+        });
+    }
+    while let Some(done) = loaders.join_next().await {
+        done??;
+    }
+    Ok(())
+}

@@ -80,6 +80,11 @@ pub const RECORDS: CopyTable = CopyTable {
     page_rows: 500,
 };
 
+/// The `spread_records` table: records of collections distributed `hash` (taken with the
+/// vshards their keys hash to) or `range` (tagged vshard -1, which no vshard move takes). Same
+/// columns and rules as [`RECORDS`].
+pub const SPREAD_RECORDS: CopyTable = CopyTable { name: "spread_records", ..RECORDS };
+
 /// The `blobs` table of a shard: which upload each path shows, and tombstones.
 pub const BLOBS: CopyTable = CopyTable {
     name: "blobs",

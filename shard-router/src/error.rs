@@ -111,6 +111,9 @@ pub enum Error {
     /// listing's failures; 503 `shard_unavailable` if the caller asked for a strict answer).
     #[error("the shard did not answer within {0:?}")]
     FanOutTimeout(std::time::Duration),
+    /// 409 `shard_in_use`: a range of a range-distributed collection lives on the shard.
+    #[error("{0}")]
+    ShardHoldsRange(String),
     /// 409 `distribution_refused`: a collection's distribution cannot be changed as asked.
     #[error("{0}")]
     DistributionRefused(String),

@@ -76,7 +76,7 @@ impl ShardRouter {
         bounds: &ListBounds,
         limit: u32,
     ) -> Result<Listing, Error> {
-        let plan = self.listing_plan(tenant, collection, bounds)?;
+        let mut plan = self.listing_plan(tenant, collection, bounds)?;
         if plan.distribution == Distribution::Tenant {
             let records = self
                 .read(tenant, |route, db| async move {
@@ -85,14 +85,61 @@ impl ShardRouter {
                 .await?;
             return Ok(Listing { records, plan, failures: Vec::new() });
         }
+        let give_up = self.cutover_deadline();
+        loop {
+            let (records, mut failures, stale) = self.fan_out(tenant, collection, bounds, limit, &plan).await;
+            // A shard gave away vshards this map says it owns: a vshard move switched meanwhile.
+            // Their records are on the new owner, which this map does not read yet: read again
+            // on the new map, or (the cut-over outlasting the wait) report the shard as failed.
+            if !stale.is_empty() {
+                if self.wait_for_cutover(give_up).await? {
+                    plan = self.listing_plan(tenant, collection, bounds)?;
+                    continue;
+                }
+                failures.extend(
+                    stale.into_iter().map(|shard| ShardFailure { shard, error: Error::TenantMoving(tenant.clone()) }),
+                );
+            }
+            return Ok(Listing { records: merge(records, limit), plan, failures });
+        }
+    }
+
+    /// Reads every shard of `plan` at once, each within the fan-out deadline: the records
+    /// found, the shards that failed, and the shards that have moved away vshards the map gives
+    /// them.
+    async fn fan_out(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        plan: &ListingPlan,
+    ) -> (Vec<StoredRecord>, Vec<ShardFailure>, Vec<ShardId>) {
         let deadline = self.fan_out_deadline();
+        let by_vshard = plan.distribution == Distribution::Hash;
         let reads = plan.shards.iter().map(|shard| async move {
             let read = async {
-                if self.with_map(|map| map.shard(shard.as_str()).map(|s| s.state)) == Some(ShardState::Offline) {
+                let (state, runs) = self.with_map(|map| {
+                    let index = map.shard_index(shard.as_str());
+                    let state = index.map(|i| map.shards[usize::from(i)].state);
+                    let runs: Vec<(u32, u32)> = map
+                        .vshard_runs()
+                        .into_iter()
+                        .filter(|run| Some(run.2) == index)
+                        .map(|(first, last, _)| (first, last))
+                        .collect();
+                    (state, runs)
+                });
+                if state == Some(ShardState::Offline) {
                     return Err(Error::ShardOffline(shard.clone()));
                 }
                 let db = self.shard_db(shard)?;
-                RecordStore::new(&db, shard).in_layout(Layout::Range).list(tenant, collection, bounds, limit).await
+                let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
+                if !by_vshard {
+                    return Ok((store.list(tenant, collection, bounds, limit).await?, false));
+                }
+                let records = store.list_in_vshards(tenant, collection, bounds, limit, &runs).await?;
+                Ok((records, store.moved_any_of(&runs).await?))
             };
             match tokio::time::timeout(deadline, read).await {
                 Ok(result) => result.map_err(|error| ShardFailure { shard: shard.clone(), error }),
@@ -101,13 +148,19 @@ impl ShardRouter {
         });
         let mut records = Vec::new();
         let mut failures = Vec::new();
-        for read in futures::future::join_all(reads).await {
+        let mut stale = Vec::new();
+        for (read, shard) in futures::future::join_all(reads).await.into_iter().zip(&plan.shards) {
             match read {
-                Ok(page) => records.extend(page),
+                Ok((page, moved)) => {
+                    records.extend(page);
+                    if moved {
+                        stale.push(shard.clone());
+                    }
+                }
                 Err(failure) => failures.push(failure),
             }
         }
-        Ok(Listing { records: merge(records, limit), plan, failures })
+        (records, failures, stale)
     }
 }
 

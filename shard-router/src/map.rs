@@ -561,6 +561,21 @@ mod tests {
     }
 
     #[test]
+    fn a_hash_collection_of_100_000_records_spreads_evenly_over_8_shards() {
+        let mut map = map_with(8, &[("acme", None)]);
+        map.tenants.get_mut("acme").unwrap().spread = true;
+        map.spread.entry(TenantKey::from("acme")).or_default().insert("events".to_owned(), Spread::Hash);
+        let mut counts = [0usize; 8];
+        for i in 0..100_000 {
+            let route = map.route_record("acme", "events", &format!("event-{i}")).unwrap();
+            counts[usize::from(map.shard_index(route.shard.as_str()).unwrap())] += 1;
+        }
+        for count in counts {
+            assert!((11_250..=13_750).contains(&count), "within 10% of 12,500 each: {counts:?}");
+        }
+    }
+
+    #[test]
     fn runs_compress_the_vshard_table() {
         let map = map_with(4, &[]);
         assert_eq!(map.vshard_runs(), vec![(0, 255, 0), (256, 511, 1), (512, 767, 2), (768, 1023, 3)]);

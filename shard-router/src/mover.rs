@@ -51,8 +51,8 @@ use crate::blobs::BlobStore;
 use crate::catalog::{Audit, JobRow, Lease, Placement, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
 use crate::copy::{
-    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Pass, Selection, TENANT_TABLES, checksums, copy_rows,
-    purge_rows, settled_checksums,
+    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Pass, SPREAD_RECORDS, Selection, TENANT_TABLES, checksums,
+    copy_rows, purge_rows, settled_checksums,
 };
 use crate::db::{Database, Engine};
 use crate::error::Error;
@@ -465,15 +465,27 @@ impl Run<'_> {
         let vshards = self.subject().vshards();
         if !vshards.is_empty() {
             purge_rows(&INDEX_ENTRIES, shard, Selection::Vshards(vshards)).await?;
+            purge_rows(&SPREAD_RECORDS, shard, Selection::Vshards(vshards)).await?;
         }
         Ok(())
     }
 
-    /// The tables a pass copies: the tenants' home data (index entries are copied whole under
-    /// the fence, see [`crate::copy::INDEX_ENTRIES`]).
-    fn compared_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
+    /// The tables a pass copies, with the rows it takes of each: the tenants' home data, and
+    /// for vshards the records of hash-distributed collections their keys place there.
+    fn copied_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
         let mut tables: Vec<(&'static CopyTable, Selection<'_>)> =
             TENANT_TABLES.iter().map(|t| (*t, Selection::from(self.subject()))).collect();
+        let vshards = self.subject().vshards();
+        if !vshards.is_empty() {
+            tables.push((&SPREAD_RECORDS, Selection::Vshards(vshards)));
+        }
+        tables
+    }
+
+    /// The tables compared: those a pass copies, and index entries (copied whole under the
+    /// fence, see [`crate::copy::INDEX_ENTRIES`]).
+    fn compared_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
+        let mut tables = self.copied_tables();
         let vshards = self.subject().vshards();
         if !vshards.is_empty() {
             tables.push((&INDEX_ENTRIES, Selection::Vshards(vshards)));
@@ -585,21 +597,18 @@ impl Run<'_> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
         let method = CopyMethod::best(&source, &target);
-        let pass = Pass {
-            selection: Selection::from(self.subject.borrowed()),
-            since_ms,
-            before_ms: None,
-            pace: Some(&self.pace),
-        };
-        let mut rows = 0;
-        for table in TENANT_TABLES {
+        let (mut rows, mut bytes, mut used) = (0, 0, None);
+        for (table, selection) in self.copied_tables() {
+            let pass = Pass { selection, since_ms, before_ms: None, pace: Some(&self.pace) };
             let copied =
                 copy_rows(table, FencedShard::new(&source, &from), FencedShard::new(&target, &to), &pass, method)
                     .await?;
             rows += copied.read;
-            self.progress.bytes_copied += copied.bytes;
-            self.progress.method = Some(copied.method);
+            bytes += copied.bytes;
+            used = Some(copied.method);
         }
+        self.progress.bytes_copied += bytes;
+        self.progress.method = used.or(self.progress.method);
         self.progress.rows_copied += rows;
         self.progress.lag_rows = rows;
         self.progress.passes += 1;

@@ -248,6 +248,12 @@ impl Rebalancer {
 
     async fn plan(&self, balance: Balance, draining: Option<&ShardId>) -> Result<PlanView, Error> {
         self.router().refresh().await?;
+        // A shard to be emptied must hold no range: ranges do not move with vshards.
+        if let Some(held) =
+            self.router().range_kept_on(|shard| Some(&shard.id) == draining || shard.state == ShardState::Draining)
+        {
+            return Err(Error::MoveRefused(held));
+        }
         let map = self.router().with_map(Clone::clone);
         let stored = match balance {
             Balance::Count => None,
@@ -311,8 +317,9 @@ impl Rebalancer {
         })
     }
 
-    /// Bytes each vshard places (live record values and blobs of its unpinned tenants, on the
-    /// shard that owns it) and bytes each pinned tenant stores on its shard.
+    /// Bytes each vshard places (live record values and blobs of its unpinned tenants, and the
+    /// records of hash-distributed collections it places, on the shard that owns it) and bytes
+    /// each pinned tenant stores on its shard.
     async fn stored_bytes(&self, map: &MapSnapshot) -> Result<(Vec<u64>, HashMap<String, u64>), Error> {
         let mut vshards = vec![0u64; map.vshard_count as usize];
         let mut pins: HashMap<String, u64> = HashMap::new();
@@ -342,6 +349,17 @@ impl Rebalancer {
                     }
                 }
             }
+            // Records of hash-distributed collections weigh on the vshard their key places them by.
+            let sql = "SELECT vshard, CAST(SUM(LENGTH(value)) AS BIGINT) FROM spread_records \
+                       WHERE deleted = 0 AND vshard >= 0 GROUP BY vshard";
+            let rows: Vec<(i64, i64)> = sqlx::query_as(sql).fetch_all(shard.pool()).on_shard(&shard).await?;
+            for (vshard, bytes) in rows {
+                let Ok(v) = usize::try_from(vshard) else { continue };
+                let owned = map.vshards.get(v).is_some_and(|&owner| Some(owner) == map.shard_index(id.as_str()));
+                if owned {
+                    vshards[v] += u64::try_from(bytes).unwrap_or(0);
+                }
+            }
         }
         Ok((vshards, pins))
     }
@@ -358,13 +376,6 @@ impl Rebalancer {
     ) -> Result<Option<JobRow>, Error> {
         if plan.is_empty() {
             return Ok(None);
-        }
-        if !plan.vshards.is_empty() && self.router().with_map(|map| !map.spread.is_empty()) {
-            return Err(Error::MoveRefused(
-                "collections distributed `hash` or `range` exist, and moving their records with vshards is not \
-                 supported yet; set them back to `tenant` (when empty) or move tenants one by one"
-                    .to_owned(),
-            ));
         }
         let step = |vshards, tenant, from: &str, to: &str| Step {
             vshards,

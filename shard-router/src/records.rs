@@ -573,7 +573,42 @@ impl<'a> RecordStore<'a> {
         bounds: &ListBounds,
         limit: u32,
     ) -> Result<Vec<StoredRecord>, Error> {
+        self.list_where(tenant, collection, bounds, limit, "").await
+    }
+
+    /// [`RecordStore::list`] of the records placed by the vshards of `runs` (inclusive ranges
+    /// of vshards) only: the ones this shard owns, so a copy a vshard move has made here before
+    /// its switch is not listed.
+    pub async fn list_in_vshards(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        runs: &[(u32, u32)],
+    ) -> Result<Vec<StoredRecord>, Error> {
+        self.list_where(tenant, collection, bounds, limit, &format!(" AND {}", vshard_runs_condition(runs))).await
+    }
+
+    /// Whether this shard has handed one of the vshards of `runs` to another shard: a map that
+    /// says it owns them is out of date.
+    pub async fn moved_any_of(&self, runs: &[(u32, u32)]) -> Result<bool, Error> {
+        let sql =
+            format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {}", vshard_runs_condition(runs));
+        let moved: i64 = self.shard.read(|| sqlx::query_scalar(&sql).fetch_one(self.shard.pool())).await?;
+        Ok(moved > 0)
+    }
+
+    async fn list_where(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        condition: &str,
+    ) -> Result<Vec<StoredRecord>, Error> {
         let mut sql = self.sql().list.clone();
+        sql.push_str(condition);
         let mut binds: Vec<String> = Vec::new();
         let mut push = |sql: &mut String, op: &str, value: String| {
             binds.push(value);
@@ -649,4 +684,13 @@ impl<'a> RecordStore<'a> {
             .await?;
         Ok(done.rows_affected())
     }
+}
+
+/// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.
+fn vshard_runs_condition(runs: &[(u32, u32)]) -> String {
+    if runs.is_empty() {
+        return "1 = 0".to_owned();
+    }
+    let parts: Vec<String> = runs.iter().map(|(first, last)| format!("vshard BETWEEN {first} AND {last}")).collect();
+    format!("({})", parts.join(" OR "))
 }

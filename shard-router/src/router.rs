@@ -822,6 +822,9 @@ impl ShardRouter {
     /// Unregisters a shard that owns no vshard and no pinned tenant, and closes its pool.
     pub async fn remove_shard(&self, id: &ShardId, audit: &Audit) -> Result<(), Error> {
         let _guard = self.admin.lock().await;
+        if let Some(held) = self.range_kept_on(|shard| &shard.id == id) {
+            return Err(Error::ShardHoldsRange(held));
+        }
         self.catalog.delete_shard(id, audit).await?;
         // Indexes shift when a shard leaves the list: reload rather than patch.
         let map = self.catalog.load_map().await?;
@@ -918,9 +921,7 @@ impl ShardRouter {
 
     /// Sets the distribution of `row.collection` of `row.tenant` (`tenant`, `hash` or `range`
     /// with its ranges) and returns the new epoch. Only a collection that holds no record (nor
-    /// tombstone) may change its distribution, and none while vshards are being moved (their
-    /// moves would not take the new placement along); ranges must name shards that take new
-    /// data. Every shard's fence is raised to the new epoch, so no instance still routing on an
+    /// tombstone) may change its distribution; ranges must name shards that take new data. Every shard's fence is raised to the new epoch, so no instance still routing on an
     /// older map writes the collection where it no longer lives; a record such an instance wrote
     /// between the check and the fence is carried over to where the collection lives now.
     pub async fn set_distribution(&self, row: &CollectionRow, audit: &Audit) -> Result<u64, Error> {
@@ -947,13 +948,6 @@ impl ShardRouter {
             let old = map.spread_of(row.tenant.as_str(), row.collection.as_str()).map(Spread::distribution);
             (old.unwrap_or(Distribution::Tenant), map.shards.iter().map(|s| s.id.clone()).collect::<Vec<_>>())
         };
-        if row.distribution == Distribution::Hash
-            && let Some(job) = self.catalog.vshard_mover().await?
-        {
-            return Err(Error::DistributionRefused(format!(
-                "job {job} is moving vshards; set the distribution when it has ended"
-            )));
-        }
         let old_layout = self.collection_rows(&row.tenant, &row.collection, old, &shards);
         if old_layout.count().await? > 0 {
             return Err(Error::DistributionRefused(format!(
@@ -983,6 +977,29 @@ impl ShardRouter {
         }
         old_layout.purge().await?;
         Ok(epoch)
+    }
+
+    /// Why the shards `on` picks cannot be emptied, if a range of a range-distributed
+    /// collection lives on one of them (ranges do not move with vshards).
+    pub fn range_kept_on(&self, on: impl Fn(&ShardEntry) -> bool) -> Option<String> {
+        self.with_map(|map| {
+            for (tenant, collections) in &map.spread {
+                for (collection, spread) in collections {
+                    let Spread::Range(bounds) = spread else { continue };
+                    for bound in bounds.iter() {
+                        let shard = &map.shards[usize::from(bound.shard)];
+                        if on(shard) {
+                            return Some(format!(
+                                "collection {collection} of tenant {tenant} keeps its range from {:?} on shard {}, and \
+                                 moving a range to another shard is not supported yet",
+                                bound.from, shard.id
+                            ));
+                        }
+                    }
+                }
+            }
+            None
+        })
     }
 
     /// Raises shard `id`'s fence to `epoch`, within the probe timeout; a failure is logged

@@ -304,7 +304,7 @@ async fn delete_from_shard(
     Ok(StatusCode::NO_CONTENT)
 }
 
-errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, ShardOffline, ShardUnavailable, ShardBusy);
+errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, FanOutLimit, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// How a listing of a distributed collection answers when a shard fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
@@ -432,6 +432,11 @@ pub async fn list_records(
         return RoutedEpoch::of(&route).stamp(Ok(axum::Json(page)));
     }
     tracing::Span::current().record("shard", route.shard.as_str());
+    // A listing that reads many shards takes a place among the tenant's fan-outs first.
+    let _fan_out = match app.router.distribution_of(&tenant, &collection) {
+        Distribution::Tenant => None,
+        Distribution::Hash | Distribution::Range => Some(app.enter_fan_out(tenant.as_str())?),
+    };
     let listing = match app.router.list_records(&tenant, &collection, &bounds, limit + 1).await {
         Ok(listing) => listing,
         Err(e) => return RoutedEpoch::of(&route).stamp(Err::<Response, _>(ApiError::from(e))),

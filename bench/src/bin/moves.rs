@@ -30,24 +30,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use secrecy::SecretString;
 use serde_json::{Value, json};
-use shardgate_api::config::LogConfig;
-use shardgate_api::{Application, Config};
-use shardgate_gatekeeper::throttle::RateLimit;
-use shardgate_gatekeeper::{IssuerConfig, Scope, Scopes, TokenRequest, mint_token};
-use shardgate_shard_router::ShardId;
-use shardgate_shard_router::router::ShardSeed;
+use shardgate_api::Application;
+use shardgate_bench::{BenchResult, PG, load_records, mint, percentile, production_config};
+use shardgate_gatekeeper::Scope;
 use sqlx::Connection;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-const ISSUER: &str = "bench";
-const SECRET: &str = "shardgate-bench-hs256-secret-not-for-production-use";
-const PG: &str = "postgres://postgres@127.0.0.1:5432";
-
-type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// One request: which tenant, when it started and ended (ms since the Unix epoch), whether it
 /// succeeded.
@@ -62,24 +52,6 @@ struct Sample {
 
 fn now_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
-
-fn mint(tenant: Option<&str>, scopes: &[Scope]) -> BenchResult<String> {
-    let request = TokenRequest {
-        issuer: ISSUER.into(),
-        subject: "moves-bench".into(),
-        tenant: tenant.map(str::to_owned),
-        scopes: Scopes::of(scopes),
-        ttl: Duration::from_secs(24 * 3600),
-    };
-    Ok(mint_token(&SecretString::from(SECRET), &request)?)
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn latencies(samples: &[Sample], keep: impl Fn(&Sample) -> bool) -> Vec<f64> {
@@ -117,26 +89,11 @@ async fn run(
     (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
 ) -> BenchResult<()> {
     let dir = tempfile::tempdir()?;
-    let mut config = Config { listen: "127.0.0.1:0".parse()?, data_dir: dir.path().to_path_buf(), ..Config::default() };
-    config.storage.catalog_url = Some(SecretString::from(format!("{PG}/{}", names[0])));
-    for (i, name) in names[1..].iter().enumerate() {
-        config
-            .storage
-            .shards
-            .push(ShardSeed { id: ShardId::parse(&format!("s{i}"))?, url: SecretString::from(format!("{PG}/{name}")) });
-    }
+    let shards: Vec<(String, String)> =
+        names[1..].iter().enumerate().map(|(i, name)| (format!("s{i}"), name.clone())).collect();
+    let mut config = production_config(dir.path(), &names[0], &shards, tag)?;
     config.storage.moves.copy_bytes_per_second = rate;
     config.storage.moves.cleanup_grace = Duration::from_secs(1);
-    config.cache.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
-    config.cache.key_prefix = format!("{tag}-cache");
-    config.rate_limits.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
-    config.rate_limits.key_prefix = format!("{tag}-rl");
-    let unlimited = RateLimit { per_second: 1_000_000_000, burst: 1_000_000_000 };
-    for tier in ["free", "standard", "premium"] {
-        config.rate_limits.tiers.insert(tier.to_owned(), unlimited);
-    }
-    config.auth.issuers = vec![IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))];
-    config.log = LogConfig { filter: "warn".to_owned(), ..LogConfig::default() };
     let app = Application::build(config).await?;
     let base = format!("http://{}", app.local_addr());
     let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -144,7 +101,7 @@ async fn run(
         let _ = stopped.await;
     }));
     let client = reqwest::Client::new();
-    let admin = mint(None, &[Scope::Admin])?;
+    let admin = mint("moves-bench", None, &[Scope::Admin])?;
     for (id, shard) in [("mover", "s0"), ("neighbour", "s0"), ("far", "s1")] {
         let created = client
             .post(format!("{base}/v1/admin/tenants"))
@@ -156,30 +113,12 @@ async fn run(
             return Err(format!("creating {id}: {}", created.status()).into());
         }
     }
-    let token = |tenant: &str| mint(Some(tenant), &[Scope::Read, Scope::Write]);
+    let token = |tenant: &str| mint("moves-bench", Some(tenant), &[Scope::Read, Scope::Write]);
     let mover_token = token("mover")?;
     let payload = "x".repeat(160);
 
     let load_started = Instant::now();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let mut loaders = tokio::task::JoinSet::new();
-    for _ in 0..32 {
-        let (client, base, token, next, payload) =
-            (client.clone(), base.clone(), mover_token.clone(), next.clone(), payload.clone());
-        loaders.spawn(async move {
-            loop {
-                let n = next.fetch_add(1, Ordering::Relaxed);
-                if n >= records {
-                    return Ok::<(), reqwest::Error>(());
-                }
-                let url = format!("{base}/v1/tenants/mover/collections/c/records/k{n:06}");
-                client.put(url).bearer_auth(&token).json(&json!({"n": n, "pad": payload})).send().await?;
-            }
-        });
-    }
-    while let Some(done) = loaders.join_next().await {
-        done??;
-    }
+    load_records(&client, &base, &mover_token, ("mover", "c"), records).await?;
     println!("loaded {records} records into tenant mover in {:.1} s", load_started.elapsed().as_secs_f64());
 
     let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));

@@ -130,17 +130,6 @@ impl Catalog {
         .await
     }
 
-    /// A job moving vshards now, if any.
-    pub async fn vshard_mover(&self) -> Result<Option<String>, Error> {
-        self.guarded(async {
-            sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject LIKE 'vshard:%' LIMIT 1")
-                .fetch_optional(&self.db.pool)
-                .await
-                .map_err(catalog_err)
-        })
-        .await
-    }
-
     /// The distribution of one collection, if it is `hash` or `range`.
     pub async fn get_distribution(
         &self,

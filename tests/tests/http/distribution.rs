@@ -15,6 +15,7 @@ shardgate_tests::conformance!(
     a_listing_without_a_shard_says_so_or_fails_when_strict,
     a_deleted_tenant_leaves_no_distributed_record_behind,
     an_index_finds_the_records_of_a_hash_collection,
+    a_shard_holding_a_range_is_neither_drained_nor_deleted,
 );
 
 async fn distribute(app: &TestApp, tenant: &str, collection: &str, body: &Value) -> reqwest::Response {
@@ -227,4 +228,215 @@ async fn an_index_finds_the_records_of_a_hash_collection(app: TestApp) {
     let found: Vec<String> = keys_of(&page);
     let expected: Vec<String> = keys.iter().enumerate().filter(|(i, _)| i % 3 == 1).map(|(_, k)| k.clone()).collect();
     assert_eq!(found, expected, "{page}");
+}
+
+/// With the PostgreSQL cluster of `shard-3` frozen (every process of it stopped), a fan-out
+/// answers within its deadline with the other shards' records and names the frozen one; point
+/// reads elsewhere go on; a second fan-out of the same tenant meanwhile is refused at once
+/// (`limits.tenant_concurrent_fan_outs` = 1), another tenant's is not.
+#[tokio::test]
+async fn a_frozen_shard_leaves_a_fan_out_partial_and_others_untouched() {
+    use std::time::Duration;
+
+    use secrecy::SecretString;
+    use shardgate_tests::pg_cluster::PgCluster;
+    use shardgate_tests::{Backend, metric};
+
+    let bound = Duration::from_secs(120);
+    tokio::time::timeout(bound, async {
+        let cluster = PgCluster::start().await;
+        let url = cluster.create_database("frozen_fan_out").await;
+        let app = TestApp::spawn_with(Backend::Postgres, |config| {
+            let seed = config.storage.shards.iter_mut().find(|s| s.id.as_str() == "shard-3").expect("seeded");
+            seed.url = SecretString::from(url);
+            config.storage.fan_out_deadline = Duration::from_secs(2);
+            config.limits.tenant_concurrent_fan_outs = 1;
+        })
+        .await;
+        for tenant in ["acme", "other"] {
+            app.create_tenant_with(&json!({"id": tenant, "shard": "shard-0"})).await;
+            expect_json(distribute(&app, tenant, "events", &json!({"distribution": "hash"})).await, StatusCode::OK)
+                .await;
+        }
+        let keys: Vec<String> = (0..60).map(|i| format!("e{i:03}")).collect();
+        app.put_many("acme", "events", &keys).await;
+        app.put_many("other", "events", &keys[..10]).await;
+        let mut elsewhere = Vec::new();
+        for key in &keys {
+            if app.route("acme", "events", key).await["shard"] != "shard-3" {
+                elsewhere.push(key.clone());
+            }
+        }
+        assert!(elsewhere.len() < keys.len(), "some records live on shard-3");
+
+        cluster.freeze();
+        let first = {
+            let (client, token) = (app.client.clone(), app.rw_token("acme"));
+            let url = app.url("/v1/tenants/acme/collections/events/records?limit=1000");
+            tokio::spawn(async move { client.get(url).bearer_auth(token).send().await })
+        };
+        // While it waits for the frozen shard, a second one of the tenant is refused at once.
+        let in_progress = "shardgate_fan_out_bulkhead_requests_in_progress";
+        shardgate_tests::eventually(Duration::from_secs(5), async || {
+            (metric(&app.client, app.metrics_base(), in_progress).await >= 1.0).then_some(())
+        })
+        .await
+        .expect("the first fan-out takes its place");
+        let refused = app.list_records("acme", "events", "limit=5").await;
+        assert_eq!(refused.headers()["retry-after"], "1");
+        expect_problem(refused, StatusCode::TOO_MANY_REQUESTS, "fan_out_limit").await;
+        // Another tenant's fan-out is admitted (and answers partially too).
+        let others = {
+            let (client, token) = (app.client.clone(), app.rw_token("other"));
+            let url = app.url("/v1/tenants/other/collections/events/records");
+            tokio::spawn(async move { client.get(url).bearer_auth(token).send().await })
+        };
+        // Point reads of records on the other shards go on.
+        for key in elsewhere.iter().take(10) {
+            expect_json(app.get_record("acme", "events", key).await, StatusCode::OK).await;
+        }
+
+        let page = expect_json(first.await.unwrap().unwrap(), StatusCode::OK).await;
+        let shards = &page["_shards"];
+        assert_eq!((shards["total"].as_u64(), shards["failed"].as_u64()), (Some(4), Some(1)), "{page}");
+        assert_eq!(shards["failures"][0]["shard"], "shard-3", "{page}");
+        assert_eq!(keys_of(&page), elsewhere, "the other shards' records, in order");
+        let others = expect_json(others.await.unwrap().unwrap(), StatusCode::OK).await;
+        assert_eq!(others["_shards"]["failed"], 1, "{others}");
+        let refusals = metric(&app.client, app.metrics_base(), "shardgate_fan_out_bulkhead_refusals_total").await;
+        assert!(refusals >= 1.0, "refusals are counted: {refusals}");
+
+        cluster.thaw();
+        let whole = shardgate_tests::eventually(Duration::from_secs(30), async || {
+            let response = app.list_records("acme", "events", "limit=1000&consistency=strict").await;
+            (response.status() == StatusCode::OK).then_some(response)
+        })
+        .await
+        .expect("once the shard is back, a strict listing succeeds");
+        assert_eq!(keys_of(&expect_json(whole, StatusCode::OK).await), keys);
+    })
+    .await
+    .expect("the test ends within its bound");
+}
+
+/// A hash collection of 10,000 records is paged through with `limit=97` over and over while a
+/// writer adds keys and a rebalance moves vshards onto a new shard, then a drain moves them
+/// off it: every pass returns every original key exactly once and in order, and afterwards
+/// every record reads back from where its route says and the shards hold each record once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hash_records_move_with_their_vshards_and_pages_stay_whole_meanwhile() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    // Every phase of a move pauses a moment, so the moves overlap the passes of the pager.
+    let app = crate::moves::spawn(shardgate_tests::Backend::Postgres, Duration::from_millis(200)).await;
+    let (url, _) = app.extra_shard_url("s-new").await;
+    let registered = app.admin(Method::POST, "/v1/admin/shards", Some(&json!({"id": "s-new", "url": url}))).await;
+    expect_json(registered, StatusCode::CREATED).await;
+    // Its own rate limit, far above what this test sends: the tier's would refuse the load.
+    let limit = json!({"per_second": 1_000_000, "burst": 1_000_000});
+    app.create_tenant_with(&json!({"id": "acme", "rate_limit": limit})).await;
+    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let keys: Vec<String> = (0..10_000).map(|i| format!("e{i:05}")).collect();
+    app.put_many("acme", "events", &keys).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let added = Arc::new(AtomicUsize::new(0));
+    let writer = {
+        let (client, base, token, stop, added) =
+            (app.client.clone(), app.url(""), app.rw_token("acme"), stop.clone(), added.clone());
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let n = added.load(Ordering::Relaxed);
+                let url = format!("{base}/v1/tenants/acme/collections/events/records/f{n:05}");
+                let put = client.put(url).bearer_auth(&token).json(&json!({"n": n})).send().await;
+                if put.is_ok_and(|r| r.status().is_success()) {
+                    added.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let passes = Arc::new(AtomicUsize::new(0));
+    let pager = {
+        let (app_keys, stop, passes) = (keys.clone(), stop.clone(), passes.clone());
+        let (client, base, token) = (app.client.clone(), app.url(""), app.rw_token("acme"));
+        tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let mut listed: Vec<String> = Vec::new();
+                let mut cursor: Option<String> = None;
+                loop {
+                    let mut url = format!("{base}/v1/tenants/acme/collections/events/records?limit=97");
+                    if let Some(c) = &cursor {
+                        url.push_str(&format!("&cursor={c}"));
+                    }
+                    let page = client.get(url).bearer_auth(&token).send().await.expect("the server answers");
+                    let page = expect_json(page, StatusCode::OK).await;
+                    assert_eq!(page["_shards"]["failed"], 0, "{page}");
+                    listed.extend(keys_of(&page));
+                    match page["next_cursor"].as_str() {
+                        Some(next) => cursor = Some(next.to_owned()),
+                        None => break,
+                    }
+                }
+                assert!(listed.windows(2).all(|w| w[0] < w[1]), "in order, none twice");
+                let original: Vec<String> = listed.into_iter().filter(|k| k.starts_with('e')).collect();
+                assert_eq!(original, app_keys, "every original key, once");
+                passes.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+
+    let body = json!({"parallel": 4});
+    let started = app.admin(Method::POST, "/v1/admin/vshards/rebalance", Some(&body)).await;
+    let started = expect_json(started, StatusCode::ACCEPTED).await;
+    let rebalanced = crate::moves::ended(&app, started["job"]["id"].as_str().unwrap(), Duration::from_secs(180)).await;
+    assert_eq!(rebalanced["state"], "done", "{rebalanced}");
+    // The pass that ran while the rebalance moved vshards ends, checked.
+    let after = async || (passes.load(Ordering::Relaxed) >= 1).then_some(());
+    shardgate_tests::eventually(Duration::from_secs(120), after).await.expect("a pass spans the rebalance");
+    let before_drain = passes.load(Ordering::Relaxed);
+    let drain = app.admin(Method::POST, "/v1/admin/shards/s-new/drain", Some(&json!({"parallel": 4}))).await;
+    let drain = expect_json(drain, StatusCode::ACCEPTED).await;
+    let drained = crate::moves::ended(&app, drain["job"]["id"].as_str().unwrap(), Duration::from_secs(180)).await;
+    assert_eq!(drained["state"], "done", "{drained}");
+    let after = async || (passes.load(Ordering::Relaxed) > before_drain).then_some(());
+    shardgate_tests::eventually(Duration::from_secs(120), after).await.expect("a pass spans the drain");
+    stop.store(true, Ordering::Relaxed);
+    writer.await.unwrap();
+    pager.await.unwrap();
+
+    // Every record reads back; each lives once, on the shard its route names.
+    let added = added.load(Ordering::Relaxed);
+    let all: Vec<String> = keys.iter().cloned().chain((0..added).map(|n| format!("f{n:05}"))).collect();
+    for key in all.iter().step_by(97) {
+        expect_json(app.get_record("acme", "events", key).await, StatusCode::OK).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await; // the cleanup grace of the last moves
+    let mut stored = 0i64;
+    for (shard, url) in app.shard_urls().into_iter().chain([("s-new".to_owned(), url)]) {
+        let pool = shardgate_tests::open_shard(&url).await;
+        let rows: Vec<(String,)> = sqlx::query_as("SELECT key FROM spread_records").fetch_all(&pool).await.unwrap();
+        for (key,) in rows.iter().step_by(50) {
+            assert_eq!(app.route("acme", "events", key).await["shard"], shard.as_str(), "{key} is where it routes");
+        }
+        stored += rows.len() as i64;
+    }
+    assert_eq!(stored as usize, all.len(), "each record once, nothing left behind");
+}
+
+async fn a_shard_holding_a_range_is_neither_drained_nor_deleted(app: TestApp) {
+    app.create_tenant("acme").await;
+    let ranges = json!([{"from": "", "shard": "shard-0"}, {"from": "m", "shard": "shard-3"}]);
+    let body = json!({"distribution": "range", "ranges": ranges});
+    expect_json(distribute(&app, "acme", "names", &body).await, StatusCode::OK).await;
+    let drain = app.admin(Method::POST, "/v1/admin/shards/shard-3/drain", Some(&json!({}))).await;
+    let problem = expect_problem(drain, StatusCode::CONFLICT, "move_refused").await;
+    assert!(problem["detail"].as_str().unwrap().contains("range"), "{problem}");
+    let delete = app.admin(Method::DELETE, "/v1/admin/shards/shard-3", None).await;
+    let problem = expect_problem(delete, StatusCode::CONFLICT, "shard_in_use").await;
+    assert!(problem["detail"].as_str().unwrap().contains("names"), "{problem}");
+    // Nothing changed: the shard is still active.
+    let shard = app.admin(Method::GET, "/v1/admin/shards/shard-3", None).await;
+    assert_eq!(expect_json(shard, StatusCode::OK).await["state"], "active");
 }
