@@ -101,12 +101,8 @@ fi
 # Tokens, tenant, seeding
 # ---------------------------------------------------------------------------------------------
 ADMIN_TOKEN="$("$BIN/shardgate" token --admin --data-dir "$SHARDGATE_DATA_DIR")"
-TOKEN="$("$BIN/shardgate" token --tenant "$TENANT" --scopes read,write --ttl 2h --data-dir "$SHARDGATE_DATA_DIR")"
-export TOKEN
-
 printf 'header = "Authorization: Bearer %s"\n' "$ADMIN_TOKEN" >"$WORK/admin.curl"
-printf 'header = "Authorization: Bearer %s"\n' "$TOKEN" >"$WORK/tenant.curl"
-chmod 600 "$WORK/admin.curl" "$WORK/tenant.curl"
+chmod 600 "$WORK/admin.curl"
 
 # The tenant's own rate limit is far above what this machine can send: the limiter runs on every
 # request (its cost is measured) but never refuses.
@@ -116,6 +112,13 @@ code="$(curl -s -o "$WORK/tenant.json" -w '%{http_code}' -K "$WORK/admin.curl" \
     -d "{\"id\":\"$TENANT\",\"rate_limit\":{\"per_second\":1000000000,\"burst\":1000000000}}" \
     "http://$GW_ADDR/v1/admin/tenants")"
 [[ "$code" == 201 || "$code" == 200 ]] || die "creating the tenant answered $code: $(cat "$WORK/tenant.json")"
+
+# Minted after the tenant exists: a token issued in a second before the tenant's creation is
+# refused (it cannot be for this incarnation of the tenant).
+TOKEN="$("$BIN/shardgate" token --tenant "$TENANT" --scopes read,write --ttl 2h --data-dir "$SHARDGATE_DATA_DIR")"
+export TOKEN
+printf 'header = "Authorization: Bearer %s"\n' "$TOKEN" >"$WORK/tenant.curl"
+chmod 600 "$WORK/tenant.curl"
 
 route="$(curl -sf -K "$WORK/admin.curl" "http://$GW_ADDR/v1/admin/route?tenant=$TENANT")" || die "GET /v1/admin/route failed"
 HOME_SHARD="$(sed -n 's/.*"shard":"\([^"]*\)".*/\1/p' <<<"$route")"
