@@ -97,6 +97,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::jobs::cancel_job))
         .routes(routes!(admin::moves::move_tenant))
         .routes(routes!(admin::collections::get_distribution, admin::collections::set_distribution))
+        .routes(routes!(admin::collections::split_range))
         .routes(routes!(admin::rebalance::rebalance))
         .routes(routes!(admin::rebalance::drain_shard))
         .routes(routes!(admin::index_audits::start_audit))

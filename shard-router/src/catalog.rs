@@ -15,6 +15,8 @@ mod collections;
 mod indexes;
 mod moves;
 mod valet;
+#[cfg(test)]
+pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefRow, JobRow};
 pub use moves::{Lease, Placement, tenant_subject, vshard_subject};

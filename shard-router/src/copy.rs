@@ -25,7 +25,7 @@ use sqlx::postgres::{PgConnection, PgPool};
 use crate::db::Database;
 use crate::error::Error;
 use crate::ids::TenantId;
-use crate::shard::{FencedShard, MoveSubject};
+use crate::shard::{FencedShard, KeyRange, MoveSubject};
 
 /// How a column's values travel through [`CopyMethod::Pages`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,6 +264,9 @@ pub enum Selection<'a> {
         /// The tenants; none selects nothing.
         tenants: &'a [TenantId],
     },
+    /// The records of one key range of a range-distributed collection (`spread_records` rows
+    /// tagged vshard -1).
+    Range(KeyRange<'a>),
 }
 
 impl Selection<'_> {
@@ -277,6 +280,15 @@ impl Selection<'_> {
                 let list = tenants.iter().map(|t| sql_string(t.as_str())).collect::<Vec<_>>().join(", ");
                 format!("{} AND tenant IN ({list})", vshard_condition(vshards))
             }
+            Selection::Range(range) => {
+                let until = range.until.map(|until| format!(" AND key < {}", sql_string(until))).unwrap_or_default();
+                format!(
+                    "tenant = {} AND collection = {} AND vshard = -1 AND key >= {}{until}",
+                    sql_string(range.tenant.as_str()),
+                    sql_string(range.collection.as_str()),
+                    sql_string(range.from)
+                )
+            }
         }
     }
 }
@@ -287,6 +299,7 @@ impl<'a> From<MoveSubject<'a>> for Selection<'a> {
         match subject {
             MoveSubject::Tenant(tenant) => Selection::Tenant(tenant),
             MoveSubject::Vshards { vshards, tenants } => Selection::Tenants { vshards, tenants },
+            MoveSubject::Range(range) => Selection::Range(range),
         }
     }
 }
@@ -300,8 +313,8 @@ fn vshard_condition(vshards: &[u32]) -> String {
     format!("vshard IN ({list})")
 }
 
-/// `text` as an SQL string literal. Tenant ids hold no quote ([`TenantId::parse`]); one would be
-/// doubled anyway, so the literal cannot end early.
+/// `text` as an SQL string literal. Tenant ids and collection names hold no quote
+/// ([`TenantId::parse`]); a key may, and a quote is doubled, so the literal cannot end early.
 fn sql_string(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
 }
@@ -805,6 +818,12 @@ mod tests {
             "vshard IN (7) AND tenant IN ('acme', 'beta')"
         );
         assert_eq!(Selection::Tenants { vshards: &[7], tenants: &[] }.inline_condition(), "vshard IN (7) AND 1 = 0");
+        let collection = crate::ids::CollectionName::parse("events").unwrap();
+        let range = KeyRange { tenant: &tenant, collection: &collection, from: "it's", until: Some("m") };
+        assert_eq!(
+            Selection::Range(range).inline_condition(),
+            "tenant = 'acme' AND collection = 'events' AND vshard = -1 AND key >= 'it''s' AND key < 'm'"
+        );
         let all = Pass { selection: Selection::Vshards(&[7]), since_ms: Some(42), before_ms: Some(50), pace: None };
         assert_eq!(all.condition(&INDEX_ENTRIES), "vshard IN (7)", "entries are always copied whole");
         let pass = Pass { selection: Selection::Tenant(&tenant), since_ms: Some(42), before_ms: None, pace: None };

@@ -1,6 +1,6 @@
 //! The crate's one error type: everything that can go wrong below the HTTP layer.
 
-use crate::ids::{ShardId, TenantId};
+use crate::ids::{CollectionName, ShardId, TenantId};
 
 /// Everything that can go wrong below the HTTP layer. Each variant documents the status the API
 /// answers with.
@@ -102,6 +102,18 @@ pub enum Error {
         shard: ShardId,
         /// The vshard.
         vshard: u32,
+    },
+    /// 503 `tenant_moving` (if it reaches the API: a request waits for the new shard first).
+    /// The key range of a range-distributed collection a record belongs to is moving away
+    /// from this shard (its writes are refused here), or has moved (its reads too).
+    #[error("a key range of collection {collection} of tenant {tenant} is moving off shard {shard}")]
+    RangeFenced {
+        /// The shard it is leaving.
+        shard: ShardId,
+        /// The tenant.
+        tenant: TenantId,
+        /// The collection.
+        collection: CollectionName,
     },
     /// 503 `tenant_moving` with `Retry-After`. A request waited longer than the cut-over window
     /// (`moves.cutover_wait`) for a moving tenant's new shard.

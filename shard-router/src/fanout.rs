@@ -1,7 +1,9 @@
 //! Listing a collection. A collection distributed `tenant` is read on its tenant's home shard
 //! (through the router, which follows a moving tenant). A distributed one is read on every
 //! physical shard that may hold keys in the listed interval, once per shard (never once per
-//! vshard), all at once, each within `storage.fan_out_deadline`; the pages merge by key.
+//! vshard), all at once, each within `storage.fan_out_deadline`; the pages merge by key. A
+//! hash collection asks each shard for its share of the page first and completes the page in
+//! at most one more round (`ShardRouter::fan_out`).
 //!
 //! Pages continue after the last key returned. Every key lives on exactly one shard, and each
 //! shard is read in key order after that key, so a page neither skips nor repeats a record: the
@@ -105,8 +107,15 @@ impl ShardRouter {
     }
 
     /// Reads every shard of `plan` at once, each within the fan-out deadline: the records
-    /// found, the shards that failed, and the shards that have moved away vshards the map gives
-    /// them.
+    /// found (every record of the listing up to the last one returned), the shards that
+    /// failed, and the shards that have moved away vshards the map gives them.
+    ///
+    /// A hash collection's keys are spread evenly, so each shard is first asked for its share of
+    /// `limit` and a margin ([`first_quota`]), not for `limit`: at 16 shards that reads a sixth of
+    /// the rows. The records up to the smallest last key of the shards that filled their quota
+    /// are then complete (every shard has returned all of its keys up to there); if they are
+    /// fewer than `limit`, the shards that filled their quota are asked once more, after their
+    /// last key, for the number missing, which completes the page.
     async fn fan_out(
         &self,
         tenant: &TenantId,
@@ -115,53 +124,150 @@ impl ShardRouter {
         limit: u32,
         plan: &ListingPlan,
     ) -> (Vec<StoredRecord>, Vec<ShardFailure>, Vec<ShardId>) {
-        let deadline = self.fan_out_deadline();
-        let by_vshard = plan.distribution == Distribution::Hash;
-        let reads = plan.shards.iter().map(|shard| async move {
-            let read = async {
-                let (state, runs) = self.with_map(|map| {
-                    let index = map.shard_index(shard.as_str());
-                    let state = index.map(|i| map.shards[usize::from(i)].state);
-                    let runs: Vec<(u32, u32)> = map
-                        .vshard_runs()
-                        .into_iter()
-                        .filter(|run| Some(run.2) == index)
-                        .map(|(first, last, _)| (first, last))
-                        .collect();
-                    (state, runs)
-                });
-                if state == Some(ShardState::Offline) {
-                    return Err(Error::ShardOffline(shard.clone()));
-                }
-                let db = self.shard_db(shard)?;
-                let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
-                if !by_vshard {
-                    return Ok((store.list(tenant, collection, bounds, limit).await?, false));
-                }
-                let records = store.list_in_vshards(tenant, collection, bounds, limit, &runs).await?;
-                Ok((records, store.moved_any_of(&runs).await?))
-            };
-            match tokio::time::timeout(deadline, read).await {
-                Ok(result) => result.map_err(|error| ShardFailure { shard: shard.clone(), error }),
-                Err(_) => Err(ShardFailure { shard: shard.clone(), error: Error::FanOutTimeout(deadline) }),
-            }
-        });
+        let mut positions: Vec<Position> = plan.shards.iter().map(|_| Position::Open(None)).collect();
         let mut records = Vec::new();
         let mut failures = Vec::new();
         let mut stale = Vec::new();
-        for (read, shard) in futures::future::join_all(reads).await.into_iter().zip(&plan.shards) {
-            match read {
-                Ok((page, moved)) => {
-                    records.extend(page);
-                    if moved {
-                        stale.push(shard.clone());
+        let mut quota = match plan.distribution {
+            Distribution::Hash => first_quota(limit, plan.shards.len()),
+            Distribution::Tenant | Distribution::Range => limit,
+        };
+        loop {
+            let asked: Vec<usize> = (0..plan.shards.len()).filter(|&i| positions[i].is_open()).collect();
+            let reads = asked.iter().map(|&i| {
+                let after = positions[i].after().or(bounds.after.as_deref());
+                let bounds = ListBounds { after: after.map(str::to_owned), ..bounds.clone() };
+                async move { self.read_shard(tenant, collection, &bounds, quota, plan, &plan.shards[i]).await }
+            });
+            for (read, i) in futures::future::join_all(reads).await.into_iter().zip(asked) {
+                match read {
+                    Ok((page, moved)) => {
+                        if moved && !stale.contains(&plan.shards[i]) {
+                            stale.push(plan.shards[i].clone());
+                        }
+                        positions[i] = match page.last() {
+                            Some(last) if page.len() >= quota as usize => Position::Open(Some(last.key.clone())),
+                            _ => Position::Exhausted,
+                        };
+                        records.extend(page);
+                    }
+                    Err(failure) => {
+                        positions[i] = Position::Failed;
+                        failures.push(failure);
                     }
                 }
-                Err(failure) => failures.push(failure),
             }
+            // Every shard still open has returned its keys up to its position; the records up
+            // to the smallest position are complete.
+            let cut = positions.iter().filter_map(Position::after).min().map(str::to_owned);
+            let Some(cut) = cut else {
+                return (records, failures, stale);
+            };
+            records.retain(|r| r.key <= cut);
+            records.sort_by(|a, b| a.key.cmp(&b.key).then(b.version.cmp(&a.version)));
+            records.dedup_by(|later, kept| later.key == kept.key);
+            let complete = records.len();
+            if complete >= limit as usize {
+                return (records, failures, stale);
+            }
+            // The records after `cut` that were dropped are read again on the next round.
+            for position in &mut positions {
+                if let Position::Open(Some(after)) = position
+                    && after.as_str() > cut.as_str()
+                {
+                    *after = cut.clone();
+                }
+            }
+            quota = limit - u32::try_from(complete).unwrap_or(limit);
         }
-        (records, failures, stale)
     }
+
+    /// One shard's page of a listing, within the fan-out deadline, and whether that shard has
+    /// moved away vshards `plan`'s map gives it.
+    async fn read_shard(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        plan: &ListingPlan,
+        shard: &ShardId,
+    ) -> Result<(Vec<StoredRecord>, bool), ShardFailure> {
+        let deadline = self.fan_out_deadline();
+        let read = async {
+            // What the map gives this shard: the vshards of a hash collection, or the key
+            // ranges of a range collection.
+            let (state, runs, intervals) = self.with_map(|map| {
+                let index = map.shard_index(shard.as_str());
+                let state = index.map(|i| map.shards[usize::from(i)].state);
+                let runs: Vec<(u32, u32)> = map
+                    .vshard_runs()
+                    .into_iter()
+                    .filter(|run| Some(run.2) == index)
+                    .map(|(first, last, _)| (first, last))
+                    .collect();
+                let intervals = match map.spread_of(tenant.as_str(), collection.as_str()) {
+                    Some(Spread::Range(ranges)) => ranges
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, range)| Some(range.shard) == index)
+                        .map(|(i, range)| (range.from.clone(), ranges.get(i + 1).map(|next| next.from.clone())))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                (state, runs, intervals)
+            });
+            if state == Some(ShardState::Offline) {
+                return Err(Error::ShardOffline(shard.clone()));
+            }
+            let db = self.shard_db(shard)?;
+            let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
+            match plan.distribution {
+                Distribution::Hash => store.list_in_vshards(tenant, collection, bounds, limit, &runs).await,
+                Distribution::Tenant | Distribution::Range => {
+                    store.list_in_ranges(tenant, collection, bounds, limit, &intervals).await
+                }
+            }
+        };
+        match tokio::time::timeout(deadline, read).await {
+            Ok(result) => result.map_err(|error| ShardFailure { shard: shard.clone(), error }),
+            Err(_) => Err(ShardFailure { shard: shard.clone(), error: Error::FanOutTimeout(deadline) }),
+        }
+    }
+}
+
+/// Where a listing stands on one shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Position {
+    /// The shard may hold more keys after this one (`None`: not read yet).
+    Open(Option<String>),
+    /// The shard returned every key it holds in the listing's interval.
+    Exhausted,
+    /// The shard failed; it is reported and not read again.
+    Failed,
+}
+
+impl Position {
+    fn is_open(&self) -> bool {
+        matches!(self, Self::Open(_))
+    }
+
+    /// The last key read of a shard that may hold more.
+    fn after(&self) -> Option<&str> {
+        match self {
+            Self::Open(after) => after.as_deref(),
+            Self::Exhausted | Self::Failed => None,
+        }
+    }
+}
+
+/// How many records a listing first asks each of `shards` shards of a hash collection for:
+/// the even share of `limit` plus three standard deviations of it (the keys of an interval
+/// land on a shard about as a Poisson count), and two; never more than `limit`.
+fn first_quota(limit: u32, shards: usize) -> u32 {
+    let share = f64::from(limit) / shards.max(1) as f64;
+    let quota = (share + 3.0 * share.sqrt()).ceil() as u32 + 2;
+    quota.clamp(1, limit.max(1))
 }
 
 /// The shards that may hold keys of a distributed collection within `bounds`.
@@ -195,6 +301,19 @@ mod tests {
             version,
             updated_at_ms: 0,
             value: serde_json::value::RawValue::from_string("1".to_owned()).unwrap(),
+        }
+    }
+
+    #[test]
+    fn each_shard_is_first_asked_for_its_share_and_a_margin() {
+        assert_eq!(first_quota(101, 1), 101, "one shard is asked for the whole page");
+        assert_eq!(first_quota(101, 2), 74);
+        assert_eq!(first_quota(101, 16), 16, "a sixth of the rows at 16 shards");
+        assert_eq!(first_quota(2, 16), 2);
+        assert_eq!(first_quota(0, 0), 1, "never nothing");
+        for shards in 1..=64 {
+            let quota = first_quota(1000, shards);
+            assert!(quota as usize * shards >= 1000, "{shards} shards can fill a page in one round");
         }
     }
 

@@ -48,7 +48,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::blobs::BlobStore;
-use crate::catalog::{Audit, JobRow, Lease, Placement, tenant_subject, vshard_subject};
+use crate::catalog::{Audit, JobRow, Lease, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
 use crate::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Pass, SPREAD_RECORDS, Selection, TENANT_TABLES, checksums,
@@ -56,17 +56,20 @@ use crate::copy::{
 };
 use crate::db::{Database, Engine};
 use crate::error::Error;
-use crate::ids::{ShardId, TenantId};
+use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::ShardState;
 use crate::records::RecordStore;
 use crate::router::ShardRouter;
-use crate::shard::{FencedShard, MoveSubject, OnShard, ShardStore};
+use crate::shard::{FencedShard, KeyRange, MoveSubject, OnShard, ShardStore};
 
 /// The kind of a tenant move job.
 pub const MOVE_JOB: &str = "tenant.move";
 
 /// The kind of a vshard move job (one step of a rebalance or a drain).
 pub const VSHARD_MOVE_JOB: &str = "vshard.move";
+
+/// The kind of a range move job (a key range of a range-distributed collection changes shard).
+pub const RANGE_MOVE_JOB: &str = "range.move";
 
 /// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
 const SMALL_DELTA_ROWS: u64 = 1_000;
@@ -149,6 +152,35 @@ pub struct MoveProgress {
     /// The rebalance or drain job this move is a step of.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// The key range a range move takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<RangeMove>,
+}
+
+/// What a range move takes: the keys of a range-distributed collection from `from` up to
+/// `until`, and the collection's ranges once it has switched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeMove {
+    /// The collection.
+    pub collection: CollectionName,
+    /// The smallest key that moves.
+    pub from: String,
+    /// The first key after them, if any.
+    pub until: Option<String>,
+    /// The collection's ranges when the move was asked for (checked before anything is
+    /// copied: once the job holds its claim, nothing else changes them).
+    pub ranges_before: Vec<RangeRow>,
+    /// The collection's ranges after the switch.
+    pub ranges_after: Vec<RangeRow>,
+}
+
+/// What a split of a range-distributed collection's range did.
+#[derive(Debug, Clone)]
+pub enum RangeSplit {
+    /// The keys stay on their shard: the catalog alone changed (map epoch).
+    Switched(u64),
+    /// The keys move to another shard: the job doing it.
+    Moving(JobRow),
 }
 
 impl MoveProgress {
@@ -176,6 +208,7 @@ impl MoveProgress {
             vshards: None,
             tenants: None,
             parent: None,
+            range: None,
         }
     }
 }
@@ -276,6 +309,45 @@ impl Mover {
         self.launch(VSHARD_MOVE_JOB, None, target, &progress, &subjects, audit).await
     }
 
+    /// Splits the range of `tenant`'s range-distributed `collection` that holds key `at`, so
+    /// that the keys from `at` up to the next bound live on shard `to` (`at` may be a bound
+    /// already: then that whole range changes shard). If another shard holds them now, they
+    /// move there in a `range.move` job (claiming the tenant) with a tenant move's guarantees;
+    /// otherwise only the catalog changes.
+    pub async fn split_range(
+        self: &Arc<Self>,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        at: &str,
+        to: &ShardId,
+        audit: &Audit,
+    ) -> Result<RangeSplit, Error> {
+        let row = self.router.catalog().get_distribution(tenant, collection).await?;
+        let Some(row) = row.filter(|row| row.distribution == crate::map::Distribution::Range) else {
+            return Err(Error::DistributionRefused(format!(
+                "collection {collection} of tenant {tenant} is not distributed `range`; only a range can be split"
+            )));
+        };
+        let (owner, until, ranges_after) = split(&row.ranges, at, to);
+        if owner == *to {
+            let changed = crate::catalog::CollectionRow { ranges: ranges_after, updated_at_ms: now_ms(), ..row };
+            return Ok(RangeSplit::Switched(self.router.set_distribution(&changed, audit).await?));
+        }
+        self.check_target(to)?;
+        let mut progress = MoveProgress::new(&owner, to);
+        let range = RangeMove {
+            collection: collection.clone(),
+            from: at.to_owned(),
+            until,
+            ranges_before: row.ranges,
+            ranges_after,
+        };
+        let target = format!("{}: {owner} -> {to}", range_name(tenant, &range));
+        progress.range = Some(range);
+        let subjects = [tenant_subject(tenant)];
+        Ok(RangeSplit::Moving(self.launch(RANGE_MOVE_JOB, Some(tenant), target, &progress, &subjects, audit).await?))
+    }
+
     /// A move may only go to a registered, `active` shard this instance can reach.
     fn check_target(&self, to: &ShardId) -> Result<(), Error> {
         let target = self.router.with_map(|map| map.shard(to.as_str()).cloned());
@@ -310,7 +382,7 @@ impl Mover {
     /// killed) and runs them here; the api calls it at start-up and then every so often.
     pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
         for job in self.router.catalog().running_jobs().await? {
-            let ours = [MOVE_JOB, VSHARD_MOVE_JOB].contains(&job.kind.as_str());
+            let ours = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB].contains(&job.kind.as_str());
             if ours && !self.running.lock().contains(&job.id) {
                 self.adopt(job).await;
             }
@@ -346,7 +418,13 @@ impl Mover {
     async fn run(&self, job: JobRow) -> Result<(), Error> {
         let mut progress: MoveProgress = serde_json::from_str(&job.progress)
             .map_err(|e| Error::Corrupt(format!("move job {} progress: {e}", job.id)))?;
+        let corrupt = |e: String| Error::Corrupt(format!("move job {}: {e}", job.id));
         let subject = match progress.vshards.clone() {
+            None if progress.range.is_some() => Subject::Range {
+                tenant: TenantId::parse(job.tenant.as_deref().unwrap_or_default())
+                    .map_err(|e| corrupt(e.to_string()))?,
+                range: progress.range.clone().ok_or_else(|| corrupt("no range".to_owned()))?,
+            },
             None => Subject::Tenant(
                 TenantId::parse(job.tenant.as_deref().unwrap_or_default())
                     .map_err(|e| Error::Corrupt(format!("move job {}: {e}", job.id)))?,
@@ -415,6 +493,7 @@ type Placed = (ShardId, Database);
 enum Subject {
     Tenant(TenantId),
     Vshards { vshards: Vec<u32>, tenants: Vec<TenantId> },
+    Range { tenant: TenantId, range: RangeMove },
 }
 
 impl Subject {
@@ -422,6 +501,12 @@ impl Subject {
         match self {
             Subject::Tenant(tenant) => MoveSubject::Tenant(tenant),
             Subject::Vshards { vshards, tenants } => MoveSubject::Vshards { vshards, tenants },
+            Subject::Range { tenant, range } => MoveSubject::Range(KeyRange {
+                tenant,
+                collection: &range.collection,
+                from: &range.from,
+                until: range.until.as_deref(),
+            }),
         }
     }
 }
@@ -433,6 +518,7 @@ impl std::fmt::Display for Subject {
             Subject::Vshards { vshards, tenants } => {
                 write!(f, "vshards {} ({} tenants)", vshard_list(vshards), tenants.len())
             }
+            Subject::Range { tenant, range } => write!(f, "{}", range_name(tenant, range)),
         }
     }
 }
@@ -467,12 +553,18 @@ impl Run<'_> {
             purge_rows(&INDEX_ENTRIES, shard, Selection::Vshards(vshards)).await?;
             purge_rows(&SPREAD_RECORDS, shard, Selection::Vshards(vshards)).await?;
         }
+        if let MoveSubject::Range(range) = self.subject() {
+            purge_rows(&SPREAD_RECORDS, shard, Selection::Range(range)).await?;
+        }
         Ok(())
     }
 
     /// The tables a pass copies, with the rows it takes of each: the tenants' home data, and
     /// for vshards the records of hash-distributed collections their keys place there.
     fn copied_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
+        if let MoveSubject::Range(range) = self.subject() {
+            return vec![(&SPREAD_RECORDS, Selection::Range(range))];
+        }
         let mut tables: Vec<(&'static CopyTable, Selection<'_>)> =
             TENANT_TABLES.iter().map(|t| (*t, Selection::from(self.subject()))).collect();
         let vshards = self.subject().vshards();
@@ -547,6 +639,15 @@ impl Run<'_> {
     }
 
     async fn copy(&mut self) -> Result<(), Error> {
+        if let Subject::Range { tenant, range } = &self.subject {
+            let now = self.router().catalog().get_distribution(tenant, &range.collection).await?;
+            if now.map(|row| row.ranges) != Some(range.ranges_before.clone()) {
+                return Err(Error::MoveRefused(format!(
+                    "the ranges of collection {} changed before the move began",
+                    range.collection
+                )));
+            }
+        }
         let (_, (to, target)) = self.shards()?;
         // What an earlier attempt left on the target is not the subject's data.
         self.purge(&FencedShard::new(&target, &to)).await?;
@@ -665,7 +766,9 @@ impl Run<'_> {
             let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
             return Err(self.thaw_after(&source, e).await);
         }
-        retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
+        if !matches!(self.subject, Subject::Range { .. }) {
+            retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
+        }
         target.clear_fences(self.subject()).await?;
         source.mark_moved(self.subject(), &self.id, now_ms()).await?;
         took(&mut self.progress, "mark");
@@ -687,6 +790,12 @@ impl Run<'_> {
                 "vshard.move.switch",
                 None,
                 format!("vshards:{} shard:{to}", vshard_list(vshards)),
+            ),
+            Subject::Range { tenant, range } => (
+                Placement::Ranges(tenant, &range.collection, &range.ranges_after),
+                "range.move.switch",
+                Some(tenant.to_string()),
+                format!("{} shard:{to}", range_name(tenant, range)),
             ),
         };
         let audit =
@@ -857,6 +966,29 @@ async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result
     }
 }
 
+/// The shard holding key `at` in `ranges` (ascending, the first from `""`), the bound after
+/// that key's range, and the ranges with the keys from `at` up to that bound on `to`.
+fn split(ranges: &[RangeRow], at: &str, to: &ShardId) -> (ShardId, Option<String>, Vec<RangeRow>) {
+    let holder = ranges.partition_point(|range| range.from.as_str() <= at).saturating_sub(1);
+    let owner = ranges.get(holder).map_or_else(|| to.clone(), |range| range.shard.clone());
+    let until = ranges.get(holder + 1).map(|next| next.from.clone());
+    let mut after = ranges.to_vec();
+    let moved = RangeRow { from: at.to_owned(), shard: to.clone() };
+    match after.get_mut(holder) {
+        Some(range) if range.from == at => *range = moved,
+        _ => after.insert(holder + 1, moved),
+    }
+    (owner, until, after)
+}
+
+/// A range move's subject as an operator reads it: `acme/events ["m", "t")`.
+fn range_name(tenant: &TenantId, range: &RangeMove) -> String {
+    match &range.until {
+        Some(until) => format!("{tenant}/{} [{:?}, {until:?})", range.collection, range.from),
+        None => format!("{tenant}/{} [{:?}, end)", range.collection, range.from),
+    }
+}
+
 /// `vshards` as an operator reads them: `3, 4, 9`.
 pub(crate) fn vshard_list(vshards: &[u32]) -> String {
     vshards.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
@@ -875,4 +1007,29 @@ async fn retire_orphan_uploads(target: &FencedShard<'_>, selection: Selection<'_
     .on_shard(target)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ranges_of;
+
+    #[test]
+    fn a_split_gives_the_keys_from_its_key_to_the_next_bound_to_the_shard() {
+        let s2 = ShardId::parse("s2").unwrap();
+        let before = ranges_of(&[("", "s0"), ("m", "s1")]);
+        let (owner, until, after) = split(&before, "f", &s2);
+        assert_eq!((owner.as_str(), until.as_deref()), ("s0", Some("m")));
+        assert_eq!(after, ranges_of(&[("", "s0"), ("f", "s2"), ("m", "s1")]));
+        let (owner, until, after) = split(&before, "t", &s2);
+        assert_eq!((owner.as_str(), until), ("s1", None));
+        assert_eq!(after, ranges_of(&[("", "s0"), ("m", "s1"), ("t", "s2")]));
+        // At a bound, the whole range changes shard.
+        let (owner, until, after) = split(&before, "m", &s2);
+        assert_eq!((owner.as_str(), until), ("s1", None));
+        assert_eq!(after, ranges_of(&[("", "s0"), ("m", "s2")]));
+        let (owner, until, after) = split(&before, "", &s2);
+        assert_eq!((owner.as_str(), until.as_deref()), ("s0", Some("m")));
+        assert_eq!(after, ranges_of(&[("", "s2"), ("m", "s1")]));
+    }
 }

@@ -79,15 +79,24 @@ static HOME: LazyLock<Statements> = LazyLock::new(|| {
 static SPREAD: LazyLock<Statements> = LazyLock::new(|| {
     Statements::new(
         "spread_records",
-        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = $V)",
-        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = spread_records.vshard AND f.state = 'moved')",
+        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = $V) AND ($V <> -1 OR NOT EXISTS \
+         (SELECT 1 FROM range_fences r WHERE r.tenant = $T AND r.collection = $C AND r.from_key <= $K \
+         AND (r.until_key IS NULL OR $K < r.until_key)))",
+        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = spread_records.vshard AND f.state = 'moved') \
+         AND (spread_records.vshard <> -1 OR NOT EXISTS (SELECT 1 FROM range_fences r \
+         WHERE r.tenant = spread_records.tenant AND r.collection = spread_records.collection \
+         AND r.state = 'moved' AND r.from_key <= spread_records.key \
+         AND (r.until_key IS NULL OR spread_records.key < r.until_key)))",
     )
 });
 
 impl Statements {
-    /// `write_fence` names the tenant as `$T` and the row's vshard as `$V`.
+    /// `write_fence` names the tenant as `$T`, the collection as `$C`, the key as `$K` and the
+    /// row's vshard as `$V`.
     fn new(table: &str, write_fence: &str, read_fence: &str) -> Self {
-        let fence = |tenant: &str, vshard: &str| write_fence.replace("$T", tenant).replace("$V", vshard);
+        let fence = |[tenant, collection, key, vshard]: [&str; 4]| {
+            write_fence.replace("$T", tenant).replace("$C", collection).replace("$K", key).replace("$V", vshard)
+        };
         let columns = "(tenant, collection, key, vshard, version, updated_at, deleted, value, live_since)";
         // `$1`–`$7`: tenant, collection, key, vshard, now, value, map epoch. Inserts a new record
         // (version 1) unless the key exists or the shard's fence is newer than the map the write
@@ -95,7 +104,7 @@ impl Statements {
         let insert = format!(
             "INSERT INTO {table} {columns} SELECT $1, $2, $3, $4, 1, $5, 0, $6, 1 \
              WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) AND {}",
-            fence("$1", "$4")
+            fence(["$1", "$2", "$3", "$4"])
         );
         // `$1` version, `$2` now, `$3` value, `$4` vshard, then `$5`–`$8` tenant, collection,
         // key, version, `$9` map epoch.
@@ -104,7 +113,7 @@ impl Statements {
              live_since = CASE WHEN deleted = 1 THEN $1 ELSE live_since END, deleted = 0 \
              WHERE tenant = $5 AND collection = $6 AND key = $7 AND version = $8 \
              AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) AND {} RETURNING version",
-            fence("$5", &format!("{table}.vshard"))
+            fence(["$5", "$6", "$7", &format!("{table}.vshard")])
         );
         Self {
             insert_or_nothing: format!("{insert} ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version"),
@@ -132,14 +141,14 @@ impl Statements {
                 "UPDATE {table} SET version = version + 1, updated_at = $1, deleted = 1, value = 'null' \
                  WHERE tenant = $2 AND collection = $3 AND key = $4 AND deleted = 0 \
                  AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) AND {} RETURNING version",
-                fence("$2", &format!("{table}.vshard"))
+                fence(["$2", "$3", "$4", &format!("{table}.vshard")])
             ),
             // `$1` version, `$2` now, then `$3`–`$6` tenant, collection, key, version, `$7` epoch.
             delete_version: format!(
                 "UPDATE {table} SET version = $1, updated_at = $2, deleted = 1, value = 'null' \
                  WHERE tenant = $3 AND collection = $4 AND key = $5 AND version = $6 \
                  AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) AND {} RETURNING version",
-                fence("$3", &format!("{table}.vshard"))
+                fence(["$3", "$4", "$5", &format!("{table}.vshard")])
             ),
             // `$1` tenant, `$2` collection; the caller appends the key bounds.
             list: format!(
@@ -299,36 +308,42 @@ impl<'a> RecordStore<'a> {
     /// After a write changed nothing: [`Error::StaleMap`] if the shard's fence refused it,
     /// [`Error::TenantFenced`] or [`Error::VshardFenced`] if the fence of what places the record
     /// did (it is moving away).
-    async fn check_write_fences(&self, tenant: &TenantId) -> Result<(), Error> {
+    async fn check_write_fences(&self, addr: RecordAddress<'_>) -> Result<(), Error> {
         match self.layout {
-            Layout::Home => self.shard.check_fences(tenant).await,
+            Layout::Home => self.shard.check_fences(addr.tenant).await,
             Layout::Hash(vshard) => self.shard.check_vshard_fences(vshard).await,
-            Layout::Range => self.shard.check_fence().await,
+            Layout::Range => self.shard.check_range_fences(addr.tenant, addr.collection, addr.key.as_str()).await,
         }
     }
 
     /// `written`, or if the write changed nothing, the fence that refused it if any
     /// ([`RecordStore::check_write_fences`]); `None` means a lost race.
-    async fn unless_fenced_out<T>(&self, tenant: &TenantId, written: Option<T>) -> Result<Option<T>, Error> {
+    async fn unless_fenced_out<T>(&self, addr: RecordAddress<'_>, written: Option<T>) -> Result<Option<T>, Error> {
         if written.is_none() {
-            self.check_write_fences(tenant).await?;
+            self.check_write_fences(addr).await?;
         }
         Ok(written)
     }
 
-    /// After a read found nothing: [`Error::TenantMoved`] or [`Error::VshardFenced`] if what
-    /// places the record has moved to another shard (what is left here is an old copy, never
-    /// to be read).
-    async fn check_moved(&self, tenant: &TenantId) -> Result<(), Error> {
+    /// After a read found nothing: [`Error::TenantMoved`], [`Error::VshardFenced`] or
+    /// [`Error::RangeFenced`] if what places the record has moved to another shard (what is
+    /// left here is an old copy, never to be read).
+    async fn check_moved(&self, addr: RecordAddress<'_>) -> Result<(), Error> {
         match self.layout {
-            Layout::Home => self.shard.check_moved(tenant).await,
+            Layout::Home => self.shard.check_moved(addr.tenant).await,
             Layout::Hash(vshard) => {
                 if self.shard.vshard_fence(vshard).await? == Some(crate::shard::TenantFence::Moved) {
                     return Err(Error::VshardFenced { shard: self.shard.id().clone(), vshard });
                 }
                 Ok(())
             }
-            Layout::Range => Ok(()),
+            Layout::Range => {
+                let fence = self.shard.range_fence(addr.tenant, addr.collection, addr.key.as_str()).await?;
+                if fence == Some(crate::shard::TenantFence::Moved) {
+                    return Err(self.shard.range_fenced(addr.tenant, addr.collection));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -399,7 +414,7 @@ impl<'a> RecordStore<'a> {
             })
             .await?;
         if row.is_none() {
-            self.check_moved(addr.tenant).await?;
+            self.check_moved(addr).await?;
         }
         Ok(row)
     }
@@ -500,7 +515,7 @@ impl<'a> RecordStore<'a> {
                     self.swap_version(update, addr, version).await?
                 }
             };
-            if let Some(version) = self.unless_fenced_out(addr.tenant, written).await? {
+            if let Some(version) = self.unless_fenced_out(addr, written).await? {
                 return Ok(PutOutcome {
                     created: live.is_none(),
                     record: StoredRecord::written(addr, version, value, now_ms),
@@ -525,7 +540,7 @@ impl<'a> RecordStore<'a> {
             .on_shard(&self.shard)
             .await?;
         let Some(row) = row else {
-            self.check_write_fences(addr.tenant).await?;
+            self.check_write_fences(addr).await?;
             return Err(Error::StaleMap(self.shard.id().clone()));
         };
         let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
@@ -546,7 +561,7 @@ impl<'a> RecordStore<'a> {
                 .fetch_optional(self.shard.pool())
                 .on_shard(&self.shard)
                 .await?;
-            return self.unless_fenced_out(addr.tenant, version).await?.ok_or(Error::RecordNotFound);
+            return self.unless_fenced_out(addr, version).await?.ok_or(Error::RecordNotFound);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
@@ -558,7 +573,7 @@ impl<'a> RecordStore<'a> {
             }
             let delete = sqlx::query_scalar(&self.sql().delete_version).bind(version + 1).bind(now_ms);
             let written = self.swap_version(delete, addr, version).await?;
-            if let Some(version) = self.unless_fenced_out(addr.tenant, written).await? {
+            if let Some(version) = self.unless_fenced_out(addr, written).await? {
                 return Ok(version);
             }
         }
@@ -578,7 +593,8 @@ impl<'a> RecordStore<'a> {
 
     /// [`RecordStore::list`] of the records placed by the vshards of `runs` (inclusive ranges
     /// of vshards) only: the ones this shard owns, so a copy a vshard move has made here before
-    /// its switch is not listed.
+    /// its switch is not listed. Also says whether this shard has handed one of those vshards to
+    /// another shard (a map that says it owns them is out of date), asked in the same statement.
     pub async fn list_in_vshards(
         &self,
         tenant: &TenantId,
@@ -586,17 +602,81 @@ impl<'a> RecordStore<'a> {
         bounds: &ListBounds,
         limit: u32,
         runs: &[(u32, u32)],
-    ) -> Result<Vec<StoredRecord>, Error> {
-        self.list_where(tenant, collection, bounds, limit, &format!(" AND {}", vshard_runs_condition(runs))).await
+    ) -> Result<(Vec<StoredRecord>, bool), Error> {
+        let runs_condition = vshard_runs_condition(runs);
+        let moved = format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {runs_condition}");
+        self.list_checking(tenant, collection, bounds, limit, &runs_condition, &moved, false).await
     }
 
-    /// Whether this shard has handed one of the vshards of `runs` to another shard: a map that
-    /// says it owns them is out of date.
-    pub async fn moved_any_of(&self, runs: &[(u32, u32)]) -> Result<bool, Error> {
-        let sql =
-            format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {}", vshard_runs_condition(runs));
-        let moved: i64 = self.shard.read(|| sqlx::query_scalar(&sql).fetch_one(self.shard.pool())).await?;
-        Ok(moved > 0)
+    /// [`RecordStore::list`] of a range-distributed collection's records within the key
+    /// `intervals` this shard holds (each from its first key up to its second, excluded;
+    /// `None`: to the end), so a copy a range move has made here before its switch is not
+    /// listed. Also says whether this shard has given away a part of them (a map that says it
+    /// holds them is out of date), asked in the same statement.
+    pub async fn list_in_ranges(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        intervals: &[(String, Option<String>)],
+    ) -> Result<(Vec<StoredRecord>, bool), Error> {
+        // A fence [f, u) overlaps [from, until) when f < until and (u is NULL or u > from).
+        let overlapping = intervals
+            .iter()
+            .map(|(from, until)| {
+                let after_from = format!("(until_key IS NULL OR until_key > {})", sql_text(from));
+                match until {
+                    Some(until) => format!("(from_key < {} AND {after_from})", sql_text(until)),
+                    None => after_from,
+                }
+            })
+            .collect::<Vec<_>>();
+        let keys = intervals
+            .iter()
+            .map(|(from, until)| match until {
+                Some(until) => format!("(key >= {} AND key < {})", sql_text(from), sql_text(until)),
+                None => format!("key >= {}", sql_text(from)),
+            })
+            .collect::<Vec<_>>();
+        let keys = if keys.is_empty() { "1 = 0".to_owned() } else { format!("({})", keys.join(" OR ")) };
+        let moved = format!(
+            "SELECT COUNT(*) FROM range_fences WHERE tenant = $1 AND collection = $2 AND state = 'moved' AND ({})",
+            if overlapping.is_empty() { "1 = 0".to_owned() } else { overlapping.join(" OR ") }
+        );
+        self.list_checking(tenant, collection, bounds, limit, &keys, &moved, true).await
+    }
+
+    /// The listing of the rows meeting `condition`, with `moved` (a count that is not zero
+    /// when the caller's map is out of date; it names the tenant and collection as `$1` and
+    /// `$2` if `moved_binds`) asked in the same statement, or alone when no row is listed.
+    #[expect(clippy::too_many_arguments, reason = "the listing's own arguments and the check's")]
+    async fn list_checking(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        condition: &str,
+        moved: &str,
+        moved_binds: bool,
+    ) -> Result<(Vec<StoredRecord>, bool), Error> {
+        // The listing's select list, and the count as a fifth column.
+        let sql = self.sql().list.replacen(" FROM ", &format!(", ({moved}) AS moved FROM "), 1);
+        let rows = self.fetch_list(&sql, tenant, collection, bounds, limit, &format!(" AND {condition}")).await?;
+        let Some(first) = rows.first() else {
+            let count: i64 = self
+                .shard
+                .read(|| {
+                    let query = sqlx::query_scalar(moved);
+                    let query = if moved_binds { query.bind(tenant.as_str()).bind(collection.as_str()) } else { query };
+                    query.fetch_one(self.shard.pool())
+                })
+                .await?;
+            return Ok((Vec::new(), count > 0));
+        };
+        let count: i64 = first.try_get(4).map_err(|e| self.err(e))?;
+        Ok((rows.iter().map(|r| self.record(r)).collect::<Result<_, _>>()?, count > 0))
     }
 
     async fn list_where(
@@ -607,7 +687,25 @@ impl<'a> RecordStore<'a> {
         limit: u32,
         condition: &str,
     ) -> Result<Vec<StoredRecord>, Error> {
-        let mut sql = self.sql().list.clone();
+        let rows = self.fetch_list(&self.sql().list, tenant, collection, bounds, limit, condition).await?;
+        if rows.is_empty() && self.layout == Layout::Home {
+            self.shard.check_moved(tenant).await?;
+        }
+        rows.iter().map(|r| self.record(r)).collect()
+    }
+
+    /// Runs the listing statement `select` (binding the tenant as `$1` and the collection as
+    /// `$2`) with `condition` and the key bounds appended, ordered by key, at most `limit` rows.
+    async fn fetch_list(
+        &self,
+        select: &str,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        bounds: &ListBounds,
+        limit: u32,
+        condition: &str,
+    ) -> Result<Vec<sqlx::any::AnyRow>, Error> {
+        let mut sql = select.to_owned();
         sql.push_str(condition);
         let mut binds: Vec<String> = Vec::new();
         let mut push = |sql: &mut String, op: &str, value: String| {
@@ -634,11 +732,7 @@ impl<'a> RecordStore<'a> {
         for value in binds {
             query = query.bind(value);
         }
-        let rows = query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await?;
-        if rows.is_empty() && self.layout == Layout::Home {
-            self.shard.check_moved(tenant).await?;
-        }
-        rows.iter().map(|r| self.record(r)).collect()
+        query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await
     }
 
     /// Live records on this shard (all tenants).
@@ -684,6 +778,12 @@ impl<'a> RecordStore<'a> {
             .await?;
         Ok(done.rows_affected())
     }
+}
+
+/// `text` as an SQL string literal (a quote doubled, so the literal cannot end early; keys hold
+/// no NUL).
+fn sql_text(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.

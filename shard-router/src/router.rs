@@ -526,7 +526,12 @@ impl ShardRouter {
                     refreshed = true;
                     self.refresh().await?;
                 }
-                Err(Error::TenantFenced { .. } | Error::TenantMoved { .. } | Error::VshardFenced { .. }) => {
+                Err(
+                    Error::TenantFenced { .. }
+                    | Error::TenantMoved { .. }
+                    | Error::VshardFenced { .. }
+                    | Error::RangeFenced { .. },
+                ) => {
                     if !self.wait_for_cutover(give_up).await? {
                         return Err(Error::TenantMoving(tenant.clone()));
                     }
@@ -948,13 +953,26 @@ impl ShardRouter {
             let old = map.spread_of(row.tenant.as_str(), row.collection.as_str()).map(Spread::distribution);
             (old.unwrap_or(Distribution::Tenant), map.shards.iter().map(|s| s.id.clone()).collect::<Vec<_>>())
         };
+        if old == Distribution::Range && row.distribution == Distribution::Range {
+            let current = self.catalog.get_distribution(&row.tenant, &row.collection).await?;
+            if current.is_some_and(|current| same_holders(&current.ranges, &row.ranges)) {
+                // Bounds added or removed, every key on the shard it was on: nothing moves.
+                let epoch = self.catalog.set_distribution(row, audit).await?;
+                let map = self.catalog.load_map().await?;
+                *self.map.write() = map;
+                return Ok(epoch);
+            }
+        }
         let old_layout = self.collection_rows(&row.tenant, &row.collection, old, &shards);
         if old_layout.count().await? > 0 {
             return Err(Error::DistributionRefused(format!(
-                "collection {} holds records (or tombstones) distributed `{}`; changing the distribution of a \
-                 non-empty collection is not supported yet",
+                "collection {} holds records (or tombstones) distributed `{}`; a range-distributed collection's \
+                 keys change shard with a split (POST /v1/admin/tenants/{}/collections/{}/split), other changes \
+                 of a non-empty collection's distribution are not supported yet",
                 row.collection,
-                old.as_str()
+                old.as_str(),
+                row.tenant,
+                row.collection
             )));
         }
         if old == Distribution::Tenant {
@@ -1094,7 +1112,9 @@ impl ShardRouter {
         });
         let mut purged = store.purge_tenant(id).await?;
         for shard in &spread {
-            purged += RecordStore::new(&self.shard_db(shard)?, shard).in_layout(Layout::Range).purge_tenant(id).await?;
+            let db = self.shard_db(shard)?;
+            purged += RecordStore::new(&db, shard).in_layout(Layout::Range).purge_tenant(id).await?;
+            FencedShard::new(&db, shard).drop_range_fences(id, None).await?;
         }
         blobs.purge_tenant(id).await?;
         let epoch = self.catalog.delete_tenant(id, audit).await?;
@@ -1176,13 +1196,26 @@ impl CollectionRows<'_> {
         Ok(records)
     }
 
-    /// Removes every row.
+    /// Removes every row, and every range fence (a distribution set anew starts without).
     async fn purge(&self) -> Result<(), Error> {
         for (id, db, layout) in self.stores()? {
             RecordStore::new(&db, &id).in_layout(layout).purge_collection(self.tenant, self.collection).await?;
+            if layout == Layout::Range {
+                FencedShard::new(&db, &id).drop_range_fences(self.tenant, Some(self.collection)).await?;
+            }
         }
         Ok(())
     }
+}
+
+/// Whether every key lives on the same shard under both lists of ranges (each ascending, the
+/// first from `""`): the holders agree at every bound of either list.
+fn same_holders(old: &[crate::catalog::RangeRow], new: &[crate::catalog::RangeRow]) -> bool {
+    let holder = |ranges: &[crate::catalog::RangeRow], key: &str| {
+        let i = ranges.partition_point(|range| range.from.as_str() <= key).saturating_sub(1);
+        ranges.get(i).map(|range| range.shard.clone())
+    };
+    old.iter().chain(new).all(|bound| holder(old, &bound.from) == holder(new, &bound.from))
 }
 
 /// The most records written under an old distribution while it changed that are carried over
@@ -1283,4 +1316,20 @@ async fn check_identity_at_open(
     };
     tracing::error!(shard = %shard.id, reason, "shard not used: its database carries another shard's identity marker");
     Some(reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ranges_of;
+
+    #[test]
+    fn ranges_keep_their_holders_when_bounds_only_split_or_join_a_shards_keys() {
+        let old = ranges_of(&[("", "s0"), ("m", "s1")]);
+        assert!(same_holders(&old, &ranges_of(&[("", "s0"), ("f", "s0"), ("m", "s1"), ("t", "s1")])));
+        assert!(same_holders(&ranges_of(&[("", "s0"), ("f", "s0"), ("m", "s1")]), &old));
+        assert!(!same_holders(&old, &ranges_of(&[("", "s0"), ("l", "s1")])), "the key l changes shard");
+        assert!(!same_holders(&old, &ranges_of(&[("", "s0"), ("m", "s2")])));
+        assert!(!same_holders(&old, &ranges_of(&[("", "s0")])));
+    }
 }

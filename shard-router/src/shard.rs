@@ -15,7 +15,7 @@
 use crate::db::Database;
 use crate::error::Error;
 use crate::health::Refusal;
-use crate::ids::{ShardId, TenantId};
+use crate::ids::{CollectionName, ShardId, TenantId};
 
 /// A shard database and the map epoch its writes are routed on. A store on a shard holds one
 /// and reaches its pool, its id and its fence through it.
@@ -174,6 +174,94 @@ impl<'a> FencedShard<'a> {
         }
     }
 
+    /// The fence this shard holds over the key `key` of `tenant`'s range-distributed
+    /// `collection`, if any.
+    pub async fn range_fence(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        key: &str,
+    ) -> Result<Option<TenantFence>, Error> {
+        let sql = "SELECT state FROM range_fences WHERE tenant = $1 AND collection = $2 AND from_key <= $3 \
+                   AND (until_key IS NULL OR $3 < until_key)";
+        let state: Option<String> = self
+            .read(|| {
+                sqlx::query_scalar(sql)
+                    .bind(tenant.as_str())
+                    .bind(collection.as_str())
+                    .bind(key)
+                    .fetch_optional(self.pool())
+            })
+            .await?;
+        state
+            .map(|s| {
+                TenantFence::parse(&s)
+                    .ok_or_else(|| Error::Corrupt(format!("range fence state {s:?} on shard {}", self.id)))
+            })
+            .transpose()
+    }
+
+    /// After a fenced write of the record at `key` of a range-distributed collection changed
+    /// nothing: [`Error::StaleMap`] if the shard's fence is why, [`Error::RangeFenced`] if the
+    /// fence of the key's range is (it is moving or has moved to another shard).
+    pub async fn check_range_fences(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        key: &str,
+    ) -> Result<(), Error> {
+        self.check_fence().await?;
+        match self.range_fence(tenant, collection, key).await? {
+            Some(_) => Err(self.range_fenced(tenant, collection)),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Error::RangeFenced`] on this shard.
+    pub fn range_fenced(&self, tenant: &TenantId, collection: &CollectionName) -> Error {
+        Error::RangeFenced { shard: self.id.clone(), tenant: tenant.clone(), collection: collection.clone() }
+    }
+
+    /// Whether this shard has given away a part of the `intervals` (each from its first key up
+    /// to its second, excluded; `None`: to the end) of `tenant`'s `collection`: a map that says
+    /// it holds them is out of date.
+    pub async fn moved_any_range(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        intervals: &[(String, Option<String>)],
+    ) -> Result<bool, Error> {
+        let mut binds: Vec<&str> = Vec::new();
+        let mut overlaps = Vec::new();
+        for (from, until) in intervals {
+            binds.push(from);
+            let from = binds.len() + 2;
+            // The fence overlaps [from, until).
+            match until {
+                Some(until) => {
+                    binds.push(until);
+                    let until = binds.len() + 2;
+                    overlaps.push(format!("(from_key < ${until} AND (until_key IS NULL OR until_key > ${from}))"));
+                }
+                None => overlaps.push(format!("(until_key IS NULL OR until_key > ${from})")),
+            }
+        }
+        if overlaps.is_empty() {
+            return Ok(false);
+        }
+        let sql = format!(
+            "SELECT COUNT(*) FROM range_fences WHERE tenant = $1 AND collection = $2 AND state = 'moved' AND ({})",
+            overlaps.join(" OR ")
+        );
+        let moved: i64 = self
+            .read(|| {
+                let query = sqlx::query_scalar(&sql).bind(tenant.as_str()).bind(collection.as_str());
+                binds.iter().fold(query, |q, b| q.bind(*b)).fetch_one(self.pool())
+            })
+            .await?;
+        Ok(moved > 0)
+    }
+
     /// Fences `subject` on this shard for move `job`: its writes are refused from now on, its
     /// reads still served. Fences already there (frozen or moved) are left as they are.
     pub async fn freeze(&self, subject: MoveSubject<'_>, job: &str, now_ms: i64) -> Result<(), Error> {
@@ -212,6 +300,23 @@ impl<'a> FencedShard<'a> {
                 batch.iter().fold(insert, |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
             }
         }
+        if let MoveSubject::Range(range) = subject {
+            let sql = format!(
+                "INSERT INTO range_fences (tenant, collection, from_key, until_key, state, job_id, since) \
+                 VALUES ($1, $2, $3, $4, '{state}', $5, $6) {}",
+                on_conflict("tenant, collection, from_key")
+            );
+            sqlx::query(&sql)
+                .bind(range.tenant.as_str())
+                .bind(range.collection.as_str())
+                .bind(range.from)
+                .bind(range.until)
+                .bind(job)
+                .bind(now_ms)
+                .execute(self.pool())
+                .on_shard(self)
+                .await?;
+        }
         Ok(())
     }
 
@@ -234,6 +339,83 @@ impl<'a> FencedShard<'a> {
                 batch.iter().fold(sqlx::query(&sql), |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
             }
         }
+        if let MoveSubject::Range(range) = subject {
+            if only.is_empty() {
+                return self.clear_range_fences(range).await;
+            }
+            let sql = format!("DELETE FROM range_fences WHERE tenant = $1 AND collection = $2 AND from_key = $3{only}");
+            sqlx::query(&sql)
+                .bind(range.tenant.as_str())
+                .bind(range.collection.as_str())
+                .bind(range.from)
+                .execute(self.pool())
+                .on_shard(self)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Removes the fences of `range` (it moves onto this shard): a fence reaching beyond it
+    /// keeps the part outside, in one transaction.
+    async fn clear_range_fences(&self, range: KeyRange<'_>) -> Result<(), Error> {
+        let trim = async {
+            let mut tx = self.pool().begin().await?;
+            let overlapping: Vec<(String, Option<String>, String, String, i64)> = sqlx::query_as(
+                "SELECT from_key, until_key, state, job_id, since FROM range_fences \
+                 WHERE tenant = $1 AND collection = $2 AND ($4 IS NULL OR from_key < $4) \
+                 AND (until_key IS NULL OR until_key > $3)",
+            )
+            .bind(range.tenant.as_str())
+            .bind(range.collection.as_str())
+            .bind(range.from)
+            .bind(range.until)
+            .fetch_all(&mut *tx)
+            .await?;
+            for (from, until, state, job, since) in overlapping {
+                sqlx::query("DELETE FROM range_fences WHERE tenant = $1 AND collection = $2 AND from_key = $3")
+                    .bind(range.tenant.as_str())
+                    .bind(range.collection.as_str())
+                    .bind(&from)
+                    .execute(&mut *tx)
+                    .await?;
+                let below = (from.as_str() < range.from).then(|| (from.clone(), Some(range.from.to_owned())));
+                let above = match (range.until, &until) {
+                    (Some(end), None) => Some((end.to_owned(), None)),
+                    (Some(end), Some(fence_end)) if fence_end.as_str() > end => {
+                        Some((end.to_owned(), Some(fence_end.clone())))
+                    }
+                    _ => None,
+                };
+                for (piece_from, piece_until) in below.into_iter().chain(above) {
+                    sqlx::query(
+                        "INSERT INTO range_fences (tenant, collection, from_key, until_key, state, job_id, since) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    )
+                    .bind(range.tenant.as_str())
+                    .bind(range.collection.as_str())
+                    .bind(piece_from)
+                    .bind(piece_until)
+                    .bind(&state)
+                    .bind(&job)
+                    .bind(since)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+            }
+            tx.commit().await
+        };
+        trim.on_shard(self).await
+    }
+
+    /// Removes every range fence of `tenant`'s `collection` (its distribution is set anew), or
+    /// of all its collections.
+    pub async fn drop_range_fences(&self, tenant: &TenantId, collection: Option<&CollectionName>) -> Result<(), Error> {
+        sqlx::query("DELETE FROM range_fences WHERE tenant = $1 AND ($2 IS NULL OR collection = $2)")
+            .bind(tenant.as_str())
+            .bind(collection.map(CollectionName::as_str))
+            .execute(self.pool())
+            .on_shard(self)
+            .await?;
         Ok(())
     }
 
@@ -320,6 +502,22 @@ pub enum MoveSubject<'a> {
         /// The unpinned tenants that hash to them.
         tenants: &'a [TenantId],
     },
+    /// The records of one key range of a range-distributed collection (fenced as that range).
+    Range(KeyRange<'a>),
+}
+
+/// A key range of a tenant's range-distributed collection: the keys from `from` up to `until`
+/// (excluded; `None`: every key from `from` on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyRange<'a> {
+    /// The tenant.
+    pub tenant: &'a TenantId,
+    /// The collection.
+    pub collection: &'a CollectionName,
+    /// The smallest key.
+    pub from: &'a str,
+    /// The first key after the range, if any.
+    pub until: Option<&'a str>,
 }
 
 impl<'a> MoveSubject<'a> {
@@ -328,13 +526,14 @@ impl<'a> MoveSubject<'a> {
         match *self {
             MoveSubject::Tenant(tenant) => std::slice::from_ref(tenant),
             MoveSubject::Vshards { tenants, .. } => tenants,
+            MoveSubject::Range(_) => &[],
         }
     }
 
     /// The vshards whose index entries move (none for a tenant).
     pub fn vshards(&self) -> &'a [u32] {
         match *self {
-            MoveSubject::Tenant(_) => &[],
+            MoveSubject::Tenant(_) | MoveSubject::Range(_) => &[],
             MoveSubject::Vshards { vshards, .. } => vshards,
         }
     }

@@ -22,6 +22,15 @@ pub struct RangeRow {
     pub shard: ShardId,
 }
 
+/// Ranges from `(from, shard)` pairs, for tests.
+#[cfg(test)]
+pub(crate) fn ranges_of(bounds: &[(&str, &str)]) -> Vec<RangeRow> {
+    bounds
+        .iter()
+        .map(|(from, shard)| RangeRow { from: (*from).to_owned(), shard: ShardId::parse(shard).unwrap() })
+        .collect()
+}
+
 /// A collection's distribution as the catalog stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectionRow {
@@ -90,6 +99,16 @@ impl Catalog {
                 .map_err(catalog_err)?;
             if exists.is_none() {
                 return Err(Error::TenantNotFound);
+            }
+            // A job moving the tenant's data (a range move of this collection among them) ends
+            // first: it relies on the distribution it began with.
+            let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
+                .bind(super::tenant_subject(&row.tenant))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+            if let Some(job) = holder {
+                return Err(Error::JobConflict { subject: super::tenant_subject(&row.tenant), job });
             }
             for range in &row.ranges {
                 let shard: Option<String> = sqlx::query_scalar("SELECT id FROM shards WHERE id = $1")

@@ -4,10 +4,10 @@
 //! drives them.
 
 use super::JobRow;
-use super::{Audit, Catalog, catalog_err};
+use super::{Audit, Catalog, RangeRow, catalog_err};
 use crate::clock::now_ms;
 use crate::error::Error;
-use crate::ids::{ShardId, TenantId};
+use crate::ids::{CollectionName, ShardId, TenantId};
 
 /// What a job owns, as stored in `job_claims`: a tenant.
 pub fn tenant_subject(tenant: &TenantId) -> String {
@@ -27,6 +27,8 @@ pub enum Placement<'a> {
     Pin(&'a TenantId, &'a ShardId),
     /// Give vshards to a shard.
     Vshards(&'a [u32], &'a ShardId),
+    /// Set the ranges of a tenant's range-distributed collection.
+    Ranges(&'a TenantId, &'a CollectionName, &'a [RangeRow]),
 }
 
 /// A running job's answer to its owner's heartbeat.
@@ -242,6 +244,25 @@ impl Catalog {
                         if moved.rows_affected() != 1 {
                             return Err(Error::Corrupt(format!("vshard {vshard} is not in the vshard table")));
                         }
+                    }
+                }
+                Placement::Ranges(tenant, collection, ranges) => {
+                    let ranges = serde_json::to_string(ranges).map_err(|e| Error::Corrupt(e.to_string()))?;
+                    let set = sqlx::query(
+                        "UPDATE collection_distributions SET ranges = $1, updated_at = $2 \
+                         WHERE tenant = $3 AND collection = $4 AND distribution = 'range'",
+                    )
+                    .bind(ranges)
+                    .bind(now_ms())
+                    .bind(tenant.as_str())
+                    .bind(collection.as_str())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+                    if set.rows_affected() != 1 {
+                        return Err(Error::Corrupt(format!(
+                            "collection {collection} of tenant {tenant} is no longer distributed `range`"
+                        )));
                     }
                 }
             }

@@ -10,6 +10,7 @@ use shardgate_tests::{SEEDED_SHARDS, TestApp, eventually, expect_json, expect_pr
 
 shardgate_tests::conformance!(
     a_hash_collection_spreads_its_records_over_every_shard,
+    a_hash_listing_completes_its_pages_when_one_shard_holds_most_keys,
     a_range_collection_reads_only_the_shards_its_ranges_overlap,
     only_an_empty_collection_changes_its_distribution,
     a_listing_without_a_shard_says_so_or_fails_when_strict,
@@ -84,6 +85,36 @@ async fn a_hash_collection_spreads_its_records_over_every_shard(app: TestApp) {
     assert_eq!(keys_of(&page), ["e0100", "e0101", "e0102", "e0103", "e0104"]);
     assert_eq!(page["_shards"]["total"], SEEDED_SHARDS.len(), "{page}");
     assert_eq!(page["_shards"]["successful"], SEEDED_SHARDS.len(), "{page}");
+}
+
+/// A listing first asks each shard for its share of the page; a shard holding far more than
+/// its share of the interval makes it ask again, and the pages still come out whole.
+async fn a_hash_listing_completes_its_pages_when_one_shard_holds_most_keys(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let crowded = app.route("acme", "events", "k0000").await["shard"].as_str().unwrap().to_owned();
+    let (mut on_crowded, mut elsewhere) = (Vec::new(), Vec::new());
+    for i in 0.. {
+        let key = format!("k{i:04}");
+        if app.route("acme", "events", &key).await["shard"] == crowded.as_str() {
+            on_crowded.push(key);
+        } else if elsewhere.len() < 12 {
+            elsewhere.push(key);
+        }
+        if on_crowded.len() == 60 && elsewhere.len() == 12 {
+            break;
+        }
+    }
+    let mut keys: Vec<String> = on_crowded.into_iter().chain(elsewhere).collect();
+    app.put_many("acme", "events", &keys).await;
+    keys.sort();
+
+    for limit in [5, 13, 40, 100] {
+        assert_eq!(page_through(&app, "acme", "events", limit).await, keys, "limit={limit}");
+    }
+    let page = expect_json(app.list_records("acme", "events", "limit=40").await, StatusCode::OK).await;
+    assert_eq!(keys_of(&page), &keys[..40], "{page}");
+    assert!(page["next_cursor"].is_string(), "{page}");
 }
 
 async fn a_range_collection_reads_only_the_shards_its_ranges_overlap(app: TestApp) {

@@ -23,6 +23,7 @@ mod malformed;
 mod moves;
 mod operations;
 mod placement;
+mod range_moves;
 mod rebalance;
 mod records;
 mod restart;

@@ -13,25 +13,7 @@ use serde_json::{Value, json};
 use shardgate_tests::linearizability::{DeleteRequest, GetRequest, PutRequest};
 use shardgate_tests::{History, TestApp, Verdict, eventually, expect_json, expect_problem, record_path};
 
-/// Each story on SQLite and on PostgreSQL shards (with its own move settings, so not through
-/// `conformance!`).
-macro_rules! on_both_engines {
-    ($($story:ident),+ $(,)?) => {$(
-        mod $story {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                super::$story(shardgate_tests::Backend::Sqlite).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                super::$story(shardgate_tests::Backend::Postgres).await;
-            }
-        }
-    )+};
-}
-
-on_both_engines!(
+shardgate_tests::on_both_engines!(
     a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read,
     moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back,
 );
@@ -87,6 +69,47 @@ pub(crate) async fn ended(app: &TestApp, id: &str, within: Duration) -> Value {
     })
     .await
     .unwrap_or_else(|| panic!("job {id} still running after {within:?}"))
+}
+
+/// Clients of one tenant, half on each of two instances, recording one history.
+pub(crate) struct Load {
+    /// Set to stop the clients.
+    pub(crate) stop: Arc<AtomicBool>,
+    /// Unexpected answers.
+    pub(crate) errors: Arc<AtomicU64>,
+    /// Requests refused with 503 (not applied).
+    pub(crate) refused: Arc<AtomicU64>,
+    clients: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    /// Starts `clients` clients of `tenant` (id and token) through the two `bases`.
+    pub(crate) fn start(bases: [&str; 2], tenant: (&str, &str), clients: usize, history: &History) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (errors, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let clients = (0..clients)
+            .map(|id| {
+                tokio::spawn(client(
+                    bases[id % 2].to_owned(),
+                    vec![(tenant.0.to_owned(), tenant.1.to_owned())],
+                    id,
+                    history.clone(),
+                    stop.clone(),
+                    errors.clone(),
+                    refused.clone(),
+                ))
+            })
+            .collect();
+        Self { stop, errors, refused, clients }
+    }
+
+    /// Stops the clients and waits for them.
+    pub(crate) async fn finish(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for client in self.clients {
+            client.await.unwrap();
+        }
+    }
 }
 
 /// One client: random puts, gets and deletes of the keys `k0`…`k99` of `tenants` (id and
@@ -197,21 +220,8 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
         history.invoke(format!("acme/k{i}"), PutRequest { value: "initial".to_owned() }).ok();
     }
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let (errors, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let mut clients = Vec::new();
-    for id in 0..CLIENTS {
-        let base = if id % 2 == 0 { app.base_url.clone() } else { peer.base_url.clone() };
-        clients.push(tokio::spawn(client(
-            base,
-            vec![("acme".to_owned(), token.clone())],
-            id,
-            history.clone(),
-            stop.clone(),
-            errors.clone(),
-            refused.clone(),
-        )));
-    }
+    let load = Load::start([&app.base_url, &peer.base_url], ("acme", &token), CLIENTS, &history);
+    let (stop, errors, refused) = (load.stop.clone(), load.errors.clone(), load.refused.clone());
     // A bystander on the same shards, served throughout.
     let bystander = {
         let (base, token, stop) = (app.base_url.clone(), app.rw_token("bystander"), stop.clone());
@@ -239,10 +249,7 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let enough = eventually(Duration::from_secs(90), async || (history.len() >= 10_000 + KEYS).then_some(())).await;
     assert!(enough.is_some(), "only {} operations in 90 s", history.len());
-    stop.store(true, Ordering::Relaxed);
-    for client in clients {
-        client.await.unwrap();
-    }
+    load.finish().await;
     let (bystander_ok, bystander_failed) = bystander.await.unwrap();
 
     assert_eq!(done["state"], "done", "{done}");

@@ -1,12 +1,18 @@
 //! `/v1/admin/tenants/{id}/collections/{collection}`: a collection's distribution (`tenant`,
 //! `hash` or `range` with its ranges). The routing is [`shardgate_shard_router::map`]'s; the
-//! change is [`shardgate_shard_router::ShardRouter::set_distribution`].
+//! change is [`shardgate_shard_router::ShardRouter::set_distribution`]. `.../split` splits a
+//! range ([`shardgate_shard_router::mover::Mover::split_range`]: a catalog change, or a
+//! `range.move` job when its keys change shard).
 
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{CollectionRow, RangeRow};
+use shardgate_shard_router::mover::RangeSplit;
 use shardgate_shard_router::{CollectionName, Distribution, ShardId, TenantId, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::envelope::Job;
 use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{Admin, ApiJson, ApiPath};
 use crate::openapi::errors;
@@ -68,13 +74,15 @@ pub async fn get_distribution(
 
 errors!(SetDistributionErrors:
     InvalidPath, InvalidJson, InvalidBody, UnsupportedMediaType, TenantNotFound, UnknownShard, DistributionRefused,
-    CatalogUnavailable, ShardUnavailable
+    JobConflict, CatalogUnavailable, ShardUnavailable
 );
 
-/// Set a collection's distribution. Only a collection that holds no record yet may change
-/// it (changing a non-empty collection's distribution is not supported yet: 409
-/// `distribution_refused`); range bounds must name active shards. Takes effect on every
-/// instance at once: each shard's fence moves to the new map epoch.
+/// Set a collection's distribution. A collection that holds no record yet may change it
+/// freely; a non-empty `range` collection may change its ranges as long as every key stays on
+/// its shard (bounds added or removed; keys change shard with `.../split`). Other changes of a
+/// non-empty collection are not supported yet (409 `distribution_refused`), nor any while a
+/// job moves the tenant's data (409 `job_conflict`). Range bounds must name active shards.
+/// Takes effect on every instance at once: each shard's fence moves to the new map epoch.
 #[utoipa::path(put, path = "/v1/admin/tenants/{id}/collections/{collection}", params(CollectionPath), request_body = CollectionDistribution, responses(
     (status = 200, description = "The distribution now in effect", body = CollectionDistribution),
     SetDistributionErrors,
@@ -104,6 +112,69 @@ pub async fn set_distribution(
     );
     app.router.set_distribution(&row, &audit).await?;
     Ok(axum::Json(view(&row)))
+}
+
+/// Body of `POST /v1/admin/tenants/{id}/collections/{collection}/split`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SplitRequest {
+    /// The first key of the new range: the keys from here up to the next range's `from` go to
+    /// `shard`. If a range starts here already (`""` is the first range's), that whole range
+    /// goes to `shard`.
+    pub at: String,
+    /// The shard that takes the keys (registered and `active`).
+    pub shard: String,
+}
+
+errors!(SplitRangeErrors:
+    InvalidPath, InvalidJson, InvalidBody, UnsupportedMediaType, TenantNotFound, ShardNotFound, JobConflict,
+    MoveRefused, DistributionRefused, CatalogUnavailable, ShardUnavailable
+);
+
+/// Split a range of a `range`-distributed collection: the keys from `at` up to the next range
+/// go to `shard`. If that shard holds them already, only the ranges change (200, in effect on
+/// every instance at once). Otherwise a `range.move` job moves them while traffic flows, with
+/// a tenant move's guarantees (copy, catch up, the range alone fenced on its old shard, last
+/// delta, checksums, new ranges with a new epoch, old copy removed after
+/// `storage.moves.cleanup_grace`): 202, follow it at `/v1/admin/jobs/{id}`. Writes of the
+/// range's keys during the cut-over wait for the new shard (at most
+/// `storage.moves.cutover_wait`, then 503 `tenant_moving` with `Retry-After`). One job per
+/// tenant at a time (409 `job_conflict`).
+#[utoipa::path(post, path = "/v1/admin/tenants/{id}/collections/{collection}/split", params(CollectionPath), request_body = SplitRequest, responses(
+    (status = 200, description = "The keys stay on their shard: the distribution now in effect", body = CollectionDistribution),
+    (status = 202, description = "The keys move: follow the job at `/v1/admin/jobs/{id}`", body = Job),
+    SplitRangeErrors,
+))]
+pub async fn split_range(
+    Admin { app, caller, request }: Admin,
+    ApiPath(path): ApiPath<CollectionPath>,
+    ApiJson(body): ApiJson<SplitRequest>,
+) -> Result<Response, ApiError> {
+    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
+    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let invalid = |detail: String| ApiError::new(Code::InvalidBody, detail);
+    // `""` is the first range's bound: a split there moves that whole range.
+    if !body.at.is_empty() {
+        shardgate_shard_router::ids::check_key_text("at", &body.at).map_err(|e| invalid(e.to_string()))?;
+    }
+    let shard = ShardId::parse(&body.shard).map_err(|e| invalid(format!("shard: {e}")))?;
+    app.router.catalog().get_tenant(&tenant).await?.ok_or_else(ApiError::tenant_not_found)?;
+    let audit = caller.audit(
+        &request,
+        "collection.split",
+        Some(tenant.as_str()),
+        format!("collection:{collection} at:{:?} shard:{shard}", body.at),
+    );
+    match app.mover.split_range(&tenant, &collection, &body.at, &shard, &audit).await? {
+        RangeSplit::Moving(job) => Ok((StatusCode::ACCEPTED, axum::Json(Job::from(job))).into_response()),
+        RangeSplit::Switched(_) => {
+            let row = app.router.catalog().get_distribution(&tenant, &collection).await?;
+            let row = row.ok_or_else(|| {
+                ApiError::new(Code::DistributionRefused, format!("collection {collection} lost its distribution"))
+            })?;
+            Ok(axum::Json(view(&row)).into_response())
+        }
+    }
 }
 
 /// The ranges of a `range` distribution, checked: present, ascending, the first from `""`,
