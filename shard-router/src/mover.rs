@@ -322,6 +322,19 @@ impl Mover {
         to: &ShardId,
         audit: &Audit,
     ) -> Result<RangeSplit, Error> {
+        self.split_range_for(tenant, collection, at, to, None, audit).await
+    }
+
+    /// [`Mover::split_range`] as a step of rebalance or drain job `parent`, if any.
+    pub(crate) async fn split_range_for(
+        self: &Arc<Self>,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        at: &str,
+        to: &ShardId,
+        parent: Option<&str>,
+        audit: &Audit,
+    ) -> Result<RangeSplit, Error> {
         let row = self.router.catalog().get_distribution(tenant, collection).await?;
         let Some(row) = row.filter(|row| row.distribution == crate::map::Distribution::Range) else {
             return Err(Error::DistributionRefused(format!(
@@ -335,6 +348,7 @@ impl Mover {
         }
         self.check_target(to)?;
         let mut progress = MoveProgress::new(&owner, to);
+        progress.parent = parent.map(str::to_owned);
         let range = RangeMove {
             collection: collection.clone(),
             from: at.to_owned(),

@@ -50,6 +50,9 @@ pub struct PlanView {
     pub vshards: Vec<PlannedVshard>,
     /// Pinned tenants that leave draining shards, in tenant id order.
     pub tenants: Vec<PlannedTenant>,
+    /// Ranges of range-distributed collections that leave draining shards.
+    #[serde(default)]
+    pub ranges: Vec<PlannedRange>,
     /// Every shard taking part, with its load before and after (vshards by count, bytes by
     /// bytes).
     pub loads: Vec<ShardLoad>,
@@ -58,8 +61,24 @@ pub struct PlanView {
 impl PlanView {
     /// Whether the plan moves nothing.
     pub fn is_empty(&self) -> bool {
-        self.vshards.is_empty() && self.tenants.is_empty()
+        self.vshards.is_empty() && self.tenants.is_empty() && self.ranges.is_empty()
     }
+}
+
+/// A range of a range-distributed collection changing shard (the keys from `from` up to the
+/// collection's next bound).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedRange {
+    /// The tenant.
+    pub tenant: String,
+    /// The collection.
+    pub collection: String,
+    /// The range's first key.
+    pub from_key: String,
+    /// Its shard now.
+    pub from: String,
+    /// Its shard after the move.
+    pub to: String,
 }
 
 /// A vshard changing owner.
@@ -122,9 +141,13 @@ pub struct Step {
     /// The vshards it moves, if a vshard move.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vshards: Vec<u32>,
-    /// The pinned tenant it moves, if a tenant move.
+    /// The pinned tenant it moves, if a tenant move; the tenant of the range it moves, if a
+    /// range move.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// The range it moves, if a range move: the collection and the range's first key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<(String, String)>,
     /// From shard.
     pub from: String,
     /// To shard.
@@ -248,12 +271,6 @@ impl Rebalancer {
 
     async fn plan(&self, balance: Balance, draining: Option<&ShardId>) -> Result<PlanView, Error> {
         self.router().refresh().await?;
-        // A shard to be emptied must hold no range: ranges do not move with vshards.
-        if let Some(held) =
-            self.router().range_kept_on(|shard| Some(&shard.id) == draining || shard.state == ShardState::Draining)
-        {
-            return Err(Error::MoveRefused(held));
-        }
         let map = self.router().with_map(Clone::clone);
         let stored = match balance {
             Balance::Count => None,
@@ -291,6 +308,7 @@ impl Rebalancer {
             other => Error::Corrupt(format!("rebalance plan: {other}")),
         })?;
         let name = |index: crate::map::ShardIndex| map.shards[usize::from(index)].id.to_string();
+        let ranges = plan_ranges(&map, &shards, &planned.after)?;
         Ok(PlanView {
             balance,
             vshards: planned
@@ -303,6 +321,7 @@ impl Rebalancer {
                 .iter()
                 .map(|m| PlannedTenant { tenant: m.tenant.to_string(), from: name(m.from), to: name(m.to) })
                 .collect(),
+            ranges,
             loads: map
                 .shards
                 .iter()
@@ -380,6 +399,7 @@ impl Rebalancer {
         let step = |vshards, tenant, from: &str, to: &str| Step {
             vshards,
             tenant,
+            range: None,
             from: from.to_owned(),
             to: to.to_owned(),
             state: StepState::Pending,
@@ -396,6 +416,10 @@ impl Rebalancer {
             steps.extend(vshards.chunks(VSHARDS_PER_STEP).map(|batch| step(batch.to_vec(), None, from, to)));
         }
         steps.extend(plan.tenants.iter().map(|m| step(Vec::new(), Some(m.tenant.clone()), &m.from, &m.to)));
+        steps.extend(plan.ranges.iter().map(|m| Step {
+            range: Some((m.collection.clone(), m.from_key.clone())),
+            ..step(Vec::new(), Some(m.tenant.clone()), &m.from, &m.to)
+        }));
         let mut progress = RebalanceProgress {
             balance: plan.balance,
             parallel: parallel.max(1),
@@ -408,7 +432,12 @@ impl Rebalancer {
         };
         progress.count();
         let target = match drain {
-            Some(shard) => format!("drain {shard}: {} vshards, {} tenants", plan.vshards.len(), plan.tenants.len()),
+            Some(shard) => format!(
+                "drain {shard}: {} vshards, {} tenants, {} ranges",
+                plan.vshards.len(),
+                plan.tenants.len(),
+                plan.ranges.len()
+            ),
             None => format!(
                 "rebalance by {:?}: {} vshards, {} tenants",
                 plan.balance,
@@ -533,6 +562,19 @@ impl Rebalancer {
             request_id: format!("job-{parent}"),
         };
         let started = match (step.vshards.as_slice(), &step.tenant) {
+            ([], Some(tenant)) if step.range.is_some() => {
+                let (collection, from) = step.range.as_ref().map(|(c, f)| (c.as_str(), f.as_str())).unwrap_or_default();
+                let corrupt = |e: crate::ids::InvalidId| Error::Corrupt(format!("rebalance step: {e}"));
+                let tenant = TenantId::parse(tenant).map_err(corrupt)?;
+                let collection = crate::ids::CollectionName::parse(collection).map_err(corrupt)?;
+                // A range an earlier run of this step moved already has no keys left to move:
+                // the split then changes nothing but the catalog, which holds it there already.
+                match self.mover.split_range_for(&tenant, &collection, from, &to, Some(parent), &audit).await {
+                    Ok(crate::mover::RangeSplit::Switched(_)) => return Ok(None),
+                    Ok(crate::mover::RangeSplit::Moving(job)) => Ok(job),
+                    Err(e) => Err(e),
+                }
+            }
             ([_, ..], _) => {
                 // Those an earlier run of this step moved already stay where they are.
                 let mut left = Vec::new();
@@ -589,6 +631,47 @@ impl Rebalancer {
     }
 }
 
+/// The ranges of range-distributed collections on shards the plan empties, each to the
+/// receiving shard with the least load after the plan (ranges counted one each, after the
+/// vshards' load), in tenant, collection and key order.
+fn plan_ranges(map: &MapSnapshot, shards: &[PlanShard], after: &[u64]) -> Result<Vec<PlannedRange>, Error> {
+    let mut load: Vec<(u64, usize)> = shards
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.role == ShardRole::Receives)
+        .map(|(i, _)| (after.get(i).copied().unwrap_or(0), i))
+        .collect();
+    let drains =
+        |index: crate::map::ShardIndex| shards.get(usize::from(index)).is_some_and(|s| s.role == ShardRole::Drains);
+    let mut planned = Vec::new();
+    let mut spread: Vec<_> = map.spread.iter().collect();
+    spread.sort_by(|a, b| a.0.cmp(b.0));
+    for (tenant, collections) in spread {
+        let mut collections: Vec<_> = collections.iter().collect();
+        collections.sort_by(|a, b| a.0.cmp(b.0));
+        for (collection, spread) in collections {
+            let crate::map::Spread::Range(bounds) = spread else { continue };
+            for bound in bounds.iter().filter(|bound| drains(bound.shard)) {
+                let Some(least) = load.iter_mut().min() else {
+                    return Err(Error::MoveRefused(format!(
+                        "collection {collection} of tenant {tenant} keeps a range on a shard being emptied, and no \
+                         active shard can take it"
+                    )));
+                };
+                least.0 += 1;
+                planned.push(PlannedRange {
+                    tenant: tenant.to_string(),
+                    collection: collection.clone(),
+                    from_key: bound.from.clone(),
+                    from: map.shards[usize::from(bound.shard)].id.to_string(),
+                    to: map.shards[least.1].id.to_string(),
+                });
+            }
+        }
+    }
+    Ok(planned)
+}
+
 /// The rebalance job a move job is a step of.
 fn parent_of(job: &JobRow) -> Option<String> {
     serde_json::from_str::<MoveProgress>(&job.progress).ok().and_then(|p| p.parent)
@@ -599,7 +682,10 @@ fn step_name(step: &Step) -> String {
         ([_, ..], _) => {
             format!("vshards:{} {} -> {}", crate::mover::vshard_list(&step.vshards), step.from, step.to)
         }
-        ([], Some(tenant)) => format!("tenant:{tenant} {} -> {}", step.from, step.to),
+        ([], Some(tenant)) => match &step.range {
+            Some((collection, from)) => format!("range:{tenant}/{collection}@{from:?} {} -> {}", step.from, step.to),
+            None => format!("tenant:{tenant} {} -> {}", step.from, step.to),
+        },
         ([], None) => "nothing".to_owned(),
     }
 }

@@ -997,8 +997,8 @@ impl ShardRouter {
         Ok(epoch)
     }
 
-    /// Why the shards `on` picks cannot be emptied, if a range of a range-distributed
-    /// collection lives on one of them (ranges do not move with vshards).
+    /// Why the shards `on` picks cannot be deleted, if a range of a range-distributed
+    /// collection lives on one of them (a drain or a split moves it away first).
     pub fn range_kept_on(&self, on: impl Fn(&ShardEntry) -> bool) -> Option<String> {
         self.with_map(|map| {
             for (tenant, collections) in &map.spread {
@@ -1008,8 +1008,8 @@ impl ShardRouter {
                         let shard = &map.shards[usize::from(bound.shard)];
                         if on(shard) {
                             return Some(format!(
-                                "collection {collection} of tenant {tenant} keeps its range from {:?} on shard {}, and \
-                                 moving a range to another shard is not supported yet",
+                                "collection {collection} of tenant {tenant} keeps its range from {:?} on shard {}; \
+                                 drain the shard or split the range onto another shard first",
                                 bound.from, shard.id
                             ));
                         }

@@ -16,7 +16,6 @@ shardgate_tests::conformance!(
     a_listing_without_a_shard_says_so_or_fails_when_strict,
     a_deleted_tenant_leaves_no_distributed_record_behind,
     an_index_finds_the_records_of_a_hash_collection,
-    a_shard_holding_a_range_is_neither_drained_nor_deleted,
 );
 
 async fn distribute(app: &TestApp, tenant: &str, collection: &str, body: &Value) -> reqwest::Response {
@@ -454,20 +453,4 @@ async fn hash_records_move_with_their_vshards_and_pages_stay_whole_meanwhile() {
         stored += rows.len() as i64;
     }
     assert_eq!(stored as usize, all.len(), "each record once, nothing left behind");
-}
-
-async fn a_shard_holding_a_range_is_neither_drained_nor_deleted(app: TestApp) {
-    app.create_tenant("acme").await;
-    let ranges = json!([{"from": "", "shard": "shard-0"}, {"from": "m", "shard": "shard-3"}]);
-    let body = json!({"distribution": "range", "ranges": ranges});
-    expect_json(distribute(&app, "acme", "names", &body).await, StatusCode::OK).await;
-    let drain = app.admin(Method::POST, "/v1/admin/shards/shard-3/drain", Some(&json!({}))).await;
-    let problem = expect_problem(drain, StatusCode::CONFLICT, "move_refused").await;
-    assert!(problem["detail"].as_str().unwrap().contains("range"), "{problem}");
-    let delete = app.admin(Method::DELETE, "/v1/admin/shards/shard-3", None).await;
-    let problem = expect_problem(delete, StatusCode::CONFLICT, "shard_in_use").await;
-    assert!(problem["detail"].as_str().unwrap().contains("names"), "{problem}");
-    // Nothing changed: the shard is still active.
-    let shard = app.admin(Method::GET, "/v1/admin/shards/shard-3", None).await;
-    assert_eq!(expect_json(shard, StatusCode::OK).await["state"], "active");
 }

@@ -3,7 +3,8 @@
 //! on its shard changes the catalog alone; one that gives keys to another shard moves them in a
 //! `range.move` job while clients write and read through two instances, with no lost write and
 //! no stale read (per-key linearizability), verified copies, and the old copy removed; splits
-//! that cannot be made are refused, and a cancelled one rolls back.
+//! that cannot be made are refused, and a cancelled one rolls back. A drain moves the ranges
+//! off its shard.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -19,6 +20,7 @@ use crate::moves::{KEYS, Load, ended, spawn};
 shardgate_tests::on_both_engines!(
     a_range_moves_under_load_without_a_lost_write_or_a_stale_read,
     range_splits_that_cannot_be_made_are_refused_and_a_cancelled_one_rolls_back,
+    a_drain_moves_the_ranges_off_its_shard,
 );
 
 /// Clients of the tenant whose range moves (half on each instance).
@@ -185,4 +187,39 @@ async fn range_splits_that_cannot_be_made_are_refused_and_a_cancelled_one_rolls_
     let page = expect_json(app.list_records("acme", "c", "limit=100").await, StatusCode::OK).await;
     assert_eq!(keys_of(&page).len(), 30);
     assert_eq!(rows_on(&app, &from, "1 = 1").await, 0);
+}
+
+async fn a_drain_moves_the_ranges_off_its_shard(backend: shardgate_tests::Backend) {
+    let app = spawn(backend, Duration::ZERO).await;
+    app.create_tenant("acme").await;
+    let (first, second) = two_shards(&app).await;
+    let ranges =
+        json!({"distribution": "range", "ranges": [{"from": "", "shard": first}, {"from": "m", "shard": second}]});
+    expect_json(distribute(&app, &ranges).await, StatusCode::OK).await;
+    let keys: Vec<String> = (0..20).flat_map(|i| [format!("a{i:02}"), format!("n{i:02}")]).collect();
+    app.put_many("acme", "c", &keys).await;
+    let delete = app.admin(Method::DELETE, &format!("/v1/admin/shards/{second}"), None).await;
+    expect_problem(delete, StatusCode::CONFLICT, "shard_in_use").await;
+
+    let drain = app.admin(Method::POST, &format!("/v1/admin/shards/{second}/drain"), Some(&json!({}))).await;
+    let drain = expect_json(drain, StatusCode::ACCEPTED).await;
+    let planned = drain["plan"]["ranges"].as_array().unwrap().clone();
+    assert_eq!(planned.len(), 1, "{drain}");
+    let (range, to) = (&planned[0], planned[0]["to"].as_str().unwrap().to_owned());
+    assert_eq!((range["tenant"].as_str(), range["collection"].as_str()), (Some("acme"), Some("c")), "{range}");
+    assert_eq!((range["from_key"].as_str(), range["from"].as_str()), (Some("m"), Some(second.as_str())), "{range}");
+    assert_ne!(to, second);
+    let done = ended(&app, drain["job"]["id"].as_str().unwrap(), Duration::from_secs(120)).await;
+    assert_eq!(done["state"], "done", "{done}");
+
+    let got = app.admin(Method::GET, "/v1/admin/tenants/acme/collections/c", None).await;
+    let expected = json!([{"from": "", "shard": first}, {"from": "m", "shard": to}]);
+    assert_eq!(expect_json(got, StatusCode::OK).await["ranges"], expected);
+    let page = expect_json(app.list_records("acme", "c", "limit=100").await, StatusCode::OK).await;
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys_of(&page), sorted);
+    assert_eq!(rows_on(&app, &second, "1 = 1").await, 0, "the drained shard keeps records of the range");
+    let deleted = app.admin(Method::DELETE, &format!("/v1/admin/shards/{second}"), None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
 }

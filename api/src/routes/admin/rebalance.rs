@@ -61,6 +61,22 @@ pub struct PlannedTenantMove {
     pub to: String,
 }
 
+/// A range of a range-distributed collection a plan moves (off a draining shard): the keys
+/// from `from_key` up to the collection's next bound.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PlannedRangeMove {
+    /// The tenant.
+    pub tenant: String,
+    /// The collection.
+    pub collection: String,
+    /// The range's first key.
+    pub from_key: String,
+    /// The shard holding it now.
+    pub from: String,
+    /// The shard holding it afterwards.
+    pub to: String,
+}
+
 /// One shard's load before and after a plan.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PlannedLoad {
@@ -86,6 +102,9 @@ pub struct RebalancePlan {
     pub vshards: Vec<PlannedVshardMove>,
     /// The pinned tenants that leave draining shards, in tenant id order.
     pub tenants: Vec<PlannedTenantMove>,
+    /// The ranges of range-distributed collections that leave draining shards (each to the
+    /// receiving shard with the least load), in tenant, collection and key order.
+    pub ranges: Vec<PlannedRangeMove>,
     /// Every registered shard with its load before and after.
     pub loads: Vec<PlannedLoad>,
 }
@@ -103,6 +122,17 @@ impl From<PlanView> for RebalancePlan {
                 .tenants
                 .into_iter()
                 .map(|m| PlannedTenantMove { tenant: m.tenant, from: m.from, to: m.to })
+                .collect(),
+            ranges: plan
+                .ranges
+                .into_iter()
+                .map(|m| PlannedRangeMove {
+                    tenant: m.tenant,
+                    collection: m.collection,
+                    from_key: m.from_key,
+                    from: m.from,
+                    to: m.to,
+                })
                 .collect(),
             loads: plan
                 .loads
