@@ -114,3 +114,103 @@ pub async fn load_records(
     }
     Ok(())
 }
+
+/// A gateway in this process on its own PostgreSQL catalog and shard databases (created on
+/// start, dropped by [`Gateway::stop`]), in the [`production_config`].
+#[derive(Debug)]
+pub struct Gateway {
+    /// Its base URL.
+    pub base: String,
+    names: Vec<String>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Gateway {
+    /// Creates a catalog and `shards` shard databases named after `tag`, and starts a gateway
+    /// on them with the production configuration as `tweak` changes it.
+    pub async fn start(tag: &str, shards: usize, tweak: impl FnOnce(&mut Config)) -> BenchResult<Self> {
+        use sqlx::Connection;
+        let mut names = vec![format!("{tag}_cat")];
+        names.extend((0..shards).map(|i| format!("{tag}_s{i}")));
+        let mut admin_db = sqlx::PgConnection::connect(&format!("{PG}/postgres")).await?;
+        for name in &names {
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
+        }
+        let started = async {
+            let dir = tempfile::tempdir()?;
+            let ids: Vec<(String, String)> =
+                names[1..].iter().enumerate().map(|(i, name)| (format!("s{i}"), name.clone())).collect();
+            let mut config = production_config(dir.path(), &names[0], &ids, tag)?;
+            tweak(&mut config);
+            let app = shardgate_api::Application::build(config).await?;
+            let base = format!("http://{}", app.local_addr());
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let server = tokio::spawn(async move {
+                if let Err(e) = app
+                    .run_until(async move {
+                        let _ = stopped.await;
+                    })
+                    .await
+                {
+                    eprintln!("the gateway stopped: {e}");
+                }
+            });
+            BenchResult::Ok((base, stop, server, dir))
+        };
+        match started.await {
+            Ok((base, stop, server, dir)) => Ok(Self { base, names, stop, server, _dir: dir }),
+            Err(e) => {
+                drop_databases(&mut admin_db, &names).await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Stops the gateway and drops its databases.
+    pub async fn stop(self) -> BenchResult<()> {
+        use sqlx::Connection;
+        let _ = self.stop.send(());
+        let _ = self.server.await;
+        let mut admin_db = sqlx::PgConnection::connect(&format!("{PG}/postgres")).await?;
+        drop_databases(&mut admin_db, &self.names).await
+    }
+}
+
+/// Creates tenant `id` through the admin API of the gateway at `base`.
+pub async fn create_tenant(client: &reqwest::Client, base: &str, id: &str) -> BenchResult<()> {
+    let admin = mint("bench-admin", None, &[Scope::Admin])?;
+    let created = client
+        .post(format!("{base}/v1/admin/tenants"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"id": id}))
+        .send()
+        .await?;
+    if created.status() != 201 {
+        return Err(format!("creating tenant {id}: {}", created.status()).into());
+    }
+    Ok(())
+}
+
+/// Distributes `tenant`'s `collection` `hash` through the admin API of the gateway at `base`.
+pub async fn distribute_hash(client: &reqwest::Client, base: &str, tenant: &str, collection: &str) -> BenchResult<()> {
+    let admin = mint("bench-admin", None, &[Scope::Admin])?;
+    let distributed = client
+        .put(format!("{base}/v1/admin/tenants/{tenant}/collections/{collection}"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"distribution": "hash"}))
+        .send()
+        .await?;
+    if distributed.status() != 200 {
+        return Err(format!("distributing {tenant}/{collection}: {}", distributed.status()).into());
+    }
+    Ok(())
+}
+
+async fn drop_databases(admin_db: &mut sqlx::PgConnection, names: &[String]) -> BenchResult<()> {
+    for name in names {
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut *admin_db).await?;
+    }
+    Ok(())
+}

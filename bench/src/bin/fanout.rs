@@ -20,11 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use shardgate_api::Application;
-use shardgate_bench::{BenchResult, PG, load_records, mint, percentile, production_config};
+use shardgate_bench::{BenchResult, Gateway, load_records, mint, percentile};
 use shardgate_gatekeeper::Scope;
-use sqlx::Connection;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -59,16 +56,13 @@ async fn main() -> BenchResult<()> {
     let mut first_p99 = None;
     for shards in counts {
         let tag = format!("sgbf_{}_{shards}", std::process::id());
-        let mut names = vec![format!("{tag}_cat")];
-        names.extend((0..shards).map(|i| format!("{tag}_s{i}")));
-        let mut admin_db = sqlx::PgConnection::connect(&format!("{PG}/postgres")).await?;
-        for name in &names {
-            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
-        }
-        let outcome = run(&names, &tag, &settings).await;
-        for name in &names {
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
-        }
+        let clients = settings.clients;
+        let gateway = Gateway::start(&tag, shards, |config| {
+            config.limits.tenant_concurrent_fan_outs = clients.max(1) * 2;
+        })
+        .await?;
+        let outcome = run(&gateway.base, &settings).await;
+        gateway.stop().await?;
         let (requests, mut latencies) = outcome?;
         latencies.sort_by(f64::total_cmp);
         let p99 = percentile(&latencies, 0.99);
@@ -79,34 +73,11 @@ async fn main() -> BenchResult<()> {
 }
 
 /// One shard count: the number of listings and their latencies (ms).
-async fn run(names: &[String], tag: &str, settings: &Settings) -> BenchResult<(usize, Vec<f64>)> {
-    let dir = tempfile::tempdir()?;
-    let shards: Vec<(String, String)> =
-        names[1..].iter().enumerate().map(|(i, name)| (format!("s{i}"), name.clone())).collect();
-    let mut config = production_config(dir.path(), &names[0], &shards, tag)?;
-    config.limits.tenant_concurrent_fan_outs = settings.clients.max(1) * 2;
-    let app = Application::build(config).await?;
-    let base = format!("http://{}", app.local_addr());
-    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
+async fn run(base: &str, settings: &Settings) -> BenchResult<(usize, Vec<f64>)> {
     let client = reqwest::Client::new();
-    let admin = mint("fanout-bench", None, &[Scope::Admin])?;
-    let created =
-        client.post(format!("{base}/v1/admin/tenants")).bearer_auth(&admin).json(&json!({"id": "wide"})).send().await?;
-    if created.status() != 201 {
-        return Err(format!("creating the tenant: {}", created.status()).into());
-    }
-    let distributed = client
-        .put(format!("{base}/v1/admin/tenants/wide/collections/items"))
-        .bearer_auth(&admin)
-        .json(&json!({"distribution": "hash"}))
-        .send()
-        .await?;
-    if distributed.status() != 200 {
-        return Err(format!("distributing the collection: {}", distributed.status()).into());
-    }
+    let base = base.to_owned();
+    shardgate_bench::create_tenant(&client, &base, "wide").await?;
+    shardgate_bench::distribute_hash(&client, &base, "wide", "items").await?;
     let token = mint("fanout-bench", Some("wide"), &[Scope::Read, Scope::Write])?;
     load_records(&client, &base, &token, ("wide", "items"), settings.records).await?;
 
@@ -150,8 +121,6 @@ async fn run(names: &[String], tag: &str, settings: &Settings) -> BenchResult<(u
         latencies.extend(mine);
         failed += mine_failed;
     }
-    let _ = stop_server.send(());
-    let _ = server.await;
     if failed > 0 {
         return Err(format!("{failed} listings failed").into());
     }
