@@ -57,6 +57,9 @@ pub struct App {
     pub bulkheads: Bulkheads,
     /// Listings of distributed collections in progress per tenant (`bulkhead.rs`).
     pub fan_outs: Bulkheads,
+    /// Shard reads per second of each tenant's listings of distributed collections
+    /// (`fan_out_budget.rs`).
+    pub fan_out_budget: crate::fan_out_budget::FanOutBudget,
     /// The idle limit of blob and valet transfers (`transfer_watch.rs`).
     pub transfers: crate::transfer_watch::TransferWatch,
 }
@@ -88,8 +91,14 @@ impl App {
     }
 
     /// A place among `tenant`'s listings of distributed collections in progress
-    /// (`limits.tenant_concurrent_fan_outs`); refused at once (429 `fan_out_limit`) when full.
-    pub fn enter_fan_out(&self, tenant: &str) -> Result<Slot, ApiError> {
+    /// (`limits.tenant_concurrent_fan_outs`) for one that reads `shards` shards, paid from the
+    /// tenant's budget of shard reads (`limits.tenant_fan_out_shard_reads_per_second`); refused
+    /// at once (429 `fan_out_limit`) when either is spent.
+    pub fn enter_fan_out(&self, tenant: &str, shards: usize) -> Result<Slot, ApiError> {
+        let cost = u32::try_from(shards).unwrap_or(u32::MAX);
+        if let Err(wait) = self.fan_out_budget.take(tenant, cost, std::time::Instant::now()) {
+            return Err(ApiError::fan_out_budget_spent(tenant, self.fan_out_budget.per_second(), wait));
+        }
         self.fan_outs.enter(Compartment::Tenant(tenant.into()), self.limits.tenant_concurrent_fan_outs)
     }
 

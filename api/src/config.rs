@@ -127,6 +127,13 @@ pub struct LimitsConfig {
     /// `fan_out_limit` and `Retry-After`, so one tenant's scans cannot starve the shards for
     /// others' point reads. Default 4.
     pub tenant_concurrent_fan_outs: usize,
+    /// Shard reads per second each tenant's listings of distributed collections may make on
+    /// one instance (a listing costs one per shard it reads; one second's worth may be spent
+    /// at once). One more listing is refused at once with 429 `fan_out_limit` and
+    /// `Retry-After`, so a tenant flooding short fan-outs cannot take the shards from others'
+    /// point reads either. 0 turns the budget off. Default 200 (50 listings a second over 4
+    /// shards, 12 over 16).
+    pub tenant_fan_out_shard_reads_per_second: u32,
     /// Largest record body in bytes; bigger bodies get 413. Default 1 MiB (1048576).
     pub max_record_bytes: usize,
     /// Deepest nesting of arrays and objects in a record value; deeper bodies get 400
@@ -152,6 +159,7 @@ impl Default for LimitsConfig {
             tenant_concurrent_requests: TierConcurrency::default(),
             anonymous_concurrent_requests: 64,
             tenant_concurrent_fan_outs: 4,
+            tenant_fan_out_shard_reads_per_second: 200,
             max_record_bytes: 1024 * 1024,
             max_json_depth: 64,
             max_list_limit: 1000,

@@ -139,7 +139,7 @@ codes! {
     ShardUnreachable = ("shard_unreachable", UNPROCESSABLE_ENTITY, "the shard's database cannot be reached"),
     UnsafeShardUrl = ("unsafe_shard_url", UNPROCESSABLE_ENTITY, "the URL names a database that cannot be a shard: an in-memory SQLite database, or a SQLite file while the catalog is PostgreSQL"),
     RateLimited = ("rate_limited", TOO_MANY_REQUESTS, "over the caller's rate limit (its tenant's, or its IP address's without a valid token); see `Retry-After`, `RateLimit` and `RateLimit-Policy`"),
-    FanOutLimit = ("fan_out_limit", TOO_MANY_REQUESTS, "the tenant already has as many listings of distributed collections in progress as `limits.tenant_concurrent_fan_outs` allows; see `Retry-After`"),
+    FanOutLimit = ("fan_out_limit", TOO_MANY_REQUESTS, "the tenant already has as many listings of distributed collections in progress as `limits.tenant_concurrent_fan_outs` allows, or its listings have read as many shards this second as `limits.tenant_fan_out_shard_reads_per_second` allows; see `Retry-After`"),
     TenantConcurrencyLimit = ("tenant_concurrency_limit", TOO_MANY_REQUESTS, "the caller's tenant (for a token without a tenant, its subject) already has as many requests in progress as its tier allows; see `Retry-After`"),
     AnonymousConcurrencyLimit = ("anonymous_concurrency_limit", TOO_MANY_REQUESTS, "requests without a valid token already fill the requests in progress they may hold together; see `Retry-After`"),
     HeadersTooLarge = ("headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, "the request head (request line and header fields) is larger than 64 KiB or has more than 100 header fields (answered before any routing; the connection is closed)"),
@@ -219,6 +219,19 @@ impl ApiError {
         );
         let mut err = Self::new(Code::FanOutLimit, detail);
         err.retry_after_secs = Some(1);
+        err
+    }
+
+    /// 429 `fan_out_limit` with `Retry-After`: `tenant`'s listings of distributed collections
+    /// have spent their `per_second` shard reads; `wait` until the listing fits.
+    pub fn fan_out_budget_spent(tenant: &str, per_second: u32, wait: std::time::Duration) -> Self {
+        let detail = format!(
+            "tenant {tenant}'s listings of distributed collections have read {per_second} shards in the last second, \
+             their limit; retry in {} ms",
+            wait.as_millis().max(1)
+        );
+        let mut err = Self::new(Code::FanOutLimit, detail);
+        err.retry_after_secs = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
         err
     }
 

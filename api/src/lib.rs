@@ -22,6 +22,7 @@ pub mod embedded;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod fan_out_budget;
 pub mod front_door;
 pub mod gatekeeper_proxy;
 pub mod metrics;

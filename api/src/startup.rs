@@ -437,6 +437,9 @@ impl Application {
             statement_timeout: config.storage.pool.statement_timeout,
             bulkheads,
             fan_outs,
+            fan_out_budget: crate::fan_out_budget::FanOutBudget::new(
+                config.limits.tenant_fan_out_shard_reads_per_second,
+            ),
             transfers,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;

@@ -435,7 +435,10 @@ pub async fn list_records(
     // A listing that reads many shards takes a place among the tenant's fan-outs first.
     let _fan_out = match app.router.distribution_of(&tenant, &collection) {
         Distribution::Tenant => None,
-        Distribution::Hash | Distribution::Range => Some(app.enter_fan_out(tenant.as_str())?),
+        Distribution::Hash | Distribution::Range => {
+            let shards = app.router.listing_plan(&tenant, &collection, &bounds)?.shards.len();
+            Some(app.enter_fan_out(tenant.as_str(), shards)?)
+        }
     };
     let listing = match app.router.list_records(&tenant, &collection, &bounds, limit + 1).await {
         Ok(listing) => listing,

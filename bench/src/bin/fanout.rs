@@ -7,7 +7,7 @@
 //! For each shard count it creates a PostgreSQL catalog and that many shard databases (dropped
 //! afterwards), starts a gateway in this process in the production configuration (Redis cache
 //! and rate limits, limits raised so the limiter never refuses, fan-out admission raised above
-//! the clients), creates tenant `wide` with collection `items` distributed `hash`, loads
+//! the clients and no fan-out budget), creates tenant `wide` with collection `items` distributed `hash`, loads
 //! `RECORDS` records of about 200 bytes, then runs `CLIENTS` clients listing pages of `LIMIT`
 //! records from random start keys for `SECS` seconds. Reported per shard count: requests, p50
 //! and p99 of a listing, and the p99 as a ratio of the one-shard p99 (the goal: at most
@@ -59,6 +59,7 @@ async fn main() -> BenchResult<()> {
         let clients = settings.clients;
         let gateway = Gateway::start(&tag, shards, |config| {
             config.limits.tenant_concurrent_fan_outs = clients.max(1) * 2;
+            config.limits.tenant_fan_out_shard_reads_per_second = 0;
         })
         .await?;
         let outcome = run(&gateway.base, &settings).await;

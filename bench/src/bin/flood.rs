@@ -5,8 +5,9 @@
 //! and Redis on 127.0.0.1:6379). It reports; it never fails on a figure.
 //!
 //! A gateway in this process in the production configuration (PostgreSQL catalog and `SHARDS`
-//! shards, Redis cache and rate limits; the tiers' limits raised so only the fan-out admission,
-//! `limits.tenant_concurrent_fan_outs` at its default, stands between the flood and the others)
+//! shards, Redis cache and rate limits; the tiers' limits raised so only the fan-out admission
+//! at its defaults, `limits.tenant_concurrent_fan_outs` and
+//! `limits.tenant_fan_out_shard_reads_per_second`, stands between the flood and the others)
 //! serves tenant `wide`, whose collection `items` of `RECORDS` records is distributed `hash`,
 //! and tenant `quiet` with 1,000 records at home. Point reads of `quiet` arrive at `READ_RATE`
 //! per second throughout (open loop: each at its time, whatever the answers before it). Each of

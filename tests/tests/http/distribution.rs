@@ -8,6 +8,8 @@ use serde_json::{Value, json};
 use shardgate_tests::records::keys_of;
 use shardgate_tests::{SEEDED_SHARDS, TestApp, eventually, expect_json, expect_problem};
 
+shardgate_tests::on_both_engines!(a_tenant_spending_its_fan_out_budget_waits_and_others_do_not);
+
 shardgate_tests::conformance!(
     a_hash_collection_spreads_its_records_over_every_shard,
     a_hash_listing_completes_its_pages_when_one_shard_holds_most_keys,
@@ -114,6 +116,35 @@ async fn a_hash_listing_completes_its_pages_when_one_shard_holds_most_keys(app: 
     let page = expect_json(app.list_records("acme", "events", "limit=40").await, StatusCode::OK).await;
     assert_eq!(keys_of(&page), &keys[..40], "{page}");
     assert!(page["next_cursor"].is_string(), "{page}");
+}
+
+/// A tenant's listings of distributed collections spend its budget of shard reads
+/// (`limits.tenant_fan_out_shard_reads_per_second`, one per shard a listing reads); one more is
+/// refused at once with `Retry-After`, another tenant's are not, and the budget comes back.
+async fn a_tenant_spending_its_fan_out_budget_waits_and_others_do_not(backend: shardgate_tests::Backend) {
+    let app = TestApp::spawn_with(backend, |config| {
+        config.limits.tenant_fan_out_shard_reads_per_second = 2 * SEEDED_SHARDS.len() as u32;
+    })
+    .await;
+    for tenant in ["flood", "quiet"] {
+        app.create_tenant(tenant).await;
+        expect_json(distribute(&app, tenant, "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    }
+    app.put_many("flood", "events", &["e1".to_owned(), "e2".to_owned()]).await;
+    // Two listings over every shard spend the whole second's budget; a listing of a collection
+    // at home reads one shard and is not counted.
+    for _ in 0..2 {
+        expect_json(app.list_records("flood", "events", "").await, StatusCode::OK).await;
+    }
+    expect_json(app.list_records("flood", "home", "").await, StatusCode::OK).await;
+    let refused = app.list_records("flood", "events", "").await;
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS, "fan_out_limit").await;
+    assert!(problem["detail"].as_str().unwrap().contains("flood"), "{problem}");
+    expect_json(app.list_records("quiet", "events", "").await, StatusCode::OK).await;
+    // Half a second refills half the budget: one more listing.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    expect_json(app.list_records("flood", "events", "").await, StatusCode::OK).await;
 }
 
 async fn a_range_collection_reads_only_the_shards_its_ranges_overlap(app: TestApp) {
