@@ -22,7 +22,8 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 if [ ! -x "$VENV/bin/st" ]; then
     echo "installing schemathesis $VERSION into $VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$VERSION"
+    # hypothesis pinned too: hypothesis-jsonschema breaks on later releases (`many.more`).
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$VERSION" "hypothesis==6.140.2"
 fi
 
 cargo build --quiet --bin shardgate
@@ -75,7 +76,7 @@ run() {
         --header "Authorization: Bearer $token" \
         --checks all --exclude-checks positive_data_acceptance,ignored_auth \
         --max-examples "$MAX_EXAMPLES" --seed 16 --workers 2 --no-color \
-        --report junit --report-junit-path "$work/$label.xml" "$@" 2>&1 | tee "$work/$label.out"
+        "$@" 2>&1 | tee "$work/$label.out"
     return "${PIPESTATUS[0]}"
 }
 
@@ -85,20 +86,18 @@ run tenant "$tenant" --include-tag records --include-tag blobs --include-tag ind
 run admin "$admin" --include-tag admin --include-tag operations || status=$?
 elapsed=$(( $(date +%s) - started ))
 
-# The figures: operations (JUnit test cases) and generated cases (schemathesis's summary).
+# The figures, from schemathesis's summaries: operations tested and cases generated.
 python3 - "$work" "$elapsed" <<'EOF'
 import re, sys, pathlib
-import xml.etree.ElementTree as ET
 work, elapsed = pathlib.Path(sys.argv[1]), sys.argv[2]
 operations = cases = 0
 for label in ("tenant", "admin"):
-    xml = work / f"{label}.xml"
     out = work / f"{label}.out"
-    if xml.exists():
-        operations += len(ET.parse(xml).getroot().findall(".//testcase"))
-    if out.exists():
-        found = re.findall(r"Test cases:\s*(\d+) generated", out.read_text())
-        cases += int(found[-1]) if found else 0
+    text = out.read_text() if out.exists() else ""
+    tested = re.findall(r"Tested:\s*(\d+)", text)
+    found = re.findall(r"Test cases:\s*(\d+) generated", text)
+    operations += int(tested[-1]) if tested else 0
+    cases += int(found[-1]) if found else 0
 print(f"schemathesis: {operations} operations and {cases} generated cases checked in {elapsed} s")
 EOF
 if [ "$status" -ne 0 ]; then

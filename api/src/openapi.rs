@@ -188,7 +188,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             }
             let scopes = bearer_scopes(operation.security.as_deref());
             let json_body = takes_json(operation);
-            plain_header_parameters(operation);
+            no_null_parameters(operation);
             let responses = &mut operation.responses.responses;
             // What the handler documents wins; these add the statuses it leaves out.
             if let Some(scopes) = &scopes {
@@ -264,13 +264,13 @@ fn takes_json(operation: &utoipa::openapi::path::Operation) -> bool {
     operation.request_body.as_ref().is_some_and(|body| body.content.contains_key("application/json"))
 }
 
-/// A header parameter is absent or a string, never `null`: declared nullable (an `Option` in
-/// Rust), generators would send the text `null`.
-fn plain_header_parameters(operation: &mut utoipa::openapi::path::Operation) {
+/// A header or query parameter is absent or a value, never `null`: declared nullable (an
+/// `Option` in Rust), generators would send the text `null`.
+fn no_null_parameters(operation: &mut utoipa::openapi::path::Operation) {
     use utoipa::openapi::path::ParameterIn;
     use utoipa::openapi::schema::{Schema, SchemaType, Type};
     for parameter in operation.parameters.iter_mut().flatten() {
-        if parameter.parameter_in != ParameterIn::Header {
+        if !matches!(parameter.parameter_in, ParameterIn::Header | ParameterIn::Query) {
             continue;
         }
         if let Some(RefOr::T(Schema::Object(object))) = &mut parameter.schema
