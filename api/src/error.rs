@@ -601,8 +601,11 @@ fn without_position(e: &serde_json::Error) -> String {
 
 /// Rewrites one of serde's messages about a body's field into a sentence of the gateway's.
 fn body_mismatch(path: &str, message: &str) -> String {
+    // The path may end with the field itself (an unknown field) or stop at its object (a
+    // missing one).
     let at = |field: &str| match path {
         "." | "" => field.to_owned(),
+        path if path == field || path.ends_with(&format!(".{field}")) => path.to_owned(),
         path => format!("{path}.{field}"),
     };
     let here = if matches!(path, "." | "") { "the body".to_owned() } else { format!("`{path}`") };
