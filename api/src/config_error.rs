@@ -68,7 +68,7 @@ fn describe_one(path: &[String], kind: &Kind, origin: Option<&Origin>) -> String
                 .unwrap_or_default();
             match origin {
                 Some(Origin::Variable(name)) => {
-                    format!("environment variable {name} names no configuration key{hint}")
+                    format!("environment variable {name} sets `{key}`, which is not a key of this configuration{hint}")
                 }
                 _ => format!("unknown configuration key `{key}`{from}{hint}"),
             }

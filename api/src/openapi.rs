@@ -247,14 +247,6 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             if is_routed(path) {
                 add_epoch_header(responses);
             }
-            if method == "HEAD" {
-                // An answer to HEAD has no body, problems included.
-                for response in responses.values_mut() {
-                    if let RefOr::T(response) = response {
-                        response.content.clear();
-                    }
-                }
-            }
         }
     }
 }
