@@ -4,7 +4,8 @@
 # and checks what a person would see: the page renders the shardgate document with its sections
 # in a tenant developer's order, and the browser asks no host but the gateway for anything (the
 # name resolver is told that every other host does not exist, so nothing leaves the machine; the
-# browser's network log still shows each attempt). Prints the hosts asked and the sections seen.
+# browser's network log still shows each attempt). Prints the hosts the page asked (apart from
+# the browser's own background requests) and the sections seen.
 #
 #   scripts/docs-page.sh
 set -euo pipefail
@@ -61,15 +62,30 @@ try:
     log = json.loads(text)
 except json.JSONDecodeError:  # the log of a browser that did not close it cleanly
     log = json.loads(text.rstrip().rstrip(",") + "]}")
-urls = set()
+# The page's own requests name it as their initiator (the navigation to it is the first); the
+# rest are the browser's own background requests (updates, sign-in), kept apart.
+page_origin = None
+page_urls, browser_urls = set(), set()
 for event in log.get("events", []):
-    url = event.get("params", {}).get("url")
-    if isinstance(url, str) and url.startswith(("http://", "https://")):
-        urls.add(url)
-hosts = sorted({urlsplit(u).hostname for u in urls})
-print("hosts the browser asked:", ", ".join(hosts))
-for url in sorted(urls):
+    params = event.get("params", {})
+    url = params.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        continue
+    host = urlsplit(url).hostname
+    initiator = params.get("initiator", "")
+    if page_origin is None and host == gateway:
+        page_origin = f"{urlsplit(url).scheme}://{urlsplit(url).netloc}"
+    if host == gateway or (page_origin and initiator == page_origin):
+        page_urls.add(url)
+    else:
+        browser_urls.add(url)
+hosts = sorted({urlsplit(u).hostname for u in page_urls})
+print("hosts the page asked:", ", ".join(hosts))
+for url in sorted(page_urls):
     print("  ", url)
+print("the browser's own background requests (not the page's; resolved to nothing):",
+      ", ".join(sorted({urlsplit(u).hostname for u in browser_urls})) or "none")
+urls = page_urls
 dom = (work / "dom.html").read_text()
 tags = re.findall(r'data-tag="([^"]+)"', dom) or re.findall(r'id="operations-tag-([^"]+)"', dom)
 print("sections on the page, in order:", ", ".join(dict.fromkeys(tags)))

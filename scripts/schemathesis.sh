@@ -67,6 +67,13 @@ cat >"$work/schemathesis.toml" <<'EOF'
 "path.tenant" = "st"
 EOF
 
+# Every check but these. positive_data_acceptance expects any schema-valid request to succeed,
+# which no API with state can promise (a valid key of a record that does not exist is 404);
+# unsupported_method sends OPTIONS, which the CORS layer answers as a preflight (200) by design.
+# The stateful phase is left out: it chains admin calls (drains, moves, deletions) whose
+# use-after-free check reported a shard that a 409 had refused to delete as deleted.
+EXCLUDED_CHECKS=positive_data_acceptance,unsupported_method
+
 # One run: the token, then the filter; prints schemathesis's report and keeps its summary.
 run() {
     local label=$1 token=$2
@@ -74,7 +81,7 @@ run() {
     echo "==> schemathesis with the $label token"
     timeout "$TIME_LIMIT" "$VENV/bin/st" --config-file "$work/schemathesis.toml" run "$base/openapi.json" \
         --header "Authorization: Bearer $token" \
-        --checks all --exclude-checks positive_data_acceptance,ignored_auth \
+        --checks all --exclude-checks "$EXCLUDED_CHECKS" --phases examples,coverage,fuzzing \
         --max-examples "$MAX_EXAMPLES" --seed 16 --workers 2 --no-color \
         "$@" 2>&1 | tee "$work/$label.out"
     return "${PIPESTATUS[0]}"

@@ -61,6 +61,15 @@ where
     async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         require_json(request.headers())?;
         let body = axum::body::Bytes::from_request(request, state).await?;
+        // Every body the API takes is an object (serde would also read a struct from an array).
+        let first = body.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some_and(|b| *b != b'{') {
+            let json = serde_json::from_slice::<serde::de::IgnoredAny>(&body);
+            return Err(match json {
+                Err(e) => crate::error::json_body_problem(".", &e),
+                Ok(_) => ApiError::new(Code::InvalidBody, "the body must be a JSON object"),
+            });
+        }
         let mut deserializer = serde_json::Deserializer::from_slice(&body);
         let value = serde_path_to_error::deserialize(&mut deserializer)
             .map_err(|e| crate::error::json_body_problem(&e.path().to_string(), e.inner()))?;

@@ -247,6 +247,15 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             if is_routed(path) {
                 add_epoch_header(responses);
             }
+            if method == "HEAD" {
+                // An answer to HEAD has no body, problems included (their headers say what a GET
+                // would have carried).
+                for response in responses.values_mut() {
+                    if let RefOr::T(response) = response {
+                        response.content.clear();
+                    }
+                }
+            }
         }
     }
 }
