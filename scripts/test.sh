@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The test command: every unit, conformance (SQLite and PostgreSQL) and doc test of the workspace.
-# Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth); scripts/services.sh starts it.
+# Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379;
+# scripts/services.sh starts them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh >/dev/null
 cargo nextest run --workspace --no-fail-fast
+# nextest does not run doc tests (the examples in doc comments); cargo test does.
+cargo test --workspace --doc

@@ -11,7 +11,7 @@ use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
 use crate::config::{Config, GatekeeperConfig, Loaded, warn_unknown_env};
-use crate::embedded::{EMBEDDED_ISSUER, load_or_create_secret};
+use crate::embedded::{DataDirLock, EMBEDDED_ISSUER, load_secret};
 use crate::gatekeeper_proxy::Gatekeeper;
 use crate::startup::{Application, openapi_document};
 use crate::telemetry;
@@ -54,10 +54,12 @@ enum Command {
     },
     /// Apply catalog and shard migrations to every configured and registered database.
     Migrate,
-    /// Print a JWT signed with the configured HS256 secret (the embedded default's generated one).
+    /// Print a JWT signed with the configured HS256 secret (the embedded default's, which
+    /// `shardgate serve` generated in its data directory: give the same --data-dir). Say who the
+    /// token is for: `--tenant <id>` or `--admin`.
     Token {
-        /// Tenant the token is bound to.
-        #[arg(long, conflicts_with = "admin", required_unless_present = "admin")]
+        /// Tenant the token is bound to (or --admin for a platform token).
+        #[arg(long, conflicts_with = "admin")]
         tenant: Option<String>,
         /// Comma-separated scopes: read, write, manage.
         #[arg(long, default_value = "read,write")]
@@ -65,7 +67,7 @@ enum Command {
         /// A platform token with the `admin` scope (no tenant).
         #[arg(long)]
         admin: bool,
-        /// Lifetime, e.g. 15m, 1h, 7d.
+        /// Lifetime, e.g. 15m, 1h, 7d (more than 0).
         #[arg(long, default_value = "1h")]
         ttl: String,
     },
@@ -116,7 +118,16 @@ impl Cli {
                 Ok(())
             }
             Command::Token { tenant, scopes, admin, ttl } => {
-                let ttl = parse_duration(&ttl)?;
+                if tenant.is_none() && !admin {
+                    bail!(
+                        "say who the token is for: `--tenant <id>` for a tenant's token (with --scopes), or `--admin` \
+                         for a platform token with the admin scope"
+                    );
+                }
+                let ttl = parse_duration(&ttl).with_context(|| format!("--ttl {ttl:?}"))?;
+                if ttl.is_zero() {
+                    bail!("--ttl must be more than 0 (a token that expires at once is refused by every server)");
+                }
                 println!("{}", token(&config, tenant, &scopes, admin, ttl)?);
                 Ok(())
             }
@@ -132,6 +143,8 @@ impl Cli {
 async fn serve(config: Config) -> anyhow::Result<()> {
     let embedded = config.storage.catalog_url.is_none();
     let data_dir = config.data_dir.clone();
+    // One server per embedded data directory: a second one would serve what the first cached.
+    let lock = if embedded { Some(DataDirLock::acquire(&data_dir)?) } else { None };
     let app = Application::build(config).await?;
     let addr = app.local_addr();
     println!("shardgate listening on http://{addr}");
@@ -151,6 +164,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     println!("  token:       shardgate token --tenant demo --scopes read,write{dir_flag}");
     app.run_until(shutdown_signal()).await?;
     tracing::info!("shut down cleanly");
+    drop(lock);
     Ok(())
 }
 
@@ -185,7 +199,7 @@ async fn shutdown_signal() {
 
 fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl: Duration) -> anyhow::Result<String> {
     let (issuer, secret): (String, SecretString) = if config.auth.issuers.is_empty() {
-        (EMBEDDED_ISSUER.to_owned(), load_or_create_secret(&config.data_dir)?)
+        (EMBEDDED_ISSUER.to_owned(), load_secret(&config.data_dir)?)
     } else {
         let hs = config
             .auth

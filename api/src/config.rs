@@ -13,6 +13,8 @@ use shardgate_gatekeeper::AuthConfig;
 use shardgate_gatekeeper::throttle::RateLimitConfig;
 use shardgate_shard_router::StorageConfig;
 
+use crate::config_error::{ConfigError, Origin};
+
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -337,7 +339,7 @@ impl Default for GatekeeperConfig {
 
 impl GatekeeperConfig {
     /// Loads defaults, then `file`, then `SHARDGATE_*` variables (as [`Config::load`]).
-    pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, Box<figment::Error>> {
+    pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, ConfigError> {
         load_layers(file, std::env::vars())
     }
 }
@@ -391,8 +393,10 @@ pub enum LogFormat {
     Json,
 }
 
-/// Environment variables that are command-line options, not configuration keys.
-const NOT_CONFIG_KEYS: &[&str] = &["SHARDGATE_CONFIG"];
+/// Environment variables of shardgate that are not configuration keys: a command-line option,
+/// and the tests' switch that rewrites their committed snapshots (`SHARDGATE_BLESS=1`), which a
+/// shell that ran the tests may still export.
+const NOT_CONFIG_KEYS: &[&str] = &["SHARDGATE_CONFIG", "SHARDGATE_BLESS"];
 
 /// A configuration as loaded, with the `SHARDGATE_*` environment variables that name no
 /// configuration key and were left out.
@@ -400,31 +404,47 @@ const NOT_CONFIG_KEYS: &[&str] = &["SHARDGATE_CONFIG"];
 pub struct Loaded<C> {
     /// The configuration.
     pub config: C,
-    /// Variables left out, by name, in the order found.
-    pub unknown_env: Vec<String>,
+    /// Variables left out, in the order found.
+    pub unknown_env: Vec<UnknownVariable>,
 }
 
-/// Logs a warning naming each variable [`Loaded::unknown_env`] holds (call it once logging is
-/// set up).
-pub fn warn_unknown_env(unknown_env: &[String]) {
+/// A `SHARDGATE_*` environment variable that names no configuration key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownVariable {
+    /// Its name, e.g. `SHARDGATE_LISTN`.
+    pub name: String,
+    /// The variable of the nearest key, if one is near enough to be meant (`SHARDGATE_LISTEN`).
+    pub did_you_mean: Option<String>,
+}
+
+/// Logs a warning naming each variable [`Loaded::unknown_env`] holds, and the variable it may
+/// have been meant as (call it once logging is set up).
+pub fn warn_unknown_env(unknown_env: &[UnknownVariable]) {
     for variable in unknown_env {
-        tracing::warn!(
-            variable = %variable,
-            "ignoring an environment variable that names no configuration key (Kubernetes sets \
-             SHARDGATE_PORT and the like for a Service named shardgate)"
-        );
+        match &variable.did_you_mean {
+            Some(meant) => tracing::warn!(
+                variable = %variable.name,
+                did_you_mean = %meant,
+                "ignoring an environment variable that names no configuration key: did you mean {meant}?"
+            ),
+            None => tracing::warn!(
+                variable = %variable.name,
+                "ignoring an environment variable that names no configuration key (Kubernetes sets \
+                 SHARDGATE_PORT and the like for a Service named shardgate)"
+            ),
+        }
     }
 }
 
 impl Config {
     /// Loads defaults, then `file` (if given), then `SHARDGATE_*` variables from the process
     /// environment.
-    pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, Box<figment::Error>> {
+    pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, ConfigError> {
         load_layers(file, std::env::vars())
     }
 
     /// Like [`Config::load`] but with environment variables taken from `vars` (for tests).
-    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Loaded<Self>, Box<figment::Error>> {
+    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Loaded<Self>, ConfigError> {
         load_layers(file, vars.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())))
     }
 }
@@ -474,24 +494,37 @@ impl figment::Provider for EnvVar {
 fn load_layers<C: serde::de::DeserializeOwned>(
     file: Option<&Path>,
     vars: impl IntoIterator<Item = (String, String)>,
-) -> Result<Loaded<C>, Box<figment::Error>> {
+) -> Result<Loaded<C>, ConfigError> {
     let layers: Vec<EnvVar> = vars.into_iter().filter_map(|(name, value)| EnvVar::parse(name, &value)).collect();
     let for_gatekeeper = unknown_keys::<GatekeeperConfig>(&layers);
-    let unknown_env: Vec<String> =
-        unknown_keys::<Config>(&layers).into_iter().filter(|name| for_gatekeeper.contains(name)).collect();
+    let unknown_env: Vec<UnknownVariable> = unknown_keys::<Config>(&layers)
+        .into_iter()
+        .filter(|variable| for_gatekeeper.iter().any(|other| other.name == variable.name))
+        .collect();
     let mut figment = Figment::new();
     if let Some(file) = file {
+        std::fs::metadata(file).map_err(|e| ConfigError::unreadable_file(file, &e))?;
         figment = figment.merge(Toml::file_exact(file));
     }
-    for layer in layers.into_iter().filter(|layer| !unknown_env.contains(&layer.name)) {
-        figment = figment.merge(layer);
+    for layer in layers.iter().filter(|layer| !unknown_env.iter().any(|unknown| unknown.name == layer.name)) {
+        figment = figment.merge(layer.clone());
     }
-    figment.extract().map(|config| Loaded { config, unknown_env }).map_err(Box::new)
+    figment.extract().map(|config| Loaded { config, unknown_env }).map_err(|error| {
+        ConfigError::describe(error, |source| {
+            if let Some(layer) = layers.iter().find(|layer| layer.source() == source) {
+                return Some(Origin::Variable(layer.name.clone()));
+            }
+            file.filter(|_| source == TOML_FILE).map(|file| Origin::File(file.to_path_buf()))
+        })
+    })
 }
+
+/// The name figment gives the layer of a TOML file.
+const TOML_FILE: &str = "TOML file";
 
 /// The variables among `layers` that name no key of `C`. Each pass leaves out the variables its
 /// errors name, until the rest loads (a bad value is left for the real load to report).
-fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<String> {
+fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<UnknownVariable> {
     let mut scan = layers.to_vec();
     let mut unknown = Vec::new();
     loop {
@@ -504,8 +537,11 @@ fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<String
             else {
                 continue;
             };
-            if matches!(error.kind, figment::error::Kind::UnknownField(..)) {
-                unknown.push(name.clone());
+            if let figment::error::Kind::UnknownField(field, expected) = &error.kind {
+                let parent = crate::config_error::parent_of(&error.path, field);
+                let did_you_mean = crate::config_error::nearest(field, expected)
+                    .map(|near| crate::config_error::variable_of(&parent, near));
+                unknown.push(UnknownVariable { name: name.clone(), did_you_mean });
             }
             scan.retain(|layer| layer.name != name);
             left_out = true;
@@ -578,6 +614,38 @@ mod tests {
     }
 
     #[test]
+    fn errors_name_the_file_and_key_as_written_and_suggest_the_nearest_key() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[storage]\nembeded_shards = 2").unwrap();
+        let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+        assert!(err.contains(&format!("configuration file {}", file.path().display())), "the path as given: {err}");
+        assert!(err.contains("`storage.embeded_shards`"), "{err}");
+        assert!(err.contains("did you mean `storage.embedded_shards`?"), "{err}");
+        assert!(!err.contains("default.") && !err.contains("``"), "no profile prefix, no nested backticks: {err}");
+
+        let err = Config::load_from(None, &[("SHARDGATE_LISTEN", "nowhere")]).unwrap_err().to_string();
+        assert!(err.contains("environment variable SHARDGATE_LISTEN"), "{err}");
+        assert!(!err.contains("default.") && !err.contains("\"LISTEN\""), "{err}");
+
+        let loaded = Config::load_from(None, &[("SHARDGATE_LISTN", "0.0.0.0:9")]).unwrap();
+        let expected =
+            UnknownVariable { name: "SHARDGATE_LISTN".into(), did_you_mean: Some("SHARDGATE_LISTEN".into()) };
+        assert_eq!(loaded.unknown_env, [expected]);
+        let loaded = Config::load_from(None, &[("SHARDGATE_STORAGE__EMBEDED_SHARDS", "2")]).unwrap();
+        assert_eq!(loaded.unknown_env[0].did_you_mean.as_deref(), Some("SHARDGATE_STORAGE__EMBEDDED_SHARDS"));
+
+        let missing = file.path().with_extension("missing.toml");
+        let err = Config::load_from(Some(&missing), &[]).unwrap_err().to_string();
+        assert!(err.contains(&missing.display().to_string()) && err.contains("does not exist"), "{err}");
+    }
+
+    #[test]
+    fn the_tests_bless_switch_is_no_configuration_key() {
+        let loaded = Config::load_from(None, &[("SHARDGATE_BLESS", "1")]).expect("serve starts with it set");
+        assert!(loaded.unknown_env.is_empty(), "not even a warning: {:?}", loaded.unknown_env);
+    }
+
+    #[test]
     fn variables_naming_no_key_are_left_out_and_reported() {
         // What Kubernetes injects into every pod of a namespace with a Service named `shardgate`.
         let kubernetes = [
@@ -599,14 +667,14 @@ mod tests {
         assert_eq!(loaded.config.storage.embedded_shards, 4, "a misspelt key changes nothing");
         let mut expected: Vec<String> = kubernetes.iter().map(|(name, _)| (*name).to_owned()).collect();
         expected.push("SHARDGATE_STORAGE__EMBEDED_SHARDS".to_owned());
-        let mut reported = loaded.unknown_env.clone();
+        let mut reported: Vec<String> = loaded.unknown_env.iter().map(|v| v.name.clone()).collect();
         reported.sort();
         expected.sort();
         assert_eq!(reported, expected, "the command-line option and other variables are not reported");
         // The gatekeeper's configuration loads the same way.
         let gatekeeper: Loaded<GatekeeperConfig> =
             load_layers(None, vars.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))).unwrap();
-        assert!(gatekeeper.unknown_env.contains(&"SHARDGATE_PORT".to_owned()));
+        assert!(gatekeeper.unknown_env.iter().any(|v| v.name == "SHARDGATE_PORT"));
         // A key of the other configuration is no stranger: it is refused by the gatekeeper and
         // not reported by the backend.
         let storage = [("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), "postgres://db/cat".to_owned())];

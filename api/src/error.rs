@@ -7,7 +7,7 @@
 //! problem given after the request was routed names the shard-map epoch it was routed on
 //! (`x-shardgate-epoch`, [`crate::routed_epoch`]), like the routed answers that succeed.
 
-use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -93,6 +93,7 @@ codes! {
     TokenPredatesTenant = ("token_predates_tenant", UNAUTHORIZED, "the token was issued before its tenant was created (a tenant deleted and created again is a new tenant), or has no `iat` to tell; get a new token"),
     InvalidInternalCredential = ("invalid_internal_credential", UNAUTHORIZED, "the request did not come from the gatekeeper"),
     InsufficientScope = ("insufficient_scope", FORBIDDEN, "the token lacks the scope the operation needs"),
+    MissingTenantClaim = ("missing_tenant_claim", FORBIDDEN, "the token has no `tenant` claim (an admin or other platform token): a tenant's data needs a token bound to the tenant (`shardgate token --tenant <id>`)"),
     ValetMalformed = ("valet_malformed", FORBIDDEN, "the valet URL is malformed"),
     ValetBadSignature = ("valet_bad_signature", FORBIDDEN, "the valet URL's signature does not match"),
     ValetExpired = ("valet_expired", FORBIDDEN, "the valet URL has expired"),
@@ -187,6 +188,22 @@ impl ApiError {
     /// 404 `tenant_not_found`: also what a token of another tenant gets, so existence never leaks.
     pub fn tenant_not_found() -> Self {
         Self::new(Code::TenantNotFound, "tenant not found")
+    }
+
+    /// 403 `missing_tenant_claim`: a token bound to no tenant (an admin token) asked for
+    /// `tenant`'s data.
+    pub fn missing_tenant_claim(tenant: Option<&shardgate_shard_router::TenantId>) -> Self {
+        let (whose, id) = match tenant {
+            Some(tenant) => (format!("tenant {tenant}'s"), tenant.as_str()),
+            None => ("a tenant's".to_owned(), "<id>"),
+        };
+        Self::new(
+            Code::MissingTenantClaim,
+            format!(
+                "the token has no `tenant` claim (it is an admin or other platform token), and {whose} data needs a \
+                 token bound to the tenant: `shardgate token --tenant {id} --scopes read,write`"
+            ),
+        )
     }
 
     /// 403 `insufficient_scope`.
@@ -350,7 +367,9 @@ impl IntoResponse for ApiError {
             code: self.code.as_str(),
             detail: self.detail,
         };
-        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut body = serde_json::to_vec(&problem).unwrap_or_default();
+        // A newline at the end, so a shell prompt after `curl` starts on a line of its own.
+        body.push(b'\n');
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
@@ -547,13 +566,23 @@ pub fn invalid_path(e: InvalidId) -> ApiError {
 
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
-        Self::new(Code::InvalidPath, e.body_text())
+        tracing::debug!(reason = %e.body_text(), "path parameters refused");
+        Self::new(Code::InvalidPath, "a path segment is not of the form the operation takes")
     }
 }
 
 impl From<QueryRejection> for ApiError {
+    /// The query parameter at fault and why, without the framework's wording.
     fn from(e: QueryRejection) -> Self {
-        Self::new(Code::InvalidQuery, e.body_text())
+        let text = e.body_text();
+        let reason = text.strip_prefix("Failed to deserialize query string: ").unwrap_or(&text);
+        let detail = match reason.split_once(": ") {
+            Some((parameter, why)) if !parameter.contains(' ') => {
+                format!("query parameter `{parameter}` is not valid: {}", why.replace('`', "'"))
+            }
+            _ => format!("the query is not valid: {}", reason.replace('`', "'")),
+        };
+        Self::new(Code::InvalidQuery, detail)
     }
 }
 
@@ -571,15 +600,74 @@ impl From<RecordBodyError> for ApiError {
     }
 }
 
-impl From<JsonRejection> for ApiError {
-    fn from(e: JsonRejection) -> Self {
-        match e {
-            JsonRejection::JsonDataError(e) => Self::new(Code::InvalidBody, e.body_text()),
-            JsonRejection::JsonSyntaxError(e) => Self::new(Code::InvalidJson, e.body_text()),
-            JsonRejection::MissingJsonContentType(e) => Self::new(Code::UnsupportedMediaType, e.body_text()),
-            JsonRejection::BytesRejection(e) => Self::from(e),
-            other => Self::new(Code::InvalidBody, other.body_text()),
+/// The problem of a JSON request body that `serde_json` refused, in the gateway's words: a body
+/// that is not JSON is 400 `invalid_json` (with where it breaks), one that is JSON but not what
+/// the operation takes is 400 `invalid_body`, naming the field at fault (`path`, dotted, `.` for
+/// the body itself) and what it must be.
+pub fn json_body_problem(path: &str, e: &serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Eof => ApiError::new(Code::InvalidJson, "the body is empty or ends before its JSON value does"),
+        Category::Syntax | Category::Io => ApiError::new(
+            Code::InvalidJson,
+            format!("the body is not valid JSON: the error is at line {}, column {}", e.line(), e.column()),
+        ),
+        Category::Data => ApiError::new(Code::InvalidBody, body_mismatch(path, &without_position(e))),
+    }
+}
+
+/// `serde_json`'s message without its " at line L column C".
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    text.strip_suffix(&position).map_or(text.clone(), str::to_owned)
+}
+
+/// Rewrites one of serde's messages about a body's field into a sentence of the gateway's.
+fn body_mismatch(path: &str, message: &str) -> String {
+    // The path may end with the field itself (an unknown field) or stop at its object (a
+    // missing one).
+    let at = |field: &str| match path {
+        "." | "" => field.to_owned(),
+        path if path == field || path.ends_with(&format!(".{field}")) => path.to_owned(),
+        path => format!("{path}.{field}"),
+    };
+    let here = if matches!(path, "." | "") { "the body".to_owned() } else { format!("`{path}`") };
+    if let Some(field) = message.strip_prefix("missing field `").and_then(|rest| rest.strip_suffix('`')) {
+        return format!("the body lacks `{}`, which is required", at(field));
+    }
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((field, expected)) = rest.split_once('`')
+    {
+        let takes = match expected.strip_prefix(", expected one of ").or_else(|| expected.strip_prefix(", expected ")) {
+            Some(list) => format!("; it takes {list}"),
+            None => String::new(),
+        };
+        return format!("the body has a field `{}` this operation does not take{takes}", at(field));
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant `")
+        && let Some((variant, expected)) = rest.split_once('`')
+    {
+        let list = expected.strip_prefix(", expected one of ").or_else(|| expected.strip_prefix(", expected "));
+        return format!("{here} cannot be \"{variant}\"; it is one of {}", list.unwrap_or("the documented values"));
+    }
+    for prefix in ["invalid type: ", "invalid value: ", "invalid length "] {
+        if let Some((actual, expected)) = message.strip_prefix(prefix).and_then(|rest| rest.split_once(", expected ")) {
+            return format!("{here} must be {}, not {actual}", plain_expectation(expected));
         }
+    }
+    format!("{here} is not valid: {message}")
+}
+
+/// serde's name of an expected type, as an API user knows it.
+fn plain_expectation(expected: &str) -> &str {
+    match expected {
+        e if e.starts_with("struct ") || e == "a map" => "a JSON object",
+        "a sequence" => "an array",
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number, 0 or more",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        e => e,
     }
 }
 
@@ -588,7 +676,8 @@ impl From<BytesRejection> for ApiError {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::payload_too_large()
         } else {
-            Self::new(Code::InvalidBody, e.body_text())
+            tracing::debug!(reason = %e.body_text(), "request body unreadable");
+            Self::new(Code::InvalidBody, "the body could not be read to its end")
         }
     }
 }

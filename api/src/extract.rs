@@ -44,10 +44,39 @@ where
     }
 }
 
-/// `axum::Json` with problem+json rejections.
-#[derive(Debug, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON request body (`Content-Type: application/json`, else 415 `unsupported_media_type`),
+/// deserialized into `T`. Its refusals are the gateway's own sentences, naming the field at
+/// fault (400 `invalid_json` for a body that is not JSON, 400 `invalid_body` for one that is
+/// not what the operation takes; [`crate::error::json_body_problem`]).
+#[derive(Debug)]
 pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        require_json(request.headers())?;
+        let body = axum::body::Bytes::from_request(request, state).await?;
+        // Every body the API takes is an object (serde would also read a struct from an array).
+        let first = body.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some_and(|b| *b != b'{') {
+            let json = serde_json::from_slice::<serde::de::IgnoredAny>(&body);
+            return Err(match json {
+                Err(e) => crate::error::json_body_problem(".", &e),
+                Ok(_) => ApiError::new(Code::InvalidBody, "the body must be a JSON object"),
+            });
+        }
+        let mut deserializer = serde_json::Deserializer::from_slice(&body);
+        let value = serde_path_to_error::deserialize(&mut deserializer)
+            .map_err(|e| crate::error::json_body_problem(&e.path().to_string(), e.inner()))?;
+        deserializer.end().map_err(|e| crate::error::json_body_problem(".", &e))?;
+        Ok(Self(value))
+    }
+}
 
 /// Refuses a body that is not declared JSON: 415 `unsupported_media_type`.
 pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
@@ -89,13 +118,18 @@ impl Caller {
     /// checked against the catalog once before saying so). A token issued before the tenant
     /// was created (its `iat` in an earlier second than the creation), or without an `iat`,
     /// gets 401 `token_predates_tenant`: a tenant deleted and created again is a new tenant, and
-    /// the old one's tokens do not reach it. Then a missing scope is 403.
+    /// the old one's tokens do not reach it. Then a missing scope is 403. A token bound to no
+    /// tenant at all (an admin token) gets 403 `missing_tenant_claim`: it says nothing about
+    /// which tenants exist.
     pub async fn bound_tenant(
         &self,
         app: &App,
         tenant: &str,
         scope: Scope,
     ) -> Result<(TenantId, Incarnation), ApiError> {
+        if self.0.tenant.is_none() {
+            return Err(ApiError::missing_tenant_claim(TenantId::parse(tenant).ok().as_ref()));
+        }
         if !self.0.is_bound_to(tenant) {
             return Err(ApiError::tenant_not_found());
         }

@@ -160,7 +160,8 @@ fn forwardable(name: &HeaderName) -> bool {
 }
 
 /// Checks the caller against the route's access rule, as the backend's handlers would: 401
-/// without a valid token, 404 `tenant_not_found` for another tenant's path, 403 without the scope.
+/// without a valid token, 403 `missing_tenant_claim` for a token bound to no tenant on a tenant's
+/// path, 404 `tenant_not_found` for another tenant's path, 403 without the scope.
 fn authorize(
     rule: &Access,
     authenticated: Option<&Result<Arc<shardgate_gatekeeper::Principal>, AuthError>>,
@@ -177,6 +178,9 @@ fn authorize(
         Access::Open | Access::Authenticated => Ok(()),
         Access::Admin if principal.scopes.contains(shardgate_gatekeeper::Scope::Admin) => Ok(()),
         Access::Admin => Err(ApiError::insufficient_scope("admin")),
+        Access::Tenant { tenant, .. } if principal.tenant.is_none() => {
+            Err(ApiError::missing_tenant_claim(shardgate_shard_router::TenantId::parse(tenant).ok().as_ref()))
+        }
         Access::Tenant { tenant, .. } if !principal.is_bound_to(tenant) => Err(ApiError::tenant_not_found()),
         Access::Tenant { scope, .. } if !principal.scopes.contains(*scope) => {
             Err(ApiError::insufficient_scope(scope.as_str()))

@@ -65,6 +65,25 @@ fn add_missing(responses: &mut BTreeMap<String, RefOr<Response>>, codes: &[Code]
     }
 }
 
+/// Adds `codes` to `responses`: a status not documented yet gets its response, and a documented
+/// one that does not name a code yet names it too, so every code the operation may answer
+/// with is in its document.
+fn add_codes(responses: &mut BTreeMap<String, RefOr<Response>>, codes: &[Code]) {
+    for &code in codes {
+        let status = code.status().as_u16().to_string();
+        match responses.get_mut(&status) {
+            Some(RefOr::T(response)) => {
+                let named = format!("`{}`", code.as_str());
+                if !response.description.contains(&named) {
+                    response.description = format!("{}; or {named}: {}", response.description, code.meaning());
+                }
+            }
+            Some(RefOr::Ref(_)) => {}
+            None => add_missing(responses, &[code]),
+        }
+    }
+}
+
 /// A problem+json response described by `description`.
 fn problem_response(description: &str) -> Response {
     ResponseBuilder::new()
@@ -81,16 +100,32 @@ fn problem_response(description: &str) -> Response {
 #[openapi(
     info(
         title = "shardgate",
-        description = "Multi-tenant sharded storage gateway: JSON records per tenant on sharded databases. \
-            Every error is application/problem+json with a stable `code`.",
+        description = "Multi-tenant sharded storage gateway. Each tenant stores JSON **records** in \
+            collections (optimistic concurrency with ETags, ordered listings), binary **blobs** (streamed, \
+            with ranges and SHA-256 ETags) and secondary **indexes** over its records' fields; \
+            **valet keys** are signed, time-limited URLs that let anyone download or upload one blob \
+            without a token. shardgate places each tenant's data on sharded databases; operators manage \
+            shards, tenants and moves through the admin endpoints.\n\n\
+            Authenticate with a bearer JWT (the Authorize button): `shardgate token --tenant <id> --scopes \
+            read,write` prints a token for a tenant, `shardgate token --admin` one for the admin endpoints \
+            (run it with the server's `--data-dir`). Every error is `application/problem+json` with a \
+            stable `code`.",
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&BearerAuth),
     components(schemas(Problem)),
     tags(
-        (name = "records", description = "Tenant records (bearer token bound to the tenant)"),
-        (name = "admin", description = "Platform administration (scope `admin`)"),
-        (name = "operations", description = "Health, readiness and metrics (no authentication)"),
+        (name = "records", description = "JSON records of a tenant's collections: put, get, delete and list in key order. \
+            A bearer token bound to the tenant (scope `read` to read, `write` to write)."),
+        (name = "blobs", description = "Binary objects of a tenant, streamed up and down, with single ranges and SHA-256 ETags. \
+            A bearer token bound to the tenant."),
+        (name = "indexes", description = "Secondary indexes over a field of a collection's records, and look-ups by value \
+            or range of values (scope `manage` to define, `read` to look up)."),
+        (name = "valet", description = "Valet keys: signed, time-limited URLs for one blob. Issue and revoke them with \
+            the tenant's token; the `/valet/...` URLs themselves need no token (the signature is the credential)."),
+        (name = "admin", description = "Platform administration: tenants, shards, routing, moves, rebalances, jobs, \
+            signing keys and the audit log (a token with scope `admin`: `shardgate token --admin`)."),
+        (name = "operations", description = "Health, readiness and metrics (no authentication)."),
     )
 )]
 pub struct ApiDoc;
@@ -103,7 +138,11 @@ impl Modify for BearerAuth {
         let mut scheme = Http::new(HttpAuthScheme::Bearer);
         scheme.bearer_format = Some("JWT".to_owned());
         scheme.description = Some(
-            "JWT with claims `iss`, `exp`, `tenant` and `scope` (space-separated: read, write, manage, admin)"
+            "A JWT with claims `iss`, `exp`, `iat`, `tenant` and `scope` (space-separated: read, write, manage, \
+             admin). With the embedded default, print one on the server's machine: `shardgate token --tenant \
+             <id> --scopes read,write` for a tenant's data (the tenant must exist), `shardgate token --admin` for \
+             the admin endpoints; pass the server's `--data-dir` if it is not `./shardgate-data`. Paste the token \
+             here without `Bearer `."
                 .to_owned(),
         );
         components.add_security_scheme("bearer", SecurityScheme::Http(scheme));
@@ -148,6 +187,8 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                 operation.security = required_token(method, path).map(|scope| vec![scope]);
             }
             let scopes = bearer_scopes(operation.security.as_deref());
+            let json_body = takes_json(operation);
+            no_null_parameters(operation);
             let responses = &mut operation.responses.responses;
             // What the handler documents wins; these add the statuses it leaves out.
             if let Some(scopes) = &scopes {
@@ -161,8 +202,17 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                     // A token of another tenant gets 404 too, so existence never leaks.
                     add_missing(responses, &[Code::TenantNotFound]);
                 }
-                if let [scope] = scopes.as_slice() {
-                    let description = format!("`insufficient_scope`: the token lacks the `{scope}` scope");
+                if !scopes.is_empty() {
+                    let scope = scopes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(" or ");
+                    let description = if tenant_path {
+                        format!(
+                            "`insufficient_scope`: the token lacks the {scope} scope; or `missing_tenant_claim`: \
+                             the token is bound to no tenant (an admin token), and a tenant's data needs a token \
+                             of that tenant"
+                        )
+                    } else {
+                        format!("`insufficient_scope`: the token lacks the {scope} scope")
+                    };
                     responses.entry("403".to_owned()).or_insert_with(|| RefOr::T(problem_response(&description)));
                 }
             }
@@ -178,9 +228,17 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             if throttled {
                 add_missing(responses, &[Code::Overloaded]);
             }
-            // The request head's limits, and the request deadline ([`crate::deadline`]): a body
-            // too slow to arrive is 408, and a write given up on may or may not have been applied.
-            add_missing(responses, &[Code::InvalidRequest, Code::UriTooLong, Code::HeadersTooLarge]);
+            // The request head's limits and the path rules of the front door (any path, before
+            // routing), and the request deadline ([`crate::deadline`]): a body too slow to arrive
+            // is 408, and a write given up on may or may not have been applied.
+            add_codes(responses, &[Code::InvalidRequest, Code::InvalidPath, Code::UriTooLong, Code::HeadersTooLarge]);
+            if json_body {
+                // The JSON body extractor's refusals ([`crate::extract::ApiJson`]).
+                add_codes(
+                    responses,
+                    &[Code::UnsupportedMediaType, Code::InvalidJson, Code::InvalidBody, Code::PayloadTooLarge],
+                );
+            }
             if matches!(method, "GET" | "HEAD") {
                 add_missing(responses, &[Code::RequestTimeout]);
             } else {
@@ -188,6 +246,41 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             }
             if is_routed(path) {
                 add_epoch_header(responses);
+            }
+            if method == "HEAD" {
+                // An answer to HEAD has no body, problems included (their headers say what a GET
+                // would have carried).
+                for response in responses.values_mut() {
+                    if let RefOr::T(response) = response {
+                        response.content.clear();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the operation takes a JSON request body.
+fn takes_json(operation: &utoipa::openapi::path::Operation) -> bool {
+    operation.request_body.as_ref().is_some_and(|body| body.content.contains_key("application/json"))
+}
+
+/// A header or query parameter is absent or a value, never `null`: declared nullable (an
+/// `Option` in Rust), generators would send the text `null`.
+fn no_null_parameters(operation: &mut utoipa::openapi::path::Operation) {
+    use utoipa::openapi::path::ParameterIn;
+    use utoipa::openapi::schema::{Schema, SchemaType, Type};
+    for parameter in operation.parameters.iter_mut().flatten() {
+        if !matches!(parameter.parameter_in, ParameterIn::Header | ParameterIn::Query) {
+            continue;
+        }
+        if let Some(RefOr::T(Schema::Object(object))) = &mut parameter.schema
+            && let SchemaType::Array(types) = &object.schema_type
+            && types.contains(&Type::Null)
+        {
+            let rest: Vec<Type> = types.iter().filter(|t| **t != Type::Null).cloned().collect();
+            if let [only] = rest.as_slice() {
+                object.schema_type = SchemaType::Type(only.clone());
             }
         }
     }
@@ -231,13 +324,18 @@ fn add_epoch_header(responses: &mut BTreeMap<String, RefOr<Response>>) {
     }
 }
 
-/// The scopes of an operation's bearer requirement (`None`: it needs no token).
+/// The scopes of an operation's bearer requirements, any of which will do (`None`: it needs no
+/// token).
 fn bearer_scopes(security: Option<&[utoipa::openapi::security::SecurityRequirement]>) -> Option<Vec<String>> {
-    security?.iter().find_map(|requirement| {
-        let value = serde_json::to_value(requirement).ok()?;
-        let scopes = value.get("bearer")?.as_array()?;
-        Some(scopes.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
-    })
+    let mut scopes = Vec::new();
+    let mut bearer = false;
+    for requirement in security? {
+        let Ok(value) = serde_json::to_value(requirement) else { continue };
+        let Some(listed) = value.get("bearer").and_then(|s| s.as_array()) else { continue };
+        bearer = true;
+        scopes.extend(listed.iter().filter_map(|s| s.as_str().map(str::to_owned)));
+    }
+    bearer.then_some(scopes)
 }
 
 /// The tag (documentation section) of a path: its URL family.

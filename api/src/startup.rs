@@ -349,6 +349,7 @@ impl Application {
             valet_audit = Some(crate::valet_audit::ValetAudit::start(
                 router.catalog().clone(),
                 config.valet.audit_queue_rows,
+                clock.clone(),
                 registry,
             ));
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
@@ -500,10 +501,15 @@ impl Application {
             .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
             .merge(group(blob_routes(), limits.transfer_timeout, usize::MAX))
             .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
-            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()))
+            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()).config(
+                // No validator: Swagger UI would send the document's URL to validator.swagger.io.
+                utoipa_swagger_ui::Config::default().validator_url("none"),
+            ))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
-        let routes = routes.layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
+        let routes = routes
+            .layer(axum::middleware::map_response(crate::json_newline::end_json_with_newline))
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
             .counting_shed(app.bulkheads.refusals(crate::bulkhead::Limit::Global));
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))

@@ -16,6 +16,10 @@
 //!   client may send) to [`MAX_REQUEST_ID_BYTES`], so a row holds about 4.3 KiB at most and a
 //!   full queue of the default 10,000 rows about 43 MiB (typical rows are a tenth of that).
 //!
+//! Refusals ([`ValetAudit::record_refusal`]) are sampled first: one row per refusal code and
+//! minute, and a row counting the others once the minute is over
+//! ([`crate::valet_refusals::RefusalSampler`]), so anonymous clients cannot fill the log.
+//!
 //! On shutdown ([`ValetAudit::close`], after the server stopped taking requests) the task writes
 //! what is queued, for at most [`CLOSE_WITHIN`]; rows it could not write by then are counted
 //! (`reason="shut_down"`). What a crash loses is said in `docs/valet-keys.md`.
@@ -29,9 +33,15 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
+use shardgate_shard_router::Clock;
 use shardgate_shard_router::catalog::{Audit, Catalog, TimedAudit};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+
+use crate::valet_refusals::RefusalSampler;
+
+/// How often the writer looks for minutes of sampled refusals that are over.
+pub const SUMMARY_EVERY: Duration = Duration::from_secs(1);
 
 /// The most rows one catalog transaction of the writer holds.
 pub const BATCH_ROWS: usize = 200;
@@ -84,6 +94,10 @@ impl RateLimitedWarning {
 #[derive(Debug)]
 struct Shared {
     dropped: DropCounter,
+    /// Which refusals get rows of their own.
+    refusals: RefusalSampler,
+    /// The clock refusals are sampled by (the minutes).
+    clock: Arc<dyn Clock>,
     /// Rows the writer took from the queue and has not finished writing.
     writing: AtomicUsize,
     queue_full: RateLimitedWarning,
@@ -112,9 +126,10 @@ pub struct ValetAudit {
 }
 
 impl ValetAudit {
-    /// Starts the writer on `catalog` with a queue of `capacity` rows (at least 1), and registers
+    /// Starts the writer on `catalog` with a queue of `capacity` rows (at least 1), sampling
+    /// refusals by the minutes of `clock`, and registers
     /// `shardgate_valet_audit_dropped_total{reason}` in `registry`.
-    pub fn start(catalog: Catalog, capacity: usize, registry: &mut Registry) -> Self {
+    pub fn start(catalog: Catalog, capacity: usize, clock: Arc<dyn Clock>, registry: &mut Registry) -> Self {
         let dropped = DropCounter::default();
         // Every reason shows from the start (at 0), so a dashboard need not wait for the first drop.
         for reason in ["queue_full", "write_failed", "shut_down"] {
@@ -123,6 +138,8 @@ impl ValetAudit {
         registry.register("valet_audit_dropped", "Valet audit rows dropped, by reason", dropped.clone());
         let shared = Arc::new(Shared {
             dropped,
+            refusals: RefusalSampler::default(),
+            clock,
             writing: AtomicUsize::new(0),
             queue_full: RateLimitedWarning::default(),
             write_failed: RateLimitedWarning::default(),
@@ -155,6 +172,19 @@ impl ValetAudit {
         }
     }
 
+    /// Queues the row of a refused request with `code`, if it is the first of its code in this
+    /// minute; otherwise only counts it for the minute's summary row (queued once the minute is
+    /// over, by the writer).
+    pub fn record_refusal(&self, audit: Audit, code: &'static str) {
+        let (own_row, ended) = self.shared.refusals.admit(code, self.shared.clock.now_ms());
+        for summary in ended {
+            self.record(summary);
+        }
+        if own_row {
+            self.record(audit);
+        }
+    }
+
     /// Rows waiting in the queue.
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
@@ -164,6 +194,9 @@ impl ValetAudit {
     /// then are counted as dropped. Later calls return at once.
     pub async fn close(&self) {
         let Some(Writer { close, mut task }) = self.writer.lock().await.take() else { return };
+        for summary in self.shared.refusals.ended(None) {
+            self.record(summary);
+        }
         let _ = close.send(());
         if tokio::time::timeout(CLOSE_WITHIN, &mut task).await.is_err() {
             task.abort();
@@ -196,9 +229,20 @@ async fn drain(
 ) {
     let mut batch = Vec::with_capacity(BATCH_ROWS);
     let mut closing = false;
+    let mut summaries = tokio::time::interval(SUMMARY_EVERY);
+    summaries.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let received = tokio::select! {
             received = rows.recv_many(&mut batch, BATCH_ROWS) => received,
+            _ = summaries.tick(), if !closing => {
+                let now_ms = shared.clock.now_ms();
+                let ended = shared.refusals.ended(Some(now_ms));
+                if ended.is_empty() {
+                    continue;
+                }
+                batch.extend(ended.into_iter().map(|audit| TimedAudit { at_ms: now_ms, audit }));
+                batch.len()
+            }
             _ = &mut closed, if !closing => {
                 closing = true;
                 rows.close();
@@ -276,7 +320,7 @@ mod tests {
         let config = PoolConfig { acquire_timeout: Duration::from_millis(200), ..PoolConfig::default() };
         let catalog = Catalog::new(Database::open(&url, &config).unwrap());
         let mut registry = Registry::with_prefix("shardgate");
-        let writer = ValetAudit::start(catalog, 4, &mut registry);
+        let writer = ValetAudit::start(catalog, 4, Arc::new(shardgate_shard_router::SystemClock), &mut registry);
         // `record` never awaits, so on this single-threaded runtime the writer cannot take a row
         // before the loop ends: four rows fit, the rest are dropped at once.
         for i in 0..100 {
@@ -296,7 +340,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let catalog = sqlite_catalog(&dir).await;
         let mut registry = Registry::with_prefix("shardgate");
-        let writer = ValetAudit::start(catalog.clone(), 1000, &mut registry);
+        let writer =
+            ValetAudit::start(catalog.clone(), 1000, Arc::new(shardgate_shard_router::SystemClock), &mut registry);
         let rows = 2 * BATCH_ROWS + 7;
         for i in 0..rows {
             writer.record(audit(i));

@@ -198,7 +198,17 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
         }
         Err(refusal) => {
             app.valet_refusals.get_or_create(&RefusalLabels { code: refusal.code() }).inc();
-            record(app, tenant, "valet.refused", format!("{target} {}", refusal.code()), &id);
+            // Sampled: one row per code and minute, and one counting the rest (`valet_refusals.rs`).
+            app.valet_audit.record_refusal(
+                Audit {
+                    actor: "valet".into(),
+                    tenant: Some(tenant.to_owned()),
+                    action: "valet.refused",
+                    target: format!("{target} {}", refusal.code()),
+                    request_id: id,
+                },
+                refusal.code(),
+            );
             Err(refusal)
         }
     }

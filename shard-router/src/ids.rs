@@ -8,14 +8,35 @@
 //! | [`CollectionName`] | `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}` (1–64 characters) |
 //! | [`RecordKey`] | 1–512 bytes of UTF-8 without control characters (U+0000–U+001F, U+007F–U+009F) or Unicode noncharacters |
 
-/// Why an identifier was rejected. The message names the rule so a client can fix its input.
+/// Why an identifier was rejected. The message names the broken rule and states the whole rule
+/// of the identifier, so a client can fix its input in one go.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid {kind}: {reason}")]
+#[error("invalid {kind}: {reason}{}", full_rule(.kind))]
 pub struct InvalidId {
     /// Which identifier: `tenant id`, `shard id`, `collection name`, `record key`.
     pub kind: &'static str,
     /// What rule the value broke.
     pub reason: String,
+}
+
+/// The whole rule of an identifier of `kind`, in parentheses after a space (empty for kinds whose
+/// reason says it all).
+fn full_rule(kind: &str) -> &'static str {
+    match kind {
+        "tenant id" => {
+            " (a tenant id is 1 to 63 characters, each a lowercase letter a-z, a digit 0-9 or '-', the first a letter or a digit)"
+        }
+        "shard id" => {
+            " (a shard id is 1 to 63 characters, each a lowercase letter a-z, a digit 0-9 or '-', the first a letter or a digit)"
+        }
+        "collection name" => {
+            " (a collection name is 1 to 64 characters, each an ASCII letter, a digit, '_', '.' or '-', the first a letter or a digit)"
+        }
+        "record key" => {
+            " (a record key is 1 to 512 bytes of UTF-8 without control characters or Unicode noncharacters)"
+        }
+        _ => "",
+    }
 }
 
 fn slug(kind: &'static str, value: &str) -> Result<(), InvalidId> {
@@ -228,5 +249,6 @@ mod tests {
         let err = TenantId::parse("Bad").unwrap_err();
         assert_eq!(err.kind, "tenant id");
         assert!(err.to_string().starts_with("invalid tenant id"));
+        assert!(err.to_string().ends_with("the first a letter or a digit)"), "the whole rule: {err}");
     }
 }

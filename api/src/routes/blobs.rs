@@ -44,11 +44,13 @@ pub struct BlobsRoute {
 
 /// Listing filters.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct BlobListQuery {
     /// Only paths starting with this.
     prefix: Option<String>,
     /// Page size: default 100, capped at 1000.
+    #[param(minimum = 1)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,

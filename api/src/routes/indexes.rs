@@ -238,6 +238,7 @@ pub async fn delete_index(
 
 /// Look-up parameters.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct LookupQuery {
     /// The value (JSON scalar, or text; a JSON array for a composite index). One index shard is
@@ -248,6 +249,7 @@ pub struct LookupQuery {
     /// Highest value, exclusive.
     to: Option<String>,
     /// Page size: default 100, capped at 1000.
+    #[param(minimum = 1)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,

@@ -129,11 +129,11 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     (status, axum::Json(Readiness { status: if ready { "ready" } else { "not_ready" }, components })).into_response()
 }
 
-/// Prometheus metrics (text exposition format).
+/// Prometheus metrics (OpenMetrics text exposition format).
 #[utoipa::path(
     get,
     path = "/metrics",
-    responses((status = 200, description = "Prometheus text format", body = String, content_type = "text/plain"))
+    responses((status = 200, description = "OpenMetrics text (`application/openmetrics-text; version=1.0.0; charset=utf-8`), which Prometheus reads", body = String, content_type = "application/openmetrics-text"))
 )]
 pub async fn metrics(State(app): State<Arc<App>>) -> Response {
     app.metrics.response()

@@ -319,6 +319,7 @@ pub enum Consistency {
 
 /// Listing filters.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Only keys starting with this.
@@ -328,6 +329,7 @@ pub struct ListQuery {
     /// Only keys `<` this.
     end: Option<String>,
     /// Page size: default 100, capped at 1000.
+    #[param(minimum = 1)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,

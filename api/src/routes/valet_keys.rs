@@ -79,7 +79,7 @@ pub struct ValetKeyRoute {
 errors!(IssueValetKeyErrors: InvalidBody, InvalidPath, InsufficientScope);
 
 /// Issue a valet key: a signed URL for one operation on one blob.
-#[utoipa::path(post, path = "/v1/tenants/{tenant}/valet-keys", params(ValetKeysRoute), request_body = IssueValetKey, security(("bearer" = ["read", "write"])), responses(
+#[utoipa::path(post, path = "/v1/tenants/{tenant}/valet-keys", params(ValetKeysRoute), request_body = IssueValetKey, security(("bearer" = ["read"]), ("bearer" = ["write"])), responses(
     (status = 201, description = "Issued", body = ValetKey),
     IssueValetKeyErrors,
 ))]

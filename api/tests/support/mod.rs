@@ -55,6 +55,11 @@ impl Process {
         Self { child, base: format!("http://127.0.0.1:{port}"), log }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the process logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
@@ -72,8 +77,9 @@ impl Process {
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "{}{probe} did not succeed within 10 s; the log:\n{}",
+                "{}{probe} did not succeed within 10 s (pid {}); the log:\n{}",
                 self.base,
+                self.pid(),
                 self.log()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;

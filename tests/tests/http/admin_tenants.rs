@@ -17,6 +17,7 @@ shardgate_tests::conformance!(
     an_operator_reads_updates_and_deletes_a_tenant,
     deleting_a_tenant_removes_its_records,
     unknown_tenants_are_404_on_every_tenant_endpoint,
+    admin_body_errors_are_the_gateways_own_sentences,
 );
 
 fn assert_tenant_shape(tenant: &Value) {
@@ -218,4 +219,41 @@ async fn unknown_tenants_are_404_on_every_tenant_endpoint(app: TestApp) {
     expect_problem(app.get_record("ghost", "c", "k").await, StatusCode::NOT_FOUND, "tenant_not_found").await;
     expect_problem(app.delete_record("ghost", "c", "k").await, StatusCode::NOT_FOUND, "tenant_not_found").await;
     expect_problem(app.list_records("ghost", "c", "").await, StatusCode::NOT_FOUND, "tenant_not_found").await;
+}
+
+async fn admin_body_errors_are_the_gateways_own_sentences(app: TestApp) {
+    // (body, code, what the detail must say)
+    let cases: [(Value, &str, &[&str]); 5] = [
+        (json!({"id": "Bad!"}), "invalid_body", &["`id`", "1 to 63 characters", "lowercase letter"]),
+        (json!({"id": 5}), "invalid_body", &["`id` must be a string"]),
+        (json!({"id": "acme", "tier": "gold"}), "invalid_body", &["`tier`", "\"gold\"", "`premium`"]),
+        (json!({"id": "acme", "nmae": "Acme"}), "invalid_body", &["`nmae`", "`name`"]),
+        (json!({"name": "Acme"}), "invalid_body", &["lacks `id`"]),
+    ];
+    for (body, code, says) in cases {
+        let response = app.admin(Method::POST, "/v1/admin/tenants", Some(&body)).await;
+        let problem = expect_problem(response, StatusCode::BAD_REQUEST, code).await;
+        let detail = problem["detail"].as_str().unwrap();
+        for wording in ["Failed to", "deserialize", "target type", "line 1", "column"] {
+            assert!(!detail.contains(wording), "{body}: no framework wording ({wording}): {detail}");
+        }
+        for part in says {
+            assert!(detail.contains(part), "{body}: the detail names {part}: {detail}");
+        }
+    }
+    let response = app
+        .client
+        .post(app.url("/v1/admin/tenants"))
+        .bearer_auth(app.admin_token())
+        .header("content-type", "application/json")
+        .body("{\"id\": ")
+        .send()
+        .await
+        .unwrap();
+    let problem = expect_problem(response, StatusCode::BAD_REQUEST, "invalid_json").await;
+    assert!(!problem["detail"].as_str().unwrap().contains("Failed to"), "{problem}");
+    // No body at all: 415, in the gateway's words.
+    let response = app.client.post(app.url("/v1/admin/tenants")).bearer_auth(app.admin_token()).send().await.unwrap();
+    let problem = expect_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+    assert!(problem["detail"].as_str().unwrap().contains("Content-Type: application/json"), "{problem}");
 }

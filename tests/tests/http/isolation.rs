@@ -9,6 +9,7 @@ shardgate_tests::conformance!(
     a_tenant_cannot_see_or_touch_another_tenants_records,
     a_tenant_token_is_forbidden_on_every_admin_endpoint,
     a_token_needs_the_scope_of_the_operation,
+    a_token_without_a_tenant_claim_is_told_so_on_tenant_data,
 );
 
 /// (method, path, body, headers)
@@ -132,4 +133,26 @@ async fn a_token_needs_the_scope_of_the_operation(app: TestApp) {
         "an admin token does not read tenant records: {}",
         response.status()
     );
+}
+
+async fn a_token_without_a_tenant_claim_is_told_so_on_tenant_data(app: TestApp) {
+    app.create_tenant("acme").await;
+    let admin = app.admin_token();
+    let record = record_path("acme", "docs", "a");
+    let calls: [(Method, String, Option<Value>); 5] = [
+        (Method::GET, record.clone(), None),
+        (Method::PUT, record.clone(), Some(json!({"a": 1}))),
+        (Method::GET, records_path("acme", "docs"), None),
+        (Method::GET, "/v1/tenants/acme/blobs/photo.bin".to_owned(), None),
+        (Method::POST, "/v1/tenants/acme/valet-keys".to_owned(), Some(json!({"path": "p", "permission": "read"}))),
+    ];
+    for (method, path, body) in calls {
+        let response = app.send(method.clone(), &path, Some(&admin), body.as_ref(), &[]).await;
+        let problem = expect_problem(response, StatusCode::FORBIDDEN, "missing_tenant_claim").await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains("`tenant` claim") && detail.contains("--tenant acme"), "{method} {path}: {detail}");
+    }
+    // The same for a tenant that does not exist: the answer says nothing about which tenants do.
+    let response = app.send(Method::GET, &record_path("nobody", "docs", "a"), Some(&admin), None, &[]).await;
+    expect_problem(response, StatusCode::FORBIDDEN, "missing_tenant_claim").await;
 }

@@ -263,20 +263,41 @@ async fn every_tampered_or_stale_url_is_refused_with_its_own_code() {
     assert!(actions.is_some(), "{expected:?} are all audited: {:?}", audit_actions(&app).await);
 }
 
-/// The action of every entry of the audit log, oldest first.
-async fn audit_actions(app: &TestApp) -> Vec<String> {
-    let mut actions = Vec::new();
+/// The action and target of every entry of the audit log, oldest first.
+async fn audit_entries(app: &TestApp) -> Vec<(String, String)> {
+    let mut entries = Vec::new();
     let mut query = "limit=1000".to_owned();
     loop {
         let page =
             expect_json(app.admin(Method::GET, &format!("/v1/admin/audit?{query}"), None).await, StatusCode::OK).await;
         let items = page["items"].as_array().unwrap();
-        actions.extend(items.iter().map(|e| e["action"].as_str().unwrap().to_owned()));
+        entries.extend(
+            items.iter().map(|e| (e["action"].as_str().unwrap().to_owned(), e["target"].as_str().unwrap().to_owned())),
+        );
         match page["next_cursor"].as_str() {
             Some(cursor) if !items.is_empty() => query = format!("limit=1000&cursor={cursor}"),
-            _ => return actions,
+            _ => return entries,
         }
     }
+}
+
+/// The action of every entry of the audit log, oldest first.
+async fn audit_actions(app: &TestApp) -> Vec<String> {
+    audit_entries(app).await.into_iter().map(|(action, _)| action).collect()
+}
+
+/// The `valet.refused` rows among `entries`: how many, and how many refusals they account for
+/// (a row of its own is one; a minute's summary row, `<n> more <code> refusals ...`, is `n`).
+fn refusal_rows(entries: &[(String, String)]) -> (usize, u64) {
+    let rows: Vec<&String> = entries.iter().filter(|(action, _)| action == "valet.refused").map(|(_, t)| t).collect();
+    let accounted = rows
+        .iter()
+        .map(|target| match target.split_once(" more ") {
+            Some((n, _)) if n.bytes().all(|b| b.is_ascii_digit()) => n.parse::<u64>().unwrap(),
+            _ => 1,
+        })
+        .sum();
+    (rows.len(), accounted)
 }
 
 #[tokio::test]
@@ -301,20 +322,69 @@ async fn every_valet_request_of_a_burst_reaches_the_audit_log() {
         let expected = if i < downloads { StatusCode::OK } else { StatusCode::FORBIDDEN };
         assert_eq!(request.await.unwrap(), expected);
     }
-    let count = |actions: &[String], action: &str| actions.iter().filter(|a| *a == action).count();
+    // Every download has its row; the refusals are sampled, and once their minute is over they
+    // are all accounted for.
+    app.clock.advance(Duration::from_secs(61));
+    let count = |entries: &[(String, String)], action: &str| entries.iter().filter(|(a, _)| a == action).count();
     let all_there = eventually(Duration::from_secs(10), async || {
-        let actions = audit_actions(&app).await;
-        (count(&actions, "valet.download") == downloads && count(&actions, "valet.refused") == refusals).then_some(())
+        let entries = audit_entries(&app).await;
+        (count(&entries, "valet.download") == downloads && refusal_rows(&entries).1 == refusals as u64).then_some(())
     })
     .await;
-    let actions = audit_actions(&app).await;
+    let entries = audit_entries(&app).await;
     assert!(
         all_there.is_some(),
-        "{} downloads and {} refusals audited",
-        count(&actions, "valet.download"),
-        count(&actions, "valet.refused")
+        "{} downloads audited and {:?} refusal rows (rows, refusals accounted for)",
+        count(&entries, "valet.download"),
+        refusal_rows(&entries)
     );
     assert_eq!(metric(&app.client, &app.base_url, "shardgate_valet_audit_dropped_total").await, 0.0);
+}
+
+#[tokio::test]
+async fn anonymous_refusals_are_all_counted_but_sampled_in_the_audit_log() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(&app, &token, "popular", bytes(300)).await;
+    let url = through(&app, &url_of(&issue(&app, &token, json!({"path": "popular", "permission": "read"})).await));
+    let sig = param(&url, "sg-sig").to_owned();
+    let forged = with_param(&url, "sg-sig", &sig.replacen(&sig[..4], "AAAA", 1));
+    let unsigned = url.split_once('?').unwrap().0.to_owned();
+    let counted = metric(&app.client, &app.base_url, "shardgate_valet_refusals_total").await;
+    // Two reasons, 60 refusals from a client without any credential (within the anonymous burst).
+    for _ in 0..40 {
+        let response = app.client.get(&forged).send().await.unwrap();
+        expect_problem(response, StatusCode::FORBIDDEN, "valet_bad_signature").await;
+    }
+    for _ in 0..20 {
+        expect_problem(app.client.get(&unsigned).send().await.unwrap(), StatusCode::FORBIDDEN, "valet_malformed").await;
+    }
+    let refused = metric(&app.client, &app.base_url, "shardgate_valet_refusals_total").await - counted;
+    assert_eq!(refused, 60.0, "every refusal is counted in the metrics");
+    // The audit log holds one row per reason and minute (two minutes, if the burst crossed one),
+    // not one per refusal.
+    let first_rows = eventually(Duration::from_secs(10), async || {
+        let (rows, _) = refusal_rows(&audit_entries(&app).await);
+        (rows >= 2).then_some(rows)
+    })
+    .await;
+    assert!(first_rows.is_some_and(|rows| rows <= 4), "{:?}", refusal_rows(&audit_entries(&app).await));
+    // Once the minute is over, one row per reason counts the rest: all 60 are accounted for.
+    app.clock.advance(Duration::from_secs(61));
+    let accounted = eventually(Duration::from_secs(10), async || {
+        let entries = audit_entries(&app).await;
+        (refusal_rows(&entries).1 == 60).then_some(entries)
+    })
+    .await;
+    let entries = accounted.unwrap_or_default();
+    assert!(!entries.is_empty(), "60 refusals accounted for: {:?}", refusal_rows(&audit_entries(&app).await));
+    let (rows, _) = refusal_rows(&entries);
+    assert!(rows <= 8, "at most two rows per reason and minute: {rows}");
+    assert!(
+        entries.iter().any(|(_, target)| target.contains("more valet_bad_signature refusals")),
+        "a summary row names its reason: {entries:?}"
+    );
 }
 
 /// GET `url` exactly as written (clients normalise `..` away); returns status and body.

@@ -32,9 +32,11 @@ pub struct AuditRecord {
 
 /// Paging of the audit log.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Page size: default 100, capped at 1000.
+    #[param(minimum = 1)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,

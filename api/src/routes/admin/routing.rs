@@ -80,6 +80,7 @@ pub async fn get_shard_map(Admin { app, .. }: Admin) -> Result<axum::Json<ShardM
 
 /// What to route.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct RouteQuery {
     /// Tenant id.

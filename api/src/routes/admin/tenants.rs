@@ -115,9 +115,11 @@ pub struct TenantPath {
 
 /// Paging of the tenant list.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct TenantListQuery {
     /// Page size: default 100, capped at 1000.
+    #[param(minimum = 1)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
