@@ -19,8 +19,19 @@ mod valet;
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefRow, JobRow};
-pub use moves::{Lease, Placement, tenant_subject, vshard_subject};
+pub use moves::{Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
+
+/// What a job owns, as stored in `job_claims`: a tenant.
+pub fn tenant_subject(tenant: &TenantId) -> String {
+    format!("tenant:{tenant}")
+}
+
+/// What a job owns, as stored in `job_claims`: a vshard (its index entries and the unpinned
+/// tenants it places; no tenant of it is created or deleted while it is claimed).
+pub fn vshard_subject(vshard: u32) -> String {
+    format!("vshard:{vshard}")
+}
 
 /// A shard as the catalog stores it.
 #[derive(Debug, Clone)]

@@ -9,17 +9,6 @@ use crate::clock::now_ms;
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 
-/// What a job owns, as stored in `job_claims`: a tenant.
-pub fn tenant_subject(tenant: &TenantId) -> String {
-    format!("tenant:{tenant}")
-}
-
-/// What a job owns, as stored in `job_claims`: a vshard (its index entries and the unpinned
-/// tenants it places; no tenant of it is created or deleted while it is claimed).
-pub fn vshard_subject(vshard: u32) -> String {
-    format!("vshard:{vshard}")
-}
-
 /// The placement a move's cut-over switches.
 #[derive(Debug, Clone, Copy)]
 pub enum Placement<'a> {
