@@ -3,7 +3,8 @@
 //! process on the same PostgreSQL catalog and shards takes the job over once its lease runs out
 //! and finishes it; every acknowledged write is then read back, and the tenant's rows live on
 //! exactly one shard. A drain (vshard moves and a tenant move, run by a rebalance job) killed
-//! while its moves run is finished the same way.
+//! while its moves run is finished the same way, and so is a `range.move` (a split of a
+//! range-distributed collection whose keys change shard) killed in each phase.
 
 use std::time::Duration;
 
@@ -50,35 +51,113 @@ impl KillAt {
     }
 }
 
+/// A catalog and two shards (`s0`, `s1`) in new PostgreSQL databases, and the environment of
+/// an instance on them whose moves pause at every phase boundary and copy slowly.
+struct Cluster {
+    names: [String; 3],
+    envs: Vec<(String, String)>,
+    admin_db: sqlx::PgConnection,
+}
+
+impl Cluster {
+    async fn new() -> Self {
+        let tag = format!(
+            "sgmc_{:x}",
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
+        );
+        let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
+        let mut admin_db = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
+        for name in &names {
+            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await.unwrap();
+        }
+        let envs = vec![
+            ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
+            (
+                "SHARDGATE_STORAGE__SHARDS".to_owned(),
+                format!("[{{id=\"s0\",url=\"{}\"}},{{id=\"s1\",url=\"{}\"}}]", url(&names[1]), url(&names[2])),
+            ),
+            (
+                "SHARDGATE_AUTH__ISSUERS".to_owned(),
+                format!("[{{issuer=\"crash\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
+            ),
+            // Every phase boundary pauses, so the test can kill the instance in a phase; the copy
+            // is slow enough (a megabyte takes about a second) to be killed in the middle.
+            ("SHARDGATE_STORAGE__MOVES__PHASE_PAUSE".to_owned(), "700ms".to_owned()),
+            ("SHARDGATE_STORAGE__MOVES__COPY_BYTES_PER_SECOND".to_owned(), "1000000".to_owned()),
+            ("SHARDGATE_STORAGE__MOVES__LEASE".to_owned(), "1s".to_owned()),
+            ("SHARDGATE_STORAGE__MOVES__CLEANUP_GRACE".to_owned(), "2s".to_owned()),
+        ];
+        Self { names, envs, admin_db }
+    }
+
+    /// The URL of shard `id`'s database.
+    fn shard_url(&self, id: &str) -> String {
+        url(&self.names[if id == "s0" { 1 } else { 2 }])
+    }
+
+    async fn drop_databases(mut self) {
+        for name in &self.names {
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut self.admin_db)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+fn url(db: &str) -> String {
+    format!("postgres://postgres@127.0.0.1:5432/{db}")
+}
+
+/// Polls job `job_url` on `process` until `kill` says it is where the instance dies, then
+/// kills it (SIGKILL), starts a new instance and waits until the job has ended there.
+async fn kill_and_resume(
+    client: &reqwest::Client,
+    process: Process,
+    cluster: &Cluster,
+    dir: &std::path::Path,
+    job_url: &str,
+    kill: KillAt,
+    admin: &str,
+) -> (Process, Value) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let job: Value = get(client, &format!("{}{job_url}", process.base), admin).await;
+        if kill.reached(&job) {
+            break;
+        }
+        assert_eq!(job["state"], "running", "{kill:?}: the job ended before it could be killed: {job}");
+        assert!(tokio::time::Instant::now() < deadline, "{kill:?}: never reached: {job}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if matches!(kill, KillAt::MidCopy) {
+        // Past the pause, into the (slow) copy.
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+    }
+    drop(process);
+
+    let process = Process::start(&["serve"], dir, cluster.envs.clone());
+    process.wait_until_ok(client, "/readyz").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let job: Value = get(client, &format!("{}{job_url}", process.base), admin).await;
+        if job["state"] != "running" {
+            break job;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{kill:?}: not finished after the restart: {job}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["state"], "done", "{kill:?}: {done}\n{}", process.log());
+    assert_eq!(done["progress"]["checksums"]["matched"], true, "{kill:?}: {done}");
+    (process, done)
+}
+
+const PHASES: [KillAt; 5] = [KillAt::BeforeCopy, KillAt::MidCopy, KillAt::CatchUp, KillAt::AfterFence, KillAt::Cleanup];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let tag = format!(
-        "sgmc_{:x}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
-    );
-    let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
-    let mut admin_db = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-    for name in &names {
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await.unwrap();
-    }
-    let url = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
-    let envs = vec![
-        ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
-        (
-            "SHARDGATE_STORAGE__SHARDS".to_owned(),
-            format!("[{{id=\"s0\",url=\"{}\"}},{{id=\"s1\",url=\"{}\"}}]", url(&names[1]), url(&names[2])),
-        ),
-        (
-            "SHARDGATE_AUTH__ISSUERS".to_owned(),
-            format!("[{{issuer=\"crash\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
-        ),
-        // Every phase boundary pauses, so the test can kill the instance in a phase; the copy is
-        // slow enough (the blob below takes about a second) to be killed in the middle.
-        ("SHARDGATE_STORAGE__MOVES__PHASE_PAUSE".to_owned(), "700ms".to_owned()),
-        ("SHARDGATE_STORAGE__MOVES__COPY_BYTES_PER_SECOND".to_owned(), "1000000".to_owned()),
-        ("SHARDGATE_STORAGE__MOVES__LEASE".to_owned(), "1s".to_owned()),
-        ("SHARDGATE_STORAGE__MOVES__CLEANUP_GRACE".to_owned(), "2s".to_owned()),
-    ];
+    let cluster = Cluster::new().await;
+    let envs = cluster.envs.clone();
     let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let admin = token(None, "admin");
@@ -99,21 +178,11 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
     // The last acknowledged value of every key.
     let mut expected = std::collections::BTreeMap::new();
 
-    for (round, kill) in [KillAt::BeforeCopy, KillAt::MidCopy, KillAt::CatchUp, KillAt::AfterFence, KillAt::Cleanup]
-        .into_iter()
-        .enumerate()
-    {
+    for (round, kill) in PHASES.into_iter().enumerate() {
         for i in 0..30 {
             let key = format!("k{i}");
             let value = json!({"round": round, "i": i});
-            let put = client
-                .put(format!("{}/v1/tenants/acme/collections/c/records/{key}", process.base))
-                .bearer_auth(&tenant)
-                .json(&value)
-                .send()
-                .await
-                .unwrap();
-            assert!(put.status().is_success(), "{kill:?}: PUT {key}: {}", put.status());
+            put(&client, &process, &tenant, &format!("c/records/{key}"), &value, kill).await;
             expected.insert(key, value);
         }
         let route: Value =
@@ -131,36 +200,8 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
         let id = job["id"].as_str().unwrap().to_owned();
         let job_url = format!("/v1/admin/jobs/{id}");
 
-        // Kill the instance (SIGKILL) once the job is where this round kills it.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let job: Value = get(&client, &format!("{}{job_url}", process.base), &admin).await;
-            if kill.reached(&job) {
-                break;
-            }
-            assert_eq!(job["state"], "running", "{kill:?}: the job ended before it could be killed: {job}");
-            assert!(tokio::time::Instant::now() < deadline, "{kill:?}: never reached: {job}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if matches!(kill, KillAt::MidCopy) {
-            // Past the pause, into the (slow) copy.
-            tokio::time::sleep(Duration::from_millis(1000)).await;
-        }
-        drop(process);
-
-        process = Process::start(&["serve"], dir.path(), envs.clone());
-        process.wait_until_ok(&client, "/readyz").await;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        let done = loop {
-            let job: Value = get(&client, &format!("{}{job_url}", process.base), &admin).await;
-            if job["state"] != "running" {
-                break job;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "{kill:?}: not finished after the restart: {job}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        assert_eq!(done["state"], "done", "{kill:?}: {done}\n{}", process.log());
-        assert_eq!(done["progress"]["checksums"]["matched"], true, "{kill:?}: {done}");
+        let (resumed, _) = kill_and_resume(&client, process, &cluster, dir.path(), &job_url, kill, &admin).await;
+        process = resumed;
         let route: Value =
             get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=c&key=k0", process.base), &admin).await;
         assert_eq!(route["shard"], to, "{kill:?}: the tenant is on its new shard");
@@ -180,8 +221,7 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
             .unwrap();
         assert_eq!(blob.status(), 200, "{kill:?}: the blob");
         assert_eq!(blob.bytes().await.unwrap().len(), 1_000_000, "{kill:?}: the blob's bytes");
-        let source = names[if from == "s0" { 1 } else { 2 }].clone();
-        let mut shard = sqlx::PgConnection::connect(&url(&source)).await.unwrap();
+        let mut shard = sqlx::PgConnection::connect(&cluster.shard_url(from)).await.unwrap();
         let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE tenant = 'acme'")
             .fetch_one(&mut shard)
             .await
@@ -237,9 +277,92 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
         assert_eq!(&got["value"], value, "after the drain: {key}");
     }
     drop(process);
-    for name in &names {
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await.unwrap();
+    cluster.drop_databases().await;
+}
+
+/// A split whose keys change shard (`range.move`) killed in each phase: the next instance
+/// finishes it, every acknowledged write reads back, and the moved keys' rows are left only on
+/// the shard that holds their range now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
+    let cluster = Cluster::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let admin = token(None, "admin");
+    let mut process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
+    process.wait_until_ok(&client, "/readyz").await;
+    process.create_tenant(&client, &admin, "acme").await;
+    let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": "s0"}]});
+    let set = client
+        .put(format!("{}/v1/admin/tenants/acme/collections/r", process.base))
+        .bearer_auth(&admin)
+        .json(&ranges)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(set.status(), 200, "{}", set.text().await.unwrap_or_default());
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let tenant = token(Some("acme"), "read write");
+    // About a megabyte above the bound `m`, so that the copy takes about a second.
+    let padding = "p".repeat(20_000);
+    let mut expected = std::collections::BTreeMap::new();
+
+    for (round, kill) in PHASES.into_iter().enumerate() {
+        for i in 0..60 {
+            let key = format!("{}{i:02}", if i % 4 == 0 { "c" } else { "x" });
+            let value = json!({"round": round, "i": i, "padding": padding});
+            put(&client, &process, &tenant, &format!("r/records/{key}"), &value, kill).await;
+            expected.insert(key, value);
+        }
+        // The keys from `m` on go back and forth between the shards.
+        let (from, to) = if round % 2 == 0 { ("s0", "s1") } else { ("s1", "s0") };
+        let started = client
+            .post(format!("{}/v1/admin/tenants/acme/collections/r/split", process.base))
+            .bearer_auth(&admin)
+            .json(&json!({"at": "m", "shard": to}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status(), 202, "{kill:?}: starting the range move");
+        let job: Value = started.json().await.unwrap();
+        let job_url = format!("/v1/admin/jobs/{}", job["id"].as_str().unwrap());
+        let (resumed, done) = kill_and_resume(&client, process, &cluster, dir.path(), &job_url, kill, &admin).await;
+        process = resumed;
+        assert_eq!(done["kind"], "range.move", "{done}");
+
+        let route: Value =
+            get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=r&key=x00", process.base), &admin).await;
+        assert_eq!(route["shard"], to, "{kill:?}: the range is on its new shard: {route}");
+        let route: Value =
+            get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=r&key=c00", process.base), &admin).await;
+        assert_eq!(route["shard"], "s0", "{kill:?}: the keys below the bound stay: {route}");
+        for (key, value) in &expected {
+            let got: Value =
+                get(&client, &format!("{}/v1/tenants/acme/collections/r/records/{key}", process.base), &tenant).await;
+            assert_eq!(&got["value"], value, "{kill:?}: {key}");
+        }
+        for (shard, holds) in [(from, false), (to, true)] {
+            let mut db = sqlx::PgConnection::connect(&cluster.shard_url(shard)).await.unwrap();
+            let moved: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM spread_records WHERE tenant = 'acme' AND collection = 'r' AND key >= 'm'",
+            )
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+            let want = if holds { 45 } else { 0 };
+            assert_eq!(moved, want, "{kill:?}: rows of the moved keys on {shard}");
+            db.close().await.unwrap();
+        }
     }
+    drop(process);
+    cluster.drop_databases().await;
+}
+
+/// Writes `value` at `path` (below tenant `acme`'s collections) and checks it was taken.
+async fn put(client: &reqwest::Client, process: &Process, token: &str, path: &str, value: &Value, kill: KillAt) {
+    let url = format!("{}/v1/tenants/acme/collections/{path}", process.base);
+    let put = client.put(url).bearer_auth(token).json(value).send().await.unwrap();
+    assert!(put.status().is_success(), "{kill:?}: PUT {path}: {}", put.status());
 }
 
 async fn get(client: &reqwest::Client, url: &str, token: &str) -> Value {

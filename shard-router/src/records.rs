@@ -204,6 +204,17 @@ impl StoredRecord {
     }
 }
 
+/// A row as stored, tombstone or not, with its vshard tag ([`RecordStore::placed_rows`]).
+#[derive(Debug, Clone)]
+pub struct PlacedRow {
+    /// The record (a tombstone's value is `null`).
+    pub record: StoredRecord,
+    /// Whether it is a tombstone.
+    pub deleted: bool,
+    /// Its vshard tag: the vshard that places it, or -1 for a range-placed row.
+    pub tag: i64,
+}
+
 /// A record read with its tombstone, if deleted.
 #[derive(Debug, Clone)]
 pub enum RecordRead {
@@ -298,7 +309,7 @@ impl<'a> RecordStore<'a> {
     }
 
     /// The vshard tag a record placed at `vshard` gets in this layout.
-    fn tag(&self, vshard: u32) -> i64 {
+    pub(crate) fn tag(&self, vshard: u32) -> i64 {
         match self.layout {
             Layout::Range => -1,
             Layout::Home | Layout::Hash(_) => i64::from(vshard),
@@ -762,6 +773,90 @@ impl<'a> RecordStore<'a> {
             .on_shard(&self.shard)
             .await?;
         Ok(done.rows_affected())
+    }
+
+    /// Up to `limit` rows (tombstones included) of `tenant`'s `collection` here, in key order,
+    /// each with its vshard tag: what a change of distribution settles row by row.
+    pub async fn placed_rows(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        limit: u32,
+    ) -> Result<Vec<PlacedRow>, Error> {
+        let table = self.table();
+        let sql = format!(
+            "SELECT key, version, updated_at, value, deleted, vshard FROM {table} \
+             WHERE tenant = $1 AND collection = $2 ORDER BY key LIMIT $3"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(tenant.as_str())
+            .bind(collection.as_str())
+            .bind(i64::from(limit))
+            .fetch_all(self.shard.pool())
+            .on_shard(&self.shard)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let value: String = row.try_get("value").map_err(|e| self.shard.err(e))?;
+                let record = StoredRecord {
+                    key: row.try_get("key").map_err(|e| self.shard.err(e))?,
+                    version: row.try_get("version").map_err(|e| self.shard.err(e))?,
+                    updated_at_ms: row.try_get("updated_at").map_err(|e| self.shard.err(e))?,
+                    value: RawValue::from_string(value).map_err(|e| Error::Corrupt(e.to_string()))?,
+                };
+                let deleted: i64 = row.try_get("deleted").map_err(|e| self.shard.err(e))?;
+                let tag: i64 = row.try_get("vshard").map_err(|e| self.shard.err(e))?;
+                Ok(PlacedRow { record, deleted: deleted != 0, tag })
+            })
+            .collect()
+    }
+
+    /// Gives the row at `key` of `tenant`'s `collection` the tag a record placed at `vshard`
+    /// has in this store's layout (the row stays where it is). Unfenced: only for a row whose
+    /// collection changed its distribution, which no writer on an older map can reach any more.
+    pub async fn retag(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        key: &str,
+        vshard: u32,
+    ) -> Result<(), Error> {
+        let sql = format!("UPDATE {} SET vshard = $4 WHERE tenant = $1 AND collection = $2 AND key = $3", self.table());
+        self.change_row(&sql, tenant, collection, key, Some(self.tag(vshard))).await
+    }
+
+    /// Removes the row at `key` of `tenant`'s `collection` (a tombstone too). Unfenced, like
+    /// [`RecordStore::retag`]: for a row left where its collection's distribution no longer
+    /// places it.
+    pub async fn remove(&self, tenant: &TenantId, collection: &CollectionName, key: &str) -> Result<(), Error> {
+        let sql = format!("DELETE FROM {} WHERE tenant = $1 AND collection = $2 AND key = $3", self.table());
+        self.change_row(&sql, tenant, collection, key, None).await
+    }
+
+    /// Runs `sql` on one row: `$1`–`$3` tenant, collection, key, and `$4` `tag` if given.
+    async fn change_row(
+        &self,
+        sql: &str,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        key: &str,
+        tag: Option<i64>,
+    ) -> Result<(), Error> {
+        let query = sqlx::query(sql).bind(tenant.as_str()).bind(collection.as_str()).bind(key);
+        let query = match tag {
+            Some(tag) => query.bind(tag),
+            None => query,
+        };
+        query.execute(self.shard.pool()).on_shard(&self.shard).await?;
+        Ok(())
+    }
+
+    /// The table of this store's layout.
+    fn table(&self) -> &'static str {
+        match self.layout {
+            Layout::Home => "records",
+            Layout::Hash(_) | Layout::Range => "spread_records",
+        }
     }
 
     /// Raises the shard's fence to `epoch` (see [`FencedShard::raise_fence`]).

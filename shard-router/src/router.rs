@@ -985,16 +985,63 @@ impl ShardRouter {
         for shard in &shards {
             self.raise_fence_on(shard, epoch).await;
         }
-        let raced = old_layout.live_records().await?;
-        if !raced.is_empty() {
-            tracing::warn!(
-                tenant = %row.tenant, collection = %row.collection, records = raced.len(),
-                "records were written under the old distribution while it changed; carrying them over"
-            );
-            self.carry_over(&row.tenant, &row.collection, raced).await?;
+        if old == Distribution::Tenant || row.distribution == Distribution::Tenant {
+            // The old rows are in another table than the new ones: carry over, then drop all.
+            let raced = old_layout.live_records().await?;
+            if !raced.is_empty() {
+                tracing::warn!(
+                    tenant = %row.tenant, collection = %row.collection, records = raced.len(),
+                    "records were written under the old distribution while it changed; carrying them over"
+                );
+                self.carry_over(&row.tenant, &row.collection, raced).await?;
+            }
+            old_layout.purge().await?;
+        } else {
+            // Old and new rows share `spread_records`, where writes on the new map have begun:
+            // only the rows the new distribution does not place where they are may go.
+            self.settle_spread_rows(&row.tenant, &row.collection, &shards).await?;
         }
-        old_layout.purge().await?;
         Ok(epoch)
+    }
+
+    /// After `tenant`'s `collection` changed between `hash` and `range` (or between ranges
+    /// with other holders) while it was empty: every row in `spread_records` was written
+    /// either on the new map, where it belongs, or on the old one in the moment before the
+    /// fences rose. Each row the new distribution places on another shard is carried over
+    /// there (unless a newer write created the key there meanwhile) and removed; a row on the
+    /// right shard with the old layout's vshard tag is retagged. Old range fences are dropped:
+    /// a distribution set anew starts without.
+    async fn settle_spread_rows(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        shards: &[ShardId],
+    ) -> Result<(), Error> {
+        for shard in shards {
+            let db = self.shard_db(shard)?;
+            FencedShard::new(&db, shard).drop_range_fences(tenant, Some(collection)).await?;
+            let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
+            for row in store.placed_rows(tenant, collection, CARRY_OVER_LIMIT).await? {
+                let key = RecordKey::parse(&row.record.key).map_err(|e| Error::Corrupt(e.to_string()))?;
+                let route = self.route_record(RecordAddress { tenant, collection, key: &key })?;
+                let here = RecordStore::new(&db, shard).in_layout(Layout::of(&route));
+                if route.shard == *shard {
+                    if row.tag != here.tag(route.vshard) {
+                        here.retag(tenant, collection, &row.record.key, route.vshard).await?;
+                    }
+                    continue;
+                }
+                tracing::warn!(
+                    tenant = %tenant, collection = %collection, key = row.record.key, from = %shard, to = %route.shard,
+                    "a record was written under the old distribution while it changed; carrying it over"
+                );
+                if !row.deleted {
+                    self.carry_over(tenant, collection, vec![row.record.clone()]).await?;
+                }
+                here.remove(tenant, collection, &row.record.key).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Why the shards `on` picks cannot be deleted, if a range of a range-distributed

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use shardgate_tests::records::keys_of;
 use shardgate_tests::{SEEDED_SHARDS, TestApp, eventually, expect_json, expect_problem};
 
-shardgate_tests::on_both_engines!(a_tenant_spending_its_fan_out_budget_waits_and_others_do_not);
+shardgate_tests::on_both_engines!(
+    a_tenant_spending_its_fan_out_budget_waits_and_others_do_not,
+    an_empty_collection_switching_between_hash_and_range_keeps_the_writes_made_meanwhile,
+);
 
 shardgate_tests::conformance!(
     a_hash_collection_spreads_its_records_over_every_shard,
@@ -484,4 +487,75 @@ async fn hash_records_move_with_their_vshards_and_pages_stay_whole_meanwhile() {
         stored += rows.len() as i64;
     }
     assert_eq!(stored as usize, all.len(), "each record once, nothing left behind");
+}
+
+/// An empty collection switches between `hash` and `range` while a client starts writing to it.
+/// Old and new rows share one table, so settling the switch must take only the rows the new
+/// distribution places elsewhere: every write acknowledged is read back afterwards, once. The
+/// writer starts a little later each attempt, until several attempts switched with writes
+/// acknowledged before the switch answered (those writes raced it).
+async fn an_empty_collection_switching_between_hash_and_range_keeps_the_writes_made_meanwhile(
+    backend: shardgate_tests::Backend,
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    let app = TestApp::spawn(backend).await;
+    let limit = json!({"per_second": 1_000_000, "burst": 1_000_000});
+    app.create_tenant_with(&json!({"id": "acme", "rate_limit": limit})).await;
+    let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": "shard-0"}, {"from": "m", "shard": "shard-1"}]});
+    let hash = json!({"distribution": "hash"});
+    let (mut raced, mut attempts) = (0, 0);
+    while raced < 3 && attempts < 60 {
+        attempts += 1;
+        let collection = format!("flip{attempts}");
+        let (first, then) = if attempts % 2 == 0 { (&hash, &ranges) } else { (&ranges, &hash) };
+        expect_json(distribute(&app, "acme", &collection, first).await, StatusCode::OK).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (client, token, stop) = (app.client.clone(), app.rw_token("acme"), stop.clone());
+            let base = app.url(&format!("/v1/tenants/acme/collections/{collection}/records"));
+            let delay = Duration::from_micros(500 * (attempts % 16));
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let mut acked: Vec<(String, Instant)> = Vec::new();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    // Keys on both sides of the range bound `m`.
+                    let key = format!("{}{n:04}", ["c", "x"][n % 2]);
+                    let put =
+                        client.put(format!("{base}/{key}")).bearer_auth(&token).json(&json!({"n": n})).send().await;
+                    if put.is_ok_and(|r| r.status() == StatusCode::CREATED) {
+                        acked.push((key, Instant::now()));
+                    }
+                    n += 1;
+                }
+                acked
+            })
+        };
+        let switched = distribute(&app, "acme", &collection, then).await;
+        let answered = Instant::now();
+        let status = switched.status();
+        assert!(
+            status == StatusCode::OK || status == StatusCode::CONFLICT,
+            "the switch succeeds, or is refused because a write came first: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        stop.store(true, Ordering::Relaxed);
+        let acked = writer.await.expect("the writer ends");
+        if status == StatusCode::OK && acked.iter().any(|(_, at)| *at < answered) {
+            raced += 1;
+        }
+        for (key, _) in &acked {
+            let read = app.get_record("acme", &collection, key).await;
+            assert_eq!(read.status(), StatusCode::OK, "attempt {attempts}: acknowledged key {key} is readable");
+        }
+        let mut listed = page_through(&app, "acme", &collection, 50).await;
+        let mut written: Vec<String> = acked.into_iter().map(|(key, _)| key).collect();
+        written.sort();
+        listed.sort();
+        assert_eq!(listed, written, "attempt {attempts}: every acknowledged key is listed, once");
+    }
+    assert!(raced > 0, "no attempt in {attempts} switched with writes in flight: the test did not test the race");
 }
