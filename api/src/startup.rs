@@ -508,7 +508,7 @@ impl Application {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let routes = routes
-            .layer(axum::middleware::map_response(crate::json_newline::end_json_with_newline))
+            .layer(tower::util::MapResponseLayer::new(crate::json_newline::end_json_with_newline))
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
             .counting_shed(app.bulkheads.refusals(crate::bulkhead::Limit::Global));

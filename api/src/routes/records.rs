@@ -22,6 +22,7 @@ use crate::app::App;
 use crate::envelope::RecordEnvelope;
 use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
+use crate::json_newline::{json_line, json_line_response};
 use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
 use crate::preconditions::{IfNoneMatch, Precondition, precondition};
@@ -60,7 +61,7 @@ fn etag(version: i64) -> HeaderValue {
 
 fn envelope_response(status: StatusCode, record: StoredRecord) -> Response {
     let tag = etag(record.version);
-    let mut response = (status, axum::Json(RecordEnvelope::from(record))).into_response();
+    let mut response = json_line_response(status, json_line(&RecordEnvelope::from(record)));
     response.headers_mut().insert(header::ETAG, tag);
     response
 }
@@ -151,18 +152,15 @@ async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNon
         response.headers_mut().insert(header::ETAG, etag(record.version));
         return Ok(response);
     }
-    let mut response = (StatusCode::OK, record.body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    headers.insert(header::ETAG, etag(record.version));
+    let mut response = json_line_response(StatusCode::OK, record.body);
+    response.headers_mut().insert(header::ETAG, etag(record.version));
     Ok(response)
 }
 
 /// The cached form of a record: its version and the exact response body.
 fn cached(record: StoredRecord) -> CachedRecord {
     let version = record.version;
-    let body = serde_json::to_vec(&RecordEnvelope::from(record)).unwrap_or_default();
-    CachedRecord { version, body: Bytes::from(body) }
+    CachedRecord { version, body: json_line(&RecordEnvelope::from(record)) }
 }
 
 errors!(PutRecordErrors:

@@ -16,6 +16,7 @@ shardgate_tests::conformance!(
     malformed_json_is_rejected,
     a_body_over_one_mebibyte_is_too_large,
     invalid_collections_and_keys_are_rejected,
+    every_json_answer_ends_with_one_newline,
 );
 
 fn assert_envelope(body: &Value, key: &str, version: i64, value: &Value) {
@@ -343,5 +344,37 @@ async fn one_rule_refuses_what_cannot_round_trip_with_or_without_an_index(app: T
         let response = app.get_record("acme", collection, "fine").await;
         assert_eq!(response.status(), StatusCode::OK);
         assert!(response.text().await.unwrap().contains(exact), "{collection}: the exact text is kept");
+    }
+}
+
+/// Record answers (written, read from the shard, read from the cache), listings, problems and
+/// admin answers all end with one newline, counted in their length.
+async fn every_json_answer_ends_with_one_newline(app: TestApp) {
+    app.create_tenant("acme").await;
+    let value = json!({"n": 1});
+    let created = app.put_record("acme", "docs", "d1", &value).await;
+    let updated = app.put_record("acme", "docs", "d1", &json!({"n": 2})).await;
+    let read = app.get_record("acme", "docs", "d1").await;
+    let cached = app.get_record("acme", "docs", "d1").await;
+    let listed = app.list_records("acme", "docs", "limit=5").await;
+    let missing = app.get_record("acme", "docs", "nope").await;
+    let admin = app.admin(Method::GET, "/v1/admin/tenants/acme", None).await;
+    for (what, response) in [
+        ("created", created),
+        ("updated", updated),
+        ("read", read),
+        ("read again", cached),
+        ("listed", listed),
+        ("missing", missing),
+        ("admin", admin),
+    ] {
+        let length = response.content_length();
+        let body = response.bytes().await.unwrap();
+        assert!(body.ends_with(b"}\n"), "{what}: {:?}", String::from_utf8_lossy(&body));
+        if let Some(length) = length {
+            assert_eq!(length, body.len() as u64, "{what}: the length counts the newline");
+        }
+        let parsed: Value = serde_json::from_slice(&body).unwrap();
+        assert!(parsed.is_object(), "{what}: {parsed}");
     }
 }
