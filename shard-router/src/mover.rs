@@ -947,7 +947,10 @@ impl Run<'_> {
 
 /// On PostgreSQL, waits until no statement on the shard's database that began before now (the
 /// fence was committed before this is called) is still running: a write that took its snapshot
-/// before the fence and commits after it is then in the next pass. SQLite needs no wait: a write
+/// before the fence and commits after it is then in the next pass. Reads are not waited for
+/// (`SELECT`, and `COPY`, which a move runs only to read rows out or into a staging table): no
+/// statement of the gateway writes through one, and another move's long, paced copy out of
+/// this shard would otherwise hold this cut-over until it ended. SQLite needs no wait: a write
 /// transaction there always sees the latest commit.
 async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result<(), Error> {
     if shard.db().engine != Engine::Postgres {
@@ -961,7 +964,8 @@ async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result
     loop {
         let running: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() \
-             AND state = 'active' AND CAST(EXTRACT(EPOCH FROM query_start) * 1000000 AS BIGINT) < $1",
+             AND state = 'active' AND CAST(EXTRACT(EPOCH FROM query_start) * 1000000 AS BIGINT) < $1 \
+             AND NOT (ltrim(query) ILIKE 'select%' OR ltrim(query) ILIKE 'copy%')",
         )
         .bind(fence)
         .fetch_one(shard.pool())

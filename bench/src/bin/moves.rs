@@ -40,14 +40,17 @@ use sqlx::Connection;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// One request: which tenant, when it started and ended (ms since the Unix epoch), whether it
-/// succeeded.
-#[derive(Debug, Clone, Copy)]
+/// succeeded, and its status (0: no answer).
+#[derive(Debug, Clone)]
 struct Sample {
     mover: bool,
     write: bool,
     start_ms: f64,
     end_ms: f64,
     ok: bool,
+    status: u16,
+    /// The problem's code and detail, for a failure that has one.
+    problem: Option<String>,
 }
 
 fn now_ms() -> f64 {
@@ -145,8 +148,18 @@ async fn run(
                 } else {
                     client.get(&url).bearer_auth(&token).send().await
                 };
-                let ok = sent.is_ok_and(|r| r.status().is_success() || r.status() == 404);
-                samples.lock().push(Sample { mover: is_mover, write, start_ms, end_ms: now_ms(), ok });
+                let end_ms = now_ms();
+                let (status, problem) = match sent {
+                    Ok(r) if r.status().is_success() || r.status() == 404 => (r.status().as_u16(), None),
+                    Ok(r) => {
+                        let status = r.status().as_u16();
+                        let body: Value = r.json().await.unwrap_or_default();
+                        (status, Some(format!("{} ({})", body["code"], body["detail"])))
+                    }
+                    Err(e) => (0, Some(e.to_string())),
+                };
+                let ok = problem.is_none();
+                samples.lock().push(Sample { mover: is_mover, write, start_ms, end_ms, ok, status, problem });
             }
         });
     }
@@ -173,6 +186,7 @@ async fn run(
     // Then shard s1, which holds the moved tenant's records now, is drained under the same
     // traffic: its vshards and both tenants pinned to it go to s0.
     let drain_started = Instant::now();
+    let drain_began_ms = now_ms();
     let drain: Value = client
         .post(format!("{base}/v1/admin/shards/s1/drain"))
         .bearer_auth(&admin)
@@ -218,6 +232,28 @@ async fn run(
     let bytes = progress["bytes_copied"].as_f64().unwrap_or(0.0);
     let copy_secs = (fenced - move_started) / 1000.0;
     println!("requests: {} ({failed} failed)", samples.len());
+    // Every failure, by status, tenant, kind and phase.
+    let mut failures: std::collections::BTreeMap<String, (usize, f64)> = std::collections::BTreeMap::new();
+    for s in samples.iter().filter(|s| !s.ok) {
+        let phase = if s.end_ms < move_started {
+            "before the move"
+        } else if s.start_ms <= switched + 100.0 {
+            "during the move"
+        } else if s.start_ms < drain_began_ms {
+            "after the move"
+        } else {
+            "during the drain"
+        };
+        let who = if s.mover { "mover" } else { "other" };
+        let kind = if s.write { "PUT" } else { "GET" };
+        let problem = s.problem.as_deref().unwrap_or_default();
+        let entry = failures.entry(format!("{} {who} {kind} {phase}: {problem}", s.status)).or_default();
+        entry.0 += 1;
+        entry.1 = entry.1.max(s.end_ms - s.start_ms);
+    }
+    for (what, (count, slowest)) in &failures {
+        println!("  failed: {count} x {what}, the slowest after {slowest:.0} ms");
+    }
     println!(
         "moving tenant, writes in the cut-over window ({} of them, fence to switch {} ms): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; longest gap between completed writes {:.1} ms",
         cut_over.len(),

@@ -358,3 +358,47 @@ async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(b
     let put = app.client.put(app.url(&record_path("acme", "c", "again"))).bearer_auth(&token).json(&json!({"n": 1}));
     assert_eq!(put.send().await.unwrap().status(), StatusCode::CREATED, "the re-created tenant writes on {from}");
 }
+
+/// A long read on the source shard (another move's paced copy out, a report) that began before
+/// the fence does not hold the cut-over: only statements that may write the tenant are waited
+/// for. The move ends `done` while the read is still running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_over_does_not_wait_for_a_long_read_on_the_source() {
+    let app = spawn(shardgate_tests::Backend::Postgres, Duration::ZERO).await;
+    app.create_tenant("acme").await;
+    for i in 0..20 {
+        expect_json(app.put_record("acme", "c", &format!("k{i}"), &json!({"i": i})).await, StatusCode::CREATED).await;
+    }
+    let (home, other) = another_shard(&app, "acme").await;
+    let (_, source_url) = app.shard_urls().into_iter().find(|(id, _)| *id == home).unwrap();
+    let source = shardgate_tests::open_shard(&source_url).await;
+    let reader = {
+        // Its own pool: the read holds its connection.
+        let reading = shardgate_tests::open_shard(&source_url).await;
+        tokio::spawn(async move { sqlx::query("SELECT pg_sleep(60)").execute(&reading).await })
+    };
+    let sleeping = "SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(60)'";
+    let started = eventually(Duration::from_secs(10), async || {
+        let (n,): (i64,) = sqlx::query_as(sleeping).fetch_one(&source).await.unwrap();
+        (n == 1).then_some(())
+    })
+    .await;
+    assert!(started.is_some(), "the long read runs on {home}");
+
+    let moving = start_move(&app, "acme", &other).await;
+    let done = ended(&app, moving["id"].as_str().unwrap(), Duration::from_secs(30)).await;
+    assert_eq!(done["state"], "done", "{done}");
+    let (still,): (i64,) = sqlx::query_as(sleeping).fetch_one(&source).await.unwrap();
+    assert_eq!(still, 1, "the move ended while the read that began before its fence still ran");
+    assert_eq!(app.route("acme", "c", "k0").await["shard"], other.as_str());
+    for i in 0..20 {
+        let read = expect_json(app.get_record("acme", "c", &format!("k{i}")).await, StatusCode::OK).await;
+        assert_eq!(read["value"], json!({"i": i}));
+    }
+    sqlx::query("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)'")
+        .execute(&source)
+        .await
+        .unwrap();
+    assert!(reader.await.unwrap().is_err(), "the read was cancelled");
+    source.close().await;
+}
