@@ -49,7 +49,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -771,21 +771,58 @@ struct ConnectionService {
 impl hyper::service::Service<Request<Incoming>> for ConnectionService {
     type Response = Response<TrackedBody>;
     type Error = Infallible;
-    type Future = TrackedResponse<tower::util::Oneshot<Router, Request<Incoming>>>;
+    type Future = TrackedResponse<tower::util::Oneshot<Router, Request<WatchedRequestBody>>>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         let in_progress = InProgress::start(self.activity.clone());
         request.extensions_mut().insert(ConnectInfo(self.peer));
-        TrackedResponse { inner: self.router.clone().oneshot(request), in_progress: Some(in_progress) }
+        let read = Arc::new(AtomicBool::new(request.body().is_end_stream()));
+        let request = request.map(|inner| WatchedRequestBody { inner, read: read.clone() });
+        TrackedResponse { inner: self.router.clone().oneshot(request), in_progress: Some(in_progress), read }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request body that says when it has been read to its end.
+    struct WatchedRequestBody {
+        #[pin]
+        inner: Incoming,
+        read: Arc<AtomicBool>,
+    }
+}
+
+impl HttpBody for WatchedRequestBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let mut this = self.project();
+        let frame = ready!(this.inner.as_mut().poll_frame(cx));
+        if frame.is_none() || this.inner.is_end_stream() {
+            this.read.store(true, Ordering::Relaxed);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 
 pin_project_lite::pin_project! {
     /// The router's response future; hands the request's [`InProgress`] to the response body.
+    /// An answer given before the request's body was read to its end says `Connection: close`:
+    /// hyper cannot take the next request from that connection and closes it after the answer,
+    /// and a client that did not know would send its next request into the closing socket.
     struct TrackedResponse<F> {
         #[pin]
         inner: F,
         in_progress: Option<InProgress>,
+        read: Arc<AtomicBool>,
     }
 }
 
@@ -801,6 +838,10 @@ where
             Ok(response) => response,
             Err(never) => match never {},
         };
+        let mut response = response;
+        if !this.read.load(Ordering::Relaxed) {
+            response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
+        }
         let in_progress = this.in_progress.take();
         Poll::Ready(Ok(response.map(|body| TrackedBody { body, _in_progress: in_progress })))
     }

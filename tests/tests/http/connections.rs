@@ -275,3 +275,43 @@ async fn at_the_cap_idle_connections_close_only_when_a_new_one_needs_room() {
         metric(&client, &app.base_url, r#"shardgate_connections_closed_total{reason="crowded_out"}"#).await;
     assert!(crowded_out >= 1.0, "an idle connection made room");
 }
+
+/// An answer given before the request's body was read (here 405 to a `PATCH` with a body) says
+/// `Connection: close`, and the server then closes the connection: a keep-alive client learns
+/// not to send its next request into it. A request whose body was read keeps the connection.
+#[tokio::test]
+async fn an_answer_that_leaves_the_request_body_unread_closes_the_connection_and_says_so() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let token = app.admin_token();
+    let body = r#"{"action": "reset", "reason": null}"#;
+    let unread = format!(
+        "PATCH /v1/admin/shards/shard-0/breaker HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(address(&app)).await.unwrap();
+    stream.write_all(unread.as_bytes()).await.unwrap();
+    let answer = read_response(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "{answer}");
+    let rest = read_until_closed(&mut stream).await;
+    assert!(rest.is_empty(), "nothing more was sent: {}", String::from_utf8_lossy(&rest));
+
+    // A body the handler read: the connection stays open for the next request.
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let record = r#"{"n": 1}"#;
+    let read = format!(
+        "PUT /v1/tenants/acme/collections/c/records/k HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{record}",
+        record.len()
+    );
+    let mut stream = TcpStream::connect(address(&app)).await.unwrap();
+    stream.write_all(read.as_bytes()).await.unwrap();
+    let answer = read_response(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    assert!(!answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
+    stream.write_all(HEALTHZ).await.unwrap();
+    let next = read_response(&mut stream).await;
+    assert!(next.starts_with("HTTP/1.1 200"), "the connection is kept alive: {next}");
+}
