@@ -17,29 +17,8 @@ if ! command -v chromium >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
-TARGET="${CARGO_TARGET_DIR:-target}"
-cargo build --quiet --bin shardgate
-shardgate="$TARGET/debug/shardgate"
-
-work=$(mktemp -d)
-server_pid=""
-stop() {
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid"
-        wait "$server_pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap stop EXIT
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-SHARDGATE_LOG__FILTER=warn "$shardgate" serve --data-dir "$work/data" --listen "127.0.0.1:$port" \
-    >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+source scripts/embedded-server.sh
+start_embedded_server
 
 # A host name that is not loopback (Swagger UI treats localhost specially), mapped to the server.
 host="docs.shardgate.test"

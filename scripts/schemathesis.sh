@@ -17,8 +17,6 @@ VENV="${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/schemathesis-$VERSION"
 MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-20}"
 # Each of the two runs is stopped after this many seconds.
 TIME_LIMIT="${SCHEMATHESIS_TIME_LIMIT:-300}"
-TARGET="${CARGO_TARGET_DIR:-target}"
-
 if [ ! -x "$VENV/bin/st" ]; then
     echo "installing schemathesis $VERSION into $VENV"
     python3 -m venv "$VENV"
@@ -26,35 +24,10 @@ if [ ! -x "$VENV/bin/st" ]; then
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$VERSION" "hypothesis==6.140.2"
 fi
 
-cargo build --quiet --bin shardgate
-shardgate="$PWD/$TARGET/debug/shardgate"
-[ -x "$shardgate" ] || shardgate="$TARGET/debug/shardgate"
-
-work=$(mktemp -d)
-server_pid=""
-stop() {
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid"
-        wait "$server_pid" 2>/dev/null || true
-    fi
-    rm -rf "$work"
-}
-trap stop EXIT
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-base="http://127.0.0.1:$port"
+source scripts/embedded-server.sh
 # Throttling off: the generated requests should reach the handlers, not the rate limiter (its
-# 429 is documented on every operation all the same). The server runs in the work directory, so
-# whatever a generated request makes it create (a SQLite shard it is asked to register) stays there.
-(cd "$work" && SHARDGATE_RATE_LIMITS__ENABLED=false SHARDGATE_LOG__FILTER=warn \
-    exec "$shardgate" serve --data-dir "$work/data" --listen "127.0.0.1:$port" >"$work/server.log" 2>&1) &
-server_pid=$!
-for _ in $(seq 1 100); do
-    curl -fsS "$base/readyz" >/dev/null 2>&1 && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-    sleep 0.1
-done
-curl -fsS "$base/readyz" >/dev/null
+# 429 is documented on every operation all the same).
+start_embedded_server SHARDGATE_RATE_LIMITS__ENABLED=false
 
 admin=$("$shardgate" token --admin --data-dir "$work/data")
 curl -fsS -o /dev/null -X POST "$base/v1/admin/tenants" -H "Authorization: Bearer $admin" \
