@@ -22,7 +22,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 use sqlx::postgres::{PgConnection, PgPool};
 
-use crate::db::Database;
+use crate::db::{Database, Engine};
 use crate::error::Error;
 use crate::ids::TenantId;
 use crate::shard::{FencedShard, KeyRange, MoveSubject};
@@ -190,13 +190,87 @@ pub enum RowFilter {
 pub struct Pass<'a> {
     /// The rows of a tenant or vshard.
     pub selection: Selection<'a>,
-    /// Only rows changed at or after this time (ms), for a catch-up; `None` for all.
-    pub since_ms: Option<i64>,
-    /// Only rows changed before this time (ms): the settled part a checksum compares while the
-    /// rest may still change; `None` for all.
-    pub before_ms: Option<i64>,
+    /// Which of them by when they last changed.
+    pub window: Window<'a>,
     /// The rate to keep to, if any.
     pub pace: Option<&'a Pace>,
+}
+
+/// Which rows of a selection a pass takes by when they last changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window<'a> {
+    /// All of them.
+    All,
+    /// Those changed since a moment (a catch-up pass; the part a cut-over compares).
+    ChangedSince(&'a Since),
+    /// Those not changed since a moment: the settled part a checksum compares while the rest
+    /// may still change.
+    SettledBefore(&'a Since),
+}
+
+/// A moment on a source shard that later passes take the rows changed since.
+///
+/// On PostgreSQL it is exact: the transactions that had not committed by then (those still
+/// running, and every later one). A row changed by one of them carries its id as `xmin`,
+/// whichever instance wrote it and whatever its clock said; no other row does. Elsewhere
+/// (SQLite) it is a time compared with the rows' change times, which the writing instances'
+/// clocks set, so it is taken a margin (`moves.clock_margin`) early.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Since {
+    /// The source's transactions not yet committed at the moment (64-bit ids).
+    Transactions {
+        /// The first id not yet assigned then: it and every later one.
+        next: u64,
+        /// The ids running then.
+        running: Vec<u64>,
+    },
+    /// A change time (ms since the Unix epoch).
+    Time(i64),
+}
+
+impl Since {
+    /// Now on `shard`: the transactions not yet committed on PostgreSQL, else the clock less
+    /// `margin`.
+    pub async fn now(shard: FencedShard<'_>, margin: std::time::Duration) -> Result<Since, Error> {
+        use crate::shard::OnShard;
+        if shard.db().engine != Engine::Postgres {
+            let margin = i64::try_from(margin.as_millis()).unwrap_or(i64::MAX);
+            return Ok(Since::Time(crate::clock::now_ms().saturating_sub(margin)));
+        }
+        let snapshot: String = sqlx::query_scalar("SELECT CAST(pg_current_snapshot() AS text)")
+            .fetch_one(shard.pool())
+            .on_shard(&shard)
+            .await?;
+        Self::from_snapshot(&snapshot)
+            .ok_or_else(|| Error::Corrupt(format!("shard {}: unreadable snapshot {snapshot:?}", shard.id())))
+    }
+
+    /// A PostgreSQL snapshot's text form, `xmin:xmax:running,...`.
+    fn from_snapshot(text: &str) -> Option<Since> {
+        let mut parts = text.split(':');
+        let (_, next, running) = (parts.next()?, parts.next()?, parts.next()?);
+        let running = running.split(',').filter(|id| !id.is_empty()).map(str::parse).collect::<Result<_, _>>();
+        Some(Since::Transactions { next: next.parse().ok()?, running: running.ok()? })
+    }
+
+    /// The SQL condition "changed since": on the row's `xmin`, or on its change-time `column`.
+    /// A row's `xmin` holds the low 32 bits of the transaction id; PostgreSQL keeps every
+    /// unfrozen one within 2^31 of the newest, so "at least" is a comparison modulo 2^32.
+    fn condition(&self, column: &str) -> String {
+        const XMIN: &str = "CAST(CAST(xmin AS text) AS bigint)";
+        match self {
+            Since::Transactions { next, running } => {
+                let later = format!("({XMIN} - {} + 4294967296) % 4294967296 < 2147483648", next % (1 << 32));
+                if running.is_empty() {
+                    return later;
+                }
+                let running = running.iter().map(|id| (id % (1 << 32)).to_string()).collect::<Vec<_>>();
+                format!("({later} OR {XMIN} IN ({}))", running.join(", "))
+            }
+            Since::Time(ms) => format!("{column} >= {ms}"),
+        }
+    }
 }
 
 impl Pass<'_> {
@@ -204,18 +278,18 @@ impl Pass<'_> {
     /// takes no parameters; every value is an integer or a quoted tenant id).
     fn condition(&self, table: &CopyTable) -> String {
         let selected = self.selection.inline_condition();
-        let since = |column: &str| {
-            let since = self.since_ms.map(|t| format!(" AND {column} >= {t}")).unwrap_or_default();
-            let before = self.before_ms.map(|t| format!(" AND {column} < {t}")).unwrap_or_default();
-            format!("{since}{before}")
+        let window = |column: &str| match self.window {
+            Window::All => String::new(),
+            Window::ChangedSince(since) => format!(" AND {}", since.condition(column)),
+            Window::SettledBefore(since) => format!(" AND NOT ({})", since.condition(column)),
         };
         match table.rows {
-            RowFilter::Changed(column) => format!("{selected}{}", since(column)),
+            RowFilter::Changed(column) => format!("{selected}{}", window(column)),
             RowFilter::All => selected,
-            RowFilter::LiveUploads => format!("{selected} AND state = 'live'{}", since("changed_at")),
+            RowFilter::LiveUploads => format!("{selected} AND state = 'live'{}", window("changed_at")),
             RowFilter::LiveUploadChunks => format!(
                 "upload_id IN (SELECT upload_id FROM blob_uploads WHERE {selected} AND state = 'live'{})",
-                since("changed_at")
+                window("changed_at")
             ),
         }
     }
@@ -648,41 +722,56 @@ fn postgres_checksum(shard: &FencedShard<'_>, row: &AnyRow) -> Result<Checksum, 
     Ok(Checksum { rows: u64::try_from(rows).unwrap_or(0), digest: format!("md5:{digest}") })
 }
 
-/// The most keys changed since the settled part ends that [`settled_checksums`] leaves out on
-/// the target; with more, it gives up (the cut-over then compares everything).
-const MAX_RECENT_KEYS: usize = 20_000;
+/// The most keys changed since a moment that [`split_checksums`] takes apart from the rest;
+/// with more, it gives up (the cut-over then compares everything).
+const MAX_CHANGED_KEYS: usize = 20_000;
 
-/// The [`Checksum`]s of the settled rows of `table` that `selection` takes — those changed
-/// before `before_ms` on the source — on source and target, taken while the source still
-/// changes (before a move's fence), so that the cut-over need only compare the rest.
+/// The part of a selection's rows that [`split_checksums`] compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The rows not changed since the moment: compared while the source still changes (before
+    /// a move's fence), so that the cut-over need only compare the rest.
+    Settled,
+    /// The rows changed since the moment: compared under the fence, after the last delta.
+    Changed,
+}
+
+/// The [`Checksum`]s of one part of the rows of `table` that `selection` takes, on source and
+/// target, split at a moment `since` on the source.
 ///
-/// The target holds an older version of every key written on the source since `before_ms`
-/// that the last pass did not take; such a row is settled on the target but not on the source.
-/// So the source gives, from one snapshot, its settled rows' checksum and the keys it changed
-/// since `before_ms`, and the target's checksum leaves those keys out. Equal checksums then
-/// mean that every settled row of the source is on the target as it is. `None` when more than
-/// [`MAX_RECENT_KEYS`] keys changed (or the table's rows are always compared whole).
-pub async fn settled_checksums(
+/// Only the source knows which rows changed since (on PostgreSQL the moment is a transaction,
+/// and the target's rows are the copy's own), so the source gives, from one snapshot, the keys
+/// it changed since and its checksum of the part; the target's checksum takes the same keys
+/// ([`Part::Changed`]) or every key but them ([`Part::Settled`]). While the source changes, the
+/// target holds an older version of some keys changed since: those are left out of the settled
+/// part on both sides. Equal checksums of the two parts, the settled one taken after `since`
+/// and the changed one taken under the fence, mean that the target holds every row of the
+/// source as it is. `None` when more than [`MAX_CHANGED_KEYS`] keys changed (or the table's
+/// rows are always compared whole).
+pub async fn split_checksums(
     table: &CopyTable,
-    source: FencedShard<'_>,
-    target: FencedShard<'_>,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
     selection: Selection<'_>,
-    before_ms: i64,
+    since: &Since,
+    part: Part,
 ) -> Result<Option<(Checksum, Checksum)>, Error> {
     let selected = selection.inline_condition();
-    let (columns, recent) = match table.rows {
+    let (columns, changed) = match table.rows {
         RowFilter::Changed(column) => {
             let key = table.key.join(", ");
-            (key.clone(), format!("SELECT {key} FROM {} WHERE {selected} AND {column} >= {before_ms}", table.name))
+            (key.clone(), format!("SELECT {key} FROM {} WHERE {selected} AND {}", table.name, since.condition(column)))
         }
         RowFilter::LiveUploads | RowFilter::LiveUploadChunks => (
             "upload_id".to_owned(),
-            format!("SELECT upload_id FROM blob_uploads WHERE {selected} AND changed_at >= {before_ms}"),
+            format!("SELECT upload_id FROM blob_uploads WHERE {selected} AND {}", since.condition("changed_at")),
         ),
         RowFilter::All => return Ok(None),
     };
-    let pass = Pass { selection, since_ms: None, before_ms: Some(before_ms), pace: None };
-    let settled = pass.condition(table);
+    let window = match part {
+        Part::Settled => Window::SettledBefore(since),
+        Part::Changed => Window::ChangedSince(since),
+    };
+    let ours_condition = Pass { selection, window, pace: None }.condition(table);
     let width = columns.split(", ").count();
     let (keys, ours) = match source.db().postgres() {
         Some(_) => {
@@ -692,8 +781,8 @@ pub async fn settled_checksums(
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| source.err(e))?;
-            let keys = sqlx::query(&recent).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
-            let row = sqlx::query(&postgres_checksum_sql(table, &settled))
+            let keys = sqlx::query(&changed).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
+            let row = sqlx::query(&postgres_checksum_sql(table, &ours_condition))
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(|e| source.err(e))?;
@@ -701,43 +790,50 @@ pub async fn settled_checksums(
             (keys, postgres_checksum(&source, &row)?)
         }
         None => {
-            // Keys first: a row that leaves the settled part in between makes the checksums
-            // differ, never agree wrongly.
-            let keys = sqlx::query(&recent).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
-            (keys, checksum_where(table, source, &settled).await?)
+            // Keys first: a row that changes in between leaves the settled part on the source
+            // only, which makes the checksums differ, never agree wrongly.
+            let keys = sqlx::query(&changed).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
+            (keys, checksum_where(table, source, &ours_condition).await?)
         }
     };
-    if keys.len() > MAX_RECENT_KEYS {
+    if keys.len() > MAX_CHANGED_KEYS {
         return Ok(None);
     }
-    let mut excluded = settled.clone();
-    if !keys.is_empty() {
-        let tuples =
-            keys.iter()
-                .map(|row| {
-                    let values = (0..width)
-                        .map(|i| row.try_get::<String, _>(i).map(|v| sql_string(&v)))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Ok(format!("({})", values.join(", ")))
-                })
-                .collect::<Result<Vec<_>, sqlx::Error>>()
-                .map_err(|e| source.err(e))?;
-        excluded.push_str(&format!(" AND ({columns}) NOT IN (VALUES {})", tuples.join(", ")));
+    let mut theirs_condition = Pass { selection, window: Window::All, pace: None }.condition(table);
+    let tuples = keys
+        .iter()
+        .map(|row| {
+            let values = (0..width)
+                .map(|i| row.try_get::<String, _>(i).map(|v| sql_string(&v)))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(format!("({})", values.join(", ")))
+        })
+        .collect::<Result<Vec<_>, sqlx::Error>>()
+        .map_err(|e| source.err(e))?;
+    match (part, tuples.is_empty()) {
+        (Part::Settled, true) => {}
+        (Part::Changed, true) => theirs_condition.push_str(" AND 1 = 0"),
+        (Part::Settled, false) => {
+            theirs_condition.push_str(&format!(" AND ({columns}) NOT IN (VALUES {})", tuples.join(", ")))
+        }
+        (Part::Changed, false) => {
+            theirs_condition.push_str(&format!(" AND ({columns}) IN (VALUES {})", tuples.join(", ")))
+        }
     }
     let theirs = match (source.db().postgres(), target.db().postgres()) {
         (Some(_), Some(_)) => {
             use crate::shard::OnShard;
-            let row = sqlx::query(&postgres_checksum_sql(table, &excluded))
+            let row = sqlx::query(&postgres_checksum_sql(table, &theirs_condition))
                 .fetch_one(target.pool())
                 .on_shard(&target)
                 .await?;
             postgres_checksum(&target, &row)?
         }
-        _ => checksum_where(table, target, &excluded).await?,
+        _ => checksum_where(table, target, &theirs_condition).await?,
     };
     // Computed the same way on both sides: by PostgreSQL only when both are PostgreSQL.
     let ours = match (source.db().postgres(), target.db().postgres()) {
-        (Some(_), None) => checksum_where(table, source, &settled).await?,
+        (Some(_), None) => checksum_where(table, source, &ours_condition).await?,
         _ => ours,
     };
     Ok(Some((ours, theirs)))
@@ -824,13 +920,35 @@ mod tests {
             Selection::Range(range).inline_condition(),
             "tenant = 'acme' AND collection = 'events' AND vshard = -1 AND key >= 'it''s' AND key < 'm'"
         );
-        let all = Pass { selection: Selection::Vshards(&[7]), since_ms: Some(42), before_ms: Some(50), pace: None };
+        let all = Pass {
+            selection: Selection::Vshards(&[7]),
+            window: Window::SettledBefore(&Since::Time(50)),
+            pace: None,
+        };
         assert_eq!(all.condition(&INDEX_ENTRIES), "vshard IN (7)", "entries are always copied whole");
-        let pass = Pass { selection: Selection::Tenant(&tenant), since_ms: Some(42), before_ms: None, pace: None };
+        let pass = Pass { selection: Selection::Tenant(&tenant), window: Window::ChangedSince(&Since::Time(42)), pace: None };
         assert_eq!(pass.condition(&RECORDS), "tenant = 'acme' AND updated_at >= 42");
+        let settled = Pass { window: Window::SettledBefore(&Since::Time(42)), ..pass };
+        assert_eq!(settled.condition(&RECORDS), "tenant = 'acme' AND NOT (updated_at >= 42)");
         assert_eq!(
             pass.condition(&BLOB_CHUNKS),
             "upload_id IN (SELECT upload_id FROM blob_uploads WHERE tenant = 'acme' AND state = 'live' AND changed_at >= 42)"
         );
+    }
+
+    #[test]
+    fn a_snapshot_moment_takes_the_transactions_running_then_and_every_later_one() {
+        // 2^32 + 10 and later, and the two running: the rows' xmin holds the low 32 bits.
+        let since = Since::from_snapshot("4294967290:4294967306:4294967290,4294967295").unwrap();
+        assert_eq!(since, Since::Transactions { next: 4_294_967_306, running: vec![4_294_967_290, 4_294_967_295] });
+        assert_eq!(
+            since.condition("updated_at"),
+            "((CAST(CAST(xmin AS text) AS bigint) - 10 + 4294967296) % 4294967296 < 2147483648 \
+             OR CAST(CAST(xmin AS text) AS bigint) IN (4294967290, 4294967295))"
+        );
+        let quiet = Since::from_snapshot("700:700:").unwrap();
+        assert_eq!(quiet.condition("x"), "(CAST(CAST(xmin AS text) AS bigint) - 700 + 4294967296) % 4294967296 < 2147483648");
+        assert_eq!(Since::from_snapshot("nonsense"), None);
+        assert_eq!(Since::Time(42).condition("changed_at"), "changed_at >= 42");
     }
 }

@@ -51,8 +51,8 @@ use crate::blobs::BlobStore;
 use crate::catalog::{Audit, JobRow, Lease, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
 use crate::copy::{
-    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Pass, SPREAD_RECORDS, Selection, TENANT_TABLES, checksums,
-    copy_rows, purge_rows, settled_checksums,
+    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, SPREAD_RECORDS, Selection, Since, TENANT_TABLES,
+    Window, checksums, copy_rows, purge_rows, split_checksums,
 };
 use crate::db::{Database, Engine};
 use crate::error::Error;
@@ -120,11 +120,16 @@ pub struct MoveProgress {
     pub method: Option<CopyMethod>,
     /// When the last pass began (ms since the Unix epoch).
     pub pass_started_ms: Option<i64>,
-    /// The checksums of the settled rows (changed before `settled_before_ms`) on source and
+    /// The moment on the source the last pass began at: the next pass takes the rows changed
+    /// since ([`Since`]).
+    #[serde(default)]
+    pub pass_since: Option<Since>,
+    /// The checksums of the settled rows (not changed since `settled_since`) on source and
     /// target, compared before the fence.
     pub settled: Option<Checksums>,
     /// Where the settled rows end: the cut-over compares the rows changed since.
-    pub settled_before_ms: Option<i64>,
+    #[serde(default)]
+    pub settled_since: Option<Since>,
     /// The checksums of the other rows on source and target, compared under the fence (of all
     /// rows, if the settled comparison found a difference).
     pub checksums: Option<Checksums>,
@@ -196,8 +201,9 @@ impl MoveProgress {
             lag_rows: 0,
             method: None,
             pass_started_ms: None,
+            pass_since: None,
             settled: None,
-            settled_before_ms: None,
+            settled_since: None,
             checksums: None,
             fenced_at_ms: None,
             cutover_ms: None,
@@ -683,38 +689,43 @@ impl Run<'_> {
                 return Err(Error::MoveRefused("cancelled".to_owned()));
             }
         }
-        // The settled part (rows not changed since the last pass began, less the margin) is
-        // compared now, outside the fence; the cut-over then compares only the rest.
-        self.progress.settled_before_ms = self.since();
+        // The settled part (rows not changed since the last pass began) is compared now,
+        // outside the fence; the cut-over then compares only the rest.
+        self.progress.settled_since = self.progress.pass_since.clone();
         let ((from, source), (to, target)) = self.shards()?;
-        let settled = match self.progress.settled_before_ms {
-            Some(before) => {
-                self.compare_settled(FencedShard::new(&source, &from), FencedShard::new(&target, &to), before).await?
-            }
+        let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
+        if !matches!(self.subject, Subject::Range { .. }) {
+            // Uploads the target holds live that the source has since replaced.
+            retire_orphan_uploads(&sides.1, Selection::from(self.subject())).await?;
+        }
+        let settled = match &self.progress.settled_since {
+            Some(since) => self.compare_part(sides, since, Part::Settled).await?,
             None => Checksums { tables: Vec::new(), matched: false },
         };
         if !settled.matched {
             // The cut-over compares everything instead.
-            self.progress.settled_before_ms = None;
+            self.progress.settled_since = None;
         }
         self.progress.settled = Some(settled);
         self.progress.phase = Phase::CutOver;
         Ok(())
     }
 
-    fn since(&self) -> Option<i64> {
-        let margin = i64::try_from(self.router().move_config().clock_margin.as_millis()).unwrap_or(i64::MAX);
-        self.progress.pass_started_ms.map(|t| t.saturating_sub(margin))
+    /// Where the next pass begins: the moment the last one began at.
+    fn since(&self) -> Option<Since> {
+        self.progress.pass_since.clone()
     }
 
-    /// One pass over every table of the tenant (rows changed since `since_ms`, or all).
-    async fn pass(&mut self, since_ms: Option<i64>) -> Result<(), Error> {
+    /// One pass over every table of the tenant (rows changed since `since`, or all).
+    async fn pass(&mut self, since: Option<Since>) -> Result<(), Error> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
+        let began = Since::now(FencedShard::new(&source, &from), self.router().move_config().clock_margin).await?;
         let method = CopyMethod::best(&source, &target);
         let (mut rows, mut bytes, mut used) = (0, 0, None);
+        let window = since.as_ref().map_or(Window::All, Window::ChangedSince);
         for (table, selection) in self.copied_tables() {
-            let pass = Pass { selection, since_ms, before_ms: None, pace: Some(&self.pace) };
+            let pass = Pass { selection, window, pace: Some(&self.pace) };
             let copied =
                 copy_rows(table, FencedShard::new(&source, &from), FencedShard::new(&target, &to), &pass, method)
                     .await?;
@@ -728,12 +739,15 @@ impl Run<'_> {
         self.progress.lag_rows = rows;
         self.progress.passes += 1;
         self.progress.pass_started_ms = Some(started);
+        self.progress.pass_since = Some(began);
         Ok(())
     }
 
     async fn cut_over(&mut self) -> Result<(), Error> {
         let ((from, source_db), (to, target_db)) = self.shards()?;
         let (source, target) = (FencedShard::new(&source_db, &from), FencedShard::new(&target_db, &to));
+        // A pass just before the fence leaves the one under it little to copy.
+        self.pass(self.since()).await?;
         let fenced_at = now_ms();
         source.freeze(self.subject(), &self.id, fenced_at).await?;
         self.progress.fenced_at_ms.get_or_insert(fenced_at);
@@ -756,22 +770,31 @@ impl Run<'_> {
         if !vshards.is_empty() {
             // Entries leave no tombstone when removed: the target takes the vshards' whole.
             purge_rows(&INDEX_ENTRIES, &target, Selection::Vshards(vshards)).await?;
-            let pass = Pass { selection: Selection::Vshards(vshards), since_ms: None, before_ms: None, pace: None };
+            let pass = Pass { selection: Selection::Vshards(vshards), window: Window::All, pace: None };
             let copied =
                 copy_rows(&INDEX_ENTRIES, source, target, &pass, CopyMethod::best(&source_db, &target_db)).await?;
             self.progress.rows_copied += copied.read;
             self.progress.bytes_copied += copied.bytes;
         }
+        if !matches!(self.subject, Subject::Range { .. }) {
+            retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
+        }
         took(&mut self.progress, "last_delta");
         // The rows the settled comparison did not cover (all of them if it found a difference).
-        let mut checksums = self.compare(&source, &target, self.progress.settled_before_ms, None).await?;
+        let mut checksums = match &self.progress.settled_since {
+            Some(since) => self.compare_part((source, target), since, Part::Changed).await?,
+            None => self.compare_all(&source, &target).await?,
+        };
         if !checksums.matched {
             tracing::warn!(
                 job = self.id,
                 "checksums differ after the last delta; copying and comparing everything once more"
             );
             self.pass(None).await?;
-            checksums = self.compare(&source, &target, None, None).await?;
+            if !matches!(self.subject, Subject::Range { .. }) {
+                retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
+            }
+            checksums = self.compare_all(&source, &target).await?;
         }
         let matched = checksums.matched;
         self.progress.checksums = Some(checksums);
@@ -779,9 +802,6 @@ impl Run<'_> {
         if !matched {
             let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
             return Err(self.thaw_after(&source, e).await);
-        }
-        if !matches!(self.subject, Subject::Range { .. }) {
-            retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
         }
         target.clear_fences(self.subject()).await?;
         source.mark_moved(self.subject(), &self.id, now_ms()).await?;
@@ -834,23 +854,33 @@ impl Run<'_> {
         e
     }
 
-    /// Checksums of the settled rows (changed before `before_ms`) on both sides, while the
-    /// source still changes ([`crate::copy::settled_checksums`]). Tables compared whole under the
-    /// fence (index entries) are left out; a table whose settled part cannot be compared makes
-    /// the comparison fail.
-    async fn compare_settled(
+    /// Checksums of one part of the rows on both sides, split at `since`
+    /// ([`crate::copy::split_checksums`]): the settled part while the source still changes, or
+    /// the changed part under the fence. Tables always compared whole (index entries) are left
+    /// out of the settled part and compared whole with the changed one; a table whose settled
+    /// part cannot be taken apart makes the comparison fail, and its changed part is then
+    /// compared whole.
+    async fn compare_part(
         &self,
-        source: FencedShard<'_>,
-        target: FencedShard<'_>,
-        before_ms: i64,
+        (source, target): (FencedShard<'_>, FencedShard<'_>),
+        since: &Since,
+        part: Part,
     ) -> Result<Checksums, Error> {
         let mut tables = Vec::new();
         let mut matched = true;
         for (table, selection) in self.compared_tables() {
-            if matches!(table.rows, crate::copy::RowFilter::All) {
+            if part == Part::Settled && matches!(table.rows, crate::copy::RowFilter::All) {
                 continue;
             }
-            match settled_checksums(table, source, target, selection, before_ms).await? {
+            let pair = match split_checksums(table, (source, target), selection, since, part).await? {
+                Some(pair) => Some(pair),
+                None if part == Part::Changed => {
+                    let pass = Pass { selection, window: Window::All, pace: None };
+                    Some(checksums(table, source, target, &pass).await?)
+                }
+                None => None,
+            };
+            match pair {
                 Some((ours, theirs)) => {
                     matched &= ours == theirs;
                     tables.push((table.name.to_owned(), ours, theirs));
@@ -861,18 +891,11 @@ impl Run<'_> {
         Ok(Checksums { tables, matched })
     }
 
-    /// Checksums of the tenant's rows on both sides, of the rows changed since `since_ms` and
-    /// before `before_ms` (either may be open).
-    async fn compare(
-        &self,
-        source: &FencedShard<'_>,
-        target: &FencedShard<'_>,
-        since_ms: Option<i64>,
-        before_ms: Option<i64>,
-    ) -> Result<Checksums, Error> {
+    /// Checksums of all the subject's rows on both sides.
+    async fn compare_all(&self, source: &FencedShard<'_>, target: &FencedShard<'_>) -> Result<Checksums, Error> {
         let mut tables = Vec::new();
         for (table, selection) in self.compared_tables() {
-            let pass = Pass { selection, since_ms, before_ms, pace: None };
+            let pass = Pass { selection, window: Window::All, pace: None };
             let (ours, theirs) = checksums(table, *source, *target, &pass).await?;
             tables.push((table.name.to_owned(), ours, theirs));
         }

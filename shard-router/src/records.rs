@@ -9,7 +9,7 @@
 use serde_json::value::RawValue;
 use sqlx::Row;
 
-use crate::copy::{Copied, CopyMethod, Pass, RECORDS, Selection, copy_rows};
+use crate::copy::{Copied, CopyMethod, Pass, RECORDS, Selection, Window, copy_rows};
 use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, TenantId};
 use std::sync::LazyLock;
@@ -483,7 +483,7 @@ impl<'a> RecordStore<'a> {
             &RECORDS,
             self.shard,
             target.shard,
-            &Pass { selection, since_ms: None, before_ms: None, pace: None },
+            &Pass { selection, window: Window::All, pace: None },
             method,
         )
         .await

@@ -175,46 +175,73 @@ async fn a_vshard_is_copied_alone(pair: Pair) {
     pair.drop_dbs().await;
 }
 
-/// The settled rows (changed before a time) compare equal on a source that keeps changing
-/// after the copy, and a settled row that differs is found.
-async fn settled_rows_compare_while_the_source_changes(pair: Pair) {
-    use shardgate_shard_router::copy::{Pass, RECORDS, checksums, settled_checksums};
+/// Split at a moment taken after a copy, on a source that keeps changing: the settled rows
+/// (not changed since) compare equal while the target lags, the changed rows compare equal once
+/// the delta since the moment is copied, and a row that differs in either part is found. On
+/// PostgreSQL the moment is a transaction, so the rows' change times play no part: the later
+/// writes here carry a time from before the moment.
+async fn a_split_at_a_moment_compares_settled_and_changed_rows(pair: Pair) {
+    use shardgate_shard_router::copy::{Part, Pass, RECORDS, Since, Window, checksums, copy_rows, split_checksums};
     let (source, target) = (&pair.source.db, &pair.target.db);
-    let (t0, settled) = (1_700_000_000_000, 1_700_000_000_500);
+    let t0 = 1_700_000_000_000;
     for i in 0..30 {
         put_at(source, ("acme", "orders", &format!("k{i:02}")), 3, &format!("{{\"v\":{i}}}"), t0).await;
     }
     let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
     let selection = Selection::Tenant(&acme);
-    RecordStore::new(source, &from)
-        .copy_to(&RecordStore::new(target, &to), selection, CopyMethod::best(source, target))
-        .await
-        .unwrap();
-    // After the copy, the source goes on changing: two updates and a new key.
-    for key in ["k01", "k02", "k30"] {
-        put_at(source, ("acme", "orders", key), 3, "{\"later\":true}", settled + 10).await;
-    }
+    let method = CopyMethod::best(source, target);
+    RecordStore::new(source, &from).copy_to(&RecordStore::new(target, &to), selection, method).await.unwrap();
     let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
-    let pass = Pass { selection, since_ms: None, before_ms: Some(settled), pace: None };
-    let (a, b) = checksums(&RECORDS, src, dst, &pass).await.unwrap();
-    assert_ne!(a, b, "the target's old versions of changed keys count as settled there");
-    let (a, b) = settled_checksums(&RECORDS, src, dst, selection, settled).await.unwrap().unwrap();
-    assert_eq!(a, b, "the keys changed since are left out on the target");
+    let since = Since::now(src, std::time::Duration::ZERO).await.unwrap();
+    // After the moment, the source goes on changing: two updates and a new key. SQLite compares
+    // change times, so there they carry the time of writing; PostgreSQL ignores them.
+    let later = match since {
+        Since::Transactions { .. } => t0 - 1,
+        Since::Time(ms) => ms + 10,
+    };
+    for key in ["k01", "k02", "k30"] {
+        put_at(source, ("acme", "orders", key), 3, "{\"later\":true}", later).await;
+    }
+    let all = Pass { selection, window: Window::All, pace: None };
+    let (a, b) = checksums(&RECORDS, src, dst, &all).await.unwrap();
+    assert_ne!(a, b, "the target lags");
+    let split = |part| split_checksums(&RECORDS, (src, dst), selection, &since, part);
+    let (a, b) = split(Part::Settled).await.unwrap().unwrap();
+    assert_eq!(a, b, "the keys changed since are left out on both sides");
     assert_eq!(a.rows, 28);
-    // A settled row that differs on the target is found.
-    sqlx::query("UPDATE records SET value = '{\"tampered\":true}' WHERE key = 'k05'")
-        .execute(&target.pool)
-        .await
-        .unwrap();
-    let (a, b) = settled_checksums(&RECORDS, src, dst, selection, settled).await.unwrap().unwrap();
-    assert_ne!(a, b);
+    let (a, b) = split(Part::Changed).await.unwrap().unwrap();
+    assert_ne!(a, b, "the target holds old versions of the changed keys");
+    assert_eq!((a.rows, b.rows), (3, 2), "k30 is not on the target yet");
+    // The delta since the moment brings the target up to date.
+    let delta = Pass { selection, window: Window::ChangedSince(&since), pace: None };
+    let copied = copy_rows(&RECORDS, src, dst, &delta, method).await.unwrap();
+    assert_eq!(copied.read, 3, "the pass takes the rows changed since the moment, and only those");
+    let (a, b) = split(Part::Changed).await.unwrap().unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.rows, 3);
+    assert_eq!(rows(source, None).await, rows(target, None).await);
+    // A row that differs on the target is found, in the part it belongs to.
+    let tamper = |key: &'static str| async move {
+        sqlx::query(&format!("UPDATE records SET value = '{{\"tampered\":true}}' WHERE key = '{key}'"))
+            .execute(&target.pool)
+            .await
+            .unwrap();
+    };
+    tamper("k05").await;
+    let (a, b) = split(Part::Settled).await.unwrap().unwrap();
+    assert_ne!(a, b, "a settled row that differs");
+    let (a, b) = split(Part::Changed).await.unwrap().unwrap();
+    assert_eq!(a, b, "k05 is not in the changed part");
+    tamper("k30").await;
+    let (a, b) = split(Part::Changed).await.unwrap().unwrap();
+    assert_ne!(a, b, "a changed row that differs");
     pair.drop_dbs().await;
 }
 
 shardgate_shard_router::on_both_engines!(
     sqlite: Pair::sqlite(),
     postgres: Pair::postgres();
-    settled_rows_compare_while_the_source_changes,
+    a_split_at_a_moment_compares_settled_and_changed_rows,
     a_tenant_is_copied_whole_and_alone,
     copying_again_takes_only_what_changed,
     a_vshard_is_copied_alone,
@@ -260,5 +287,52 @@ async fn a_failed_binary_copy_leaves_the_target_unchanged() {
         assert_eq!(copy().await.unwrap().method, CopyMethod::Binary);
     }
     assert_eq!(rows(target, None).await.len(), 2);
+    pair.drop_dbs().await;
+}
+
+/// On PostgreSQL a moment is the transactions not yet committed: a write that was running when
+/// the moment was taken and commits after it is in the next pass, and a transaction that was
+/// running elsewhere in the cluster all along (here, a write in the target's database begun
+/// before the source's rows were written) does not make the pass take older rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_postgres_moment_takes_what_was_running_and_nothing_older() {
+    use shardgate_shard_router::copy::{Pass, RECORDS, Since, Window, copy_rows};
+    use sqlx::Connection;
+    let pair = Pair::postgres().await;
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    // A write elsewhere in the cluster, open throughout.
+    let mut elsewhere = target.pool.acquire().await.unwrap();
+    let mut elsewhere = elsewhere.begin().await.unwrap();
+    sqlx::query("INSERT INTO records (tenant, collection, key, vshard, version, updated_at, value) VALUES ('zed', 'c', 'k', 0, 1, 0, '1')")
+        .execute(&mut *elsewhere)
+        .await
+        .unwrap();
+    for i in 0..30 {
+        put(source, "acme", "orders", &format!("k{i:02}"), 3, "{\"v\":1}").await;
+    }
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let selection = Selection::Tenant(&acme);
+    RecordStore::new(source, &from)
+        .copy_to(&RecordStore::new(target, &to), selection, CopyMethod::Binary)
+        .await
+        .unwrap();
+    // A write of the source running across the moment.
+    let mut running = source.pool.acquire().await.unwrap();
+    let mut running = running.begin().await.unwrap();
+    sqlx::query("UPDATE records SET value = '{\"v\":2}', version = version + 1 WHERE key = 'k03'")
+        .execute(&mut *running)
+        .await
+        .unwrap();
+    // A later write that commits before the moment: the running one is then older than the
+    // first id not yet assigned, and is found among the running.
+    put(source, "other", "orders", "k", 3, "{}").await;
+    let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
+    let since = Since::now(src, std::time::Duration::ZERO).await.unwrap();
+    running.commit().await.unwrap();
+    let delta = Pass { selection, window: Window::ChangedSince(&since), pace: None };
+    let copied = copy_rows(&RECORDS, src, dst, &delta, CopyMethod::Binary).await.unwrap();
+    assert_eq!((copied.read, copied.written), (1, 1), "k03 alone changed since the moment");
+    elsewhere.rollback().await.unwrap();
+    assert_eq!(rows(source, Some("acme")).await, rows(target, Some("acme")).await);
     pair.drop_dbs().await;
 }
