@@ -46,8 +46,8 @@ pub struct Job {
     /// (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
     /// (`copy`, `catch_up`, `cut_over`, `cleanup`, `done` or `rolled_back`), `from`, `to`,
     /// `rows_copied`, `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
-    /// `settled` and `checksums` (per table, source and target, and `matched`: the rows changed
-    /// before `settled_before_ms`, compared before the fence, and the others, under it), `fenced_at_ms`,
+    /// `settled` and `checksums` (per table, source and target, and `matched`: the rows not
+    /// changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
     /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch` and
     /// `rolled_back` (why). A vshard move: the same, with `vshards`, `tenants` (the unpinned
     /// tenants they place, taken along) and `parent` (its rebalance). A rebalance: `balance`, `parallel`,

@@ -206,6 +206,8 @@ pub enum Window<'a> {
     /// Those not changed since a moment: the settled part a checksum compares while the rest
     /// may still change.
     SettledBefore(&'a Since),
+    /// Those changed since the first moment and not since the second.
+    Between(&'a Since, &'a Since),
 }
 
 /// A moment on a source shard that later passes take the rows changed since.
@@ -255,18 +257,19 @@ impl Since {
     }
 
     /// The SQL condition "changed since": on the row's `xmin`, or on its change-time `column`.
-    /// A row's `xmin` holds the low 32 bits of the transaction id; PostgreSQL keeps every
-    /// unfrozen one within 2^31 of the newest, so "at least" is a comparison modulo 2^32.
+    /// A row's `xmin` holds the low 32 bits of the transaction id, and PostgreSQL keeps every
+    /// unfrozen one within 2^31 of the newest: "at least `next`" is "no older than it"
+    /// (`age`, counted back from the statement's newest transaction, wraps the same way).
     fn condition(&self, column: &str) -> String {
-        const XMIN: &str = "CAST(CAST(xmin AS text) AS bigint)";
+        let xid = |id: &u64| format!("CAST('{}' AS xid)", id % (1 << 32));
         match self {
             Since::Transactions { next, running } => {
-                let later = format!("({XMIN} - {} + 4294967296) % 4294967296 < 2147483648", next % (1 << 32));
+                let later = format!("age(xmin) <= age({})", xid(next));
                 if running.is_empty() {
                     return later;
                 }
-                let running = running.iter().map(|id| (id % (1 << 32)).to_string()).collect::<Vec<_>>();
-                format!("({later} OR {XMIN} IN ({}))", running.join(", "))
+                let running = running.iter().map(xid).collect::<Vec<_>>();
+                format!("({later} OR xmin IN ({}))", running.join(", "))
             }
             Since::Time(ms) => format!("{column} >= {ms}"),
         }
@@ -282,6 +285,9 @@ impl Pass<'_> {
             Window::All => String::new(),
             Window::ChangedSince(since) => format!(" AND {}", since.condition(column)),
             Window::SettledBefore(since) => format!(" AND NOT ({})", since.condition(column)),
+            Window::Between(since, until) => {
+                format!(" AND {} AND NOT ({})", since.condition(column), until.condition(column))
+            }
         };
         match table.rows {
             RowFilter::Changed(column) => format!("{selected}{}", window(column)),
@@ -439,9 +445,18 @@ pub async fn copy_rows(
     }
 }
 
+/// Which rows of the target with the same key a merged row replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Replace {
+    /// Those of an older version.
+    Older,
+    /// Those of the same or an older version.
+    SameOrOlder,
+}
+
 /// `INSERT INTO t (columns) <rows> ON CONFLICT (key) DO UPDATE SET ... WHERE t.version <
-/// excluded.version`: the merge both methods end with.
-fn merge_sql(table: &CopyTable, rows: &str) -> String {
+/// excluded.version` (`<=` for [`Replace::SameOrOlder`]): the merge every copy ends with.
+fn merge_sql(table: &CopyTable, rows: &str, replace: Replace) -> String {
     let columns = column_list(table);
     let key = table.key.join(", ");
     let updates = table
@@ -455,7 +470,8 @@ fn merge_sql(table: &CopyTable, rows: &str) -> String {
     match table.version {
         Some(version) => format!(
             "INSERT INTO {name} ({columns}) {rows} ON CONFLICT ({key}) DO UPDATE SET {updates} \
-             WHERE {name}.{version} < excluded.{version}"
+             WHERE {name}.{version} {} excluded.{version}",
+            if replace == Replace::Older { "<" } else { "<=" }
         ),
         None => format!("INSERT INTO {name} ({columns}) {rows} ON CONFLICT ({key}) DO NOTHING"),
     }
@@ -528,7 +544,7 @@ async fn pump(
         return Err(e);
     }
     let read = sink.finish().await.map_err(|e| target.err(e))?;
-    let merged = sqlx::query(&merge_sql(table, &format!("SELECT {columns} FROM {incoming}")))
+    let merged = sqlx::query(&merge_sql(table, &format!("SELECT {columns} FROM {incoming}"), Replace::Older))
         .execute(&mut *tx)
         .await
         .map_err(|e| target.err(e))?;
@@ -584,19 +600,10 @@ async fn copy_pages(
 ) -> Result<Copied, Error> {
     let mut copied = Copied { method: CopyMethod::Pages, read: 0, written: 0, bytes: 0 };
     let mut pages = Pages::new(table, &pass.condition(table));
-    let placeholders = |from: usize, n: usize| (from..from + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
     while let Some(values) = pages.next(source).await? {
-        let width = table.columns.len();
-        let tuples = (0..values.len()).map(|i| format!("({})", placeholders(1 + i * width, width))).collect::<Vec<_>>();
-        let merge = merge_sql(table, &format!("VALUES {}", tuples.join(", ")));
-        let mut insert = sqlx::query(&merge);
-        for value in values.iter().flatten() {
-            insert = bind(insert, value);
-        }
-        let merged = insert.execute(target.pool()).await.map_err(|e| target.err(e))?;
-        let bytes: u64 = values.iter().flatten().map(Value::len).sum();
+        let (written, bytes) = merge_page(table, target, &values).await?;
         copied.read += values.len() as u64;
-        copied.written += merged.rows_affected();
+        copied.written += written;
         copied.bytes += bytes;
         if let Some(pace) = pass.pace {
             pace.take(bytes).await;
@@ -627,11 +634,7 @@ impl<'t> Pages<'t> {
             next_page: format!(
                 "SELECT {columns} FROM {name} WHERE {condition} AND ({key}) > ({after}) ORDER BY {key} LIMIT {rows}"
             ),
-            key_positions: table
-                .key
-                .iter()
-                .map(|k| table.columns.iter().position(|(name, _)| name == k).expect("a key column is a column"))
-                .collect(),
+            key_positions: key_positions(table),
             last_key: None,
             done: false,
         }
@@ -728,12 +731,15 @@ const MAX_CHANGED_KEYS: usize = 20_000;
 
 /// The part of a selection's rows that [`split_checksums`] compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Part {
+pub enum Part<'a> {
     /// The rows not changed since the moment: compared while the source still changes (before
     /// a move's fence), so that the cut-over need only compare the rest.
     Settled,
     /// The rows changed since the moment: compared under the fence, after the last delta.
     Changed,
+    /// The rows changed since the moment and not since a later one that a pass began at:
+    /// compared after that pass, while the source still changes.
+    Until(&'a Since),
 }
 
 /// The [`Checksum`]s of one part of the rows of `table` that `selection` takes, on source and
@@ -753,23 +759,40 @@ pub async fn split_checksums(
     (source, target): (FencedShard<'_>, FencedShard<'_>),
     selection: Selection<'_>,
     since: &Since,
-    part: Part,
+    part: Part<'_>,
 ) -> Result<Option<(Checksum, Checksum)>, Error> {
     let selected = selection.inline_condition();
+    // Each key changed since, and whether it changed since the later moment too (those are
+    // left out of an `Until` part on both sides).
+    let later = |column: &str| match part {
+        Part::Until(until) => format!("CAST(CASE WHEN {} THEN 1 ELSE 0 END AS BIGINT)", until.condition(column)),
+        Part::Settled | Part::Changed => "CAST(0 AS BIGINT)".to_owned(),
+    };
     let (columns, changed) = match table.rows {
         RowFilter::Changed(column) => {
             let key = table.key.join(", ");
-            (key.clone(), format!("SELECT {key} FROM {} WHERE {selected} AND {}", table.name, since.condition(column)))
+            let query = format!(
+                "SELECT {key}, {} FROM {} WHERE {selected} AND {}",
+                later(column),
+                table.name,
+                since.condition(column)
+            );
+            (key, query)
         }
         RowFilter::LiveUploads | RowFilter::LiveUploadChunks => (
             "upload_id".to_owned(),
-            format!("SELECT upload_id FROM blob_uploads WHERE {selected} AND {}", since.condition("changed_at")),
+            format!(
+                "SELECT upload_id, {} FROM blob_uploads WHERE {selected} AND {}",
+                later("changed_at"),
+                since.condition("changed_at")
+            ),
         ),
         RowFilter::All => return Ok(None),
     };
     let window = match part {
         Part::Settled => Window::SettledBefore(since),
         Part::Changed => Window::ChangedSince(since),
+        Part::Until(until) => Window::Between(since, until),
     };
     let ours_condition = Pass { selection, window, pace: None }.condition(table);
     let width = columns.split(", ").count();
@@ -800,23 +823,25 @@ pub async fn split_checksums(
         return Ok(None);
     }
     let mut theirs_condition = Pass { selection, window: Window::All, pace: None }.condition(table);
-    let tuples = keys
-        .iter()
-        .map(|row| {
-            let values = (0..width)
-                .map(|i| row.try_get::<String, _>(i).map(|v| sql_string(&v)))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(format!("({})", values.join(", ")))
-        })
-        .collect::<Result<Vec<_>, sqlx::Error>>()
-        .map_err(|e| source.err(e))?;
+    let mut tuples = Vec::with_capacity(keys.len());
+    for row in &keys {
+        let changed_later: i64 = row.try_get(width).map_err(|e| source.err(e))?;
+        if changed_later == 1 {
+            continue;
+        }
+        let values = (0..width)
+            .map(|i| row.try_get::<String, _>(i).map(|v| sql_string(&v)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| source.err(e))?;
+        tuples.push(format!("({})", values.join(", ")));
+    }
     match (part, tuples.is_empty()) {
         (Part::Settled, true) => {}
-        (Part::Changed, true) => theirs_condition.push_str(" AND 1 = 0"),
+        (Part::Changed | Part::Until(_), true) => theirs_condition.push_str(" AND 1 = 0"),
         (Part::Settled, false) => {
             theirs_condition.push_str(&format!(" AND ({columns}) NOT IN (VALUES {})", tuples.join(", ")))
         }
-        (Part::Changed, false) => {
+        (Part::Changed | Part::Until(_), false) => {
             theirs_condition.push_str(&format!(" AND ({columns}) IN (VALUES {})", tuples.join(", ")))
         }
     }
@@ -837,6 +862,101 @@ pub async fn split_checksums(
         _ => ours,
     };
     Ok(Some((ours, theirs)))
+}
+
+/// The most rows [`copy_and_compare`] takes at once; with more, it gives up (the rows are
+/// then copied and compared the usual way).
+const MAX_FENCED_ROWS: usize = 20_000;
+
+/// Under a fence (the source no longer changes them), copies the rows of `table` that
+/// `selection` takes and changed since `since` to the target, and compares them there: reads
+/// them once, merges them into the target (a row replaces one of the same or an older version:
+/// the source is the truth under its fence), and gives the [`Checksum`] of the rows read and of
+/// the rows the target returned as stored (SHA-256 over each row's values, order aside). A row
+/// the target holds at a newer version is left alone and is missing from the second. A
+/// cut-over's last delta and its comparison thus read the source once. Only for tables whose
+/// rows carry their change (records, blobs); `None` for others, or for more than
+/// [`MAX_FENCED_ROWS`] rows.
+pub async fn copy_and_compare(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    selection: Selection<'_>,
+    since: &Since,
+) -> Result<Option<(Copied, Checksum, Checksum)>, Error> {
+    use crate::shard::OnShard;
+    let (RowFilter::Changed(_), Some(_)) = (table.rows, table.version) else {
+        return Ok(None);
+    };
+    let condition = Pass { selection, window: Window::ChangedSince(since), pace: None }.condition(table);
+    let (columns, name) = (column_list(table), table.name);
+    let query = format!("SELECT {columns} FROM {name} WHERE {condition} LIMIT {}", MAX_FENCED_ROWS + 1);
+    let found = sqlx::query(&query).fetch_all(source.pool()).on_shard(&source).await?;
+    if found.len() > MAX_FENCED_ROWS {
+        return Ok(None);
+    }
+    let ours =
+        found.iter().map(|row| read_row(table, row)).collect::<Result<Vec<_>, _>>().map_err(|e| source.err(e))?;
+    let mut copied = Copied { method: CopyMethod::Pages, read: ours.len() as u64, written: 0, bytes: 0 };
+    let mut theirs = Vec::with_capacity(ours.len());
+    for page in ours.chunks(table.page_rows) {
+        let merge = merge_sql(table, &values_placeholders(table, page.len()), Replace::SameOrOlder);
+        let merge = format!("{merge} RETURNING {columns}");
+        let mut insert = sqlx::query(&merge);
+        for value in page.iter().flatten() {
+            insert = bind(insert, value);
+        }
+        let stored = insert.fetch_all(target.pool()).on_shard(&target).await?;
+        copied.written += stored.len() as u64;
+        copied.bytes += page.iter().flatten().map(Value::len).sum::<u64>();
+        for row in &stored {
+            theirs.push(read_row(table, row).map_err(|e| target.err(e))?);
+        }
+    }
+    Ok(Some((copied, digest_rows(&ours), digest_rows(&theirs))))
+}
+
+/// Where `table`'s key columns are among its columns.
+fn key_positions(table: &CopyTable) -> Vec<usize> {
+    table
+        .key
+        .iter()
+        .map(|k| table.columns.iter().position(|(name, _)| name == k).expect("a key column is a column"))
+        .collect()
+}
+
+/// Merges one page of rows into `table` on `target`; how many it took, and their bytes.
+async fn merge_page(table: &CopyTable, target: FencedShard<'_>, values: &[Vec<Value>]) -> Result<(u64, u64), Error> {
+    let merge = merge_sql(table, &values_placeholders(table, values.len()), Replace::Older);
+    let mut insert = sqlx::query(&merge);
+    for value in values.iter().flatten() {
+        insert = bind(insert, value);
+    }
+    let merged = insert.execute(target.pool()).await.map_err(|e| target.err(e))?;
+    Ok((merged.rows_affected(), values.iter().flatten().map(Value::len).sum()))
+}
+
+/// `VALUES ($1, ...), ...`: `rows` rows of `table`'s columns as parameters.
+fn values_placeholders(table: &CopyTable, rows: usize) -> String {
+    let width = table.columns.len();
+    let tuple = |row: usize| (1..=width).map(|i| format!("${}", row * width + i)).collect::<Vec<_>>().join(", ");
+    format!("VALUES {}", (0..rows).map(|row| format!("({})", tuple(row))).collect::<Vec<_>>().join(", "))
+}
+
+/// The [`Checksum`] of rows in any order: SHA-256 over their own SHA-256s, sorted.
+fn digest_rows(rows: &[Vec<Value>]) -> Checksum {
+    use sha2::Digest;
+    let mut each: Vec<[u8; 32]> = rows
+        .iter()
+        .map(|row| {
+            let mut hash = sha2::Sha256::new();
+            row.iter().for_each(|value| value.digest(&mut hash));
+            hash.finalize().into()
+        })
+        .collect();
+    each.sort_unstable();
+    let mut hash = sha2::Sha256::new();
+    each.iter().for_each(|row| hash.update(row));
+    Checksum { rows: rows.len() as u64, digest: format!("rows:{}", hex::encode(hash.finalize())) }
 }
 
 /// The [`Checksum`] of the rows of `table` that `pass` takes on `shard` (its pace is not kept).
@@ -894,8 +1014,10 @@ mod tests {
 
     #[test]
     fn the_merge_keeps_the_newer_version() {
-        let sql = merge_sql(&RECORDS, "VALUES ($1)");
-        assert!(merge_sql(&BLOB_CHUNKS, "VALUES ($1)").ends_with("ON CONFLICT (upload_id, seq) DO NOTHING"));
+        let sql = merge_sql(&RECORDS, "VALUES ($1)", Replace::Older);
+        assert!(
+            merge_sql(&BLOB_CHUNKS, "VALUES ($1)", Replace::Older).ends_with("ON CONFLICT (upload_id, seq) DO NOTHING")
+        );
         assert!(sql.contains("ON CONFLICT (tenant, collection, key) DO UPDATE SET vshard = excluded.vshard"), "{sql}");
         assert!(sql.ends_with("WHERE records.version < excluded.version"), "{sql}");
         assert!(!sql.contains("tenant = excluded"), "key columns are not updated: {sql}");
@@ -920,13 +1042,11 @@ mod tests {
             Selection::Range(range).inline_condition(),
             "tenant = 'acme' AND collection = 'events' AND vshard = -1 AND key >= 'it''s' AND key < 'm'"
         );
-        let all = Pass {
-            selection: Selection::Vshards(&[7]),
-            window: Window::SettledBefore(&Since::Time(50)),
-            pace: None,
-        };
+        let all =
+            Pass { selection: Selection::Vshards(&[7]), window: Window::SettledBefore(&Since::Time(50)), pace: None };
         assert_eq!(all.condition(&INDEX_ENTRIES), "vshard IN (7)", "entries are always copied whole");
-        let pass = Pass { selection: Selection::Tenant(&tenant), window: Window::ChangedSince(&Since::Time(42)), pace: None };
+        let pass =
+            Pass { selection: Selection::Tenant(&tenant), window: Window::ChangedSince(&Since::Time(42)), pace: None };
         assert_eq!(pass.condition(&RECORDS), "tenant = 'acme' AND updated_at >= 42");
         let settled = Pass { window: Window::SettledBefore(&Since::Time(42)), ..pass };
         assert_eq!(settled.condition(&RECORDS), "tenant = 'acme' AND NOT (updated_at >= 42)");
@@ -943,11 +1063,10 @@ mod tests {
         assert_eq!(since, Since::Transactions { next: 4_294_967_306, running: vec![4_294_967_290, 4_294_967_295] });
         assert_eq!(
             since.condition("updated_at"),
-            "((CAST(CAST(xmin AS text) AS bigint) - 10 + 4294967296) % 4294967296 < 2147483648 \
-             OR CAST(CAST(xmin AS text) AS bigint) IN (4294967290, 4294967295))"
+            "(age(xmin) <= age(CAST('10' AS xid)) OR xmin IN (CAST('4294967290' AS xid), CAST('4294967295' AS xid)))"
         );
         let quiet = Since::from_snapshot("700:700:").unwrap();
-        assert_eq!(quiet.condition("x"), "(CAST(CAST(xmin AS text) AS bigint) - 700 + 4294967296) % 4294967296 < 2147483648");
+        assert_eq!(quiet.condition("x"), "age(xmin) <= age(CAST('700' AS xid))");
         assert_eq!(Since::from_snapshot("nonsense"), None);
         assert_eq!(Since::Time(42).condition("changed_at"), "changed_at >= 42");
     }

@@ -13,24 +13,30 @@
 //!    uploads and chunks: [`crate::copy::TENANT_TABLES`]) is copied, at
 //!    `moves.copy_bytes_per_second`. A copied row replaces an older version of its key and
 //!    never a newer one, so any pass can be repeated.
-//! 2. `catch_up`: passes over the rows changed since the previous pass began (less a margin for
-//!    clocks of instances that differ), until one finds few. Then the settled rows (changed
-//!    before the last pass began, less the margin) are compared by checksum on both sides, still
-//!    outside the fence, so that the cut-over need only compare the rest.
-//! 3. `cut_over`: the subject is fenced on the source ([`FencedShard::freeze`]: each tenant, and
-//!    each vshard for its index entries): from now on every instance's writes of it are refused
-//!    there whatever map it routes on, while reads are still served. On PostgreSQL the mover
-//!    then waits until no statement that began before the fence is still running, so a write
-//!    that raced the fence is in the last pass. The last delta is copied (and a vshard's index
-//!    entries, whole: they leave no tombstone when removed) and both sides' checksums of the
-//!    rows the settled comparison did not cover are compared ([`crate::copy::checksum`]; all
-//!    rows if that comparison found a difference); if they differ, a full pass is made and
-//!    everything compared, and a difference then rolls the move back. The split relies on the
-//!    instances' clocks agreeing within the margin (`moves.clock_margin`, 1 s), as the catch-up
-//!    does; the checksums find what a larger difference would miss. Then the subject is marked `moved` on the source (its reads are refused there too),
-//!    and one catalog transaction pins the tenant to the target, or gives the vshards to it,
-//!    with a new epoch and moves the job to `cleanup`. Requests that met the fence wait for that
-//!    epoch (`moves.cutover_wait`) and go to the new shard.
+//! 2. `catch_up`: passes over the rows changed since the previous pass began, until one finds
+//!    few. "Since" is a moment on the source ([`crate::copy::Since`]): on PostgreSQL the
+//!    transactions not yet committed then (each row's `xmin` says which wrote it), exact
+//!    whatever the instances' clocks; on SQLite the rows' change times, less a margin for
+//!    instance clocks that differ (`moves.clock_margin`, 1 s). Then the settled rows (not changed
+//!    since the last pass began) are compared by checksum on both sides, still outside the
+//!    fence ([`crate::copy::split_checksums`]), so that the cut-over need only compare the rest.
+//! 3. `cut_over`: one more pass, and the rows it took that changed since the last comparison
+//!    are compared, still outside the fence. Then the subject is fenced on the source
+//!    ([`FencedShard::freeze`]: each tenant, and each vshard for its index entries): from now
+//!    on every instance's writes of it are refused there whatever map it routes on, while reads
+//!    are still served. On PostgreSQL the mover then waits until no write statement that began
+//!    before the fence is still running, so a write that raced the fence is in the last delta.
+//!    The last delta (the rows changed since that pass began) is read once from the source,
+//!    merged into the target and compared with what the target stored
+//!    ([`crate::copy::copy_and_compare`]; other tables, such as uploads, are copied as in any
+//!    pass and compared by [`crate::copy::split_checksums`], and a vshard's index entries are
+//!    copied and compared whole: they leave no tombstone when removed). If any comparison found
+//!    a difference, everything is compared; if that differs, a full pass is made and
+//!    everything compared again, and a difference then rolls the move back. Then the subject is
+//!    marked `moved` on the source (its reads are refused there too), and one catalog
+//!    transaction pins the tenant to the target, or gives the vshards to it, with a new epoch
+//!    and moves the job to `cleanup`. Requests that met the fence wait for that epoch
+//!    (`moves.cutover_wait`) and go to the new shard.
 //! 4. `cleanup`: after `moves.cleanup_grace` (downloads still streaming from the old copy end),
 //!    the old copy is removed from the source. The `moved` fences stay until the subject moves
 //!    back.
@@ -52,7 +58,7 @@ use crate::catalog::{Audit, JobRow, Lease, Placement, RangeRow, tenant_subject, 
 use crate::clock::now_ms;
 use crate::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, SPREAD_RECORDS, Selection, Since, TENANT_TABLES,
-    Window, checksums, copy_rows, purge_rows, split_checksums,
+    Window, checksums, copy_and_compare, copy_rows, purge_rows, split_checksums,
 };
 use crate::db::{Database, Engine};
 use crate::error::Error;
@@ -699,7 +705,7 @@ impl Run<'_> {
             retire_orphan_uploads(&sides.1, Selection::from(self.subject())).await?;
         }
         let settled = match &self.progress.settled_since {
-            Some(since) => self.compare_part(sides, since, Part::Settled).await?,
+            Some(since) => self.compare_part(sides, since, Part::Settled, &[]).await?,
             None => Checksums { tables: Vec::new(), matched: false },
         };
         if !settled.matched {
@@ -746,8 +752,14 @@ impl Run<'_> {
     async fn cut_over(&mut self) -> Result<(), Error> {
         let ((from, source_db), (to, target_db)) = self.shards()?;
         let (source, target) = (FencedShard::new(&source_db, &from), FencedShard::new(&target_db, &to));
-        // A pass just before the fence leaves the one under it little to copy.
+        // A pass just before the fence leaves the one under it little to copy, and what it
+        // copied is compared now, outside the fence.
         self.pass(self.since()).await?;
+        if let (Some(compared), Some(until)) = (self.progress.settled_since.clone(), self.since()) {
+            let between = self.compare_part((source, target), &compared, Part::Until(&until), &[]).await?;
+            // If they differ, the cut-over compares everything.
+            self.progress.settled_since = between.matched.then_some(until);
+        }
         let fenced_at = now_ms();
         source.freeze(self.subject(), &self.id, fenced_at).await?;
         self.progress.fenced_at_ms.get_or_insert(fenced_at);
@@ -764,8 +776,16 @@ impl Run<'_> {
         took(&mut self.progress, "wait_for_statements");
         // A test stopping an instance between the fence and the pin switch stops it here.
         self.pause().await;
-        let since = self.since();
-        self.pass(since).await?;
+        // The last delta. Where everything up to its moment has been compared, the tables whose
+        // rows carry their change are compared as they are copied.
+        let (since, compared) = (self.since(), self.progress.settled_since.clone());
+        let mut checked = Vec::new();
+        match since {
+            Some(since) if compared.as_ref() == Some(&since) => {
+                checked = self.last_delta((source, target), &since).await?;
+            }
+            since => self.pass(since).await?,
+        }
         let vshards = self.subject.borrowed().vshards();
         if !vshards.is_empty() {
             // Entries leave no tombstone when removed: the target takes the vshards' whole.
@@ -782,7 +802,11 @@ impl Run<'_> {
         took(&mut self.progress, "last_delta");
         // The rows the settled comparison did not cover (all of them if it found a difference).
         let mut checksums = match &self.progress.settled_since {
-            Some(since) => self.compare_part((source, target), since, Part::Changed).await?,
+            Some(since) => {
+                let rest = self.compare_part((source, target), since, Part::Changed, &checked).await?;
+                let matched = rest.matched && checked.iter().all(|(_, ours, theirs)| ours == theirs);
+                Checksums { tables: checked.into_iter().chain(rest.tables).collect(), matched }
+            }
             None => self.compare_all(&source, &target).await?,
         };
         if !checksums.matched {
@@ -854,6 +878,34 @@ impl Run<'_> {
         e
     }
 
+    /// The last delta under the fence, every row changed since `since` (up to which everything
+    /// has been compared): the tables whose rows carry their change are copied and compared in
+    /// one read of the source ([`crate::copy::copy_and_compare`]), the others copied in pages
+    /// (a delta is small: no staging table) and compared after. The tables go at once: until
+    /// the switch nothing reads the subject on the target, so their order does not matter
+    /// here. Gives the comparisons made.
+    async fn last_delta(
+        &mut self,
+        (source, target): (FencedShard<'_>, FencedShard<'_>),
+        since: &Since,
+    ) -> Result<Vec<(String, Checksum, Checksum)>, Error> {
+        let tables = self.copied_tables();
+        let deltas = futures::future::try_join_all(tables.into_iter().map(|(table, selection)| async move {
+            if let Some((copied, ours, theirs)) = copy_and_compare(table, (source, target), selection, since).await? {
+                return Ok::<_, Error>((copied, Some((table.name.to_owned(), ours, theirs))));
+            }
+            let pass = Pass { selection, window: Window::ChangedSince(since), pace: None };
+            Ok((copy_rows(table, source, target, &pass, CopyMethod::Pages).await?, None))
+        }))
+        .await?;
+        let rows = deltas.iter().map(|(copied, _)| copied.read).sum();
+        self.progress.rows_copied += rows;
+        self.progress.bytes_copied += deltas.iter().map(|(copied, _)| copied.bytes).sum::<u64>();
+        self.progress.lag_rows = rows;
+        self.progress.passes += 1;
+        Ok(deltas.into_iter().filter_map(|(_, compared)| compared).collect())
+    }
+
     /// Checksums of one part of the rows on both sides, split at `since`
     /// ([`crate::copy::split_checksums`]): the settled part while the source still changes, or
     /// the changed part under the fence. Tables always compared whole (index entries) are left
@@ -864,12 +916,14 @@ impl Run<'_> {
         &self,
         (source, target): (FencedShard<'_>, FencedShard<'_>),
         since: &Since,
-        part: Part,
+        part: Part<'_>,
+        compared: &[(String, Checksum, Checksum)],
     ) -> Result<Checksums, Error> {
         let mut tables = Vec::new();
         let mut matched = true;
         for (table, selection) in self.compared_tables() {
-            if part == Part::Settled && matches!(table.rows, crate::copy::RowFilter::All) {
+            let whole = matches!(table.rows, crate::copy::RowFilter::All);
+            if (whole && part != Part::Changed) || compared.iter().any(|(name, _, _)| name == table.name) {
                 continue;
             }
             let pair = match split_checksums(table, (source, target), selection, since, part).await? {

@@ -479,14 +479,8 @@ impl<'a> RecordStore<'a> {
         selection: Selection<'_>,
         method: CopyMethod,
     ) -> Result<Copied, Error> {
-        copy_rows(
-            &RECORDS,
-            self.shard,
-            target.shard,
-            &Pass { selection, window: Window::All, pace: None },
-            method,
-        )
-        .await
+        copy_rows(&RECORDS, self.shard, target.shard, &Pass { selection, window: Window::All, pace: None }, method)
+            .await
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.

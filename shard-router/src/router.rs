@@ -102,10 +102,10 @@ pub struct MoveConfig {
     /// phase. Default 0 (none).
     #[serde(with = "crate::humantime_serde")]
     pub phase_pause: Duration,
-    /// How far apart the clocks of the instances (and a write's time stamp and its commit) may
-    /// be: a catch-up pass takes the rows changed since the previous one began, less this. A row
-    /// missed because of a larger difference is found by the checksums, and the cut-over then
-    /// copies and compares everything (slower, still exact). Default 1 s.
+    /// On SQLite shards, how far apart the clocks of the instances (and a write's time stamp and
+    /// its commit) may be: a catch-up pass takes the rows changed since the previous one began,
+    /// less this. PostgreSQL shards need no margin: there a pass takes the rows of the
+    /// transactions not yet committed when the previous one began. Default 1 s.
     #[serde(with = "crate::humantime_serde")]
     pub clock_margin: Duration,
 }

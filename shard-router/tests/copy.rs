@@ -175,30 +175,44 @@ async fn a_vshard_is_copied_alone(pair: Pair) {
     pair.drop_dbs().await;
 }
 
+/// Writes `n` records `k00`… of `acme` on the source, copies them to the target, and takes a
+/// moment on the source. Gives it, and the change time later writes carry: after the moment on
+/// SQLite, which compares change times, and before it on PostgreSQL, which ignores them.
+async fn copy_then_take_a_moment(pair: &Pair, n: usize) -> (shardgate_shard_router::copy::Since, i64) {
+    use shardgate_shard_router::copy::Since;
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    let t0 = 1_700_000_000_000;
+    for i in 0..n {
+        put_at(source, ("acme", "orders", &format!("k{i:02}")), 3, &format!("{{\"v\":{i}}}"), t0).await;
+    }
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let method = CopyMethod::best(source, target);
+    RecordStore::new(source, &from)
+        .copy_to(&RecordStore::new(target, &to), Selection::Tenant(&acme), method)
+        .await
+        .unwrap();
+    let since = Since::now(FencedShard::new(source, &from), std::time::Duration::ZERO).await.unwrap();
+    let later = match since {
+        Since::Transactions { .. } => t0 - 1,
+        Since::Time(ms) => ms + 10,
+    };
+    (since, later)
+}
+
 /// Split at a moment taken after a copy, on a source that keeps changing: the settled rows
 /// (not changed since) compare equal while the target lags, the changed rows compare equal once
 /// the delta since the moment is copied, and a row that differs in either part is found. On
 /// PostgreSQL the moment is a transaction, so the rows' change times play no part: the later
 /// writes here carry a time from before the moment.
 async fn a_split_at_a_moment_compares_settled_and_changed_rows(pair: Pair) {
-    use shardgate_shard_router::copy::{Part, Pass, RECORDS, Since, Window, checksums, copy_rows, split_checksums};
+    use shardgate_shard_router::copy::{Part, Pass, RECORDS, Window, checksums, copy_rows, split_checksums};
     let (source, target) = (&pair.source.db, &pair.target.db);
-    let t0 = 1_700_000_000_000;
-    for i in 0..30 {
-        put_at(source, ("acme", "orders", &format!("k{i:02}")), 3, &format!("{{\"v\":{i}}}"), t0).await;
-    }
+    let (since, later) = copy_then_take_a_moment(&pair, 30).await;
     let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
     let selection = Selection::Tenant(&acme);
     let method = CopyMethod::best(source, target);
-    RecordStore::new(source, &from).copy_to(&RecordStore::new(target, &to), selection, method).await.unwrap();
     let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
-    let since = Since::now(src, std::time::Duration::ZERO).await.unwrap();
-    // After the moment, the source goes on changing: two updates and a new key. SQLite compares
-    // change times, so there they carry the time of writing; PostgreSQL ignores them.
-    let later = match since {
-        Since::Transactions { .. } => t0 - 1,
-        Since::Time(ms) => ms + 10,
-    };
+    // After the moment, the source goes on changing: two updates and a new key.
     for key in ["k01", "k02", "k30"] {
         put_at(source, ("acme", "orders", key), 3, "{\"later\":true}", later).await;
     }
@@ -238,10 +252,37 @@ async fn a_split_at_a_moment_compares_settled_and_changed_rows(pair: Pair) {
     pair.drop_dbs().await;
 }
 
+/// Under a fence, the rows changed since a moment are copied and compared in one read: the
+/// target ends equal to the source, and a target row the merge would not replace (a newer
+/// version there) makes the comparison differ.
+async fn the_last_delta_is_copied_and_compared_at_once(pair: Pair) {
+    use shardgate_shard_router::copy::{RECORDS, copy_and_compare};
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    let (since, later) = copy_then_take_a_moment(&pair, 10).await;
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let selection = Selection::Tenant(&acme);
+    let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
+    for key in ["k01", "k02", "new"] {
+        put_at(source, ("acme", "orders", key), 3, "{\"v\":2}", later).await;
+    }
+    let (copied, ours, theirs) = copy_and_compare(&RECORDS, (src, dst), selection, &since).await.unwrap().unwrap();
+    assert_eq!((copied.read, copied.written), (3, 3));
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.rows, 3);
+    assert_eq!(rows(source, None).await, rows(target, None).await);
+    // A newer version on the target is left alone by the merge, and found.
+    sqlx::query("UPDATE records SET version = 99 WHERE key = 'k01'").execute(&target.pool).await.unwrap();
+    put_at(source, ("acme", "orders", "k01"), 3, "{\"v\":3}", later + 1).await;
+    let (_, ours, theirs) = copy_and_compare(&RECORDS, (src, dst), selection, &since).await.unwrap().unwrap();
+    assert_ne!(ours, theirs);
+    pair.drop_dbs().await;
+}
+
 shardgate_shard_router::on_both_engines!(
     sqlite: Pair::sqlite(),
     postgres: Pair::postgres();
     a_split_at_a_moment_compares_settled_and_changed_rows,
+    the_last_delta_is_copied_and_compared_at_once,
     a_tenant_is_copied_whole_and_alone,
     copying_again_takes_only_what_changed,
     a_vshard_is_copied_alone,
