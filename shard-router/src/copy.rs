@@ -664,14 +664,14 @@ impl<'t> Pages<'t> {
     }
 }
 
-/// What a side of a copy holds of a selection: how many rows, and a SHA-256 over all their
-/// columns in key order. Equal on source and target means the copy is exact.
+/// What a side of a copy holds of a selection: how many rows, and a digest over all their
+/// columns. Equal on source and target means the copy is exact.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Checksum {
     /// Rows.
     pub rows: u64,
-    /// The digest of the rows: SHA-256 in hex when read in pages, `md5:` and hex when computed
-    /// by PostgreSQL.
+    /// The digest of the rows: SHA-256 in hex when read in pages (`rows:` and hex for rows in
+    /// any order), `sum64:` and the sum of each row's 64-bit hash when computed by PostgreSQL.
     pub digest: String,
 }
 
@@ -686,7 +686,7 @@ pub async fn purge_rows(table: &CopyTable, shard: &FencedShard<'_>, selection: S
 
 /// The [`Checksum`]s of the rows of `table` that `pass` takes on `source` and on `target`,
 /// computed the same way on both: by each database in one statement when both are PostgreSQL
-/// (an MD5 over the rows' text forms in key order), else by reading the rows in pages
+/// (the sum of the 64-bit hashes of the rows' text forms), else by reading the rows in pages
 /// ([`checksum`]).
 pub async fn checksums(
     table: &CopyTable,
@@ -702,19 +702,40 @@ pub async fn checksums(
 }
 
 async fn checksum_in_postgres(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<Checksum, Error> {
-    use crate::shard::OnShard;
+    let mut tx = one_core(shard, false).await?;
     let row = sqlx::query(&postgres_checksum_sql(table, &pass.condition(table)))
-        .fetch_one(shard.pool())
-        .on_shard(&shard)
-        .await?;
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| shard.err(e))?;
+    tx.commit().await.map_err(|e| shard.err(e))?;
     postgres_checksum(&shard, &row)
 }
 
-/// One statement computing the [`Checksum`] of the rows of `table` meeting `condition`.
+/// A transaction on a PostgreSQL `shard` whose statements run on one core (no parallel
+/// workers): a comparison reads a whole tenant, and with parallel workers it would take every
+/// core of the shard from its traffic while it runs. `snapshot`: one snapshot for all its
+/// statements (`REPEATABLE READ`).
+async fn one_core<'s>(shard: FencedShard<'s>, snapshot: bool) -> Result<sqlx::Transaction<'s, sqlx::Any>, Error> {
+    let mut tx = shard.pool().begin().await.map_err(|e| shard.err(e))?;
+    if snapshot {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| shard.err(e))?;
+    }
+    sqlx::query("SET LOCAL max_parallel_workers_per_gather = 0").execute(&mut *tx).await.map_err(|e| shard.err(e))?;
+    Ok(tx)
+}
+
+/// One statement computing the [`Checksum`] of the rows of `table` meeting `condition`: the
+/// sum (exact, as `numeric`) of each row's 64-bit hash (`hashtextextended`, the portable hash
+/// of hash partitioning) of its text form, which holds its key. A sum needs no sorting, and
+/// reads and hashes the rows about five times faster than an MD5 over them in key order, so a
+/// comparison of a large tenant takes its shards' CPU from their traffic for less time.
 fn postgres_checksum_sql(table: &CopyTable, condition: &str) -> String {
-    let (columns, key, name) = (column_list(table), table.key.join(", "), table.name);
+    let (columns, name) = (column_list(table), table.name);
     format!(
-        "SELECT COUNT(*), COALESCE(md5(string_agg(md5(CAST(t AS text)), '' ORDER BY {key})), '') \
+        "SELECT COUNT(*), CAST(COALESCE(SUM(CAST(hashtextextended(CAST(t AS text), 0) AS numeric)), 0) AS text) \
          FROM (SELECT {columns} FROM {name} WHERE {condition}) t"
     )
 }
@@ -722,7 +743,7 @@ fn postgres_checksum_sql(table: &CopyTable, condition: &str) -> String {
 fn postgres_checksum(shard: &FencedShard<'_>, row: &AnyRow) -> Result<Checksum, Error> {
     let rows: i64 = row.try_get(0).map_err(|e| shard.err(e))?;
     let digest: String = row.try_get(1).map_err(|e| shard.err(e))?;
-    Ok(Checksum { rows: u64::try_from(rows).unwrap_or(0), digest: format!("md5:{digest}") })
+    Ok(Checksum { rows: u64::try_from(rows).unwrap_or(0), digest: format!("sum64:{digest}") })
 }
 
 /// The most keys changed since a moment that [`split_checksums`] takes apart from the rest;
@@ -799,11 +820,7 @@ pub async fn split_checksums(
     let (keys, ours) = match source.db().postgres() {
         Some(_) => {
             // Both statements read one snapshot.
-            let mut tx = source.pool().begin().await.map_err(|e| source.err(e))?;
-            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| source.err(e))?;
+            let mut tx = one_core(source, true).await?;
             let keys = sqlx::query(&changed).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
             let row = sqlx::query(&postgres_checksum_sql(table, &ours_condition))
                 .fetch_one(&mut *tx)
@@ -847,11 +864,12 @@ pub async fn split_checksums(
     }
     let theirs = match (source.db().postgres(), target.db().postgres()) {
         (Some(_), Some(_)) => {
-            use crate::shard::OnShard;
+            let mut tx = one_core(target, false).await?;
             let row = sqlx::query(&postgres_checksum_sql(table, &theirs_condition))
-                .fetch_one(target.pool())
-                .on_shard(&target)
-                .await?;
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| target.err(e))?;
+            tx.commit().await.map_err(|e| target.err(e))?;
             postgres_checksum(&target, &row)?
         }
         _ => checksum_where(table, target, &theirs_condition).await?,

@@ -216,8 +216,11 @@ impl Database {
         let native = match engine {
             Engine::Sqlite => None,
             Engine::Postgres => {
+                // A bulk copy reads a whole tenant: on one core, so that it cannot take every
+                // core of the shard from its traffic.
                 let options = PgConnectOptions::from_str(&raw)
                     .map_err(|e| Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url)))?
+                    .options([("max_parallel_workers_per_gather", "0")])
                     .disable_statement_logging();
                 Some(
                     PgPoolOptions::new()

@@ -23,7 +23,7 @@
 //! time to drain shard `s1` (which holds the moved tenant's records then) onto `s0`.
 //!
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
-//! (2), `COPY_BYTES_PER_SECOND` (33554432).
+//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,7 +71,7 @@ async fn main() -> BenchResult<()> {
     let others = env("OTHERS", 2)?;
     let before = Duration::from_secs(env("BEFORE_SECS", 5)? as u64);
     let after = Duration::from_secs(env("AFTER_SECS", 2)? as u64);
-    let rate = env("COPY_BYTES_PER_SECOND", 32 << 20)? as u64;
+    let rate = env("COPY_BYTES_PER_SECOND", 4 << 20)? as u64;
 
     let tag = format!("sgbm_{}", std::process::id());
     let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
@@ -174,9 +174,16 @@ async fn run(
         .json()
         .await?;
     let id = job["id"].as_str().ok_or_else(|| format!("no job: {job}"))?.to_owned();
+    // When each phase was first seen (as stored at the job's heartbeats, polled every 100 ms).
+    let mut phases: Vec<(f64, String)> = vec![(move_started, "copy".to_owned())];
     let job = loop {
         let job: Value =
             client.get(format!("{base}/v1/admin/jobs/{id}")).bearer_auth(&admin).send().await?.json().await?;
+        if let Some(phase) = job["progress"]["phase"].as_str()
+            && phases.last().is_some_and(|(_, last)| last != phase)
+        {
+            phases.push((now_ms(), phase.to_owned()));
+        }
         if job["state"] != "running" {
             break job;
         }
@@ -271,6 +278,21 @@ async fn run(
         others_copy.len(),
         p_copy / p_before
     );
+    // The other tenants' p99 in each phase before the fence.
+    let mut by_phase = Vec::new();
+    for (i, (from, phase)) in phases.iter().enumerate() {
+        let until = phases.get(i + 1).map_or(fenced, |(t, _)| *t).min(fenced);
+        let seen = latencies(&samples, |s| !s.mover && s.start_ms >= *from && s.end_ms <= until);
+        if *from < fenced && !seen.is_empty() {
+            by_phase.push(format!(
+                "{phase} {:.2} ms ({} requests, {:.1} s)",
+                percentile(&seen, 0.99),
+                seen.len(),
+                (until - from) / 1000.0
+            ));
+        }
+    }
+    println!("other tenants, p99 by phase before the fence: {}", by_phase.join(", "));
     println!(
         "copy: {:.1} MB in {copy_secs:.1} s = {:.1} MB/s ({} rows, {} passes, method {}); start to switch {:.1} s",
         bytes / 1e6,
