@@ -133,7 +133,9 @@ pub struct MoveProgress {
     /// The checksums of the settled rows (not changed since `settled_since`) on source and
     /// target, compared before the fence.
     pub settled: Option<Checksums>,
-    /// Where the settled rows end: the cut-over compares the rows changed since.
+    /// Where the compared rows end: the cut-over compares the rows changed since. It moves to
+    /// the moment of the pass just before the fence once that pass is compared; `null` when a
+    /// comparison found a difference (the cut-over then compares everything).
     #[serde(default)]
     pub settled_since: Option<Since>,
     /// The checksums of the other rows on source and target, compared under the fence (of all
@@ -700,10 +702,7 @@ impl Run<'_> {
         self.progress.settled_since = self.progress.pass_since.clone();
         let ((from, source), (to, target)) = self.shards()?;
         let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
-        if !matches!(self.subject, Subject::Range { .. }) {
-            // Uploads the target holds live that the source has since replaced.
-            retire_orphan_uploads(&sides.1, Selection::from(self.subject())).await?;
-        }
+        self.retire_orphan_uploads(&sides.1).await?;
         let settled = match &self.progress.settled_since {
             Some(since) => self.compare_part(sides, since, Part::Settled, &[]).await?,
             None => Checksums { tables: Vec::new(), matched: false },
@@ -756,6 +755,7 @@ impl Run<'_> {
         // copied is compared now, outside the fence.
         self.pass(self.since()).await?;
         if let (Some(compared), Some(until)) = (self.progress.settled_since.clone(), self.since()) {
+            self.retire_orphan_uploads(&target).await?;
             let between = self.compare_part((source, target), &compared, Part::Until(&until), &[]).await?;
             // If they differ, the cut-over compares everything.
             self.progress.settled_since = between.matched.then_some(until);
@@ -796,9 +796,7 @@ impl Run<'_> {
             self.progress.rows_copied += copied.read;
             self.progress.bytes_copied += copied.bytes;
         }
-        if !matches!(self.subject, Subject::Range { .. }) {
-            retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
-        }
+        self.retire_orphan_uploads(&target).await?;
         took(&mut self.progress, "last_delta");
         // The rows the settled comparison did not cover (all of them if it found a difference).
         let mut checksums = match &self.progress.settled_since {
@@ -815,9 +813,7 @@ impl Run<'_> {
                 "checksums differ after the last delta; copying and comparing everything once more"
             );
             self.pass(None).await?;
-            if !matches!(self.subject, Subject::Range { .. }) {
-                retire_orphan_uploads(&target, Selection::from(self.subject())).await?;
-            }
+            self.retire_orphan_uploads(&target).await?;
             checksums = self.compare_all(&source, &target).await?;
         }
         let matched = checksums.matched;
@@ -876,6 +872,16 @@ impl Run<'_> {
             tracing::warn!(job = self.id, error = %thaw, "cannot lift the fence after a failed cut-over");
         }
         e
+    }
+
+    /// Before a comparison: uploads the target holds live that the source has since replaced
+    /// (copied live, superseded there before the blob row was copied) are retired on the target
+    /// as they are on the source ([`retire_orphan_uploads`]). A range move takes no uploads.
+    async fn retire_orphan_uploads(&self, target: &FencedShard<'_>) -> Result<(), Error> {
+        if matches!(self.subject, Subject::Range { .. }) {
+            return Ok(());
+        }
+        retire_orphan_uploads(target, Selection::from(self.subject())).await
     }
 
     /// The last delta under the fence, every row changed since `since` (up to which everything

@@ -16,6 +16,7 @@ use shardgate_tests::{History, TestApp, Verdict, eventually, expect_json, expect
 shardgate_tests::on_both_engines!(
     a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read,
     moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back,
+    a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version,
 );
 
 /// Keys the load test spreads its clients over.
@@ -401,4 +402,47 @@ async fn a_cut_over_does_not_wait_for_a_long_read_on_the_source() {
         .unwrap();
     assert!(reader.await.unwrap().is_err(), "the read was cancelled");
     source.close().await;
+}
+
+/// A blob replaced just before the cut-over (after the settled comparison, before the fence):
+/// the pass before the fence takes the new upload and the blob row, and the old upload, still
+/// live on the target, is retired there before that pass is compared, so the comparison
+/// matches and the cut-over copies and compares only its last delta (records compared as they
+/// are copied, `rows:` digests) instead of comparing everything. The new version is what the
+/// target serves.
+async fn a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version(backend: shardgate_tests::Backend) {
+    let app = spawn(backend, Duration::from_millis(1500)).await;
+    app.create_tenant("acme").await;
+    let (_, to) = another_shard(&app, "acme").await;
+    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let token = app.rw_token("acme");
+    let blob = app.url("/v1/tenants/acme/blobs/photos/cat.bin");
+    let put = |bytes: Vec<u8>| app.client.put(&blob).bearer_auth(&token).body(bytes).send();
+    assert_eq!(put(vec![1u8; 70_000]).await.unwrap().status(), StatusCode::CREATED);
+
+    let moving = start_move(&app, "acme", &to).await;
+    let id = moving["id"].as_str().unwrap().to_owned();
+    // The move pauses before each phase: the pause before the cut-over is the moment.
+    let before_the_fence = eventually(Duration::from_secs(30), async || {
+        let progress = job(&app, &id).await["progress"].clone();
+        (progress["phase"] == "cut_over" && progress["fenced_at_ms"].is_null()).then_some(())
+    })
+    .await;
+    assert!(before_the_fence.is_some(), "the move never paused before its cut-over");
+    assert_eq!(put(vec![2u8; 90_000]).await.unwrap().status(), StatusCode::OK);
+
+    let done = ended(&app, &id, Duration::from_secs(60)).await;
+    assert_eq!(done["state"], "done", "{done}");
+    let progress = &done["progress"];
+    assert_eq!(progress["settled"]["matched"], true, "{progress}");
+    let checksums = progress["checksums"]["tables"].as_array().unwrap();
+    let records = checksums.iter().find(|table| table[0] == "records").expect("records compared");
+    assert!(
+        records[1]["digest"].as_str().unwrap().starts_with("rows:"),
+        "the cut-over compared everything instead of its last delta: {progress}"
+    );
+    assert_eq!(app.route("acme", "c", "k0").await["shard"], to.as_str());
+    let read = app.client.get(&blob).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(read.status(), StatusCode::OK);
+    assert_eq!(read.bytes().await.unwrap().as_ref(), vec![2u8; 90_000].as_slice());
 }
