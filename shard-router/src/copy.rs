@@ -440,9 +440,41 @@ pub async fn copy_rows(
     method: CopyMethod,
 ) -> Result<Copied, Error> {
     match (method, source.db().postgres(), target.db().postgres()) {
-        (CopyMethod::Binary, Some(from), Some(to)) => copy_binary(table, (source, from), (target, to), pass).await,
+        (CopyMethod::Binary, Some(from), Some(to)) => {
+            let copied = copy_binary(table, (source, from), (target, to), pass, Landing::Staged).await?;
+            Ok(copied.expect("a staged copy merges every conflict"))
+        }
         _ => copy_pages(table, source, target, pass).await,
     }
+}
+
+/// [`copy_rows`] into a target that holds none of the rows `pass` takes (a move's first pass,
+/// right after it removed them there). Between PostgreSQL shards the rows then go straight
+/// into the table, without the staging table and the merge: about half the target's work, and
+/// what a copy costs the shards' other traffic most. Should one be there after all (a unique
+/// violation), that copy is undone and the rows are copied the usual way.
+pub async fn copy_rows_into_empty(
+    table: &CopyTable,
+    source: FencedShard<'_>,
+    target: FencedShard<'_>,
+    pass: &Pass<'_>,
+    method: CopyMethod,
+) -> Result<Copied, Error> {
+    if let (CopyMethod::Binary, Some(from), Some(to)) = (method, source.db().postgres(), target.db().postgres())
+        && let Some(copied) = copy_binary(table, (source, from), (target, to), pass, Landing::Table).await?
+    {
+        return Ok(copied);
+    }
+    copy_rows(table, source, target, pass, method).await
+}
+
+/// Where a binary copy writes the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Landing {
+    /// A staging table, merged into the table (a row replaces only an older version).
+    Staged,
+    /// The table itself, which must hold none of the rows' keys.
+    Table,
 }
 
 /// Which rows of the target with the same key a merged row replaces.
@@ -489,15 +521,21 @@ async fn copy_binary(
     (source, from): (FencedShard<'_>, &PgPool),
     (target, to): (FencedShard<'_>, &PgPool),
     pass: &Pass<'_>,
-) -> Result<Copied, Error> {
+    into: Landing,
+) -> Result<Option<Copied>, Error> {
     let mut writer = to.acquire().await.map_err(|e| target.err(e))?;
     let mut reader = from.acquire().await.map_err(|e| source.err(e))?;
-    let copied = pump(table, (source, &mut reader), (target, &mut writer), pass).await;
-    if copied.is_err() {
+    let copied = pump(table, (source, &mut reader), (target, &mut writer), pass, into).await;
+    if !matches!(copied, Ok(Some(_))) {
         reader.close_on_drop();
         writer.close_on_drop();
     }
     copied
+}
+
+/// Whether `e` is a unique violation: a key the target already holds.
+fn is_unique_violation(e: &sqlx::Error) -> bool {
+    e.as_database_error().and_then(|db| db.code()).as_deref() == Some("23505")
 }
 
 async fn pump(
@@ -505,19 +543,25 @@ async fn pump(
     (source, reader): (FencedShard<'_>, &mut PgConnection),
     (target, writer): (FencedShard<'_>, &mut PgConnection),
     pass: &Pass<'_>,
-) -> Result<Copied, Error> {
+    into: Landing,
+) -> Result<Option<Copied>, Error> {
     use futures::TryStreamExt;
     use sqlx::Connection;
 
     let columns = column_list(table);
     let name = table.name;
-    let incoming = format!("sg_copy_{name}");
+    let incoming = match into {
+        Landing::Staged => format!("sg_copy_{name}"),
+        Landing::Table => name.to_owned(),
+    };
     let mut tx = writer.begin().await.map_err(|e| target.err(e))?;
-    // Dropped at commit, and with the transaction if it fails: nothing is left behind.
-    sqlx::query(&format!("CREATE TEMPORARY TABLE {incoming} (LIKE {name} INCLUDING DEFAULTS) ON COMMIT DROP"))
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| target.err(e))?;
+    if into == Landing::Staged {
+        // Dropped at commit, and with the transaction if it fails: nothing is left behind.
+        sqlx::query(&format!("CREATE TEMPORARY TABLE {incoming} (LIKE {name} INCLUDING DEFAULTS) ON COMMIT DROP"))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| target.err(e))?;
+    }
     let mut sink = tx
         .copy_in_raw(&format!("COPY {incoming} ({columns}) FROM STDIN (FORMAT binary)"))
         .await
@@ -525,31 +569,47 @@ async fn pump(
     let query =
         format!("COPY (SELECT {columns} FROM {name} WHERE {}) TO STDOUT (FORMAT binary)", pass.condition(table));
     let mut total = 0u64;
-    let pumped: Result<(), Error> = async {
+    // A unique violation into the table itself: `None`, the transaction rolls back.
+    let conflict =
+        |e: sqlx::Error| if into == Landing::Table && is_unique_violation(&e) { None } else { Some(target.err(e)) };
+    let pumped: Result<Option<()>, Error> = async {
         let mut bytes = reader.copy_out_raw(&query).await.map_err(|e| source.err(e))?;
         while let Some(data) = bytes.try_next().await.map_err(|e| source.err(e))? {
             let len = data.len() as u64;
             total += len;
-            sink.send(data).await.map_err(|e| target.err(e))?;
+            if let Err(e) = sink.send(data).await {
+                return conflict(e).map_or(Ok(None), Err);
+            }
             if let Some(pace) = pass.pace {
                 pace.take(len).await;
             }
         }
-        Ok(())
+        Ok(Some(()))
     }
     .await;
-    if let Err(e) = pumped {
-        // Ends the target's COPY; the transaction then rolls back when dropped.
-        let _ = sink.abort("the source of the copy failed").await;
-        return Err(e);
+    match pumped {
+        Ok(Some(())) => {}
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            // Ends the target's COPY; the transaction then rolls back when dropped.
+            let _ = sink.abort("the source of the copy failed").await;
+            return Err(e);
+        }
     }
-    let read = sink.finish().await.map_err(|e| target.err(e))?;
+    let read = match sink.finish().await {
+        Ok(read) => read,
+        Err(e) => return conflict(e).map_or(Ok(None), Err),
+    };
+    if into == Landing::Table {
+        tx.commit().await.map_err(|e| target.err(e))?;
+        return Ok(Some(Copied { method: CopyMethod::Binary, read, written: read, bytes: total }));
+    }
     let merged = sqlx::query(&merge_sql(table, &format!("SELECT {columns} FROM {incoming}"), Replace::Older))
         .execute(&mut *tx)
         .await
         .map_err(|e| target.err(e))?;
     tx.commit().await.map_err(|e| target.err(e))?;
-    Ok(Copied { method: CopyMethod::Binary, read, written: merged.rows_affected(), bytes: total })
+    Ok(Some(Copied { method: CopyMethod::Binary, read, written: merged.rows_affected(), bytes: total }))
 }
 
 /// One value read from a page.

@@ -58,7 +58,7 @@ use crate::catalog::{Audit, JobRow, Lease, Placement, RangeRow, tenant_subject, 
 use crate::clock::now_ms;
 use crate::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, SPREAD_RECORDS, Selection, Since, TENANT_TABLES,
-    Window, checksums, copy_and_compare, copy_rows, purge_rows, split_checksums,
+    Window, checksums, copy_and_compare, copy_rows, copy_rows_into_empty, purge_rows, split_checksums,
 };
 use crate::db::{Database, Engine};
 use crate::error::Error;
@@ -681,7 +681,7 @@ impl Run<'_> {
         self.purge(&FencedShard::new(&target, &to)).await?;
         // The list of a vshard's tenants is stored before anything is copied.
         self.heartbeat().await?;
-        self.pass(None).await?;
+        self.pass_into(None, true).await?;
         self.progress.phase = Phase::CatchUp;
         Ok(())
     }
@@ -723,6 +723,12 @@ impl Run<'_> {
 
     /// One pass over every table of the tenant (rows changed since `since`, or all).
     async fn pass(&mut self, since: Option<Since>) -> Result<(), Error> {
+        self.pass_into(since, false).await
+    }
+
+    /// [`Run::pass`], `into_empty` when the target holds none of the subject's rows (the first
+    /// pass, right after the purge: [`crate::copy::copy_rows_into_empty`]).
+    async fn pass_into(&mut self, since: Option<Since>, into_empty: bool) -> Result<(), Error> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
         let began = Since::now(FencedShard::new(&source, &from), self.router().move_config().clock_margin).await?;
@@ -731,9 +737,12 @@ impl Run<'_> {
         let window = since.as_ref().map_or(Window::All, Window::ChangedSince);
         for (table, selection) in self.copied_tables() {
             let pass = Pass { selection, window, pace: Some(&self.pace) };
-            let copied =
-                copy_rows(table, FencedShard::new(&source, &from), FencedShard::new(&target, &to), &pass, method)
-                    .await?;
+            let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
+            let copied = if into_empty {
+                copy_rows_into_empty(table, sides.0, sides.1, &pass, method).await?
+            } else {
+                copy_rows(table, sides.0, sides.1, &pass, method).await?
+            };
             rows += copied.read;
             bytes += copied.bytes;
             used = Some(copied.method);
