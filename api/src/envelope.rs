@@ -35,7 +35,8 @@ impl From<StoredRecord> for RecordEnvelope {
 pub struct Job {
     /// Job id.
     pub id: String,
-    /// `index.backfill`, `index.audit`, `tenant.move`, `vshard.move` or `vshards.rebalance`.
+    /// `index.backfill`, `index.audit`, `tenant.move`, `vshard.move`, `range.move`,
+    /// `collection.redistribute` or `vshards.rebalance`.
     pub kind: String,
     /// What it works on (`tenant/collection/index`).
     pub target: String,
@@ -50,7 +51,13 @@ pub struct Job {
     /// changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
     /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch` and
     /// `rolled_back` (why). A vshard move: the same, with `vshards`, `tenants` (the unpinned
-    /// tenants they place, taken along) and `parent` (its rebalance). A rebalance: `balance`, `parallel`,
+    /// tenants they place, taken along) and `parent` (its rebalance). A range move: the same,
+    /// with `range` (`collection`, `from`, `until`, `ranges_before`, `ranges_after`). A
+    /// redistribution: `phase`, `collection`, `from` and `to` (each a `distribution` and its
+    /// `ranges`), `sources` and `targets` (shards), `rows_copied`, `bytes_copied`, `passes`,
+    /// `lag_rows`, `checksums` (the old and the new layout, counted and summed over their
+    /// shards), `fenced_at_ms`, `switched_at_ms`, `cutover_ms`, `cutover_steps_ms`, `epoch` and
+    /// `rolled_back`. A rebalance: `balance`, `parallel`,
     /// `drain` (the shard drained, if any), the counts `pending`, `running`, `done` and `failed`,
     /// and `steps` (each with `vshards` or `tenant`, `from`, `to`, `state`, `job` and `error`).
     #[schema(value_type = Object)]

@@ -467,6 +467,17 @@ impl From<&StoreError> for ApiError {
                 err.retry_after_secs = Some(1);
                 err
             }
+            StoreError::CollectionFenced { tenant, collection, .. } => {
+                let mut err = Self::new(
+                    Code::TenantMoving,
+                    format!(
+                        "collection {collection} of tenant {tenant} is changing its distribution; nothing was applied, \
+                         retry shortly"
+                    ),
+                );
+                err.retry_after_secs = Some(1);
+                err
+            }
             StoreError::JobConflict { .. } => Self::new(Code::JobConflict, e.to_string()),
             StoreError::MoveRefused(reason) => Self::new(Code::MoveRefused, reason.clone()),
             StoreError::ShardHoldsRange(reason) => Self::new(Code::ShardInUse, reason.clone()),

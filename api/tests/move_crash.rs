@@ -4,7 +4,8 @@
 //! and finishes it; every acknowledged write is then read back, and the tenant's rows live on
 //! exactly one shard. A drain (vshard moves and a tenant move, run by a rebalance job) killed
 //! while its moves run is finished the same way, and so is a `range.move` (a split of a
-//! range-distributed collection whose keys change shard) killed in each phase.
+//! range-distributed collection whose keys change shard) killed in each phase, and so is a
+//! `collection.redistribute` (a non-empty collection changing its distribution).
 
 use std::time::Duration;
 
@@ -353,6 +354,78 @@ async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
             assert_eq!(moved, want, "{kill:?}: rows of the moved keys on {shard}");
             db.close().await.unwrap();
         }
+    }
+    drop(process);
+    cluster.drop_databases().await;
+}
+
+/// A change of a non-empty collection's distribution (`collection.redistribute`) killed in each
+/// phase: the next instance finishes it, every acknowledged write reads back, and the
+/// collection's rows are left only in the table of its new layout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redistribution_killed_in_any_phase_is_finished_by_the_next_instance() {
+    let cluster = Cluster::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let admin = token(None, "admin");
+    let mut process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
+    process.wait_until_ok(&client, "/readyz").await;
+    process.create_tenant(&client, &admin, "acme").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let tenant = token(Some("acme"), "read write");
+    // About a megabyte, so that the copy takes about a second.
+    let padding = "p".repeat(20_000);
+    let mut expected = std::collections::BTreeMap::new();
+    let range = json!({"distribution": "range", "ranges": [{"from": "", "shard": "s0"}, {"from": "m", "shard": "s1"}]});
+    let steps = [
+        json!({"distribution": "hash"}),
+        json!({"distribution": "tenant"}),
+        range,
+        json!({"distribution": "tenant"}),
+        json!({"distribution": "hash"}),
+    ];
+
+    for (round, (kill, to)) in PHASES.into_iter().zip(steps).enumerate() {
+        for i in 0..50 {
+            let key = format!("{}{i:02}", if i % 2 == 0 { "c" } else { "x" });
+            let value = json!({"round": round, "i": i, "padding": padding});
+            put(&client, &process, &tenant, &format!("d/records/{key}"), &value, kill).await;
+            expected.insert(key, value);
+        }
+        let started = client
+            .put(format!("{}/v1/admin/tenants/acme/collections/d", process.base))
+            .bearer_auth(&admin)
+            .json(&to)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status(), 202, "{kill:?}: starting the redistribution to {to}");
+        let job: Value = started.json().await.unwrap();
+        let job_url = format!("/v1/admin/jobs/{}", job["id"].as_str().unwrap());
+        let (resumed, done) = kill_and_resume(&client, process, &cluster, dir.path(), &job_url, kill, &admin).await;
+        process = resumed;
+        assert_eq!(done["kind"], "collection.redistribute", "{done}");
+
+        let got: Value = get(&client, &format!("{}/v1/admin/tenants/acme/collections/d", process.base), &admin).await;
+        assert_eq!(got["distribution"], to["distribution"], "{kill:?}: {got}");
+        for (key, value) in &expected {
+            let got: Value =
+                get(&client, &format!("{}/v1/tenants/acme/collections/d/records/{key}", process.base), &tenant).await;
+            assert_eq!(&got["value"], value, "{kill:?}: {key}");
+        }
+        let (kept, left) =
+            if to["distribution"] == "tenant" { ("records", "spread_records") } else { ("spread_records", "records") };
+        let mut rows = std::collections::HashMap::new();
+        for shard in ["s0", "s1"] {
+            let mut db = sqlx::PgConnection::connect(&cluster.shard_url(shard)).await.unwrap();
+            for table in [kept, left] {
+                let sql = format!("SELECT COUNT(*) FROM {table} WHERE tenant = 'acme' AND collection = 'd'");
+                let count: i64 = sqlx::query_scalar(&sql).fetch_one(&mut db).await.unwrap();
+                *rows.entry(table).or_insert(0) += count;
+            }
+            db.close().await.unwrap();
+        }
+        assert_eq!((rows[kept], rows[left]), (50, 0), "{kill:?}: rows in {kept} and {left}");
     }
     drop(process);
     cluster.drop_databases().await;

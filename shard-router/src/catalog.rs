@@ -27,6 +27,10 @@ pub fn tenant_subject(tenant: &TenantId) -> String {
     format!("tenant:{tenant}")
 }
 
+/// What a rebalance (or drain) job claims: one at a time. A change of a collection's
+/// distribution that relies on the vshards staying where they are claims it too.
+pub const REBALANCE_SUBJECT: &str = "rebalance";
+
 /// What a job owns, as stored in `job_claims`: a vshard (its index entries and the unpinned
 /// tenants it places; no tenant of it is created or deleted while it is claimed).
 pub fn vshard_subject(vshard: u32) -> String {

@@ -24,7 +24,7 @@ use sqlx::postgres::{PgConnection, PgPool};
 
 use crate::db::{Database, Engine};
 use crate::error::Error;
-use crate::ids::TenantId;
+use crate::ids::{CollectionName, TenantId};
 use crate::shard::{FencedShard, KeyRange, MoveSubject};
 
 /// How a column's values travel through [`CopyMethod::Pages`].
@@ -347,6 +347,29 @@ pub enum Selection<'a> {
     /// The records of one key range of a range-distributed collection (`spread_records` rows
     /// tagged vshard -1).
     Range(KeyRange<'a>),
+    /// The records of one collection of one tenant, in the table of its layout, that a shard
+    /// holds for that layout (a collection changing its distribution).
+    Collection {
+        /// The tenant.
+        tenant: &'a TenantId,
+        /// The collection.
+        collection: &'a CollectionName,
+        /// Which of them the shard holds.
+        owned: Owned<'a>,
+    },
+}
+
+/// Which rows of a collection a shard holds in its layout.
+#[derive(Debug, Clone, Copy)]
+pub enum Owned<'a> {
+    /// All of them (its tenant's home shard; a table the collection's old rows were removed
+    /// from).
+    All,
+    /// Those placed by these vshards (a hash distribution).
+    Vshards(&'a [u32]),
+    /// Those with keys in these intervals, each from its first key up to its second (excluded;
+    /// `None`: to the end): a range distribution.
+    Keys(&'a [(String, Option<String>)]),
 }
 
 impl Selection<'_> {
@@ -368,6 +391,28 @@ impl Selection<'_> {
                     sql_string(range.collection.as_str()),
                     sql_string(range.from)
                 )
+            }
+            Selection::Collection { tenant, collection, owned } => {
+                let rows = format!(
+                    "tenant = {} AND collection = {}",
+                    sql_string(tenant.as_str()),
+                    sql_string(collection.as_str())
+                );
+                match owned {
+                    Owned::All => rows,
+                    Owned::Vshards(vshards) => format!("{rows} AND {}", vshard_condition(vshards)),
+                    Owned::Keys([]) => format!("{rows} AND 1 = 0"),
+                    Owned::Keys(intervals) => {
+                        let keys = intervals
+                            .iter()
+                            .map(|(from, until)| match until {
+                                Some(until) => format!("(key >= {} AND key < {})", sql_string(from), sql_string(until)),
+                                None => format!("key >= {}", sql_string(from)),
+                            })
+                            .collect::<Vec<_>>();
+                        format!("{rows} AND ({})", keys.join(" OR "))
+                    }
+                }
             }
         }
     }
@@ -793,7 +838,12 @@ async fn one_core<'s>(shard: FencedShard<'s>, snapshot: bool) -> Result<sqlx::Tr
 /// reads and hashes the rows about five times faster than an MD5 over them in key order, so a
 /// comparison of a large tenant takes its shards' CPU from their traffic for less time.
 fn postgres_checksum_sql(table: &CopyTable, condition: &str) -> String {
-    let (columns, name) = (column_list(table), table.name);
+    postgres_sum_sql(table, &column_list(table), condition)
+}
+
+/// [`postgres_checksum_sql`] over `columns` of the rows only.
+fn postgres_sum_sql(table: &CopyTable, columns: &str, condition: &str) -> String {
+    let name = table.name;
     format!(
         "SELECT COUNT(*), CAST(COALESCE(SUM(CAST(hashtextextended(CAST(t AS text), 0) AS numeric)), 0) AS text) \
          FROM (SELECT {columns} FROM {name} WHERE {condition}) t"
@@ -804,6 +854,117 @@ fn postgres_checksum(shard: &FencedShard<'_>, row: &AnyRow) -> Result<Checksum, 
     let rows: i64 = row.try_get(0).map_err(|e| shard.err(e))?;
     let digest: String = row.try_get(1).map_err(|e| shard.err(e))?;
     Ok(Checksum { rows: u64::try_from(rows).unwrap_or(0), digest: format!("sum64:{digest}") })
+}
+
+/// Copies the rows of a collection that `pass` takes from `from` on `source` into `into` (a
+/// table with the same columns) on `targets`, each row to the target `place` picks for its key
+/// (its index in `targets`) with the vshard tag `place` gives it: a collection changing its
+/// distribution, whose rows change table and shard. Pages of rows in key order, each row
+/// merged as [`copy_rows`] merges (a newer version on the target stays), at `pass`'s pace.
+pub async fn copy_placed(
+    (from, into): (&CopyTable, &CopyTable),
+    source: FencedShard<'_>,
+    targets: &[FencedShard<'_>],
+    pass: &Pass<'_>,
+    place: impl Fn(&str) -> (usize, i64),
+) -> Result<Copied, Error> {
+    let position = |name: &str| from.columns.iter().position(|(column, _)| *column == name);
+    let (Some(key_at), Some(tag_at)) = (position("key"), position("vshard")) else {
+        return Err(Error::Corrupt(format!("table {} has no key or vshard column", from.name)));
+    };
+    let mut copied = Copied { method: CopyMethod::Pages, read: 0, written: 0, bytes: 0 };
+    let mut pages = Pages::new(from, &pass.condition(from));
+    while let Some(values) = pages.next(source).await? {
+        let mut placed: Vec<Vec<Vec<Value>>> = vec![Vec::new(); targets.len()];
+        copied.read += values.len() as u64;
+        for mut row in values {
+            let Value::Text(key) = &row[key_at] else {
+                return Err(Error::Corrupt(format!("a key in table {} is not text", from.name)));
+            };
+            let (target, tag) = place(key);
+            row[tag_at] = Value::Int(tag);
+            placed
+                .get_mut(target)
+                .ok_or_else(|| Error::Corrupt(format!("row placed on target {target} of {}", targets.len())))?
+                .push(row);
+        }
+        let merges = placed
+            .iter()
+            .zip(targets)
+            .filter(|(rows, _)| !rows.is_empty())
+            .map(|(rows, target)| merge_page(into, *target, rows));
+        let mut bytes = 0;
+        for (written, page_bytes) in futures::future::try_join_all(merges).await? {
+            copied.written += written;
+            bytes += page_bytes;
+        }
+        copied.bytes += bytes;
+        if let Some(pace) = pass.pace {
+            pace.take(bytes).await;
+        }
+    }
+    Ok(copied)
+}
+
+/// The [`Checksum`] of the rows of `table` that `pass` takes on `shard`, leaving their vshard
+/// tag out (a row keeps everything else when its collection changes layout), computed so that
+/// the checksums of several shards add up ([`add_checksums`]): by PostgreSQL if `in_postgres`
+/// (`sum64:`, the sum of each row's 64-bit hash, as [`checksums`] computes it), else from the
+/// rows read in pages (`rowsum:`, the sum of each row's SHA-256 cut to 64 bits).
+pub async fn additive_checksum(
+    table: &CopyTable,
+    shard: FencedShard<'_>,
+    pass: &Pass<'_>,
+    in_postgres: bool,
+) -> Result<Checksum, Error> {
+    let kept: Vec<usize> = (0..table.columns.len()).filter(|&i| table.columns[i].0 != "vshard").collect();
+    if in_postgres {
+        let columns = kept.iter().map(|&i| table.columns[i].0).collect::<Vec<_>>().join(", ");
+        let mut tx = one_core(shard, false).await?;
+        let row = sqlx::query(&postgres_sum_sql(table, &columns, &pass.condition(table)))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| shard.err(e))?;
+        tx.commit().await.map_err(|e| shard.err(e))?;
+        return postgres_checksum(&shard, &row);
+    }
+    use sha2::Digest;
+    let mut pages = Pages::new(table, &pass.condition(table));
+    let (mut rows, mut sum) = (0u64, 0i128);
+    while let Some(values) = pages.next(shard).await? {
+        for row in &values {
+            let mut hash = sha2::Sha256::new();
+            kept.iter().for_each(|&i| row[i].digest(&mut hash));
+            let digest: [u8; 32] = hash.finalize().into();
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest[..8]);
+            sum += i128::from(i64::from_be_bytes(first));
+        }
+        rows += values.len() as u64;
+    }
+    Ok(Checksum { rows, digest: format!("rowsum:{sum}") })
+}
+
+/// The [`Checksum`] of the rows of several parts (shards), each from [`additive_checksum`]
+/// computed the same way. [`Error::Corrupt`] if they were not.
+pub fn add_checksums(parts: &[Checksum]) -> Result<Checksum, Error> {
+    let mut kind: Option<&str> = None;
+    let (mut rows, mut sum) = (0u64, 0i128);
+    for part in parts {
+        let (prefix, value) = part
+            .digest
+            .split_once(':')
+            .ok_or_else(|| Error::Corrupt(format!("checksum {:?} cannot be added", part.digest)))?;
+        if kind.is_some_and(|kind| kind != prefix) {
+            return Err(Error::Corrupt(format!("checksums {kind:?} and {prefix:?} cannot be added")));
+        }
+        kind = Some(prefix);
+        let value: i128 =
+            value.parse().map_err(|_| Error::Corrupt(format!("checksum {:?} cannot be added", part.digest)))?;
+        rows += part.rows;
+        sum += value;
+    }
+    Ok(Checksum { rows, digest: format!("{}:{sum}", kind.unwrap_or("sum64")) })
 }
 
 /// The most keys changed since a moment that [`split_checksums`] takes apart from the rest;
@@ -1132,6 +1293,34 @@ mod tests {
             pass.condition(&BLOB_CHUNKS),
             "upload_id IN (SELECT upload_id FROM blob_uploads WHERE tenant = 'acme' AND state = 'live' AND changed_at >= 42)"
         );
+    }
+
+    #[test]
+    fn a_collection_selection_takes_the_rows_its_shard_holds_in_its_layout() {
+        let tenant = TenantId::parse("acme").unwrap();
+        let collection = CollectionName::parse("events").unwrap();
+        let select =
+            |owned| Selection::Collection { tenant: &tenant, collection: &collection, owned }.inline_condition();
+        assert_eq!(select(Owned::All), "tenant = 'acme' AND collection = 'events'");
+        assert_eq!(select(Owned::Vshards(&[3, 4])), "tenant = 'acme' AND collection = 'events' AND vshard IN (3, 4)");
+        assert_eq!(select(Owned::Vshards(&[])), "tenant = 'acme' AND collection = 'events' AND 1 = 0");
+        let intervals = [("".to_owned(), Some("f".to_owned())), ("o'k".to_owned(), None)];
+        assert_eq!(
+            select(Owned::Keys(&intervals)),
+            "tenant = 'acme' AND collection = 'events' AND ((key >= '' AND key < 'f') OR key >= 'o''k')"
+        );
+        assert_eq!(select(Owned::Keys(&[])), "tenant = 'acme' AND collection = 'events' AND 1 = 0");
+    }
+
+    #[test]
+    fn checksums_of_parts_add_up_only_when_computed_alike() {
+        let part = |rows, digest: &str| Checksum { rows, digest: digest.to_owned() };
+        let sum = add_checksums(&[part(2, "sum64:-5"), part(3, "sum64:9223372036854775807")]).unwrap();
+        assert_eq!(sum, part(5, "sum64:9223372036854775802"));
+        let big = add_checksums(&[part(1, "rowsum:9223372036854775807"), part(1, "rowsum:9223372036854775807")]);
+        assert_eq!(big.unwrap(), part(2, "rowsum:18446744073709551614"), "no overflow");
+        assert!(add_checksums(&[part(1, "sum64:1"), part(1, "rowsum:1")]).is_err());
+        assert!(add_checksums(&[part(1, "rows:ab")]).is_err(), "an ordered digest does not add");
     }
 
     #[test]

@@ -115,6 +115,18 @@ pub enum Error {
         /// The collection.
         collection: CollectionName,
     },
+    /// 503 `tenant_moving` (if it reaches the API: a request waits for the new map first). The
+    /// collection is changing its distribution and its records are leaving this shard's table
+    /// of the old layout (writes refused here), or have left it (reads too).
+    #[error("collection {collection} of tenant {tenant} is changing its distribution (shard {shard})")]
+    CollectionFenced {
+        /// The shard refusing.
+        shard: ShardId,
+        /// The tenant.
+        tenant: TenantId,
+        /// The collection.
+        collection: CollectionName,
+    },
     /// 503 `tenant_moving` with `Retry-After`. A request waited longer than the cut-over window
     /// (`moves.cutover_wait`) for a moving tenant's new shard.
     #[error("tenant {0} is being moved to another shard; retry shortly")]

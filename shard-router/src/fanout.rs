@@ -78,24 +78,33 @@ impl ShardRouter {
         bounds: &ListBounds,
         limit: u32,
     ) -> Result<Listing, Error> {
-        let mut plan = self.listing_plan(tenant, collection, bounds)?;
-        if plan.distribution == Distribution::Tenant {
-            let records = self
-                .read(tenant, |route, db| async move {
-                    RecordStore::new(&db, &route.shard).list(tenant, collection, bounds, limit).await
-                })
-                .await?;
-            return Ok(Listing { records, plan, failures: Vec::new() });
-        }
         let give_up = self.cutover_deadline();
         loop {
+            let plan = self.listing_plan(tenant, collection, bounds)?;
+            if plan.distribution == Distribution::Tenant {
+                // Read where the tenant lives, following a tenant move; `None` when the map
+                // that routes it no longer keeps the collection there (its distribution
+                // changed, and the home rows said so): plan again.
+                let records = self
+                    .read(tenant, |route, db| async move {
+                        if self.distribution_of(tenant, collection) != Distribution::Tenant {
+                            return Ok(None);
+                        }
+                        RecordStore::new(&db, &route.shard).list(tenant, collection, bounds, limit).await.map(Some)
+                    })
+                    .await?;
+                match records {
+                    Some(records) => return Ok(Listing { records, plan, failures: Vec::new() }),
+                    None => continue,
+                }
+            }
             let (records, mut failures, stale) = self.fan_out(tenant, collection, bounds, limit, &plan).await;
-            // A shard gave away vshards this map says it owns: a vshard move switched meanwhile.
-            // Their records are on the new owner, which this map does not read yet: read again
-            // on the new map, or (the cut-over outlasting the wait) report the shard as failed.
+            // A shard gave away vshards this map says it owns: a vshard move switched meanwhile
+            // (or the collection changed its distribution). Their records are elsewhere, which
+            // this map does not read yet: read again on the new map, or (the cut-over
+            // outlasting the wait) report the shard as failed.
             if !stale.is_empty() {
                 if self.wait_for_cutover(give_up).await? {
-                    plan = self.listing_plan(tenant, collection, bounds)?;
                     continue;
                 }
                 failures.extend(

@@ -47,63 +47,31 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+pub use crate::job::{Announce, Checksums, MOVE_JOB, Phase, RANGE_MOVE_JOB, REDISTRIBUTE_JOB, VSHARD_MOVE_JOB};
+
 use crate::blobs::BlobStore;
-use crate::catalog::{Audit, JobRow, Lease, Placement, RangeRow, tenant_subject, vshard_subject};
+use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
 use crate::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, SPREAD_RECORDS, Selection, Since, TENANT_TABLES,
     Window, checksums, copy_and_compare, copy_rows, copy_rows_into_empty, purge_rows, split_checksums,
 };
-use crate::db::{Database, Engine};
+use crate::db::Database;
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
-use crate::map::ShardState;
+use crate::job::{
+    JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded, lease_ms, new_job,
+    wait_for_statements_before_the_fence,
+};
+use crate::map::{Distribution, ShardState};
 use crate::records::RecordStore;
+use crate::redistribute::{DistributionSpec, RedistributeProgress, Redistribution};
 use crate::router::ShardRouter;
 use crate::shard::{FencedShard, KeyRange, MoveSubject, OnShard, ShardStore};
-
-/// The kind of a tenant move job.
-pub const MOVE_JOB: &str = "tenant.move";
-
-/// The kind of a vshard move job (one step of a rebalance or a drain).
-pub const VSHARD_MOVE_JOB: &str = "vshard.move";
-
-/// The kind of a range move job (a key range of a range-distributed collection changes shard).
-pub const RANGE_MOVE_JOB: &str = "range.move";
-
-/// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
-const SMALL_DELTA_ROWS: u64 = 1_000;
-const MAX_CATCH_UP_PASSES: u32 = 5;
-
-/// How long the cut-over waits for statements that began before the fence.
-const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
-
-/// How often a failed step is tried before the move is rolled back.
-const ATTEMPTS: u32 = 3;
-
-/// Where a move stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// The first, full copy.
-    Copy,
-    /// Copying what changed meanwhile.
-    CatchUp,
-    /// Fenced on the source: last delta, checksums, pin switch.
-    CutOver,
-    /// Pinned to the target; the source's old copy is removed after the grace period.
-    Cleanup,
-    /// Finished.
-    Done,
-    /// Rolled back (failed or cancelled): the tenant stays on its source shard.
-    RolledBack,
-}
 
 /// A move's progress, stored as the job's `progress` (and shown by `GET /v1/admin/jobs/{id}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -227,24 +195,12 @@ impl MoveProgress {
     }
 }
 
-/// Source and target checksums of each table, in [`TENANT_TABLES`] order.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Checksums {
-    /// Per table: its name, the source's and the target's checksum.
-    pub tables: Vec<(String, Checksum, Checksum)>,
-    /// Whether every table matched.
-    pub matched: bool,
-}
-
-/// Tells every instance that the map changed (the api publishes the epoch).
-pub type Announce = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
-
 /// Runs move jobs on this instance.
 pub struct Mover {
     pub(crate) router: Arc<ShardRouter>,
     /// This instance's name in job leases.
     pub(crate) owner: String,
-    announce: Announce,
+    pub(crate) announce: Announce,
     /// Jobs running here.
     pub(crate) running: Mutex<HashSet<String>>,
 }
@@ -377,7 +333,7 @@ impl Mover {
     }
 
     /// A move may only go to a registered, `active` shard this instance can reach.
-    fn check_target(&self, to: &ShardId) -> Result<(), Error> {
+    pub(crate) fn check_target(&self, to: &ShardId) -> Result<(), Error> {
         let target = self.router.with_map(|map| map.shard(to.as_str()).cloned());
         let target = target.ok_or_else(|| Error::ShardNotFound(to.clone()))?;
         if target.state != ShardState::Active {
@@ -391,7 +347,7 @@ impl Mover {
     }
 
     /// Records a job claiming `subjects` and runs it here.
-    async fn launch(
+    pub(crate) async fn launch(
         self: &Arc<Self>,
         kind: &str,
         tenant: Option<&TenantId>,
@@ -410,7 +366,7 @@ impl Mover {
     /// killed) and runs them here; the api calls it at start-up and then every so often.
     pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
         for job in self.router.catalog().running_jobs().await? {
-            let ours = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB].contains(&job.kind.as_str());
+            let ours = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB, REDISTRIBUTE_JOB].contains(&job.kind.as_str());
             if ours && !self.running.lock().contains(&job.id) {
                 self.adopt(job).await;
             }
@@ -444,6 +400,14 @@ impl Mover {
     }
 
     async fn run(&self, job: JobRow) -> Result<(), Error> {
+        if job.kind == REDISTRIBUTE_JOB {
+            return crate::redistribute::run(
+                JobHandle { router: &self.router, owner: &self.owner, id: &job.id },
+                &self.announce,
+                &job,
+            )
+            .await;
+        }
         let mut progress: MoveProgress = serde_json::from_str(&job.progress)
             .map_err(|e| Error::Corrupt(format!("move job {} progress: {e}", job.id)))?;
         let corrupt = |e: String| Error::Corrupt(format!("move job {}: {e}", job.id));
@@ -484,33 +448,70 @@ impl Mover {
             progress,
             pace: Pace::new(self.router.move_config().copy_bytes_per_second),
         };
-        run.drive().await
+        drive(&mut run).await
     }
 }
 
-/// A new running job of `kind` on `target` with `progress`.
-pub(crate) fn new_job(
-    kind: &str,
-    tenant: Option<&TenantId>,
-    target: String,
-    progress: &impl Serialize,
-) -> Result<JobRow, Error> {
-    let now = now_ms();
-    Ok(JobRow {
-        id: uuid::Uuid::new_v4().simple().to_string(),
-        kind: kind.to_owned(),
-        tenant: tenant.map(ToString::to_string),
-        target,
-        state: "running".to_owned(),
-        progress: serde_json::to_string(progress).map_err(|e| Error::Corrupt(e.to_string()))?,
-        error: None,
-        created_at_ms: now,
-        updated_at_ms: now,
-    })
-}
-
-pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {
-    i64::try_from(router.move_config().lease.as_millis()).unwrap_or(i64::MAX)
+impl Mover {
+    /// Sets `row`'s distribution. If the collection holds rows that would change table (between
+    /// `tenant` and `hash` or `range`), they move in a `collection.redistribute` job (claiming
+    /// the tenant, and the rebalance slot when `hash` is a side); otherwise only the catalog
+    /// changes ([`crate::router::ShardRouter::set_distribution`], which refuses other changes of
+    /// a non-empty collection).
+    pub async fn redistribute(self: &Arc<Self>, row: &CollectionRow, audit: &Audit) -> Result<Redistribution, Error> {
+        self.router.refresh().await?;
+        let (tenant, collection) = (&row.tenant, &row.collection);
+        self.router.route_tenant(tenant)?;
+        let old = self.router.distribution_of(tenant, collection);
+        if old == row.distribution && old != Distribution::Range {
+            // In effect already (ranges may change without a move: the router checks), unless
+            // a job is changing it.
+            let subject = tenant_subject(tenant);
+            if let Some(job) = self.router.catalog().job_claiming(&subject).await? {
+                return Err(Error::JobConflict { subject, job });
+            }
+            return Ok(Redistribution::Switched(self.router.epoch()));
+        }
+        let changes_table = old != row.distribution && [old, row.distribution].contains(&Distribution::Tenant);
+        if !changes_table || self.router.count_collection_rows(tenant, collection).await? == 0 {
+            return Ok(Redistribution::Switched(self.router.set_distribution(row, audit).await?));
+        }
+        for range in &row.ranges {
+            self.check_target(&range.shard)?;
+        }
+        let from = match self.router.catalog().get_distribution(tenant, collection).await? {
+            Some(current) => DistributionSpec { distribution: current.distribution, ranges: current.ranges },
+            None => DistributionSpec { distribution: Distribution::Tenant, ranges: Vec::new() },
+        };
+        let to = DistributionSpec { distribution: row.distribution, ranges: row.ranges.clone() };
+        let mut subjects = vec![tenant_subject(tenant)];
+        if [old, row.distribution].contains(&Distribution::Hash) {
+            subjects.push(crate::catalog::REBALANCE_SUBJECT.to_owned());
+        }
+        let target = format!("{tenant}/{collection}: {} -> {}", old.as_str(), row.distribution.as_str());
+        let progress = RedistributeProgress {
+            phase: Phase::Copy,
+            collection: collection.clone(),
+            from,
+            to,
+            sources: Vec::new(),
+            targets: Vec::new(),
+            rows_copied: 0,
+            bytes_copied: 0,
+            passes: 0,
+            lag_rows: 0,
+            pass_since: Vec::new(),
+            checksums: None,
+            fenced_at_ms: None,
+            cutover_ms: None,
+            cutover_steps_ms: Vec::new(),
+            epoch: None,
+            switched_at_ms: None,
+            rolled_back: None,
+        };
+        let job = self.launch(REDISTRIBUTE_JOB, Some(tenant), target, &progress, &subjects, audit).await?;
+        Ok(Redistribution::Moving(job))
+    }
 }
 
 /// A shard of a move, with its pool.
@@ -611,52 +612,6 @@ impl Run<'_> {
             tables.push((&INDEX_ENTRIES, Selection::Vshards(vshards)));
         }
         tables
-    }
-
-    async fn drive(&mut self) -> Result<(), Error> {
-        loop {
-            self.pause().await;
-            let step = match self.progress.phase {
-                Phase::Copy | Phase::CatchUp | Phase::CutOver => self.before_switch().await,
-                Phase::Cleanup => self.cleanup().await,
-                Phase::Done | Phase::RolledBack => return Ok(()),
-            };
-            match step {
-                Ok(()) => {}
-                Err(Error::JobLost(_)) => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// The phases before the pin switch, with retries; a cancellation or a failure that
-    /// persists rolls the move back.
-    async fn before_switch(&mut self) -> Result<(), Error> {
-        let mut failures = 0;
-        loop {
-            if self.heartbeat().await? {
-                return self.roll_back("cancelled by an operator").await;
-            }
-            let step = match self.progress.phase {
-                Phase::Copy => self.copy().await,
-                Phase::CatchUp => self.catch_up().await,
-                Phase::CutOver => self.cut_over().await,
-                _ => return Ok(()),
-            };
-            match step {
-                Ok(()) => return Ok(()),
-                Err(Error::JobLost(id)) => return Err(Error::JobLost(id)),
-                Err(e) if self.progress.phase == Phase::Cleanup => return Err(e),
-                Err(e) => {
-                    failures += 1;
-                    tracing::warn!(job = self.id, phase = ?self.progress.phase, error = %e, failures, "tenant move step failed");
-                    if failures >= ATTEMPTS {
-                        return self.roll_back(&e.to_string()).await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
-                }
-            }
-        }
     }
 
     fn shards(&self) -> Result<(Placed, Placed), Error> {
@@ -973,18 +928,7 @@ impl Run<'_> {
     }
 
     async fn cleanup(&mut self) -> Result<(), Error> {
-        let grace = self.router().move_config().cleanup_grace;
-        let switched = self.progress.switched_at_ms.unwrap_or_else(now_ms);
-        let due = switched + i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
-        loop {
-            let now = now_ms();
-            if now >= due {
-                break;
-            }
-            self.heartbeat().await?;
-            let wait = u64::try_from(due - now).unwrap_or(0).min(lease_ms(self.router()) as u64 / 3);
-            tokio::time::sleep(Duration::from_millis(wait.max(1))).await;
-        }
+        self.job().cleanup_grace(&self.progress, self.progress.switched_at_ms).await?;
         let ((from, source), _) = self.shards()?;
         self.purge(&FencedShard::new(&source, &from)).await?;
         self.progress.phase = Phase::Done;
@@ -1003,76 +947,63 @@ impl Run<'_> {
     }
 
     async fn end(&self, state: &str, error: Option<&str>) -> Result<(), Error> {
-        let progress = self.encoded()?;
-        self.router().catalog().end_job(&self.id, &self.mover.owner, state, &progress, error).await?;
-        Ok(())
+        self.job().end(&self.progress, state, error).await
     }
 
     fn encoded(&self) -> Result<String, Error> {
-        serde_json::to_string(&self.progress).map_err(|e| Error::Corrupt(e.to_string()))
+        encoded(&self.progress)
+    }
+
+    fn job(&self) -> JobHandle<'_> {
+        JobHandle { router: &self.mover.router, owner: &self.mover.owner, id: &self.id }
     }
 
     /// Stores the progress and renews the lease; `true` if an operator asked to cancel.
     /// [`Error::JobLost`] if another instance holds the job now.
     async fn heartbeat(&self) -> Result<bool, Error> {
-        let progress = self.encoded()?;
-        match self
-            .router()
-            .catalog()
-            .heartbeat_job(&self.id, &self.mover.owner, &progress, lease_ms(self.router()))
-            .await?
-        {
-            Lease::Held { cancel } => Ok(cancel),
-            Lease::Lost => Err(Error::JobLost(self.id.clone())),
-        }
+        self.job().heartbeat(&self.progress).await
     }
 
     async fn pause(&self) {
-        let pause = self.router().move_config().phase_pause;
-        if !pause.is_zero() {
-            tracing::info!(job = self.id, phase = ?self.progress.phase, "pausing at a phase boundary (moves.phase_pause)");
-            let _ = self.heartbeat().await;
-            tokio::time::sleep(pause).await;
-        }
+        self.job().pause(&self.progress, self.progress.phase).await;
     }
 }
 
-/// On PostgreSQL, waits until no statement on the shard's database that began before now (the
-/// fence was committed before this is called) is still running: a write that took its snapshot
-/// before the fence and commits after it is then in the next pass. Reads are not waited for
-/// (`SELECT`, and `COPY`, which a move runs only to read rows out or into a staging table): no
-/// statement of the gateway writes through one, and another move's long, paced copy out of
-/// this shard would otherwise hold this cut-over until it ended. SQLite needs no wait: a write
-/// transaction there always sees the latest commit.
-async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result<(), Error> {
-    if shard.db().engine != Engine::Postgres {
-        return Ok(());
+impl PhasedJob for Run<'_> {
+    fn id(&self) -> &str {
+        &self.id
     }
-    let fence: i64 = sqlx::query_scalar("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)")
-        .fetch_one(shard.pool())
-        .on_shard(shard)
-        .await?;
-    let give_up = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
-    loop {
-        let running: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() \
-             AND state = 'active' AND CAST(EXTRACT(EPOCH FROM query_start) * 1000000 AS BIGINT) < $1 \
-             AND NOT (ltrim(query) ILIKE 'select%' OR ltrim(query) ILIKE 'copy%')",
-        )
-        .bind(fence)
-        .fetch_one(shard.pool())
-        .on_shard(shard)
-        .await?;
-        if running == 0 {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= give_up {
-            return Err(Error::MoveRefused(format!(
-                "{running} statements that began before the fence on shard {} are still running",
-                shard.id()
-            )));
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
+
+    fn phase(&self) -> Phase {
+        self.progress.phase
+    }
+
+    async fn heartbeat(&self) -> Result<bool, Error> {
+        Run::heartbeat(self).await
+    }
+
+    async fn pause(&self) {
+        Run::pause(self).await;
+    }
+
+    async fn copy(&mut self) -> Result<(), Error> {
+        Run::copy(self).await
+    }
+
+    async fn catch_up(&mut self) -> Result<(), Error> {
+        Run::catch_up(self).await
+    }
+
+    async fn cut_over(&mut self) -> Result<(), Error> {
+        Run::cut_over(self).await
+    }
+
+    async fn cleanup(&mut self) -> Result<(), Error> {
+        Run::cleanup(self).await
+    }
+
+    async fn roll_back(&mut self, why: &str) -> Result<(), Error> {
+        Run::roll_back(self, why).await
     }
 }
 

@@ -18,6 +18,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::REBALANCE_SUBJECT;
 use crate::catalog::{Audit, JobRow, Lease};
 use crate::error::Error;
 use crate::hash::tenant_vshard;
@@ -30,9 +31,6 @@ use crate::shard::OnShard;
 
 /// The kind of a rebalance (or drain) job.
 pub const REBALANCE_JOB: &str = "vshards.rebalance";
-
-/// What a rebalance job claims: one rebalance at a time.
-const REBALANCE_SUBJECT: &str = "rebalance";
 
 /// The most vshards one step moves (together: one fence, one switch). Steps are per pair of
 /// shards, so a plan of `n` vshards from one shard to another runs as `n / 64` steps.
@@ -232,7 +230,7 @@ impl Rebalancer {
 
     /// Runs `job` here if its lease can be taken.
     async fn adopt(self: &Arc<Self>, job: JobRow) {
-        let lease = crate::mover::lease_ms(self.router());
+        let lease = crate::job::lease_ms(self.router());
         match self.router().catalog().take_job_lease(&job.id, &self.mover.owner, lease).await {
             Ok(true) => {}
             Ok(false) => return,
@@ -446,7 +444,7 @@ impl Rebalancer {
             )
             .to_lowercase(),
         };
-        let job = crate::mover::new_job(REBALANCE_JOB, None, target, &progress)?;
+        let job = crate::job::new_job(REBALANCE_JOB, None, target, &progress)?;
         self.router().catalog().start_claiming_job(&job, &[REBALANCE_SUBJECT.to_owned()], audit).await?;
         self.adopt(job.clone()).await;
         Ok(Some(job))
@@ -459,7 +457,7 @@ impl Rebalancer {
         let mut cancelling = false;
         loop {
             let encoded = serde_json::to_string(&progress).map_err(|e| Error::Corrupt(e.to_string()))?;
-            let lease = crate::mover::lease_ms(self.router());
+            let lease = crate::job::lease_ms(self.router());
             match self.router().catalog().heartbeat_job(&job.id, &self.mover.owner, &encoded, lease).await? {
                 Lease::Lost => return Ok(()),
                 Lease::Held { cancel } if cancel && !cancelling => {
@@ -506,7 +504,7 @@ impl Rebalancer {
             match child.state.as_str() {
                 "running" => {
                     let phase = serde_json::from_str::<MoveProgress>(&child.progress).ok().map(|p| p.phase);
-                    if phase == Some(crate::mover::Phase::Cleanup) {
+                    if phase == Some(crate::job::Phase::Cleanup) {
                         step.state = StepState::Cleanup;
                     }
                 }

@@ -15,7 +15,7 @@ use crate::ids::{CollectionName, RecordKey, TenantId};
 use std::sync::LazyLock;
 
 use crate::map::{Route, Strategy};
-use crate::shard::{FencedShard, OnShard, ShardStore};
+use crate::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
 
 /// Where a record store keeps its records, and which fences guard them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,14 @@ impl Layout {
             Strategy::Lookup | Strategy::Hash => Layout::Home,
             Strategy::RecordHash => Layout::Hash(route.vshard),
             Strategy::Range => Layout::Range,
+        }
+    }
+
+    /// The rows of this layout as a collection fence names them.
+    pub fn fenced_as(self) -> FenceLayout {
+        match self {
+            Layout::Home => FenceLayout::Home,
+            Layout::Hash(_) | Layout::Range => FenceLayout::Spread,
         }
     }
 
@@ -65,28 +73,36 @@ struct Statements {
 }
 
 /// The home table's statements: writes are refused while the tenant is fenced (`$T` is the
-/// tenant's parameter), reads once it has moved away.
+/// tenant's parameter) or its collection's home rows are (the collection changes its
+/// distribution), reads once either has moved away.
 static HOME: LazyLock<Statements> = LazyLock::new(|| {
     Statements::new(
         "records",
-        "NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $T)",
-        "NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved')",
+        "NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $T) AND NOT EXISTS (SELECT 1 FROM collection_fences c \
+         WHERE c.tenant = $T AND c.collection = $C AND c.layout = 'home')",
+        "NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $1 AND state = 'moved') AND NOT EXISTS \
+         (SELECT 1 FROM collection_fences c WHERE c.tenant = $1 AND c.collection = $2 AND c.layout = 'home' \
+         AND c.state = 'moved')",
     )
 });
 
 /// The distributed collections' statements: a row's own vshard fence guards it (range-placed
-/// rows, tagged -1, have none).
+/// rows, tagged -1, have none; their key range's fence does), and so does its collection's
+/// fence over spread rows (the collection changes its distribution).
 static SPREAD: LazyLock<Statements> = LazyLock::new(|| {
     Statements::new(
         "spread_records",
         "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = $V) AND ($V <> -1 OR NOT EXISTS \
          (SELECT 1 FROM range_fences r WHERE r.tenant = $T AND r.collection = $C AND r.from_key <= $K \
-         AND (r.until_key IS NULL OR $K < r.until_key)))",
+         AND (r.until_key IS NULL OR $K < r.until_key))) AND NOT EXISTS (SELECT 1 FROM collection_fences c \
+         WHERE c.tenant = $T AND c.collection = $C AND c.layout = 'spread')",
         "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = spread_records.vshard AND f.state = 'moved') \
          AND (spread_records.vshard <> -1 OR NOT EXISTS (SELECT 1 FROM range_fences r \
          WHERE r.tenant = spread_records.tenant AND r.collection = spread_records.collection \
          AND r.state = 'moved' AND r.from_key <= spread_records.key \
-         AND (r.until_key IS NULL OR spread_records.key < r.until_key)))",
+         AND (r.until_key IS NULL OR spread_records.key < r.until_key))) \
+         AND NOT EXISTS (SELECT 1 FROM collection_fences c WHERE c.tenant = spread_records.tenant \
+         AND c.collection = spread_records.collection AND c.layout = 'spread' AND c.state = 'moved')",
     )
 });
 
@@ -321,10 +337,25 @@ impl<'a> RecordStore<'a> {
     /// did (it is moving away).
     async fn check_write_fences(&self, addr: RecordAddress<'_>) -> Result<(), Error> {
         match self.layout {
-            Layout::Home => self.shard.check_fences(addr.tenant).await,
-            Layout::Hash(vshard) => self.shard.check_vshard_fences(vshard).await,
-            Layout::Range => self.shard.check_range_fences(addr.tenant, addr.collection, addr.key.as_str()).await,
+            Layout::Home => self.shard.check_fences(addr.tenant).await?,
+            Layout::Hash(vshard) => self.shard.check_vshard_fences(vshard).await?,
+            Layout::Range => self.shard.check_range_fences(addr.tenant, addr.collection, addr.key.as_str()).await?,
         }
+        match self.shard.collection_fence(addr.tenant, addr.collection, self.layout.fenced_as()).await? {
+            Some(_) => Err(self.shard.collection_fenced(addr.tenant, addr.collection)),
+            None => Ok(()),
+        }
+    }
+
+    /// After a read of `tenant`'s `collection` found nothing: [`Error::CollectionFenced`] if
+    /// the collection's rows in this layout have moved to another layout (its distribution
+    /// changed; what is left here is an old copy, never to be read).
+    async fn check_collection_moved(&self, tenant: &TenantId, collection: &CollectionName) -> Result<(), Error> {
+        let fence = self.shard.collection_fence(tenant, collection, self.layout.fenced_as()).await?;
+        if fence == Some(crate::shard::TenantFence::Moved) {
+            return Err(self.shard.collection_fenced(tenant, collection));
+        }
+        Ok(())
     }
 
     /// `written`, or if the write changed nothing, the fence that refused it if any
@@ -340,6 +371,7 @@ impl<'a> RecordStore<'a> {
     /// [`Error::RangeFenced`] if what places the record has moved to another shard (what is
     /// left here is an old copy, never to be read).
     async fn check_moved(&self, addr: RecordAddress<'_>) -> Result<(), Error> {
+        self.check_collection_moved(addr.tenant, addr.collection).await?;
         match self.layout {
             Layout::Home => self.shard.check_moved(addr.tenant).await,
             Layout::Hash(vshard) => {
@@ -610,7 +642,7 @@ impl<'a> RecordStore<'a> {
     ) -> Result<(Vec<StoredRecord>, bool), Error> {
         let runs_condition = vshard_runs_condition(runs);
         let moved = format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {runs_condition}");
-        self.list_checking(tenant, collection, bounds, limit, &runs_condition, &moved, false).await
+        self.list_checking(tenant, collection, bounds, limit, &runs_condition, &moved).await
     }
 
     /// [`RecordStore::list`] of a range-distributed collection's records within the key
@@ -649,13 +681,13 @@ impl<'a> RecordStore<'a> {
             "SELECT COUNT(*) FROM range_fences WHERE tenant = $1 AND collection = $2 AND state = 'moved' AND ({})",
             if overlapping.is_empty() { "1 = 0".to_owned() } else { overlapping.join(" OR ") }
         );
-        self.list_checking(tenant, collection, bounds, limit, &keys, &moved, true).await
+        self.list_checking(tenant, collection, bounds, limit, &keys, &moved).await
     }
 
     /// The listing of the rows meeting `condition`, with `moved` (a count that is not zero
-    /// when the caller's map is out of date; it names the tenant and collection as `$1` and
-    /// `$2` if `moved_binds`) asked in the same statement, or alone when no row is listed.
-    #[expect(clippy::too_many_arguments, reason = "the listing's own arguments and the check's")]
+    /// when the caller's map is out of date; it may name the tenant and collection as `$1` and
+    /// `$2`) asked in the same statement, or alone when no row is listed. The collection's
+    /// own fence over spread rows counts too (its distribution changed).
     async fn list_checking(
         &self,
         tenant: &TenantId,
@@ -664,8 +696,11 @@ impl<'a> RecordStore<'a> {
         limit: u32,
         condition: &str,
         moved: &str,
-        moved_binds: bool,
     ) -> Result<(Vec<StoredRecord>, bool), Error> {
+        let moved = format!(
+            "SELECT ({moved}) + (SELECT COUNT(*) FROM collection_fences WHERE tenant = $1 AND collection = $2 \
+             AND layout = 'spread' AND state = 'moved')"
+        );
         // The listing's select list, and the count as a fifth column.
         let sql = self.sql().list.replacen(" FROM ", &format!(", ({moved}) AS moved FROM "), 1);
         let rows = self.fetch_list(&sql, tenant, collection, bounds, limit, &format!(" AND {condition}")).await?;
@@ -673,9 +708,10 @@ impl<'a> RecordStore<'a> {
             let count: i64 = self
                 .shard
                 .read(|| {
-                    let query = sqlx::query_scalar(moved);
-                    let query = if moved_binds { query.bind(tenant.as_str()).bind(collection.as_str()) } else { query };
-                    query.fetch_one(self.shard.pool())
+                    sqlx::query_scalar(&moved)
+                        .bind(tenant.as_str())
+                        .bind(collection.as_str())
+                        .fetch_one(self.shard.pool())
                 })
                 .await?;
             return Ok((Vec::new(), count > 0));
@@ -695,6 +731,7 @@ impl<'a> RecordStore<'a> {
         let rows = self.fetch_list(&self.sql().list, tenant, collection, bounds, limit, condition).await?;
         if rows.is_empty() && self.layout == Layout::Home {
             self.shard.check_moved(tenant).await?;
+            self.check_collection_moved(tenant, collection).await?;
         }
         rows.iter().map(|r| self.record(r)).collect()
     }

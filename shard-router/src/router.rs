@@ -27,8 +27,8 @@ use crate::map::{
 };
 use crate::records::{Layout, ListBounds, RecordAddress, RecordStore, StoredRecord, WriteCondition};
 use crate::registration::{Claim, check_shard_url, claim_identity, release_identity};
-use crate::shard::FencedShard;
 use crate::shard::ShardStore;
+use crate::shard::{FenceLayout, FencedShard};
 
 /// How often the health watchdog looks at the catalog and every shard database
 /// ([`ShardRouter::tick_health`]).
@@ -532,7 +532,8 @@ impl ShardRouter {
                     Error::TenantFenced { .. }
                     | Error::TenantMoved { .. }
                     | Error::VshardFenced { .. }
-                    | Error::RangeFenced { .. },
+                    | Error::RangeFenced { .. }
+                    | Error::CollectionFenced { .. },
                 ) => {
                     if !self.wait_for_cutover(give_up).await? {
                         return Err(Error::TenantMoving(tenant.clone()));
@@ -969,8 +970,8 @@ impl ShardRouter {
         if old_layout.count().await? > 0 {
             return Err(Error::DistributionRefused(format!(
                 "collection {} holds records (or tombstones) distributed `{}`; a range-distributed collection's \
-                 keys change shard with a split (POST /v1/admin/tenants/{}/collections/{}/split), other changes \
-                 of a non-empty collection's distribution are not supported yet",
+                 keys change shard with a split (POST /v1/admin/tenants/{}/collections/{}/split), and a non-empty \
+                 collection changes between `hash` and `range` by way of `tenant` (two changes, each a job)",
                 row.collection,
                 old.as_str(),
                 row.tenant,
@@ -980,6 +981,16 @@ impl ShardRouter {
         if old == Distribution::Tenant {
             // Left over from an earlier tenant of the same id: no map routes there now.
             self.collection_rows(&row.tenant, &row.collection, Distribution::Hash, &shards).purge().await?;
+        }
+        // Fences an earlier change of the collection's distribution left over its rows in the
+        // new layout: the collection starts anew there (nothing routes to it yet).
+        let layout = if row.distribution == Distribution::Tenant { FenceLayout::Home } else { FenceLayout::Spread };
+        for shard in &shards {
+            let db = self.shard_db(shard)?;
+            let fenced = FencedShard::new(&db, shard);
+            if let Err(e) = fenced.unfence_collection(&row.tenant, &row.collection, Some(layout), false).await {
+                tracing::warn!(shard = %shard, error = %e, "could not lift an old collection fence");
+            }
         }
         let epoch = self.catalog.set_distribution(row, audit).await?;
         let map = self.catalog.load_map().await?;
@@ -1087,6 +1098,14 @@ impl ShardRouter {
 
     /// The rows of `tenant`'s `collection` wherever distribution `distribution` may have put
     /// them: its home shard, or every shard.
+    /// How many rows (tombstones included) `tenant`'s `collection` holds where its
+    /// distribution in this instance's map places it.
+    pub async fn count_collection_rows(&self, tenant: &TenantId, collection: &CollectionName) -> Result<u64, Error> {
+        let shards: Vec<ShardId> = self.with_map(|map| map.shards.iter().map(|s| s.id.clone()).collect());
+        let distribution = self.distribution_of(tenant, collection);
+        self.collection_rows(tenant, collection, distribution, &shards).count().await
+    }
+
     fn collection_rows<'r>(
         &'r self,
         tenant: &'r TenantId,

@@ -184,19 +184,26 @@ impl<'a> FencedShard<'a> {
     ) -> Result<Option<TenantFence>, Error> {
         let sql = "SELECT state FROM range_fences WHERE tenant = $1 AND collection = $2 AND from_key <= $3 \
                    AND (until_key IS NULL OR $3 < until_key)";
+        self.collection_fence_state(sql, [tenant.as_str(), collection.as_str(), key], "range").await
+    }
+
+    /// The state `sql` reads (binding `binds` as `$1`–`$3`) of a `kind` fence, if any.
+    async fn collection_fence_state(
+        &self,
+        sql: &str,
+        binds: [&str; 3],
+        kind: &str,
+    ) -> Result<Option<TenantFence>, Error> {
         let state: Option<String> = self
             .read(|| {
-                sqlx::query_scalar(sql)
-                    .bind(tenant.as_str())
-                    .bind(collection.as_str())
-                    .bind(key)
-                    .fetch_optional(self.pool())
+                let query = sqlx::query_scalar(sql);
+                binds.iter().fold(query, |q, b| q.bind(*b)).fetch_optional(self.pool())
             })
             .await?;
         state
             .map(|s| {
                 TenantFence::parse(&s)
-                    .ok_or_else(|| Error::Corrupt(format!("range fence state {s:?} on shard {}", self.id)))
+                    .ok_or_else(|| Error::Corrupt(format!("{kind} fence state {s:?} on shard {}", self.id)))
             })
             .transpose()
     }
@@ -220,6 +227,77 @@ impl<'a> FencedShard<'a> {
     /// [`Error::RangeFenced`] on this shard.
     pub fn range_fenced(&self, tenant: &TenantId, collection: &CollectionName) -> Error {
         Error::RangeFenced { shard: self.id.clone(), tenant: tenant.clone(), collection: collection.clone() }
+    }
+
+    /// The fence this shard holds over `tenant`'s `collection` in `layout`, if any (the
+    /// collection changes, or has changed, its distribution).
+    pub async fn collection_fence(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        layout: FenceLayout,
+    ) -> Result<Option<TenantFence>, Error> {
+        let sql = "SELECT state FROM collection_fences WHERE tenant = $1 AND collection = $2 AND layout = $3";
+        self.collection_fence_state(sql, [tenant.as_str(), collection.as_str(), layout.as_str()], "collection").await
+    }
+
+    /// [`Error::CollectionFenced`] on this shard.
+    pub fn collection_fenced(&self, tenant: &TenantId, collection: &CollectionName) -> Error {
+        Error::CollectionFenced { shard: self.id.clone(), tenant: tenant.clone(), collection: collection.clone() }
+    }
+
+    /// Fences `tenant`'s `collection` in `layout` on this shard for job `job`: `frozen` (its
+    /// writes refused, reads served; a fence already there stays as it is) or `moved` (its
+    /// reads refused too).
+    pub async fn fence_collection(
+        &self,
+        (tenant, collection, layout): (&TenantId, &CollectionName, FenceLayout),
+        state: TenantFence,
+        job: &str,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        let on_conflict = match state {
+            TenantFence::Moved => "DO UPDATE SET state = 'moved', job_id = excluded.job_id, since = excluded.since",
+            TenantFence::Frozen => "DO NOTHING",
+        };
+        let sql = format!(
+            "INSERT INTO collection_fences (tenant, collection, layout, state, job_id, since) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, collection, layout) {on_conflict}"
+        );
+        sqlx::query(&sql)
+            .bind(tenant.as_str())
+            .bind(collection.as_str())
+            .bind(layout.as_str())
+            .bind(state.as_str())
+            .bind(job)
+            .bind(now_ms)
+            .execute(self.pool())
+            .on_shard(self)
+            .await?;
+        Ok(())
+    }
+
+    /// Removes the fences of `tenant`'s `collection` in `layout` (all layouts if `None`), or
+    /// only the `frozen` one (`only_frozen`: a change of distribution rolled back).
+    pub async fn unfence_collection(
+        &self,
+        tenant: &TenantId,
+        collection: &CollectionName,
+        layout: Option<FenceLayout>,
+        only_frozen: bool,
+    ) -> Result<(), Error> {
+        let frozen = if only_frozen { " AND state = 'frozen'" } else { "" };
+        let sql = format!(
+            "DELETE FROM collection_fences WHERE tenant = $1 AND collection = $2 AND ($3 IS NULL OR layout = $3){frozen}"
+        );
+        sqlx::query(&sql)
+            .bind(tenant.as_str())
+            .bind(collection.as_str())
+            .bind(layout.map(FenceLayout::as_str))
+            .execute(self.pool())
+            .on_shard(self)
+            .await?;
+        Ok(())
     }
 
     /// Whether this shard has given away a part of the `intervals` (each from its first key up
@@ -339,6 +417,17 @@ impl<'a> FencedShard<'a> {
                 batch.iter().fold(sqlx::query(&sql), |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
             }
         }
+        let tenants = subject.tenants();
+        if only.is_empty() && !tenants.is_empty() {
+            // The tenants' home data comes here whole: fences an earlier distribution change of
+            // one of their collections left over the home rows here are not theirs now.
+            for batch in tenants.chunks(FENCE_BATCH) {
+                let list = (1..=batch.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
+                let sql = format!("DELETE FROM collection_fences WHERE layout = 'home' AND tenant IN ({list})");
+                let delete = batch.iter().fold(sqlx::query(&sql), |q, t| q.bind(t.as_str()));
+                delete.execute(self.pool()).on_shard(self).await?;
+            }
+        }
         if let MoveSubject::Range(range) = subject {
             if only.is_empty() {
                 return self.clear_range_fences(range).await;
@@ -407,15 +496,17 @@ impl<'a> FencedShard<'a> {
         trim.on_shard(self).await
     }
 
-    /// Removes every range fence of `tenant`'s `collection` (its distribution is set anew), or
-    /// of all its collections.
+    /// Removes every range and collection fence of `tenant`'s `collection` (its distribution
+    /// is set anew), or of all its collections (the tenant is deleted).
     pub async fn drop_range_fences(&self, tenant: &TenantId, collection: Option<&CollectionName>) -> Result<(), Error> {
-        sqlx::query("DELETE FROM range_fences WHERE tenant = $1 AND ($2 IS NULL OR collection = $2)")
-            .bind(tenant.as_str())
-            .bind(collection.map(CollectionName::as_str))
-            .execute(self.pool())
-            .on_shard(self)
-            .await?;
+        for table in ["range_fences", "collection_fences"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE tenant = $1 AND ($2 IS NULL OR collection = $2)"))
+                .bind(tenant.as_str())
+                .bind(collection.map(CollectionName::as_str))
+                .execute(self.pool())
+                .on_shard(self)
+                .await?;
+        }
         Ok(())
     }
 
@@ -427,6 +518,25 @@ impl<'a> FencedShard<'a> {
             .on_shard(self)
             .await?;
         Ok(())
+    }
+}
+
+/// The rows a collection fence covers: a collection's rows in one table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FenceLayout {
+    /// `records`: a collection distributed `tenant`, on its tenant's home shard.
+    Home,
+    /// `spread_records`: a collection distributed `hash` or `range`.
+    Spread,
+}
+
+impl FenceLayout {
+    /// As stored in `collection_fences.layout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Home => "home",
+            Self::Spread => "spread",
+        }
     }
 }
 
@@ -448,7 +558,8 @@ impl TenantFence {
         }
     }
 
-    fn as_str(self) -> &'static str {
+    /// As stored.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Frozen => "frozen",
             Self::Moved => "moved",

@@ -120,29 +120,7 @@ impl Catalog {
                     return Err(Error::ShardNotFound(range.shard.clone()));
                 }
             }
-            let statement = if row.distribution == Distribution::Tenant {
-                sqlx::query("DELETE FROM collection_distributions WHERE tenant = $1 AND collection = $2")
-                    .bind(row.tenant.as_str())
-                    .bind(row.collection.as_str())
-            } else {
-                let ranges = (row.distribution == Distribution::Range)
-                    .then(|| serde_json::to_string(&row.ranges))
-                    .transpose()
-                    .map_err(|e| Error::Corrupt(e.to_string()))?;
-                sqlx::query(
-                    "INSERT INTO collection_distributions \
-                     (tenant, collection, distribution, ranges, incarnation, created_at, updated_at) \
-                     SELECT $1, $2, $3, $4, incarnation, $5, $5 FROM tenants WHERE id = $1 \
-                     ON CONFLICT (tenant, collection) DO UPDATE SET distribution = excluded.distribution, \
-                     ranges = excluded.ranges, updated_at = excluded.updated_at",
-                )
-                .bind(row.tenant.as_str())
-                .bind(row.collection.as_str())
-                .bind(row.distribution.as_str())
-                .bind(ranges)
-                .bind(row.updated_at_ms)
-            };
-            statement.execute(&mut *tx).await.map_err(catalog_err)?;
+            write_distribution(&mut tx, row).await?;
             tx.commit().await.map_err(catalog_err)?;
             Ok(epoch)
         })
@@ -169,6 +147,37 @@ impl Catalog {
         })
         .await
     }
+}
+
+/// Stores `row`'s distribution in `tx` (a `tenant` distribution removes the row).
+pub(super) async fn write_distribution(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    row: &CollectionRow,
+) -> Result<(), Error> {
+    let statement = if row.distribution == Distribution::Tenant {
+        sqlx::query("DELETE FROM collection_distributions WHERE tenant = $1 AND collection = $2")
+            .bind(row.tenant.as_str())
+            .bind(row.collection.as_str())
+    } else {
+        let ranges = (row.distribution == Distribution::Range)
+            .then(|| serde_json::to_string(&row.ranges))
+            .transpose()
+            .map_err(|e| Error::Corrupt(e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO collection_distributions \
+             (tenant, collection, distribution, ranges, incarnation, created_at, updated_at) \
+             SELECT $1, $2, $3, $4, incarnation, $5, $5 FROM tenants WHERE id = $1 \
+             ON CONFLICT (tenant, collection) DO UPDATE SET distribution = excluded.distribution, \
+             ranges = excluded.ranges, updated_at = excluded.updated_at",
+        )
+        .bind(row.tenant.as_str())
+        .bind(row.collection.as_str())
+        .bind(row.distribution.as_str())
+        .bind(ranges)
+        .bind(row.updated_at_ms)
+    };
+    statement.execute(&mut **tx).await.map_err(catalog_err)?;
+    Ok(())
 }
 
 fn collection_row(row: &AnyRow) -> Result<CollectionRow, Error> {

@@ -18,6 +18,8 @@ pub enum Placement<'a> {
     Vshards(&'a [u32], &'a ShardId),
     /// Set the ranges of a tenant's range-distributed collection.
     Ranges(&'a TenantId, &'a CollectionName, &'a [RangeRow]),
+    /// Set a collection's distribution.
+    Distribution(&'a super::CollectionRow),
 }
 
 /// A running job's answer to its owner's heartbeat.
@@ -254,6 +256,7 @@ impl Catalog {
                         )));
                     }
                 }
+                Placement::Distribution(row) => super::collections::write_distribution(&mut tx, row).await?,
             }
             tx.commit().await.map_err(catalog_err)?;
             Ok(epoch)

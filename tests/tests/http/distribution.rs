@@ -17,7 +17,7 @@ shardgate_tests::conformance!(
     a_hash_collection_spreads_its_records_over_every_shard,
     a_hash_listing_completes_its_pages_when_one_shard_holds_most_keys,
     a_range_collection_reads_only_the_shards_its_ranges_overlap,
-    only_an_empty_collection_changes_its_distribution,
+    only_an_empty_collection_changes_between_hash_and_range,
     a_listing_without_a_shard_says_so_or_fails_when_strict,
     a_deleted_tenant_leaves_no_distributed_record_behind,
     an_index_finds_the_records_of_a_hash_collection,
@@ -175,13 +175,17 @@ async fn a_range_collection_reads_only_the_shards_its_ranges_overlap(app: TestAp
     assert_eq!(page_through(&app, "acme", "names", 4).await, keys);
 }
 
-async fn only_an_empty_collection_changes_its_distribution(app: TestApp) {
+async fn only_an_empty_collection_changes_between_hash_and_range(app: TestApp) {
     app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "full", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
     expect_json(app.put_record("acme", "full", "k", &json!(1)).await, StatusCode::CREATED).await;
-    let refused = distribute(&app, "acme", "full", &json!({"distribution": "hash"})).await;
-    expect_problem(refused, StatusCode::CONFLICT, "distribution_refused").await;
+    // `hash` and `range` rows share a table: a non-empty collection goes by way of `tenant`.
+    let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": "shard-0"}]});
+    let refused = distribute(&app, "acme", "full", &ranges).await;
+    let problem = expect_problem(refused, StatusCode::CONFLICT, "distribution_refused").await;
+    assert!(problem["detail"].as_str().unwrap().contains("by way of `tenant`"), "{problem}");
     let got = app.admin(Method::GET, "/v1/admin/tenants/acme/collections/full", None).await;
-    assert_eq!(expect_json(got, StatusCode::OK).await, json!({"distribution": "tenant"}));
+    assert_eq!(expect_json(got, StatusCode::OK).await, json!({"distribution": "hash"}));
     expect_json(app.get_record("acme", "full", "k").await, StatusCode::OK).await;
 
     // Bad bodies and unknown names.

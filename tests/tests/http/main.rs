@@ -26,6 +26,7 @@ mod placement;
 mod range_moves;
 mod rebalance;
 mod records;
+mod redistribution;
 mod restart;
 mod routing;
 mod shard_states;

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shardgate_tests::linearizability::PutRequest;
 use shardgate_tests::records::keys_of;
-use shardgate_tests::{History, TestApp, Verdict, eventually, expect_json, expect_problem};
+use shardgate_tests::{TestApp, Verdict, eventually, expect_json, expect_problem};
 
 use crate::moves::{KEYS, Load, ended, spawn};
+use crate::redistribution::seeded;
 
 shardgate_tests::on_both_engines!(
     a_range_moves_under_load_without_a_lost_write_or_a_stale_read,
@@ -61,14 +61,7 @@ async fn a_range_moves_under_load_without_a_lost_write_or_a_stale_read(backend: 
     let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": from}]});
     expect_json(distribute(&app, &ranges).await, StatusCode::OK).await;
     let token = app.rw_token("acme");
-    for i in 0..KEYS {
-        let put = app.put_record("acme", "c", &format!("k{i}"), &json!({"v": "initial"})).await;
-        assert!(put.status().is_success());
-    }
-    let history = History::new();
-    for i in 0..KEYS {
-        history.invoke(format!("acme/k{i}"), PutRequest { value: "initial".to_owned() }).ok();
-    }
+    let history = seeded(&app).await;
 
     // A split whose keys stay on their shard changes the catalog alone.
     let same = expect_json(split(&app, "k3", &from).await, StatusCode::OK).await;
@@ -115,21 +108,7 @@ async fn a_range_moves_under_load_without_a_lost_write_or_a_stale_read(backend: 
 
     // Both instances list the same records, each key once and in order, and a listing inside
     // the moved range reads its new shard alone.
-    let listings = [app.list_records("acme", "c", "limit=1000").await, {
-        let url = format!("{}/v1/tenants/acme/collections/c/records?limit=1000", peer.base_url);
-        app.client.get(url).bearer_auth(&token).send().await.unwrap()
-    }];
-    let mut listed = Vec::new();
-    for listing in listings {
-        let page = expect_json(listing, StatusCode::OK).await;
-        assert_eq!(page["_shards"]["failed"], 0, "{page}");
-        listed.push(keys_of(&page));
-    }
-    assert_eq!(listed[0], listed[1]);
-    let mut sorted = listed[0].clone();
-    sorted.sort();
-    sorted.dedup();
-    assert_eq!(listed[0], sorted, "in order, each key once");
+    crate::redistribution::listed_alike(&app, &peer.base_url, &token).await;
     let explain = expect_json(app.list_records("acme", "c", "start=k6&end=k7&explain=true").await, StatusCode::OK);
     assert_eq!(explain.await["explain"]["shards"], json!([to]));
 

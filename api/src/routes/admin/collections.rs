@@ -1,6 +1,7 @@
 //! `/v1/admin/tenants/{id}/collections/{collection}`: a collection's distribution (`tenant`,
 //! `hash` or `range` with its ranges). The routing is [`shardgate_shard_router::map`]'s; the
-//! change is [`shardgate_shard_router::ShardRouter::set_distribution`]. `.../split` splits a
+//! change is [`shardgate_shard_router::mover::Mover::redistribute`] (a catalog change, or a
+//! `collection.redistribute` job when records change table). `.../split` splits a
 //! range ([`shardgate_shard_router::mover::Mover::split_range`]: a catalog change, or a
 //! `range.move` job when its keys change shard).
 
@@ -9,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{CollectionRow, RangeRow};
 use shardgate_shard_router::mover::RangeSplit;
+use shardgate_shard_router::redistribute::Redistribution;
 use shardgate_shard_router::{CollectionName, Distribution, ShardId, TenantId, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
@@ -77,21 +79,29 @@ errors!(SetDistributionErrors:
     JobConflict, CatalogUnavailable, ShardUnavailable
 );
 
-/// Set a collection's distribution. A collection that holds no record yet may change it
-/// freely; a non-empty `range` collection may change its ranges as long as every key stays on
-/// its shard (bounds added or removed; keys change shard with `.../split`). Other changes of a
-/// non-empty collection are not supported yet (409 `distribution_refused`), nor any while a
-/// job moves the tenant's data (409 `job_conflict`). Range bounds must name active shards.
-/// Takes effect on every instance at once: each shard's fence moves to the new map epoch.
+/// Set a collection's distribution. A collection that holds no record yet changes it at once
+/// (200, in effect on every instance: each shard's fence moves to the new map epoch), and so
+/// does a non-empty `range` collection whose keys all stay on their shard (bounds added or
+/// removed; keys change shard with `.../split`). A non-empty collection changing between
+/// `tenant` and `hash` or `range` moves its records in a `collection.redistribute` job while
+/// traffic flows, with a tenant move's guarantees (copy, catch up, the old layout alone fenced,
+/// last delta, the two layouts compared by checksum, new distribution with a new epoch, old
+/// rows removed after `storage.moves.cleanup_grace`): 202, follow it at `/v1/admin/jobs/{id}`.
+/// Its writes during the cut-over wait for the new layout (at most
+/// `storage.moves.cutover_wait`, then 503 `tenant_moving` with `Retry-After`). A non-empty
+/// collection goes between `hash` and `range` by way of `tenant` (409
+/// `distribution_refused` otherwise). One job per tenant at a time, and none while a rebalance
+/// runs if `hash` is a side (409 `job_conflict`). Range bounds must name active shards.
 #[utoipa::path(put, path = "/v1/admin/tenants/{id}/collections/{collection}", params(CollectionPath), request_body = CollectionDistribution, responses(
     (status = 200, description = "The distribution now in effect", body = CollectionDistribution),
+    (status = 202, description = "The records move to the new distribution: follow the job at `/v1/admin/jobs/{id}`", body = Job),
     SetDistributionErrors,
 ))]
 pub async fn set_distribution(
     Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<CollectionPath>,
     ApiJson(body): ApiJson<CollectionDistribution>,
-) -> Result<axum::Json<CollectionDistribution>, ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let ranges = checked_ranges(body.distribution, body.ranges.as_deref())?;
@@ -110,8 +120,10 @@ pub async fn set_distribution(
         Some(tenant.as_str()),
         format!("collection:{collection} distribution:{}", body.distribution.as_str()),
     );
-    app.router.set_distribution(&row, &audit).await?;
-    Ok(axum::Json(view(&row)))
+    match app.mover.redistribute(&row, &audit).await? {
+        Redistribution::Moving(job) => Ok((StatusCode::ACCEPTED, axum::Json(Job::from(job))).into_response()),
+        Redistribution::Switched(_) => Ok(axum::Json(view(&row)).into_response()),
+    }
 }
 
 /// Body of `POST /v1/admin/tenants/{id}/collections/{collection}/split`.

@@ -1,0 +1,270 @@
+//! What every job that moves data between shards shares (DESIGN.md §5, "Moving data"): its
+//! phases and the way [`drive`] runs them (retries, cancellation, roll back), its lease and
+//! progress in the catalog ([`JobHandle`]), and the wait for write statements that began before
+//! a fence. The tenant, vshard and range moves ([`crate::mover`]) and the change of a
+//! collection's distribution ([`crate::redistribute`]) are such jobs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{JobRow, Lease};
+use crate::clock::now_ms;
+use crate::copy::Checksum;
+use crate::db::Engine;
+use crate::error::Error;
+use crate::ids::TenantId;
+use crate::router::ShardRouter;
+use crate::shard::{FencedShard, OnShard};
+
+/// The kind of a tenant move job.
+pub const MOVE_JOB: &str = "tenant.move";
+
+/// The kind of a vshard move job (one step of a rebalance or a drain).
+pub const VSHARD_MOVE_JOB: &str = "vshard.move";
+
+/// The kind of a range move job (a key range of a range-distributed collection changes shard).
+pub const RANGE_MOVE_JOB: &str = "range.move";
+
+/// The kind of a job changing a non-empty collection's distribution.
+pub const REDISTRIBUTE_JOB: &str = "collection.redistribute";
+
+/// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
+pub(crate) const SMALL_DELTA_ROWS: u64 = 1_000;
+pub(crate) const MAX_CATCH_UP_PASSES: u32 = 5;
+
+/// How long the cut-over waits for statements that began before the fence.
+const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
+
+/// How often a failed step is tried before the move is rolled back.
+const ATTEMPTS: u32 = 3;
+
+/// Where a move stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The first, full copy.
+    Copy,
+    /// Copying what changed meanwhile.
+    CatchUp,
+    /// Fenced on the source: last delta, checksums, pin switch.
+    CutOver,
+    /// Pinned to the target; the source's old copy is removed after the grace period.
+    Cleanup,
+    /// Finished.
+    Done,
+    /// Rolled back (failed or cancelled): the tenant stays on its source shard.
+    RolledBack,
+}
+
+/// Source and target checksums of each table, in [`crate::copy::TENANT_TABLES`] order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Checksums {
+    /// Per table: its name, the source's and the target's checksum.
+    pub tables: Vec<(String, Checksum, Checksum)>,
+    /// Whether every table matched.
+    pub matched: bool,
+}
+
+/// Tells every instance that the map changed (the api publishes the epoch).
+pub type Announce = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// A new running job of `kind` on `target` with `progress`.
+pub(crate) fn new_job(
+    kind: &str,
+    tenant: Option<&TenantId>,
+    target: String,
+    progress: &impl Serialize,
+) -> Result<JobRow, Error> {
+    let now = now_ms();
+    Ok(JobRow {
+        id: uuid::Uuid::new_v4().simple().to_string(),
+        kind: kind.to_owned(),
+        tenant: tenant.map(ToString::to_string),
+        target,
+        state: "running".to_owned(),
+        progress: serde_json::to_string(progress).map_err(|e| Error::Corrupt(e.to_string()))?,
+        error: None,
+        created_at_ms: now,
+        updated_at_ms: now,
+    })
+}
+
+pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {
+    i64::try_from(router.move_config().lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A job's progress as stored.
+pub(crate) fn encoded(progress: &impl Serialize) -> Result<String, Error> {
+    serde_json::to_string(progress).map_err(|e| Error::Corrupt(e.to_string()))
+}
+
+/// A job this instance runs, as the catalog knows it: its lease, its progress, its end.
+pub(crate) struct JobHandle<'m> {
+    pub(crate) router: &'m ShardRouter,
+    /// This instance's name in job leases.
+    pub(crate) owner: &'m str,
+    pub(crate) id: &'m str,
+}
+
+impl JobHandle<'_> {
+    /// Stores `progress` and renews the lease; `true` if an operator asked to cancel.
+    /// [`Error::JobLost`] if another instance holds the job now.
+    pub(crate) async fn heartbeat(&self, progress: &impl Serialize) -> Result<bool, Error> {
+        let progress = encoded(progress)?;
+        let router = self.router;
+        match router.catalog().heartbeat_job(self.id, self.owner, &progress, lease_ms(router)).await? {
+            Lease::Held { cancel } => Ok(cancel),
+            Lease::Lost => Err(Error::JobLost(self.id.to_owned())),
+        }
+    }
+
+    /// Ends the job as `state` (`done`, `failed`, `cancelled`) with `progress`.
+    pub(crate) async fn end(&self, progress: &impl Serialize, state: &str, error: Option<&str>) -> Result<(), Error> {
+        let progress = encoded(progress)?;
+        self.router.catalog().end_job(self.id, self.owner, state, &progress, error).await?;
+        Ok(())
+    }
+
+    /// Waits `moves.phase_pause` at a phase boundary (tests stop instances there).
+    pub(crate) async fn pause(&self, progress: &impl Serialize, phase: Phase) {
+        let pause = self.router.move_config().phase_pause;
+        if !pause.is_zero() {
+            tracing::info!(job = self.id, ?phase, "pausing at a phase boundary (moves.phase_pause)");
+            let _ = self.heartbeat(progress).await;
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// Waits until `moves.cleanup_grace` after `switched_at_ms` (downloads still streaming from
+    /// the old copy end), renewing the lease.
+    pub(crate) async fn cleanup_grace(
+        &self,
+        progress: &impl Serialize,
+        switched_at_ms: Option<i64>,
+    ) -> Result<(), Error> {
+        let router = self.router;
+        let grace = router.move_config().cleanup_grace;
+        let switched = switched_at_ms.unwrap_or_else(now_ms);
+        let due = switched + i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+        loop {
+            let now = now_ms();
+            if now >= due {
+                return Ok(());
+            }
+            self.heartbeat(progress).await?;
+            let wait = u64::try_from(due - now).unwrap_or(0).min(lease_ms(router) as u64 / 3);
+            tokio::time::sleep(Duration::from_millis(wait.max(1))).await;
+        }
+    }
+}
+
+/// A job with the phases of a move (a move, a redistribution), as [`drive`] runs it.
+pub(crate) trait PhasedJob {
+    /// The job's id.
+    fn id(&self) -> &str;
+    /// Where it stands.
+    fn phase(&self) -> Phase;
+    /// Stores the progress and renews the lease; `true` if an operator asked to cancel.
+    async fn heartbeat(&self) -> Result<bool, Error>;
+    /// Waits `moves.phase_pause` (tests).
+    async fn pause(&self);
+    /// The first, full copy.
+    async fn copy(&mut self) -> Result<(), Error>;
+    /// Copying what changed meanwhile.
+    async fn catch_up(&mut self) -> Result<(), Error>;
+    /// Fence, last delta, comparison, switch (the phase becomes `cleanup`).
+    async fn cut_over(&mut self) -> Result<(), Error>;
+    /// Removing the old copy after the grace period (the phase becomes `done`).
+    async fn cleanup(&mut self) -> Result<(), Error>;
+    /// Undoing everything before the switch (the phase becomes `rolled_back`).
+    async fn roll_back(&mut self, why: &str) -> Result<(), Error>;
+}
+
+/// Runs `job` from its phase to its end (or until another instance holds it).
+pub(crate) async fn drive(job: &mut impl PhasedJob) -> Result<(), Error> {
+    loop {
+        job.pause().await;
+        let step = match job.phase() {
+            Phase::Copy | Phase::CatchUp | Phase::CutOver => before_switch(job).await,
+            Phase::Cleanup => job.cleanup().await,
+            Phase::Done | Phase::RolledBack => return Ok(()),
+        };
+        match step {
+            Ok(()) => {}
+            Err(Error::JobLost(_)) => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The phases before the switch, with retries; a cancellation or a failure that persists rolls
+/// the job back.
+async fn before_switch(job: &mut impl PhasedJob) -> Result<(), Error> {
+    let mut failures = 0;
+    loop {
+        if job.heartbeat().await? {
+            return job.roll_back("cancelled by an operator").await;
+        }
+        let step = match job.phase() {
+            Phase::Copy => job.copy().await,
+            Phase::CatchUp => job.catch_up().await,
+            Phase::CutOver => job.cut_over().await,
+            _ => return Ok(()),
+        };
+        match step {
+            Ok(()) => return Ok(()),
+            Err(Error::JobLost(id)) => return Err(Error::JobLost(id)),
+            Err(e) if job.phase() == Phase::Cleanup => return Err(e),
+            Err(e) => {
+                failures += 1;
+                tracing::warn!(job = job.id(), phase = ?job.phase(), error = %e, failures, "move step failed");
+                if failures >= ATTEMPTS {
+                    return job.roll_back(&e.to_string()).await;
+                }
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(failures))).await;
+            }
+        }
+    }
+}
+
+/// On PostgreSQL, waits until no statement on the shard's database that began before now (the
+/// fence was committed before this is called) is still running: a write that took its snapshot
+/// before the fence and commits after it is then in the next pass. Reads are not waited for
+/// (`SELECT`, and `COPY`, which a move runs only to read rows out or into a staging table): no
+/// statement of the gateway writes through one, and another move's long, paced copy out of
+/// this shard would otherwise hold this cut-over until it ended. SQLite needs no wait: a write
+/// transaction there always sees the latest commit.
+pub(crate) async fn wait_for_statements_before_the_fence(shard: &FencedShard<'_>) -> Result<(), Error> {
+    if shard.db().engine != Engine::Postgres {
+        return Ok(());
+    }
+    let fence: i64 = sqlx::query_scalar("SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)")
+        .fetch_one(shard.pool())
+        .on_shard(shard)
+        .await?;
+    let give_up = tokio::time::Instant::now() + IN_FLIGHT_WAIT;
+    loop {
+        let running: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() \
+             AND state = 'active' AND CAST(EXTRACT(EPOCH FROM query_start) * 1000000 AS BIGINT) < $1 \
+             AND NOT (ltrim(query) ILIKE 'select%' OR ltrim(query) ILIKE 'copy%')",
+        )
+        .bind(fence)
+        .fetch_one(shard.pool())
+        .on_shard(shard)
+        .await?;
+        if running == 0 {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= give_up {
+            return Err(Error::MoveRefused(format!(
+                "{running} statements that began before the fence on shard {} are still running",
+                shard.id()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}

@@ -1,0 +1,585 @@
+//! Changing the distribution of a collection that holds records (DESIGN.md §5, "Moving
+//! data"): a `collection.redistribute` job, run by the [`crate::mover::Mover`] with the guarantees of a
+//! tenant move (crash-safe lease, copy while traffic flows, catch-up, a fence, checksums, a
+//! switch with a new epoch, cleanup after a grace period, roll back on failure or cancel).
+//!
+//! Its rows change table as well as shard: between `tenant` (the `records` table of the
+//! tenant's home shard) and `hash` or `range` (`spread_records`, on the shards the vshards or
+//! ranges place each key on). `hash` and `range` share `spread_records` and one key's row, so a
+//! non-empty collection changes between them by way of `tenant`, in two jobs.
+//!
+//! # Phases
+//!
+//! 1. `copy`: the collection's rows in the new layout (left by an earlier, rolled-back attempt)
+//!    are removed, then every row of the old layout, tombstones included, is read in key order
+//!    from each shard holding part of it and merged into the shard the new distribution places
+//!    its key on, with the vshard tag it has there ([`crate::copy::copy_placed`]); a row
+//!    replaces an older version of its key and never a newer one, so a pass can be repeated.
+//! 2. `catch_up`: passes over the rows each source changed since the previous pass began (a
+//!    moment per source shard: [`Since`]), until one finds few.
+//! 3. `cut_over`: one more pass, then the collection's rows in the old layout are fenced on
+//!    every source shard (`collection_fences`, state `frozen`: writes refused there whatever map
+//!    an instance routes on, reads served); on PostgreSQL the job waits until no write statement
+//!    that began before the fence still runs. The last delta is copied, and the old and the new
+//!    layout are compared whole: the count and the sum of each row's hash (its vshard tag left
+//!    out), added over the shards of each side ([`crate::copy::additive_checksum`]). A
+//!    difference makes a full pass and a second comparison; a difference then lifts the fence
+//!    and the step fails (the job rolls back after three failures). Then fences an
+//!    earlier change left over the new layout are lifted on every shard, the old layout is
+//!    marked `moved` on the sources (its reads refused too), and one catalog transaction sets
+//!    the new distribution with a new epoch and moves the job to `cleanup`. Requests that met
+//!    the fence wait for that epoch (`moves.cutover_wait`) and go where the new map routes them.
+//! 4. `cleanup`: after `moves.cleanup_grace`, the old layout's rows are removed from the
+//!    sources. The `moved` fences stay until the collection comes back to that layout.
+//!
+//! While the job runs it claims the tenant (no move, split or other change of its collections'
+//! distributions starts) and, when `hash` is one side, the rebalance slot (no vshard changes
+//! shard, so the new layout's placement holds). Blobs and index entries do not move: an index
+//! entry names its record by key, and look-ups read the record where the map places it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow};
+use crate::clock::now_ms;
+use crate::copy::{
+    Checksum, CopyTable, Owned, Pace, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window, add_checksums,
+    additive_checksum, copy_placed,
+};
+use crate::db::Database;
+use crate::error::Error;
+use crate::hash::{stable_hash, tenant_vshard, vshard_of};
+use crate::ids::{CollectionName, ShardId, TenantId};
+use crate::job::{
+    Announce, Checksums, JobHandle, MAX_CATCH_UP_PASSES, Phase, PhasedJob, SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, drive,
+    encoded, wait_for_statements_before_the_fence,
+};
+use crate::map::{Distribution, MapSnapshot, range_of};
+use crate::shard::{FenceLayout, FencedShard, OnShard, TenantFence};
+
+pub use crate::job::REDISTRIBUTE_JOB;
+
+/// What a change of a collection's distribution did.
+#[derive(Debug, Clone)]
+pub enum Redistribution {
+    /// The collection held no record (or the change moves none): the catalog alone changed,
+    /// in effect at this map epoch.
+    Switched(u64),
+    /// Its records move to the new layout: the job doing it.
+    Moving(JobRow),
+}
+
+/// A distribution as a job stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DistributionSpec {
+    /// `tenant`, `hash` or `range`.
+    pub distribution: Distribution,
+    /// The ranges of a `range` distribution.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<RangeRow>,
+}
+
+/// A redistribution's progress, stored as the job's `progress` (and shown by
+/// `GET /v1/admin/jobs/{id}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RedistributeProgress {
+    /// The phase.
+    pub phase: Phase,
+    /// The collection.
+    pub collection: CollectionName,
+    /// The distribution it leaves.
+    pub from: DistributionSpec,
+    /// The distribution it takes.
+    pub to: DistributionSpec,
+    /// The shards holding the old layout's rows.
+    pub sources: Vec<String>,
+    /// The shards the new layout places rows on.
+    pub targets: Vec<String>,
+    /// Rows copied so far, over all passes.
+    pub rows_copied: u64,
+    /// Bytes copied so far.
+    pub bytes_copied: u64,
+    /// Passes made.
+    pub passes: u32,
+    /// Rows the last pass took.
+    pub lag_rows: u64,
+    /// Per source, the moment the last pass began at there: the next pass takes the rows
+    /// changed since.
+    pub pass_since: Vec<Since>,
+    /// The old and the new layout's checksums, compared under the fence.
+    pub checksums: Option<Checksums>,
+    /// When the old layout was fenced.
+    pub fenced_at_ms: Option<i64>,
+    /// How long writes of the collection were refused: from the fence to the switch (ms).
+    pub cutover_ms: Option<i64>,
+    /// Where the last cut-over attempt spent its time (ms).
+    pub cutover_steps_ms: Vec<(String, i64)>,
+    /// The epoch of the switch.
+    pub epoch: Option<u64>,
+    /// When the distribution switched.
+    pub switched_at_ms: Option<i64>,
+    /// Why the job rolled back, if it did.
+    pub rolled_back: Option<String>,
+}
+
+/// Runs redistribution `job` here (`handle` holds its lease); `announce` tells every instance
+/// of the switch.
+pub(crate) async fn run(handle: JobHandle<'_>, announce: &Announce, job: &JobRow) -> Result<(), Error> {
+    let progress: RedistributeProgress = serde_json::from_str(&job.progress)
+        .map_err(|e| Error::Corrupt(format!("redistribution job {} progress: {e}", job.id)))?;
+    let tenant = TenantId::parse(job.tenant.as_deref().unwrap_or_default())
+        .map_err(|e| Error::Corrupt(format!("redistribution job {}: {e}", job.id)))?;
+    let pace = Pace::new(handle.router.move_config().copy_bytes_per_second);
+    let mut run = Run { handle, announce, tenant, progress, pace };
+    drive(&mut run).await
+}
+
+/// Where a collection's rows live in one distribution, on one map: the shards, and which of
+/// them each row goes to.
+struct Layout {
+    table: &'static CopyTable,
+    fence: FenceLayout,
+    shards: Vec<(ShardId, Database)>,
+    /// Per shard, which of the collection's rows it holds.
+    owned: Vec<OwnedRows>,
+    place: Placing,
+}
+
+/// Which rows of the collection a shard holds (owned form of [`Owned`]).
+enum OwnedRows {
+    All,
+    Vshards(Vec<u32>),
+    Keys(Vec<(String, Option<String>)>),
+}
+
+impl OwnedRows {
+    fn borrowed(&self) -> Owned<'_> {
+        match self {
+            OwnedRows::All => Owned::All,
+            OwnedRows::Vshards(vshards) => Owned::Vshards(vshards),
+            OwnedRows::Keys(intervals) => Owned::Keys(intervals),
+        }
+    }
+}
+
+/// How a key finds its shard (an index into [`Layout::shards`]) and its vshard tag.
+enum Placing {
+    /// One shard; every row tagged with the tenant's vshard.
+    Home { tag: i64 },
+    /// The shard owning the vshard `h(tenant, collection, key)` picks, tagged with it.
+    Hash { owner: Vec<usize>, vshard_count: u32 },
+    /// The shard of the key's range, tagged -1.
+    Range { bounds: Vec<crate::map::RangeBound>, shard_of: Vec<usize> },
+}
+
+impl Layout {
+    /// `spec` on `map` for `tenant`'s collection.
+    fn new(
+        router: &crate::router::ShardRouter,
+        map: &MapSnapshot,
+        tenant: &TenantId,
+        spec: &DistributionSpec,
+    ) -> Result<Self, Error> {
+        let db = |id: &ShardId| Ok::<_, Error>((id.clone(), router.shard_db(id)?));
+        match spec.distribution {
+            Distribution::Tenant => {
+                let home = map.route_tenant(tenant.as_str()).map_err(|_| Error::TenantNotFound)?;
+                Ok(Self {
+                    table: &RECORDS,
+                    fence: FenceLayout::Home,
+                    shards: vec![db(&home.shard)?],
+                    owned: vec![OwnedRows::All],
+                    place: Placing::Home { tag: i64::from(tenant_vshard(tenant.as_str(), map.vshard_count)) },
+                })
+            }
+            Distribution::Hash => {
+                let mut indexes: Vec<u16> = map.vshards.clone();
+                indexes.sort_unstable();
+                indexes.dedup();
+                let shards =
+                    indexes.iter().map(|&i| db(&map.shards[usize::from(i)].id)).collect::<Result<Vec<_>, _>>()?;
+                let position = |index: u16| indexes.binary_search(&index).unwrap_or(0);
+                let owner: Vec<usize> = map.vshards.iter().map(|&i| position(i)).collect();
+                let owned = (0..shards.len())
+                    .map(|s| OwnedRows::Vshards((0..owner.len() as u32).filter(|&v| owner[v as usize] == s).collect()))
+                    .collect();
+                let place = Placing::Hash { owner, vshard_count: map.vshard_count };
+                Ok(Self { table: &SPREAD_RECORDS, fence: FenceLayout::Spread, shards, owned, place })
+            }
+            Distribution::Range => {
+                let mut ids: Vec<ShardId> = spec.ranges.iter().map(|r| r.shard.clone()).collect();
+                ids.sort();
+                ids.dedup();
+                let shards = ids.iter().map(db).collect::<Result<Vec<_>, _>>()?;
+                let shard_of: Vec<usize> =
+                    spec.ranges.iter().map(|r| ids.binary_search(&r.shard).unwrap_or(0)).collect();
+                let bounds = spec
+                    .ranges
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| crate::map::RangeBound { from: r.from.clone(), shard: i as u16 })
+                    .collect();
+                let owned = (0..shards.len())
+                    .map(|s| {
+                        OwnedRows::Keys(
+                            spec.ranges
+                                .iter()
+                                .enumerate()
+                                .filter(|(i, _)| shard_of[*i] == s)
+                                .map(|(i, r)| (r.from.clone(), spec.ranges.get(i + 1).map(|n| n.from.clone())))
+                                .collect(),
+                        )
+                    })
+                    .collect();
+                Ok(Self {
+                    table: &SPREAD_RECORDS,
+                    fence: FenceLayout::Spread,
+                    shards,
+                    owned,
+                    place: Placing::Range { bounds, shard_of },
+                })
+            }
+        }
+    }
+
+    /// The shard (index into `shards`) and vshard tag of the row at `key`.
+    fn place(&self, tenant: &TenantId, collection: &CollectionName, key: &str) -> (usize, i64) {
+        match &self.place {
+            Placing::Home { tag } => (0, *tag),
+            Placing::Hash { owner, vshard_count } => {
+                let vshard = vshard_of(stable_hash(&[tenant.as_str(), collection.as_str(), key]), *vshard_count);
+                (owner[vshard as usize], i64::from(vshard))
+            }
+            Placing::Range { bounds, shard_of } => (shard_of[range_of(bounds, key)], -1),
+        }
+    }
+
+    fn fenced(&self) -> Vec<FencedShard<'_>> {
+        self.shards.iter().map(|(id, db)| FencedShard::new(db, id)).collect()
+    }
+
+    fn ids(&self) -> Vec<String> {
+        self.shards.iter().map(|(id, _)| id.to_string()).collect()
+    }
+
+    /// The rows shard `i` holds of the collection, changed since `since` if given.
+    fn pass<'a>(
+        &'a self,
+        i: usize,
+        (tenant, collection): (&'a TenantId, &'a CollectionName),
+        since: Option<&'a Since>,
+        pace: Option<&'a Pace>,
+    ) -> Pass<'a> {
+        Pass {
+            selection: Selection::Collection { tenant, collection, owned: self.owned[i].borrowed() },
+            window: since.map_or(Window::All, Window::ChangedSince),
+            pace,
+        }
+    }
+
+    /// Whether every shard of the layout is PostgreSQL.
+    fn all_postgres(&self) -> bool {
+        self.shards.iter().all(|(_, db)| db.postgres().is_some())
+    }
+}
+
+/// The checksum of the collection's rows in `layout`, added over its shards (read at once).
+async fn layout_sum(
+    layout: &Layout,
+    subject: (&TenantId, &CollectionName),
+    in_postgres: bool,
+) -> Result<Checksum, Error> {
+    let shards = layout.fenced();
+    let parts = futures::future::try_join_all(shards.iter().enumerate().map(|(i, shard)| {
+        let pass = layout.pass(i, subject, None, None);
+        async move { additive_checksum(layout.table, *shard, &pass, in_postgres).await }
+    }))
+    .await?;
+    add_checksums(&parts)
+}
+
+/// One run of one redistribution job.
+struct Run<'m> {
+    handle: JobHandle<'m>,
+    announce: &'m Announce,
+    tenant: TenantId,
+    progress: RedistributeProgress,
+    pace: Pace,
+}
+
+impl PhasedJob for Run<'_> {
+    fn id(&self) -> &str {
+        self.handle.id
+    }
+
+    fn phase(&self) -> Phase {
+        self.progress.phase
+    }
+
+    async fn heartbeat(&self) -> Result<bool, Error> {
+        self.job().heartbeat(&self.progress).await
+    }
+
+    async fn pause(&self) {
+        self.job().pause(&self.progress, self.progress.phase).await;
+    }
+
+    async fn copy(&mut self) -> Result<(), Error> {
+        let (tenant, collection) = self.subject();
+        let now = self.router().catalog().get_distribution(tenant, collection).await?;
+        let now = now.map_or(Distribution::Tenant, |row| row.distribution);
+        if now != self.progress.from.distribution {
+            return Err(Error::MoveRefused(format!(
+                "the distribution of collection {collection} changed before the job began"
+            )));
+        }
+        let running = self.router().catalog().running_jobs().await?;
+        if let Some(step) = running.iter().find(|job| job.kind == VSHARD_MOVE_JOB) {
+            return Err(Error::MoveRefused(format!("vshard move {} is still running; it ends first", step.id)));
+        }
+        let (from, to) = self.layouts()?;
+        // What an earlier attempt left in the new layout is not the collection's data.
+        self.purge(&to).await?;
+        self.progress.sources = from.ids();
+        self.progress.targets = to.ids();
+        self.heartbeat().await?;
+        self.pass(&from, &to, false).await?;
+        self.progress.phase = Phase::CatchUp;
+        Ok(())
+    }
+
+    async fn catch_up(&mut self) -> Result<(), Error> {
+        let (from, to) = self.layouts()?;
+        while self.progress.passes < MAX_CATCH_UP_PASSES + 1 {
+            self.pass(&from, &to, true).await?;
+            if self.progress.lag_rows <= SMALL_DELTA_ROWS {
+                break;
+            }
+            if self.heartbeat().await? {
+                return Err(Error::MoveRefused("cancelled".to_owned()));
+            }
+        }
+        self.progress.phase = Phase::CutOver;
+        Ok(())
+    }
+
+    async fn cut_over(&mut self) -> Result<(), Error> {
+        let (from, to) = self.layouts()?;
+        let (tenant, collection) = (self.tenant.clone(), self.progress.collection.clone());
+        let fenced = (&tenant, &collection, from.fence);
+        // A pass just before the fence leaves the one under it little to copy.
+        self.pass(&from, &to, true).await?;
+        let fenced_at = now_ms();
+        for source in from.fenced() {
+            source.fence_collection(fenced, TenantFence::Frozen, self.handle.id, fenced_at).await?;
+        }
+        self.progress.fenced_at_ms.get_or_insert(fenced_at);
+        self.progress.cutover_steps_ms.clear();
+        let mut step = now_ms();
+        let mut took = |progress: &mut RedistributeProgress, what: &str| {
+            let now = now_ms();
+            progress.cutover_steps_ms.push((what.to_owned(), now - step));
+            step = now;
+        };
+        let waits =
+            from.fenced().into_iter().map(|source| async move { wait_for_statements_before_the_fence(&source).await });
+        if let Err(e) = futures::future::try_join_all(waits).await {
+            return Err(self.thaw_after(&from, e).await);
+        }
+        took(&mut self.progress, "wait_for_statements");
+        // A test stopping an instance between the fence and the switch stops it here.
+        self.job().pause(&self.progress, self.progress.phase).await;
+        let checked = async {
+            self.pass(&from, &to, true).await?;
+            took(&mut self.progress, "last_delta");
+            let mut checksums = self.compare(&from, &to).await?;
+            if !checksums.matched {
+                tracing::warn!(
+                    job = self.handle.id,
+                    "checksums differ after the last delta; copying and comparing everything"
+                );
+                self.pass(&from, &to, false).await?;
+                checksums = self.compare(&from, &to).await?;
+            }
+            took(&mut self.progress, "compare");
+            Ok::<_, Error>(checksums)
+        };
+        let checksums = match checked.await {
+            Ok(checksums) => checksums,
+            Err(e) => return Err(self.thaw_after(&from, e).await),
+        };
+        let matched = checksums.matched;
+        self.progress.checksums = Some(checksums);
+        if !matched {
+            let e = Error::MoveRefused("the old and the new layout differ after a full copy".to_owned());
+            return Err(self.thaw_after(&from, e).await);
+        }
+        // Fences an earlier change left over the new layout, on any shard: the collection
+        // lives there from the switch on.
+        let shards: Vec<ShardId> = self.router().with_map(|map| map.shards.iter().map(|s| s.id.clone()).collect());
+        for id in &shards {
+            let db = self.router().shard_db(id)?;
+            FencedShard::new(&db, id).unfence_collection(&tenant, &collection, Some(to.fence), false).await?;
+        }
+        for source in from.fenced() {
+            source.fence_collection(fenced, TenantFence::Moved, self.handle.id, now_ms()).await?;
+        }
+        took(&mut self.progress, "mark");
+        // From here the job only goes forward: the old layout serves the collection no more.
+        let switched_at = now_ms();
+        let fenced_at = self.progress.fenced_at_ms.unwrap_or(fenced_at);
+        self.progress.cutover_ms = Some(switched_at - fenced_at);
+        self.progress.switched_at_ms = Some(switched_at);
+        self.progress.phase = Phase::Cleanup;
+        let row = CollectionRow {
+            tenant: tenant.clone(),
+            collection: collection.clone(),
+            distribution: self.progress.to.distribution,
+            ranges: self.progress.to.ranges.clone(),
+            created_at_ms: switched_at,
+            updated_at_ms: switched_at,
+        };
+        let audit = Audit {
+            actor: "system".to_owned(),
+            tenant: Some(tenant.to_string()),
+            action: "collection.redistribute.switch",
+            target: format!("collection:{collection} distribution:{}", row.distribution.as_str()),
+            request_id: format!("job-{}", self.handle.id),
+        };
+        let progress = encoded(&self.progress)?;
+        let catalog = self.router().catalog();
+        let epoch = catalog
+            .switch_placement(Placement::Distribution(&row), self.handle.id, self.handle.owner, &progress, &audit)
+            .await?;
+        self.progress.epoch = Some(epoch);
+        if let Err(e) = self.router().refresh().await {
+            tracing::warn!(job = self.handle.id, error = %e, "cannot refresh the map after a distribution switch");
+        }
+        (self.announce)(epoch).await;
+        tracing::info!(job = self.handle.id, tenant = %tenant, collection = %collection, epoch, cutover_ms = switched_at - fenced_at, "redistributed");
+        Ok(())
+    }
+
+    async fn cleanup(&mut self) -> Result<(), Error> {
+        self.job().cleanup_grace(&self.progress, self.progress.switched_at_ms).await?;
+        // The sources as they were: the map now places the collection the new way.
+        let router = self.router();
+        let old = self.progress.from.distribution;
+        let table = if old == Distribution::Tenant { &RECORDS } else { &SPREAD_RECORDS };
+        let (tenant, collection) = self.subject();
+        for id in &self.progress.sources {
+            let id = ShardId::parse(id).map_err(|e| Error::Corrupt(format!("redistribution source: {e}")))?;
+            let db = router.shard_db(&id)?;
+            let shard = FencedShard::new(&db, &id);
+            sqlx::query(&format!("DELETE FROM {} WHERE tenant = $1 AND collection = $2", table.name))
+                .bind(tenant.as_str())
+                .bind(collection.as_str())
+                .execute(shard.pool())
+                .on_shard(&shard)
+                .await?;
+        }
+        self.progress.phase = Phase::Done;
+        self.job().end(&self.progress, "done", None).await
+    }
+
+    async fn roll_back(&mut self, why: &str) -> Result<(), Error> {
+        tracing::warn!(job = self.handle.id, tenant = %self.tenant, collection = %self.progress.collection, why, "rolling a redistribution back");
+        let (from, to) = self.layouts()?;
+        let (tenant, collection) = self.subject();
+        // The catalog has not switched (it switches with the job's move to `cleanup`): the old
+        // layout is the collection's, whether a failed cut-over left it frozen or marked moved.
+        for source in from.fenced() {
+            source.unfence_collection(tenant, collection, Some(from.fence), false).await?;
+        }
+        self.purge(&to).await?;
+        self.progress.phase = Phase::RolledBack;
+        self.progress.rolled_back = Some(why.to_owned());
+        let state = if why.starts_with("cancelled") { "cancelled" } else { "failed" };
+        self.job().end(&self.progress, state, Some(why)).await
+    }
+}
+
+impl Run<'_> {
+    fn job(&self) -> &JobHandle<'_> {
+        &self.handle
+    }
+
+    fn router(&self) -> &crate::router::ShardRouter {
+        self.handle.router
+    }
+
+    /// The old and the new layout on the current map (the job's claims keep the parts it
+    /// relies on from changing).
+    fn layouts(&self) -> Result<(Layout, Layout), Error> {
+        let router = self.router();
+        let map = router.with_map(Clone::clone);
+        let from = Layout::new(router, &map, &self.tenant, &self.progress.from)?;
+        let to = Layout::new(router, &map, &self.tenant, &self.progress.to)?;
+        Ok((from, to))
+    }
+
+    fn subject(&self) -> (&TenantId, &CollectionName) {
+        (&self.tenant, &self.progress.collection)
+    }
+
+    /// One pass from every source: the rows changed since the last pass began there
+    /// (`catching_up`), or all of them.
+    async fn pass(&mut self, from: &Layout, to: &Layout, catching_up: bool) -> Result<(), Error> {
+        let (tenant, collection) = (&self.tenant, &self.progress.collection);
+        let margin = self.router().move_config().clock_margin;
+        let targets = to.fenced();
+        let (mut rows, mut bytes, mut began) = (0, 0, Vec::with_capacity(from.shards.len()));
+        for (i, source) in from.fenced().into_iter().enumerate() {
+            began.push(Since::now(source, margin).await?);
+            let since = self.progress.pass_since.get(i).filter(|_| catching_up);
+            let pass = from.pass(i, (tenant, collection), since, Some(&self.pace));
+            let copied =
+                copy_placed((from.table, to.table), source, &targets, &pass, |key| to.place(tenant, collection, key))
+                    .await?;
+            rows += copied.read;
+            bytes += copied.bytes;
+        }
+        self.progress.rows_copied += rows;
+        self.progress.bytes_copied += bytes;
+        self.progress.lag_rows = rows;
+        self.progress.passes += 1;
+        self.progress.pass_since = began;
+        Ok(())
+    }
+
+    /// The old and the new layout's rows of the collection, compared whole.
+    async fn compare(&self, from: &Layout, to: &Layout) -> Result<Checksums, Error> {
+        let subject = self.subject();
+        let in_postgres = from.all_postgres() && to.all_postgres();
+        let (ours, theirs): (Checksum, Checksum) =
+            futures::try_join!(layout_sum(from, subject, in_postgres), layout_sum(to, subject, in_postgres))?;
+        let matched = ours == theirs;
+        let name = format!("{} -> {}", from.table.name, to.table.name);
+        Ok(Checksums { tables: vec![(name, ours, theirs)], matched })
+    }
+
+    /// Lifts the old layout's fence after a failed cut-over (the collection stays as it was),
+    /// returning `e`.
+    async fn thaw_after(&self, from: &Layout, e: Error) -> Error {
+        let (tenant, collection) = self.subject();
+        for source in from.fenced() {
+            if let Err(thaw) = source.unfence_collection(tenant, collection, Some(from.fence), true).await {
+                tracing::warn!(job = self.handle.id, error = %thaw, "cannot lift the fence after a failed cut-over");
+            }
+        }
+        e
+    }
+
+    /// Removes the collection's rows from `layout`'s table on its shards.
+    async fn purge(&self, layout: &Layout) -> Result<(), Error> {
+        let (tenant, collection) = self.subject();
+        for shard in layout.fenced() {
+            sqlx::query(&format!("DELETE FROM {} WHERE tenant = $1 AND collection = $2", layout.table.name))
+                .bind(tenant.as_str())
+                .bind(collection.as_str())
+                .execute(shard.pool())
+                .on_shard(&shard)
+                .await?;
+        }
+        Ok(())
+    }
+}
