@@ -917,19 +917,25 @@ pub async fn additive_checksum(
     pass: &Pass<'_>,
     in_postgres: bool,
 ) -> Result<Checksum, Error> {
-    let kept: Vec<usize> = (0..table.columns.len()).filter(|&i| table.columns[i].0 != "vshard").collect();
+    additive_where(table, shard, &pass.condition(table), in_postgres).await
+}
+
+/// [`additive_checksum`] of the rows meeting `condition`.
+async fn additive_where(
+    table: &CopyTable,
+    shard: FencedShard<'_>,
+    condition: &str,
+    in_postgres: bool,
+) -> Result<Checksum, Error> {
     if in_postgres {
-        let columns = kept.iter().map(|&i| table.columns[i].0).collect::<Vec<_>>().join(", ");
         let mut tx = one_core(shard, false).await?;
-        let row = sqlx::query(&postgres_sum_sql(table, &columns, &pass.condition(table)))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(|e| shard.err(e))?;
+        let sum = additive_in_postgres(&mut tx, table, shard, condition).await?;
         tx.commit().await.map_err(|e| shard.err(e))?;
-        return postgres_checksum(&shard, &row);
+        return Ok(sum);
     }
     use sha2::Digest;
-    let mut pages = Pages::new(table, &pass.condition(table));
+    let kept = additive_columns(table);
+    let mut pages = Pages::new(table, condition);
     let (mut rows, mut sum) = (0u64, 0i128);
     while let Some(values) = pages.next(shard).await? {
         for row in &values {
@@ -943,6 +949,90 @@ pub async fn additive_checksum(
         rows += values.len() as u64;
     }
     Ok(Checksum { rows, digest: format!("rowsum:{sum}") })
+}
+
+/// The columns an [`additive_checksum`] covers: all but the vshard tag.
+fn additive_columns(table: &CopyTable) -> Vec<usize> {
+    (0..table.columns.len()).filter(|&i| table.columns[i].0 != "vshard").collect()
+}
+
+/// [`additive_checksum`] by PostgreSQL, in transaction `tx`.
+async fn additive_in_postgres(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    table: &CopyTable,
+    shard: FencedShard<'_>,
+    condition: &str,
+) -> Result<Checksum, Error> {
+    let columns = additive_columns(table).iter().map(|&i| table.columns[i].0).collect::<Vec<_>>().join(", ");
+    let row = sqlx::query(&postgres_sum_sql(table, &columns, condition))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| shard.err(e))?;
+    postgres_checksum(&shard, &row)
+}
+
+/// On a source of a collection changing its distribution, from one snapshot: the keys of the
+/// rows `selection` takes that changed since `since`, and the [`additive_checksum`] of one part
+/// of those rows: [`Part::Settled`] (not changed since) or [`Part::Changed`]. `None` when more
+/// than [`MAX_CHANGED_KEYS`] keys changed. With [`sum_by_keys`] on the targets, it splits a
+/// comparison of two layouts at a moment, as [`split_checksums`] does for one pair of shards.
+pub async fn changed_keys_and_sum(
+    table: &CopyTable,
+    source: FencedShard<'_>,
+    selection: Selection<'_>,
+    (since, part): (&Since, Part<'_>),
+    in_postgres: bool,
+) -> Result<Option<(Vec<String>, Checksum)>, Error> {
+    let RowFilter::Changed(column) = table.rows else {
+        return Err(Error::Corrupt(format!("table {} has no change column", table.name)));
+    };
+    let keys_sql = format!(
+        "SELECT key FROM {} WHERE {} AND {} LIMIT {}",
+        table.name,
+        selection.inline_condition(),
+        since.condition(column),
+        MAX_CHANGED_KEYS + 1
+    );
+    let window = match part {
+        Part::Settled => Window::SettledBefore(since),
+        Part::Changed | Part::Until(_) => Window::ChangedSince(since),
+    };
+    let condition = Pass { selection, window, pace: None }.condition(table);
+    let (keys, sum): (Vec<String>, Checksum) = if in_postgres {
+        // Both statements read one snapshot.
+        let mut tx = one_core(source, true).await?;
+        let keys = sqlx::query_scalar(&keys_sql).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
+        let sum = additive_in_postgres(&mut tx, table, source, &condition).await?;
+        tx.commit().await.map_err(|e| source.err(e))?;
+        (keys, sum)
+    } else {
+        // Keys first: a row that changes in between leaves the settled part on the source
+        // only, which makes the checksums differ, never agree wrongly.
+        let keys = sqlx::query_scalar(&keys_sql).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
+        (keys, additive_where(table, source, &condition, false).await?)
+    };
+    Ok((keys.len() <= MAX_CHANGED_KEYS).then_some((keys, sum)))
+}
+
+/// On a target of a collection changing its distribution: the [`additive_checksum`] of the rows
+/// `selection` takes whose key is one of `keys` (`inside`), or is none of them.
+pub async fn sum_by_keys(
+    table: &CopyTable,
+    target: FencedShard<'_>,
+    selection: Selection<'_>,
+    (keys, inside): (&[String], bool),
+    in_postgres: bool,
+) -> Result<Checksum, Error> {
+    let mut condition = selection.inline_condition();
+    match (keys.is_empty(), inside) {
+        (true, true) => condition.push_str(" AND 1 = 0"),
+        (true, false) => {}
+        (false, inside) => {
+            let list = keys.iter().map(|key| sql_string(key)).collect::<Vec<_>>().join(", ");
+            condition.push_str(&format!(" AND key {}IN ({list})", if inside { "" } else { "NOT " }));
+        }
+    }
+    additive_where(table, target, &condition, in_postgres).await
 }
 
 /// The [`Checksum`] of the rows of several parts (shards), each from [`additive_checksum`]

@@ -489,26 +489,7 @@ impl Mover {
             subjects.push(crate::catalog::REBALANCE_SUBJECT.to_owned());
         }
         let target = format!("{tenant}/{collection}: {} -> {}", old.as_str(), row.distribution.as_str());
-        let progress = RedistributeProgress {
-            phase: Phase::Copy,
-            collection: collection.clone(),
-            from,
-            to,
-            sources: Vec::new(),
-            targets: Vec::new(),
-            rows_copied: 0,
-            bytes_copied: 0,
-            passes: 0,
-            lag_rows: 0,
-            pass_since: Vec::new(),
-            checksums: None,
-            fenced_at_ms: None,
-            cutover_ms: None,
-            cutover_steps_ms: Vec::new(),
-            epoch: None,
-            switched_at_ms: None,
-            rolled_back: None,
-        };
+        let progress = RedistributeProgress::new(collection, from, to);
         let job = self.launch(REDISTRIBUTE_JOB, Some(tenant), target, &progress, &subjects, audit).await?;
         Ok(Redistribution::Moving(job))
     }

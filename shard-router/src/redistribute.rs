@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow};
 use crate::clock::now_ms;
 use crate::copy::{
-    Checksum, CopyTable, Owned, Pace, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window, add_checksums,
-    additive_checksum, copy_placed,
+    Checksum, CopyTable, Owned, Pace, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window, add_checksums,
+    additive_checksum, changed_keys_and_sum, copy_placed, sum_by_keys,
 };
 use crate::db::Database;
 use crate::error::Error;
@@ -105,7 +105,16 @@ pub struct RedistributeProgress {
     /// Per source, the moment the last pass began at there: the next pass takes the rows
     /// changed since.
     pub pass_since: Vec<Since>,
-    /// The old and the new layout's checksums, compared under the fence.
+    /// The checksums of the settled rows (not changed since `settled_since`) of the old and the
+    /// new layout, compared before the fence.
+    #[serde(default)]
+    pub settled: Option<Checksums>,
+    /// Per source, where the compared rows end: the cut-over compares the rows changed since;
+    /// `null` when the settled comparison found a difference (the cut-over then compares all).
+    #[serde(default)]
+    pub settled_since: Option<Vec<Since>>,
+    /// The old and the new layout's checksums compared under the fence (of the rows changed
+    /// since `settled_since`, or of all).
     pub checksums: Option<Checksums>,
     /// When the old layout was fenced.
     pub fenced_at_ms: Option<i64>,
@@ -131,6 +140,34 @@ pub(crate) async fn run(handle: JobHandle<'_>, announce: &Announce, job: &JobRow
     let pace = Pace::new(handle.router.move_config().copy_bytes_per_second);
     let mut run = Run { handle, announce, tenant, progress, pace };
     drive(&mut run).await
+}
+
+impl RedistributeProgress {
+    /// A change of `collection` from `from` to `to` that has not begun.
+    pub fn new(collection: &CollectionName, from: DistributionSpec, to: DistributionSpec) -> Self {
+        Self {
+            phase: Phase::Copy,
+            collection: collection.clone(),
+            from,
+            to,
+            sources: Vec::new(),
+            targets: Vec::new(),
+            rows_copied: 0,
+            bytes_copied: 0,
+            passes: 0,
+            lag_rows: 0,
+            pass_since: Vec::new(),
+            settled: None,
+            settled_since: None,
+            checksums: None,
+            fenced_at_ms: None,
+            cutover_ms: None,
+            cutover_steps_ms: Vec::new(),
+            epoch: None,
+            switched_at_ms: None,
+            rolled_back: None,
+        }
+    }
 }
 
 /// Where a collection's rows live in one distribution, on one map: the shards, and which of
@@ -358,6 +395,13 @@ impl PhasedJob for Run<'_> {
                 return Err(Error::MoveRefused("cancelled".to_owned()));
             }
         }
+        // The settled part (rows not changed since the last pass began) is compared now,
+        // outside the fence; the cut-over then compares only the rest.
+        let since = self.progress.pass_since.clone();
+        let settled = self.compare_part(&from, &to, &since, Part::Settled).await?;
+        let matched = settled.as_ref().is_some_and(|settled| settled.matched);
+        self.progress.settled_since = matched.then_some(since);
+        self.progress.settled = settled;
         self.progress.phase = Phase::CutOver;
         Ok(())
     }
@@ -391,7 +435,14 @@ impl PhasedJob for Run<'_> {
         let checked = async {
             self.pass(&from, &to, true).await?;
             took(&mut self.progress, "last_delta");
-            let mut checksums = self.compare(&from, &to).await?;
+            let changed = match self.progress.settled_since.clone() {
+                Some(since) => self.compare_part(&from, &to, &since, Part::Changed).await?,
+                None => None,
+            };
+            let mut checksums = match changed {
+                Some(changed) => changed,
+                None => self.compare(&from, &to).await?,
+            };
             if !checksums.matched {
                 tracing::warn!(
                     job = self.handle.id,
@@ -555,6 +606,47 @@ impl Run<'_> {
         let matched = ours == theirs;
         let name = format!("{} -> {}", from.table.name, to.table.name);
         Ok(Checksums { tables: vec![(name, ours, theirs)], matched })
+    }
+
+    /// One part of the old and the new layout's rows compared, split at the moments `since`
+    /// (one per source): each source gives, from one snapshot, the keys it changed since its
+    /// moment and its checksum of the part; the targets' checksum takes the rows with those keys
+    /// ([`Part::Changed`]) or the others ([`Part::Settled`]). `None` when too many keys
+    /// changed, or the sources are not those the moments belong to.
+    async fn compare_part(
+        &self,
+        from: &Layout,
+        to: &Layout,
+        since: &[Since],
+        part: Part<'_>,
+    ) -> Result<Option<Checksums>, Error> {
+        if since.len() != from.shards.len() {
+            return Ok(None);
+        }
+        let subject = self.subject();
+        let in_postgres = from.all_postgres() && to.all_postgres();
+        let (mut keys, mut ours) = (Vec::new(), Vec::new());
+        for (i, source) in from.fenced().into_iter().enumerate() {
+            let selection = from.pass(i, subject, None, None).selection;
+            match changed_keys_and_sum(from.table, source, selection, (&since[i], part), in_postgres).await? {
+                Some((changed, sum)) => {
+                    keys.extend(changed);
+                    ours.push(sum);
+                }
+                None => return Ok(None),
+            }
+        }
+        let inside = part != Part::Settled;
+        let targets = to.fenced();
+        let theirs = futures::future::try_join_all(targets.iter().enumerate().map(|(j, target)| {
+            let selection = to.pass(j, subject, None, None).selection;
+            sum_by_keys(to.table, *target, selection, (&keys, inside), in_postgres)
+        }))
+        .await?;
+        let (ours, theirs) = (add_checksums(&ours)?, add_checksums(&theirs)?);
+        let matched = ours == theirs;
+        let name = format!("{} -> {}", from.table.name, to.table.name);
+        Ok(Some(Checksums { tables: vec![(name, ours, theirs)], matched }))
     }
 
     /// Lifts the old layout's fence after a failed cut-over (the collection stays as it was),

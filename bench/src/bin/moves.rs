@@ -22,8 +22,12 @@
 //! fence); the job's time from start to the pin switch; and then, under the same traffic, the
 //! time to drain shard `s1` (which holds the moved tenant's records then) onto `s0`.
 //!
+//! With `MOVE=redistribute`, the job is instead the change of `mover`'s collection from
+//! `tenant` to `hash` (`collection.redistribute`: its records leave `s0`'s `records` table for
+//! `spread_records` on both shards), and "the moving tenant's writes" are that collection's.
+//!
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
-//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default).
+//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `MOVE` (`tenant`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +76,7 @@ async fn main() -> BenchResult<()> {
     let before = Duration::from_secs(env("BEFORE_SECS", 5)? as u64);
     let after = Duration::from_secs(env("AFTER_SECS", 2)? as u64);
     let rate = env("COPY_BYTES_PER_SECOND", 4 << 20)? as u64;
+    let redistribute = std::env::var("MOVE").is_ok_and(|what| what == "redistribute");
 
     let tag = format!("sgbm_{}", std::process::id());
     let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
@@ -79,7 +84,7 @@ async fn main() -> BenchResult<()> {
     for name in &names {
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
     }
-    let outcome = run(&names, &tag, (records, writers, others, before, after, rate)).await;
+    let outcome = run(&names, &tag, (records, writers, others, before, after, rate), redistribute).await;
     for name in &names {
         sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
     }
@@ -90,6 +95,7 @@ async fn run(
     names: &[String; 3],
     tag: &str,
     (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
+    redistribute: bool,
 ) -> BenchResult<()> {
     let dir = tempfile::tempdir()?;
     let shards: Vec<(String, String)> =
@@ -165,14 +171,13 @@ async fn run(
     }
     tokio::time::sleep(before).await;
     let move_started = now_ms();
-    let job: Value = client
-        .post(format!("{base}/v1/admin/tenants/mover/move"))
-        .bearer_auth(&admin)
-        .json(&json!({"to": "s1"}))
-        .send()
-        .await?
-        .json()
-        .await?;
+    let started = if redistribute {
+        // The collection spreads over both shards instead: its rows change table too.
+        client.put(format!("{base}/v1/admin/tenants/mover/collections/c")).json(&json!({"distribution": "hash"}))
+    } else {
+        client.post(format!("{base}/v1/admin/tenants/mover/move")).json(&json!({"to": "s1"}))
+    };
+    let job: Value = started.bearer_auth(&admin).send().await?.json().await?;
     let id = job["id"].as_str().ok_or_else(|| format!("no job: {job}"))?.to_owned();
     // When each phase was first seen (as stored at the job's heartbeats, polled every 100 ms).
     let mut phases: Vec<(f64, String)> = vec![(move_started, "copy".to_owned())];
