@@ -933,22 +933,88 @@ async fn additive_where(
         tx.commit().await.map_err(|e| shard.err(e))?;
         return Ok(sum);
     }
-    use sha2::Digest;
     let kept = additive_columns(table);
     let mut pages = Pages::new(table, condition);
     let (mut rows, mut sum) = (0u64, 0i128);
     while let Some(values) = pages.next(shard).await? {
-        for row in &values {
-            let mut hash = sha2::Sha256::new();
-            kept.iter().for_each(|&i| row[i].digest(&mut hash));
-            let digest: [u8; 32] = hash.finalize().into();
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&digest[..8]);
-            sum += i128::from(i64::from_be_bytes(first));
-        }
+        sum += values.iter().map(|row| row_hash(row, &kept)).sum::<i128>();
         rows += values.len() as u64;
     }
     Ok(Checksum { rows, digest: format!("rowsum:{sum}") })
+}
+
+/// A row's part of a `rowsum:` checksum: the first 64 bits of the SHA-256 of its `kept` values.
+fn row_hash(row: &[Value], kept: &[usize]) -> i128 {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    kept.iter().for_each(|&i| row[i].digest(&mut hash));
+    let digest: [u8; 32] = hash.finalize().into();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i128::from(i64::from_be_bytes(first))
+}
+
+/// Under a fence on `source` (its rows no longer change), copies the rows of a collection that
+/// `selection` takes and that changed since `since` from `from` into `into` on `targets`, each
+/// to the target `place` picks with the tag it gives (as [`copy_placed`]), and compares them
+/// there: reads them once, merges them (a row replaces one of the same or an older version: the
+/// source is the truth under its fence) and gives the `rowsum:` checksums (the vshard tag left
+/// out) of the rows read and of the rows the targets returned as stored. A redistribution's last
+/// delta and its comparison thus read the source once. `None` for more than
+/// [`MAX_FENCED_ROWS`] rows (they are then copied and compared the usual way).
+pub async fn copy_placed_and_compare(
+    (from, into): (&CopyTable, &CopyTable),
+    source: FencedShard<'_>,
+    targets: &[FencedShard<'_>],
+    (selection, since): (Selection<'_>, &Since),
+    place: impl Fn(&str) -> (usize, i64),
+) -> Result<Option<(Copied, Checksum, Checksum)>, Error> {
+    use crate::shard::OnShard;
+    let position = |name: &str| from.columns.iter().position(|(column, _)| *column == name);
+    let (Some(key_at), Some(tag_at)) = (position("key"), position("vshard")) else {
+        return Err(Error::Corrupt(format!("table {} has no key or vshard column", from.name)));
+    };
+    let condition = Pass { selection, window: Window::ChangedSince(since), pace: None }.condition(from);
+    let columns = column_list(from);
+    let query = format!("SELECT {columns} FROM {} WHERE {condition} LIMIT {}", from.name, MAX_FENCED_ROWS + 1);
+    let found = sqlx::query(&query).fetch_all(source.pool()).on_shard(&source).await?;
+    if found.len() > MAX_FENCED_ROWS {
+        return Ok(None);
+    }
+    let kept = additive_columns(from);
+    let mut copied = Copied { method: CopyMethod::Pages, read: found.len() as u64, written: 0, bytes: 0 };
+    let mut placed: Vec<Vec<Vec<Value>>> = vec![Vec::new(); targets.len()];
+    let mut ours = 0i128;
+    for row in &found {
+        let mut row = read_row(from, row).map_err(|e| source.err(e))?;
+        ours += row_hash(&row, &kept);
+        let Value::Text(key) = &row[key_at] else {
+            return Err(Error::Corrupt(format!("a key in table {} is not text", from.name)));
+        };
+        let (target, tag) = place(key);
+        row[tag_at] = Value::Int(tag);
+        copied.bytes += row.iter().map(Value::len).sum::<u64>();
+        placed
+            .get_mut(target)
+            .ok_or_else(|| Error::Corrupt(format!("row placed on target {target} of {}", targets.len())))?
+            .push(row);
+    }
+    let mut theirs = 0i128;
+    let mut stored_rows = 0u64;
+    for (rows, target) in placed.iter().zip(targets) {
+        for page in rows.chunks(into.page_rows) {
+            let merge = merge_sql(into, &values_placeholders(into, page.len()), Replace::SameOrOlder);
+            let merge = format!("{merge} RETURNING {columns}");
+            let insert = page.iter().flatten().fold(sqlx::query(&merge), |q, value| bind(q, value));
+            for row in insert.fetch_all(target.pool()).on_shard(target).await? {
+                theirs += row_hash(&read_row(into, &row).map_err(|e| target.err(e))?, &kept);
+                stored_rows += 1;
+            }
+        }
+    }
+    copied.written = stored_rows;
+    let checksum = |rows, sum| Checksum { rows, digest: format!("rowsum:{sum}") };
+    Ok(Some((copied, checksum(copied.read, ours), checksum(stored_rows, theirs))))
 }
 
 /// The columns an [`additive_checksum`] covers: all but the vshard tag.
@@ -972,8 +1038,9 @@ async fn additive_in_postgres(
 }
 
 /// On a source of a collection changing its distribution, from one snapshot: the keys of the
-/// rows `selection` takes that changed since `since`, and the [`additive_checksum`] of one part
-/// of those rows: [`Part::Settled`] (not changed since) or [`Part::Changed`]. `None` when more
+/// rows `selection` takes that changed since `since` (for [`Part::Until`], not those changed
+/// since its later moment too), and the [`additive_checksum`] of one part of the rows:
+/// [`Part::Settled`] (not changed since), [`Part::Changed`], or [`Part::Until`]. `None` when more
 /// than [`MAX_CHANGED_KEYS`] keys changed. With [`sum_by_keys`] on the targets, it splits a
 /// comparison of two layouts at a moment, as [`split_checksums`] does for one pair of shards.
 pub async fn changed_keys_and_sum(
@@ -986,8 +1053,14 @@ pub async fn changed_keys_and_sum(
     let RowFilter::Changed(column) = table.rows else {
         return Err(Error::Corrupt(format!("table {} has no change column", table.name)));
     };
+    // Each key changed since, and whether it changed since the later moment too (those are left
+    // out of an `Until` part on both sides).
+    let later = match part {
+        Part::Until(until) => format!("CAST(CASE WHEN {} THEN 1 ELSE 0 END AS BIGINT)", until.condition(column)),
+        Part::Settled | Part::Changed => "CAST(0 AS BIGINT)".to_owned(),
+    };
     let keys_sql = format!(
-        "SELECT key FROM {} WHERE {} AND {} LIMIT {}",
+        "SELECT key, {later} FROM {} WHERE {} AND {} LIMIT {}",
         table.name,
         selection.inline_condition(),
         since.condition(column),
@@ -995,23 +1068,27 @@ pub async fn changed_keys_and_sum(
     );
     let window = match part {
         Part::Settled => Window::SettledBefore(since),
-        Part::Changed | Part::Until(_) => Window::ChangedSince(since),
+        Part::Changed => Window::ChangedSince(since),
+        Part::Until(until) => Window::Between(since, until),
     };
     let condition = Pass { selection, window, pace: None }.condition(table);
-    let (keys, sum): (Vec<String>, Checksum) = if in_postgres {
+    let (keys, sum): (Vec<(String, i64)>, Checksum) = if in_postgres {
         // Both statements read one snapshot.
         let mut tx = one_core(source, true).await?;
-        let keys = sqlx::query_scalar(&keys_sql).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
+        let keys = sqlx::query_as(&keys_sql).fetch_all(&mut *tx).await.map_err(|e| source.err(e))?;
         let sum = additive_in_postgres(&mut tx, table, source, &condition).await?;
         tx.commit().await.map_err(|e| source.err(e))?;
         (keys, sum)
     } else {
         // Keys first: a row that changes in between leaves the settled part on the source
         // only, which makes the checksums differ, never agree wrongly.
-        let keys = sqlx::query_scalar(&keys_sql).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
+        let keys = sqlx::query_as(&keys_sql).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
         (keys, additive_where(table, source, &condition, false).await?)
     };
-    Ok((keys.len() <= MAX_CHANGED_KEYS).then_some((keys, sum)))
+    if keys.len() > MAX_CHANGED_KEYS {
+        return Ok(None);
+    }
+    Ok(Some((keys.into_iter().filter(|(_, later)| *later == 0).map(|(key, _)| key).collect(), sum)))
 }
 
 /// On a target of a collection changing its distribution: the [`additive_checksum`] of the rows

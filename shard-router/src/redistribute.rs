@@ -16,19 +16,26 @@
 //!    its key on, with the vshard tag it has there ([`crate::copy::copy_placed`]); a row
 //!    replaces an older version of its key and never a newer one, so a pass can be repeated.
 //! 2. `catch_up`: passes over the rows each source changed since the previous pass began (a
-//!    moment per source shard: [`Since`]), until one finds few.
-//! 3. `cut_over`: one more pass, then the collection's rows in the old layout are fenced on
-//!    every source shard (`collection_fences`, state `frozen`: writes refused there whatever map
-//!    an instance routes on, reads served); on PostgreSQL the job waits until no write statement
-//!    that began before the fence still runs. The last delta is copied, and the old and the new
-//!    layout are compared whole: the count and the sum of each row's hash (its vshard tag left
-//!    out), added over the shards of each side ([`crate::copy::additive_checksum`]). A
-//!    difference makes a full pass and a second comparison; a difference then lifts the fence
-//!    and the step fails (the job rolls back after three failures). Then fences an
-//!    earlier change left over the new layout are lifted on every shard, the old layout is
-//!    marked `moved` on the sources (its reads refused too), and one catalog transaction sets
-//!    the new distribution with a new epoch and moves the job to `cleanup`. Requests that met
-//!    the fence wait for that epoch (`moves.cutover_wait`) and go where the new map routes them.
+//!    moment per source shard: [`Since`]), until one finds few. Then the settled rows (not
+//!    changed since the last pass began) of both layouts are compared, outside the fence: each
+//!    source gives, from one snapshot, the keys it changed since its moment and the count and
+//!    sum of each other row's hash (its vshard tag left out); the targets sum their rows
+//!    without those keys ([`crate::copy::changed_keys_and_sum`], [`crate::copy::sum_by_keys`]),
+//!    and sums add up over the shards of each side.
+//! 3. `cut_over`: one more pass, and the rows it took that changed since the last comparison
+//!    are compared the same way, still outside the fence. Then the collection's rows in the old
+//!    layout are fenced on every source shard (`collection_fences`, state `frozen`: writes
+//!    refused there whatever map an instance routes on, reads served); on PostgreSQL the job
+//!    waits until no write statement that began before the fence still runs. The last delta is
+//!    read once from each source, merged into the targets and compared with what they stored
+//!    ([`crate::copy::copy_placed_and_compare`]). If a comparison found a difference (or too
+//!    many rows changed), the rest is compared, or everything; a difference then makes a full
+//!    pass and a whole comparison, and a difference after that lifts the fence and the step
+//!    fails (the job rolls back after three failures). Then fences an earlier change left over
+//!    the new layout are lifted on every shard, the old layout is marked `moved` on the sources
+//!    (its reads refused too), and one catalog transaction sets the new distribution with a new
+//!    epoch and moves the job to `cleanup`. Requests that met the fence wait for that epoch
+//!    (`moves.cutover_wait`) and go where the new map routes them.
 //! 4. `cleanup`: after `moves.cleanup_grace`, the old layout's rows are removed from the
 //!    sources. The `moved` fences stay until the collection comes back to that layout.
 //!
@@ -43,7 +50,7 @@ use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow};
 use crate::clock::now_ms;
 use crate::copy::{
     Checksum, CopyTable, Owned, Pace, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window, add_checksums,
-    additive_checksum, changed_keys_and_sum, copy_placed, sum_by_keys,
+    additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, sum_by_keys,
 };
 use crate::db::Database;
 use crate::error::Error;
@@ -334,6 +341,17 @@ async fn layout_sum(
     add_checksums(&parts)
 }
 
+/// Which part of the rows [`Run::compare_part`] compares, split at a moment per source.
+#[derive(Debug, Clone, Copy)]
+enum Split<'a> {
+    /// Not changed since.
+    Settled,
+    /// Changed since.
+    Changed,
+    /// Changed since, and not since these later moments (one per source).
+    Until(&'a [Since]),
+}
+
 /// One run of one redistribution job.
 struct Run<'m> {
     handle: JobHandle<'m>,
@@ -398,7 +416,7 @@ impl PhasedJob for Run<'_> {
         // The settled part (rows not changed since the last pass began) is compared now,
         // outside the fence; the cut-over then compares only the rest.
         let since = self.progress.pass_since.clone();
-        let settled = self.compare_part(&from, &to, &since, Part::Settled).await?;
+        let settled = self.compare_part(&from, &to, &since, Split::Settled).await?;
         let matched = settled.as_ref().is_some_and(|settled| settled.matched);
         self.progress.settled_since = matched.then_some(since);
         self.progress.settled = settled;
@@ -410,8 +428,16 @@ impl PhasedJob for Run<'_> {
         let (from, to) = self.layouts()?;
         let (tenant, collection) = (self.tenant.clone(), self.progress.collection.clone());
         let fenced = (&tenant, &collection, from.fence);
-        // A pass just before the fence leaves the one under it little to copy.
+        // A pass just before the fence leaves the one under it little to copy, and what it
+        // copied is compared now, outside the fence.
+        let compared = self.progress.settled_since.clone();
         self.pass(&from, &to, true).await?;
+        if let Some(compared) = compared {
+            let until = self.progress.pass_since.clone();
+            let between = self.compare_part(&from, &to, &compared, Split::Until(&until)).await?;
+            // If they differ, the cut-over compares everything.
+            self.progress.settled_since = between.is_some_and(|between| between.matched).then_some(until);
+        }
         let fenced_at = now_ms();
         for source in from.fenced() {
             source.fence_collection(fenced, TenantFence::Frozen, self.handle.id, fenced_at).await?;
@@ -433,14 +459,25 @@ impl PhasedJob for Run<'_> {
         // A test stopping an instance between the fence and the switch stops it here.
         self.job().pause(&self.progress, self.progress.phase).await;
         let checked = async {
-            self.pass(&from, &to, true).await?;
-            took(&mut self.progress, "last_delta");
-            let changed = match self.progress.settled_since.clone() {
-                Some(since) => self.compare_part(&from, &to, &since, Part::Changed).await?,
-                None => None,
+            // The last delta. Where everything up to its moment has been compared, it is
+            // compared as it is copied (one read of each source).
+            let delta = match &self.progress.settled_since {
+                Some(since) if *since == self.progress.pass_since => self.last_delta(&from, &to).await?,
+                _ => None,
             };
-            let mut checksums = match changed {
-                Some(changed) => changed,
+            let delta = match delta {
+                Some(delta) => Some(delta),
+                None => {
+                    self.pass(&from, &to, true).await?;
+                    match self.progress.settled_since.clone() {
+                        Some(since) => self.compare_part(&from, &to, &since, Split::Changed).await?,
+                        None => None,
+                    }
+                }
+            };
+            took(&mut self.progress, "last_delta");
+            let mut checksums = match delta {
+                Some(checked) => checked,
                 None => self.compare(&from, &to).await?,
             };
             if !checksums.matched {
@@ -618,9 +655,10 @@ impl Run<'_> {
         from: &Layout,
         to: &Layout,
         since: &[Since],
-        part: Part<'_>,
+        split: Split<'_>,
     ) -> Result<Option<Checksums>, Error> {
-        if since.len() != from.shards.len() {
+        let sources = from.shards.len();
+        if since.len() != sources || matches!(split, Split::Until(until) if until.len() != sources) {
             return Ok(None);
         }
         let subject = self.subject();
@@ -628,6 +666,11 @@ impl Run<'_> {
         let (mut keys, mut ours) = (Vec::new(), Vec::new());
         for (i, source) in from.fenced().into_iter().enumerate() {
             let selection = from.pass(i, subject, None, None).selection;
+            let part = match split {
+                Split::Settled => Part::Settled,
+                Split::Changed => Part::Changed,
+                Split::Until(until) => Part::Until(&until[i]),
+            };
             match changed_keys_and_sum(from.table, source, selection, (&since[i], part), in_postgres).await? {
                 Some((changed, sum)) => {
                     keys.extend(changed);
@@ -636,7 +679,7 @@ impl Run<'_> {
                 None => return Ok(None),
             }
         }
-        let inside = part != Part::Settled;
+        let inside = !matches!(split, Split::Settled);
         let targets = to.fenced();
         let theirs = futures::future::try_join_all(targets.iter().enumerate().map(|(j, target)| {
             let selection = to.pass(j, subject, None, None).selection;
@@ -646,6 +689,38 @@ impl Run<'_> {
         let (ours, theirs) = (add_checksums(&ours)?, add_checksums(&theirs)?);
         let matched = ours == theirs;
         let name = format!("{} -> {}", from.table.name, to.table.name);
+        Ok(Some(Checksums { tables: vec![(name, ours, theirs)], matched }))
+    }
+
+    /// The last delta under the fence, every row changed since the moment the last pass began
+    /// at (up to which everything has been compared), copied and compared in one read of each
+    /// source ([`copy_placed_and_compare`]); `None` when a source changed too many rows.
+    async fn last_delta(&mut self, from: &Layout, to: &Layout) -> Result<Option<Checksums>, Error> {
+        let since = self.progress.pass_since.clone();
+        let subject = self.subject();
+        let targets = to.fenced();
+        let (mut ours, mut theirs, mut rows, mut bytes) = (Vec::new(), Vec::new(), 0, 0);
+        for (i, source) in from.fenced().into_iter().enumerate() {
+            let selection = from.pass(i, subject, None, None).selection;
+            let place = |key: &str| to.place(subject.0, subject.1, key);
+            let tables = (from.table, to.table);
+            match copy_placed_and_compare(tables, source, &targets, (selection, &since[i]), place).await? {
+                Some((copied, read, stored)) => {
+                    rows += copied.read;
+                    bytes += copied.bytes;
+                    ours.push(read);
+                    theirs.push(stored);
+                }
+                None => return Ok(None),
+            }
+        }
+        self.progress.rows_copied += rows;
+        self.progress.bytes_copied += bytes;
+        self.progress.lag_rows = rows;
+        self.progress.passes += 1;
+        let (ours, theirs) = (add_checksums(&ours)?, add_checksums(&theirs)?);
+        let matched = ours == theirs;
+        let name = format!("{} -> {} (last delta)", from.table.name, to.table.name);
         Ok(Some(Checksums { tables: vec![(name, ours, theirs)], matched }))
     }
 
