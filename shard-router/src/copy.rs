@@ -888,11 +888,15 @@ pub async fn copy_placed(
                 .ok_or_else(|| Error::Corrupt(format!("row placed on target {target} of {}", targets.len())))?
                 .push(row);
         }
-        let merges = placed
-            .iter()
-            .zip(targets)
-            .filter(|(rows, _)| !rows.is_empty())
-            .map(|(rows, target)| merge_page(into, *target, rows));
+        let merges = placed.iter().zip(targets).filter(|(rows, _)| !rows.is_empty()).map(|(rows, target)| async move {
+            let (mut written, mut bytes) = (0, 0);
+            for chunk in in_chunks(rows) {
+                let (took, chunk_bytes) = merge_page(into, *target, chunk).await?;
+                written += took;
+                bytes += chunk_bytes;
+            }
+            Ok::<_, Error>((written, bytes))
+        });
         let mut bytes = 0;
         for (written, page_bytes) in futures::future::try_join_all(merges).await? {
             copied.written += written;
@@ -1002,7 +1006,7 @@ pub async fn copy_placed_and_compare(
     let mut theirs = 0i128;
     let mut stored_rows = 0u64;
     for (rows, target) in placed.iter().zip(targets) {
-        for page in rows.chunks(into.page_rows) {
+        for page in in_chunks(rows) {
             let merge = merge_sql(into, &values_placeholders(into, page.len()), Replace::SameOrOlder);
             let merge = format!("{merge} RETURNING {columns}");
             let insert = page.iter().flatten().fold(sqlx::query(&merge), |q, value| bind(q, value));
@@ -1110,6 +1114,27 @@ pub async fn sum_by_keys(
         }
     }
     additive_where(table, target, &condition, in_postgres).await
+}
+
+/// Rows merged per statement when a page is split between targets ([`in_chunks`]).
+const CHUNK_ROWS: usize = 64;
+
+/// `rows` in chunks of [`CHUNK_ROWS`], the rest in chunks of descending powers of two: a
+/// statement per chunk, of a handful of shapes whatever the number of rows. Each shape is
+/// prepared once per connection, and the merges of a page split between targets (any number
+/// of rows each) do not fill the shard pool's statement caches, shared with the requests, with
+/// statements used once.
+fn in_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let size = if rest.len() >= CHUNK_ROWS { CHUNK_ROWS } else { 1 << rest.len().ilog2() };
+        let (chunk, tail) = rest.split_at(size);
+        rest = tail;
+        Some(chunk)
+    })
 }
 
 /// The [`Checksum`] of the rows of several parts (shards), each from [`additive_checksum`]
@@ -1304,7 +1329,7 @@ pub async fn copy_and_compare(
         found.iter().map(|row| read_row(table, row)).collect::<Result<Vec<_>, _>>().map_err(|e| source.err(e))?;
     let mut copied = Copied { method: CopyMethod::Pages, read: ours.len() as u64, written: 0, bytes: 0 };
     let mut theirs = Vec::with_capacity(ours.len());
-    for page in ours.chunks(table.page_rows) {
+    for page in in_chunks(&ours) {
         let merge = merge_sql(table, &values_placeholders(table, page.len()), Replace::SameOrOlder);
         let merge = format!("{merge} RETURNING {columns}");
         let mut insert = sqlx::query(&merge);
@@ -1477,6 +1502,22 @@ mod tests {
             "tenant = 'acme' AND collection = 'events' AND ((key >= '' AND key < 'f') OR key >= 'o''k')"
         );
         assert_eq!(select(Owned::Keys(&[])), "tenant = 'acme' AND collection = 'events' AND 1 = 0");
+    }
+
+    #[test]
+    fn rows_split_between_targets_merge_in_a_handful_of_statement_shapes() {
+        let sizes = |n: usize| in_chunks(&vec![0u8; n]).map(<[u8]>::len).collect::<Vec<_>>();
+        assert_eq!(sizes(0), Vec::<usize>::new());
+        assert_eq!(sizes(1), [1]);
+        assert_eq!(sizes(150), [64, 64, 16, 4, 2]);
+        assert_eq!(sizes(63), [32, 16, 8, 4, 2, 1]);
+        let mut shapes = std::collections::BTreeSet::new();
+        for n in 0..=500 {
+            let chunks = sizes(n);
+            assert_eq!(chunks.iter().sum::<usize>(), n);
+            shapes.extend(chunks);
+        }
+        assert_eq!(shapes.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8, 16, 32, 64]);
     }
 
     #[test]
