@@ -477,7 +477,12 @@ impl Mover {
             return Ok(Redistribution::Switched(self.router.set_distribution(row, audit).await?));
         }
         for range in &row.ranges {
-            self.check_target(&range.shard)?;
+            // As when the catalog alone changes: a range names a known, active shard.
+            match self.check_target(&range.shard) {
+                Err(Error::ShardNotFound(id)) => return Err(Error::UnknownShard(id)),
+                Err(Error::MoveRefused(why)) => return Err(Error::DistributionRefused(why)),
+                other => other?,
+            }
         }
         let from = match self.router.catalog().get_distribution(tenant, collection).await? {
             Some(current) => DistributionSpec { distribution: current.distribution, ranges: current.ranges },

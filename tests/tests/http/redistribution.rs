@@ -163,6 +163,10 @@ async fn redistributions_that_cannot_be_made_are_refused_and_a_cancelled_one_rol
     app.put_many("acme", "c", &keys).await;
     assert_eq!(app.delete_record("acme", "c", "k07").await.status(), StatusCode::NO_CONTENT);
 
+    // Ranges must name known, active shards, as for an empty collection.
+    let unknown = json!({"distribution": "range", "ranges": [{"from": "", "shard": "shard-9"}]});
+    expect_problem(distribute(&app, &unknown).await, StatusCode::UNPROCESSABLE_ENTITY, "unknown_shard").await;
+
     // The job pauses at each phase boundary: other changes of the collection and of the tenant
     // are refused while it runs; a cancellation rolls it back.
     let job = expect_json(distribute(&app, &json!({"distribution": "hash"})).await, StatusCode::ACCEPTED).await;
