@@ -868,26 +868,11 @@ pub async fn copy_placed(
     pass: &Pass<'_>,
     place: impl Fn(&str) -> (usize, i64),
 ) -> Result<Copied, Error> {
-    let position = |name: &str| from.columns.iter().position(|(column, _)| *column == name);
-    let (Some(key_at), Some(tag_at)) = (position("key"), position("vshard")) else {
-        return Err(Error::Corrupt(format!("table {} has no key or vshard column", from.name)));
-    };
     let mut copied = Copied { method: CopyMethod::Pages, read: 0, written: 0, bytes: 0 };
     let mut pages = Pages::new(from, &pass.condition(from));
     while let Some(values) = pages.next(source).await? {
-        let mut placed: Vec<Vec<Vec<Value>>> = vec![Vec::new(); targets.len()];
         copied.read += values.len() as u64;
-        for mut row in values {
-            let Value::Text(key) = &row[key_at] else {
-                return Err(Error::Corrupt(format!("a key in table {} is not text", from.name)));
-            };
-            let (target, tag) = place(key);
-            row[tag_at] = Value::Int(tag);
-            placed
-                .get_mut(target)
-                .ok_or_else(|| Error::Corrupt(format!("row placed on target {target} of {}", targets.len())))?
-                .push(row);
-        }
+        let placed = placed_rows(from, values, targets.len(), &place)?;
         let merges = placed.iter().zip(targets).filter(|(rows, _)| !rows.is_empty()).map(|(rows, target)| async move {
             let (mut written, mut bytes) = (0, 0);
             for chunk in in_chunks(rows) {
@@ -974,10 +959,6 @@ pub async fn copy_placed_and_compare(
     place: impl Fn(&str) -> (usize, i64),
 ) -> Result<Option<(Copied, Checksum, Checksum)>, Error> {
     use crate::shard::OnShard;
-    let position = |name: &str| from.columns.iter().position(|(column, _)| *column == name);
-    let (Some(key_at), Some(tag_at)) = (position("key"), position("vshard")) else {
-        return Err(Error::Corrupt(format!("table {} has no key or vshard column", from.name)));
-    };
     let condition = Pass { selection, window: Window::ChangedSince(since), pace: None }.condition(from);
     let columns = column_list(from);
     let query = format!("SELECT {columns} FROM {} WHERE {condition} LIMIT {}", from.name, MAX_FENCED_ROWS + 1);
@@ -986,23 +967,11 @@ pub async fn copy_placed_and_compare(
         return Ok(None);
     }
     let kept = additive_columns(from);
-    let mut copied = Copied { method: CopyMethod::Pages, read: found.len() as u64, written: 0, bytes: 0 };
-    let mut placed: Vec<Vec<Vec<Value>>> = vec![Vec::new(); targets.len()];
-    let mut ours = 0i128;
-    for row in &found {
-        let mut row = read_row(from, row).map_err(|e| source.err(e))?;
-        ours += row_hash(&row, &kept);
-        let Value::Text(key) = &row[key_at] else {
-            return Err(Error::Corrupt(format!("a key in table {} is not text", from.name)));
-        };
-        let (target, tag) = place(key);
-        row[tag_at] = Value::Int(tag);
-        copied.bytes += row.iter().map(Value::len).sum::<u64>();
-        placed
-            .get_mut(target)
-            .ok_or_else(|| Error::Corrupt(format!("row placed on target {target} of {}", targets.len())))?
-            .push(row);
-    }
+    let read = found.iter().map(|row| read_row(from, row)).collect::<Result<Vec<_>, _>>().map_err(|e| source.err(e))?;
+    let ours: i128 = read.iter().map(|row| row_hash(row, &kept)).sum();
+    let bytes = read.iter().flatten().map(Value::len).sum();
+    let mut copied = Copied { method: CopyMethod::Pages, read: read.len() as u64, written: 0, bytes };
+    let placed = placed_rows(from, read, targets.len(), &place)?;
     let mut theirs = 0i128;
     let mut stored_rows = 0u64;
     for (rows, target) in placed.iter().zip(targets) {
@@ -1135,6 +1104,33 @@ fn in_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
         rest = tail;
         Some(chunk)
     })
+}
+
+/// `rows` of `table` by the target `place` picks for each key (its index among `targets`
+/// targets), each with the vshard tag `place` gives it.
+fn placed_rows(
+    table: &CopyTable,
+    rows: Vec<Vec<Value>>,
+    targets: usize,
+    place: &impl Fn(&str) -> (usize, i64),
+) -> Result<Vec<Vec<Vec<Value>>>, Error> {
+    let position = |name: &str| table.columns.iter().position(|(column, _)| *column == name);
+    let (Some(key_at), Some(tag_at)) = (position("key"), position("vshard")) else {
+        return Err(Error::Corrupt(format!("table {} has no key or vshard column", table.name)));
+    };
+    let mut placed: Vec<Vec<Vec<Value>>> = vec![Vec::new(); targets];
+    for mut row in rows {
+        let Value::Text(key) = &row[key_at] else {
+            return Err(Error::Corrupt(format!("a key in table {} is not text", table.name)));
+        };
+        let (target, tag) = place(key);
+        row[tag_at] = Value::Int(tag);
+        placed
+            .get_mut(target)
+            .ok_or_else(|| Error::Corrupt(format!("row placed on target {target} of {targets}")))?
+            .push(row);
+    }
+    Ok(placed)
 }
 
 /// The [`Checksum`] of the rows of several parts (shards), each from [`additive_checksum`]
