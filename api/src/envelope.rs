@@ -68,6 +68,10 @@ pub struct Job {
     pub created_at: String,
     /// Last progress, RFC 3339.
     pub updated_at: String,
+    /// How many times another instance took the job over from one whose lease had run out
+    /// (it crashed, was killed or lost the catalog). An instance that runs a job renews its
+    /// lease while it works, so a job whose instance stays alive is never taken over.
+    pub handovers: i64,
 }
 
 impl From<JobRow> for Job {
@@ -81,6 +85,7 @@ impl From<JobRow> for Job {
             target: job.target,
             state: job.state,
             error: job.error,
+            handovers: job.handovers,
         }
     }
 }

@@ -431,6 +431,148 @@ async fn a_redistribution_killed_in_any_phase_is_finished_by_the_next_instance()
     cluster.drop_databases().await;
 }
 
+/// A move whose copy takes about six times the job lease, with two instances running: the
+/// instance running it keeps its lease (renewed apart from its progress saves) and finishes it
+/// with no handover. Then, moving back, the lease is taken from the instance running the move
+/// mid-copy: its copy statements on the source end at once, and the instance that takes the job
+/// over resumes the copy after the last batch instead of copying everything again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_whose_copy_outlasts_its_lease_keeps_one_owner_and_resumes_when_taken_over() {
+    let cluster = Cluster::new().await;
+    let mut envs: Vec<(String, String)> =
+        cluster.envs.iter().filter(|(key, _)| !key.ends_with("PHASE_PAUSE")).cloned().collect();
+    // Batches of about a blob, so that a copy taken over mid-way has batches behind it.
+    envs.push(("SHARDGATE_STORAGE__MOVES__COPY_BATCH_BYTES".to_owned(), "1048576".to_owned()));
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let client = reqwest::Client::new();
+    let admin = token(None, "admin");
+    let a = Process::start(&["serve"], dirs[0].path(), envs.clone());
+    let b = Process::start(&["serve"], dirs[1].path(), envs.clone());
+    a.wait_until_ok(&client, "/readyz").await;
+    b.wait_until_ok(&client, "/readyz").await;
+    a.create_tenant(&client, &admin, "acme").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let tenant = token(Some("acme"), "read write");
+    // Six megabytes of blobs: at 1 MB/s the copy takes about six leases (1 s).
+    for i in 0..6u8 {
+        let put = client
+            .put(format!("{}/v1/tenants/acme/blobs/b{i}.bin", a.base))
+            .bearer_auth(&tenant)
+            .body(vec![i; 1_000_000])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(put.status(), 201, "{}", put.text().await.unwrap_or_default());
+    }
+    put(&client, &a, &tenant, "c/records/k", &json!({"kept": true}), KillAt::MidCopy).await;
+    let route: Value = get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=c&key=k", a.base), &admin).await;
+    let (from, to) = if route["shard"] == "s0" { ("s0", "s1") } else { ("s1", "s0") };
+
+    // Nothing disturbs the first move: the instance that started it finishes it.
+    let job_url = move_tenant(&client, &a, &admin, to).await;
+    let done = finished(&client, &b, &job_url, &admin).await;
+    assert_eq!(done["state"], "done", "{done}\n{}\n{}", a.log(), b.log());
+    assert_eq!(done["handovers"], 0, "the job changed hands: {done}\n{}\n{}", a.log(), b.log());
+    assert_eq!(done["progress"]["checksums"]["matched"], true, "{done}");
+    let whole = done["progress"]["bytes_copied"].as_u64().unwrap();
+    assert!(whole >= 6_000_000, "{done}");
+
+    // Moving back, the lease is taken from the instance running the move half-way through the copy.
+    let job_url = move_tenant(&client, &b, &admin, from).await;
+    let id = job_url.rsplit('/').next().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let job: Value = get(&client, &format!("{}{job_url}", a.base), &admin).await;
+        let copied = job["progress"]["bytes_copied"].as_u64().unwrap_or(0);
+        if job["progress"]["phase"] == "copy" && copied >= whole / 2 {
+            break;
+        }
+        assert_eq!(job["progress"]["phase"], "copy", "the copy ended before half of it was seen saved: {job}");
+        assert!(tokio::time::Instant::now() < deadline, "the copy saved no progress half-way: {job}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut catalog = sqlx::PgConnection::connect(&url(&cluster.names[0])).await.unwrap();
+    let now_ms =
+        i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap();
+    sqlx::query("UPDATE jobs SET owner = 'intruder', lease_until = $1 WHERE id = $2")
+        .bind(now_ms + 2_500)
+        .bind(&id)
+        .execute(&mut catalog)
+        .await
+        .unwrap();
+    // Within a renewal (a third of the lease) the instance finds the lease gone and its copy
+    // statements end on the source, and none starts again while the intruder holds the job.
+    let source = cluster.names[if to == "s0" { 1 } else { 2 }].clone();
+    let copies = "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'active' \
+                  AND query ILIKE 'COPY (SELECT%'";
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let running: i64 = sqlx::query_scalar(copies).bind(&source).fetch_one(&mut catalog).await.unwrap();
+        if running == 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{running} copies still run on {to} after the lease was taken\n{}\n{}",
+            a.log(),
+            b.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let running: i64 = sqlx::query_scalar(copies).bind(&source).fetch_one(&mut catalog).await.unwrap();
+        assert_eq!(running, 0, "a copy began again while another instance held the job");
+    }
+    catalog.close().await.unwrap();
+
+    // Once the intruder's lease runs out, an instance takes the job over and resumes the copy.
+    let done = finished(&client, &a, &job_url, &admin).await;
+    assert_eq!(done["state"], "done", "{done}\n{}\n{}", a.log(), b.log());
+    assert_eq!(done["handovers"], 1, "{done}");
+    assert_eq!(done["progress"]["checksums"]["matched"], true, "{done}");
+    let copied = done["progress"]["bytes_copied"].as_u64().unwrap();
+    // A copy started again from zero would have copied at least one and a half times the whole.
+    assert!(copied < whole + whole / 4, "the copy began again: {copied} bytes of {whole}: {done}");
+    for i in 0..6u8 {
+        let got =
+            client.get(format!("{}/v1/tenants/acme/blobs/b{i}.bin", b.base)).bearer_auth(&tenant).send().await.unwrap();
+        assert_eq!(got.status(), 200);
+        assert_eq!(got.bytes().await.unwrap(), vec![i; 1_000_000], "blob b{i}");
+    }
+    let record: Value = get(&client, &format!("{}/v1/tenants/acme/collections/c/records/k", b.base), &tenant).await;
+    assert_eq!(record["value"], json!({"kept": true}));
+    drop((a, b));
+    cluster.drop_databases().await;
+}
+
+/// Starts moving tenant `acme` to shard `to` through `process`; the job's URL.
+async fn move_tenant(client: &reqwest::Client, process: &Process, admin: &str, to: &str) -> String {
+    let started = client
+        .post(format!("{}/v1/admin/tenants/acme/move", process.base))
+        .bearer_auth(admin)
+        .json(&json!({"to": to}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 202, "starting the move to {to}");
+    let job: Value = started.json().await.unwrap();
+    format!("/v1/admin/jobs/{}", job["id"].as_str().unwrap())
+}
+
+/// Polls job `job_url` on `process` until it is no longer running (at most 60 s).
+async fn finished(client: &reqwest::Client, process: &Process, job_url: &str, admin: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let job: Value = get(client, &format!("{}{job_url}", process.base), admin).await;
+        if job["state"] != "running" {
+            return job;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "not finished within 60 s: {job}\n{}", process.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Writes `value` at `path` (below tenant `acme`'s collections) and checks it was taken.
 async fn put(client: &reqwest::Client, process: &Process, token: &str, path: &str, value: &Value, kill: KillAt) {
     let url = format!("{}/v1/tenants/acme/collections/{path}", process.base);

@@ -46,6 +46,7 @@ fn backfill_job(id: String, index: &LiveIndex, now: i64) -> JobRow {
         error: None,
         created_at_ms: now,
         updated_at_ms: now,
+        handovers: 0,
     }
 }
 
@@ -161,6 +162,7 @@ impl IndexTables {
             error: None,
             created_at_ms: now,
             updated_at_ms: now,
+            handovers: 0,
         };
         self.router.catalog().insert_job(&job, audit).await?;
         self.spawn_drift_audit(job.clone());

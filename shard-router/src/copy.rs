@@ -58,6 +58,9 @@ pub struct CopyTable {
     /// Rows per page: small enough that a page stays a few megabytes and its parameters stay
     /// under both engines' limits (32,766 on SQLite).
     pub page_rows: usize,
+    /// About how many bytes a row holds: a batch of a move's first copy ([`copy_batch`]) takes
+    /// as many rows as make `moves.copy_batch_bytes`.
+    pub row_bytes: u64,
 }
 
 /// The `records` table of a shard.
@@ -78,6 +81,7 @@ pub const RECORDS: CopyTable = CopyTable {
     version: Some("version"),
     rows: RowFilter::Changed("updated_at"),
     page_rows: 500,
+    row_bytes: 1024,
 };
 
 /// The `spread_records` table: records of collections distributed `hash` (taken with the
@@ -107,6 +111,7 @@ pub const BLOBS: CopyTable = CopyTable {
     version: Some("version"),
     rows: RowFilter::Changed("updated_at"),
     page_rows: 500,
+    row_bytes: 256,
 };
 
 /// The `blob_uploads` table: only live uploads (the content of a blob) are copied; staging
@@ -130,6 +135,7 @@ pub const BLOB_UPLOADS: CopyTable = CopyTable {
     version: None,
     rows: RowFilter::LiveUploads,
     page_rows: 500,
+    row_bytes: 128,
 };
 
 /// The `blob_chunks` table: the chunks of the live uploads copied.
@@ -141,6 +147,7 @@ pub const BLOB_CHUNKS: CopyTable = CopyTable {
     rows: RowFilter::LiveUploadChunks,
     // 64 chunks of at most 256 KiB: a page stays at 16 MiB.
     page_rows: 64,
+    row_bytes: 256 << 10,
 };
 
 /// Every table that holds a tenant's home data, in the order a copy takes them: an upload's
@@ -170,6 +177,7 @@ pub const INDEX_ENTRIES: CopyTable = CopyTable {
     version: None,
     rows: RowFilter::All,
     page_rows: 500,
+    row_bytes: 256,
 };
 
 /// Which of the rows a selection takes a copy of a table takes.
@@ -484,12 +492,28 @@ pub async fn copy_rows(
     pass: &Pass<'_>,
     method: CopyMethod,
 ) -> Result<Copied, Error> {
+    copy_where(table, (source, target), &Rows { condition: pass.condition(table), pace: pass.pace }, method).await
+}
+
+/// The rows of a table a copy takes: a `WHERE` condition, values inlined, and the pace to keep.
+struct Rows<'a> {
+    condition: String,
+    pace: Option<&'a Pace>,
+}
+
+/// [`copy_rows`] of the rows `rows` takes.
+async fn copy_where(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    rows: &Rows<'_>,
+    method: CopyMethod,
+) -> Result<Copied, Error> {
     match (method, source.db().postgres(), target.db().postgres()) {
         (CopyMethod::Binary, Some(from), Some(to)) => {
-            let copied = copy_binary(table, (source, from), (target, to), pass, Landing::Staged).await?;
+            let copied = copy_binary(table, (source, from), (target, to), rows, Landing::Staged).await?;
             Ok(copied.expect("a staged copy merges every conflict"))
         }
-        _ => copy_pages(table, source, target, pass).await,
+        _ => copy_pages(table, source, target, rows).await,
     }
 }
 
@@ -505,12 +529,112 @@ pub async fn copy_rows_into_empty(
     pass: &Pass<'_>,
     method: CopyMethod,
 ) -> Result<Copied, Error> {
+    let rows = Rows { condition: pass.condition(table), pace: pass.pace };
+    copy_where_into_empty(table, (source, target), &rows, method).await
+}
+
+/// [`copy_rows_into_empty`] of the rows `rows` takes.
+async fn copy_where_into_empty(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    rows: &Rows<'_>,
+    method: CopyMethod,
+) -> Result<Copied, Error> {
     if let (CopyMethod::Binary, Some(from), Some(to)) = (method, source.db().postgres(), target.db().postgres())
-        && let Some(copied) = copy_binary(table, (source, from), (target, to), pass, Landing::Table).await?
+        && let Some(copied) = copy_binary(table, (source, from), (target, to), rows, Landing::Table).await?
     {
         return Ok(copied);
     }
-    copy_rows(table, source, target, pass, method).await
+    copy_where(table, (source, target), rows, method).await
+}
+
+/// One value of a row's primary key, as a resumable copy remembers where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum KeyValue {
+    /// An integer column.
+    Int(i64),
+    /// A text column.
+    Text(String),
+}
+
+/// The primary key of a row of a [`CopyTable`], its columns in [`CopyTable::key`] order.
+pub type RowKey = Vec<KeyValue>;
+
+/// What one batch of [`copy_batch`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// What the copy did.
+    pub copied: Copied,
+    /// The key of the batch's last row, the next batch starting after it; `None` when the
+    /// batch took every row left.
+    pub last: Option<RowKey>,
+}
+
+/// One batch of a move's first, resumable copy: the rows of `table` that `pass` takes whose
+/// keys come after `after` (from the first with `None`), in key order, as many as make about
+/// `batch_bytes` ([`CopyTable::row_bytes`] each), copied as [`copy_rows_into_empty`] does (the target holds none of them,
+/// unless a batch committed just before the instance copying it stopped: then they merge).
+/// Each batch commits on the target on its own; the caller stores [`Batch::last`] and a copy
+/// taken over resumes after it, never from the start.
+pub async fn copy_batch(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    pass: &Pass<'_>,
+    after: Option<&RowKey>,
+    batch_bytes: u64,
+    method: CopyMethod,
+) -> Result<Batch, Error> {
+    let mut condition = pass.condition(table);
+    if let Some(after) = after {
+        condition = format!("{condition} AND ({}) > ({})", table.key.join(", "), inline_key(table, after)?);
+    }
+    let rows = (batch_bytes / table.row_bytes.max(1)).max(1);
+    let last = batch_end(table, source, &condition, rows).await?;
+    if let Some(last) = &last {
+        condition = format!("{condition} AND ({}) <= ({})", table.key.join(", "), inline_key(table, last)?);
+    }
+    let copied = copy_where_into_empty(table, (source, target), &Rows { condition, pace: pass.pace }, method).await?;
+    Ok(Batch { copied, last })
+}
+
+/// The key of the `rows`-th row meeting `condition` in key order; `None` when fewer rows meet
+/// it (the batch takes them all).
+async fn batch_end(
+    table: &CopyTable,
+    source: FencedShard<'_>,
+    condition: &str,
+    rows: u64,
+) -> Result<Option<RowKey>, Error> {
+    let key = table.key.join(", ");
+    let sql = format!("SELECT {key} FROM {} WHERE {condition} ORDER BY {key} LIMIT 1 OFFSET {}", table.name, rows - 1);
+    let row = sqlx::query(&sql).fetch_optional(source.pool()).await.map_err(|e| source.err(e))?;
+    let Some(row) = row else { return Ok(None) };
+    let kinds = key_positions(table).into_iter().map(|i| table.columns[i].1);
+    let values = kinds
+        .enumerate()
+        .map(|(i, kind)| match kind {
+            ColumnKind::Int => row.try_get(i).map(KeyValue::Int),
+            _ => row.try_get(i).map(KeyValue::Text),
+        })
+        .collect::<Result<RowKey, _>>()
+        .map_err(|e| source.err(e))?;
+    Ok(Some(values))
+}
+
+/// `key` as SQL literals, in the order of `table`'s key (a `COPY` takes no parameters).
+fn inline_key(table: &CopyTable, key: &RowKey) -> Result<String, Error> {
+    if key.len() != table.key.len() {
+        return Err(Error::Corrupt(format!("a copy's place in {} has {} key values", table.name, key.len())));
+    }
+    Ok(key
+        .iter()
+        .map(|value| match value {
+            KeyValue::Int(n) => n.to_string(),
+            KeyValue::Text(text) => sql_string(text),
+        })
+        .collect::<Vec<_>>()
+        .join(", "))
 }
 
 /// Where a binary copy writes the rows.
@@ -565,17 +689,35 @@ async fn copy_binary(
     table: &CopyTable,
     (source, from): (FencedShard<'_>, &PgPool),
     (target, to): (FencedShard<'_>, &PgPool),
-    pass: &Pass<'_>,
+    rows: &Rows<'_>,
     into: Landing,
 ) -> Result<Option<Copied>, Error> {
-    let mut writer = to.acquire().await.map_err(|e| target.err(e))?;
-    let mut reader = from.acquire().await.map_err(|e| source.err(e))?;
-    let copied = pump(table, (source, &mut reader), (target, &mut writer), pass, into).await;
-    if !matches!(copied, Ok(Some(_))) {
-        reader.close_on_drop();
-        writer.close_on_drop();
-    }
+    let writer = to.acquire().await.map_err(|e| target.err(e))?;
+    let reader = from.acquire().await.map_err(|e| source.err(e))?;
+    let mut ends = CopyEnds { reader, writer, clean: false };
+    let copied = pump(table, (source, &mut ends.reader), (target, &mut ends.writer), rows, into).await;
+    ends.clean = matches!(copied, Ok(Some(_)));
     copied
+}
+
+/// The two connections of a binary copy. Unless the copy ended cleanly (it failed, or its
+/// future was dropped: its job lost its lease), both are closed rather than returned to their
+/// pools: either may be mid-protocol, and closing them ends their statements on the servers at
+/// once (a `COPY TO` writing into a closed socket fails, a `COPY FROM` reading from one rolls
+/// back), where a connection returned to its pool would first read the rest of the copy.
+struct CopyEnds {
+    reader: sqlx::pool::PoolConnection<sqlx::Postgres>,
+    writer: sqlx::pool::PoolConnection<sqlx::Postgres>,
+    clean: bool,
+}
+
+impl Drop for CopyEnds {
+    fn drop(&mut self) {
+        if !self.clean {
+            self.reader.close_on_drop();
+            self.writer.close_on_drop();
+        }
+    }
 }
 
 /// Whether `e` is a unique violation: a key the target already holds.
@@ -587,7 +729,7 @@ async fn pump(
     table: &CopyTable,
     (source, reader): (FencedShard<'_>, &mut PgConnection),
     (target, writer): (FencedShard<'_>, &mut PgConnection),
-    pass: &Pass<'_>,
+    rows: &Rows<'_>,
     into: Landing,
 ) -> Result<Option<Copied>, Error> {
     use futures::TryStreamExt;
@@ -611,8 +753,7 @@ async fn pump(
         .copy_in_raw(&format!("COPY {incoming} ({columns}) FROM STDIN (FORMAT binary)"))
         .await
         .map_err(|e| target.err(e))?;
-    let query =
-        format!("COPY (SELECT {columns} FROM {name} WHERE {}) TO STDOUT (FORMAT binary)", pass.condition(table));
+    let query = format!("COPY (SELECT {columns} FROM {name} WHERE {}) TO STDOUT (FORMAT binary)", rows.condition);
     let mut total = 0u64;
     // A unique violation into the table itself: `None`, the transaction rolls back.
     let conflict =
@@ -625,7 +766,7 @@ async fn pump(
             if let Err(e) = sink.send(data).await {
                 return conflict(e).map_or(Ok(None), Err);
             }
-            if let Some(pace) = pass.pace {
+            if let Some(pace) = rows.pace {
                 pace.take(len).await;
             }
         }
@@ -701,16 +842,16 @@ async fn copy_pages(
     table: &CopyTable,
     source: FencedShard<'_>,
     target: FencedShard<'_>,
-    pass: &Pass<'_>,
+    rows: &Rows<'_>,
 ) -> Result<Copied, Error> {
     let mut copied = Copied { method: CopyMethod::Pages, read: 0, written: 0, bytes: 0 };
-    let mut pages = Pages::new(table, &pass.condition(table));
+    let mut pages = Pages::new(table, &rows.condition);
     while let Some(values) = pages.next(source).await? {
         let (written, bytes) = merge_page(table, target, &values).await?;
         copied.read += values.len() as u64;
         copied.written += written;
         copied.bytes += bytes;
-        if let Some(pace) = pass.pace {
+        if let Some(pace) = rows.pace {
             pace.take(bytes).await;
         }
     }

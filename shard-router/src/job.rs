@@ -89,11 +89,57 @@ pub(crate) fn new_job(
         error: None,
         created_at_ms: now,
         updated_at_ms: now,
+        handovers: 0,
     })
 }
 
 pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {
     i64::try_from(router.move_config().lease.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Runs `work`, `owner`'s run of job `id` (whose lease it has just taken), while keeping the
+/// lease: it is renewed every third of `moves.lease`, apart from the progress the work saves,
+/// so a long statement (a paced copy of a large table) never lets it run out, and no other
+/// instance takes over a job whose owner is alive. When the lease is lost (another instance
+/// holds the job, or it ended), or two renewals in a row fail so that it is about to run out,
+/// `work` is dropped there and then: its statements end with their connections (a binary
+/// copy closes both, see `copy.rs` `CopyEnds`), and [`Error::JobLost`] is returned.
+pub(crate) async fn keeping_lease(
+    router: &ShardRouter,
+    id: &str,
+    owner: &str,
+    work: impl std::future::Future<Output = Result<(), Error>>,
+) -> Result<(), Error> {
+    let lease = router.move_config().lease;
+    let every = lease / 3;
+    let keeper = async {
+        let mut held_until = tokio::time::Instant::now() + lease;
+        loop {
+            tokio::time::sleep(every).await;
+            let asked = tokio::time::Instant::now();
+            let left = held_until.saturating_duration_since(asked);
+            let renewal = router.catalog().renew_job_lease(id, owner, lease_ms(router));
+            match tokio::time::timeout(left, renewal).await {
+                Ok(Ok(Lease::Held { .. })) => held_until = asked + lease,
+                Ok(Ok(Lease::Lost)) => return "another instance holds the job now, or it ended",
+                Ok(Err(e)) => {
+                    tracing::warn!(job = id, error = %e, "cannot renew a job's lease");
+                    if held_until.saturating_duration_since(tokio::time::Instant::now()) <= every {
+                        return "its lease is about to run out and cannot be renewed";
+                    }
+                }
+                Err(_) => return "its lease ran out while renewing it",
+            }
+        }
+    };
+    tokio::select! {
+        biased;
+        ended = work => ended,
+        why = keeper => {
+            tracing::warn!(job = id, why, "stopping a job's work here: it lost its lease");
+            Err(Error::JobLost(id.to_owned()))
+        }
+    }
 }
 
 /// A job's progress as stored.

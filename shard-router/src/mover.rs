@@ -57,14 +57,14 @@ use crate::blobs::BlobStore;
 use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
 use crate::copy::{
-    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, SPREAD_RECORDS, Selection, Since, TENANT_TABLES,
-    Window, checksums, copy_and_compare, copy_rows, copy_rows_into_empty, purge_rows, split_checksums,
+    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, RowKey, SPREAD_RECORDS, Selection, Since,
+    TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, purge_rows, split_checksums,
 };
 use crate::db::Database;
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::job::{
-    JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded, lease_ms, new_job,
+    JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded, keeping_lease, lease_ms, new_job,
     wait_for_statements_before_the_fence,
 };
 use crate::map::{Distribution, ShardState};
@@ -136,6 +136,23 @@ pub struct MoveProgress {
     /// The key range a range move takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range: Option<RangeMove>,
+    /// Where the first, full copy stands, stored after each batch: an instance taking the job
+    /// over resumes it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_copy: Option<FirstCopy>,
+}
+
+/// Where a move's first copy stands: it copies each table in key order, in batches that each
+/// commit on the target ([`crate::copy::copy_batch`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FirstCopy {
+    /// The moment on the source the copy began at: the first catch-up pass takes the rows
+    /// changed since, whichever batch had copied them.
+    pub began: Since,
+    /// The table being copied, by its place among the tables the move copies.
+    pub table: usize,
+    /// The key of the last row of that table copied so far; `null` before its first batch.
+    pub after: Option<RowKey>,
 }
 
 /// What a range move takes: the keys of a range-distributed collection from `from` up to
@@ -191,6 +208,7 @@ impl MoveProgress {
             tenants: None,
             parent: None,
             range: None,
+            first_copy: None,
         }
     }
 }
@@ -392,7 +410,8 @@ impl Mover {
         let mover = self.clone();
         tokio::spawn(async move {
             let id = job.id.clone();
-            if let Err(e) = mover.run(job).await {
+            let run = keeping_lease(&mover.router, &id, &mover.owner, mover.run(job));
+            if let Err(e) = run.await {
                 tracing::warn!(job = id, error = %e, "move job stopped; another attempt resumes it");
             }
             mover.running.lock().remove(&id);
@@ -617,12 +636,44 @@ impl Run<'_> {
                 )));
             }
         }
-        let (_, (to, target)) = self.shards()?;
-        // What an earlier attempt left on the target is not the subject's data.
-        self.purge(&FencedShard::new(&target, &to)).await?;
-        // The list of a vshard's tenants is stored before anything is copied.
+        let ((from, source), (to, target)) = self.shards()?;
+        if self.progress.first_copy.is_none() {
+            // What an earlier attempt left on the target is not the subject's data.
+            self.purge(&FencedShard::new(&target, &to)).await?;
+            let margin = self.router().move_config().clock_margin;
+            let began = Since::now(FencedShard::new(&source, &from), margin).await?;
+            self.progress.first_copy = Some(FirstCopy { began, table: 0, after: None });
+            self.progress.pass_started_ms = Some(now_ms());
+            self.progress.lag_rows = 0;
+        }
+        // The list of a vshard's tenants, and where the copy begins, are stored before anything
+        // is copied.
         self.heartbeat().await?;
-        self.pass_into(None, true).await?;
+        let method = CopyMethod::best(&source, &target);
+        while let Some(at) = self.progress.first_copy.clone() {
+            let batch = {
+                let tables = self.copied_tables();
+                let Some(&(table, selection)) = tables.get(at.table) else { break };
+                let pass = Pass { selection, window: Window::All, pace: Some(&self.pace) };
+                let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
+                let batch_bytes = self.router().move_config().copy_batch_bytes;
+                copy_batch(table, sides, &pass, at.after.as_ref(), batch_bytes, method).await?
+            };
+            let progress = &mut self.progress;
+            progress.rows_copied += batch.copied.read;
+            progress.bytes_copied += batch.copied.bytes;
+            progress.lag_rows += batch.copied.read;
+            progress.method = Some(batch.copied.method);
+            progress.first_copy = Some(match batch.last {
+                Some(last) => FirstCopy { after: Some(last), ..at },
+                None => FirstCopy { table: at.table + 1, after: None, ..at },
+            });
+            if self.heartbeat().await? {
+                return Err(Error::MoveRefused("cancelled".to_owned()));
+            }
+        }
+        self.progress.passes += 1;
+        self.progress.pass_since = self.progress.first_copy.as_ref().map(|at| at.began.clone());
         self.progress.phase = Phase::CatchUp;
         Ok(())
     }
@@ -664,12 +715,6 @@ impl Run<'_> {
 
     /// One pass over every table of the tenant (rows changed since `since`, or all).
     async fn pass(&mut self, since: Option<Since>) -> Result<(), Error> {
-        self.pass_into(since, false).await
-    }
-
-    /// [`Run::pass`], `into_empty` when the target holds none of the subject's rows (the first
-    /// pass, right after the purge: [`crate::copy::copy_rows_into_empty`]).
-    async fn pass_into(&mut self, since: Option<Since>, into_empty: bool) -> Result<(), Error> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
         let began = Since::now(FencedShard::new(&source, &from), self.router().move_config().clock_margin).await?;
@@ -679,11 +724,7 @@ impl Run<'_> {
         for (table, selection) in self.copied_tables() {
             let pass = Pass { selection, window, pace: Some(&self.pace) };
             let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
-            let copied = if into_empty {
-                copy_rows_into_empty(table, sides.0, sides.1, &pass, method).await?
-            } else {
-                copy_rows(table, sides.0, sides.1, &pass, method).await?
-            };
+            let copied = copy_rows(table, sides.0, sides.1, &pass, method).await?;
             rows += copied.read;
             bytes += copied.bytes;
             used = Some(copied.method);

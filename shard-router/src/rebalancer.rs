@@ -246,7 +246,8 @@ impl Rebalancer {
         let this = self.clone();
         tokio::spawn(async move {
             let id = job.id.clone();
-            if let Err(e) = this.run(job).await {
+            let run = crate::job::keeping_lease(this.router(), &id, &this.mover.owner, this.run(job));
+            if let Err(e) = run.await {
                 tracing::warn!(job = id, error = %e, "rebalance stopped; another attempt resumes it");
             }
             this.running.lock().remove(&id);

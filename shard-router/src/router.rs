@@ -110,6 +110,11 @@ pub struct MoveConfig {
     /// transactions not yet committed when the previous one began. Default 1 s.
     #[serde(with = "crate::humantime_serde")]
     pub clock_margin: Duration,
+    /// About how many bytes one batch of a move's first copy takes. Each batch commits on the
+    /// target and the job remembers where it stands, so a copy taken over by another instance
+    /// (the one running it crashed or lost the catalog) resumes after the last batch rather
+    /// than from the start. Default 16 MiB: four seconds at the default pace.
+    pub copy_batch_bytes: u64,
 }
 
 impl Default for MoveConfig {
@@ -121,6 +126,7 @@ impl Default for MoveConfig {
             lease: Duration::from_secs(5),
             phase_pause: Duration::ZERO,
             clock_margin: Duration::from_secs(1),
+            copy_batch_bytes: 16 << 20,
         }
     }
 }

@@ -54,11 +54,17 @@ pub struct JobRow {
     /// Last progress.
     #[sqlx(rename = "updated_at")]
     pub updated_at_ms: i64,
+    /// How many times another instance took the running job over from an owner whose lease
+    /// had run out (0 when it was never taken over; not written by [`Catalog::insert_job`]).
+    pub handovers: i64,
 }
 
 const DEF_COLUMNS: &str =
     "tenant, collection, name, definition, state, job_id, created_at, updated_at, failure, incarnation";
+/// The columns a job is recorded with.
 const JOB_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, created_at, updated_at";
+/// The columns a job is read by: the recorded ones and what its runs add.
+const JOB_READ_COLUMNS: &str = "id, kind, tenant, target, state, progress, error, created_at, updated_at, handovers";
 
 impl Catalog {
     /// Every index definition (each instance keeps them all in memory).
@@ -204,7 +210,7 @@ impl Catalog {
     /// One job.
     pub async fn job(&self, id: &str) -> Result<Option<JobRow>, Error> {
         self.guarded(async {
-            sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1"))
+            sqlx::query_as(&format!("SELECT {JOB_READ_COLUMNS} FROM jobs WHERE id = $1"))
                 .bind(id)
                 .fetch_optional(&self.db.pool)
                 .await
@@ -216,7 +222,7 @@ impl Catalog {
     /// Jobs still running (to resume after a restart).
     pub async fn running_jobs(&self) -> Result<Vec<JobRow>, Error> {
         self.guarded(async {
-            sqlx::query_as(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
+            sqlx::query_as(&format!("SELECT {JOB_READ_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
                 .fetch_all(&self.db.pool)
                 .await
                 .map_err(catalog_err)

@@ -78,7 +78,8 @@ impl Catalog {
         self.guarded(async {
             let now = now_ms();
             let statement = sqlx::query(
-                "UPDATE jobs SET owner = $1, lease_until = $2 \
+                "UPDATE jobs SET owner = $1, lease_until = $2, \
+                 handovers = handovers + CASE WHEN owner IS NULL OR owner = $1 THEN 0 ELSE 1 END \
                  WHERE id = $3 AND state = 'running' AND (owner = $1 OR owner IS NULL OR lease_until < $4)",
             )
             .bind(owner)
@@ -86,6 +87,25 @@ impl Catalog {
             .bind(id)
             .bind(now);
             self.changes_one_row(statement).await
+        })
+        .await
+    }
+
+    /// Renews `owner`'s lease of running job `id` until `now + lease_ms`, without touching its
+    /// progress: [`Lease::Lost`] if another instance holds it now or it ended.
+    pub async fn renew_job_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<Lease, Error> {
+        self.guarded(async {
+            let cancel: Option<i64> = sqlx::query_scalar(
+                "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND owner = $3 AND state = 'running' \
+                 RETURNING cancel_requested",
+            )
+            .bind(now_ms() + lease_ms)
+            .bind(id)
+            .bind(owner)
+            .fetch_optional(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            Ok(cancel.map_or(Lease::Lost, |c| Lease::Held { cancel: c != 0 }))
         })
         .await
     }
