@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use shardgate_cache::WriteEnd;
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
@@ -115,12 +116,36 @@ impl App {
         self.cache.announce_epoch(self.router.epoch()).await;
     }
 
-    /// After a record write reached its shard at `version`, and before it is acknowledged:
-    /// invalidates cached copies. If Redis cannot be reached, the cache generation moves on in the
-    /// catalog instead, so no instance reads the old entry again (others learn it within one
-    /// catalog poll).
-    pub async fn invalidate_record(&self, cache_key: &str, collection: &str, version: i64) {
-        if self.cache.invalidate(cache_key, collection, version).await.is_ok() {
+    /// Before a record write or delete reaches its shard: marks `cache_key` in the cache, so no
+    /// instance serves or stores it from a cache until the write ends, or, if this instance dies
+    /// first, until the mark expires (`cache.write_mark_ttl`). If Redis cannot be reached the
+    /// write goes on; [`App::end_record_write`] then moves the cache generation on.
+    pub async fn begin_record_write(&self, cache_key: &str) {
+        let _ = self.cache.begin_write(cache_key).await;
+    }
+
+    /// After a record write or delete marked by [`App::begin_record_write`] ended with
+    /// `written` (its version, or why it failed), and before it is answered: ends the mark
+    /// (see [`shardgate_cache::WriteEnd`]) and invalidates older cached copies. If Redis cannot
+    /// be reached, the cache generation moves on in the catalog instead, so no instance reads
+    /// the old entry again (others learn it within one catalog poll).
+    pub async fn end_record_write(&self, cache_key: &str, collection: &str, written: Result<i64, &StoreError>) {
+        let end = match written {
+            Ok(version) => WriteEnd::Written(version),
+            // It may still commit: the mark stays until it expires.
+            Err(StoreError::WriteOutcomeUnknown { .. } | StoreError::Database { .. } | StoreError::Timeout) => {
+                WriteEnd::Unknown
+            }
+            Err(_) => WriteEnd::Unchanged,
+        };
+        let mut ended = self.cache.end_write(cache_key, collection, end).await;
+        // The generation moved on during the write: readers use another key now, which the
+        // mark did not cover.
+        let now_key = self.cache.rekeyed(cache_key);
+        if let (Some(now_key), WriteEnd::Written(version)) = (now_key, end) {
+            ended = ended.and(self.cache.end_write(&now_key, collection, WriteEnd::Written(version)).await);
+        }
+        if ended.is_ok() {
             return;
         }
         match self.router.catalog().bump_cache_generation().await {

@@ -24,6 +24,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod fan_out_budget;
+pub mod fault_points;
 pub mod front_door;
 pub mod gatekeeper_proxy;
 pub mod json_newline;

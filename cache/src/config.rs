@@ -28,6 +28,14 @@ pub struct CacheConfig {
     /// Timeout of one Redis operation before the cache is bypassed. Default 250 ms.
     #[serde(with = "humantime_serde")]
     pub redis_timeout: Duration,
+    /// How long a record write's mark lives at most. A write marks its key before it reaches
+    /// the shard and ends the mark once it has; while marked, every instance reads the key
+    /// from its shard and caches nothing of it. An instance that dies during a write leaves
+    /// the mark until it expires, so no instance serves the version before that write from
+    /// the cache. Must be longer than a write can take (`limits.request_timeout`, default
+    /// 30 s). Default 60 s.
+    #[serde(with = "humantime_serde")]
+    pub write_mark_ttl: Duration,
     /// In-process L1.
     pub l1: L1Config,
 }
@@ -41,6 +49,7 @@ impl Default for CacheConfig {
             ttl: Duration::from_secs(300),
             collection_ttl: HashMap::new(),
             redis_timeout: Duration::from_millis(250),
+            write_mark_ttl: Duration::from_secs(60),
             l1: L1Config::default(),
         }
     }

@@ -1,7 +1,9 @@
 //! What the cache holds for one record key: the record (its version and its serialised
-//! response body), or a marker saying "versions below this one are stale".
+//! response body), a marker saying "versions below this one are stale", or a write mark saying
+//! "a write of this key is in progress (or its instance died during it): read the shard".
 //!
-//! In Redis both are one string: `e:<version>:<body>` or `m:<version>`.
+//! In Redis each is one string: `e:<version>:<body>`, `m:<version>` or
+//! `w:<version>:<writers>` (the writers in progress; the Lua scripts of `l2.rs` count them).
 
 use bytes::Bytes;
 
@@ -21,6 +23,11 @@ pub enum Slot {
     Record(CachedRecord),
     /// Written or deleted at this version: anything older must not be cached or served.
     Marker(i64),
+    /// A write is in progress, or the instance making it died before it ended: the slot's
+    /// versions up to this one were current before it began. Nothing is served from the slot or
+    /// stored in it until the write ends (a [`Slot::Marker`] at its version replaces it) or the
+    /// mark expires (`cache.write_mark_ttl`, longer than a write can take).
+    Writing(i64),
 }
 
 impl Slot {
@@ -28,7 +35,7 @@ impl Slot {
     pub fn version(&self) -> i64 {
         match self {
             Slot::Record(r) => r.version,
-            Slot::Marker(v) => *v,
+            Slot::Marker(v) | Slot::Writing(v) => *v,
         }
     }
 
@@ -39,12 +46,14 @@ impl Slot {
         match self {
             Slot::Record(r) => r.version < version,
             Slot::Marker(v) => *v <= version,
+            Slot::Writing(_) => false,
         }
     }
 
-    /// Whether an invalidation at `version` must replace this slot (it is older).
+    /// Whether an invalidation at `version` must replace this slot: it is older, or it is a
+    /// write mark (the invalidation ends the write).
     pub fn accepts_invalidation(&self, version: i64) -> bool {
-        self.version() < version
+        matches!(self, Slot::Writing(_)) || self.version() < version
     }
 
     /// The Redis encoding.
@@ -56,6 +65,7 @@ impl Slot {
                 out
             }
             Slot::Marker(v) => format!("m:{v}").into_bytes(),
+            Slot::Writing(v) => format!("w:{v}:1").into_bytes(),
         }
     }
 
@@ -70,6 +80,11 @@ impl Slot {
                 Some(Slot::Record(CachedRecord { version, body: Bytes::copy_from_slice(&rest[colon + 1..]) }))
             }
             b'm' => Some(Slot::Marker(std::str::from_utf8(rest).ok()?.parse().ok()?)),
+            b'w' => {
+                let (version, writers) = std::str::from_utf8(rest).ok()?.split_once(':')?;
+                writers.parse::<u64>().ok()?;
+                Some(Slot::Writing(version.parse().ok()?))
+            }
             _ => None,
         }
     }
@@ -78,7 +93,7 @@ impl Slot {
     pub fn weight(&self) -> u32 {
         let bytes = match self {
             Slot::Record(r) => 48 + r.body.len(),
-            Slot::Marker(_) => 32,
+            Slot::Marker(_) | Slot::Writing(_) => 32,
         };
         u32::try_from(bytes).unwrap_or(u32::MAX)
     }
@@ -93,6 +108,9 @@ mod tests {
         let record = Slot::Record(CachedRecord { version: 12, body: Bytes::from_static(b"{\"a\":\"x:y\"}") });
         assert_eq!(Slot::decode(&record.encode()), Some(record));
         assert_eq!(Slot::decode(&Slot::Marker(7).encode()), Some(Slot::Marker(7)));
+        assert_eq!(Slot::decode(&Slot::Writing(7).encode()), Some(Slot::Writing(7)));
+        assert_eq!(Slot::decode(b"w:7:3"), Some(Slot::Writing(7)));
+        assert_eq!(Slot::decode(b"w:7"), None);
         assert_eq!(Slot::decode(b"garbage"), None);
         assert_eq!(Slot::decode(b"e:notanumber:{}"), None);
     }
@@ -108,5 +126,7 @@ mod tests {
         assert!(record(3).accepts_invalidation(4));
         assert!(!record(4).accepts_invalidation(4));
         assert!(!Slot::Marker(6).accepts_invalidation(5));
+        assert!(!Slot::Writing(0).accepts_fill(9), "nothing is cached while a write is in progress");
+        assert!(Slot::Writing(6).accepts_invalidation(5), "the end of a write replaces its mark");
     }
 }

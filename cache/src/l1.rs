@@ -64,9 +64,32 @@ impl L1 {
         self.put_if(key, Slot::Record(record), ttl, |current| current.accepts_fill(version)).await;
     }
 
-    /// Replaces anything older than `version` with a marker.
+    /// Replaces anything older than `version`, and a write mark, with a marker (at the newer
+    /// of `version` and the mark's).
     pub async fn invalidate(&self, key: &str, version: i64, ttl: Duration) {
-        self.put_if(key, Slot::Marker(version), ttl, |current| current.accepts_invalidation(version)).await;
+        self.cache
+            .entry(key.to_owned())
+            .and_compute_with(|current| {
+                let op = match current.map(|entry| entry.into_value().slot) {
+                    Some(Slot::Writing(floor)) => Op::Put(Timed { slot: Slot::Marker(floor.max(version)), ttl }),
+                    Some(slot) if !slot.accepts_invalidation(version) => Op::Nop,
+                    _ => Op::Put(Timed { slot: Slot::Marker(version), ttl }),
+                };
+                std::future::ready(op)
+            })
+            .await;
+    }
+
+    /// Marks `key` as being written for at most `ttl`: nothing is served from it or stored in
+    /// it until [`L1::invalidate`] ends the write.
+    pub async fn begin_write(&self, key: &str, ttl: Duration) {
+        self.cache
+            .entry(key.to_owned())
+            .and_compute_with(|current| {
+                let floor = current.map_or(0, |entry| entry.value().slot.version());
+                std::future::ready(Op::Put(Timed { slot: Slot::Writing(floor), ttl }))
+            })
+            .await;
     }
 
     /// Puts `slot` at `key` unless a slot is there that `accepts` refuses, in one atomic step.

@@ -3,7 +3,10 @@
 //! until a background probe sees it answer again, so a dead Redis costs requests nothing.
 //!
 //! Fills and invalidations are Lua scripts that compare versions inside Redis, so an older value
-//! can never overwrite a newer value or a newer invalidation marker.
+//! can never overwrite a newer value or a newer invalidation marker. A write marks its key
+//! before it reaches the shard (`w:<version>:<writers>`, counting the writers in progress) and
+//! ends the mark with its invalidation; no fill takes a marked key. Both publish on the
+//! invalidation channel in the same script, one round trip each.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +25,7 @@ local v = tonumber(ARGV[1])
 if cur then
   local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
   cv = tonumber(cv)
+  if kind == 'w' then return 0 end
   if kind == 'e' and cv and cv >= v then return 0 end
   if kind == 'm' and cv and cv > v then return 0 end
 end
@@ -29,15 +33,43 @@ redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 1
 ";
 
-/// `KEYS[1]` key, `ARGV[1]` version, `ARGV[2]` TTL in ms.
-const INVALIDATE: &str = r"
+/// A write begins: `KEYS[1]` key, `ARGV[1]` the mark's TTL in ms, `ARGV[2]` channel,
+/// `ARGV[3]` message. The mark keeps the version the slot spoke for and counts the writers.
+const BEGIN_WRITE: &str = r"
+local cur = redis.call('GET', KEYS[1])
+local floor, writers = 0, 0
+if cur then
+  local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
+  floor = tonumber(cv) or 0
+  if kind == 'w' then writers = tonumber(string.match(cur, '^w:%-?%d+:(%d+)')) or 0 end
+end
+redis.call('SET', KEYS[1], 'w:' .. floor .. ':' .. (writers + 1), 'PX', ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
+";
+
+/// A write ended at `ARGV[1]` (0: it changed nothing): `KEYS[1]` key, `ARGV[2]` the marker's
+/// TTL in ms, `ARGV[3]` channel, `ARGV[4]` message. The last writer's end leaves a marker at
+/// the newest version; others keep the mark (and its TTL) with one writer fewer.
+const END_WRITE: &str = r"
 local cur = redis.call('GET', KEYS[1])
 local v = tonumber(ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
 if cur then
-  local cv = tonumber(string.match(cur, '^%a:(%-?%d+)'))
-  if cv and cv >= v then return 0 end
+  local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
+  cv = tonumber(cv)
+  if kind == 'w' then
+    local writers = tonumber(string.match(cur, '^w:%-?%d+:(%d+)')) or 1
+    if cv and cv > v then v = cv end
+    if writers > 1 then
+      redis.call('SET', KEYS[1], 'w:' .. v .. ':' .. (writers - 1), 'KEEPTTL')
+      return 1
+    end
+  elseif cv and cv >= v then
+    return 0
+  end
 end
-redis.call('SET', KEYS[1], 'm:' .. ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[1], 'm:' .. v, 'PX', ARGV[2])
 return 1
 ";
 
@@ -52,7 +84,8 @@ pub struct L2 {
     healthy: AtomicBool,
     timeout: Duration,
     fill: redis::Script,
-    invalidate: redis::Script,
+    begin_write: redis::Script,
+    end_write: redis::Script,
 }
 
 impl std::fmt::Debug for L2 {
@@ -76,7 +109,8 @@ impl L2 {
             healthy: AtomicBool::new(false),
             timeout,
             fill: redis::Script::new(FILL),
-            invalidate: redis::Script::new(INVALIDATE),
+            begin_write: redis::Script::new(BEGIN_WRITE),
+            end_write: redis::Script::new(END_WRITE),
         }))
     }
 
@@ -130,12 +164,29 @@ impl L2 {
         Ok(())
     }
 
-    /// Version-guarded invalidation: leaves a marker at `version`.
-    pub async fn invalidate(&self, key: &str, version: i64, ttl: Duration) -> Result<(), Unavailable> {
+    /// Marks `key` as being written for at most `ttl`, and publishes `message` on `channel`.
+    pub async fn begin_write(&self, key: &str, ttl: Duration, channel: &str, message: &str) -> Result<(), Unavailable> {
         let mut conn = self.connection()?;
-        let ttl_ms = ttl.as_millis().max(1) as u64;
-        let mut invocation = self.invalidate.key(key);
-        invocation.arg(version).arg(ttl_ms);
+        let mut invocation = self.begin_write.key(key);
+        invocation.arg(ttl.as_millis().max(1) as u64).arg(channel).arg(message);
+        let _: i64 = self.run(invocation.invoke_async(&mut conn)).await?;
+        Ok(())
+    }
+
+    /// Ends a write of `key` at `version` (0: it changed nothing): version-guarded, it leaves a
+    /// marker living `ttl` (or the mark, if other writes are in progress), and publishes
+    /// `message` on `channel`.
+    pub async fn end_write(
+        &self,
+        key: &str,
+        version: i64,
+        ttl: Duration,
+        channel: &str,
+        message: &str,
+    ) -> Result<(), Unavailable> {
+        let mut conn = self.connection()?;
+        let mut invocation = self.end_write.key(key);
+        invocation.arg(version).arg(ttl.as_millis().max(1) as u64).arg(channel).arg(message);
         let _: i64 = self.run(invocation.invoke_async(&mut conn)).await?;
         Ok(())
     }

@@ -7,11 +7,19 @@
 //! ## The rules
 //! - Reads look in L1, then L2; on a miss one load per key runs (single-flight) and its result is
 //!   stored in both, guarded by version. Not-found results are never cached.
-//! - Writes update the shard first, then call [`RecordCache::invalidate`] with the new version,
-//!   which leaves a *marker* at that version in L1 and L2 and tells other instances through
-//!   pub/sub. A marker says "anything older is stale": a slow reader that loaded an older version
-//!   cannot store it (Redis compares versions in a Lua script; L1 does the same under moka's
-//!   per-key compute). Markers live `max(ttl, 60 s)`, longer than any load can take.
+//! - A write marks its key before it reaches the shard ([`RecordCache::begin_write`]: a *write
+//!   mark* in L1 and L2, announced to other instances through pub/sub), updates the shard, then
+//!   ends the write ([`RecordCache::end_write`]) with the new version, which leaves a *marker*
+//!   at that version in L1 and L2 and tells other instances. A marker says "anything older is
+//!   stale": a slow reader that loaded an older version cannot store it (Redis compares
+//!   versions in a Lua script; L1 does the same under moka's per-key compute). Markers live
+//!   `max(ttl, 60 s)`, longer than any load can take.
+//! - While a key is marked, reads go to the shard and nothing is cached. An instance that dies
+//!   between the shard's commit and the end of the write (or a write whose outcome is unknown)
+//!   leaves the mark until it expires (`cache.write_mark_ttl`, longer than a write can take),
+//!   so no instance serves the version before the write from a cache: after a crash, reads see
+//!   the committed version at once. A load that took longer than half the mark's life stores
+//!   nothing (it may have begun before a mark that has expired since).
 //! - Record versions only grow (deletes leave tombstones with a higher version), so "newer" is
 //!   always well defined.
 //! - L1 is used only while this instance is subscribed to the invalidation channel (or when there
@@ -103,6 +111,22 @@ impl CacheOutcome {
     }
 }
 
+/// How a marked write ended ([`RecordCache::end_write`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteEnd {
+    /// It reached the shard at this version.
+    Written(i64),
+    /// It was refused and changed nothing (a precondition, a fence, a missing record).
+    Unchanged,
+    /// It may or may not have been applied, and may still commit (its deadline passed, its
+    /// connection broke): the mark is left to expire.
+    Unknown,
+}
+
+/// The first word of the invalidation message announcing a write mark (the others carry a
+/// version).
+const WRITE_BEGINS: &str = "w";
+
 /// An invalidation did not reach Redis: the caller must move the cache generation on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("cache invalidation did not reach Redis")]
@@ -193,6 +217,15 @@ impl RecordCache {
         format!("{}:{generation}:r:{tenant}:{collection}:{key}", self.config.key_prefix)
     }
 
+    /// `cache_key` ([`RecordCache::record_key`]) under the generation in use now, if the
+    /// generation moved on since the key was made.
+    pub fn rekeyed(&self, cache_key: &str) -> Option<String> {
+        let prefix = &self.config.key_prefix;
+        let (generation, record) = cache_key.strip_prefix(prefix.as_str())?.strip_prefix(':')?.split_once(':')?;
+        let now = self.generation();
+        (generation.parse::<u64>().ok()? != now).then(|| format!("{prefix}:{now}:{record}"))
+    }
+
     fn ttl(&self, collection: &str) -> Duration {
         self.config.collection_ttl.get(collection).copied().unwrap_or(self.config.ttl)
     }
@@ -217,6 +250,8 @@ impl RecordCache {
         }
         let ttl = self.ttl(collection);
         let mut floor = 0;
+        // A write in progress (or whose instance died): read the shard, store nothing.
+        let mut writing = false;
         if let Some(l1) = self.trusted_l1() {
             match l1.get(cache_key).await {
                 Some(Slot::Record(record)) => {
@@ -224,6 +259,7 @@ impl RecordCache {
                     return (Ok(RecordState::Live(record)), CacheOutcome::L1Hit);
                 }
                 Some(Slot::Marker(version)) => floor = version,
+                Some(Slot::Writing(version)) => (floor, writing) = (version, true),
                 None => {}
             }
         }
@@ -238,6 +274,7 @@ impl RecordCache {
                     return (Ok(RecordState::Live(record)), CacheOutcome::L2Hit);
                 }
                 Ok(Some(Slot::Marker(version))) => floor = floor.max(version),
+                Ok(Some(Slot::Writing(version))) => (floor, writing) = (floor.max(version), true),
                 Ok(None) => {}
                 Err(_) => {
                     self.metrics.errors.inc();
@@ -262,8 +299,12 @@ impl RecordCache {
                 }
                 self.metrics.loads.inc();
                 let started_at = self.flights.sequence(cache_key);
+                let began = std::time::Instant::now();
                 let result = load().await.map_err(Arc::new);
-                if let Ok(RecordState::Live(record)) = &result {
+                let storable = !writing && began.elapsed() < self.config.write_mark_ttl / 2;
+                if let Ok(RecordState::Live(record)) = &result
+                    && storable
+                {
                     if let Some(l2) = self.l2.as_ref().filter(|_| outcome != CacheOutcome::Bypass)
                         && l2.fill(cache_key, &Slot::Record(record.clone()), ttl).await.is_err()
                     {
@@ -283,20 +324,42 @@ impl RecordCache {
         (loaded.value, outcome)
     }
 
-    /// After a write or delete of `cache_key` reached the shard at `version`, and before it is
-    /// acknowledged: makes every cached copy older than `version` unreadable.
-    pub async fn invalidate(&self, cache_key: &str, collection: &str, version: i64) -> Result<(), InvalidationFailed> {
+    /// Before a write or delete of `cache_key` reaches its shard: marks the key in L1 and L2 and
+    /// tells other instances, so that until the write ends (or the mark expires) no instance
+    /// serves or stores the key from a cache. `Err` if Redis could not be reached: the write
+    /// goes on, and its end moves the cache generation on if Redis is still unreachable then.
+    pub async fn begin_write(&self, cache_key: &str) -> Result<(), InvalidationFailed> {
+        let ttl = self.config.write_mark_ttl;
+        self.flights.note_write(cache_key);
+        if let Some(l1) = &self.l1 {
+            l1.begin_write(cache_key, ttl).await;
+        }
+        let Some(l2) = &self.l2 else { return Ok(()) };
+        let message = format!("{WRITE_BEGINS} {cache_key}");
+        l2.begin_write(cache_key, ttl, &self.invalidation_channel, &message).await.map_err(|_| {
+            self.metrics.errors.inc();
+            InvalidationFailed
+        })
+    }
+
+    /// After a write or delete of `cache_key` that [`RecordCache::begin_write`] marked ended,
+    /// and before it is acknowledged. [`WriteEnd::Written`]: makes every cached copy older than
+    /// its version unreadable. [`WriteEnd::Unchanged`]: only ends the mark.
+    /// [`WriteEnd::Unknown`] (it may still commit): leaves the mark to expire.
+    pub async fn end_write(&self, cache_key: &str, collection: &str, end: WriteEnd) -> Result<(), InvalidationFailed> {
+        let version = match end {
+            WriteEnd::Written(version) => version,
+            WriteEnd::Unchanged => 0,
+            WriteEnd::Unknown => return Ok(()),
+        };
         let marker_ttl = self.ttl(collection).max(MIN_MARKER_TTL);
         self.flights.note_write(cache_key);
         if let Some(l1) = &self.l1 {
             l1.invalidate(cache_key, version, marker_ttl).await;
         }
         let Some(l2) = &self.l2 else { return Ok(()) };
-        let sent = match l2.invalidate(cache_key, version, marker_ttl).await {
-            Ok(()) => l2.publish(&self.invalidation_channel, &format!("{version} {cache_key}")).await,
-            Err(e) => Err(e),
-        };
-        sent.map_err(|_| {
+        let message = format!("{version} {cache_key}");
+        l2.end_write(cache_key, version, marker_ttl, &self.invalidation_channel, &message).await.map_err(|_| {
             self.metrics.errors.inc();
             InvalidationFailed
         })
@@ -353,6 +416,14 @@ impl RecordCache {
 
     fn on_invalidation_message(&self, payload: &str) {
         let Some((version, key)) = payload.split_once(' ') else { return };
+        if version == WRITE_BEGINS {
+            self.flights.note_write(key);
+            if let Some(l1) = &self.l1 {
+                let (l1, key, ttl) = (l1.clone(), key.to_owned(), self.config.write_mark_ttl);
+                tokio::spawn(async move { l1.begin_write(&key, ttl).await });
+            }
+            return;
+        }
         let Ok(version) = version.parse::<i64>() else { return };
         self.flights.note_write(key);
         if let Some(l1) = &self.l1 {

@@ -22,6 +22,7 @@ use crate::app::App;
 use crate::envelope::RecordEnvelope;
 use crate::error::{ApiError, Code, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
+use crate::fault_points;
 use crate::json_newline::{json_line, json_line_response};
 use crate::openapi::errors;
 use crate::pagination::{Page, decode_cursor, page_limit};
@@ -218,6 +219,8 @@ async fn write_record(
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     // The indexes' entries for the new value are written before the record, made live after.
     let indexed = app.indexes.prepare_write(addr, Some(value)).await?;
+    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
+    app.begin_record_write(&cache_key).await;
     let now = now_ms();
     let written = app
         .router
@@ -234,9 +237,11 @@ async fn write_record(
         })
         .await;
     app.indexes.finish_write(indexed, written.as_ref().map(|o| o.record.version)).await;
+    if written.is_ok() {
+        fault_points::pass("record_committed").await;
+    }
+    app.end_record_write(&cache_key, t.collection.as_str(), written.as_ref().map(|o| o.record.version)).await;
     let outcome = written?;
-    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
-    app.invalidate_record(&cache_key, t.collection.as_str(), outcome.record.version).await;
     let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok(envelope_response(status, outcome.record))
 }
@@ -280,6 +285,8 @@ async fn delete_from_shard(
 ) -> Result<StatusCode, ApiError> {
     let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
     let indexed = app.indexes.prepare_write(addr, None).await?;
+    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
+    app.begin_record_write(&cache_key).await;
     let now = now_ms();
     let deleted = app
         .router
@@ -296,9 +303,11 @@ async fn delete_from_shard(
         })
         .await;
     app.indexes.finish_write(indexed, deleted.as_ref().copied()).await;
-    let version = deleted?;
-    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
-    app.invalidate_record(&cache_key, t.collection.as_str(), version).await;
+    if deleted.is_ok() {
+        fault_points::pass("record_committed").await;
+    }
+    app.end_record_write(&cache_key, t.collection.as_str(), deleted.as_ref().copied()).await;
+    deleted?;
     Ok(StatusCode::NO_CONTENT)
 }
 

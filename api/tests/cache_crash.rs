@@ -1,0 +1,120 @@
+//! An instance killed (`kill -9`) after a record write committed on its shard and before it
+//! invalidated the cache leaves no stale copy behind: the other instance (with Redis and its own
+//! L1) serves the committed version at once, before and after the write's mark expires, and a
+//! conditional write on the version it reads succeeds. The crash is placed exactly with the
+//! `record_committed` fault point (`api/src/fault_points.rs`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sqlx::Connection;
+use support::Process;
+
+mod support;
+
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const SECRET: &str = "cache-crash-test-secret-0123456789abcdef";
+
+fn token(tenant: Option<&str>, scope: &str) -> String {
+    use jsonwebtoken::{EncodingKey, Header, encode};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut claims = json!({"iss": "crash", "sub": "test", "scope": scope, "iat": now, "exp": now + 600});
+    if let Some(t) = tenant {
+        claims["tenant"] = json!(t);
+    }
+    encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read() {
+    let tag = format!(
+        "sgcc_{:x}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
+    );
+    let names = [format!("{tag}_cat"), format!("{tag}_s0")];
+    let mut admin_db = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
+    for name in &names {
+        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await.unwrap();
+    }
+    let url = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
+    let envs = vec![
+        ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
+        ("SHARDGATE_STORAGE__SHARDS".to_owned(), format!("[{{id=\"s0\",url=\"{}\"}}]", url(&names[1]))),
+        ("SHARDGATE_CACHE__REDIS_URL".to_owned(), "redis://127.0.0.1:6379".to_owned()),
+        ("SHARDGATE_CACHE__KEY_PREFIX".to_owned(), tag.clone()),
+        // Short, so that the test also reads after the dead instance's mark expired.
+        ("SHARDGATE_CACHE__WRITE_MARK_TTL".to_owned(), "2s".to_owned()),
+        (
+            "SHARDGATE_AUTH__ISSUERS".to_owned(),
+            format!("[{{issuer=\"crash\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
+        ),
+    ];
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let client = reqwest::Client::new();
+    // A stops dead once a record write has committed; B keeps an L1 of its own besides Redis.
+    let mut armed = envs.clone();
+    armed.push(("SHARDGATE_FAULT_POINT".to_owned(), "record_committed".to_owned()));
+    let a = Process::start(&["serve"], dirs[0].path(), armed);
+    a.wait_until_ok(&client, "/readyz").await;
+    let mut with_l1 = envs.clone();
+    with_l1.push(("SHARDGATE_CACHE__L1__ENABLED".to_owned(), "true".to_owned()));
+    let b = Process::start(&["serve"], dirs[1].path(), with_l1);
+    b.wait_until_ok(&client, "/readyz").await;
+    b.create_tenant(&client, &token(None, "admin"), "acme").await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let tenant = token(Some("acme"), "read write");
+    let record = "/v1/tenants/acme/collections/c/records/k";
+
+    let put = client.put(format!("{}{record}", b.base)).bearer_auth(&tenant).json(&json!({"v": 1})).send().await;
+    assert_eq!(put.unwrap().status(), 201);
+    // Cached in Redis and in B's L1.
+    for process in [&a, &b, &a, &b] {
+        let got = read(&client, process, record, &tenant).await;
+        assert_eq!(got["version"], 1, "{got}");
+    }
+
+    // A commits version 2 and stops before its invalidation; then it is killed.
+    let pending =
+        tokio::spawn(client.put(format!("{}{record}", a.base)).bearer_auth(&tenant).json(&json!({"v": 2})).send());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !a.log().contains("fault point reached") {
+        assert!(tokio::time::Instant::now() < deadline, "A never reached its fault point:\n{}", a.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(a);
+    assert!(pending.await.unwrap().is_err(), "the killed instance answered the write");
+
+    // B serves the committed version from the first read on, while A's mark lives and after it
+    // expired (the reads then fill the caches again).
+    let until = tokio::time::Instant::now() + Duration::from_millis(3500);
+    let mut reads = 0;
+    while tokio::time::Instant::now() < until {
+        let got = read(&client, &b, record, &tenant).await;
+        assert_eq!((&got["version"], &got["value"]), (&json!(2), &json!({"v": 2})), "read {reads} after the crash");
+        reads += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The recovery after an unknown outcome: read, then write with If-Match on the version read.
+    let put = client
+        .put(format!("{}{record}", b.base))
+        .bearer_auth(&tenant)
+        .header("If-Match", "\"2\"")
+        .json(&json!({"v": 3}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 200, "{}", put.text().await.unwrap_or_default());
+    let got = read(&client, &b, record, &tenant).await;
+    assert_eq!(got["version"], 3, "{got}");
+
+    drop(b);
+    for name in &names {
+        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await.unwrap();
+    }
+}
+
+async fn read(client: &reqwest::Client, process: &Process, record: &str, token: &str) -> Value {
+    let response = client.get(format!("{}{record}", process.base)).bearer_auth(token).send().await.unwrap();
+    assert_eq!(response.status(), 200, "GET through {}", process.base);
+    response.json().await.unwrap()
+}
