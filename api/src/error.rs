@@ -521,6 +521,77 @@ impl From<&StoreError> for ApiError {
     }
 }
 
+/// Why a shard of a listing did not answer, as a tenant sees it in `_shards`: a stable code,
+/// never the database's own words or an operator's note (those go to the server log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardFailureReason {
+    /// The shard is set `offline`.
+    ShardOffline,
+    /// The shard's circuit breaker is open (or opened while the read ran).
+    BreakerOpen,
+    /// Too many statements were in progress on the shard.
+    ShardBusy,
+    /// The shard did not answer within the listing's deadline.
+    Timeout,
+    /// The records are moving to another shard (a move's cut-over outlasted the wait).
+    Moving,
+    /// The shard's database could not be reached.
+    ShardUnavailable,
+    /// The shard answered with an error.
+    ShardError,
+}
+
+impl ShardFailureReason {
+    /// The problem code the shard's failure would have answered with alone.
+    pub fn code(self) -> Code {
+        match self {
+            Self::ShardOffline => Code::ShardOffline,
+            Self::ShardBusy => Code::ShardBusy,
+            Self::Moving => Code::TenantMoving,
+            Self::BreakerOpen | Self::Timeout | Self::ShardUnavailable => Code::ShardUnavailable,
+            Self::ShardError => Code::Internal,
+        }
+    }
+
+    /// The code as clients see it, e.g. `breaker_open`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ShardOffline => "shard_offline",
+            Self::BreakerOpen => "breaker_open",
+            Self::ShardBusy => "shard_busy",
+            Self::Timeout => "timeout",
+            Self::Moving => "moving",
+            Self::ShardUnavailable => "shard_unavailable",
+            Self::ShardError => "shard_error",
+        }
+    }
+}
+
+impl From<&StoreError> for ShardFailureReason {
+    fn from(e: &StoreError) -> Self {
+        match e {
+            StoreError::ShardOffline(_) => Self::ShardOffline,
+            StoreError::ShardRefused { refusal: Refusal::Open { .. } | Refusal::Interrupted { .. }, .. } => {
+                Self::BreakerOpen
+            }
+            StoreError::ShardRefused { refusal: Refusal::Busy(_), .. } => Self::ShardBusy,
+            StoreError::ShardRefused { refusal: Refusal::Deadline(_), .. }
+            | StoreError::FanOutTimeout(_)
+            | StoreError::Timeout => Self::Timeout,
+            StoreError::TenantFenced { .. }
+            | StoreError::TenantMoved { .. }
+            | StoreError::TenantMoving(_)
+            | StoreError::VshardFenced { .. }
+            | StoreError::RangeFenced { .. }
+            | StoreError::CollectionFenced { .. } => Self::Moving,
+            StoreError::ShardQuarantined { .. } => Self::ShardUnavailable,
+            e if e.is_unavailable() => Self::ShardUnavailable,
+            _ => Self::ShardError,
+        }
+    }
+}
+
 impl From<ValetError> for ApiError {
     /// Valet refusals: 403 with the refusal's code, but 415 `valet_content_type` for an upload
     /// of another media type than the signed one. A grant field that breaks its rule when
