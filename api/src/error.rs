@@ -124,6 +124,7 @@ codes! {
     UploadClosed = ("upload_closed", CONFLICT, "the upload was closed before it finished; retry"),
     UniqueViolation = ("unique_violation", CONFLICT, "another record holds this value of a unique index"),
     IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
+    IndexLimitReached = ("index_limit_reached", CONFLICT, "the collection has as many index definitions as its tenant's tier allows (`limits.max_indexes_per_collection`); delete one, or have an operator raise the cap or the tenant's tier"),
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
@@ -633,6 +634,14 @@ impl From<IndexError> for ApiError {
                 Self::new(Code::IndexNotFound, e.to_string())
             }
             IndexError::IndexExists => Self::new(Code::IndexExists, e.to_string()),
+            IndexError::IndexLimitReached { cap } => Self::new(
+                Code::IndexLimitReached,
+                format!(
+                    "the collection has {cap} index definitions, the most its tenant's tier allows \
+                     (limits.max_indexes_per_collection): delete an index it no longer needs, or have an operator \
+                     raise the cap or the tenant's tier"
+                ),
+            ),
             IndexError::IndexBuilding => Self::new(Code::IndexBuilding, e.to_string()),
             IndexError::IndexFailed { .. } => Self::new(Code::IndexFailed, e.to_string()),
             IndexError::InvalidJobTarget { .. } | IndexError::Encoding(_) => Self::internal(&e),
