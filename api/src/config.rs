@@ -145,6 +145,12 @@ pub struct LimitsConfig {
     pub max_list_limit: u32,
     /// `limit` of a listing when none is given. Default 100.
     pub default_list_limit: u32,
+    /// Most index definitions one collection may have, by its tenant's tier (`free`,
+    /// `standard`, `premium`): every record write maintains each of them, on shards other
+    /// tenants share. Defining one more is refused with 409 `index_limit_reached`; defining an
+    /// existing one again is not. Lowering a cap removes no index. Default free 8, standard 16,
+    /// premium 32.
+    pub max_indexes_per_collection: TierIndexCap,
 }
 
 impl Default for LimitsConfig {
@@ -166,6 +172,7 @@ impl Default for LimitsConfig {
             max_json_depth: 64,
             max_list_limit: 1000,
             default_list_limit: 100,
+            max_indexes_per_collection: TierIndexCap::default(),
         }
     }
 }
@@ -197,6 +204,36 @@ impl TierConcurrency {
             shardgate_shard_router::Tier::Premium => self.premium,
         };
         cap.max(1)
+    }
+}
+
+/// Caps on the index definitions of one collection, by its tenant's tier
+/// (`limits.max_indexes_per_collection`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TierIndexCap {
+    /// A `free` tenant's cap. Default 8.
+    pub free: u32,
+    /// A `standard` tenant's cap. Default 16.
+    pub standard: u32,
+    /// A `premium` tenant's cap. Default 32.
+    pub premium: u32,
+}
+
+impl Default for TierIndexCap {
+    fn default() -> Self {
+        Self { free: 8, standard: 16, premium: 32 }
+    }
+}
+
+impl TierIndexCap {
+    /// The cap of a tenant of `tier`.
+    pub fn for_tier(&self, tier: shardgate_shard_router::Tier) -> u32 {
+        match tier {
+            shardgate_shard_router::Tier::Free => self.free,
+            shardgate_shard_router::Tier::Standard => self.standard,
+            shardgate_shard_router::Tier::Premium => self.premium,
+        }
     }
 }
 
@@ -698,6 +735,7 @@ mod tests {
             &[
                 ("SHARDGATE_LIMITS__TENANT_CONCURRENT_REQUESTS__FREE", "8"),
                 ("SHARDGATE_LIMITS__TRANSFER_IDLE_TIMEOUT", "5s"),
+                ("SHARDGATE_LIMITS__MAX_INDEXES_PER_COLLECTION__PREMIUM", "64"),
             ],
         )
         .unwrap()
@@ -706,6 +744,11 @@ mod tests {
         assert_eq!(
             (caps.for_tier(Tier::Free), caps.for_tier(Tier::Standard), caps.for_tier(Tier::Premium)),
             (8, 256, 512)
+        );
+        let indexes = config.limits.max_indexes_per_collection;
+        assert_eq!(
+            (indexes.for_tier(Tier::Free), indexes.for_tier(Tier::Standard), indexes.for_tier(Tier::Premium)),
+            (8, 16, 64)
         );
         assert_eq!(config.limits.transfer_idle_timeout, std::time::Duration::from_secs(5));
         assert_eq!(config.limits.anonymous_concurrent_requests, 64);

@@ -14,7 +14,12 @@
 //!   `request failed` at error level for a 5xx;
 //! - a panic in a handler turned into a 500 problem;
 //! - `x-content-type-options: nosniff` on every response;
-//! - the request counted and timed in [`Metrics`] (by method, matched route and status).
+//! - the request counted and timed in [`Metrics`] (by method, matched route and status). A
+//!   refusal answered without a verified caller (a 4xx or 5xx whose response does not carry
+//!   [`VerifiedCaller`], which the front door adds once a token or internal credential named
+//!   one) is counted under the route [`crate::metrics::UNAUTHENTICATED_ROUTE`] instead, so an anonymous client
+//!   cannot choose how many series `/metrics` holds: whatever it sends, it adds at most the
+//!   method labels times the refusal statuses.
 //!
 //! CORS (a policy with preflights of its own) stays tower-http's layer, outside this one.
 
@@ -37,7 +42,7 @@ use prometheus_client::metrics::counter::Counter;
 
 use crate::error::ApiError;
 use crate::front_door::is_unthrottled;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, VerifiedCaller, route_label};
 
 /// The request id header.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -201,7 +206,8 @@ where
             tracing::debug!(status = status.as_u16(), latency_us, "request finished");
         }
         if let Some(metrics) = this.metrics {
-            let route = this.route.as_ref().map_or("unmatched", MatchedPath::as_str);
+            let verified = response.extensions().get::<VerifiedCaller>().is_some();
+            let route = route_label(this.route.as_ref().map(MatchedPath::as_str), verified, status);
             metrics.observe(this.method, route, status.as_u16(), elapsed.as_secs_f64());
         }
         Poll::Ready(Ok(response))

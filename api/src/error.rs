@@ -124,6 +124,7 @@ codes! {
     UploadClosed = ("upload_closed", CONFLICT, "the upload was closed before it finished; retry"),
     UniqueViolation = ("unique_violation", CONFLICT, "another record holds this value of a unique index"),
     IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
+    IndexLimitReached = ("index_limit_reached", CONFLICT, "the collection has as many index definitions as its tenant's tier allows (`limits.max_indexes_per_collection`); delete one, or have an operator raise the cap or the tenant's tier"),
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
@@ -521,6 +522,77 @@ impl From<&StoreError> for ApiError {
     }
 }
 
+/// Why a shard of a listing did not answer, as a tenant sees it in `_shards`: a stable code,
+/// never the database's own words or an operator's note (those go to the server log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ShardFailureReason {
+    /// The shard is set `offline`.
+    ShardOffline,
+    /// The shard's circuit breaker is open (or opened while the read ran).
+    BreakerOpen,
+    /// Too many statements were in progress on the shard.
+    ShardBusy,
+    /// The shard did not answer within the listing's deadline.
+    Timeout,
+    /// The records are moving to another shard (a move's cut-over outlasted the wait).
+    Moving,
+    /// The shard's database could not be reached.
+    ShardUnavailable,
+    /// The shard answered with an error.
+    ShardError,
+}
+
+impl ShardFailureReason {
+    /// The problem code the shard's failure would have answered with alone.
+    pub fn code(self) -> Code {
+        match self {
+            Self::ShardOffline => Code::ShardOffline,
+            Self::ShardBusy => Code::ShardBusy,
+            Self::Moving => Code::TenantMoving,
+            Self::BreakerOpen | Self::Timeout | Self::ShardUnavailable => Code::ShardUnavailable,
+            Self::ShardError => Code::Internal,
+        }
+    }
+
+    /// The code as clients see it, e.g. `breaker_open`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ShardOffline => "shard_offline",
+            Self::BreakerOpen => "breaker_open",
+            Self::ShardBusy => "shard_busy",
+            Self::Timeout => "timeout",
+            Self::Moving => "moving",
+            Self::ShardUnavailable => "shard_unavailable",
+            Self::ShardError => "shard_error",
+        }
+    }
+}
+
+impl From<&StoreError> for ShardFailureReason {
+    fn from(e: &StoreError) -> Self {
+        match e {
+            StoreError::ShardOffline(_) => Self::ShardOffline,
+            StoreError::ShardRefused { refusal: Refusal::Open { .. } | Refusal::Interrupted { .. }, .. } => {
+                Self::BreakerOpen
+            }
+            StoreError::ShardRefused { refusal: Refusal::Busy(_), .. } => Self::ShardBusy,
+            StoreError::ShardRefused { refusal: Refusal::Deadline(_), .. }
+            | StoreError::FanOutTimeout(_)
+            | StoreError::Timeout => Self::Timeout,
+            StoreError::TenantFenced { .. }
+            | StoreError::TenantMoved { .. }
+            | StoreError::TenantMoving(_)
+            | StoreError::VshardFenced { .. }
+            | StoreError::RangeFenced { .. }
+            | StoreError::CollectionFenced { .. } => Self::Moving,
+            StoreError::ShardQuarantined { .. } => Self::ShardUnavailable,
+            e if e.is_unavailable() => Self::ShardUnavailable,
+            _ => Self::ShardError,
+        }
+    }
+}
+
 impl From<ValetError> for ApiError {
     /// Valet refusals: 403 with the refusal's code, but 415 `valet_content_type` for an upload
     /// of another media type than the signed one. A grant field that breaks its rule when
@@ -562,6 +634,14 @@ impl From<IndexError> for ApiError {
                 Self::new(Code::IndexNotFound, e.to_string())
             }
             IndexError::IndexExists => Self::new(Code::IndexExists, e.to_string()),
+            IndexError::IndexLimitReached { cap } => Self::new(
+                Code::IndexLimitReached,
+                format!(
+                    "the collection has {cap} index definitions, the most its tenant's tier allows \
+                     (limits.max_indexes_per_collection): delete an index it no longer needs, or have an operator \
+                     raise the cap or the tenant's tier"
+                ),
+            ),
             IndexError::IndexBuilding => Self::new(Code::IndexBuilding, e.to_string()),
             IndexError::IndexFailed { .. } => Self::new(Code::IndexFailed, e.to_string()),
             IndexError::InvalidJobTarget { .. } | IndexError::Encoding(_) => Self::internal(&e),

@@ -19,6 +19,7 @@ use crate::admission::Authenticated;
 use crate::app::App;
 use crate::bulkhead::{Compartment, Slot};
 use crate::error::{ApiError, Code};
+use crate::metrics::VerifiedCaller;
 
 /// The peer address of a request (unspecified when the server was not asked for it).
 pub fn client_ip(request: &Request) -> IpAddr {
@@ -53,15 +54,16 @@ async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: 
             return ApiError::new(Code::InvalidInternalCredential, e.to_string()).into_response();
         }
     };
+    let verified = principal.is_some();
     let tenant = principal.as_ref().and_then(|p| p.tenant.clone());
     // A request the gatekeeper let through without a token has none here either.
     let authenticated = principal.ok_or(AuthError::Missing);
     let slot = match enter_bulkhead(app, request.uri().path(), Some(&authenticated)) {
         Ok(slot) => slot,
-        Err(refused) => return refused.into_response(),
+        Err(refused) => return marked(refused.into_response(), verified),
     };
     request.extensions_mut().insert(Authenticated(authenticated));
-    let mut response = next.run(request).await;
+    let mut response = marked(next.run(request).await, verified);
     if let Some(limit) = tenant.and_then(|t| app.tenant_rate_limit(&t))
         && let Ok(value) = HeaderValue::from_str(&format!("{} {}", limit.per_second, limit.burst))
     {
@@ -136,15 +138,16 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
         return trusted_door(&app, key, request, next).await;
     }
     let authenticated = app.gate.authenticate(request.headers());
+    let verified = matches!(authenticated, Some(Ok(_)));
     let client = client_ip(&request);
     let admission = match app.gate.admit(authenticated.as_ref(), client, |tenant| app.tenant_rate_limit(tenant)).await {
         Ok(admission) => admission,
-        Err(refused) => return refused,
+        Err(refused) => return marked(refused, verified),
     };
     let slot = match enter_bulkhead(&app, request.uri().path(), authenticated.as_ref()) {
         Ok(slot) => slot,
         Err(refused) => {
-            let mut response = refused.into_response();
+            let mut response = marked(refused.into_response(), verified);
             if let Some(admission) = admission {
                 admission.report(response.headers_mut());
             }
@@ -154,9 +157,18 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
     if let Some(authenticated) = authenticated {
         request.extensions_mut().insert(Authenticated(authenticated));
     }
-    let mut response = next.run(request).await;
+    let mut response = marked(next.run(request).await, verified);
     if let Some(admission) = admission {
         admission.report(response.headers_mut());
     }
     held_until_sent(&app, response, slot)
+}
+
+/// `response`, marked as answered to a verified caller if it was one, so the edge counts it
+/// under its own route ([`crate::metrics::route_label`]).
+fn marked(mut response: Response, verified: bool) -> Response {
+    if verified {
+        response.extensions_mut().insert(VerifiedCaller);
+    }
+    response
 }

@@ -3,9 +3,12 @@
 //!
 //! Every label comes from a closed set, so no client can grow `/metrics` (or the memory behind
 //! it) by sending odd requests: the method is one of the nine standard ones or `other`, the route
-//! is a route template or `unmatched`, the status is a status the service answers with.
+//! is a route template or `unmatched`, the status is a status the service answers with. And a
+//! client without a valid token cannot even choose the route: the refusals it gets (401, 404
+//! of unknown paths, 405, 400 `invalid_path`, 414, 429...) are all counted under the route
+//! [`UNAUTHENTICATED_ROUTE`] ([`route_label`]).
 
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use hashbrown::{Equivalent, HashMap};
 use parking_lot::RwLock;
 
@@ -14,6 +17,24 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+/// The route label of the requests refused without a verified caller.
+pub const UNAUTHENTICATED_ROUTE: &str = "unauthenticated";
+
+/// Marks a response to a request whose caller the front door verified (in the response's
+/// extensions): only then is a refusal counted under its own route.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifiedCaller;
+
+/// The route label of a request on `route` answered `status`: its route when the caller was
+/// verified or the answer is not an error (the open routes: probes, scrapes, the API document,
+/// valet URLs), else [`UNAUTHENTICATED_ROUTE`].
+pub(crate) fn route_label(route: Option<&str>, verified: bool, status: StatusCode) -> &str {
+    if !verified && (status.is_client_error() || status.is_server_error()) {
+        return UNAUTHENTICATED_ROUTE;
+    }
+    route.unwrap_or("unmatched")
+}
 
 /// Labels of the HTTP metrics. `method` is [`method_label`]'s; `route` is the matched route
 /// template (low cardinality), or `unmatched`.
@@ -147,6 +168,20 @@ mod tests {
         );
         assert!(text.contains(r#"shardgate_http_requests_total{method="PATCH",route="/healthz",status="405"} 1"#));
         assert_eq!(metrics.handles.read().len(), 3, "one handle per label set");
+    }
+
+    #[test]
+    fn a_refusal_without_a_verified_caller_is_counted_under_one_route() {
+        let route = Some("/v1/tenants/{tenant}/blobs");
+        for status in [400, 401, 403, 404, 405, 414, 429, 431, 503] {
+            let status = StatusCode::from_u16(status).unwrap();
+            assert_eq!(route_label(route, false, status), UNAUTHENTICATED_ROUTE);
+            assert_eq!(route_label(None, false, status), UNAUTHENTICATED_ROUTE);
+            assert_eq!(route_label(route, true, status), "/v1/tenants/{tenant}/blobs");
+            assert_eq!(route_label(None, true, status), "unmatched");
+        }
+        // An open route that answers keeps its name (probes, the scrape, valet URLs).
+        assert_eq!(route_label(route, false, StatusCode::OK), "/v1/tenants/{tenant}/blobs");
     }
 
     #[test]

@@ -71,6 +71,13 @@ pub enum IndexError {
     /// 409 `index_exists`: an index with this name and another definition exists.
     #[error("an index with this name and another definition exists")]
     IndexExists,
+    /// 409 `index_limit_reached`: the collection has as many index definitions as its tenant's
+    /// tier allows (every record write maintains each of them).
+    #[error("the collection has {cap} index definitions, the most it may have")]
+    IndexLimitReached {
+        /// The cap.
+        cap: u32,
+    },
     /// 409 `index_building`: the index's backfill has not finished, so it cannot answer look-ups.
     #[error("the index is still being built; retry later")]
     IndexBuilding,

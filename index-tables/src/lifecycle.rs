@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use shardgate_shard_router::ShardStore;
-use shardgate_shard_router::catalog::{Audit, IndexDefRow, JobRow};
+use shardgate_shard_router::catalog::{Audit, IndexDefInsert, IndexDefRow, JobRow};
 use shardgate_shard_router::{CollectionName, Error as StoreError, Incarnation, TenantId, now_ms};
 
 use crate::backfill::BACKFILL_JOB;
@@ -56,14 +56,18 @@ impl IndexTables {
     /// [`Defined::Existing`], or, if its build failed, [`Defined::Retried`] (a new backfill
     /// starts: the way to build a failed index again once its records are fixed); another one
     /// under the name is [`IndexError::IndexExists`]; a tenant gone or created again meanwhile is
-    /// the store's `TenantNotFound`. The caller announces the catalog change to other instances
-    /// (unless nothing changed).
+    /// the store's `TenantNotFound`. A new name on a collection that has `cap` definitions
+    /// already is [`IndexError::IndexLimitReached`] (the catalog counts them in the transaction
+    /// that would store it, so racing definitions cannot pass the cap); an existing name is
+    /// answered as above at the cap too. The caller announces the catalog change to other
+    /// instances (unless nothing changed).
     pub async fn define(
         self: &Arc<Self>,
         tenant: &TenantId,
         incarnation: Incarnation,
         collection: &CollectionName,
         def: IndexDef,
+        cap: u32,
         audit: &Audit,
     ) -> Result<Defined, IndexError> {
         let existing = self.registry.for_collection(tenant.as_str(), incarnation.id, collection.as_str());
@@ -102,8 +106,10 @@ impl IndexTables {
             incarnation: incarnation.id,
         };
         let job = backfill_job(job_id, &index, now);
-        if !self.router.catalog().create_index_def(&row, &job, audit).await? {
-            return Err(IndexError::IndexExists);
+        match self.router.catalog().create_index_def(&row, &job, cap, audit).await? {
+            IndexDefInsert::Inserted => {}
+            IndexDefInsert::NameTaken => return Err(IndexError::IndexExists),
+            IndexDefInsert::AtCap => return Err(IndexError::IndexLimitReached { cap }),
         }
         self.follow(self.router.refresh().await?.epoch).await?;
         self.spawn_backfill(job);

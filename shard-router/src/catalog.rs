@@ -18,7 +18,7 @@ mod valet;
 #[cfg(test)]
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
-pub use indexes::{IndexDefRow, JobRow};
+pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use moves::{Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 

@@ -161,10 +161,13 @@ async fn target(
     Ok((tenant, incarnation, collection))
 }
 
-errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists);
+errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists, IndexLimitReached);
 
 /// Create an index (its backfill starts at once; it answers look-ups when `active`). The same
 /// definition again on a `failed` index builds it again (a retry, once its records are fixed).
+/// A collection has at most `limits.max_indexes_per_collection` definitions for its tenant's
+/// tier (default free 8, standard 16, premium 32); a new one beyond is 409
+/// `index_limit_reached`.
 #[utoipa::path(put, path = "/v1/tenants/{tenant}/collections/{collection}/indexes/{index}", params(IndexRoute), request_body = IndexSpec, responses(
     (status = 201, description = "Created; `state` is `building` until the backfill finishes", body = IndexInfo),
     (status = 200, description = "It exists with this definition already; if its build had failed, it is `building` again with a new job", body = IndexInfo),
@@ -181,7 +184,9 @@ pub async fn put_index(
     let def = definition(&route.index, spec)?;
     let target = format!("{tenant}/{collection}/{}", def.name());
     let audit = caller.audit(&request, "index.create", Some(tenant.as_str()), format!("index:{target}"));
-    match app.indexes.define(&tenant, incarnation, &collection, def, &audit).await? {
+    let (tier, _) = app.router.tenant_limits(tenant.as_str()).ok_or_else(ApiError::tenant_not_found)?;
+    let cap = app.limits.max_indexes_per_collection.for_tier(tier);
+    match app.indexes.define(&tenant, incarnation, &collection, def, cap, &audit).await? {
         Defined::Existing(index) => Ok(axum::Json(info(&index)).into_response()),
         Defined::Retried(index) => {
             app.announce_map_change().await;

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
+use shardgate_shard_router::fanout::ShardFailure;
 use shardgate_shard_router::records::{
     Layout, ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
@@ -20,12 +21,12 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, Code, invalid_path};
+use crate::error::{ApiError, Code, ShardFailureReason, invalid_path};
 use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::fault_points;
 use crate::json_newline::{json_line, json_line_response};
 use crate::openapi::errors;
-use crate::pagination::{Page, decode_cursor, page_limit};
+use crate::pagination::{Page, decode_key_cursor, page_limit};
 use crate::preconditions::{IfNoneMatch, Precondition, precondition};
 use crate::record_body::parse_record_body;
 use crate::routed_epoch::{RoutedEpoch, ServedOn};
@@ -355,9 +356,23 @@ pub struct ShardFailureView {
     pub shard: String,
     /// The problem code it would have answered with alone (`shard_offline`,
     /// `shard_unavailable`, `shard_busy`, ...).
-    pub code: String,
-    /// Why, in words.
-    pub reason: String,
+    pub code: &'static str,
+    /// Why, as a stable code (the details are in the server's log).
+    pub reason: ShardFailureReason,
+}
+
+impl ShardFailureView {
+    /// The failure as a tenant sees it; the shard's own error is logged here, once.
+    fn of(failure: &ShardFailure) -> Self {
+        let reason = ShardFailureReason::from(&failure.error);
+        tracing::warn!(
+            shard = %failure.shard,
+            reason = reason.as_str(),
+            error = %failure.error,
+            "a shard of a listing did not answer"
+        );
+        Self { shard: failure.shard.to_string(), code: reason.code().as_str(), reason }
+    }
 }
 
 /// How the shards of a listing answered (as Elasticsearch's `_shards`).
@@ -426,7 +441,7 @@ pub async fn list_records(
         prefix: bound("prefix", query.prefix)?,
         start: bound("start", query.start)?,
         end: bound("end", query.end)?,
-        after: query.cursor.as_deref().map(decode_cursor).transpose()?,
+        after: query.cursor.as_deref().map(decode_key_cursor).transpose()?.map(|key| key.as_str().to_owned()),
     };
     let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
     let route = app.router.resolve_fresh(&tenant, Access::Read).await?.0;
@@ -453,9 +468,9 @@ pub async fn list_records(
         Ok(listing) => listing,
         Err(e) => return RoutedEpoch::of(&route).stamp(Err::<Response, _>(ApiError::from(e))),
     };
-    let strict = query.consistency == Some(Consistency::Strict);
-    if strict && !listing.failures.is_empty() {
-        let names: Vec<String> = listing.failures.iter().map(|f| format!("{} ({})", f.shard, f.error)).collect();
+    let failures: Vec<ShardFailureView> = listing.failures.iter().map(ShardFailureView::of).collect();
+    if query.consistency == Some(Consistency::Strict) && !failures.is_empty() {
+        let names: Vec<String> = failures.iter().map(|f| format!("{} ({})", f.shard, f.reason.as_str())).collect();
         return Err(ApiError::shards_missing(format!(
             "consistency=strict, and these shards did not answer: {}",
             names.join(", ")
@@ -463,21 +478,8 @@ pub async fn list_records(
     }
     let shards = (listing.plan.distribution != Distribution::Tenant).then(|| {
         let total = listing.plan.shards.len() as u32;
-        let failed = listing.failures.len() as u32;
-        ShardsSummary {
-            total,
-            successful: total - failed,
-            failed,
-            failures: listing
-                .failures
-                .iter()
-                .map(|f| ShardFailureView {
-                    shard: f.shard.to_string(),
-                    code: ApiError::from(&f.error).code().to_owned(),
-                    reason: f.error.to_string(),
-                })
-                .collect(),
-        }
+        let failed = failures.len() as u32;
+        ShardsSummary { total, successful: total - failed, failed, failures }
     });
     let page = Page::from_overfetch(listing.records, limit, |r| r.key.clone(), RecordEnvelope::from);
     let page = RecordPage { items: page.items, next_cursor: page.next_cursor, shards, explain: None };

@@ -31,6 +31,17 @@ pub struct IndexDefRow {
     pub incarnation: i64,
 }
 
+/// What [`Catalog::create_index_def`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexDefInsert {
+    /// The definition and its job were stored.
+    Inserted,
+    /// An index of that name exists on the collection: nothing was stored.
+    NameTaken,
+    /// The collection has as many definitions as its cap allows: nothing was stored.
+    AtCap,
+}
+
 /// A background job row (read by the names in [`JOB_COLUMNS`]).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct JobRow {
@@ -78,13 +89,39 @@ impl Catalog {
         .await
     }
 
-    /// Creates an index definition with its backfill job (one transaction, audited, new epoch).
-    /// `Ok(false)`: an index of that name exists. [`Error::TenantNotFound`]: the tenant is gone
-    /// or is another incarnation by now.
-    pub async fn create_index_def(&self, def: &IndexDefRow, job: &JobRow, audit: &Audit) -> Result<bool, Error> {
+    /// Creates an index definition with its backfill job (one transaction, audited, new epoch),
+    /// if its collection has fewer than `cap` definitions. The count is taken in the
+    /// transaction, after the epoch's row is locked by [`Catalog::begin_change`], so concurrent
+    /// definitions on one collection cannot pass the cap together. [`Error::TenantNotFound`]:
+    /// the tenant is gone or is another incarnation by now.
+    pub async fn create_index_def(
+        &self,
+        def: &IndexDefRow,
+        job: &JobRow,
+        cap: u32,
+        audit: &Audit,
+    ) -> Result<IndexDefInsert, Error> {
         self.guarded(async {
             let (mut tx, _epoch) = self.begin_change(audit).await?;
             require_incarnation(&mut tx, &def.tenant, def.incarnation).await?;
+            let defined: i64 =
+                sqlx::query_scalar("SELECT COUNT(*) FROM index_defs WHERE tenant = $1 AND collection = $2")
+                    .bind(&def.tenant)
+                    .bind(&def.collection)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(catalog_err)?;
+            if defined >= i64::from(cap) {
+                let taken: Option<i64> =
+                    sqlx::query_scalar("SELECT 1 FROM index_defs WHERE tenant = $1 AND collection = $2 AND name = $3")
+                        .bind(&def.tenant)
+                        .bind(&def.collection)
+                        .bind(&def.name)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(catalog_err)?;
+                return Ok(if taken.is_some() { IndexDefInsert::NameTaken } else { IndexDefInsert::AtCap });
+            }
             let inserted = sqlx::query(&format!(
                 "INSERT INTO index_defs ({DEF_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
              ON CONFLICT (tenant, collection, name) DO NOTHING"
@@ -103,11 +140,11 @@ impl Catalog {
             .await
             .map_err(catalog_err)?;
             if inserted.rows_affected() == 0 {
-                return Ok(false);
+                return Ok(IndexDefInsert::NameTaken);
             }
             insert_job(&mut tx, job).await?;
             tx.commit().await.map_err(catalog_err)?;
-            Ok(true)
+            Ok(IndexDefInsert::Inserted)
         })
         .await
     }

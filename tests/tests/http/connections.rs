@@ -3,6 +3,7 @@
 //! them beyond the connection cap does not keep new clients or the probes out; odd methods do not
 //! grow `/metrics`. Each wait is bounded (10 s); no test asserts a timing.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -97,15 +98,104 @@ async fn junk_methods_share_one_metric_label_and_leave_the_metrics_small() {
     assert!(!text.contains("JUNK"), "a client's method never becomes a label value");
     let samples: Vec<&str> = text.lines().filter(|line| line.starts_with("shardgate_http_requests_total{")).collect();
     assert!(
-        samples.iter().any(|line| line.contains(r#"method="other",route="/healthz",status="405""#)),
-        "an unknown method on a known route: {samples:#?}"
+        samples.iter().any(|line| line.contains(r#"method="other",route="unauthenticated",status="405""#)),
+        "an unknown method on a known route, without a token: {samples:#?}"
     );
     assert!(
-        samples.iter().any(|line| line.contains(r#"method="other",route="unmatched""#)),
-        "an unknown method on an unknown path: {samples:#?}"
+        samples.iter().any(|line| line.contains(r#"method="other",route="unauthenticated",status="404""#)),
+        "an unknown method on an unknown path, without a token: {samples:#?}"
     );
     assert!(!text.contains("/nowhere/"), "raw paths are not label values");
     assert!(samples.len() <= 10, "the label set stays small: {samples:#?}");
+}
+
+/// The label sets of `shardgate_http_requests_total` in the gateway's `/metrics`.
+async fn request_series(app: &TestApp) -> BTreeSet<String> {
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("shardgate_http_requests_total{"))
+        .filter_map(|rest| rest.rsplit_once("} ").map(|(labels, _)| labels.to_owned()))
+        .collect()
+}
+
+/// Every route of the API document with its parameters filled in, plus paths the API does not
+/// have, breaks the path rules on, or finds too long.
+async fn every_path(app: &TestApp) -> Vec<String> {
+    let document: serde_json::Value =
+        app.client.get(app.url("/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let mut paths: Vec<String> = document["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|template| template.replace("{tenant}", "acme").replace(['{', '}'], ""))
+        .collect();
+    paths.extend(
+        ["/nowhere", "/v1/tenants/acme/nothing/here", "/v1/tenants/Not%20Valid/blobs/x", "/v1/../admin"]
+            .map(str::to_owned),
+    );
+    paths.push(format!("/v1/tenants/acme/blobs/{}", "x".repeat(9000)));
+    paths
+}
+
+#[tokio::test]
+async fn refusals_before_authentication_share_a_fixed_set_of_series() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let before = request_series(&app).await;
+
+    let paths = every_path(&app).await;
+    assert!(paths.len() > 30, "{paths:?}");
+    let methods = ["GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "TRACE", "JUNK", "PROPFIND"];
+    let requests: Vec<(String, &str, Option<&str>)> = paths
+        .iter()
+        .flat_map(|path| {
+            methods
+                .iter()
+                .flat_map(move |method| [None, Some("not-a-token")].map(|token| (path.clone(), *method, token)))
+        })
+        .collect();
+    let answers: Vec<StatusCode> = futures::stream::iter(requests)
+        .map(|(path, method, token)| {
+            let mut request = app.client.request(Method::from_bytes(method.as_bytes()).unwrap(), app.url(&path));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            async move { request.send().await.expect("the server answers").status() }
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
+    let refused: BTreeSet<u16> =
+        answers.iter().filter(|s| s.is_client_error() || s.is_server_error()).map(StatusCode::as_u16).collect();
+    assert!(answers.len() > 600 && refused.len() >= 4, "{} requests, refused with {refused:?}", answers.len());
+
+    let after = request_series(&app).await;
+    let new: Vec<&String> = after.difference(&before).collect();
+    let status_of =
+        |labels: &str| labels.rsplit_once("status=\"").and_then(|(_, s)| s.trim_end_matches('"').parse::<u16>().ok());
+    for labels in &new {
+        let error = status_of(labels).is_none_or(|status| status >= 400);
+        assert!(!error || labels.contains(r#"route="unauthenticated""#), "a refusal counted under its route: {labels}");
+    }
+    // The anonymous flood added at most one series per method label and refusal status, plus
+    // the few open routes that answered (probes, the scrape, the API document, its page).
+    let unauthenticated = new.iter().filter(|labels| labels.contains(r#"route="unauthenticated""#)).count();
+    assert!(unauthenticated <= 10 * refused.len(), "{new:#?}");
+    assert!(new.len() <= 10 * refused.len() + 20, "{} new series: {new:#?}", new.len());
+
+    // A verified caller's requests keep their route, refusals included.
+    let token = app.rw_token("acme");
+    let missing = app.client.get(app.url("/v1/tenants/acme/collections/c/records/k")).bearer_auth(&token).send();
+    assert_eq!(missing.await.unwrap().status(), StatusCode::NOT_FOUND);
+    let wrong = app.client.patch(app.url("/v1/tenants/acme/collections/c/records/k")).bearer_auth(&token).send();
+    assert_eq!(wrong.await.unwrap().status(), StatusCode::METHOD_NOT_ALLOWED);
+    let series = request_series(&app).await;
+    let record = r#"route="/v1/tenants/{tenant}/collections/{collection}/records/{key}""#;
+    for expected in
+        [format!(r#"method="GET",{record},status="404""#), format!(r#"method="PATCH",{record},status="405""#)]
+    {
+        assert!(series.contains(&expected), "{expected} in {series:#?}");
+    }
 }
 
 #[tokio::test]

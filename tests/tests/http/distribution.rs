@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_tests::records::keys_of;
@@ -19,6 +21,8 @@ shardgate_tests::conformance!(
     a_range_collection_reads_only_the_shards_its_ranges_overlap,
     only_an_empty_collection_changes_between_hash_and_range,
     a_listing_without_a_shard_says_so_or_fails_when_strict,
+    a_failed_shard_is_named_by_a_stable_reason_never_by_its_error_text,
+    a_cursor_without_a_record_key_is_refused_on_every_distribution,
     a_deleted_tenant_leaves_no_distributed_record_behind,
     an_index_finds_the_records_of_a_hash_collection,
 );
@@ -249,6 +253,92 @@ async fn a_listing_without_a_shard_says_so_or_fails_when_strict(app: TestApp) {
     expect_problem(strict, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
     let bad = app.list_records("acme", "events", "consistency=eventually").await;
     assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+}
+
+/// A tenant sees which shard failed and a stable reason; what the database or an operator said
+/// stays in the server's log.
+async fn a_failed_shard_is_named_by_a_stable_reason_never_by_its_error_text(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let keys: Vec<String> = (0..40).map(|i| format!("e{i:03}")).collect();
+    app.put_many("acme", "events", &keys).await;
+
+    // An operator forces shard-2's breaker open with a note meant for operators.
+    let note = "disk swap on db-7 by ops@example.com";
+    let breaker = json!({"action": "force_open", "reason": note});
+    expect_json(app.admin(Method::POST, "/v1/admin/shards/shard-2/breaker", Some(&breaker)).await, StatusCode::OK)
+        .await;
+    let page = expect_json(app.list_records("acme", "events", "limit=1000").await, StatusCode::OK).await;
+    assert_eq!(page["_shards"]["failed"], 1, "{page}");
+    assert_eq!(
+        page["_shards"]["failures"],
+        json!([{"shard": "shard-2", "code": "shard_unavailable", "reason": "breaker_open"}]),
+        "{page}"
+    );
+    let strict = app.list_records("acme", "events", "consistency=strict").await;
+    let problem = expect_problem(strict, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+    assert!(problem["detail"].as_str().unwrap().contains("shard-2 (breaker_open)"), "{problem}");
+    assert!(!problem.to_string().contains("disk swap"), "{problem}");
+
+    // Then shard-1 goes offline as well.
+    app.set_shard_state("shard-1", "offline").await;
+    let page = expect_json(app.list_records("acme", "events", "limit=1000").await, StatusCode::OK).await;
+    let mut failures = page["_shards"]["failures"].as_array().unwrap().clone();
+    failures.sort_by_key(|f| f["shard"].as_str().unwrap().to_owned());
+    assert_eq!(
+        failures,
+        [
+            json!({"shard": "shard-1", "code": "shard_offline", "reason": "shard_offline"}),
+            json!({"shard": "shard-2", "code": "shard_unavailable", "reason": "breaker_open"}),
+        ],
+        "{page}"
+    );
+    let reset = json!({"action": "reset"});
+    expect_json(app.admin(Method::POST, "/v1/admin/shards/shard-2/breaker", Some(&reset)).await, StatusCode::OK).await;
+    let page = expect_json(app.list_records("acme", "events", "limit=1000").await, StatusCode::OK).await;
+    assert_eq!(
+        page["_shards"]["failures"],
+        json!([{"shard": "shard-1", "code": "shard_offline", "reason": "shard_offline"}])
+    );
+}
+
+/// A cursor is the last key of a page: one holding what no key could (a NUL, bytes that are not
+/// UTF-8, a control character, a key too long) is 400 `invalid_cursor` whatever the
+/// collection's distribution, and never reaches a shard.
+async fn a_cursor_without_a_record_key_is_refused_on_every_distribution(app: TestApp) {
+    app.create_tenant("acme").await;
+    expect_json(distribute(&app, "acme", "spread", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let ranges = json!({"distribution": "range", "ranges": [
+        {"from": "", "shard": "shard-0"}, {"from": "m", "shard": "shard-1"},
+    ]});
+    expect_json(distribute(&app, "acme", "ranged", &ranges).await, StatusCode::OK).await;
+    let keys = ["a", "n", "z"].map(str::to_owned);
+    for collection in ["home", "spread", "ranged"] {
+        app.put_many("acme", collection, &keys).await;
+    }
+    let tagged = |text: &[u8]| URL_SAFE_NO_PAD.encode([b"1:".as_slice(), text].concat());
+    let malformed = [
+        tagged(b"\0"),
+        tagged(b"a\0b"),
+        tagged(b"\xff"),
+        tagged(b"\xed\xa0\x80"),
+        tagged(b"a\nb"),
+        tagged("k".repeat(513).as_bytes()),
+        URL_SAFE_NO_PAD.encode("2:a"),
+        "not*base64".to_owned(),
+    ];
+    for collection in ["home", "spread", "ranged"] {
+        for cursor in &malformed {
+            let response = app.list_records("acme", collection, &format!("cursor={cursor}")).await;
+            let problem = expect_problem(response, StatusCode::BAD_REQUEST, "invalid_cursor").await;
+            assert!(!problem.to_string().contains("UTF8"), "{collection} {cursor}: {problem}");
+        }
+        // A cursor this server issued goes on after its key.
+        let first = expect_json(app.list_records("acme", collection, "limit=1").await, StatusCode::OK).await;
+        let next = first["next_cursor"].as_str().expect("more records follow");
+        let rest = expect_json(app.list_records("acme", collection, &format!("cursor={next}")).await, StatusCode::OK);
+        assert_eq!(keys_of(&rest.await), ["n", "z"], "{collection}");
+    }
 }
 
 async fn a_deleted_tenant_leaves_no_distributed_record_behind(app: TestApp) {

@@ -15,6 +15,8 @@ shardgate_tests::conformance!(
     numbers_in_an_index_compare_exactly,
 );
 
+shardgate_tests::on_both_engines!(a_collection_takes_as_many_index_definitions_as_its_tier_allows);
+
 fn index_path(index: &str) -> String {
     format!("/v1/tenants/acme/collections/users/indexes/{index}")
 }
@@ -413,4 +415,76 @@ async fn a_failed_build_names_its_offending_records_and_can_be_retried_or_droppe
     // Writes no longer answer to it.
     expect_json(put(&app, &token, "u5", json!({"email": "ed@example.com", "team": "red"})).await, StatusCode::CREATED)
         .await;
+}
+
+/// Every record write maintains each index of its collection, on shards other tenants share, so
+/// a collection takes at most its tenant's tier's number of definitions; one more is 409
+/// `index_limit_reached`, also when many race for the last place.
+async fn a_collection_takes_as_many_index_definitions_as_its_tier_allows(backend: Backend) {
+    use futures::StreamExt as _;
+    use shardgate_gatekeeper::Scope;
+    let app = TestApp::spawn_with(backend, |config| {
+        let caps = &mut config.limits.max_indexes_per_collection;
+        (caps.free, caps.standard, caps.premium) = (2, 3, 5);
+    })
+    .await;
+    let token = acme_manager(&app).await;
+    let by = |field: &str| json!({"field": format!("/{field}")});
+    for i in 0..3 {
+        expect_json(define(&app, &token, &format!("i{i}"), by(&format!("f{i}"))).await, StatusCode::CREATED).await;
+    }
+    let refused =
+        expect_problem(define(&app, &token, "i3", by("f3")).await, StatusCode::CONFLICT, "index_limit_reached");
+    let detail = refused.await["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains('3') && detail.contains("limits.max_indexes_per_collection"), "{detail}");
+    expect_problem(
+        app.client.get(app.url(&index_path("i3"))).bearer_auth(&token).send().await.unwrap(),
+        StatusCode::NOT_FOUND,
+        "index_not_found",
+    )
+    .await;
+    // At the cap, an existing definition is still answered; records are still written.
+    expect_json(define(&app, &token, "i1", by("f1")).await, StatusCode::OK).await;
+    expect_json(put(&app, &token, "u1", json!({"f0": 1, "f1": 2, "f2": 3})).await, StatusCode::CREATED).await;
+    // The cap is per collection: another collection of the tenant has its own.
+    let orders = app.url("/v1/tenants/acme/collections/orders/indexes/i0");
+    let created = app.client.put(orders).bearer_auth(&token).json(&by("f0")).send().await.unwrap();
+    expect_json(created, StatusCode::CREATED).await;
+    // A deleted definition frees its place.
+    let deleted = app.client.delete(app.url(&index_path("i0"))).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    expect_json(define(&app, &token, "i3", by("f3")).await, StatusCode::CREATED).await;
+
+    // Twelve definitions racing on a new collection: exactly three are stored.
+    let answers: Vec<(StatusCode, Value)> = futures::stream::iter(0..12)
+        .map(|i| {
+            let url = app.url(&format!("/v1/tenants/acme/collections/racing/indexes/r{i}"));
+            let request = app.client.put(url).bearer_auth(&token).json(&by(&format!("f{i}"))).send();
+            async move {
+                let response = request.await.unwrap();
+                (response.status(), response.json::<Value>().await.unwrap())
+            }
+        })
+        .buffer_unordered(12)
+        .collect()
+        .await;
+    let created = answers.iter().filter(|(status, _)| *status == StatusCode::CREATED).count();
+    let capped = answers
+        .iter()
+        .filter(|(status, body)| *status == StatusCode::CONFLICT && body["code"] == "index_limit_reached");
+    assert_eq!((created, capped.count()), (3, 9), "{answers:?}");
+
+    // The cap follows the tier.
+    for (tenant, tier, cap) in [("small", "free", 2), ("large", "premium", 5)] {
+        app.create_tenant_with(&json!({"id": tenant, "tier": tier})).await;
+        let token = app.token(tenant, &[Scope::Manage]);
+        let define = |i: usize| {
+            let url = app.url(&format!("/v1/tenants/{tenant}/collections/c/indexes/i{i}"));
+            app.client.put(url).bearer_auth(&token).json(&by(&format!("f{i}"))).send()
+        };
+        for i in 0..cap {
+            expect_json(define(i).await.unwrap(), StatusCode::CREATED).await;
+        }
+        expect_problem(define(cap).await.unwrap(), StatusCode::CONFLICT, "index_limit_reached").await;
+    }
 }
