@@ -314,6 +314,16 @@ impl Application {
         clock: Arc<dyn shardgate_shard_router::Clock>,
     ) -> anyhow::Result<Self> {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
+        for (key, configured, effective) in config.limits.caps_above_bound() {
+            tracing::warn!(
+                key,
+                configured,
+                effective,
+                max_concurrent_requests = config.limits.max_concurrent_requests,
+                "{key} = {configured} would let one caller take more than half of \
+                 limits.max_concurrent_requests; {effective} is in force"
+            );
+        }
         let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
         let default_issuer = if config.auth.issuers.is_empty() {
             Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
