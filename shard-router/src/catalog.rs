@@ -19,7 +19,7 @@ mod valet;
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefRow, JobRow};
-pub use moves::{Lease, Placement};
+pub use moves::{CancelRequest, Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 /// What a job owns, as stored in `job_claims`: a tenant.
