@@ -1,7 +1,11 @@
 # Sourced by the scripts that check a running gateway (schemathesis.sh, docs-page.sh): builds the
 # debug binary, makes a work directory removed on exit, and `start_embedded_server` starts the
 # embedded default there on a free loopback port. Sets `shardgate` (the binary), `work`, `port`,
-# `base` and `server_pid`; the server's log is `$work/server.log`.
+# `base` and `server_pid` (the server's own process); the server's log is `$work/server.log`.
+#
+# On exit the server is stopped (SIGTERM, then SIGKILL after 10 s) and waited for; if a server
+# started from the work directory is still alive afterwards, the sourcing script fails.
+# `scripts/check-embedded-server.sh` checks this.
 
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --quiet --bin shardgate
@@ -10,12 +14,36 @@ shardgate="$PWD/$TARGET/debug/shardgate"
 
 work=$(mktemp -d)
 server_pid=""
+
+# The processes still running `shardgate serve` on this work directory's data.
+servers_left() {
+    pgrep -f -- "serve --data-dir $work/data" || true
+}
+
 stop_embedded_server() {
+    local status=$?
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        kill "$server_pid"
+        kill "$server_pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$server_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$server_pid" 2>/dev/null; then
+            echo "the embedded server (pid $server_pid) did not stop within 10 s of SIGTERM; killing it" >&2
+            kill -9 "$server_pid" 2>/dev/null || true
+            status=1
+        fi
         wait "$server_pid" 2>/dev/null || true
     fi
+    local left
+    left=$(servers_left)
+    if [ -n "$left" ]; then
+        echo "an embedded server is still running after the script ended (pids: $(echo $left)); killing it" >&2
+        kill -9 $left 2>/dev/null || true
+        status=1
+    fi
     rm -rf "$work"
+    exit "$status"
 }
 trap stop_embedded_server EXIT
 
@@ -24,9 +52,10 @@ base="http://127.0.0.1:$port"
 
 # Starts `shardgate serve` in the work directory (whatever a request makes it create stays there)
 # with the environment assignments given as arguments, and waits until it is ready; a server that
-# exits first fails the script with its log.
+# exits first fails the script with its log. The subshell `exec`s the server, so `$!` (kept in
+# `server_pid`) is the server's own pid, not that of a shell that would leave it orphaned.
 start_embedded_server() {
-    (cd "$work" && env SHARDGATE_LOG__FILTER=warn "$@" \
+    (cd "$work" && exec env SHARDGATE_LOG__FILTER=warn "$@" \
         "$shardgate" serve --data-dir "$work/data" --listen "127.0.0.1:$port" >"$work/server.log" 2>&1) &
     server_pid=$!
     for _ in $(seq 1 100); do

@@ -78,15 +78,16 @@ impl App {
     /// A place among the requests in progress of `compartment`, within its cap: a tenant's by its
     /// tier (`limits.tenant_concurrent_requests`; a tenant this instance does not know, and a
     /// token without a tenant, get the `standard` cap), `limits.anonymous_concurrent_requests`
-    /// for requests without a valid token. Refused at once (429) when the compartment is full.
+    /// for requests without a valid token; never more than half the instance's cap
+    /// ([`crate::config::LimitsConfig::compartment_bound`]). Refused at once (429) when the
+    /// compartment is full.
     pub fn enter_bulkhead(&self, compartment: Compartment) -> Result<Slot, ApiError> {
-        let caps = &self.limits.tenant_concurrent_requests;
         let cap = match &compartment {
             Compartment::Tenant(tenant) => {
-                caps.for_tier(self.router.tenant_limits(tenant).map_or(Tier::Standard, |(tier, _)| tier))
+                self.limits.tenant_cap(self.router.tenant_limits(tenant).map_or(Tier::Standard, |(tier, _)| tier))
             }
-            Compartment::Principal(..) => caps.for_tier(Tier::Standard),
-            Compartment::Anonymous => self.limits.anonymous_concurrent_requests,
+            Compartment::Principal(..) => self.limits.tenant_cap(Tier::Standard),
+            Compartment::Anonymous => self.limits.anonymous_cap(),
         };
         self.bulkheads.enter(compartment, cap)
     }

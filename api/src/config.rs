@@ -114,7 +114,9 @@ pub struct LimitsConfig {
     pub max_connections: Option<usize>,
     /// Most requests in progress at once of one tenant, by its tier (`free`, `standard`,
     /// `premium`), so no tenant can occupy the instance; one more is refused at once with 429
-    /// `tenant_concurrency_limit` and `Retry-After`. A request counts until its response is sent
+    /// `tenant_concurrency_limit` and `Retry-After`. Whatever a tier says, a tenant's cap is at
+    /// most half of `max_concurrent_requests` (at least one), so others always find room; start-up
+    /// warns about a tier set above that. A request counts until its response is sent
     /// (a download until its last byte); valet transfers count against the tenant of the URL;
     /// a token without a tenant counts on its own with the `standard` cap. Default free 32,
     /// standard 256, premium 512. Enforced by `serve`; a standalone gatekeeper leaves this and
@@ -122,7 +124,8 @@ pub struct LimitsConfig {
     pub tenant_concurrent_requests: TierConcurrency,
     /// Most requests in progress at once of all callers without a valid token together (valet
     /// URLs are counted against their tenant instead); one more is refused at once with 429
-    /// `anonymous_concurrency_limit` and `Retry-After`. Default 64.
+    /// `anonymous_concurrency_limit` and `Retry-After`. At most half of
+    /// `max_concurrent_requests` too, as a tenant's cap. Default 64.
     pub anonymous_concurrent_requests: usize,
     /// Most listings of distributed collections (which read many shards each) in progress at
     /// once of one tenant on this instance; one more is refused at once with 429
@@ -174,6 +177,41 @@ impl Default for LimitsConfig {
             default_list_limit: 100,
             max_indexes_per_collection: TierIndexCap::default(),
         }
+    }
+}
+
+impl LimitsConfig {
+    /// The largest share of the instance's requests in progress (`max_concurrent_requests`) one
+    /// compartment of callers may hold: half of it, at least one.
+    pub fn compartment_bound(&self) -> usize {
+        (self.max_concurrent_requests / 2).max(1)
+    }
+
+    /// The cap of a tenant of `tier` (and of a token without a tenant, with `standard`): its
+    /// tier's, within [`LimitsConfig::compartment_bound`].
+    pub fn tenant_cap(&self, tier: shardgate_shard_router::Tier) -> usize {
+        self.tenant_concurrent_requests.for_tier(tier).min(self.compartment_bound())
+    }
+
+    /// The cap of the requests without a valid token together, within
+    /// [`LimitsConfig::compartment_bound`].
+    pub fn anonymous_cap(&self) -> usize {
+        self.anonymous_concurrent_requests.max(1).min(self.compartment_bound())
+    }
+
+    /// The caps set above [`LimitsConfig::compartment_bound`]: each one's key (naming the tier),
+    /// its configured value and the cap in force.
+    pub fn caps_above_bound(&self) -> Vec<(&'static str, usize, usize)> {
+        use shardgate_shard_router::Tier;
+        let tiers = [
+            ("limits.tenant_concurrent_requests.free", Tier::Free),
+            ("limits.tenant_concurrent_requests.standard", Tier::Standard),
+            ("limits.tenant_concurrent_requests.premium", Tier::Premium),
+        ]
+        .map(|(key, tier)| (key, self.tenant_concurrent_requests.for_tier(tier), self.tenant_cap(tier)));
+        let anonymous =
+            ("limits.anonymous_concurrent_requests", self.anonymous_concurrent_requests, self.anonymous_cap());
+        tiers.into_iter().chain([anonymous]).filter(|(_, configured, effective)| configured > effective).collect()
     }
 }
 
@@ -592,6 +630,27 @@ fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<Unknow
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_callers_cap_exceeds_half_of_the_instances_cap() {
+        use shardgate_shard_router::Tier;
+        let mut limits = LimitsConfig { max_concurrent_requests: 200, ..LimitsConfig::default() };
+        // Standard 256 and premium 512 are above 100; free 32 and anonymous 64 are not.
+        assert_eq!(limits.tenant_cap(Tier::Standard), 100);
+        assert_eq!(limits.tenant_cap(Tier::Premium), 100);
+        assert_eq!(limits.tenant_cap(Tier::Free), 32);
+        assert_eq!(limits.anonymous_cap(), 64);
+        assert_eq!(
+            limits.caps_above_bound(),
+            vec![
+                ("limits.tenant_concurrent_requests.standard", 256, 100),
+                ("limits.tenant_concurrent_requests.premium", 512, 100),
+            ]
+        );
+        limits.max_concurrent_requests = 1;
+        assert_eq!(limits.tenant_cap(Tier::Free), 1, "at least one");
+        assert!(LimitsConfig::default().caps_above_bound().is_empty(), "the defaults fit");
+    }
     use std::io::Write;
 
     #[test]

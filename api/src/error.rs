@@ -130,6 +130,7 @@ codes! {
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
     DistributionRefused = ("distribution_refused", CONFLICT, "the collection's distribution cannot be changed this way: it holds records (changing a non-empty collection's distribution is not supported yet), or a range names a shard that takes no new data"),
     MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, no active shard can receive what a draining shard holds, or the job is past its cut-over"),
+    JobPastCancel = ("job_past_cancel", CONFLICT, "the move is past its switch (phase `cleanup`): the new placement is in force and the job will finish; it can no longer be cancelled"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
     PayloadTooLarge = ("payload_too_large", PAYLOAD_TOO_LARGE, "the body is larger than the limit"),

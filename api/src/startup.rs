@@ -314,6 +314,16 @@ impl Application {
         clock: Arc<dyn shardgate_shard_router::Clock>,
     ) -> anyhow::Result<Self> {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
+        for (key, configured, effective) in config.limits.caps_above_bound() {
+            tracing::warn!(
+                key,
+                configured,
+                effective,
+                max_concurrent_requests = config.limits.max_concurrent_requests,
+                "{key} = {configured} would let one caller take more than half of \
+                 limits.max_concurrent_requests; {effective} is in force"
+            );
+        }
         let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
         let default_issuer = if config.auth.issuers.is_empty() {
             Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
@@ -445,10 +455,21 @@ impl Application {
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
+            use shardgate_shard_router::{mover::MOVE_JOB_KINDS, rebalancer::REBALANCE_JOB};
+            if MOVE_JOB_KINDS.contains(&job.kind.as_str()) || job.kind == REBALANCE_JOB {
+                // `adopt_moves` takes these over once their lease runs out.
+                tracing::info!(
+                    job = job.id,
+                    kind = job.kind,
+                    target = job.target,
+                    "a move job is left running; adopting it"
+                );
+                continue;
+            }
             tracing::info!(job = job.id, kind = job.kind, target = job.target, "resuming a job");
-            let kind = job.kind.clone();
+            let (id, kind) = (job.id.clone(), job.kind.clone());
             if !app.indexes.resume_job(job) {
-                tracing::warn!(kind, "unknown job kind left running");
+                tracing::warn!(job = id, kind, "unknown job kind left running");
             }
         }
         tokio::spawn(adopt_moves(Arc::downgrade(&app), app.router.move_config().lease));

@@ -150,7 +150,14 @@ async fn kill_and_resume(
     };
     assert_eq!(done["state"], "done", "{kill:?}: {done}\n{}", process.log());
     assert_eq!(done["progress"]["checksums"]["matched"], true, "{kill:?}: {done}");
+    assert_no_unknown_kind_warning(&process, kill);
     (process, done)
+}
+
+/// The instance that took a job over knew its kind: it did not warn that it was unknown.
+fn assert_no_unknown_kind_warning(process: &Process, at: impl std::fmt::Debug) {
+    let log = process.log();
+    assert!(!log.contains("unknown job kind"), "{at:?}: a job the instance runs was called unknown:\n{log}");
 }
 
 const PHASES: [KillAt; 5] = [KillAt::BeforeCopy, KillAt::MidCopy, KillAt::CatchUp, KillAt::AfterFence, KillAt::Cleanup];
@@ -269,6 +276,7 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(drained["state"], "done", "{drained}\n{}", process.log());
+    assert_no_unknown_kind_warning(&process, "the drain");
     let map: Value = get(&client, &format!("{}/v1/admin/shard-map", process.base), &admin).await;
     let s1 = map["shards"].as_array().unwrap().iter().find(|s| s["id"] == "s1").cloned().unwrap();
     assert_eq!(s1["vshards"], 0, "{map}");

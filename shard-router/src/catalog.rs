@@ -19,13 +19,16 @@ mod valet;
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
-pub use moves::{Lease, Placement};
+pub use moves::{CancelRequest, Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 /// What a job owns, as stored in `job_claims`: a tenant.
 pub fn tenant_subject(tenant: &TenantId) -> String {
     format!("tenant:{tenant}")
 }
+
+/// The audit action of a tenant's deletion ([`Catalog::tenant_was_deleted`] looks for it).
+pub const TENANT_DELETE_ACTION: &str = "tenant.delete";
 
 /// What a rebalance (or drain) job claims: one at a time. A change of a collection's
 /// distribution that relies on the vshards staying where they are claims it too.
@@ -621,6 +624,23 @@ impl Catalog {
                 return Err(Error::TenantNotFound);
             }
             Ok(epoch)
+        })
+        .await
+    }
+
+    /// Whether a tenant of this id was ever deleted: its audit entry
+    /// ([`TENANT_DELETE_ACTION`]) is written in the deletion's transaction and never removed.
+    /// Only then can rows of an earlier tenant of the id be left on a shard.
+    pub async fn tenant_was_deleted(&self, id: &TenantId) -> Result<bool, Error> {
+        self.guarded(async {
+            let found: Option<i64> =
+                sqlx::query_scalar("SELECT id FROM audit_log WHERE tenant = $1 AND action = $2 LIMIT 1")
+                    .bind(id.as_str())
+                    .bind(TENANT_DELETE_ACTION)
+                    .fetch_optional(&self.db.pool)
+                    .await
+                    .map_err(catalog_err)?;
+            Ok(found.is_some())
         })
         .await
     }

@@ -233,6 +233,8 @@ impl Database {
                 )
             }
         };
+        let pools = (pool.clone(), native.clone());
+        health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
         Ok(Self { pool, engine, native, health })
     }
 
@@ -305,6 +307,18 @@ impl Database {
     pub fn pings(&self) -> u64 {
         self.health.pings.load(std::sync::atomic::Ordering::Relaxed)
     }
+}
+
+/// Closes the connections idle in `pool` now (each one is taken as a statement would take it,
+/// and closed instead of returned); returns how many. Connections in use are left alone.
+fn close_idle<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) -> usize {
+    let mut closed = 0;
+    for _ in 0..pool.num_idle() {
+        let Some(mut connection) = pool.try_acquire() else { break };
+        connection.close_on_drop();
+        closed += 1;
+    }
+    closed
 }
 
 /// The PostgreSQL server (`host:port`) a database URL points at; `None` for SQLite or a URL

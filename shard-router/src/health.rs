@@ -45,6 +45,15 @@
 //! closed. Retries draw on a budget: each statement that succeeds adds a tenth of a retry, up to
 //! ten, so retries can add at most about 10% to the load of a database that is failing. Nothing
 //! else in the gateway retries a statement.
+//!
+//! # Broken connections
+//!
+//! A pooled connection is not tested before use (that would cost a round trip per statement).
+//! When one proves broken (the server restarted, a socket was reset: the errors a read would
+//! retry), the idle connections of the database's pools are closed at once
+//! ([`Health::on_broken_connection`]): they were opened before the break too, and each would
+//! otherwise fail one statement of its own, writes included. Nothing is spent while no
+//! connection breaks.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -254,6 +263,9 @@ const RETRY_BUDGET_MAX: u32 = 100;
 pub(crate) type ProbeConnect =
     Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), sqlx::Error>> + Send + Sync>;
 
+/// Closes the idle connections of a database's pools; returns how many it closed.
+pub(crate) type CloseIdle = Arc<dyn Fn() -> usize + Send + Sync>;
+
 /// The health of one database. Shared by every clone of its [`crate::db::Database`].
 pub struct Health {
     config: BreakerConfig,
@@ -286,6 +298,8 @@ pub struct Health {
     pub(crate) last_ping: tokio::sync::Mutex<Option<(Instant, Ping)>>,
     /// Readiness pings sent.
     pub(crate) pings: AtomicU64,
+    /// The database's pools' idle connections, closed when one connection breaks.
+    close_idle: Mutex<Option<CloseIdle>>,
 }
 
 impl std::fmt::Debug for Health {
@@ -357,6 +371,24 @@ impl Health {
             retry_budget: AtomicU32::new(RETRY_BUDGET_MAX),
             last_ping: tokio::sync::Mutex::new(None),
             pings: AtomicU64::new(0),
+            close_idle: Mutex::new(None),
+        }
+    }
+
+    /// What closes the idle connections of the database's pools (its current pools: a resized
+    /// database sets it again).
+    pub(crate) fn on_broken_connection(&self, close_idle: CloseIdle) {
+        *self.close_idle.lock() = Some(close_idle);
+    }
+
+    /// A connection broke: the other idle ones were opened before the break too, so they go.
+    fn close_idle_connections(&self, error: &sqlx::Error) {
+        let close_idle = self.close_idle.lock().clone();
+        if let Some(close_idle) = close_idle {
+            let closed = close_idle();
+            if closed > 0 {
+                tracing::info!(closed, error = %error, "a pooled connection broke; closed the idle ones");
+            }
         }
     }
 
@@ -509,6 +541,11 @@ impl Health {
     /// Counts an outcome; opens or closes the breaker when it says so.
     fn judge<T>(&self, result: &Result<T, Refusal>, trial: bool) {
         self.last_progress_ms.store(self.now_ms(), Ordering::Relaxed);
+        if let Err(Refusal::Sql(e)) = result
+            && is_retryable(e)
+        {
+            self.close_idle_connections(e);
+        }
         if !self.config.enabled {
             return;
         }

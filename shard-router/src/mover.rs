@@ -53,6 +53,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::job::{Announce, Checksums, MOVE_JOB, Phase, RANGE_MOVE_JOB, REDISTRIBUTE_JOB, VSHARD_MOVE_JOB};
 
+/// The kinds of job the [`Mover`] runs (and adopts when their instance stopped).
+pub const MOVE_JOB_KINDS: [&str; 4] = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB, REDISTRIBUTE_JOB];
+
 use crate::blobs::BlobStore;
 use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
@@ -384,7 +387,7 @@ impl Mover {
     /// killed) and runs them here; the api calls it at start-up and then every so often.
     pub async fn adopt_orphans(self: &Arc<Self>) -> Result<(), Error> {
         for job in self.router.catalog().running_jobs().await? {
-            let ours = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB, REDISTRIBUTE_JOB].contains(&job.kind.as_str());
+            let ours = MOVE_JOB_KINDS.contains(&job.kind.as_str());
             if ours && !self.running.lock().contains(&job.id) {
                 self.adopt(job).await;
             }

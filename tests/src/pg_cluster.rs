@@ -167,9 +167,26 @@ impl PgCluster {
         let _ = std::fs::remove_file(self.dir.path().join(format!(".s.PGSQL.{}", self.port)));
     }
 
-    /// Starts the cluster again on the same port, with its data (after [`PgCluster::kill`]).
+    /// Starts the cluster again on the same port, with its data (after [`PgCluster::kill`] or
+    /// [`PgCluster::stop`]).
     pub fn restart(&self) {
         self.launch();
+    }
+
+    /// Restarts the cluster as an operator does (`pg_ctl restart -m fast`): the server ends
+    /// every connection, shuts down cleanly and is back on the same port when this returns.
+    pub fn fast_restart(&self) {
+        self.stop();
+        self.launch();
+    }
+
+    /// Stops the cluster cleanly (`pg_ctl stop -m fast`): connections end, new ones are refused
+    /// until [`PgCluster::restart`].
+    pub fn stop(&self) {
+        as_postgres(
+            &self.bin.join("pg_ctl"),
+            &["-D", self.data().to_str().unwrap(), "-m", "fast", "-w", "-t", "30", "stop"],
+        );
     }
 }
 

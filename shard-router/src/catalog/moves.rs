@@ -34,6 +34,24 @@ pub enum Lease {
     Lost,
 }
 
+/// What an operator's request to cancel a job found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelRequest {
+    /// The job runs and will cancel (a move before its switch rolls back).
+    Requested,
+    /// No running job has that id (it ended, or never was).
+    NotRunning,
+    /// The job is a move past its switch (phase `cleanup` or `done`): the new placement is in
+    /// force and the job will finish; nothing was asked of it.
+    PastSwitch,
+}
+
+/// The phase in a job's stored progress, if it has one (the moves' and redistributions' do).
+#[derive(serde::Deserialize)]
+struct ProgressPhase {
+    phase: Option<crate::job::Phase>,
+}
+
 impl Catalog {
     /// Records a new job with its claims, in one transaction: [`Error::JobConflict`] naming the
     /// job that holds one of `subjects` already.
@@ -169,13 +187,39 @@ impl Catalog {
         .await
     }
 
-    /// Asks running job `id` to cancel. Returns whether it is running.
-    pub async fn request_job_cancel(&self, id: &str, audit: &Audit) -> Result<bool, Error> {
+    /// Asks running job `id` to cancel, unless it is a move past its switch. Race-free against
+    /// the switch, which stores the `cleanup` phase in the transaction that switches the
+    /// placement: the request is stored only if the progress is still the one it read (else it
+    /// reads again), so a switch that commits meanwhile makes it [`CancelRequest::PastSwitch`].
+    pub async fn request_job_cancel(&self, id: &str, audit: &Audit) -> Result<CancelRequest, Error> {
         self.guarded(async {
-            let tx = self.begin_audited(audit).await?;
-            let statement =
-                sqlx::query("UPDATE jobs SET cancel_requested = 1 WHERE id = $1 AND state = 'running'").bind(id);
-            super::commit_if_changed(tx, statement).await
+            let mut tx = self.begin_audited(audit).await?;
+            loop {
+                let progress: Option<String> =
+                    sqlx::query_scalar("SELECT progress FROM jobs WHERE id = $1 AND state = 'running'")
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(catalog_err)?;
+                let Some(progress) = progress else { return Ok(CancelRequest::NotRunning) };
+                let phase = serde_json::from_str::<ProgressPhase>(&progress).ok().and_then(|p| p.phase);
+                if matches!(phase, Some(crate::job::Phase::Cleanup | crate::job::Phase::Done)) {
+                    return Ok(CancelRequest::PastSwitch);
+                }
+                let asked = sqlx::query(
+                    "UPDATE jobs SET cancel_requested = 1 WHERE id = $1 AND state = 'running' AND progress = $2",
+                )
+                .bind(id)
+                .bind(&progress)
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
+                if asked.rows_affected() == 1 {
+                    tx.commit().await.map_err(catalog_err)?;
+                    return Ok(CancelRequest::Requested);
+                }
+                // Its runner stored new progress meanwhile (PostgreSQL): look again.
+            }
         })
         .await
     }

@@ -318,3 +318,70 @@ async fn a_write_past_the_request_deadline_says_its_outcome_is_unknown() {
     expect_problem(read, StatusCode::GATEWAY_TIMEOUT, "request_timeout").await;
     cluster.thaw();
 }
+
+/// Reads `sick`'s record from many clients at once until the shard's pool holds at least
+/// `connections` connections (bounded).
+async fn fill_the_pool(app: &TestApp, cluster: &PgCluster, connections: i64) {
+    let filled = eventually(Duration::from_secs(20), async || {
+        let reads = (0..16).map(|_| app.get_record("sick", "docs", "d1"));
+        for response in futures::future::join_all(reads).await {
+            assert_eq!(response.status(), StatusCode::OK);
+        }
+        (cluster.connections().await >= connections).then_some(())
+    })
+    .await;
+    assert!(filled.is_some(), "the shard's pool opens {connections} connections");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_shards_database_restarts_one_broken_connection_retires_the_others() {
+    let cluster = PgCluster::start().await;
+    let app = app_with_a_shard_on(&cluster, |config| config.storage.pool.max_connections = 4).await;
+    fill_the_pool(&app, &cluster, 3).await;
+
+    // The operator restarts the shard's PostgreSQL: every pooled connection is dead now.
+    cluster.fast_restart();
+    // Writes are never retried, so the first one, on a dead connection, may fail; it proves the
+    // pool's connections broken, and every later write gets a new one.
+    let mut outcomes = Vec::new();
+    for n in 0..6 {
+        let response = app.put_record("sick", "docs", "d1", &json!({"n": 10 + n})).await;
+        let status = response.status();
+        outcomes.push((status, response.text().await.unwrap()));
+    }
+    let failed: Vec<usize> = (0..outcomes.len()).filter(|&i| !outcomes[i].0.is_success()).collect();
+    assert!(failed.is_empty() || failed == [0], "only the first write may fail: {outcomes:#?}");
+    let read = expect_json(app.get_record("sick", "docs", "d1").await, StatusCode::OK).await;
+    assert_eq!(read["value"]["n"], 15, "the last write is there");
+    assert_eq!(shard(&app, "shard-3").await["breaker"]["state"], "closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_pinned_to_a_healthy_shard_is_created_while_another_shard_is_down() {
+    let cluster = PgCluster::start().await;
+    let app = app_with_a_shard_on(&cluster, |_| {}).await;
+    // An id used once already: its earlier tenant may have left index entries on any shard.
+    app.create_tenant_with(&json!({"id": "reused", "shard": "shard-0"})).await;
+    let deleted = app.admin(Method::DELETE, "/v1/admin/tenants/reused", None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+
+    cluster.stop();
+    // A new tenant on shard-0 needs nothing of shard-3.
+    let created = app.admin(Method::POST, "/v1/admin/tenants", Some(&json!({"id": "fresh", "shard": "shard-0"}))).await;
+    let tenant = expect_json(created, StatusCode::CREATED).await;
+    assert_eq!(tenant["shard"], "shard-0", "{tenant}");
+    let written = expect_json(app.put_record("fresh", "docs", "d1", &json!({"n": 1})).await, StatusCode::CREATED).await;
+    assert_eq!(written["value"]["n"], 1);
+    // The id used before waits for every shard: what its earlier tenant left must go first.
+    let again = app.admin(Method::POST, "/v1/admin/tenants", Some(&json!({"id": "reused", "shard": "shard-0"}))).await;
+    expect_problem(again, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable").await;
+
+    cluster.restart();
+    let back = eventually(Duration::from_secs(15), async || {
+        let created =
+            app.admin(Method::POST, "/v1/admin/tenants", Some(&json!({"id": "reused", "shard": "shard-0"}))).await;
+        (created.status() == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "the used id is created again once every shard answers");
+}

@@ -214,6 +214,34 @@ async fn stalled_uploads_of_one_tenant_fill_only_its_own_bulkhead() {
 }
 
 #[tokio::test]
+async fn a_tier_cap_above_the_instances_cap_still_leaves_room_for_other_tenants() {
+    // The standard tier's cap (256 by default) is far above the instance's cap: a tenant may
+    // still hold at most half of the instance (4 of 8).
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.limits.max_concurrent_requests = 8;
+        c.limits.transfer_idle_timeout = Duration::from_secs(600);
+    })
+    .await;
+    app.create_tenant("greedy").await;
+    app.create_tenant("other").await;
+    let greedy = app.rw_token("greedy");
+
+    // 6 uploads that stop sending: 4 hold the tenant's places, 2 are refused at once.
+    let waiting = stall_many(&app, 6, Some(&greedy), |i| format!("/v1/tenants/greedy/blobs/stalled/{i}")).await;
+    let waiting = expect_refused(waiting, 2).await;
+    until_in_progress(&app, 4).await;
+
+    let refused = app.get_record("greedy", "notes", "n1").await;
+    let problem = expect_problem(refused, StatusCode::TOO_MANY_REQUESTS, "tenant_concurrency_limit").await;
+    assert!(problem["detail"].as_str().unwrap().contains("tenant greedy"), "{problem}");
+    other_tenant_is_served(&app, "other").await;
+    probes_answer(&app).await;
+    assert_eq!(by_limit(&app, "shardgate_bulkhead_refusals_total", "global").await, 0.0, "nobody was shed");
+
+    close_all(&app, waiting).await;
+}
+
+#[tokio::test]
 async fn a_full_instance_sheds_the_rest_but_probes_still_answer() {
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.limits.max_concurrent_requests = 16;

@@ -428,11 +428,16 @@ async fn a_hung_dependency_costs_a_timeout_and_excess_load_is_shed() {
     assert!(eventually(Duration::from_secs(5), ready).await.is_some());
     assert_eq!(put_version(&client, &base, &token, "k", 1).await, Ok(1));
 
+    // A tenant may hold at most half of the instance: two tenants fill it.
+    app.create_tenant("beta").await;
+    let beta = app.rw_token("beta");
+
     redis.pause();
     let url = format!("{base}{}", record_path("acme", "hot", "k"));
-    let hung: Vec<_> = (0..2)
-        .map(|_| {
-            let (client, url, token) = (client.clone(), url.clone(), token.clone());
+    let hung: Vec<_> = [(url.clone(), token.clone()), (format!("{base}{}", record_path("beta", "hot", "k")), beta)]
+        .into_iter()
+        .map(|(url, token)| {
+            let client = client.clone();
             tokio::spawn(async move { client.get(url).bearer_auth(token).send().await.unwrap() })
         })
         .collect();

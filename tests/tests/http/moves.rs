@@ -17,6 +17,7 @@ shardgate_tests::on_both_engines!(
     a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read,
     moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back,
     a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version,
+    a_move_past_its_switch_refuses_a_cancellation_and_finishes,
 );
 
 /// Keys the load test spreads its clients over.
@@ -326,7 +327,9 @@ async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(b
     // refused while it runs, and a cancellation rolls it back.
     let job = start_move(&app, "acme", &to).await;
     let id = job["id"].as_str().unwrap().to_owned();
-    expect_problem(post(json!({"to": to})).await, StatusCode::CONFLICT, "job_conflict").await;
+    let second = expect_problem(post(json!({"to": to})).await, StatusCode::CONFLICT, "job_conflict").await;
+    let busy = format!("tenant acme is being moved by job {id}; wait for it to end or cancel it");
+    assert_eq!(second["detail"], busy.as_str(), "{second}");
     let delete = app.admin(reqwest::Method::DELETE, "/v1/admin/tenants/acme", None).await;
     expect_problem(delete, StatusCode::CONFLICT, "job_conflict").await;
     let cancel = app.admin(reqwest::Method::POST, &format!("/v1/admin/jobs/{id}/cancel"), None).await;
@@ -358,6 +361,39 @@ async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(b
     let token = app.rw_token("acme");
     let put = app.client.put(app.url(&record_path("acme", "c", "again"))).bearer_auth(&token).json(&json!({"n": 1}));
     assert_eq!(put.send().await.unwrap().status(), StatusCode::CREATED, "the re-created tenant writes on {from}");
+}
+
+async fn a_move_past_its_switch_refuses_a_cancellation_and_finishes(backend: shardgate_tests::Backend) {
+    let app = spawn(backend, Duration::from_millis(1500)).await;
+    app.create_tenant("acme").await;
+    let (_, to) = another_shard(&app, "acme").await;
+    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let started = start_move(&app, "acme", &to).await;
+    let id = started["id"].as_str().unwrap().to_owned();
+
+    // The move pauses at each phase boundary: once it has switched the pin (phase `cleanup`),
+    // an operator's cancellation is refused, saying why.
+    let switched = eventually(Duration::from_secs(60), async || {
+        let job = job(&app, &id).await;
+        assert_eq!(job["state"], "running", "{job}");
+        (job["progress"]["phase"] == "cleanup").then_some(())
+    })
+    .await;
+    assert!(switched.is_some(), "the move reaches its cleanup phase");
+    let cancel = app.admin(reqwest::Method::POST, &format!("/v1/admin/jobs/{id}/cancel"), None).await;
+    let problem = expect_problem(cancel, StatusCode::CONFLICT, "job_past_cancel").await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains(&id) && detail.contains("past its switch") && detail.contains("will finish"), "{problem}");
+
+    // The job finishes as it said, on the new shard.
+    let done = ended(&app, &id, Duration::from_secs(60)).await;
+    assert_eq!(done["state"], "done", "{done}");
+    assert_eq!(done["progress"]["phase"], "done");
+    assert_eq!(app.route("acme", "c", "k1").await["shard"], to.as_str());
+    expect_json(app.get_record("acme", "c", "k1").await, StatusCode::OK).await;
+    // Asking again once it ended is a no-op, as for any ended job.
+    let again = app.admin(reqwest::Method::POST, &format!("/v1/admin/jobs/{id}/cancel"), None).await;
+    assert_eq!(again.status(), StatusCode::ACCEPTED);
 }
 
 /// A long read on the source shard (another move's paced copy out, a report) that began before

@@ -43,6 +43,14 @@ async fn a_cancelled_rebalance_starts_no_more_moves_and_rolls_the_running_ones_b
         (job["progress"]["running"].as_u64() == Some(2)).then_some(())
     };
     eventually(Duration::from_secs(10), running).await.expect("two moves run");
+    // One rebalance at a time; the refusal says which job runs.
+    let second = post(&app, "/v1/admin/vshards/rebalance", json!({})).await;
+    let conflict = expect_problem(second, StatusCode::CONFLICT, "job_conflict").await;
+    assert_eq!(
+        conflict["detail"],
+        format!("a rebalance or drain is running (job {id}); wait for it to end or cancel it"),
+        "{conflict}"
+    );
     let cancel = app.admin(Method::POST, &format!("/v1/admin/jobs/{id}/cancel"), None).await;
     assert_eq!(cancel.status(), StatusCode::ACCEPTED);
     let cancelled = ended(&app, &id, Duration::from_secs(60)).await;

@@ -2,6 +2,7 @@
 //! progress.
 
 use serde::Deserialize;
+use shardgate_shard_router::catalog::CancelRequest;
 use utoipa::IntoParams;
 
 use crate::envelope::Job;
@@ -28,11 +29,12 @@ pub async fn get_job(Admin { app, .. }: Admin, ApiPath(route): ApiPath<JobRoute>
     Ok(axum::Json(Job::from(job)))
 }
 
-errors!(CancelJobErrors: JobNotFound, CatalogUnavailable);
+errors!(CancelJobErrors: JobNotFound, JobPastCancel, CatalogUnavailable);
 
-/// Ask a running job to cancel. A tenant move before its cut-over rolls back (the tenant stays
-/// where it was, the copy is removed) and ends `cancelled`; a move past its pin switch finishes.
-/// A job that already ended is left as it is.
+/// Ask a running job to cancel. A move before its switch rolls back (the tenant stays where it
+/// was, the copy is removed) and ends `cancelled`; a move past its switch (phase `cleanup`) can
+/// no longer be cancelled: 409 `job_past_cancel`, and it finishes. A job that already ended is
+/// left as it is.
 #[utoipa::path(post, path = "/v1/admin/jobs/{id}/cancel", params(JobRoute), responses(
     (status = 202, description = "Cancellation requested (or the job had ended): follow the job", body = Job),
     CancelJobErrors,
@@ -42,7 +44,16 @@ pub async fn cancel_job(
     ApiPath(route): ApiPath<JobRoute>,
 ) -> Result<(axum::http::StatusCode, axum::Json<Job>), ApiError> {
     let audit = caller.audit(&request, "job.cancel", None, format!("job:{}", route.id));
-    app.router.catalog().request_job_cancel(&route.id, &audit).await?;
+    if app.router.catalog().request_job_cancel(&route.id, &audit).await? == CancelRequest::PastSwitch {
+        return Err(ApiError::new(
+            Code::JobPastCancel,
+            format!(
+                "job {} is past its switch: the new placement is in force and the job will finish \
+                 removing the old copy; it can no longer be cancelled",
+                route.id
+            ),
+        ));
+    }
     let job = app.router.catalog().job(&route.id).await?.ok_or(Code::JobNotFound)?;
     Ok((axum::http::StatusCode::ACCEPTED, axum::Json(Job::from(job))))
 }

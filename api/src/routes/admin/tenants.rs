@@ -4,7 +4,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::throttle::RateLimit;
-use shardgate_shard_router::catalog::{TenantChange, TenantRow};
+use shardgate_shard_router::catalog::{TENANT_DELETE_ACTION, TenantChange, TenantRow};
 use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
@@ -157,9 +157,11 @@ pub async fn create_tenant(
     let rate_limit = body.rate_limit.map(tenant_rate_limit).transpose()?;
     let tier = body.tier.unwrap_or_default();
     // A re-created tenant starts empty: index entries an earlier tenant of this id left behind
-    // (written by an instance still routing on an old map while it was deleted) go first. The
-    // router does the same for records and blobs.
-    if app.router.catalog().get_tenant(&body.id).await?.is_none() {
+    // (written by an instance still routing on an old map while it was deleted) go first, from
+    // every shard. An id never deleted has none, so its creation touches no shard but its own
+    // (one unreachable shard does not stop it). The router purges records and blobs.
+    let catalog = app.router.catalog();
+    if catalog.get_tenant(&body.id).await?.is_none() && catalog.tenant_was_deleted(&body.id).await? {
         app.indexes.purge_tenant(&body.id).await?;
     }
     let row = app.router.create_tenant(body.id, name, tier, rate_limit, body.shard, &audit).await?;
@@ -245,7 +247,7 @@ pub async fn delete_tenant(
     ApiPath(path): ApiPath<TenantPath>,
 ) -> Result<StatusCode, ApiError> {
     let id = tenant_id(&path.id)?;
-    let audit = caller.audit(&request, "tenant.delete", Some(id.as_str()), format!("tenant:{id}"));
+    let audit = caller.audit(&request, TENANT_DELETE_ACTION, Some(id.as_str()), format!("tenant:{id}"));
     // Index entries are spread over every shard. They go while the tenant still exists (a
     // failure leaves it in place, and the call can be repeated), and once more after it left
     // the catalog, for entries written meanwhile by instances still routing on the old map.
