@@ -26,8 +26,14 @@
 //! `tenant` to `hash` (`collection.redistribute`: its records leave `s0`'s `records` table for
 //! `spread_records` on both shards), and "the moving tenant's writes" are that collection's.
 //!
+//! With `BLOB_MIB=500` (the large-tenant mode), `mover` also holds that many MiB of 1 MiB blobs,
+//! and a second gateway instance runs on the same catalog and shards, as in production: the
+//! report adds the copy phase's time and how often the job changed hands (`handovers`, 0 when
+//! the instance running it keeps its lease however long the copy takes). The drain is skipped.
+//!
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
-//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `MOVE` (`tenant`).
+//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `MOVE` (`tenant`), `BLOB_MIB`
+//! (0).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,6 +83,7 @@ async fn main() -> BenchResult<()> {
     let after = Duration::from_secs(env("AFTER_SECS", 2)? as u64);
     let rate = env("COPY_BYTES_PER_SECOND", 4 << 20)? as u64;
     let redistribute = std::env::var("MOVE").is_ok_and(|what| what == "redistribute");
+    let blob_mib = env("BLOB_MIB", 0)?;
 
     let tag = format!("sgbm_{}", std::process::id());
     let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
@@ -84,7 +91,7 @@ async fn main() -> BenchResult<()> {
     for name in &names {
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
     }
-    let outcome = run(&names, &tag, (records, writers, others, before, after, rate), redistribute).await;
+    let outcome = run(&names, &tag, (records, writers, others, before, after, rate), redistribute, blob_mib).await;
     for name in &names {
         sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
     }
@@ -96,19 +103,27 @@ async fn run(
     tag: &str,
     (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
     redistribute: bool,
+    blob_mib: usize,
 ) -> BenchResult<()> {
-    let dir = tempfile::tempdir()?;
+    let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
     let shards: Vec<(String, String)> =
         names[1..].iter().enumerate().map(|(i, name)| (format!("s{i}"), name.clone())).collect();
-    let mut config = production_config(dir.path(), &names[0], &shards, tag)?;
-    config.storage.moves.copy_bytes_per_second = rate;
-    config.storage.moves.cleanup_grace = Duration::from_secs(1);
-    let app = Application::build(config).await?;
-    let base = format!("http://{}", app.local_addr());
-    let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until(async move {
-        let _ = stopped.await;
-    }));
+    // One instance, or two on the same catalog and shards in the large-tenant mode.
+    let mut servers = Vec::new();
+    let mut bases = Vec::new();
+    for dir in &dirs[..if blob_mib > 0 { 2 } else { 1 }] {
+        let mut config = production_config(dir.path(), &names[0], &shards, tag)?;
+        config.storage.moves.copy_bytes_per_second = rate;
+        config.storage.moves.cleanup_grace = Duration::from_secs(1);
+        let app = Application::build(config).await?;
+        bases.push(format!("http://{}", app.local_addr()));
+        let (stop_server, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run_until(async move {
+            let _ = stopped.await;
+        }));
+        servers.push((stop_server, server));
+    }
+    let base = bases[0].clone();
     let client = reqwest::Client::new();
     let admin = mint("moves-bench", None, &[Scope::Admin])?;
     for (id, shard) in [("mover", "s0"), ("neighbour", "s0"), ("far", "s1")] {
@@ -129,6 +144,35 @@ async fn run(
     let load_started = Instant::now();
     load_records(&client, &base, &mover_token, ("mover", "c"), records).await?;
     println!("loaded {records} records into tenant mover in {:.1} s", load_started.elapsed().as_secs_f64());
+    if blob_mib > 0 {
+        let load_started = Instant::now();
+        let blob = bytes::Bytes::from(vec![7u8; 1 << 20]);
+        let mut uploads = tokio::task::JoinSet::new();
+        for i in 0..blob_mib {
+            if uploads.len() >= 4
+                && let Some(done) = uploads.join_next().await
+            {
+                done??;
+            }
+            let (client, url, token, blob) = (
+                client.clone(),
+                format!("{base}/v1/tenants/mover/blobs/large/{i:05}.bin"),
+                mover_token.clone(),
+                blob.clone(),
+            );
+            uploads.spawn(async move {
+                let put = client.put(url).bearer_auth(token).body(blob).send().await?;
+                if put.status() != 201 {
+                    return Err(format!("uploading a blob: {}", put.status()).into());
+                }
+                BenchResult::Ok(())
+            });
+        }
+        while let Some(done) = uploads.join_next().await {
+            done??;
+        }
+        println!("loaded {blob_mib} MiB of blobs into tenant mover in {:.1} s", load_started.elapsed().as_secs_f64());
+    }
 
     let samples = Arc::new(Mutex::new(Vec::<Sample>::new()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -195,6 +239,16 @@ async fn run(
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     tokio::time::sleep(after).await;
+    if blob_mib > 0 {
+        stop.store(true, Ordering::Relaxed);
+        while traffic.join_next().await.is_some() {}
+        for (stop_server, server) in servers {
+            let _ = stop_server.send(());
+            let _ = server.await;
+        }
+        let samples = samples.lock().clone();
+        return report_large(&job, &samples, &phases, move_started, blob_mib);
+    }
     // Then shard s1, which holds the moved tenant's records now, is drained under the same
     // traffic: its vshards and both tenants pinned to it go to s0.
     let drain_started = Instant::now();
@@ -219,8 +273,10 @@ async fn run(
     let drain_secs = drain_started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     while traffic.join_next().await.is_some() {}
-    let _ = stop_server.send(());
-    let _ = server.await;
+    for (stop_server, server) in servers {
+        let _ = stop_server.send(());
+        let _ = server.await;
+    }
 
     let progress = &job["progress"];
     if job["state"] != "done" {
@@ -317,5 +373,43 @@ async fn run(
     if drained["state"] != "done" {
         return Err(format!("the drain ended {}: {drained}", drained["state"]).into());
     }
+    Ok(())
+}
+
+/// The large-tenant mode's report: the copy phase's time, the job's handovers, failures and the
+/// other tenants' p99 during the copy against before.
+fn report_large(
+    job: &Value,
+    samples: &[Sample],
+    phases: &[(f64, String)],
+    move_started: f64,
+    blob_mib: usize,
+) -> BenchResult<()> {
+    if job["state"] != "done" {
+        return Err(format!("the move ended {}: {job}", job["state"]).into());
+    }
+    let progress = &job["progress"];
+    let copied_until = phases.iter().find(|(_, phase)| phase != "copy").map_or(f64::NAN, |(t, _)| *t);
+    let copy_secs = (copied_until - move_started) / 1000.0;
+    let failed = samples.iter().filter(|s| !s.ok).count();
+    let others_before = latencies(samples, |s| !s.mover && s.end_ms < move_started);
+    let others_copy = latencies(samples, |s| !s.mover && s.start_ms >= move_started && s.end_ms <= copied_until);
+    let (p_before, p_copy) = (percentile(&others_before, 0.99), percentile(&others_copy, 0.99));
+    let switched = progress["switched_at_ms"].as_f64().unwrap_or(f64::NAN);
+    println!("requests: {} ({failed} failed)", samples.len());
+    println!(
+        "large tenant ({blob_mib} MiB of blobs), two instances: copy phase {copy_secs:.1} s ({:.1} MB at {:.2} MB/s), handovers {}, start to switch {:.1} s, cut-over {} ms",
+        progress["bytes_copied"].as_f64().unwrap_or(0.0) / 1e6,
+        progress["bytes_copied"].as_f64().unwrap_or(0.0) / 1e6 / copy_secs,
+        job["handovers"],
+        (switched - move_started) / 1000.0,
+        progress["cutover_ms"],
+    );
+    println!(
+        "other tenants, p99: before {p_before:.2} ms ({} requests), during the copy {p_copy:.2} ms ({} requests): ratio {:.2}",
+        others_before.len(),
+        others_copy.len(),
+        p_copy / p_before
+    );
     Ok(())
 }
