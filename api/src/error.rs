@@ -91,6 +91,7 @@ codes! {
     MissingToken = ("missing_token", UNAUTHORIZED, "a bearer token is required"),
     InvalidToken = ("invalid_token", UNAUTHORIZED, "the bearer token is invalid or expired"),
     TokenPredatesTenant = ("token_predates_tenant", UNAUTHORIZED, "the token was issued before its tenant was created (a tenant deleted and created again is a new tenant), or has no `iat` to tell; get a new token"),
+    TokenIssuedInFuture = ("token_issued_in_future", UNAUTHORIZED, "the token's `iat` is later than now (beyond the clock-skew leeway, `auth.leeway_secs`): no token is issued in the future; get a new token"),
     InvalidInternalCredential = ("invalid_internal_credential", UNAUTHORIZED, "the request did not come from the gatekeeper"),
     InsufficientScope = ("insufficient_scope", FORBIDDEN, "the token lacks the scope the operation needs"),
     MissingTenantClaim = ("missing_tenant_claim", FORBIDDEN, "the token has no `tenant` claim (an admin or other platform token): a tenant's data needs a token bound to the tenant (`shardgate token --tenant <id>`)"),
@@ -391,6 +392,11 @@ impl From<AuthError> for ApiError {
         tracing::debug!(reason = %e, "authentication failed");
         let (code, detail, challenge) = match e {
             AuthError::Missing => (Code::MissingToken, "a bearer token is required", "Bearer"),
+            AuthError::IssuedInFuture => (
+                Code::TokenIssuedInFuture,
+                "the token's `iat` (issued at) is later than now, beyond the allowed clock skew: get a new token",
+                INVALID_TOKEN_CHALLENGE,
+            ),
             _ => (Code::InvalidToken, "the bearer token is invalid or expired", INVALID_TOKEN_CHALLENGE),
         };
         let mut err = Self::new(code, detail);
