@@ -19,14 +19,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{AuthConfig, IssuerConfig, KeyAlgorithm};
 use crate::jwks;
-use crate::principal::{Principal, Scopes};
+use crate::principal::{Principal, Scope, ScopeClaimError, Scopes};
 
 /// The longest token this verifier looks at; longer headers are rejected unparsed.
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
-/// Why a token was not accepted. Every variant becomes 401 with `WWW-Authenticate: Bearer`:
-/// `missing_token`, `token_issued_in_future`, or `invalid_token` for the rest, whose reason is
-/// logged at debug level only.
+/// Why a token was not accepted. Every variant but [`AuthError::AdminScopeWithTenant`] (403)
+/// becomes 401 with `WWW-Authenticate: Bearer`: `missing_token`, `token_issued_in_future`, or
+/// `invalid_token` for the rest, whose reason is logged at debug level only (but for a `scope`
+/// claim of the wrong shape, which the detail names).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// No `Authorization: Bearer` header.
@@ -62,6 +63,14 @@ pub enum AuthError {
     /// `aud` does not match.
     #[error("audience mismatch")]
     WrongAudience,
+    /// The `scope` claim is not scope names separated by single spaces.
+    #[error(transparent)]
+    InvalidScope(#[from] ScopeClaimError),
+    /// The token names a tenant and carries the platform `admin` scope: a tenant's token is never
+    /// a platform admin (403, not 401: the token is genuine but may do nothing). Minting one is
+    /// refused too.
+    #[error("a token bound to a tenant cannot carry the admin scope")]
+    AdminScopeWithTenant,
     /// A required claim is missing or has the wrong type.
     #[error("invalid claims: {0}")]
     InvalidClaims(String),
@@ -273,11 +282,15 @@ impl Authenticator {
         if claims.iat.is_some_and(|iat| iat > (self.clock)().saturating_add(self.leeway_secs)) {
             return Err(AuthError::IssuedInFuture);
         }
+        let scopes = Scopes::parse_claim(&claims.scope)?;
+        if claims.tenant.is_some() && scopes.contains(Scope::Admin) {
+            return Err(AuthError::AdminScopeWithTenant);
+        }
         let principal = Principal {
             subject: claims.sub.unwrap_or_default(),
             issuer: claims.iss,
             tenant: claims.tenant,
-            scopes: Scopes::from_claim(&claims.scope),
+            scopes,
             issued_at: claims.iat,
         };
         Ok((principal, claims.exp))
@@ -484,8 +497,12 @@ struct MintedClaims<'a> {
     exp: u64,
 }
 
-/// Signs an HS256 token (used by `shardgate token` and by tests).
+/// Signs an HS256 token (used by `shardgate token` and by tests). A token bound to a tenant with
+/// the `admin` scope is refused ([`AuthError::AdminScopeWithTenant`]), as verifying it would be.
 pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<String, AuthError> {
+    if request.tenant.is_some() && request.scopes.contains(Scope::Admin) {
+        return Err(AuthError::AdminScopeWithTenant);
+    }
     let now = now_secs();
     let claims = MintedClaims {
         iss: &request.issuer,
@@ -502,7 +519,6 @@ pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::principal::Scope;
 
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
@@ -598,6 +614,23 @@ mod tests {
         assert!(auth.verify(&issued_at(1_000_005)).is_ok(), "within the leeway");
         assert_eq!(auth.verify(&issued_at(1_000_006)), Err(AuthError::IssuedInFuture));
         assert_eq!(auth.verify(&issued_at(1_086_400)), Err(AuthError::IssuedInFuture));
+    }
+
+    #[test]
+    fn a_tenant_token_with_the_admin_scope_is_neither_minted_nor_accepted() {
+        let tenant_admin =
+            TokenRequest { scopes: Scopes::of(&[Scope::Read, Scope::Admin]), ..request(Duration::from_secs(60)) };
+        assert_eq!(mint_token(&SecretString::from(SECRET), &tenant_admin), Err(AuthError::AdminScopeWithTenant));
+        let signed = |scope: &str| {
+            let claims =
+                serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": scope, "exp": now_secs() + 60});
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+        };
+        let auth = authenticator();
+        assert_eq!(auth.verify(&signed("read admin")), Err(AuthError::AdminScopeWithTenant));
+        assert_eq!(auth.verify(&signed("read\tadmin")), Err(AuthError::InvalidScope(ScopeClaimError)));
+        assert_eq!(auth.verify(&signed("read ")), Err(AuthError::InvalidScope(ScopeClaimError)));
+        assert!(auth.verify(&signed("read write")).is_ok());
     }
 
     #[test]
