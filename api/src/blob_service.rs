@@ -131,6 +131,13 @@ pub async fn serve_blob(
     RoutedEpoch::of(&route).stamp(answer.map_err(ApiError::from))
 }
 
+/// 404 `blob_not_found` unless a live blob is at `path` (what a download of it would answer).
+pub async fn require_blob(app: &App, tenant: &TenantId, path: &BlobPath) -> Result<(), ApiError> {
+    let (route, db) = app.router.resolve(tenant, Access::Read)?;
+    let found = BlobStore::new(&db, &route.shard).head(tenant, path).await?;
+    found.map(drop).ok_or_else(|| ApiError::from(&StoreError::BlobNotFound))
+}
+
 /// The media type a blob is stored with: the request's `Content-Type`, or
 /// `application/octet-stream`.
 pub fn content_type_of(headers: &HeaderMap) -> Result<String, ApiError> {

@@ -215,7 +215,10 @@ fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl
         let mut parsed = Vec::new();
         for name in scopes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match Scope::parse(name) {
-                Some(Scope::Admin) => bail!("use --admin for an admin token"),
+                Some(Scope::Admin) => bail!(
+                    "`admin` is not a tenant's scope (a tenant's token is never a platform admin): mint a platform \
+                     token with --admin, without --tenant"
+                ),
                 Some(scope) => parsed.push(scope),
                 None => bail!("unknown scope {name:?}: use read, write, manage"),
             }

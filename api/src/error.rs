@@ -91,8 +91,10 @@ codes! {
     MissingToken = ("missing_token", UNAUTHORIZED, "a bearer token is required"),
     InvalidToken = ("invalid_token", UNAUTHORIZED, "the bearer token is invalid or expired"),
     TokenPredatesTenant = ("token_predates_tenant", UNAUTHORIZED, "the token was issued before its tenant was created (a tenant deleted and created again is a new tenant), or has no `iat` to tell; get a new token"),
+    TokenIssuedInFuture = ("token_issued_in_future", UNAUTHORIZED, "the token's `iat` is later than now (beyond the clock-skew leeway, `auth.leeway_secs`): no token is issued in the future; get a new token"),
     InvalidInternalCredential = ("invalid_internal_credential", UNAUTHORIZED, "the request did not come from the gatekeeper"),
     InsufficientScope = ("insufficient_scope", FORBIDDEN, "the token lacks the scope the operation needs"),
+    TenantTokenWithAdminScope = ("tenant_token_with_admin_scope", FORBIDDEN, "the token names a tenant and carries the platform `admin` scope: a tenant's token is never a platform admin, so it is refused on every route; an admin token has no `tenant` claim (`shardgate token --admin`)"),
     MissingTenantClaim = ("missing_tenant_claim", FORBIDDEN, "the token has no `tenant` claim (an admin or other platform token): a tenant's data needs a token bound to the tenant (`shardgate token --tenant <id>`)"),
     ValetMalformed = ("valet_malformed", FORBIDDEN, "the valet URL is malformed"),
     ValetBadSignature = ("valet_bad_signature", FORBIDDEN, "the valet URL's signature does not match"),
@@ -392,11 +394,30 @@ impl From<AuthError> for ApiError {
     fn from(e: AuthError) -> Self {
         tracing::debug!(reason = %e, "authentication failed");
         let (code, detail, challenge) = match e {
-            AuthError::Missing => (Code::MissingToken, "a bearer token is required", "Bearer"),
-            _ => (Code::InvalidToken, "the bearer token is invalid or expired", INVALID_TOKEN_CHALLENGE),
+            AuthError::Missing => (Code::MissingToken, "a bearer token is required".to_owned(), Some("Bearer")),
+            AuthError::IssuedInFuture => (
+                Code::TokenIssuedInFuture,
+                "the token's `iat` (issued at) is later than now, beyond the allowed clock skew: get a new token"
+                    .to_owned(),
+                Some(INVALID_TOKEN_CHALLENGE),
+            ),
+            AuthError::InvalidScope(reason) => {
+                (Code::InvalidToken, format!("the bearer token is invalid: {reason}"), Some(INVALID_TOKEN_CHALLENGE))
+            }
+            AuthError::AdminScopeWithTenant => (
+                Code::TenantTokenWithAdminScope,
+                "the token names a tenant and carries the platform `admin` scope: a tenant's token is never a \
+                 platform admin, and this one is refused everywhere; use a tenant token without `admin`, or an admin \
+                 token without `tenant` (`shardgate token --admin`)"
+                    .to_owned(),
+                None,
+            ),
+            _ => {
+                (Code::InvalidToken, "the bearer token is invalid or expired".to_owned(), Some(INVALID_TOKEN_CHALLENGE))
+            }
         };
         let mut err = Self::new(code, detail);
-        err.www_authenticate = Some(challenge);
+        err.www_authenticate = challenge;
         err
     }
 }

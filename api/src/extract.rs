@@ -78,13 +78,18 @@ where
     }
 }
 
-/// Refuses a body that is not declared JSON: 415 `unsupported_media_type`.
+/// Refuses a body that is not declared JSON in UTF-8 (see
+/// [`shardgate_gatekeeper::request::is_json_media_type`]): 415 `unsupported_media_type`.
 pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     let declared = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
     if declared.is_some_and(shardgate_gatekeeper::request::is_json_media_type) {
         return Ok(());
     }
-    Err(ApiError::new(Code::UnsupportedMediaType, "the body must be sent with `Content-Type: application/json`"))
+    Err(ApiError::new(
+        Code::UnsupportedMediaType,
+        "the body must be sent with `Content-Type: application/json` (JSON in UTF-8; `; charset=utf-8` may be added): \
+         no other charset, and no other media type, `application/merge-patch+json` and other `+json` types included",
+    ))
 }
 
 /// The verified caller. Extracting it authenticates the request (401 otherwise).

@@ -198,6 +198,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                 } else {
                     add_missing(responses, &[Code::MissingToken, Code::InvalidToken]);
                 }
+                add_codes(responses, &[Code::TokenIssuedInFuture]);
                 if tenant_path {
                     // A token of another tenant gets 404 too, so existence never leaks.
                     add_missing(responses, &[Code::TenantNotFound]);
@@ -215,6 +216,8 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                     };
                     responses.entry("403".to_owned()).or_insert_with(|| RefOr::T(problem_response(&description)));
                 }
+                // A token naming a tenant with the platform `admin` scope is refused on every route.
+                add_codes(responses, &[Code::TenantTokenWithAdminScope]);
             }
             if path.starts_with("/valet/") {
                 // Counted in the URL's tenant's bulkhead, never in the anonymous one.

@@ -22,7 +22,7 @@ use shardgate_shard_router::{Incarnation, TenantId, now_ms};
 use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, Permission, UnverifiedGrant, ValetError};
 
 use crate::app::App;
-use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
+use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, require_blob, serve_blob, store_blob};
 use crate::bulkhead::{Compartment, Slot};
 use crate::error::{ApiError, Code};
 use crate::signing_keys::key_state;
@@ -130,9 +130,14 @@ pub struct Issued {
 }
 
 /// Signs a grant with the current key and records it in the catalog (audited as `audit`, whose
-/// target becomes the grant's).
+/// target becomes the grant's). A read grant needs its blob to exist (404 `blob_not_found`).
 pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, ApiError> {
     let Issue { tenant, incarnation, path, permission, expires_in, constraints } = issue;
+    // A read key for a blob that does not exist would open nothing: 404, as its download would
+    // answer. A write key may create its blob.
+    if permission == Permission::Read {
+        require_blob(app, tenant, path).await?;
+    }
     let key = app.signing_keys.current(app.router.catalog(), &audit.request_id).await?;
     let now = app.clock.now_secs();
     let single_use = constraints.single_use;

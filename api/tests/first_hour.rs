@@ -81,6 +81,13 @@ async fn token_never_creates_a_secret_and_refuses_what_no_server_accepts() {
     let at_once = finish(&mut shardgate(&["token", "--admin", "--ttl", "0s"], dir.path()));
     assert!(!at_once.status.success());
     assert!(stderr(&at_once).contains("--ttl must be more than 0"), "{}", stderr(&at_once));
+    // A tenant's token is never a platform admin: no such token is minted.
+    let tenant_admin = finish(&mut shardgate(&["token", "--tenant", "acme", "--admin"], dir.path()));
+    assert!(!tenant_admin.status.success());
+    assert!(stderr(&tenant_admin).contains("cannot be used with"), "{}", stderr(&tenant_admin));
+    let admin_scope = finish(&mut shardgate(&["token", "--tenant", "acme", "--scopes", "read,admin"], dir.path()));
+    assert!(!admin_scope.status.success());
+    assert!(stderr(&admin_scope).contains("--admin"), "{}", stderr(&admin_scope));
 
     // A token the server refuses: logged at debug with the reason, never the token.
     let minted = finish(&mut shardgate(&["token", "--admin"], dir.path()));

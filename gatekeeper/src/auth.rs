@@ -5,7 +5,8 @@
 //! or, for an issuer with a JWKS file, the key its `kid` names. The key must be of the `alg`'s
 //! type, so `alg: none` and algorithm confusion (an HS256 token "signed" with an RSA public key)
 //! are rejected before any signature check. `exp` and `iss` are required, `aud` is required and
-//! checked when the issuer lists audiences, `nbf` is honoured, with a small leeway. Keys come
+//! checked when the issuer lists audiences, `nbf` is honoured and an `iat` later than now is
+//! refused, each with a small leeway (`auth.leeway_secs`). Keys come
 //! from the configuration only: a token's `jku`, `x5u`, `jwk` and `x5c` headers are never used
 //! and nothing is fetched.
 
@@ -18,13 +19,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{AuthConfig, IssuerConfig, KeyAlgorithm};
 use crate::jwks;
-use crate::principal::{Principal, Scopes};
+use crate::principal::{Principal, Scope, ScopeClaimError, Scopes};
 
 /// The longest token this verifier looks at; longer headers are rejected unparsed.
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
-/// Why a token was not accepted. Every variant becomes 401 `invalid_token` (or
-/// `missing_token`) with `WWW-Authenticate: Bearer`; the reason is logged at debug level only.
+/// Why a token was not accepted. Every variant but [`AuthError::AdminScopeWithTenant`] (403)
+/// becomes 401 with `WWW-Authenticate: Bearer`: `missing_token`, `token_issued_in_future`, or
+/// `invalid_token` for the rest, whose reason is logged at debug level only (but for a `scope`
+/// claim of the wrong shape, which the detail names).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// No `Authorization: Bearer` header.
@@ -52,9 +55,22 @@ pub enum AuthError {
     /// `nbf` is in the future.
     #[error("token not yet valid")]
     NotYetValid,
+    /// `iat` is later than now plus the leeway: no token is issued in the future, and one that
+    /// says so would outlive a tenant deleted and created again (a tenant's tokens are accepted
+    /// only if issued after the tenant was created).
+    #[error("token issued in the future")]
+    IssuedInFuture,
     /// `aud` does not match.
     #[error("audience mismatch")]
     WrongAudience,
+    /// The `scope` claim is not scope names separated by single spaces.
+    #[error(transparent)]
+    InvalidScope(#[from] ScopeClaimError),
+    /// The token names a tenant and carries the platform `admin` scope: a tenant's token is never
+    /// a platform admin (403, not 401: the token is genuine but may do nothing). Minting one is
+    /// refused too.
+    #[error("a token bound to a tenant cannot carry the admin scope")]
+    AdminScopeWithTenant,
     /// A required claim is missing or has the wrong type.
     #[error("invalid claims: {0}")]
     InvalidClaims(String),
@@ -263,11 +279,18 @@ impl Authenticator {
         let key = verifier.key_for(&header)?;
         let data = decode::<Claims>(token, &key.key, &key.validation).map_err(map_jwt_error)?;
         let claims = data.claims;
+        if claims.iat.is_some_and(|iat| iat > (self.clock)().saturating_add(self.leeway_secs)) {
+            return Err(AuthError::IssuedInFuture);
+        }
+        let scopes = Scopes::parse_claim(&claims.scope)?;
+        if claims.tenant.is_some() && scopes.contains(Scope::Admin) {
+            return Err(AuthError::AdminScopeWithTenant);
+        }
         let principal = Principal {
             subject: claims.sub.unwrap_or_default(),
             issuer: claims.iss,
             tenant: claims.tenant,
-            scopes: Scopes::from_claim(&claims.scope),
+            scopes,
             issued_at: claims.iat,
         };
         Ok((principal, claims.exp))
@@ -474,8 +497,12 @@ struct MintedClaims<'a> {
     exp: u64,
 }
 
-/// Signs an HS256 token (used by `shardgate token` and by tests).
+/// Signs an HS256 token (used by `shardgate token` and by tests). A token bound to a tenant with
+/// the `admin` scope is refused ([`AuthError::AdminScopeWithTenant`]), as verifying it would be.
 pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<String, AuthError> {
+    if request.tenant.is_some() && request.scopes.contains(Scope::Admin) {
+        return Err(AuthError::AdminScopeWithTenant);
+    }
     let now = now_secs();
     let claims = MintedClaims {
         iss: &request.issuer,
@@ -492,7 +519,6 @@ pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::principal::Scope;
 
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
@@ -571,6 +597,40 @@ mod tests {
         assert!(auth.verify(&token).is_ok(), "still valid within the leeway, served from memory");
         auth.clock = || now_secs() + 66;
         assert_eq!(auth.verify(&token), Err(AuthError::Expired));
+    }
+
+    #[test]
+    fn a_token_issued_in_the_future_is_refused_beyond_the_leeway() {
+        let mut auth =
+            Authenticator::from_config(&AuthConfig { issuers: vec![], leeway_secs: 5 }, Some(hs_issuer("shardgate")))
+                .unwrap();
+        // `iat` is checked against the authenticator's clock (`exp` against the real one).
+        auth.clock = || 1_000_000;
+        let issued_at = |iat: u64| {
+            let claims = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read", "iat": iat, "exp": now_secs() + 600});
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+        };
+        assert!(auth.verify(&issued_at(1_000_000)).is_ok());
+        assert!(auth.verify(&issued_at(1_000_005)).is_ok(), "within the leeway");
+        assert_eq!(auth.verify(&issued_at(1_000_006)), Err(AuthError::IssuedInFuture));
+        assert_eq!(auth.verify(&issued_at(1_086_400)), Err(AuthError::IssuedInFuture));
+    }
+
+    #[test]
+    fn a_tenant_token_with_the_admin_scope_is_neither_minted_nor_accepted() {
+        let tenant_admin =
+            TokenRequest { scopes: Scopes::of(&[Scope::Read, Scope::Admin]), ..request(Duration::from_secs(60)) };
+        assert_eq!(mint_token(&SecretString::from(SECRET), &tenant_admin), Err(AuthError::AdminScopeWithTenant));
+        let signed = |scope: &str| {
+            let claims =
+                serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": scope, "exp": now_secs() + 60});
+            encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+        };
+        let auth = authenticator();
+        assert_eq!(auth.verify(&signed("read admin")), Err(AuthError::AdminScopeWithTenant));
+        assert_eq!(auth.verify(&signed("read\tadmin")), Err(AuthError::InvalidScope(ScopeClaimError)));
+        assert_eq!(auth.verify(&signed("read ")), Err(AuthError::InvalidScope(ScopeClaimError)));
+        assert!(auth.verify(&signed("read write")).is_ok());
     }
 
     #[test]

@@ -12,7 +12,8 @@ pub struct AuthConfig {
     /// Trusted token issuers. Default: none, which means the embedded default issuer
     /// (`shardgate`, HS256 with the secret generated in the data directory).
     pub issuers: Vec<IssuerConfig>,
-    /// Clock-skew allowance for `exp` and `nbf`, in seconds. Default 30.
+    /// Clock-skew allowance for `exp`, `nbf` and `iat` (a token issued later than now plus the
+    /// leeway is refused), in seconds. Default 30.
     pub leeway_secs: u64,
 }
 

@@ -190,7 +190,7 @@ impl InternalKey {
             issuer: wire.iss,
             subject: wire.sub,
             tenant: wire.tenant,
-            scopes: Scopes::from_claim(&wire.scope),
+            scopes: Scopes::parse_claim(&wire.scope).map_err(|_| CredentialError::Invalid)?,
             issued_at: wire.iat,
         }))
     }

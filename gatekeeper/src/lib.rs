@@ -17,4 +17,4 @@ pub mod throttle;
 
 pub use auth::{AuthError, Authenticator, TokenRequest, mint_token};
 pub use config::{AuthConfig, IssuerConfig, KeyAlgorithm};
-pub use principal::{Principal, Scope, Scopes};
+pub use principal::{Principal, Scope, ScopeClaimError, Scopes};

@@ -47,15 +47,36 @@ impl Scope {
     }
 }
 
+/// A `scope` claim that is not scope names separated by single spaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the `scope` claim must be scope names separated by single spaces, with no tab and no leading, trailing or \
+     repeated space"
+)]
+pub struct ScopeClaimError;
+
 /// A set of scopes.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct Scopes(u8);
 
 impl Scopes {
-    /// Parses a space-separated `scope` claim; unknown scope names are ignored (they may belong
-    /// to other services sharing the issuer).
-    pub fn from_claim(claim: &str) -> Self {
-        Self(claim.split_ascii_whitespace().filter_map(Scope::parse).fold(0, |acc, s| acc | s.bit()))
+    /// Parses a `scope` claim: scope names separated by single spaces (RFC 6749 §3.3), each of
+    /// printable ASCII but `"` and `\\`; the empty claim is no scope. Unknown scope names are
+    /// ignored (they may belong to other services sharing the issuer), but a claim of any other
+    /// shape (a tab, a leading, trailing or doubled space) is refused: a claim other parsers
+    /// could split differently grants nothing.
+    pub fn parse_claim(claim: &str) -> Result<Self, ScopeClaimError> {
+        if claim.is_empty() {
+            return Ok(Self::default());
+        }
+        let mut bits = 0;
+        for name in claim.split(' ') {
+            if name.is_empty() || !name.bytes().all(|b| matches!(b, 0x21 | 0x23..=0x5b | 0x5d..=0x7e)) {
+                return Err(ScopeClaimError);
+            }
+            bits |= Scope::parse(name).map_or(0, Scope::bit);
+        }
+        Ok(Self(bits))
     }
 
     /// A set of the given scopes.
@@ -92,7 +113,8 @@ pub struct Principal {
     pub subject: String,
     /// The `iss` claim of the issuer that verified the token.
     pub issuer: String,
-    /// The tenant the token is bound to (`tenant` claim); `None` for platform tokens.
+    /// The tenant the token is bound to (`tenant` claim); `None` for platform tokens, the only
+    /// ones that may carry [`Scope::Admin`] (a token with both is refused when verified).
     pub tenant: Option<String>,
     /// Granted scopes.
     pub scopes: Scopes,
@@ -115,12 +137,21 @@ mod tests {
 
     #[test]
     fn scope_claims_round_trip_and_ignore_unknown_names() {
-        let scopes = Scopes::from_claim("write  read openid");
+        let scopes = Scopes::parse_claim("write read openid").unwrap();
         assert!(scopes.contains(Scope::Read));
         assert!(scopes.contains(Scope::Write));
         assert!(!scopes.contains(Scope::Admin));
         assert_eq!(scopes.to_claim(), "read write");
-        assert_eq!(Scopes::from_claim(""), Scopes::default());
+        assert_eq!(Scopes::parse_claim(&scopes.to_claim()), Ok(scopes));
+        assert_eq!(Scopes::parse_claim(""), Ok(Scopes::default()));
+        assert_eq!(Scopes::parse_claim("api:read https://example.com/x"), Ok(Scopes::default()));
+    }
+
+    #[test]
+    fn scope_claims_split_on_single_spaces_only() {
+        for claim in ["read\tadmin", "read  write", " read", "read ", " ", "read\nwrite", "read\u{a0}write", "re\"ad"] {
+            assert_eq!(Scopes::parse_claim(claim), Err(ScopeClaimError), "{claim:?}");
+        }
     }
 
     #[test]

@@ -105,14 +105,26 @@ pub fn access(method: &str, path: &str) -> Access {
     if path == "/v1" || path.starts_with("/v1/") { Access::Authenticated } else { Access::Open }
 }
 
-/// Whether a `Content-Type` value is JSON: `application/json` or `application/<anything>+json`,
-/// with any parameters.
+/// Whether a `Content-Type` value declares JSON in UTF-8, the only body the JSON operations take:
+/// `application/json` (case-insensitive) with no parameter or with `charset=utf-8` (the value
+/// case-insensitive, optionally quoted). Other charsets, other parameters and other media types
+/// are not, `+json` types included: `application/merge-patch+json` means a patch, and a record
+/// stored from it would be a replacement.
 pub fn is_json_media_type(value: &str) -> bool {
-    let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
-    match essence.strip_prefix("application/") {
-        Some(subtype) => subtype == "json" || (subtype.ends_with("+json") && subtype.len() > "+json".len()),
-        None => false,
+    let mut parts = value.split(';');
+    if !parts.next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json") {
+        return false;
     }
+    let mut charset = false;
+    for parameter in parts.map(str::trim).filter(|p| !p.is_empty()) {
+        let Some((name, value)) = parameter.split_once('=') else { return false };
+        let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+        if charset || !name.eq_ignore_ascii_case("charset") || !value.eq_ignore_ascii_case("utf-8") {
+            return false;
+        }
+        charset = true;
+    }
+    true
 }
 
 #[cfg(test)]
@@ -179,13 +191,32 @@ mod tests {
 
     #[test]
     fn json_media_types() {
-        assert!(is_json_media_type("application/json"));
-        assert!(is_json_media_type("Application/JSON; charset=utf-8"));
-        assert!(is_json_media_type("application/merge-patch+json"));
-        assert!(!is_json_media_type("application/+json"));
-        assert!(!is_json_media_type("text/plain"));
-        assert!(!is_json_media_type("application/x-www-form-urlencoded"));
-        assert!(!is_json_media_type("application/jsonp"));
-        assert!(!is_json_media_type(""));
+        for accepted in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/json;charset=UTF-8",
+            "application/json; charset=\"utf-8\"",
+            "application/json;",
+        ] {
+            assert!(is_json_media_type(accepted), "{accepted}");
+        }
+        for refused in [
+            "application/json; charset=latin1",
+            "application/json; charset=iso-8859-1",
+            "application/json; charset=utf-16",
+            "application/json; charset=utf-8; charset=latin1",
+            "application/json; charset",
+            "application/json; profile=x",
+            "application/merge-patch+json",
+            "application/vnd.api+json",
+            "application/+json",
+            "text/plain",
+            "text/json",
+            "application/x-www-form-urlencoded",
+            "application/jsonp",
+            "",
+        ] {
+            assert!(!is_json_media_type(refused), "{refused}");
+        }
     }
 }

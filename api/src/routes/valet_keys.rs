@@ -76,9 +76,13 @@ pub struct ValetKeyRoute {
     id: String,
 }
 
-errors!(IssueValetKeyErrors: InvalidBody, InvalidPath, InsufficientScope);
+errors!(
+    IssueValetKeyErrors: InvalidBody, InvalidPath, InsufficientScope, BlobNotFound, ShardOffline, ShardUnavailable,
+    ShardBusy
+);
 
-/// Issue a valet key: a signed URL for one operation on one blob.
+/// Issue a valet key: a signed URL for one operation on one blob. A read key needs the blob to
+/// exist (404 `blob_not_found`); a write key may create it.
 #[utoipa::path(post, path = "/v1/tenants/{tenant}/valet-keys", params(ValetKeysRoute), request_body = IssueValetKey, security(("bearer" = ["read"]), ("bearer" = ["write"])), responses(
     (status = 201, description = "Issued", body = ValetKey),
     IssueValetKeyErrors,

@@ -221,6 +221,7 @@ async fn only_tokens_signed_by_a_trusted_key_for_this_gateway_are_accepted() {
             sign_as(Header::new(Algorithm::ES256), "es256-private.pem", &jwks),
         ),
         ("nbf 10 s ahead, within the leeway", Accepted, rs_1(&claims_with("jwks", json!({"nbf": now() + 10})))),
+        ("iat 10 s ahead, within the leeway", Accepted, rs_1(&claims_with("jwks", json!({"iat": now() + 10})))),
         ("partner, its audience", Accepted, es_other(&partner)),
         (
             "partner, its audience among others",

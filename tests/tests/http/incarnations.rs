@@ -14,6 +14,7 @@ use shardgate_tests::{ISSUER, SECRET, TestApp, expect_json, expect_problem, open
 shardgate_tests::conformance!(
     an_old_valet_url_opens_nothing_of_a_recreated_tenant_even_if_its_revocation_raced,
     a_token_issued_before_the_tenants_creation_is_refused,
+    a_token_dated_ahead_is_refused_and_never_reaches_a_recreated_tenant,
     a_deleted_tenants_indexes_do_not_apply_to_a_recreated_tenant
 );
 
@@ -126,6 +127,54 @@ async fn a_token_issued_before_the_tenants_creation_is_refused(app: TestApp) {
     let response = app.client.get(app.url(&path)).bearer_auth(&no_iat).send().await.unwrap();
     let problem = expect_problem(response, StatusCode::UNAUTHORIZED, "token_predates_tenant").await;
     assert!(problem["detail"].as_str().unwrap().contains("no `iat`"), "{problem}");
+}
+
+/// An HS256 token of the test issuer for `acme` (`read write`) whose `iat` is `iat`.
+fn token_issued_at(iat: u64) -> String {
+    let claims = json!({
+        "iss": ISSUER, "sub": "someone", "tenant": "acme", "scope": "read write", "iat": iat, "exp": iat + 86_400 * 365,
+    });
+    jsonwebtoken::encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
+}
+
+async fn a_token_dated_ahead_is_refused_and_never_reaches_a_recreated_tenant(app: TestApp) {
+    app.create_tenant("acme").await;
+    let path = record_path("acme", "c", "k");
+    let (get, put) = (
+        async |token: &str| app.client.get(app.url(&path)).bearer_auth(token).send().await.unwrap(),
+        async |token: &str| {
+            app.client.put(app.url(&path)).bearer_auth(token).json(&json!({"by": "ahead"})).send().await.unwrap()
+        },
+    );
+    // Minted a day ahead and kept: it would pass the incarnation check of every tenant created
+    // before tomorrow, so it is refused from the start.
+    let ahead = token_issued_at(now_secs() + 86_400);
+    let refused = async |response: reqwest::Response, what: &str| {
+        assert_eq!(response.headers()[WWW_AUTHENTICATE], "Bearer error=\"invalid_token\"", "{what}");
+        let problem = expect_problem(response, StatusCode::UNAUTHORIZED, "token_issued_in_future").await;
+        assert!(problem["detail"].as_str().unwrap().contains("later than now"), "{what}: {problem}");
+    };
+    refused(put(&ahead).await, "PUT, a day ahead").await;
+    refused(get(&ahead).await, "GET, a day ahead").await;
+
+    delete_tenant(&app, "acme").await;
+    app.create_tenant("acme").await;
+    let fresh = app.rw_token("acme");
+    assert_eq!(app.put_record("acme", "c", "k", &json!({"by": "fresh"})).await.status(), StatusCode::CREATED);
+    refused(put(&ahead).await, "PUT on the re-created tenant").await;
+    refused(get(&ahead).await, "GET on the re-created tenant").await;
+    for (what, iat) in [("an hour ahead", now_secs() + 3600), ("ten years ahead", now_secs() + 10 * 365 * 86_400)] {
+        refused(put(&token_issued_at(iat)).await, what).await;
+    }
+    // An admin token dated ahead is no better.
+    let claims =
+        json!({"iss": ISSUER, "sub": "root", "scope": "admin", "iat": now_secs() + 86_400, "exp": now_secs() + 600});
+    let admin =
+        jsonwebtoken::encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
+    refused(app.send(Method::GET, "/v1/admin/tenants", Some(&admin), None, &[]).await, "admin, a day ahead").await;
+    // The new tenant's record is untouched.
+    let record = expect_json(get(&fresh).await, StatusCode::OK).await;
+    assert_eq!(record["value"], json!({"by": "fresh"}), "{record}");
 }
 
 async fn a_deleted_tenants_indexes_do_not_apply_to_a_recreated_tenant(app: TestApp) {

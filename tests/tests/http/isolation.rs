@@ -3,13 +3,17 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_gatekeeper::Scope;
-use shardgate_tests::{TestApp, expect_json, expect_problem, expect_unauthorized, record_path, records_path};
+use shardgate_tests::{
+    ISSUER, SECRET, TestApp, expect_json, expect_problem, expect_unauthorized, record_path, records_path,
+};
 
 shardgate_tests::conformance!(
     a_tenant_cannot_see_or_touch_another_tenants_records,
     a_tenant_token_is_forbidden_on_every_admin_endpoint,
     a_token_needs_the_scope_of_the_operation,
     a_token_without_a_tenant_claim_is_told_so_on_tenant_data,
+    a_tenant_token_with_the_admin_scope_is_refused_everywhere,
+    a_scope_claim_is_split_on_single_spaces_only,
 );
 
 /// (method, path, body, headers)
@@ -155,4 +159,69 @@ async fn a_token_without_a_tenant_claim_is_told_so_on_tenant_data(app: TestApp) 
     // The same for a tenant that does not exist: the answer says nothing about which tenants do.
     let response = app.send(Method::GET, &record_path("nobody", "docs", "a"), Some(&admin), None, &[]).await;
     expect_problem(response, StatusCode::FORBIDDEN, "missing_tenant_claim").await;
+}
+
+/// An HS256 token of the test issuer with these `tenant` and `scope` claims, as an identity
+/// provider might sign it (`shardgate token` would not).
+fn signed_token(tenant: &str, scope: &str) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let claims =
+        json!({"iss": ISSUER, "sub": "someone", "tenant": tenant, "scope": scope, "iat": now, "exp": now + 600});
+    let key = jsonwebtoken::EncodingKey::from_secret(SECRET.as_bytes());
+    jsonwebtoken::encode(&jsonwebtoken::Header::default(), &claims, &key).unwrap()
+}
+
+async fn a_tenant_token_with_the_admin_scope_is_refused_everywhere(app: TestApp) {
+    app.create_tenant("alice").await;
+    app.create_tenant("bob").await;
+    app.put_record("alice", "c", "k", &json!(1)).await;
+    let tenant_admin = signed_token("alice", "read write admin");
+    let record = record_path("alice", "c", "k");
+    let calls: [Call; 7] = [
+        (Method::GET, "/v1/admin/tenants", None, &[]),
+        (Method::PATCH, "/v1/admin/tenants/bob", Some(json!({"rate_limit": {"per_second": 1, "burst": 1}})), &[]),
+        (Method::DELETE, "/v1/admin/tenants/bob", None, &[]),
+        (Method::GET, &record, None, &[]),
+        (Method::PUT, &record, Some(json!(2)), &[]),
+        (Method::GET, "/v1/tenants/alice/blobs", None, &[]),
+        (Method::GET, "/v1/tenants/bob/blobs", None, &[]),
+    ];
+    let refuse_all = async |what: &str| {
+        for (method, path, body, headers) in &calls {
+            let response = app.send(method.clone(), path, Some(&tenant_admin), body.as_ref(), headers).await;
+            let problem = expect_problem(response, StatusCode::FORBIDDEN, "tenant_token_with_admin_scope").await;
+            let detail = problem["detail"].as_str().unwrap();
+            assert!(detail.contains("never a platform admin"), "{what}: {method} {path}: {problem}");
+        }
+    };
+    refuse_all("its tenant exists").await;
+    // Its own tenant deleted, it is still no admin.
+    let deleted = app.admin(Method::DELETE, "/v1/admin/tenants/alice", None).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    refuse_all("its tenant deleted").await;
+    // Nothing changed: bob is still there, with no rate limit of its own.
+    let bob = expect_json(app.admin(Method::GET, "/v1/admin/tenants/bob", None).await, StatusCode::OK).await;
+    assert!(bob["rate_limit"].is_null(), "{bob}");
+    // The same tenant's token without `admin` works.
+    app.create_tenant("alice").await;
+    let response =
+        app.send(Method::PUT, &record, Some(&signed_token("alice", "read write")), Some(&json!(3)), &[]).await;
+    expect_json(response, StatusCode::CREATED).await;
+}
+
+async fn a_scope_claim_is_split_on_single_spaces_only(app: TestApp) {
+    app.create_tenant("alice").await;
+    let record = record_path("alice", "c", "k");
+    for scope in ["read\twrite", "read  write", " read write", "read write ", "read\tadmin", "read\nwrite"] {
+        let response = app.send(Method::PUT, &record, Some(&signed_token("alice", scope)), Some(&json!(1)), &[]).await;
+        let problem = expect_problem(response, StatusCode::UNAUTHORIZED, "invalid_token").await;
+        assert!(problem["detail"].as_str().unwrap().contains("single spaces"), "{scope:?}: {problem}");
+    }
+    let response =
+        app.send(Method::GET, "/v1/admin/tenants", Some(&signed_token("alice", "read\tadmin")), None, &[]).await;
+    expect_problem(response, StatusCode::UNAUTHORIZED, "invalid_token").await;
+    // Single spaces, with a name of another service among them: fine.
+    let response =
+        app.send(Method::PUT, &record, Some(&signed_token("alice", "openid read write")), Some(&json!(1)), &[]).await;
+    expect_json(response, StatusCode::CREATED).await;
 }

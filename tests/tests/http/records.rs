@@ -14,6 +14,7 @@ shardgate_tests::conformance!(
     a_missing_record_is_a_404_problem,
     percent_encoded_and_unicode_keys_round_trip,
     malformed_json_is_rejected,
+    only_json_in_utf8_is_taken,
     a_body_over_one_mebibyte_is_too_large,
     invalid_collections_and_keys_are_rejected,
     every_json_answer_ends_with_one_newline,
@@ -376,5 +377,52 @@ async fn every_json_answer_ends_with_one_newline(app: TestApp) {
         }
         let parsed: Value = serde_json::from_slice(&body).unwrap();
         assert!(parsed.is_object(), "{what}: {parsed}");
+    }
+}
+
+async fn only_json_in_utf8_is_taken(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let path = record_path("acme", "docs", "d1");
+    expect_json(
+        app.put_record("acme", "docs", "d1", &json!({"name": "first", "tags": ["a"]})).await,
+        StatusCode::CREATED,
+    )
+    .await;
+    // A patch is not a replacement, and a Latin-1 body is not UTF-8: neither is taken, and the
+    // record is untouched.
+    for content_type in [
+        "application/json; charset=latin1",
+        "application/json; charset=iso-8859-1",
+        "application/merge-patch+json",
+        "application/vnd.api+json",
+        "application/json; profile=patch",
+    ] {
+        let response = app.put_raw(&path, &token, content_type, r#"{"name": "second"}"#).await;
+        let problem = expect_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains("application/json") && detail.contains("UTF-8"), "{content_type}: {problem}");
+    }
+    let record = expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
+    assert_envelope(&record, "d1", 1, &json!({"name": "first", "tags": ["a"]}));
+    // The same rule for every JSON body, an admin one included.
+    let response = app
+        .client
+        .patch(app.url("/v1/admin/tenants/acme"))
+        .bearer_auth(app.admin_token())
+        .header("content-type", "application/merge-patch+json")
+        .body(r#"{"tier": "premium"}"#)
+        .send()
+        .await
+        .unwrap();
+    expect_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
+    // JSON in UTF-8, however it is spelt, is taken.
+    for (version, content_type) in
+        [(2, "application/json"), (3, "Application/JSON; charset=UTF-8"), (4, "application/json;charset=\"utf-8\"")]
+    {
+        let value = json!({"name": "caf\u{e9}", "version": version});
+        let response = app.put_raw(&path, &token, content_type, value.to_string()).await;
+        let record = expect_json(response, StatusCode::OK).await;
+        assert_envelope(&record, "d1", version, &value);
     }
 }

@@ -9,9 +9,13 @@ use reqwest::{Method, StatusCode};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric};
+use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric, open_shard};
 
-shardgate_tests::conformance!(valet_urls_download_and_upload_one_blob, tenant_pages_are_downloaded_never_opened);
+shardgate_tests::conformance!(
+    valet_urls_download_and_upload_one_blob,
+    tenant_pages_are_downloaded_never_opened,
+    a_read_key_is_issued_only_for_a_blob_that_exists
+);
 
 async fn issue(app: &TestApp, token: &str, body: Value) -> Value {
     let response =
@@ -152,6 +156,47 @@ fn with_param(url: &str, param: &str, value: &str) -> String {
         .map(|pair| if pair.split('=').next() == Some(param) { format!("{param}={value}") } else { pair.to_owned() })
         .collect();
     format!("{base}?{}", query.join("&"))
+}
+
+/// How many valet grants the catalog holds.
+async fn grants_recorded(app: &TestApp) -> i64 {
+    let catalog = open_shard(&app.catalog_url()).await;
+    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM valet_grants").fetch_one(&catalog).await.unwrap();
+    catalog.close().await;
+    count
+}
+
+async fn a_read_key_is_issued_only_for_a_blob_that_exists(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let post = async |body: Value| {
+        let request = app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(&token).json(&body);
+        request.send().await.unwrap()
+    };
+    // Nothing there: the same answer a download of the path gets, and nothing is recorded.
+    let download = app.client.get(app.url("/v1/tenants/acme/blobs/in/f")).bearer_auth(&token).send().await.unwrap();
+    expect_problem(download, StatusCode::NOT_FOUND, "blob_not_found").await;
+    for _ in 0..3 {
+        let response = post(json!({"path": "in/f", "permission": "read"})).await;
+        expect_problem(response, StatusCode::NOT_FOUND, "blob_not_found").await;
+    }
+    assert_eq!(grants_recorded(&app).await, 0, "no grant for a blob that does not exist");
+    // A write key may create it; then a read key opens it.
+    let upload = through(
+        &app,
+        &url_of(&expect_json(post(json!({"path": "in/f", "permission": "write"})).await, StatusCode::CREATED).await),
+    );
+    assert_eq!(app.client.put(&upload).body("hello").send().await.unwrap().status(), StatusCode::CREATED);
+    let key = expect_json(post(json!({"path": "in/f", "permission": "read"})).await, StatusCode::CREATED).await;
+    let response = app.client.get(through(&app, &url_of(&key))).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.text().await.unwrap(), "hello");
+    // Deleted, it is gone for new read keys too.
+    let deleted = app.client.delete(app.url("/v1/tenants/acme/blobs/in/f")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    let response = post(json!({"path": "in/f", "permission": "read"})).await;
+    expect_problem(response, StatusCode::NOT_FOUND, "blob_not_found").await;
+    assert_eq!(grants_recorded(&app).await, 2);
 }
 
 fn param<'a>(url: &'a str, name: &str) -> &'a str {
@@ -534,6 +579,7 @@ async fn refused_on_peer_within_the_bound(app: &TestApp, url: &str, code: &str) 
 async fn issuing_checks_scope_lifetime_and_constraints() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     app.create_tenant("acme").await;
+    put_blob(&app, &app.rw_token("acme"), "x", bytes(1)).await;
     let reader = app.token("acme", &[shardgate_gatekeeper::Scope::Read]);
     issue(&app, &reader, json!({"path": "x", "permission": "read"})).await;
     let post = |token: String, body: Value| {
