@@ -22,23 +22,10 @@ pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use moves::{CancelRequest, Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
-/// What a job owns, as stored in `job_claims`: a tenant.
-pub fn tenant_subject(tenant: &TenantId) -> String {
-    format!("tenant:{tenant}")
-}
+pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};
 
 /// The audit action of a tenant's deletion ([`Catalog::tenant_was_deleted`] looks for it).
 pub const TENANT_DELETE_ACTION: &str = "tenant.delete";
-
-/// What a rebalance (or drain) job claims: one at a time. A change of a collection's
-/// distribution that relies on the vshards staying where they are claims it too.
-pub const REBALANCE_SUBJECT: &str = "rebalance";
-
-/// What a job owns, as stored in `job_claims`: a vshard (its index entries and the unpinned
-/// tenants it places; no tenant of it is created or deleted while it is claimed).
-pub fn vshard_subject(vshard: u32) -> String {
-    format!("vshard:{vshard}")
-}
 
 /// A shard as the catalog stores it.
 #[derive(Debug, Clone)]

@@ -142,7 +142,7 @@ pub enum Error {
     #[error("{0}")]
     DistributionRefused(String),
     /// 409 `job_conflict`. Another job owns what a new job would move.
-    #[error("{}; wait for it to end or cancel it", held_by(subject, job))]
+    #[error("{}; wait for it to end or cancel it", crate::claims::held_by(subject, job))]
     JobConflict {
         /// What both jobs want (`tenant:<id>`).
         subject: String,
@@ -228,18 +228,6 @@ pub enum Error {
     /// 503: a probe did not answer in time.
     #[error("timed out")]
     Timeout,
-}
-
-/// What job `job` holding claim `subject` (as stored in `job_claims`) means, in a sentence: a
-/// tenant or a vshard is being moved; the `rebalance` claim is a rebalance or drain running.
-fn held_by(subject: &str, job: &str) -> String {
-    if subject == crate::catalog::REBALANCE_SUBJECT {
-        return format!("a rebalance or drain is running (job {job})");
-    }
-    match subject.split_once(':') {
-        Some((kind @ ("tenant" | "vshard"), id)) => format!("{kind} {id} is being moved by job {job}"),
-        _ => format!("{subject} is held by job {job}"),
-    }
 }
 
 impl From<sqlx::Error> for Error {

@@ -10,6 +10,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
+pub use crate::phase::Phase;
+
 use crate::catalog::{JobRow, Lease};
 use crate::clock::now_ms;
 use crate::copy::Checksum;
@@ -40,24 +42,6 @@ const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
 
 /// How often a failed step is tried before the move is rolled back.
 const ATTEMPTS: u32 = 3;
-
-/// Where a move stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    /// The first, full copy.
-    Copy,
-    /// Copying what changed meanwhile.
-    CatchUp,
-    /// Fenced on the source: last delta, checksums, pin switch.
-    CutOver,
-    /// Pinned to the target; the source's old copy is removed after the grace period.
-    Cleanup,
-    /// Finished.
-    Done,
-    /// Rolled back (failed or cancelled): the tenant stays on its source shard.
-    RolledBack,
-}
 
 /// Source and target checksums of each table, in [`crate::copy::TENANT_TABLES`] order.
 #[derive(Debug, Clone, Serialize, Deserialize)]

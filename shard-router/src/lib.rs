@@ -11,6 +11,7 @@
 
 pub mod blobs;
 pub mod catalog;
+pub mod claims;
 mod clock;
 pub mod copy;
 pub mod db;
@@ -23,6 +24,7 @@ pub mod ids;
 pub mod job;
 pub mod map;
 pub mod mover;
+pub mod phase;
 pub mod rebalance;
 pub mod rebalancer;
 pub mod records;

@@ -49,7 +49,7 @@ pub enum CancelRequest {
 /// The phase in a job's stored progress, if it has one (the moves' and redistributions' do).
 #[derive(serde::Deserialize)]
 struct ProgressPhase {
-    phase: Option<crate::job::Phase>,
+    phase: Option<crate::phase::Phase>,
 }
 
 impl Catalog {
@@ -203,7 +203,7 @@ impl Catalog {
                         .map_err(catalog_err)?;
                 let Some(progress) = progress else { return Ok(CancelRequest::NotRunning) };
                 let phase = serde_json::from_str::<ProgressPhase>(&progress).ok().and_then(|p| p.phase);
-                if matches!(phase, Some(crate::job::Phase::Cleanup | crate::job::Phase::Done)) {
+                if matches!(phase, Some(crate::phase::Phase::Cleanup | crate::phase::Phase::Done)) {
                     return Ok(CancelRequest::PastSwitch);
                 }
                 let asked = sqlx::query(
