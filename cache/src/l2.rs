@@ -6,7 +6,8 @@
 //! can never overwrite a newer value or a newer invalidation marker. A write marks its key
 //! before it reaches the shard (`w:<version>:<writers>`, counting the writers in progress) and
 //! ends the mark with its invalidation; no fill takes a marked key. Both publish on the
-//! invalidation channel in the same script, one round trip each.
+//! invalidation channel in the same script, one round trip each. The scripts read only the
+//! first 64 bytes of a slot (its kind and version), never a cached record's body.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,9 +21,9 @@ use crate::entry::Slot;
 
 /// `KEYS[1]` key, `ARGV[1]` version, `ARGV[2]` encoded record, `ARGV[3]` TTL in ms.
 const FILL: &str = r"
-local cur = redis.call('GET', KEYS[1])
+local cur = redis.call('GETRANGE', KEYS[1], 0, 63)
 local v = tonumber(ARGV[1])
-if cur then
+if cur ~= '' then
   local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
   cv = tonumber(cv)
   if kind == 'w' then return 0 end
@@ -36,9 +37,9 @@ return 1
 /// A write begins: `KEYS[1]` key, `ARGV[1]` the mark's TTL in ms, `ARGV[2]` channel,
 /// `ARGV[3]` message. The mark keeps the version the slot spoke for and counts the writers.
 const BEGIN_WRITE: &str = r"
-local cur = redis.call('GET', KEYS[1])
+local cur = redis.call('GETRANGE', KEYS[1], 0, 63)
 local floor, writers = 0, 0
-if cur then
+if cur ~= '' then
   local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
   floor = tonumber(cv) or 0
   if kind == 'w' then writers = tonumber(string.match(cur, '^w:%-?%d+:(%d+)')) or 0 end
@@ -52,10 +53,10 @@ return 1
 /// TTL in ms, `ARGV[3]` channel, `ARGV[4]` message. The last writer's end leaves a marker at
 /// the newest version; others keep the mark (and its TTL) with one writer fewer.
 const END_WRITE: &str = r"
-local cur = redis.call('GET', KEYS[1])
+local cur = redis.call('GETRANGE', KEYS[1], 0, 63)
 local v = tonumber(ARGV[1])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
-if cur then
+if cur ~= '' then
   local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
   cv = tonumber(cv)
   if kind == 'w' then
