@@ -517,23 +517,11 @@ async fn copy_where(
     }
 }
 
-/// [`copy_rows`] into a target that holds none of the rows `pass` takes (a move's first pass,
-/// right after it removed them there). Between PostgreSQL shards the rows then go straight
-/// into the table, without the staging table and the merge: about half the target's work, and
-/// what a copy costs the shards' other traffic most. Should one be there after all (a unique
-/// violation), that copy is undone and the rows are copied the usual way.
-pub async fn copy_rows_into_empty(
-    table: &CopyTable,
-    source: FencedShard<'_>,
-    target: FencedShard<'_>,
-    pass: &Pass<'_>,
-    method: CopyMethod,
-) -> Result<Copied, Error> {
-    let rows = Rows { condition: pass.condition(table), pace: pass.pace };
-    copy_where_into_empty(table, (source, target), &rows, method).await
-}
-
-/// [`copy_rows_into_empty`] of the rows `rows` takes.
+/// [`copy_where`] into a target that holds none of the rows `rows` takes (a move's first copy,
+/// after it removed them there: [`copy_batch`]). Between PostgreSQL shards the rows then go
+/// straight into the table, without the staging table and the merge: about half the target's
+/// work, and what a copy costs the shards' other traffic most. Should one be there after all (a
+/// unique violation), that copy is undone and the rows are copied the usual way.
 async fn copy_where_into_empty(
     table: &CopyTable,
     (source, target): (FencedShard<'_>, FencedShard<'_>),
@@ -573,7 +561,7 @@ pub struct Batch {
 
 /// One batch of a move's first, resumable copy: the rows of `table` that `pass` takes whose
 /// keys come after `after` (from the first with `None`), in key order, as many as make about
-/// `batch_bytes` ([`CopyTable::row_bytes`] each), copied as [`copy_rows_into_empty`] does (the target holds none of them,
+/// `batch_bytes` ([`CopyTable::row_bytes`] each), copied as [`copy_where_into_empty`] does (the target holds none of them,
 /// unless a batch committed just before the instance copying it stopped: then they merge).
 /// Each batch commits on the target on its own; the caller stores [`Batch::last`] and a copy
 /// taken over resumes after it, never from the start.

@@ -383,14 +383,16 @@ async fn a_postgres_moment_takes_what_was_running_and_nothing_older() {
 /// merged the usual way: the target's newer version stays, and nothing is written twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_copy_into_an_empty_target_falls_back_to_the_merge_on_a_conflict() {
-    use shardgate_shard_router::copy::{Pass, RECORDS, Window, copy_rows_into_empty};
+    use shardgate_shard_router::copy::{Pass, RECORDS, Window, copy_batch};
+    // One batch that takes every row.
+    let everything = u64::MAX;
     let pair = Pair::postgres().await;
     let (source, target) = (&pair.source.db, &pair.target.db);
     let written = seed(source).await;
     let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
     let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
     let all = Pass { selection: Selection::Tenant(&acme), window: Window::All, pace: None };
-    let copied = copy_rows_into_empty(&RECORDS, src, dst, &all, CopyMethod::Binary).await.unwrap();
+    let copied = copy_batch(&RECORDS, (src, dst), &all, None, everything, CopyMethod::Binary).await.unwrap().copied;
     assert_eq!((copied.read, copied.written), (written as u64, written as u64));
     assert_eq!(rows(target, None).await, rows(source, Some("acme")).await);
 
@@ -400,7 +402,7 @@ async fn a_copy_into_an_empty_target_falls_back_to_the_merge_on_a_conflict() {
         .await
         .unwrap();
     let before = rows(target, None).await;
-    let copied = copy_rows_into_empty(&RECORDS, src, dst, &all, CopyMethod::Binary).await.unwrap();
+    let copied = copy_batch(&RECORDS, (src, dst), &all, None, everything, CopyMethod::Binary).await.unwrap().copied;
     assert_eq!((copied.read, copied.written), (written as u64, 0), "merged: nothing older replaced");
     assert_eq!(rows(target, None).await, before);
     pair.drop_dbs().await;
