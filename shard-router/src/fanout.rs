@@ -27,6 +27,22 @@ pub struct ListingPlan {
     pub shards: Vec<ShardId>,
     /// The map epoch the plan was made on.
     pub epoch: u64,
+    /// What that map gives each of `shards`, in the same order. Every read of one listing asks
+    /// its shard for what this one map says it holds: a shard read on a newer map than another
+    /// could leave a vshard that moved between the two reads unread on both (its old shard no
+    /// longer lists it, its new one was read before it had it). On one map, a shard that has
+    /// since given a vshard away says so ([`Listing`] is then planned again).
+    holdings: Vec<Holding>,
+}
+
+/// What one map gives one shard for a listing: its state, the vshards it owns (inclusive runs;
+/// hash collections) and the key intervals it holds (range collections; each from its first key
+/// up to its second, excluded, `None`: to the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Holding {
+    state: ShardState,
+    runs: Vec<(u32, u32)>,
+    intervals: Vec<(String, Option<String>)>,
 }
 
 /// A shard a listing could not read.
@@ -59,12 +75,17 @@ impl ShardRouter {
     ) -> Result<ListingPlan, Error> {
         let home = self.route_tenant(tenant)?;
         Ok(self.with_map(|map| match map.spread_of(tenant.as_str(), collection.as_str()) {
-            None => ListingPlan { distribution: Distribution::Tenant, shards: vec![home.shard], epoch: map.epoch },
-            Some(spread) => ListingPlan {
-                distribution: spread.distribution(),
-                shards: spread_shards(map, spread, bounds),
+            None => ListingPlan {
+                distribution: Distribution::Tenant,
+                shards: vec![home.shard],
                 epoch: map.epoch,
+                holdings: Vec::new(),
             },
+            Some(spread) => {
+                let shards = spread_shards(map, spread, bounds);
+                let holdings = shards.iter().map(|shard| holding(map, spread, shard)).collect();
+                ListingPlan { distribution: spread.distribution(), shards, epoch: map.epoch, holdings }
+            }
         }))
     }
 
@@ -146,7 +167,7 @@ impl ShardRouter {
             let reads = asked.iter().map(|&i| {
                 let after = positions[i].after().or(bounds.after.as_deref());
                 let bounds = ListBounds { after: after.map(str::to_owned), ..bounds.clone() };
-                async move { self.read_shard(tenant, collection, &bounds, quota, plan, &plan.shards[i]).await }
+                async move { self.read_shard(tenant, collection, &bounds, quota, plan, i).await }
             });
             for (read, i) in futures::future::join_all(reads).await.into_iter().zip(asked) {
                 match read {
@@ -191,8 +212,8 @@ impl ShardRouter {
         }
     }
 
-    /// One shard's page of a listing, within the fan-out deadline, and whether that shard has
-    /// moved away vshards `plan`'s map gives it.
+    /// The page of a listing on `plan`'s shard number `i`, within the fan-out deadline, and
+    /// whether that shard has moved away vshards (or key ranges) `plan`'s map gives it.
     async fn read_shard(
         &self,
         tenant: &TenantId,
@@ -200,41 +221,20 @@ impl ShardRouter {
         bounds: &ListBounds,
         limit: u32,
         plan: &ListingPlan,
-        shard: &ShardId,
+        i: usize,
     ) -> Result<(Vec<StoredRecord>, bool), ShardFailure> {
+        let (shard, holding) = (&plan.shards[i], &plan.holdings[i]);
         let deadline = self.fan_out_deadline();
         let read = async {
-            // What the map gives this shard: the vshards of a hash collection, or the key
-            // ranges of a range collection.
-            let (state, runs, intervals) = self.with_map(|map| {
-                let index = map.shard_index(shard.as_str());
-                let state = index.map(|i| map.shards[usize::from(i)].state);
-                let runs: Vec<(u32, u32)> = map
-                    .vshard_runs()
-                    .into_iter()
-                    .filter(|run| Some(run.2) == index)
-                    .map(|(first, last, _)| (first, last))
-                    .collect();
-                let intervals = match map.spread_of(tenant.as_str(), collection.as_str()) {
-                    Some(Spread::Range(ranges)) => ranges
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, range)| Some(range.shard) == index)
-                        .map(|(i, range)| (range.from.clone(), ranges.get(i + 1).map(|next| next.from.clone())))
-                        .collect(),
-                    _ => Vec::new(),
-                };
-                (state, runs, intervals)
-            });
-            if state == Some(ShardState::Offline) {
+            if holding.state == ShardState::Offline {
                 return Err(Error::ShardOffline(shard.clone()));
             }
             let db = self.shard_db(shard)?;
             let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
             match plan.distribution {
-                Distribution::Hash => store.list_in_vshards(tenant, collection, bounds, limit, &runs).await,
+                Distribution::Hash => store.list_in_vshards(tenant, collection, bounds, limit, &holding.runs).await,
                 Distribution::Tenant | Distribution::Range => {
-                    store.list_in_ranges(tenant, collection, bounds, limit, &intervals).await
+                    store.list_in_ranges(tenant, collection, bounds, limit, &holding.intervals).await
                 }
             }
         };
@@ -243,6 +243,28 @@ impl ShardRouter {
             Err(_) => Err(ShardFailure { shard: shard.clone(), error: Error::FanOutTimeout(deadline) }),
         }
     }
+}
+
+/// What `map` gives `shard` for a listing of a collection spread by `spread`.
+fn holding(map: &MapSnapshot, spread: &Spread, shard: &ShardId) -> Holding {
+    let index = map.shard_index(shard.as_str());
+    let state = index.map_or(ShardState::Offline, |i| map.shards[usize::from(i)].state);
+    let runs = map
+        .vshard_runs()
+        .into_iter()
+        .filter(|run| Some(run.2) == index)
+        .map(|(first, last, _)| (first, last))
+        .collect();
+    let intervals = match spread {
+        Spread::Range(ranges) => ranges
+            .iter()
+            .enumerate()
+            .filter(|(_, range)| Some(range.shard) == index)
+            .map(|(i, range)| (range.from.clone(), ranges.get(i + 1).map(|next| next.from.clone())))
+            .collect(),
+        Spread::Hash => Vec::new(),
+    };
+    Holding { state, runs, intervals }
 }
 
 /// Where a listing stands on one shard.
@@ -324,6 +346,70 @@ mod tests {
             let quota = first_quota(1000, shards);
             assert!(quota as usize * shards >= 1000, "{shards} shards can fill a page in one round");
         }
+    }
+
+    /// A listing planned on one map reads every shard on that map, even when the map changes
+    /// before its reads: had the vshards of the plan's first shard switched to its second
+    /// meanwhile, reading each shard on the live map would ask the first for none of them and
+    /// the second for rows it does not have yet, and those keys would be missing, unnoticed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_shard_of_a_listing_is_read_on_the_map_it_was_planned_on() {
+        use crate::catalog::{Audit, CollectionRow};
+        use crate::records::{RecordAddress, WriteCondition};
+        use crate::router::StorageConfig;
+
+        let dir = tempfile::tempdir().unwrap();
+        let router = ShardRouter::open(&StorageConfig::default(), dir.path()).await.unwrap();
+        let audit = Audit {
+            actor: "test".into(),
+            tenant: Some("acme".into()),
+            action: "test",
+            target: "tenant:acme".into(),
+            request_id: "r".into(),
+        };
+        let tenant = TenantId::parse("acme").unwrap();
+        let collection = CollectionName::parse("events").unwrap();
+        router
+            .create_tenant(tenant.clone(), "Acme".into(), crate::map::Tier::Standard, None, None, &audit)
+            .await
+            .unwrap();
+        let row = CollectionRow {
+            tenant: tenant.clone(),
+            collection: collection.clone(),
+            distribution: Distribution::Hash,
+            ranges: Vec::new(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+        };
+        router.set_distribution(&row, &audit).await.unwrap();
+        let value = serde_json::value::RawValue::from_string("1".to_owned()).unwrap();
+        let keys: Vec<String> = (0..200).map(|i| format!("k{i:03}")).collect();
+        for key in &keys {
+            let key = crate::ids::RecordKey::parse(key).unwrap();
+            let addr = RecordAddress { tenant: &tenant, collection: &collection, key: &key };
+            let route = router.route_record(addr).unwrap();
+            let db = router.shard_db(&route.shard).unwrap();
+            let store = RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route));
+            store.put(addr, route.vshard, &value, &WriteCondition::Always, 1).await.unwrap();
+        }
+
+        let bounds = ListBounds::default();
+        let plan = router.listing_plan(&tenant, &collection, &bounds).unwrap();
+        assert!(plan.shards.len() >= 2, "{plan:?}");
+        let mut map = router.with_map(Clone::clone);
+        let (first, second) = (map.shard_index(plan.shards[0].as_str()), map.shard_index(plan.shards[1].as_str()));
+        for owner in &mut map.vshards {
+            if Some(*owner) == first {
+                *owner = second.unwrap();
+            }
+        }
+        map.epoch += 1;
+        router.replace_map(map);
+
+        let (records, failures, stale) = router.fan_out(&tenant, &collection, &bounds, 1000, &plan).await;
+        assert!(failures.is_empty() && stale.is_empty(), "{failures:?} {stale:?}");
+        let listed: Vec<String> = merge(records, 1000).into_iter().map(|r| r.key).collect();
+        assert_eq!(listed, keys, "every key, once");
     }
 
     #[test]
