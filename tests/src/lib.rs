@@ -40,6 +40,7 @@ pub mod pg_cluster;
 pub mod records;
 pub mod redis;
 pub mod server;
+pub mod tls;
 pub mod tokens;
 
 pub use app::{TestApp, test_config};
@@ -57,4 +58,5 @@ pub use pg_cluster::PgCluster;
 pub use records::{record_path, records_path};
 pub use redis::RedisServer;
 pub use server::{RunningServer, free_port};
+pub use tls::{Issued, TestCa};
 pub use tokens::{ISSUER, SECRET, hs256_issuer, issuer_named, mint};
