@@ -7,6 +7,10 @@
 //! point read, the upsert and the bulk copy; only the copy gained enough to be worth a second
 //! pool (see `docs/ARCHITECTURE.md`).
 //!
+//! Both pools of a PostgreSQL database speak the TLS its URL asks for (`sslmode`, `sslrootcert`,
+//! `sslcert`, `sslkey`, read as libpq reads them: [`crate::pg_tls`]); a test proves it with
+//! `pg_stat_ssl` for each pool.
+//!
 //! The SQL in this crate sticks to what both engines accept: `$n` placeholders in order,
 //! `INSERT ... ON CONFLICT`, `RETURNING`, integers for booleans and times (milliseconds since the
 //! Unix epoch). Keys are compared in byte order on both engines (`COLLATE "C"` on PostgreSQL).
@@ -25,6 +29,7 @@ use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
 use crate::health::{BreakerConfig, Health, ProbeConnect};
+use crate::pg_tls::{PgTls, prepare_url};
 pub use crate::health::{Ping, PingFailure};
 
 /// Which database engine a URL points at.
@@ -128,10 +133,15 @@ pub struct Database {
     native: Option<PgPool>,
     /// Its breaker, bulkhead and statement deadline, shared by every clone.
     health: Arc<Health>,
+    /// What its URL asks of TLS, if it is PostgreSQL.
+    tls: Option<Arc<PgTls>>,
 }
 
 /// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
 const NATIVE_CONNECTIONS: u32 = 2;
+
+/// The `application_name` of the native pool's connections, unless the URL names one.
+pub const NATIVE_APPLICATION_NAME: &str = "shardgate-bulk-copy";
 
 static CATALOG_SQLITE: Migrator = sqlx::migrate!("../migrations/catalog/sqlite");
 static CATALOG_POSTGRES: Migrator = sqlx::migrate!("../migrations/catalog/postgres");
@@ -169,12 +179,20 @@ impl Database {
         sqlx::any::install_default_drivers();
         let raw = url.expose_secret();
         let engine = Engine::of_url(raw)?;
-        let raw = match engine {
-            Engine::Sqlite if !raw.contains('?') => format!("{raw}?mode=rwc"),
-            _ => raw.to_owned(),
+        let (raw, tls) = match engine {
+            Engine::Sqlite if !raw.contains('?') => (format!("{raw}?mode=rwc"), None),
+            Engine::Sqlite => (raw.to_owned(), None),
+            Engine::Postgres => {
+                let prepared = prepare_url(raw, |var| std::env::var(var).ok())?;
+                (prepared.url, Some(Arc::new(prepared.tls)))
+            }
+        };
+        // Neither the URL given nor the one prepared for the driver appears in a message.
+        let invalid = |e: sqlx::Error| {
+            Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url).replace(raw.as_str(), "<database url>"))
         };
         let options = AnyConnectOptions::from_str(&raw)
-            .map_err(|e| Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url)))?
+            .map_err(invalid)?
             .disable_statement_logging();
         let max = match engine {
             Engine::Sqlite => config.max_connections.min(4),
@@ -218,8 +236,14 @@ impl Database {
             Engine::Postgres => {
                 // A bulk copy reads a whole tenant: on one core, so that it cannot take every
                 // core of the shard from its traffic.
-                let options = PgConnectOptions::from_str(&raw)
-                    .map_err(|e| Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url)))?
+                let options = PgConnectOptions::from_str(&raw).map_err(invalid)?;
+                // Named (unless the URL names its connections), so that operators tell bulk
+                // copies apart in pg_stat_activity.
+                let options = match options.get_application_name() {
+                    Some(_) => options,
+                    None => options.application_name(NATIVE_APPLICATION_NAME),
+                };
+                let options = options
                     .options([("max_parallel_workers_per_gather", "0")])
                     .disable_statement_logging();
                 Some(
@@ -235,7 +259,34 @@ impl Database {
         };
         let pools = (pool.clone(), native.clone());
         health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
-        Ok(Self { pool, engine, native, health })
+        Ok(Self { pool, engine, native, health, tls })
+    }
+
+    /// Opens one new connection of each of its pools (the engine-neutral one and, on
+    /// PostgreSQL, the native one) and closes them: a registration's first contact with a
+    /// database, so that a TLS failure is reported as what it is ([`Error::Tls`], naming
+    /// `target`) rather than as the text of a failed migration. Other failures are
+    /// [`Error::Database`].
+    pub async fn check_connect(&self, target: &str) -> Result<(), Error> {
+        use sqlx::Connection;
+        let described = |source: sqlx::Error| {
+            match self.tls.as_deref().and_then(|tls| crate::pg_tls::tls_failure(&source, tls)) {
+                Some(reason) => Error::Tls { target: target.to_owned(), reason },
+                None => Error::Database { target: target.to_owned(), source },
+            }
+        };
+        let options = self.pool.connect_options();
+        sqlx::AnyConnection::connect_with(&options).await.map_err(described)?.close().await.map_err(described)?;
+        if let Some(native) = &self.native {
+            let options = native.connect_options();
+            sqlx::PgConnection::connect_with(&options).await.map_err(described)?.close().await.map_err(described)?;
+        }
+        Ok(())
+    }
+
+    /// What its URL asks of TLS (`None` for SQLite).
+    pub fn tls(&self) -> Option<&PgTls> {
+        self.tls.as_deref()
     }
 
     /// The database's breaker, bulkhead and statement deadline: run statements through it.

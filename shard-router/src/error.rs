@@ -39,6 +39,18 @@ pub enum Error {
         /// What failed (never contains the URL).
         reason: String,
     },
+    /// 422 `shard_tls_failed` at shard registration; at start-up (the catalog, a configured
+    /// shard) it stops the start. TLS to a PostgreSQL database cannot be set up (a file named by
+    /// `sslrootcert`, `sslcert` or `sslkey` cannot be read or used) or failed (the server offers
+    /// no TLS under `sslmode=require` or stricter, its certificate is not from a trusted CA or not
+    /// for the host name, it refused or asked for a client certificate). See [`crate::pg_tls`].
+    #[error("TLS to {target} failed: {reason}")]
+    Tls {
+        /// `PostgreSQL`, `the catalog` or `shard <id>`.
+        target: String,
+        /// What failed and what to fix (never contains the URL).
+        reason: String,
+    },
     /// 422 `unsafe_shard_url`: a well-formed URL that may not be a shard (an in-memory SQLite
     /// database; a SQLite file while the catalog is PostgreSQL). See [`crate::registration`].
     #[error("{0}")]
@@ -237,6 +249,14 @@ impl From<sqlx::Error> for Error {
 }
 
 impl Error {
+    /// This error with `target` as what TLS was set up to, if it is [`Error::Tls`].
+    pub fn tls_to(self, target: impl Into<String>) -> Self {
+        match self {
+            Error::Tls { reason, .. } => Error::Tls { target: target.into(), reason },
+            other => other,
+        }
+    }
+
     /// This error as the outcome of a write: a refusal that came after the statement may have
     /// reached the shard becomes [`Error::WriteOutcomeUnknown`]; anything else stays as it is.
     pub fn of_write(self) -> Self {

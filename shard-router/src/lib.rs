@@ -24,6 +24,7 @@ pub mod ids;
 pub mod job;
 pub mod map;
 pub mod mover;
+pub mod pg_tls;
 pub mod phase;
 pub mod rebalance;
 pub mod rebalancer;

@@ -206,7 +206,13 @@ impl ShardRouter {
                 sqlite_url(&data_dir.join("catalog.db"))
             }
         };
-        let catalog_db = Database::open(&catalog_url, &config.pool)?;
+        let catalog_target = "the catalog (storage.catalog_url)";
+        let catalog_db = Database::open(&catalog_url, &config.pool).map_err(|e| e.tls_to(catalog_target))?;
+        if catalog_db.tls().is_some()
+            && let Err(e @ Error::Tls { .. }) = catalog_db.check_connect(catalog_target).await
+        {
+            return Err(e);
+        }
         if config.migrate_on_start {
             catalog_db.migrate(Schema::Catalog).await?;
         }
@@ -271,7 +277,8 @@ impl ShardRouter {
         let rows = catalog.list_shards().await?;
         let sharing = pools_per_server(&rows);
         for shard in &rows {
-            let db = Database::open(&shard.url, &pool_share(&config.pool, &shard.url, &sharing))?;
+            let db = Database::open(&shard.url, &pool_share(&config.pool, &shard.url, &sharing))
+                .map_err(|e| e.tls_to(format!("shard {}", shard.id)))?;
             if shard.state != ShardState::Offline {
                 if config.migrate_on_start
                     && let Err(e) = db.migrate(Schema::Shard).await
@@ -1346,14 +1353,22 @@ async fn connect_shard(
         shard: id.clone(),
         reason: reason.replace(url.expose_secret(), "<url>"),
     };
-    let db = Database::open(url, pool)?;
+    let target = format!("shard {id}");
+    let db = Database::open(url, pool).map_err(|e| e.tls_to(&target))?;
     let connect = async {
+        // First contact on its own, so that a TLS failure is told as one (a migration's error
+        // is text only).
+        db.check_connect(&target).await?;
         db.migrate(Schema::Shard).await?;
         claim_identity(&db, id, catalog_id).await
     };
     let outcome = tokio::time::timeout(REGISTER_TIMEOUT, connect).await;
     match outcome {
         Ok(Ok(claim)) => Ok((db, claim)),
+        Ok(Err(e @ Error::Tls { .. })) => {
+            db.close().await;
+            Err(e)
+        }
         Ok(Err(e)) => {
             db.close().await;
             Err(unreachable(e.to_string()))

@@ -142,7 +142,8 @@ fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
 }
 
 errors!(RegisterShardErrors:
-    InvalidBody, InvalidJson, InvalidDatabaseUrl, ShardExists, ShardDatabaseClaimed, ShardUnreachable, UnsafeShardUrl
+    InvalidBody, InvalidJson, InvalidDatabaseUrl, ShardExists, ShardDatabaseClaimed, ShardUnreachable, ShardTlsFailed,
+    UnsafeShardUrl
 );
 
 /// Register a shard by URL.
