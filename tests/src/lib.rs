@@ -54,7 +54,7 @@ pub use eventually::eventually;
 pub use http::{encode_segment, get_json, http_client};
 pub use linearizability::{History, Verdict};
 pub use metrics::metric;
-pub use pg_cluster::PgCluster;
+pub use pg_cluster::{GATEWAY_ROLE, PgCluster, PgTlsSetup, ServerConnection};
 pub use records::{record_path, records_path};
 pub use redis::RedisServer;
 pub use server::{RunningServer, free_port};

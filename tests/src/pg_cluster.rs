@@ -1,10 +1,13 @@
 //! [`PgCluster`]: a PostgreSQL cluster of a test's own (`initdb` and `pg_ctl` as the `postgres`
 //! user, on a free loopback port), which the test may stop, kill, freeze and thaw to play a shard
-//! outage without touching the machine's shared server.
+//! outage without touching the machine's shared server. [`PgCluster::start_tls`] starts one that
+//! speaks TLS with a certificate from a [`TestCa`], for the tests of TLS to PostgreSQL.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use crate::tls::TestCa;
 
 /// A PostgreSQL cluster of one test's own. Dropping it stops the cluster and removes its files.
 #[derive(Debug)]
@@ -14,6 +17,27 @@ pub struct PgCluster {
     max_connections: u32,
     dir: tempfile::TempDir,
     bin: PathBuf,
+    /// Server options beyond the common ones (TLS).
+    extra_options: String,
+}
+
+/// The role the gateway connects as to a cluster of [`PgCluster::start_tls`] (a superuser, so it
+/// may migrate); the test's own connections stay `postgres`, over plain TCP.
+pub const GATEWAY_ROLE: &str = "gateway";
+
+/// How a cluster of [`PgCluster::start_tls`] speaks TLS.
+#[derive(Debug, Clone, Copy)]
+pub struct PgTlsSetup<'a> {
+    /// The CA that signs the server's certificate.
+    pub ca: &'a TestCa,
+    /// The names the server's certificate carries (`localhost`; another name to play a
+    /// certificate for the wrong host).
+    pub names: &'a [&'a str],
+    /// Whether [`GATEWAY_ROLE`] may connect over TLS only (pg_hba `hostssl`); else plain too.
+    pub tls_only: bool,
+    /// Whether [`GATEWAY_ROLE`] must present a client certificate signed by `ca` whose common
+    /// name is the role (pg_hba `hostssl ... cert`, `ssl_ca_file` the CA's certificate).
+    pub client_cert: bool,
 }
 
 /// The directory of the newest installed PostgreSQL's programs.
@@ -55,6 +79,13 @@ impl PgCluster {
 
     /// [`PgCluster::start`] with the server's `max_connections`.
     pub async fn start_with_max_connections(max_connections: u32) -> Self {
+        let cluster = Self::init(max_connections);
+        cluster.launch();
+        cluster
+    }
+
+    /// A new cluster, its files made (`initdb`), not started.
+    fn init(max_connections: u32) -> Self {
         let dir = tempfile::Builder::new().prefix("sg-pg-").tempdir().expect("temp dir");
         let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()).status().unwrap();
         assert!(chown.success(), "chown of the cluster directory failed");
@@ -64,8 +95,38 @@ impl PgCluster {
             &bin.join("initdb"),
             &["-D", data.to_str().unwrap(), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"],
         );
-        let cluster = Self { port: crate::free_port(), max_connections, dir, bin };
+        Self { port: crate::free_port(), max_connections, dir, bin, extra_options: String::new() }
+    }
+
+    /// A cluster that speaks TLS (`ssl = on`) with a server certificate `setup.ca` issues for
+    /// `setup.names` (files owned by `postgres`, the key mode 0600), and a role
+    /// [`GATEWAY_ROLE`] whose connections `setup` rules (pg_hba); `postgres` connects plain.
+    pub async fn start_tls(setup: PgTlsSetup<'_>) -> Self {
+        let mut cluster = Self::init(60);
+        let issued = setup.ca.issue_in(cluster.dir.path(), "server", setup.names);
+        let ca_file = cluster.dir.path().join("root.crt");
+        std::fs::write(&ca_file, &setup.ca.cert_pem).expect("the CA certificate is written");
+        for file in [&issued.cert_path, &issued.key_path, &ca_file] {
+            let chown = Command::new("chown").arg("postgres:postgres").arg(file).status().unwrap();
+            assert!(chown.success(), "chown of {} failed", file.display());
+        }
+        cluster.extra_options = format!(
+            "-c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+            issued.cert_path.display(),
+            issued.key_path.display()
+        );
+        if setup.client_cert {
+            cluster.extra_options.push_str(&format!(" -c ssl_ca_file={}", ca_file.display()));
+        }
+        let gateway = match (setup.client_cert, setup.tls_only) {
+            (true, _) => format!("hostssl all {GATEWAY_ROLE} 127.0.0.1/32 cert"),
+            (false, true) => format!("hostssl all {GATEWAY_ROLE} 127.0.0.1/32 trust"),
+            (false, false) => format!("host all {GATEWAY_ROLE} 127.0.0.1/32 trust"),
+        };
+        let hba = format!("local all all trust\nhost all postgres 127.0.0.1/32 trust\n{gateway}\n");
+        std::fs::write(cluster.data().join("pg_hba.conf"), hba).expect("pg_hba.conf is written");
         cluster.launch();
+        cluster.admin_execute(&format!("CREATE ROLE {GATEWAY_ROLE} LOGIN SUPERUSER")).await;
         cluster
     }
 
@@ -75,10 +136,11 @@ impl PgCluster {
 
     fn launch(&self) {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c max_connections={}",
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c max_connections={} {}",
             self.port,
             self.dir.path().display(),
-            self.max_connections
+            self.max_connections,
+            self.extra_options
         );
         let log = self.dir.path().join("log");
         as_postgres(
@@ -105,13 +167,42 @@ impl PgCluster {
 
     /// Creates a database and returns its URL.
     pub async fn create_database(&self, name: &str) -> String {
+        self.admin_execute(&format!("CREATE DATABASE \"{name}\"")).await;
+        self.url(name)
+    }
+
+    /// Runs `sql` as `postgres` on database `postgres`; panics if it fails.
+    async fn admin_execute(&self, sql: &str) {
         use sqlx::Connection;
         let mut conn = sqlx::PgConnection::connect(&self.url("postgres")).await.expect("connect to the test cluster");
-        sqlx::Executor::execute(&mut conn, format!("CREATE DATABASE \"{name}\"").as_str())
-            .await
-            .expect("CREATE DATABASE");
+        sqlx::Executor::execute(&mut conn, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
         conn.close().await.ok();
-        self.url(name)
+    }
+
+    /// `postgres://gateway@<host>:<port>/<database>?<params>`: how the gateway reaches a
+    /// database of a cluster of [`PgCluster::start_tls`] (`host` is `localhost`, `127.0.0.1` or
+    /// any name that resolves to it, for the host-name check of `verify-full`).
+    pub fn gateway_url(&self, host: &str, database: &str, params: &str) -> String {
+        format!("postgres://{GATEWAY_ROLE}@{host}:{}/{database}?{params}", self.port)
+    }
+
+    /// Every client connection on the server but the caller's own, from `pg_stat_activity`
+    /// joined with `pg_stat_ssl`.
+    pub async fn ssl_of_connections(&self) -> Vec<ServerConnection> {
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&self.url("postgres")).await.expect("connect to the test cluster");
+        let rows: Vec<(String, String, String, bool)> = sqlx::query_as(
+            "SELECT a.usename::text, coalesce(a.datname::text, ''), a.application_name, s.ssl \
+             FROM pg_stat_activity a JOIN pg_stat_ssl s ON s.pid = a.pid \
+             WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid()",
+        )
+        .fetch_all(&mut conn)
+        .await
+        .expect("read pg_stat_ssl");
+        conn.close().await.ok();
+        rows.into_iter()
+            .map(|(user, database, application, ssl)| ServerConnection { user, database, application, ssl })
+            .collect()
     }
 
     /// The postmaster and every backend: each process of the cluster.
@@ -218,4 +309,17 @@ impl PgCluster {
         conn.close().await.ok();
         open - 1 // not this one
     }
+}
+
+/// One client connection as the server sees it ([`PgCluster::ssl_of_connections`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ServerConnection {
+    /// Its role.
+    pub user: String,
+    /// Its database.
+    pub database: String,
+    /// Its `application_name`.
+    pub application: String,
+    /// Whether it runs over TLS (`pg_stat_ssl.ssl`).
+    pub ssl: bool,
 }

@@ -22,6 +22,7 @@ mod listing;
 mod malformed;
 mod moves;
 mod operations;
+mod pg_tls;
 mod placement;
 mod range_moves;
 mod rebalance;
