@@ -29,8 +29,8 @@ use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
 use crate::health::{BreakerConfig, Health, ProbeConnect};
-use crate::pg_tls::{PgTls, prepare_url};
 pub use crate::health::{Ping, PingFailure};
+use crate::pg_tls::{PgTls, prepare_url};
 
 /// Which database engine a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -191,9 +191,7 @@ impl Database {
         let invalid = |e: sqlx::Error| {
             Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url).replace(raw.as_str(), "<database url>"))
         };
-        let options = AnyConnectOptions::from_str(&raw)
-            .map_err(invalid)?
-            .disable_statement_logging();
+        let options = AnyConnectOptions::from_str(&raw).map_err(invalid)?.disable_statement_logging();
         let max = match engine {
             Engine::Sqlite => config.max_connections.min(4),
             Engine::Postgres => config.max_connections,
@@ -243,9 +241,7 @@ impl Database {
                     Some(_) => options,
                     None => options.application_name(NATIVE_APPLICATION_NAME),
                 };
-                let options = options
-                    .options([("max_parallel_workers_per_gather", "0")])
-                    .disable_statement_logging();
+                let options = options.options([("max_parallel_workers_per_gather", "0")]).disable_statement_logging();
                 Some(
                     PgPoolOptions::new()
                         .max_connections(NATIVE_CONNECTIONS)
@@ -269,12 +265,11 @@ impl Database {
     /// [`Error::Database`].
     pub async fn check_connect(&self, target: &str) -> Result<(), Error> {
         use sqlx::Connection;
-        let described = |source: sqlx::Error| {
-            match self.tls.as_deref().and_then(|tls| crate::pg_tls::tls_failure(&source, tls)) {
+        let described =
+            |source: sqlx::Error| match self.tls.as_deref().and_then(|tls| crate::pg_tls::tls_failure(&source, tls)) {
                 Some(reason) => Error::Tls { target: target.to_owned(), reason },
                 None => Error::Database { target: target.to_owned(), source },
-            }
-        };
+            };
         let options = self.pool.connect_options();
         sqlx::AnyConnection::connect_with(&options).await.map_err(described)?.close().await.map_err(described)?;
         if let Some(native) = &self.native {

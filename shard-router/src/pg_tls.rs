@@ -6,7 +6,9 @@
 //!
 //! sqlx reads these parameters itself; [`prepare_url`] adds what libpq does and sqlx does not,
 //! so that a URL means here what it means to `psql`:
-//! - no `sslmode` is `prefer`, libpq's default: TLS when the server offers it, nothing verified;
+//! - no `sslmode` is `prefer`, libpq's default (TLS when the server offers it, nothing
+//!   verified), but `disable` for a database on this machine (a loopback host or a Unix socket),
+//!   whose traffic never leaves it: TLS there would cost every statement and protect nothing;
 //! - `sslmode=require` with an `sslrootcert` verifies the server's certificate chain (libpq's
 //!   rule: it becomes `verify-ca`);
 //! - `sslrootcert=system` trusts the public web roots and needs `verify-full`, its default (as in
@@ -49,7 +51,10 @@ const REFUSED: &[(&str, &str)] = &[
          it mode 0600",
     ),
     ("sslcrl", "certificate revocation lists are not checked by this gateway: remove sslcrl rather than rely on it"),
-    ("sslcrldir", "certificate revocation lists are not checked by this gateway: remove sslcrldir rather than rely on it"),
+    (
+        "sslcrldir",
+        "certificate revocation lists are not checked by this gateway: remove sslcrldir rather than rely on it",
+    ),
 ];
 
 /// What a PostgreSQL URL asks of TLS, once libpq's rules are applied: what [`tls_failure`] needs
@@ -129,11 +134,14 @@ pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Re
     if system_roots && root.as_ref().is_some_and(|(_, from)| from == "PGSSLROOTCERT") {
         return Err(invalid("PGSSLROOTCERT=system is not supported: write sslrootcert=system in the URL".to_owned()));
     }
-    let asked = match &mode_given {
-        None if system_roots => SslMode::VerifyFull,
-        None => SslMode::Prefer,
-        Some((text, from)) => parse_mode(text, from)?,
-    };
+    let given_mode = mode_given.as_ref().map(|(text, from)| parse_mode(text, from)).transpose()?;
+    let asked = given_mode.unwrap_or(if system_roots {
+        SslMode::VerifyFull
+    } else if is_loopback(&host) {
+        SslMode::Disable
+    } else {
+        SslMode::Prefer
+    });
     if system_roots && asked != SslMode::VerifyFull {
         return Err(invalid(format!(
             "sslrootcert=system trusts every public CA, so it needs sslmode=verify-full (libpq refuses it too), not \
@@ -164,12 +172,13 @@ pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Re
         }
     }
 
-    let url = if system_roots || mode != asked {
+    // Without a mode the driver assumes `prefer`: say any other in the URL itself.
+    let url = if system_roots || mode != given_mode.unwrap_or(SslMode::Prefer) {
         // Say the mode in force in the URL itself; `system` is no file (the public roots are
         // always trusted, see the module).
         let kept: Vec<(String, String)> = pairs
             .into_iter()
-            .filter(|(k, _)| !MODE_KEYS.contains(&k.as_str()) && !(system_roots && ROOT_KEYS.contains(&k.as_str())))
+            .filter(|(k, _)| !(MODE_KEYS.contains(&k.as_str()) || system_roots && ROOT_KEYS.contains(&k.as_str())))
             .collect();
         url.query_pairs_mut().clear().extend_pairs(kept).append_pair("sslmode", mode.as_str());
         url.to_string()
@@ -182,6 +191,17 @@ pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Re
         Some((value, from)) => format!("{} and the public web roots", describe(from, value)),
     };
     Ok(Prepared { url, tls: PgTls { mode, host, roots, client_cert: cert.is_some() } })
+}
+
+/// Whether a URL's host is this machine (a loopback name or address, a Unix socket's directory,
+/// or none: the driver's default is local), where TLS protects nothing.
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.is_empty()
+        || host.starts_with('/')
+        || host.starts_with("%2F")
+        || host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Parses an sslmode, refusing `allow` (sqlx treats it as `disable`).
@@ -245,8 +265,7 @@ fn check_private_key(from: &str, value: &str) -> Result<(), Error> {
     let what = describe(from, value);
     if !is_inline(value) {
         use std::os::unix::fs::MetadataExt;
-        let meta =
-            std::fs::metadata(Path::new(value)).map_err(|e| tls_setup(format!("{what} cannot be read: {e}")))?;
+        let meta = std::fs::metadata(Path::new(value)).map_err(|e| tls_setup(format!("{what} cannot be read: {e}")))?;
         let mode = meta.mode() & 0o777;
         let forbidden = if meta.uid() == 0 { 0o037 } else { 0o077 };
         if mode & forbidden != 0 {
@@ -286,7 +305,9 @@ pub fn tls_failure(error: &sqlx::Error, tls: &PgTls) -> Option<String> {
             }
             Some(format!("the TLS handshake failed: {text}"))
         }
-        sqlx::Error::Io(io) => io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()).map(|e| rustls_failure(e, tls)),
+        sqlx::Error::Io(io) => {
+            io.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()).map(|e| rustls_failure(e, tls))
+        }
         sqlx::Error::Database(db) if db.code().as_deref() == Some("28000") => {
             let message = db.message();
             if message.contains("requires a valid client certificate") {
@@ -325,7 +346,7 @@ fn rustls_failure(error: &rustls::Error, tls: &PgTls) -> String {
             "the server's certificate is not valid for the host name {} (sslmode=verify-full checks it); it names \
              {}: connect by one of those names, or have the certificate issued for {}",
             tls.host,
-            presented.join(", "),
+            presented.iter().map(|name| unquoted(name)).collect::<Vec<_>>().join(", "),
             tls.host
         ),
         rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer) => format!(
@@ -353,13 +374,23 @@ fn rustls_failure(error: &rustls::Error, tls: &PgTls) -> String {
             "the server refused the client certificate (TLS alert {alert:?}): give in sslcert a certificate signed \
              by a CA the server trusts (its ssl_ca_file)"
         ),
-        rustls::Error::AlertReceived(alert @ (AlertDescription::CertificateRequired | AlertDescription::HandshakeFailure)) => {
+        rustls::Error::AlertReceived(
+            alert @ (AlertDescription::CertificateRequired | AlertDescription::HandshakeFailure),
+        ) => {
             format!(
                 "the server asks for a client certificate (TLS alert {alert:?}): give sslcert and sslkey, signed by a \
                  CA the server trusts"
             )
         }
         other => format!("the TLS handshake failed: {other}"),
+    }
+}
+
+/// A name as rustls presents it (`DnsName("db.example.com")`), without its wrapping.
+fn unquoted(name: &str) -> &str {
+    match (name.find('"'), name.rfind('"')) {
+        (Some(start), Some(end)) if start < end => &name[start + 1..end],
+        _ => name,
     }
 }
 
@@ -426,9 +457,29 @@ mod tests {
     }
 
     #[test]
+    fn a_database_on_this_machine_is_reached_without_tls_unless_the_url_asks_for_it() {
+        for host in ["127.0.0.1", "localhost", "[::1]", "127.0.1.1"] {
+            let prepared = prepare(&format!("postgres://u:pw@{host}:5432/s")).unwrap();
+            assert_eq!(prepared.tls.mode, SslMode::Disable, "{host}");
+            assert_eq!(query_of(&prepared), vec![("sslmode".to_owned(), "disable".to_owned())], "{host}");
+            let asked = format!("postgres://u:pw@{host}:5432/s?sslmode=prefer");
+            assert_eq!(prepare(&asked).unwrap().url, asked, "{host}: what the URL says is kept");
+            let from_env =
+                prepare_url(&format!("postgres://{host}/s"), |v| (v == "PGSSLMODE").then(|| "require".into()));
+            assert_eq!(from_env.unwrap().tls.mode, SslMode::Require, "{host}");
+        }
+        let socket = prepare("postgres://u@%2Fvar%2Frun%2Fpostgresql/s").unwrap();
+        assert_eq!(socket.tls.mode, SslMode::Disable);
+        for host in ["db.example.com", "10.0.0.5", "[2001:db8::1]"] {
+            assert_eq!(prepare(&format!("postgres://u@{host}/s")).unwrap().tls.mode, SslMode::Prefer, "{host}");
+        }
+    }
+
+    #[test]
     fn require_with_a_root_certificate_verifies_the_chain_as_libpq_does() {
         let files = Files::new();
-        let raw = format!("postgres://u:pw@db/s?sslmode=require&sslrootcert={}&application_name=x", files.path("ca.pem"));
+        let raw =
+            format!("postgres://u:pw@db/s?sslmode=require&sslrootcert={}&application_name=x", files.path("ca.pem"));
         let prepared = prepare(&raw).unwrap();
         assert_eq!(prepared.tls.mode, SslMode::VerifyCa);
         let query = query_of(&prepared);
@@ -499,7 +550,8 @@ mod tests {
         let refused = reason(prepare(&format!("postgres://db/s?sslmode=verify-full&sslcert={ca}&sslkey={not_a_key}")));
         assert!(refused.contains("holds no PEM private key"), "{refused}");
         let key = files.path("client.key");
-        let prepared = prepare(&format!("postgres://db/s?sslmode=verify-full&sslrootcert={ca}&sslcert={ca}&sslkey={key}"));
+        let prepared =
+            prepare(&format!("postgres://db/s?sslmode=verify-full&sslrootcert={ca}&sslcert={ca}&sslkey={key}"));
         assert!(prepared.unwrap().tls.client_cert);
         // Under disable nothing is read, as with libpq.
         assert!(prepare(&format!("postgres://db/s?sslmode=disable&sslrootcert={missing}")).is_ok());
