@@ -149,6 +149,13 @@ pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Re
             asked.as_str()
         )));
     }
+    if asked == SslMode::VerifyFull && pairs.iter().any(|(k, _)| k == "hostaddr") {
+        return Err(invalid(
+            "hostaddr replaces the host name the server's certificate is checked against under sslmode=verify-full: \
+             give the name in the host instead"
+                .to_owned(),
+        ));
+    }
     // libpq: "if a root CA file exists, the behavior of sslmode=require will be the same as that
     // of verify-ca".
     let mode = if asked == SslMode::Require && root.is_some() { SslMode::VerifyCa } else { asked };
@@ -527,6 +534,7 @@ mod tests {
             ("sslmode=require&sslpassword=hunter2", "sslpassword: encrypted private keys"),
             ("sslcrl=/etc/crl.pem", "sslcrl: certificate revocation lists"),
             ("sslmode=verify-full&sslcert=/etc/c.pem", "sslcert and sslkey go together"),
+            ("sslmode=verify-full&hostaddr=10.0.0.5", "hostaddr replaces the host name"),
         ] {
             let refused = reason(prepare(&format!("postgres://u:pw@db/s?{query}")));
             assert!(refused.contains(expected), "{query}: {refused}");

@@ -203,3 +203,32 @@ async fn a_client_certificate_is_presented_when_the_server_requires_one() {
     let got: Value = expect_json(app.get_record("certified", "docs", "k").await, StatusCode::OK).await;
     assert_eq!(got["value"]["signed"], true, "{got}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_catalog_whose_tls_fails_stops_the_start_up_saying_why() {
+    let ca = TestCa::new("shardgate pg tls CA");
+    let cluster =
+        PgCluster::start_tls(PgTlsSetup { ca: &ca, names: &["localhost"], tls_only: true, client_cert: false }).await;
+    cluster.create_database("catalog").await;
+    let data_dir = tempfile::tempdir().unwrap();
+    let start = async |catalog: String| {
+        let mut config = shardgate_tests::test_config(data_dir.path());
+        config.storage.catalog_url = Some(SecretString::from(catalog));
+        match shardgate_api::Application::build(config).await {
+            Ok(_) => panic!("the start-up is refused"),
+            Err(error) => format!("{error:#}"),
+        }
+    };
+    let other_ca = TestCa::new("another CA");
+    let wrong_ca = start(cluster.gateway_url("localhost", "catalog", &verify_full(&other_ca))).await;
+    assert!(
+        wrong_ca.contains("TLS to the catalog (storage.catalog_url) failed: the server's certificate is not signed"),
+        "{wrong_ca}"
+    );
+    let plain = start(cluster.gateway_url("localhost", "catalog", "sslmode=disable")).await;
+    assert!(plain.contains("accepts this connection only over TLS"), "{plain}");
+    let missing = ca.dir().join("gone.pem");
+    let params = format!("sslmode=verify-full&sslrootcert={}", missing.display());
+    let unreadable = start(cluster.gateway_url("localhost", "catalog", &params)).await;
+    assert!(unreadable.contains(&format!("sslrootcert {} cannot be read", missing.display())), "{unreadable}");
+}
