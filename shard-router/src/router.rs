@@ -208,8 +208,11 @@ impl ShardRouter {
         };
         let catalog_target = "the catalog (storage.catalog_url)";
         let catalog_db = Database::open(&catalog_url, &config.pool).map_err(|e| e.tls_to(catalog_target))?;
+        // A TLS failure stops the start with what failed; anything else (the catalog not up
+        // yet) is left to the steps below, as before.
         if catalog_db.tls().is_some()
-            && let Err(e @ Error::Tls { .. }) = catalog_db.check_connect(catalog_target).await
+            && let Ok(Err(e @ Error::Tls { .. })) =
+                tokio::time::timeout(config.pool.acquire_timeout, catalog_db.check_connect(catalog_target)).await
         {
             return Err(e);
         }
