@@ -11,6 +11,13 @@
 //!   configured `sqlite://` catalog): such a deployment is one process on one host. With a
 //!   PostgreSQL catalog, several instances share the shard map, and each would open a file of
 //!   its own on its own host under the same shard id.
+//! - A PostgreSQL URL's TLS parameters must be ones the gateway honours as libpq would
+//!   ([`crate::pg_tls`]): `sslmode=allow`, `sslpassword`, `sslcrl`, `sslrootcert=system` under
+//!   less than `verify-full`, or an `sslcert` without its `sslkey` are refused before any
+//!   connection is made, as are files named that cannot be used. A TLS failure when the shard is
+//!   first reached (no TLS at the server, a certificate not trusted or not for the host name, a
+//!   client certificate refused) is [`Error::Tls`]. The identity marker below is written and
+//!   checked over whatever TLS the URL asks for.
 //!
 //! # The identity marker
 //!
@@ -31,11 +38,15 @@ use crate::error::Error;
 use crate::ids::ShardId;
 
 /// Checks that `url` may be registered as a shard of a catalog on `catalog`: returns the
-/// shard's engine, or [`Error::InvalidDatabaseUrl`] (no known scheme) or
-/// [`Error::UnsafeShardUrl`] (see the module's rules).
+/// shard's engine, or [`Error::InvalidDatabaseUrl`] (no known scheme, TLS parameters that cannot
+/// be honoured), [`Error::Tls`] (a TLS file that cannot be used) or [`Error::UnsafeShardUrl`]
+/// (see the module's rules).
 pub fn check_shard_url(url: &SecretString, catalog: Engine) -> Result<Engine, Error> {
     let raw = url.expose_secret();
     let engine = Engine::of_url(raw)?;
+    if engine == Engine::Postgres {
+        crate::pg_tls::prepare_url(raw, |var| std::env::var(var).ok())?;
+    }
     if engine == Engine::Sqlite {
         if is_in_memory_sqlite(raw) {
             return Err(Error::UnsafeShardUrl(
@@ -181,12 +192,18 @@ mod tests {
     }
 
     #[test]
-    fn sqlite_files_need_a_sqlite_catalog() {
+    fn sqlite_files_need_a_sqlite_catalog_and_postgres_tls_parameters_must_be_honourable() {
         assert_eq!(check("sqlite:///var/lib/s.db", Engine::Sqlite).unwrap(), Engine::Sqlite);
         assert_eq!(check("sqlite://./data/s.db?mode=rwc", Engine::Sqlite).unwrap(), Engine::Sqlite);
         assert!(matches!(check("sqlite:///var/lib/s.db", Engine::Postgres), Err(Error::UnsafeShardUrl(_))));
         for catalog in [Engine::Sqlite, Engine::Postgres] {
             assert_eq!(check("postgres://u@db/s", catalog).unwrap(), Engine::Postgres);
+            assert_eq!(check("postgres://u@db/s?sslrootcert=system", catalog).unwrap(), Engine::Postgres);
+            for refused in ["postgres://u@db/s?sslmode=allow", "postgres://u@db/s?sslmode=require&sslrootcert=system"] {
+                assert!(matches!(check(refused, catalog), Err(Error::InvalidDatabaseUrl(_))), "{refused}");
+            }
+            let unreadable = "postgres://u@db/s?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem";
+            assert!(matches!(check(unreadable, catalog), Err(Error::Tls { .. })), "{unreadable}");
             assert!(matches!(check("mysql://db/s", catalog), Err(Error::InvalidDatabaseUrl(_))));
         }
     }

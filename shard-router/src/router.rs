@@ -227,7 +227,10 @@ impl ShardRouter {
                 Error::UnsafeShardUrl(reason) => {
                     Error::UnsafeShardUrl(format!("storage.shards, shard {}: {reason}", seed.id))
                 }
-                other => other,
+                Error::InvalidDatabaseUrl(reason) => {
+                    Error::InvalidDatabaseUrl(format!("storage.shards, shard {}: {reason}", seed.id))
+                }
+                other => other.tls_to(format!("shard {} (storage.shards)", seed.id)),
             })?;
         }
 
@@ -726,7 +729,8 @@ impl ShardRouter {
     /// one), then records it in the catalog. The first shard of an empty catalog takes every
     /// vshard.
     pub async fn register_shard(&self, id: ShardId, url: SecretString, audit: &Audit) -> Result<ShardRow, Error> {
-        let engine = check_shard_url(&url, self.catalog.database().engine)?;
+        let engine =
+            check_shard_url(&url, self.catalog.database().engine).map_err(|e| e.tls_to(format!("shard {id}")))?;
         let _guard = self.admin.lock().await;
         if self.map.read().shard(id.as_str()).is_some() {
             return Err(Error::ShardExists(id));

@@ -157,6 +157,13 @@ async fn tls_failures_at_registration_are_422_saying_what_failed() {
     )
     .await;
 
+    // What cannot be honoured is refused before any connection.
+    let weak_system = at("unverified", "sslmode=require&sslrootcert=system");
+    let problem =
+        expect_problem(register(&app, "weak", &weak_system).await, StatusCode::BAD_REQUEST, "invalid_database_url")
+            .await;
+    assert!(problem["detail"].as_str().unwrap().contains("needs sslmode=verify-full"), "{problem}");
+
     let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
     let ids: Vec<&str> = list["items"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert!(ids.iter().all(|id| id.starts_with("shard-")), "nothing was registered: {ids:?}");
