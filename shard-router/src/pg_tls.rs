@@ -7,8 +7,9 @@
 //! sqlx reads these parameters itself; [`prepare_url`] adds what libpq does and sqlx does not,
 //! so that a URL means here what it means to `psql`:
 //! - no `sslmode` is `prefer`, libpq's default (TLS when the server offers it, nothing
-//!   verified), but `disable` for a database on this machine (a loopback host or a Unix socket),
-//!   whose traffic never leaves it: TLS there would cost every statement and protect nothing;
+//!   verified), but `disable` for a database on this machine (a loopback host or a Unix socket)
+//!   when the URL names no TLS file: its traffic never leaves the machine, and TLS there would
+//!   cost every statement and protect nothing;
 //! - `sslmode=require` with an `sslrootcert` verifies the server's certificate chain (libpq's
 //!   rule: it becomes `verify-ca`);
 //! - `sslrootcert=system` trusts the public web roots and needs `verify-full`, its default (as in
@@ -113,7 +114,7 @@ impl SslMode {
 /// no such parameter). Errors: [`Error::InvalidDatabaseUrl`] for parameters that cannot be
 /// honoured, [`Error::Tls`] for files that cannot be used. Neither message contains the URL.
 pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Result<Prepared, Error> {
-    let invalid = |reason: String| Error::InvalidDatabaseUrl(reason);
+    let invalid = Error::InvalidDatabaseUrl;
     let mut url = url::Url::parse(raw).map_err(|e| invalid(format!("the URL does not parse: {e}")))?;
     let pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
     if let Some((key, why)) = REFUSED.iter().find(|(key, _)| pairs.iter().any(|(k, _)| k == key)) {
@@ -135,9 +136,10 @@ pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Re
         return Err(invalid("PGSSLROOTCERT=system is not supported: write sslrootcert=system in the URL".to_owned()));
     }
     let given_mode = mode_given.as_ref().map(|(text, from)| parse_mode(text, from)).transpose()?;
+    let names_tls_files = root.is_some() || cert.is_some() || key.is_some();
     let asked = given_mode.unwrap_or(if system_roots {
         SslMode::VerifyFull
-    } else if is_loopback(&host) {
+    } else if is_loopback(&host) && !names_tls_files {
         SslMode::Disable
     } else {
         SslMode::Prefer
@@ -179,10 +181,9 @@ pub(crate) fn prepare_url(raw: &str, env: impl Fn(&str) -> Option<String>) -> Re
         }
     }
 
-    // Without a mode the driver assumes `prefer`: say any other in the URL itself.
+    // Without a mode the driver assumes `prefer`: any other is said in the URL itself. `system`
+    // is no file (the public roots are always trusted, see the module).
     let url = if system_roots || mode != given_mode.unwrap_or(SslMode::Prefer) {
-        // Say the mode in force in the URL itself; `system` is no file (the public roots are
-        // always trusted, see the module).
         let kept: Vec<(String, String)> = pairs
             .into_iter()
             .filter(|(k, _)| !(MODE_KEYS.contains(&k.as_str()) || system_roots && ROOT_KEYS.contains(&k.as_str())))
@@ -475,6 +476,9 @@ mod tests {
                 prepare_url(&format!("postgres://{host}/s"), |v| (v == "PGSSLMODE").then(|| "require".into()));
             assert_eq!(from_env.unwrap().tls.mode, SslMode::Require, "{host}");
         }
+        let files = Files::new();
+        let with_root = prepare(&format!("postgres://127.0.0.1/s?sslrootcert={}", files.path("ca.pem"))).unwrap();
+        assert_eq!(with_root.tls.mode, SslMode::Prefer, "a URL that names a TLS file is not taken as plain");
         let socket = prepare("postgres://u@%2Fvar%2Frun%2Fpostgresql/s").unwrap();
         assert_eq!(socket.tls.mode, SslMode::Disable);
         for host in ["db.example.com", "10.0.0.5", "[2001:db8::1]"] {
