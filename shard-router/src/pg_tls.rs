@@ -23,12 +23,17 @@
 //!
 //! [`tls_failure`] turns the driver's TLS failures into sentences that say what to fix.
 //!
-//! One difference from libpq remains: with an `sslrootcert` file, the public web roots (Mozilla's,
-//! built in) stay trusted besides the file's CAs, because sqlx adds the file to them. So
-//! `verify-full` is the mode to rely on: a certificate from a public CA passes it only when it
-//! was issued for the database's own host name, whereas `verify-ca` (the chain only) accepts any
-//! publicly trusted certificate. The files are read again for every new connection, so a rotated
-//! CA or client certificate is used without a restart.
+//! Two differences from libpq remain, both sqlx's:
+//! - with an `sslrootcert` file, the public web roots (Mozilla's, built in) stay trusted besides
+//!   the file's CAs, because sqlx adds the file to them. So `verify-full` is the mode to rely on:
+//!   a certificate from a public CA passes it only when it was issued for the database's own host
+//!   name;
+//! - `verify-ca` checks the host name too, as `verify-full` does: sqlx 0.8 means to skip it, but
+//!   misses the error rustls gives for a wrong name since 0.23.24 (sqlx issue #3793). A test pins
+//!   this, so that an upgrade that fixes it is noticed.
+//!
+//! The files are read again for every new connection, so a rotated CA or client certificate is
+//! used without a restart.
 
 use std::path::Path;
 
@@ -344,15 +349,21 @@ pub fn tls_failure(error: &sqlx::Error, tls: &PgTls) -> Option<String> {
 /// A rustls failure in words.
 fn rustls_failure(error: &rustls::Error, tls: &PgTls) -> String {
     use rustls::{AlertDescription, CertificateError};
+    // sqlx 0.8 means to skip the host name under verify-ca, but misses the error rustls gives
+    // for it since 0.23.24 (sqlx issue #3793): verify-ca checks the name as verify-full does.
+    let checked_by = match tls.mode {
+        SslMode::VerifyCa => "sslmode=verify-ca checks it too here, as verify-full does (sqlx issue #3793)",
+        _ => "sslmode=verify-full checks it",
+    };
     match error {
         rustls::Error::InvalidCertificate(CertificateError::NotValidForName) => format!(
-            "the server's certificate is not valid for the host name {} (sslmode=verify-full checks it): connect by \
-             a name the certificate carries, or have it issued for {}",
+            "the server's certificate is not valid for the host name {} ({checked_by}): connect by a name the \
+             certificate carries, or have it issued for {}",
             tls.host, tls.host
         ),
         rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext { presented, .. }) => format!(
-            "the server's certificate is not valid for the host name {} (sslmode=verify-full checks it); it names \
-             {}: connect by one of those names, or have the certificate issued for {}",
+            "the server's certificate is not valid for the host name {} ({checked_by}); it names {}: connect by one \
+             of those names, or have the certificate issued for {}",
             tls.host,
             presented.iter().map(|name| unquoted(name)).collect::<Vec<_>>().join(", "),
             tls.host

@@ -79,6 +79,9 @@ async fn catalog_and_shards_over_verify_full_serve_records_blobs_and_moves_with_
     let shard_b = cluster.gateway_url("localhost", "tls_b", "sslmode=require");
     let registered = expect_json(register(&app, "tls-b", &shard_b).await, StatusCode::CREATED).await;
     assert_eq!(registered["engine"], "postgres", "{registered}");
+    // The identity marker applies over TLS: the same database by another URL is not a second shard.
+    let again = cluster.gateway_url("localhost", "tls_b", &format!("{secure}&application_name=again"));
+    expect_problem(register(&app, "tls-b-again", &again).await, StatusCode::CONFLICT, "shard_database_claimed").await;
 
     app.create_tenant_with(&json!({"id": "acme", "shard": "tls-a"})).await;
     for i in 0..20 {
@@ -131,7 +134,7 @@ async fn tls_failures_at_registration_are_422_saying_what_failed() {
     .await;
     let plain = PgCluster::start().await;
     let other_ca = TestCa::new("another CA");
-    for database in ["wrong_name", "wrong_ca", "unreadable", "unverified"] {
+    for database in ["wrong_name", "wrong_ca", "unreadable", "unverified", "verify_ca"] {
         elsewhere.create_database(database).await;
     }
     plain.create_database("no_tls").await;
@@ -144,6 +147,10 @@ async fn tls_failures_at_registration_are_422_saying_what_failed() {
         refused(&app, "wrong-name", &at("wrong_name", &verify_full(&ca)), "not valid for the host name localhost")
             .await;
     assert!(detail.contains("it names db.elsewhere.test:"), "the names the certificate carries: {detail}");
+    // sqlx 0.8 checks the name under verify-ca too (sqlx issue #3793, README): pinned, so that an
+    // upgrade that fixes it is noticed and the README changed.
+    let ca_only = format!("sslmode=verify-ca&sslrootcert={}", ca.cert_path.display());
+    refused(&app, "verify-ca", &at("verify_ca", &ca_only), "sslmode=verify-ca checks it too here").await;
     refused(&app, "wrong-ca", &at("wrong_ca", &verify_full(&other_ca)), "not signed by a CA this gateway trusts").await;
     let no_tls = format!("postgres://postgres:pw-s3cret@127.0.0.1:{}/no_tls?sslmode=require", plain.port);
     refused(&app, "no-tls", &no_tls, "the server does not offer TLS, and sslmode=require needs it").await;
