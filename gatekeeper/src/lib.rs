@@ -9,12 +9,16 @@
 
 mod auth;
 mod config;
+mod fetch;
 pub mod internal;
 mod jwks;
 mod principal;
+mod remote_key_set;
 pub mod request;
 pub mod throttle;
+mod verification_key;
 
-pub use auth::{AuthError, Authenticator, TokenRequest, mint_token};
+pub use auth::{AuthError, Authenticator, KeySources, TokenRequest, mint_token};
 pub use config::{AuthConfig, IssuerConfig, KeyAlgorithm};
 pub use principal::{Principal, Scope, ScopeClaimError, Scopes};
+pub use remote_key_set::{FETCH_OUTCOMES, KeySetStatus};
