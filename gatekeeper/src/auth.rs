@@ -321,10 +321,9 @@ impl Authenticator {
         .await;
     }
 
-    /// The state of each key set fetched from an identity provider, for `/readyz` and the
-    /// metrics.
-    pub fn key_set_statuses(&self) -> Vec<KeySetStatus> {
-        self.verifiers.iter().filter_map(Verifier::fetched).map(|set| set.status()).collect()
+    /// The key sets fetched from identity providers, for `/readyz` and the metrics.
+    pub fn fetched_key_sets(&self) -> FetchedKeySets {
+        FetchedKeySets(self.verifiers.iter().filter_map(Verifier::fetched).cloned().collect())
     }
 
     /// What each issuer's keys are, for the start-up banner: the issuers with an HS256 `secret`
@@ -397,6 +396,24 @@ impl Authenticator {
             return Err(AuthError::IssuedInFuture);
         }
         Ok(claims)
+    }
+}
+
+/// The issuers' key sets fetched from identity providers ([`Authenticator::fetched_key_sets`]):
+/// a handle that outlives the move of the [`Authenticator`] into the server's state.
+#[derive(Clone, Default)]
+pub struct FetchedKeySets(Vec<Arc<RemoteKeySet>>);
+
+impl FetchedKeySets {
+    /// Each set's state, in the order the issuers are configured.
+    pub fn statuses(&self) -> Vec<KeySetStatus> {
+        self.0.iter().map(|set| set.status()).collect()
+    }
+}
+
+impl std::fmt::Debug for FetchedKeySets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|set| set.issuer())).finish()
     }
 }
 

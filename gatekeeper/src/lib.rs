@@ -18,7 +18,7 @@ pub mod request;
 pub mod throttle;
 mod verification_key;
 
-pub use auth::{AuthError, Authenticator, KeySources, TokenRequest, mint_token};
+pub use auth::{AuthError, Authenticator, FetchedKeySets, KeySources, TokenRequest, mint_token};
 pub use config::{AuthConfig, IssuerConfig, KeyAlgorithm};
 pub use principal::{Principal, Scope, ScopeClaimError, Scopes};
 pub use remote_key_set::{FETCH_OUTCOMES, KeySetStatus};

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 
 use crate::config::{IssuerConfig, KeyAlgorithm};
-use crate::fetch::{FetchError, KeySetFetcher, LocationError};
+use crate::fetch::{KeySetFetcher, LocationError};
 use crate::jwks;
 use crate::verification_key::{self, VerificationKey};
 
@@ -304,6 +304,7 @@ async fn refresh(set: std::sync::Weak<RemoteKeySet>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fetch::FetchError;
 
     #[test]
     fn every_failure_has_an_outcome_label() {
