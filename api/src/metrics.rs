@@ -18,6 +18,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// A 0/1 gauge of a key set: its name, its help and how to read it.
+type KeySetFlag = (&'static str, &'static str, fn(&shardgate_gatekeeper::KeySetStatus) -> bool);
+
 /// The key sets fetched from identity providers in `/metrics`, read at each scrape, labelled by
 /// issuer (the configured ones: bounded) and fetch outcome (a closed set):
 /// `key_set_age_seconds` (none before a first set), `key_set_usable` (1 while a set younger
@@ -49,7 +52,7 @@ impl prometheus_client::collector::Collector for KeySetMetrics {
                     .encode(family.encode_family(&[("issuer", status.issuer.as_str())])?)?;
             }
         }
-        let flags: [(&str, &str, fn(&shardgate_gatekeeper::KeySetStatus) -> bool); 2] = [
+        let flags: [KeySetFlag; 2] = [
             (
                 "key_set_usable",
                 "1 while the issuer's fetched key set is younger than its maximum age (else its tokens get 401)",

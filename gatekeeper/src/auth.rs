@@ -296,10 +296,9 @@ impl Authenticator {
             }
             self.verified.invalidate(token);
         }
-        let (principal, exp, fetched) = self.verify_signature(token)?;
-        let principal = Arc::new(principal);
-        self.verified.insert(token.into(), Arc::new(Verified { principal: principal.clone(), exp, fetched }));
-        Ok(principal)
+        let verified = Arc::new(self.verify_signature(token)?);
+        self.verified.insert(token.into(), verified.clone());
+        Ok(verified.principal.clone())
     }
 
     /// The fetched key set of the issuer `token` names, if it has one.
@@ -343,7 +342,7 @@ impl Authenticator {
         sources
     }
 
-    fn verify_signature(&self, token: &str) -> Result<(Principal, u64, Option<(Arc<RemoteKeySet>, u64)>), AuthError> {
+    fn verify_signature(&self, token: &str) -> Result<Verified, AuthError> {
         if token.split('.').count() != 3 {
             return Err(AuthError::Malformed);
         }
@@ -382,7 +381,7 @@ impl Authenticator {
             scopes,
             issued_at: claims.iat,
         };
-        Ok((principal, claims.exp, fetched))
+        Ok(Verified { principal: Arc::new(principal), exp: claims.exp, fetched })
     }
 
     /// The claims of `token`, if `key` (of the token's `alg`) verifies it and they pass the
