@@ -8,17 +8,16 @@ use support::Process;
 #[expect(dead_code, reason = "the banner stories use part of the process harness")]
 mod support;
 
-/// Waits (at most 10 s) until `process`'s output holds `line`, and returns the output.
-async fn output_with(process: &Process, line: &str) -> String {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let log = process.log();
-        if log.contains(line) {
-            return log;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "no {line:?} within 10 s; the output:\n{log}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+/// The banner of a started `process`: its output once `/healthz` answers (the banner is
+/// printed before the server serves) and its lines on tokens (the last) have been read.
+async fn banner_of(process: &Process) -> String {
+    process.wait_until_ok(&reqwest::Client::new(), "/healthz").await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    // The output is read by a thread of its own: give it the moment it may lag.
+    while !process.log().contains("token") && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    process.log()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,7 +35,7 @@ async fn a_jwks_only_configuration_prints_no_token_command() {
     )
     .unwrap();
     let server = Process::start(&["serve", "--config", config.to_str().unwrap()], dir.path(), [] as [(&str, &str); 0]);
-    let banner = output_with(&server, "keys from").await;
+    let banner = banner_of(&server).await;
     assert!(banner.contains("shardgate listening on"), "{banner}");
     assert!(!banner.contains("shardgate token"), "no local secret, so no `shardgate token` hint:\n{banner}");
     assert!(
@@ -50,7 +49,7 @@ async fn a_jwks_only_configuration_prints_no_token_command() {
 async fn the_embedded_default_prints_the_token_commands() {
     let dir = tempfile::tempdir().unwrap();
     let server = Process::start(&["serve"], dir.path(), [] as [(&str, &str); 0]);
-    let banner = output_with(&server, "token:").await;
+    let banner = banner_of(&server).await;
     assert!(banner.contains("admin token: shardgate token --admin"), "{banner}");
     assert!(!banner.contains("keys from"), "{banner}");
 }

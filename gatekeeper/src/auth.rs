@@ -29,7 +29,8 @@ use crate::verification_key::{self, KeyCheckError, VerificationKey};
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// Why a token was not accepted. Every variant but [`AuthError::AdminScopeWithTenant`] (403)
-/// becomes 401 with `WWW-Authenticate: Bearer`: `missing_token`, `token_issued_in_future`, or
+/// becomes 401 with `WWW-Authenticate: Bearer`: `missing_token`, `token_issued_in_future`,
+/// `key_set_unavailable`, `key_set_expired`, or
 /// `invalid_token` for the rest, whose reason is logged at debug level only (but for a `scope`
 /// claim of the wrong shape, which the detail names).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
