@@ -878,6 +878,31 @@ mod tests {
     }
 
     #[test]
+    fn a_key_set_url_without_tls_to_another_host_stops_the_start_up() {
+        let plain = IssuerConfig {
+            jwks_url: Some("http://idp.example.com/jwks".into()),
+            ..public_issuer("idp", &[KeyAlgorithm::RS256])
+        };
+        let reason = refusal(plain);
+        assert!(reason.contains("http://idp.example.com/jwks") && reason.contains("use https://"), "{reason}");
+        let discovery_without_tls =
+            IssuerConfig { discovery: true, ..public_issuer("http://idp.example.com", &[KeyAlgorithm::RS256]) };
+        assert!(refusal(discovery_without_tls).contains("use https://"));
+        let with_a_file = IssuerConfig {
+            jwks_url: Some("https://idp.example.com/jwks".into()),
+            jwks_file: Some(format!("{KEYS}/jwks.json").into()),
+            ..public_issuer("idp", &[KeyAlgorithm::RS256])
+        };
+        assert!(refusal(with_a_file).contains("exactly one of"));
+        // Outside a runtime nothing could keep the set current: refused, not left unfetched.
+        let loopback = IssuerConfig {
+            jwks_url: Some("http://127.0.0.1:1/jwks".into()),
+            ..public_issuer("idp", &[KeyAlgorithm::RS256])
+        };
+        assert!(refusal(loopback).contains("runtime"));
+    }
+
+    #[test]
     fn a_broken_key_in_a_set_stops_the_start_up() {
         let mut off_curve = fixture_jwk("jwks.json", "es-1");
         off_curve["y"] = fixture_jwk("jwks.json", "es-1")["x"].clone();

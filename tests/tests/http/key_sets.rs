@@ -287,3 +287,41 @@ async fn keys_come_over_https_verified_with_the_configured_ca() {
     let error = body["key_sets"][IDP]["last_error"].as_str().unwrap_or_default().to_owned();
     assert!(error.to_lowercase().contains("certificate"), "{error}");
 }
+
+#[tokio::test]
+async fn a_refused_or_oversized_set_leaves_the_last_good_one_in_use() {
+    let server = KeyServer::start(&old_set()).await;
+    let app = app_trusting(fetched_issuer(&server, |issuer| {
+        issuer.jwks_refresh_min_secs = 1;
+        issuer.jwks_refresh_max_secs = 1;
+    }))
+    .await;
+    let token = old_token(IDP);
+    assert_eq!(list_as(&app, &token).await, accepted());
+    let last_error = async || {
+        let (_, body) = readyz(&app).await;
+        body["key_sets"][IDP]["last_error"].as_str().map(str::to_owned)
+    };
+
+    // A symmetric key is refused as it is in a jwks_file: the whole set is not taken.
+    let oct = json!({"kty": "oct", "kid": "hs-1", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA"});
+    server.set_jwks(&json!({ "keys": [jwk("jwks-other.json", "rs-other"), oct] }));
+    let refused_set =
+        eventually(Duration::from_secs(5), async || last_error().await.filter(|e| e.contains("oct"))).await;
+    assert!(refused_set.is_some_and(|error| error.contains("key set refused")), "/readyz says why");
+    assert_eq!(list_as(&app, &token).await, accepted(), "the last good set stays in use");
+    assert_eq!(list_as(&app, &new_token(IDP)).await, refused("invalid_token"), "nothing of the refused set is used");
+
+    // A body over 1 MiB is not read to its end.
+    let padding = "x".repeat(2 * 1024 * 1024);
+    server.set_jwks(&json!({ "keys": [jwk("jwks.json", "rs-1")], "padding": padding }));
+    let too_large =
+        eventually(Duration::from_secs(5), async || last_error().await.filter(|e| e.contains("more than"))).await;
+    assert!(too_large.is_some(), "a key set over 1 MiB fails the fetch");
+    assert_eq!(list_as(&app, &token).await, accepted());
+    let text = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for outcome in ["invalid_set", "too_large"] {
+        let line = format!(r#"shardgate_key_set_fetches_total{{issuer="{IDP}",outcome="{outcome}"}} "#);
+        assert!(text.lines().any(|l| l.starts_with(&line) && !l.ends_with(" 0")), "{line} in:\n{text}");
+    }
+}
