@@ -107,9 +107,12 @@ impl Gate {
     }
 
     /// Verifies the request's bearer token, if it has an `Authorization` header.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Option<Result<Arc<Principal>, AuthError>> {
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Option<Result<Arc<Principal>, AuthError>> {
         let value = headers.get(header::AUTHORIZATION)?;
-        Some(value.to_str().map_err(|_| AuthError::Malformed).and_then(|v| self.auth.verify_header(Some(v))))
+        Some(match value.to_str() {
+            Ok(value) => self.auth.verify_header(Some(value)).await,
+            Err(_) => Err(AuthError::Malformed),
+        })
     }
 
     /// Takes one request of the caller: its tenant (with `tenant_limit`, or the `standard` tier

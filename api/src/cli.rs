@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use secrecy::SecretString;
-use shardgate_gatekeeper::{KeyAlgorithm, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_gatekeeper::{KeyAlgorithm, KeySources, Scope, Scopes, TokenRequest, mint_token};
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
@@ -160,12 +160,31 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     } else {
         format!(" --data-dir {}", data_dir.display())
     };
-    println!("  admin token: shardgate token --admin{dir_flag}");
-    println!("  token:       shardgate token --tenant demo --scopes read,write{dir_flag}");
+    for line in token_banner(&app.state().gate.auth.key_sources(), &dir_flag) {
+        println!("{line}");
+    }
     app.run_until(shutdown_signal()).await?;
     tracing::info!("shut down cleanly");
     drop(lock);
     Ok(())
+}
+
+/// The start-up banner's lines on tokens: the `shardgate token` commands only when an issuer has
+/// a local HS256 secret (the only tokens that command can sign), and where each issuer's keys are
+/// fetched from.
+fn token_banner(sources: &KeySources, dir_flag: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !sources.local_secret.is_empty() {
+        lines.push(format!("  admin token: shardgate token --admin{dir_flag}"));
+        lines.push(format!("  token:       shardgate token --tenant demo --scopes read,write{dir_flag}"));
+    }
+    for (issuer, url) in &sources.fetched {
+        lines.push(format!("  tokens of {issuer}: signed by its identity provider, keys from {url}"));
+    }
+    if sources.local_secret.is_empty() && sources.fetched.is_empty() {
+        lines.push("  tokens:      signed by the configured issuers' own keys (auth.issuers)".to_owned());
+    }
+    lines
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -92,6 +92,8 @@ codes! {
     InvalidToken = ("invalid_token", UNAUTHORIZED, "the bearer token is invalid or expired"),
     TokenPredatesTenant = ("token_predates_tenant", UNAUTHORIZED, "the token was issued before its tenant was created (a tenant deleted and created again is a new tenant), or has no `iat` to tell; get a new token"),
     TokenIssuedInFuture = ("token_issued_in_future", UNAUTHORIZED, "the token's `iat` is later than now (beyond the clock-skew leeway, `auth.leeway_secs`): no token is issued in the future; get a new token"),
+    KeySetUnavailable = ("key_set_unavailable", UNAUTHORIZED, "the token's issuer has its keys fetched from its identity provider, and no key set has been fetched yet (`/readyz` shows why)"),
+    KeySetExpired = ("key_set_expired", UNAUTHORIZED, "the key set of the token's issuer is older than its `jwks_max_age_secs`: its identity provider has not answered for that long (`/readyz` shows why)"),
     InvalidInternalCredential = ("invalid_internal_credential", UNAUTHORIZED, "the request did not come from the gatekeeper"),
     InsufficientScope = ("insufficient_scope", FORBIDDEN, "the token lacks the scope the operation needs"),
     TenantTokenWithAdminScope = ("tenant_token_with_admin_scope", FORBIDDEN, "the token names a tenant and carries the platform `admin` scope: a tenant's token is never a platform admin, so it is refused on every route; an admin token has no `tenant` claim (`shardgate token --admin`)"),
@@ -399,6 +401,21 @@ impl From<AuthError> for ApiError {
             AuthError::IssuedInFuture => (
                 Code::TokenIssuedInFuture,
                 "the token's `iat` (issued at) is later than now, beyond the allowed clock skew: get a new token"
+                    .to_owned(),
+                Some(INVALID_TOKEN_CHALLENGE),
+            ),
+            AuthError::KeySetUnavailable => (
+                Code::KeySetUnavailable,
+                "the keys of the token's issuer have not been fetched from its identity provider yet: try again \
+                 shortly (the server's /readyz shows the last fetch error)"
+                    .to_owned(),
+                Some(INVALID_TOKEN_CHALLENGE),
+            ),
+            AuthError::KeySetExpired => (
+                Code::KeySetExpired,
+                "the keys of the token's issuer are older than their maximum age (jwks_max_age_secs): its \
+                 identity provider has not answered for that long, so no token of it is accepted (the server's \
+                 /readyz shows the last fetch error)"
                     .to_owned(),
                 Some(INVALID_TOKEN_CHALLENGE),
             ),

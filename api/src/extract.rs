@@ -105,7 +105,7 @@ impl FromRequestParts<Arc<App>> for Caller {
             return Ok(Caller(result.clone()?));
         }
         let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let principal = app.gate.auth.verify_header(header)?;
+        let principal = app.gate.auth.verify_header(header).await?;
         Ok(Caller(principal))
     }
 }

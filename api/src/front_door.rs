@@ -137,7 +137,7 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
     if let Some(key) = &app.trusted {
         return trusted_door(&app, key, request, next).await;
     }
-    let authenticated = app.gate.authenticate(request.headers());
+    let authenticated = app.gate.authenticate(request.headers()).await;
     let verified = matches!(authenticated, Some(Ok(_)));
     let client = client_ip(&request);
     let admission = match app.gate.admit(authenticated.as_ref(), client, |tenant| app.tenant_rate_limit(tenant)).await {

@@ -201,7 +201,7 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     check_request_target(request.uri()).map_err(IntoResponse::into_response)?;
     let rule = access(request.method().as_str(), &path);
     let throttled = !crate::front_door::is_unthrottled(&path);
-    let authenticated = front.gate.authenticate(request.headers());
+    let authenticated = front.gate.authenticate(request.headers()).await;
     let admission = if throttled {
         front.gate.admit(authenticated.as_ref(), client_ip(&request), |tenant| front.learned.get(tenant)).await?
     } else {

@@ -18,6 +18,75 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// A 0/1 gauge of a key set: its name, its help and how to read it.
+type KeySetFlag = (&'static str, &'static str, fn(&shardgate_gatekeeper::KeySetStatus) -> bool);
+
+/// The key sets fetched from identity providers in `/metrics`, read at each scrape, labelled by
+/// issuer (the configured ones: bounded) and fetch outcome (a closed set):
+/// `key_set_age_seconds` (none before a first set), `key_set_usable` (1 while a set younger
+/// than the issuer's maximum age is in use), `key_set_last_fetch_failed` (the error itself is in
+/// `/readyz`) and `key_set_fetches_total`.
+#[derive(Debug)]
+pub struct KeySetMetrics(pub shardgate_gatekeeper::FetchedKeySets);
+
+impl prometheus_client::collector::Collector for KeySetMetrics {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::metrics::counter::ConstCounter;
+        use prometheus_client::metrics::gauge::ConstGauge;
+
+        let statuses = self.0.statuses();
+        if statuses.is_empty() {
+            return Ok(());
+        }
+        let mut family = encoder.encode_descriptor(
+            "key_set_age_seconds",
+            "Seconds since the key set in use was fetched from the issuer's identity provider",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in &statuses {
+            if let Some(age) = status.age {
+                ConstGauge::new(age.as_secs_f64())
+                    .encode(family.encode_family(&[("issuer", status.issuer.as_str())])?)?;
+            }
+        }
+        let flags: [KeySetFlag; 2] = [
+            (
+                "key_set_usable",
+                "1 while the issuer's fetched key set is younger than its maximum age (else its tokens get 401)",
+                |status| status.usable,
+            ),
+            (
+                "key_set_last_fetch_failed",
+                "1 when the last fetch of the issuer's key set failed (the error is in /readyz)",
+                |status| status.last_error.is_some(),
+            ),
+        ];
+        for (name, help, flag) in flags {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for status in &statuses {
+                ConstGauge::new(i64::from(flag(status)))
+                    .encode(family.encode_family(&[("issuer", status.issuer.as_str())])?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "key_set_fetches",
+            "Fetches of each issuer's key set, by outcome",
+            None,
+            MetricType::Counter,
+        )?;
+        for status in &statuses {
+            for (outcome, count) in shardgate_gatekeeper::FETCH_OUTCOMES.iter().zip(status.fetches) {
+                let labels = [("issuer", status.issuer.as_str()), ("outcome", outcome)];
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The route label of the requests refused without a verified caller.
 pub const UNAUTHENTICATED_ROUTE: &str = "unauthenticated";
 

@@ -198,7 +198,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                 } else {
                     add_missing(responses, &[Code::MissingToken, Code::InvalidToken]);
                 }
-                add_codes(responses, &[Code::TokenIssuedInFuture]);
+                add_codes(responses, &[Code::TokenIssuedInFuture, Code::KeySetUnavailable, Code::KeySetExpired]);
                 if tenant_path {
                     // A token of another tenant gets 404 too, so existence never leaks.
                     add_missing(responses, &[Code::TenantNotFound]);

@@ -301,6 +301,9 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
     }
 }
 
+/// How long the start-up waits for the first fetch of the issuers' key sets.
+const FIRST_KEY_SETS_WAIT: Duration = Duration::from_secs(10);
+
 impl Application {
     /// Opens storage, builds the state and binds `config.listen`.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
@@ -331,6 +334,11 @@ impl Application {
             None
         };
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
+        // An issuer's keys fetched from its identity provider are fetched in the background;
+        // starting with them saves the first requests a wait. A provider that does not answer
+        // does not stop the start-up: its tokens get 401 `key_set_unavailable` until it does.
+        auth.first_key_sets(FIRST_KEY_SETS_WAIT).await;
+        let key_sets = auth.fetched_key_sets();
         let heads = router.catalog().heads().await?;
         let mut cache_config = config.cache.clone();
         if cache_config.l1.enabled.is_none() && cache_config.redis_url.is_none() && config.storage.catalog_url.is_some()
@@ -364,6 +372,7 @@ impl Application {
             ));
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             registry.register_collector(Box::new(crate::shard_metrics::ShardHealthMetrics(router.clone())));
+            registry.register_collector(Box::new(crate::metrics::KeySetMetrics(key_sets)));
             chunks = Some(crate::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
                 config.blobs.read_window_bytes,

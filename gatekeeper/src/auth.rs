@@ -6,26 +6,31 @@
 //! type, so `alg: none` and algorithm confusion (an HS256 token "signed" with an RSA public key)
 //! are rejected before any signature check. `exp` and `iss` are required, `aud` is required and
 //! checked when the issuer lists audiences, `nbf` is honoured and an `iat` later than now is
-//! refused, each with a small leeway (`auth.leeway_secs`). Keys come
-//! from the configuration only: a token's `jku`, `x5u`, `jwk` and `x5c` headers are never used
-//! and nothing is fetched.
+//! refused, each with a small leeway (`auth.leeway_secs`). Keys come from the configuration, or
+//! from the one key-set URL it names (`jwks_url`, or OIDC discovery; see
+//! [`crate::remote_key_set`]): a token's `jku`, `x5u`, `jwk` and `x5c` headers are never used.
+//! A token whose `kid` a fetched set lacks makes the set be fetched again (rate-limited) and is
+//! verified against the new set ([`Authenticator::verify`]).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation, decode, decode_header, encode};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, decode, decode_header, encode};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{AuthConfig, IssuerConfig, KeyAlgorithm};
 use crate::jwks;
 use crate::principal::{Principal, Scope, ScopeClaimError, Scopes};
+use crate::remote_key_set::{KeySetStatus, KeysNow, RemoteKeySet, RemoteKeySetError};
+use crate::verification_key::{self, KeyCheckError, VerificationKey};
 
 /// The longest token this verifier looks at; longer headers are rejected unparsed.
 const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
 /// Why a token was not accepted. Every variant but [`AuthError::AdminScopeWithTenant`] (403)
-/// becomes 401 with `WWW-Authenticate: Bearer`: `missing_token`, `token_issued_in_future`, or
+/// becomes 401 with `WWW-Authenticate: Bearer`: `missing_token`, `token_issued_in_future`,
+/// `key_set_unavailable`, `key_set_expired`, or
 /// `invalid_token` for the rest, whose reason is logged at debug level only (but for a `scope`
 /// claim of the wrong shape, which the detail names).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +51,15 @@ pub enum AuthError {
     /// the set holds more than one key for its `alg`.
     #[error("no key of this issuer fits the token's kid")]
     UnknownKey,
+    /// The issuer's keys are fetched from its identity provider and no set has arrived yet (the
+    /// provider was unreachable since start-up, or sent only sets that were refused): 401
+    /// `key_set_unavailable`.
+    #[error("the issuer's key set has not been fetched yet")]
+    KeySetUnavailable,
+    /// The issuer's fetched key set is older than its `jwks_max_age_secs` (every fetch since
+    /// failed): 401 `key_set_expired`.
+    #[error("the issuer's key set is older than its maximum age")]
+    KeySetExpired,
     /// Signature does not verify.
     #[error("bad signature")]
     BadSignature,
@@ -117,46 +131,52 @@ enum IssuerKeys {
     /// A JWKS file: the token's `kid` picks the key; without one, the set's only key for its
     /// `alg` is taken, if there is exactly one.
     Set(Vec<(String, VerificationKey)>),
-}
-
-/// A key with the one algorithm it verifies and the checks for that algorithm.
-struct VerificationKey {
-    algorithm: KeyAlgorithm,
-    key: DecodingKey,
-    validation: Validation,
+    /// A key set fetched from the identity provider: chosen as in a JWKS file, from the set in
+    /// use when the token arrives.
+    Fetched(Arc<RemoteKeySet>),
 }
 
 impl Verifier {
-    fn keys(&self) -> impl Iterator<Item = &VerificationKey> {
+    /// The configured keys (none for a fetched set).
+    fn configured_keys(&self) -> impl Iterator<Item = &VerificationKey> {
         let (one, set) = match &self.keys {
             IssuerKeys::One(key) => (Some(&**key), &[][..]),
             IssuerKeys::Set(keys) => (None, &keys[..]),
+            IssuerKeys::Fetched(_) => (None, &[][..]),
         };
         one.into_iter().chain(set.iter().map(|(_, key)| key))
     }
 
-    /// The key that verifies a token with this header, if the header's `alg` is allowed and fits.
-    fn key_for(&self, header: &Header) -> Result<&VerificationKey, AuthError> {
-        let alg = key_algorithm(header.alg)
-            .filter(|alg| self.algorithms.contains(alg))
-            .ok_or(AuthError::AlgorithmNotAllowed)?;
-        let key = match (&self.keys, header.kid.as_deref()) {
-            (IssuerKeys::One(key), _) => key,
-            (IssuerKeys::Set(keys), Some(kid)) => {
-                keys.iter().find(|(id, _)| id == kid).map(|(_, key)| key).ok_or(AuthError::UnknownKey)?
-            }
-            (IssuerKeys::Set(keys), None) => {
-                let mut usable = keys.iter().map(|(_, key)| key).filter(|key| key.algorithm == alg);
-                match (usable.next(), usable.next()) {
-                    (Some(key), None) => key,
-                    _ => return Err(AuthError::UnknownKey),
-                }
-            }
-        };
-        if key.algorithm != alg {
-            return Err(AuthError::AlgorithmNotAllowed);
+    /// The header's `alg`, if the allow-list has it.
+    fn allowed_algorithm(&self, header: &Header) -> Result<KeyAlgorithm, AuthError> {
+        key_algorithm(header.alg).filter(|alg| self.algorithms.contains(alg)).ok_or(AuthError::AlgorithmNotAllowed)
+    }
+
+    /// The fetched key set, if the issuer's keys are fetched.
+    fn fetched(&self) -> Option<&Arc<RemoteKeySet>> {
+        match &self.keys {
+            IssuerKeys::Fetched(set) => Some(set),
+            _ => None,
         }
-        Ok(key)
+    }
+}
+
+/// The key of `keys` for a token with this `kid` and `alg`: the one the `kid` names; without a
+/// `kid`, the only key for `alg`, if there is exactly one.
+fn key_in_set<'a>(
+    keys: &'a [(String, VerificationKey)],
+    kid: Option<&str>,
+    alg: KeyAlgorithm,
+) -> Result<&'a VerificationKey, AuthError> {
+    match kid {
+        Some(kid) => keys.iter().find(|(id, _)| id == kid).map(|(_, key)| key).ok_or(AuthError::UnknownKey),
+        None => {
+            let mut usable = keys.iter().map(|(_, key)| key).filter(|key| key.algorithm == alg);
+            match (usable.next(), usable.next()) {
+                (Some(key), None) => Ok(key),
+                _ => Err(AuthError::UnknownKey),
+            }
+        }
     }
 }
 
@@ -176,6 +196,10 @@ pub struct Authenticator {
 struct Verified {
     principal: Arc<Principal>,
     exp: u64,
+    /// For a fetched key set: the set, and the generation of the one the token was verified
+    /// with. A remembered verification holds only while that set is in use (a key removed at
+    /// the provider stops verifying at the next fetch; a set past its maximum age, at once).
+    fetched: Option<(Arc<RemoteKeySet>, u64)>,
 }
 
 /// How many verified tokens are remembered.
@@ -192,15 +216,6 @@ impl std::fmt::Debug for Authenticator {
         f.debug_struct("Authenticator")
             .field("issuers", &self.verifiers.iter().map(|v| (&v.issuer, &v.algorithms)).collect::<Vec<_>>())
             .finish()
-    }
-}
-
-fn jwt_algorithm(alg: KeyAlgorithm) -> Algorithm {
-    match alg {
-        KeyAlgorithm::HS256 => Algorithm::HS256,
-        KeyAlgorithm::RS256 => Algorithm::RS256,
-        KeyAlgorithm::ES256 => Algorithm::ES256,
-        KeyAlgorithm::EdDSA => Algorithm::EdDSA,
     }
 }
 
@@ -235,35 +250,100 @@ impl Authenticator {
         Ok(Self { verifiers, verified, leeway_secs: config.leeway_secs, clock: now_secs })
     }
 
-    /// Verifies an `Authorization` header value (`Bearer <jwt>`).
-    pub fn verify_header(&self, header: Option<&str>) -> Result<Arc<Principal>, AuthError> {
+    /// Verifies an `Authorization` header value (`Bearer <jwt>`); see [`Authenticator::verify`].
+    pub async fn verify_header(&self, header: Option<&str>) -> Result<Arc<Principal>, AuthError> {
         let header = header.ok_or(AuthError::Missing)?;
         let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::Missing)?;
         if !scheme.eq_ignore_ascii_case("bearer") {
             return Err(AuthError::Missing);
         }
-        self.verify(token.trim())
+        self.verify(token.trim()).await
     }
 
-    /// Verifies a compact JWT.
-    pub fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
+    /// Verifies a compact JWT. A token of an issuer whose keys are fetched, that the set in use
+    /// cannot verify for want of its key (an unknown `kid`, or no usable set), makes the set be
+    /// fetched again (at most once per the issuer's `jwks_unknown_kid_refetch_secs`; a fetch
+    /// already under way is waited for, within the fetch deadline) and is verified against the
+    /// new set.
+    pub async fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
+        let outcome = self.verify_now(token);
+        if let Err(AuthError::UnknownKey | AuthError::KeySetUnavailable | AuthError::KeySetExpired) = &outcome
+            && let Some(set) = self.fetched_set_of(token)
+            && set.refetch_for_unknown_kid().await
+        {
+            return self.verify_now(token);
+        }
+        outcome
+    }
+
+    /// Verifies a compact JWT with the keys at hand, fetching nothing.
+    pub fn verify_now(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
         if token.is_empty() || token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::Malformed);
         }
         if let Some(hit) = self.verified.get(token) {
-            if (self.clock)() <= hit.exp.saturating_add(self.leeway_secs) {
-                return Ok(hit.principal.clone());
+            let same_keys = match &hit.fetched {
+                None => true,
+                Some((set, generation)) => {
+                    matches!(set.keys_now(), KeysNow::Ready(snapshot) if snapshot.generation == *generation)
+                }
+            };
+            if same_keys {
+                if (self.clock)() <= hit.exp.saturating_add(self.leeway_secs) {
+                    return Ok(hit.principal.clone());
+                }
+                self.verified.invalidate(token);
+                return Err(AuthError::Expired);
             }
             self.verified.invalidate(token);
-            return Err(AuthError::Expired);
         }
-        let (principal, exp) = self.verify_signature(token)?;
-        let principal = Arc::new(principal);
-        self.verified.insert(token.into(), Arc::new(Verified { principal: principal.clone(), exp }));
-        Ok(principal)
+        let verified = Arc::new(self.verify_signature(token)?);
+        self.verified.insert(token.into(), verified.clone());
+        Ok(verified.principal.clone())
     }
 
-    fn verify_signature(&self, token: &str) -> Result<(Principal, u64), AuthError> {
+    /// The fetched key set of the issuer `token` names, if it has one.
+    fn fetched_set_of(&self, token: &str) -> Option<&Arc<RemoteKeySet>> {
+        let iss = jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token).ok()?.claims.iss?;
+        self.verifiers.iter().find(|v| v.issuer == iss)?.fetched()
+    }
+
+    /// Waits until every fetched key set has had its first fetch (well or not), for at most
+    /// `within` in all; the server calls it at start-up, so that it starts with the keys when the
+    /// identity provider answers.
+    pub async fn first_key_sets(&self, within: std::time::Duration) {
+        let sets = self.verifiers.iter().filter_map(Verifier::fetched);
+        let _ = tokio::time::timeout(within, async {
+            for set in sets {
+                set.first_fetch(within).await;
+            }
+        })
+        .await;
+    }
+
+    /// The key sets fetched from identity providers, for `/readyz` and the metrics.
+    pub fn fetched_key_sets(&self) -> FetchedKeySets {
+        FetchedKeySets(self.verifiers.iter().filter_map(Verifier::fetched).cloned().collect())
+    }
+
+    /// What each issuer's keys are, for the start-up banner: the issuers with an HS256 `secret`
+    /// (for which this gateway's `shardgate token` can mint) and the issuers whose keys are
+    /// fetched, with the URL they come from.
+    pub fn key_sources(&self) -> KeySources {
+        let mut sources = KeySources::default();
+        for verifier in &self.verifiers {
+            match &verifier.keys {
+                IssuerKeys::One(key) if key.algorithm == KeyAlgorithm::HS256 => {
+                    sources.local_secret.push(verifier.issuer.clone());
+                }
+                IssuerKeys::Fetched(set) => sources.fetched.push((set.issuer().to_owned(), set.url())),
+                _ => {}
+            }
+        }
+        sources
+    }
+
+    fn verify_signature(&self, token: &str) -> Result<Verified, AuthError> {
         if token.split('.').count() != 3 {
             return Err(AuthError::Malformed);
         }
@@ -276,12 +356,21 @@ impl Authenticator {
             jsonwebtoken::dangerous::insecure_decode::<IssuerOnly>(token).map_err(|_| AuthError::Malformed)?;
         let iss = unverified.claims.iss.ok_or_else(|| AuthError::InvalidClaims("iss is required".into()))?;
         let verifier = self.verifiers.iter().find(|v| v.issuer == iss).ok_or(AuthError::UnknownIssuer)?;
-        let key = verifier.key_for(&header)?;
-        let data = decode::<Claims>(token, &key.key, &key.validation).map_err(map_jwt_error)?;
-        let claims = data.claims;
-        if claims.iat.is_some_and(|iat| iat > (self.clock)().saturating_add(self.leeway_secs)) {
-            return Err(AuthError::IssuedInFuture);
-        }
+        let alg = verifier.allowed_algorithm(&header)?;
+        let kid = header.kid.as_deref();
+        let (claims, fetched) = match &verifier.keys {
+            IssuerKeys::One(key) => (self.decode(token, key, alg)?, None),
+            IssuerKeys::Set(keys) => (self.decode(token, key_in_set(keys, kid, alg)?, alg)?, None),
+            IssuerKeys::Fetched(set) => {
+                let snapshot = match set.keys_now() {
+                    KeysNow::Ready(snapshot) => snapshot,
+                    KeysNow::Unavailable => return Err(AuthError::KeySetUnavailable),
+                    KeysNow::Expired => return Err(AuthError::KeySetExpired),
+                };
+                let claims = self.decode(token, key_in_set(&snapshot.keys, kid, alg)?, alg)?;
+                (claims, Some((set.clone(), snapshot.generation)))
+            }
+        };
         let scopes = Scopes::parse_claim(&claims.scope)?;
         if claims.tenant.is_some() && scopes.contains(Scope::Admin) {
             return Err(AuthError::AdminScopeWithTenant);
@@ -293,8 +382,48 @@ impl Authenticator {
             scopes,
             issued_at: claims.iat,
         };
-        Ok((principal, claims.exp))
+        Ok(Verified { principal: Arc::new(principal), exp: claims.exp, fetched })
     }
+
+    /// The claims of `token`, if `key` (of the token's `alg`) verifies it and they pass the
+    /// checks.
+    fn decode(&self, token: &str, key: &VerificationKey, alg: KeyAlgorithm) -> Result<Claims, AuthError> {
+        if key.algorithm != alg {
+            return Err(AuthError::AlgorithmNotAllowed);
+        }
+        let claims = decode::<Claims>(token, &key.key, &key.validation).map_err(map_jwt_error)?.claims;
+        if claims.iat.is_some_and(|iat| iat > (self.clock)().saturating_add(self.leeway_secs)) {
+            return Err(AuthError::IssuedInFuture);
+        }
+        Ok(claims)
+    }
+}
+
+/// The issuers' key sets fetched from identity providers ([`Authenticator::fetched_key_sets`]):
+/// a handle that outlives the move of the [`Authenticator`] into the server's state.
+#[derive(Clone, Default)]
+pub struct FetchedKeySets(Vec<Arc<RemoteKeySet>>);
+
+impl FetchedKeySets {
+    /// Each set's state, in the order the issuers are configured.
+    pub fn statuses(&self) -> Vec<KeySetStatus> {
+        self.0.iter().map(|set| set.status()).collect()
+    }
+}
+
+impl std::fmt::Debug for FetchedKeySets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.iter().map(|set| set.issuer())).finish()
+    }
+}
+
+/// Where the configured issuers' keys come from ([`Authenticator::key_sources`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeySources {
+    /// Issuers with an HS256 `secret`.
+    pub local_secret: Vec<String>,
+    /// Issuers whose keys are fetched: (issuer, the configured URL).
+    pub fetched: Vec<(String, String)>,
 }
 
 /// Why an issuer's configuration cannot be used (a start-up error; each message says what to
@@ -319,9 +448,14 @@ enum IssuerConfigError {
     Hs256InKeySet,
     #[error(transparent)]
     KeySet(#[from] jwks::KeySetError),
-    #[error("kid {kid:?}: {reason}")]
-    SetKey { kid: String, reason: Box<IssuerConfigError> },
-    #[error("set exactly one of `secret`, `public_key_pem`, `public_key_file` and `jwks_file`")]
+    #[error(transparent)]
+    KeyCheck(#[from] KeyCheckError),
+    #[error(transparent)]
+    Fetched(#[from] RemoteKeySetError),
+    #[error(
+        "set exactly one of `secret`, `public_key_pem`, `public_key_file`, `jwks_file`, `jwks_url` and \
+         `discovery = true`"
+    )]
     KeySources,
     #[error("HS256 needs `secret` and no public key")]
     Hs256PublicKey,
@@ -329,10 +463,6 @@ enum IssuerConfigError {
     PublicKeyAlgorithms,
     #[error("invalid {algorithm:?} key: {source}")]
     InvalidKey { algorithm: KeyAlgorithm, source: jsonwebtoken::errors::Error },
-    #[error("an Ed25519 public key is 32 bytes")]
-    Ed25519Length,
-    #[error("unusable {algorithm:?} key: {source}")]
-    UnusableKey { algorithm: KeyAlgorithm, source: jsonwebtoken::errors::Error },
 }
 
 fn config_error(issuer: &IssuerConfig, reason: IssuerConfigError) -> AuthError {
@@ -343,8 +473,13 @@ fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, A
     let algorithms = allow_list(issuer).map_err(|reason| config_error(issuer, reason))?;
     let keys = issuer_keys(issuer, &algorithms, leeway_secs).map_err(|reason| config_error(issuer, reason))?;
     let verifier = Verifier { issuer: issuer.issuer.clone(), algorithms, keys };
+    if let IssuerKeys::Fetched(set) = &verifier.keys {
+        // Which algorithms its keys are for is known once a set arrives.
+        set.start().map_err(|reason| config_error(issuer, reason.into()))?;
+        return Ok(verifier);
+    }
     for alg in &verifier.algorithms {
-        if !verifier.keys().any(|key| key.algorithm == *alg) {
+        if !verifier.configured_keys().any(|key| key.algorithm == *alg) {
             return Err(config_error(issuer, IssuerConfigError::NoKeyFor(*alg)));
         }
     }
@@ -375,11 +510,11 @@ fn issuer_keys(
     leeway_secs: u64,
 ) -> Result<IssuerKeys, IssuerConfigError> {
     let verification_key = |algorithm: KeyAlgorithm, key: DecodingKey| -> Result<VerificationKey, IssuerConfigError> {
-        check_key(&key, algorithm)?;
-        Ok(VerificationKey { algorithm, key, validation: validation(issuer, algorithm, leeway_secs) })
+        Ok(VerificationKey::new(issuer, algorithm, key, leeway_secs)?)
     };
-    match (&issuer.secret, &issuer.public_key_pem, &issuer.public_key_file, &issuer.jwks_file) {
-        (Some(secret), None, None, None) => {
+    let fetched = issuer.fetches_keys();
+    match (&issuer.secret, &issuer.public_key_pem, &issuer.public_key_file, &issuer.jwks_file, fetched) {
+        (Some(secret), None, None, None, false) => {
             if algorithms != [KeyAlgorithm::HS256] {
                 return Err(IssuerConfigError::SecretNotHs256);
             }
@@ -389,28 +524,25 @@ fn issuer_keys(
             let key = DecodingKey::from_secret(secret.expose_secret().as_bytes());
             Ok(IssuerKeys::One(Box::new(verification_key(KeyAlgorithm::HS256, key)?)))
         }
-        (None, Some(pem), None, None) => {
+        (None, Some(pem), None, None, false) => {
             let (algorithm, key) = pem_key(pem.as_bytes(), algorithms)?;
             Ok(IssuerKeys::One(Box::new(verification_key(algorithm, key)?)))
         }
-        (None, None, Some(path), None) => {
+        (None, None, Some(path), None, false) => {
             let pem = std::fs::read(path)
                 .map_err(|source| IssuerConfigError::UnreadablePem { path: path.display().to_string(), source })?;
             let (algorithm, key) = pem_key(&pem, algorithms)?;
             Ok(IssuerKeys::One(Box::new(verification_key(algorithm, key)?)))
         }
-        (None, None, None, Some(path)) => {
+        (None, None, None, Some(path), false) => {
             if algorithms.contains(&KeyAlgorithm::HS256) {
                 return Err(IssuerConfigError::Hs256InKeySet);
             }
-            let mut keys = Vec::new();
-            for set_key in jwks::read_key_set(path, algorithms)? {
-                let key = verification_key(set_key.algorithm, set_key.key).map_err(|reason| {
-                    IssuerConfigError::SetKey { kid: set_key.kid.clone(), reason: Box::new(reason) }
-                })?;
-                keys.push((set_key.kid, key));
-            }
+            let keys = verification_key::set_keys(issuer, jwks::read_key_set(path, algorithms)?, leeway_secs)?;
             Ok(IssuerKeys::Set(keys))
+        }
+        (None, None, None, None, true) => {
+            Ok(IssuerKeys::Fetched(Arc::new(RemoteKeySet::new(issuer, algorithms, leeway_secs)?)))
         }
         _ => Err(IssuerConfigError::KeySources),
     }
@@ -426,34 +558,6 @@ fn pem_key(pem: &[u8], algorithms: &[KeyAlgorithm]) -> Result<(KeyAlgorithm, Dec
         _ => return Err(IssuerConfigError::PublicKeyAlgorithms),
     };
     Ok((algorithm, key.map_err(|source| IssuerConfigError::InvalidKey { algorithm, source })?))
-}
-
-/// Proves at start-up that `key` works for `algorithm`, so that a broken key (an EC point off
-/// the curve, a short Ed25519 key) stops the start-up instead of failing every request.
-fn check_key(key: &DecodingKey, algorithm: KeyAlgorithm) -> Result<(), IssuerConfigError> {
-    if algorithm == KeyAlgorithm::EdDSA && key.as_bytes().len() != 32 {
-        return Err(IssuerConfigError::Ed25519Length);
-    }
-    jsonwebtoken::crypto::verify("", b"", key, jwt_algorithm(algorithm))
-        .map(drop)
-        .map_err(|source| IssuerConfigError::UnusableKey { algorithm, source })
-}
-
-/// The claim checks for tokens of `issuer` signed with `algorithm`.
-fn validation(issuer: &IssuerConfig, algorithm: KeyAlgorithm, leeway_secs: u64) -> Validation {
-    let mut validation = Validation::new(jwt_algorithm(algorithm));
-    validation.leeway = leeway_secs;
-    validation.validate_exp = true;
-    validation.validate_nbf = true;
-    validation.set_issuer(&[issuer.issuer.as_str()]);
-    if issuer.audience.is_empty() {
-        validation.validate_aud = false;
-        validation.set_required_spec_claims(&["exp", "iss"]);
-    } else {
-        validation.set_audience(&issuer.audience);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-    }
-    validation
 }
 
 fn map_jwt_error(e: jsonwebtoken::errors::Error) -> AuthError {
@@ -540,27 +644,27 @@ mod tests {
         Authenticator::from_config(&AuthConfig::default(), Some(hs_issuer("shardgate"))).unwrap()
     }
 
-    #[test]
-    fn minted_tokens_verify() {
+    #[tokio::test]
+    async fn minted_tokens_verify() {
         let token = mint_token(&SecretString::from(SECRET), &request(Duration::from_secs(60))).unwrap();
-        let principal = authenticator().verify_header(Some(&format!("Bearer {token}"))).unwrap();
+        let principal = authenticator().verify_header(Some(&format!("Bearer {token}"))).await.unwrap();
         assert_eq!(principal.tenant.as_deref(), Some("acme"));
         assert!(principal.scopes.contains(Scope::Read));
         assert!(!principal.scopes.contains(Scope::Write));
     }
 
-    #[test]
-    fn wrong_secret_unknown_issuer_and_garbage_are_rejected() {
+    #[tokio::test]
+    async fn wrong_secret_unknown_issuer_and_garbage_are_rejected() {
         let auth = authenticator();
         let other = mint_token(&SecretString::from("x".repeat(32)), &request(Duration::from_secs(60))).unwrap();
-        assert_eq!(auth.verify(&other), Err(AuthError::BadSignature));
+        assert_eq!(auth.verify_now(&other), Err(AuthError::BadSignature));
         let mut foreign = request(Duration::from_secs(60));
         foreign.issuer = "elsewhere".into();
         let foreign = mint_token(&SecretString::from(SECRET), &foreign).unwrap();
-        assert_eq!(auth.verify(&foreign), Err(AuthError::UnknownIssuer));
-        assert_eq!(auth.verify("not.a.jwt"), Err(AuthError::Malformed));
-        assert_eq!(auth.verify_header(None), Err(AuthError::Missing));
-        assert_eq!(auth.verify_header(Some("Basic abc")), Err(AuthError::Missing));
+        assert_eq!(auth.verify_now(&foreign), Err(AuthError::UnknownIssuer));
+        assert_eq!(auth.verify_now("not.a.jwt"), Err(AuthError::Malformed));
+        assert_eq!(auth.verify_header(None).await, Err(AuthError::Missing));
+        assert_eq!(auth.verify_header(Some("Basic abc")).await, Err(AuthError::Missing));
     }
 
     #[test]
@@ -569,7 +673,7 @@ mod tests {
         let claims = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read", "exp": now - 120});
         let token =
             encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
-        assert_eq!(authenticator().verify(&token), Err(AuthError::Expired));
+        assert_eq!(authenticator().verify_now(&token), Err(AuthError::Expired));
     }
 
     #[test]
@@ -579,11 +683,11 @@ mod tests {
         let claims =
             serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read admin", "exp": 4_000_000_000u64});
         let none = format!("{}.{}.", b64(&serde_json::json!({"alg": "none", "typ": "JWT"})), b64(&claims));
-        assert!(authenticator().verify(&none).is_err());
+        assert!(authenticator().verify_now(&none).is_err());
         let no_exp = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read"});
         let token =
             encode(&Header::new(Algorithm::HS256), &no_exp, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
-        assert!(matches!(authenticator().verify(&token), Err(AuthError::InvalidClaims(_))));
+        assert!(matches!(authenticator().verify_now(&token), Err(AuthError::InvalidClaims(_))));
     }
 
     #[test]
@@ -592,11 +696,11 @@ mod tests {
             Authenticator::from_config(&AuthConfig { issuers: vec![], leeway_secs: 5 }, Some(hs_issuer("shardgate")))
                 .unwrap();
         let token = mint_token(&SecretString::from(SECRET), &request(Duration::from_secs(60))).unwrap();
-        assert!(auth.verify(&token).is_ok());
+        assert!(auth.verify_now(&token).is_ok());
         auth.clock = || now_secs() + 60;
-        assert!(auth.verify(&token).is_ok(), "still valid within the leeway, served from memory");
+        assert!(auth.verify_now(&token).is_ok(), "still valid within the leeway, served from memory");
         auth.clock = || now_secs() + 66;
-        assert_eq!(auth.verify(&token), Err(AuthError::Expired));
+        assert_eq!(auth.verify_now(&token), Err(AuthError::Expired));
     }
 
     #[test]
@@ -610,10 +714,10 @@ mod tests {
             let claims = serde_json::json!({"iss": "shardgate", "tenant": "acme", "scope": "read", "iat": iat, "exp": now_secs() + 600});
             encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
         };
-        assert!(auth.verify(&issued_at(1_000_000)).is_ok());
-        assert!(auth.verify(&issued_at(1_000_005)).is_ok(), "within the leeway");
-        assert_eq!(auth.verify(&issued_at(1_000_006)), Err(AuthError::IssuedInFuture));
-        assert_eq!(auth.verify(&issued_at(1_086_400)), Err(AuthError::IssuedInFuture));
+        assert!(auth.verify_now(&issued_at(1_000_000)).is_ok());
+        assert!(auth.verify_now(&issued_at(1_000_005)).is_ok(), "within the leeway");
+        assert_eq!(auth.verify_now(&issued_at(1_000_006)), Err(AuthError::IssuedInFuture));
+        assert_eq!(auth.verify_now(&issued_at(1_086_400)), Err(AuthError::IssuedInFuture));
     }
 
     #[test]
@@ -627,10 +731,10 @@ mod tests {
             encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
         };
         let auth = authenticator();
-        assert_eq!(auth.verify(&signed("read admin")), Err(AuthError::AdminScopeWithTenant));
-        assert_eq!(auth.verify(&signed("read\tadmin")), Err(AuthError::InvalidScope(ScopeClaimError)));
-        assert_eq!(auth.verify(&signed("read ")), Err(AuthError::InvalidScope(ScopeClaimError)));
-        assert!(auth.verify(&signed("read write")).is_ok());
+        assert_eq!(auth.verify_now(&signed("read admin")), Err(AuthError::AdminScopeWithTenant));
+        assert_eq!(auth.verify_now(&signed("read\tadmin")), Err(AuthError::InvalidScope(ScopeClaimError)));
+        assert_eq!(auth.verify_now(&signed("read ")), Err(AuthError::InvalidScope(ScopeClaimError)));
+        assert!(auth.verify_now(&signed("read write")).is_ok());
     }
 
     #[test]
@@ -774,6 +878,31 @@ mod tests {
     }
 
     #[test]
+    fn a_key_set_url_without_tls_to_another_host_stops_the_start_up() {
+        let plain = IssuerConfig {
+            jwks_url: Some("http://idp.example.com/jwks".into()),
+            ..public_issuer("idp", &[KeyAlgorithm::RS256])
+        };
+        let reason = refusal(plain);
+        assert!(reason.contains("http://idp.example.com/jwks") && reason.contains("use https://"), "{reason}");
+        let discovery_without_tls =
+            IssuerConfig { discovery: true, ..public_issuer("http://idp.example.com", &[KeyAlgorithm::RS256]) };
+        assert!(refusal(discovery_without_tls).contains("use https://"));
+        let with_a_file = IssuerConfig {
+            jwks_url: Some("https://idp.example.com/jwks".into()),
+            jwks_file: Some(format!("{KEYS}/jwks.json").into()),
+            ..public_issuer("idp", &[KeyAlgorithm::RS256])
+        };
+        assert!(refusal(with_a_file).contains("exactly one of"));
+        // Outside a runtime nothing could keep the set current: refused, not left unfetched.
+        let loopback = IssuerConfig {
+            jwks_url: Some("http://127.0.0.1:1/jwks".into()),
+            ..public_issuer("idp", &[KeyAlgorithm::RS256])
+        };
+        assert!(refusal(loopback).contains("runtime"));
+    }
+
+    #[test]
     fn a_broken_key_in_a_set_stops_the_start_up() {
         let mut off_curve = fixture_jwk("jwks.json", "es-1");
         off_curve["y"] = fixture_jwk("jwks.json", "es-1")["x"].clone();
@@ -798,16 +927,16 @@ mod tests {
             (Algorithm::EdDSA, "ed-1", "ed25519-private.pem"),
         ] {
             let token = signed(with_kid(alg, kid), private, &claims);
-            assert_eq!(auth.verify(&token).map(|p| p.issuer.clone()), Ok("set".into()), "{kid}");
+            assert_eq!(auth.verify_now(&token).map(|p| p.issuer.clone()), Ok("set".into()), "{kid}");
             // Exactly one key of the set fits the alg, so the kid may be left out.
-            assert!(auth.verify(&signed(Header::new(alg), private, &claims)).is_ok(), "{kid} without kid");
+            assert!(auth.verify_now(&signed(Header::new(alg), private, &claims)).is_ok(), "{kid} without kid");
         }
         let unknown = signed(with_kid(Algorithm::RS256, "rs-2"), "rs256-private.pem", &claims);
-        assert_eq!(auth.verify(&unknown), Err(AuthError::UnknownKey));
+        assert_eq!(auth.verify_now(&unknown), Err(AuthError::UnknownKey));
         let wrong_type = signed(with_kid(Algorithm::ES256, "rs-1"), "es256-private.pem", &claims);
-        assert_eq!(auth.verify(&wrong_type), Err(AuthError::AlgorithmNotAllowed));
+        assert_eq!(auth.verify_now(&wrong_type), Err(AuthError::AlgorithmNotAllowed));
         let other_key = signed(with_kid(Algorithm::RS256, "rs-1"), "rs256-other-private.pem", &claims);
-        assert_eq!(auth.verify(&other_key), Err(AuthError::BadSignature));
+        assert_eq!(auth.verify_now(&other_key), Err(AuthError::BadSignature));
     }
 
     #[test]
@@ -825,11 +954,11 @@ mod tests {
         let auth = start(vec![issuer]).unwrap();
         let claims = claims_of("set");
         let no_kid = signed(Header::new(Algorithm::RS256), "rs256-private.pem", &claims);
-        assert_eq!(auth.verify(&no_kid), Err(AuthError::UnknownKey));
+        assert_eq!(auth.verify_now(&no_kid), Err(AuthError::UnknownKey));
         for (kid, private) in [("rs-1", "rs256-private.pem"), ("rs-other", "rs256-other-private.pem")] {
-            assert!(auth.verify(&signed(with_kid(Algorithm::RS256, kid), private, &claims)).is_ok(), "{kid}");
+            assert!(auth.verify_now(&signed(with_kid(Algorithm::RS256, kid), private, &claims)).is_ok(), "{kid}");
         }
-        assert!(auth.verify(&signed(Header::new(Algorithm::ES256), "es256-private.pem", &claims)).is_ok());
+        assert!(auth.verify_now(&signed(Header::new(Algorithm::ES256), "es256-private.pem", &claims)).is_ok());
     }
 
     #[test]
@@ -843,7 +972,7 @@ mod tests {
         for (issuer, kid) in [("rs", None), ("set", Some("rs-1")), ("set", None)] {
             let header = Header { kid: kid.map(str::to_owned), ..Header::new(Algorithm::HS256) };
             let hmac = encode(&header, &claims_of(issuer), &EncodingKey::from_secret(public_pem.as_bytes())).unwrap();
-            assert_eq!(auth.verify(&hmac), Err(AuthError::AlgorithmNotAllowed), "{issuer} {kid:?}");
+            assert_eq!(auth.verify_now(&hmac), Err(AuthError::AlgorithmNotAllowed), "{issuer} {kid:?}");
         }
 
         // The attacker's own public key rides along in the header; it is never used.
@@ -857,7 +986,7 @@ mod tests {
                 ..Header::new(Algorithm::RS256)
             };
             let token = signed(header, "rs256-other-private.pem", &claims_of(issuer));
-            assert_eq!(auth.verify(&token), Err(AuthError::BadSignature), "{issuer} {kid:?}");
+            assert_eq!(auth.verify_now(&token), Err(AuthError::BadSignature), "{issuer} {kid:?}");
         }
     }
 
@@ -872,10 +1001,10 @@ mod tests {
             }
             encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
         };
-        assert!(auth.verify(&token(Some(serde_json::json!("shardgate-api")))).is_ok());
-        assert!(auth.verify(&token(Some(serde_json::json!(["other", "shardgate-api"])))).is_ok());
-        assert_eq!(auth.verify(&token(Some(serde_json::json!("other")))), Err(AuthError::WrongAudience));
-        assert_eq!(auth.verify(&token(None)), Err(AuthError::InvalidClaims("aud is required".into())));
+        assert!(auth.verify_now(&token(Some(serde_json::json!("shardgate-api")))).is_ok());
+        assert!(auth.verify_now(&token(Some(serde_json::json!(["other", "shardgate-api"])))).is_ok());
+        assert_eq!(auth.verify_now(&token(Some(serde_json::json!("other")))), Err(AuthError::WrongAudience));
+        assert_eq!(auth.verify_now(&token(None)), Err(AuthError::InvalidClaims("aud is required".into())));
     }
 
     #[test]
@@ -884,11 +1013,11 @@ mod tests {
         let header = Header { crit: Some(vec!["exp".into()]), ..Header::new(Algorithm::HS256) };
         let claims = claims_of("shardgate");
         let crit = encode(&header, &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
-        assert_eq!(auth.verify(&crit), Err(AuthError::Malformed));
+        assert_eq!(auth.verify_now(&crit), Err(AuthError::Malformed));
         let good =
             encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap();
-        assert!(auth.verify(&good).is_ok());
-        assert_eq!(auth.verify(&format!("{good}.extra")), Err(AuthError::Malformed));
-        assert_eq!(auth.verify(good.rsplit_once('.').unwrap().0), Err(AuthError::Malformed));
+        assert!(auth.verify_now(&good).is_ok());
+        assert_eq!(auth.verify_now(&format!("{good}.extra")), Err(AuthError::Malformed));
+        assert_eq!(auth.verify_now(good.rsplit_once('.').unwrap().0), Err(AuthError::Malformed));
     }
 }

@@ -34,6 +34,7 @@ pub mod clock;
 pub mod conformance;
 pub mod eventually;
 pub mod http;
+pub mod key_server;
 pub mod linearizability;
 pub mod metrics;
 pub mod pg_cluster;
@@ -52,6 +53,7 @@ pub use backend::{Backend, POSTGRES_SERVER, PgDatabases, SEEDED_SHARDS, VSHARD_C
 pub use clock::TestClock;
 pub use eventually::eventually;
 pub use http::{encode_segment, get_json, http_client};
+pub use key_server::KeyServer;
 pub use linearizability::{History, Verdict};
 pub use metrics::metric;
 pub use pg_cluster::{GATEWAY_ROLE, PgCluster, PgTlsSetup, ServerConnection};

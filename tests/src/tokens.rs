@@ -16,16 +16,7 @@ pub const SECRET: &str = "shardgate-tests-hs256-secret-not-for-production-use";
 /// An issuer called `name` with no algorithm, audience or key yet: the start of an
 /// `IssuerConfig { .., ..issuer_named(name) }` literal.
 pub fn issuer_named(name: &str) -> IssuerConfig {
-    IssuerConfig {
-        issuer: name.into(),
-        algorithm: None,
-        algorithms: vec![],
-        audience: vec![],
-        secret: None,
-        public_key_pem: None,
-        public_key_file: None,
-        jwks_file: None,
-    }
+    IssuerConfig::named(name)
 }
 
 /// The HS256 issuer configuration of [`ISSUER`].

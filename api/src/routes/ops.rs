@@ -57,6 +57,58 @@ pub struct Readiness {
     pub status: &'static str,
     /// `catalog`, `cache`, `rate_limits` and one entry per shard id.
     pub components: BTreeMap<String, ComponentStatus>,
+    /// The key set of each issuer whose keys are fetched from its identity provider
+    /// (`jwks_url` or discovery), by issuer; absent when there is none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub key_sets: BTreeMap<String, KeySetReadiness>,
+}
+
+/// One issuer's fetched key set. The instance is not ready while an issuer has no key set yet
+/// (`unavailable`: none of its tokens could be verified, and other instances may have theirs);
+/// a set past its maximum age (`expired`) does not make it unready, since every instance is
+/// in the same state when the provider is down, and the other issuers' tokens still work.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct KeySetReadiness {
+    /// `up` (a set younger than the issuer's `jwks_max_age_secs` is in use), `unavailable` (no
+    /// set fetched yet; tokens get 401 `key_set_unavailable`) or `expired` (tokens get 401
+    /// `key_set_expired`).
+    pub status: &'static str,
+    /// The configured URL the keys come from (`jwks_url`, or the discovery document).
+    pub url: String,
+    /// Seconds since the set in use was fetched; absent before a first set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_secs: Option<u64>,
+    /// Why the last fetch failed; absent when it succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// The readiness of each fetched key set, and whether every issuer has one.
+fn key_sets(app: &App) -> (BTreeMap<String, KeySetReadiness>, bool) {
+    let mut all_fetched = true;
+    let sets = app
+        .gate
+        .auth
+        .fetched_key_sets()
+        .statuses()
+        .into_iter()
+        .map(|set| {
+            let status = match (set.age, set.usable) {
+                (None, _) => "unavailable",
+                (Some(_), true) => "up",
+                (Some(_), false) => "expired",
+            };
+            all_fetched &= set.age.is_some();
+            let readiness = KeySetReadiness {
+                status,
+                url: set.url,
+                age_secs: set.age.map(|age| age.as_secs()),
+                last_error: set.last_error,
+            };
+            (set.issuer, readiness)
+        })
+        .collect();
+    (sets, all_fetched)
 }
 
 /// How long a readiness ping's outcome is reused: `/readyz` is never throttled, so a flood of it
@@ -78,10 +130,11 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
 /// `SELECT 1` within the probe timeout (`storage.pool.probe_timeout`, default 2 s); the catalog is
 /// pinged whatever its circuit breaker says, and the breaker's state is reported. Every shard
 /// not taken offline is probed the same way and reported (with its circuit breaker), but a shard
-/// that is down does not make the instance unready.
+/// that is down does not make the instance unready. An issuer whose keys are fetched and that
+/// has no key set yet makes it unready too (`key_sets`).
 #[utoipa::path(get, path = "/readyz", responses(
     (status = 200, description = "Ready", body = Readiness),
-    (status = 503, description = "Not ready: the catalog is down", body = Readiness),
+    (status = 503, description = "Not ready: the catalog is down, or an issuer's key set has not been fetched yet", body = Readiness),
 ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let timeout = app.probe_timeout;
@@ -109,7 +162,8 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
         CacheHealth::Up => "up",
         CacheHealth::Degraded => "degraded",
     };
-    let ready = catalog.status != "down";
+    let (key_sets, all_key_sets_fetched) = key_sets(&app);
+    let ready = catalog.status != "down" && all_key_sets_fetched;
     let mut components = BTreeMap::new();
     components.insert("catalog".to_owned(), catalog);
     components.extend(shard_probes);
@@ -126,7 +180,8 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
         ComponentStatus { status: rate_limits, latency_ms: 0, error: None, breaker: None },
     );
     let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, axum::Json(Readiness { status: if ready { "ready" } else { "not_ready" }, components })).into_response()
+    let readiness = Readiness { status: if ready { "ready" } else { "not_ready" }, components, key_sets };
+    (status, axum::Json(readiness)).into_response()
 }
 
 /// Prometheus metrics (OpenMetrics text exposition format).

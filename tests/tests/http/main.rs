@@ -18,6 +18,7 @@ mod gatekeeper;
 mod incarnations;
 mod indexes;
 mod isolation;
+mod key_sets;
 mod listing;
 mod malformed;
 mod moves;
