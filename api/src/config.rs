@@ -14,6 +14,7 @@ use shardgate_gatekeeper::throttle::RateLimitConfig;
 use shardgate_shard_router::StorageConfig;
 
 use crate::config_error::{ConfigError, Origin};
+pub use crate::tls::ListenerTls;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -21,6 +22,9 @@ use crate::config_error::{ConfigError, Origin};
 pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8080`. Env `SHARDGATE_LISTEN`, flag `--listen`.
     pub listen: SocketAddr,
+    /// HTTPS on `listen`: `{ cert_file, key_file }` (PEM), reloaded when the files change.
+    /// Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
     /// Directory for the embedded default's catalog, shards and generated secret. Default
     /// `./shardgate-data`. Env `SHARDGATE_DATA_DIR`, flag `--data-dir`.
     pub data_dir: PathBuf,
@@ -53,6 +57,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tls: None,
             data_dir: PathBuf::from("./shardgate-data"),
             storage: StorageConfig::default(),
             auth: AuthConfig::default(),
@@ -327,6 +332,9 @@ pub struct ValetConfig {
     /// A listener of its own for `/valet/...` only (the API's listener serves it too), so that it
     /// can be exposed and scaled apart. Default: none.
     pub listen: Option<SocketAddr>,
+    /// HTTPS on `valet.listen`: `{ cert_file, key_file }` (PEM), reloaded when the files
+    /// change. Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
     /// Lifetime of a valet key when the request gives none. Default 300 s.
     #[serde(with = "shardgate_shard_router::db::humantime_serde")]
     pub default_expires_in: std::time::Duration,
@@ -351,6 +359,7 @@ impl Default for ValetConfig {
         Self {
             public_url: None,
             listen: None,
+            tls: None,
             default_expires_in: std::time::Duration::from_secs(300),
             max_expires_in: std::time::Duration::from_secs(3600),
             not_before_skew: std::time::Duration::from_secs(300),
@@ -376,8 +385,15 @@ pub struct InternalConfig {
 pub struct GatekeeperConfig {
     /// Address to listen on. Default `127.0.0.1:8080`.
     pub listen: SocketAddr,
-    /// Base URL of the trusted backend (`shardgate serve --trusted`), e.g. `http://10.0.0.5:8081`.
+    /// HTTPS on `listen`: `{ cert_file, key_file }` (PEM), reloaded when the files change.
+    /// Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
+    /// Base URL of the trusted backend (`shardgate serve --trusted`), e.g. `http://10.0.0.5:8081`
+    /// or `https://backend.internal:8081`.
     pub upstream: Option<String>,
+    /// PEM file of the CA that signs an `https://` upstream's certificate (a private CA).
+    /// Default: unset, which trusts the built-in Mozilla roots.
+    pub upstream_ca_file: Option<PathBuf>,
     /// Directory of the embedded default's generated HS256 secret, used when no issuer is
     /// configured. Default `./shardgate-data`.
     pub data_dir: PathBuf,
@@ -400,7 +416,9 @@ impl Default for GatekeeperConfig {
         let base = Config::default();
         Self {
             listen: base.listen,
+            tls: None,
             upstream: None,
+            upstream_ca_file: None,
             data_dir: base.data_dir,
             internal: InternalConfig::default(),
             auth: base.auth,
