@@ -4,9 +4,9 @@
 //! - **Versions**: TLS 1.2 and 1.3 only (rustls's defaults, on ring), ALPN `http/1.1` (the
 //!   connections speak HTTP/1.1 only).
 //! - **Rotation without restart**: certificates are rotated on disk by cert-manager and the
-//!   like. A handshake looks at the two files' modification time, size and inode at most once per
-//!   [`RELOAD_CHECK_EVERY`]; when they changed, the new pair is read and checked (the key must
-//!   match the certificate) and new connections get it. A pair that does not load (half written,
+//!   like. A task of the listener looks at the two files' modification time, size and inode
+//!   every [`RELOAD_CHECK_EVERY`] (handshakes never touch the disk); when they changed, the new
+//!   pair is read and checked (the key must match the certificate) and new connections get it. A pair that does not load (half written,
 //!   a key of another certificate, not PEM) leaves the old one in use, with a warning and
 //!   `shardgate_tls_certificate_reloads_total{result="rejected"}`; the next change is tried again.
 //!   Connections already open keep the certificate they were opened with.
@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -31,7 +31,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
 use tokio_rustls::TlsAcceptor;
 
-/// How often, at most, a handshake looks whether the certificate files changed.
+/// How often the certificate files are looked at for a change.
 pub const RELOAD_CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// A listener's certificate and key files (`tls = { cert_file, key_file }`).
@@ -130,14 +130,15 @@ pub fn acceptor(
     shardgate_cache::install_crypto_provider();
     let files = Files::stamp(tls).map_err(|e| anyhow::anyhow!("{}: {e}", listener.key()))?;
     let pair = load_pair(tls).map_err(|e| anyhow::anyhow!("{}: {e}", listener.key()))?;
-    let resolver = ReloadingCert {
+    let resolver = Arc::new(ReloadingCert {
         files: tls.clone(),
         listener,
         current: ArcSwap::from_pointee(pair),
-        check: Mutex::new(Check { at: Instant::now(), files }),
+        seen: Mutex::new(files),
         counts: counts.clone(),
-    };
-    let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_cert_resolver(Arc::new(resolver));
+    });
+    tokio::spawn(watch_files(Arc::downgrade(&resolver)));
+    let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     tracing::info!(
         listener = listener.name(),
@@ -173,11 +174,18 @@ fn inode(_: &std::fs::Metadata) -> u64 {
     0
 }
 
-/// When the files were last looked at, and how they were then.
-#[derive(Debug)]
-struct Check {
-    at: Instant,
-    files: Files,
+/// Looks at the files every [`RELOAD_CHECK_EVERY`] until the listener's TLS configuration is
+/// dropped.
+async fn watch_files(resolver: std::sync::Weak<ReloadingCert>) {
+    let mut ticks = tokio::time::interval(RELOAD_CHECK_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        let Some(resolver) = resolver.upgrade() else { return };
+        // Reading two small files; off the runtime's threads all the same.
+        let _ = tokio::task::spawn_blocking(move || resolver.reload_if_changed()).await;
+    }
 }
 
 /// Serves the pair in use, and replaces it when the files change and the new pair loads.
@@ -186,21 +194,17 @@ struct ReloadingCert {
     files: ListenerTls,
     listener: Listener,
     current: ArcSwap<CertifiedKey>,
-    check: Mutex<Check>,
+    /// How the files were when last looked at.
+    seen: Mutex<Files>,
     counts: ReloadCounts,
 }
 
 impl ReloadingCert {
-    /// Looks at the files if [`RELOAD_CHECK_EVERY`] has passed since the last look (one
-    /// handshake looks; the others go on with the pair in use).
+    /// Loads the pair if the files changed since the last look.
     fn reload_if_changed(&self) {
-        let Some(mut check) = self.check.try_lock() else { return };
-        if check.at.elapsed() < RELOAD_CHECK_EVERY {
-            return;
-        }
-        check.at = Instant::now();
+        let mut seen = self.seen.lock();
         let files = match Files::stamp(&self.files) {
-            Ok(files) if files == check.files => return,
+            Ok(files) if files == *seen => return,
             Ok(files) => files,
             Err(e) => {
                 // A file gone for a moment (mid-rotation) is not a change yet.
@@ -208,7 +212,7 @@ impl ReloadingCert {
                 return;
             }
         };
-        check.files = files;
+        *seen = files;
         match load_pair(&self.files) {
             Ok(pair) => {
                 self.current.store(Arc::new(pair));
@@ -229,7 +233,6 @@ impl ReloadingCert {
 
 impl ResolvesServerCert for ReloadingCert {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        self.reload_if_changed();
         Some(self.current.load_full())
     }
 }
