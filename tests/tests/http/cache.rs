@@ -236,8 +236,7 @@ async fn no_read_on_any_instance_is_older_than_an_acknowledged_write_over_tls() 
     let l1_hits = metric(&app.client, &peer.base_url, "shardgate_cache_l1_hits_total").await;
     assert!(l1_hits >= 1.0, "the peer serves the record from its L1 (hits: {l1_hits})");
     assert_eq!(put_version(&app.client, &app.base_url, &token, "filled", 2).await, Ok(2));
-    let invalidated =
-        async || (version_at(&app.client, &peer.base_url, &token, "filled").await == Ok(2)).then_some(());
+    let invalidated = async || (version_at(&app.client, &peer.base_url, &token, "filled").await == Ok(2)).then_some(());
     assert!(eventually(Duration::from_secs(2), invalidated).await.is_some(), "the peer's L1 entry is invalidated");
     peer.stop().await;
 }

@@ -111,9 +111,8 @@ async fn a_new_pair_that_does_not_load_keeps_the_old_certificate() {
     assert_eq!(peer_certificate(&client_trusting(&ca), &healthz).await, Ok(der(&first.cert_pem)));
     // A good pair again is taken.
     let fixed = ca.issue("api", &["localhost", "127.0.0.1"]);
-    let taken = async || {
-        (peer_certificate(&client_trusting(&ca), &healthz).await.ok()? == der(&fixed.cert_pem)).then_some(())
-    };
+    let taken =
+        async || (peer_certificate(&client_trusting(&ca), &healthz).await.ok()? == der(&fixed.cert_pem)).then_some(());
     assert!(eventually(Duration::from_secs(5), taken).await.is_some());
 }
 
