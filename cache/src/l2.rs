@@ -103,7 +103,7 @@ impl L2 {
     /// Prepares a client for `endpoint` (no connection yet: [`L2::probe_once`] makes and keeps
     /// it).
     pub fn new(endpoint: &RedisEndpoint, timeout: Duration) -> Result<Arc<Self>, RedisConfigError> {
-        let client = endpoint.client().map_err(|source| RedisConfigError::Url { section: "redis", source })?;
+        let client = endpoint.client()?;
         Ok(Arc::new(Self {
             client,
             connection: ArcSwapOption::empty(),

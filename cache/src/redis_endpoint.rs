@@ -33,6 +33,7 @@ pub struct Section(pub &'static str);
 #[derive(Clone)]
 pub struct RedisEndpoint {
     url: SecretString,
+    section: &'static str,
     tls: bool,
     certificates: Option<redis::TlsCertificates>,
 }
@@ -157,7 +158,7 @@ impl RedisEndpoint {
         };
         let custom = root_cert.is_some() || client_tls.is_some();
         let certificates = custom.then_some(redis::TlsCertificates { client_tls, root_cert });
-        Ok(Self { url: url.clone(), tls, certificates })
+        Ok(Self { url: url.clone(), section, tls, certificates })
     }
 
     /// Whether the connection is TLS (`rediss://`).
@@ -166,12 +167,13 @@ impl RedisEndpoint {
     }
 
     /// A client for the endpoint (no connection yet).
-    pub(crate) fn client(&self) -> redis::RedisResult<redis::Client> {
+    pub(crate) fn client(&self) -> Result<redis::Client, RedisConfigError> {
         crate::install_crypto_provider();
-        match &self.certificates {
+        let client = match &self.certificates {
             Some(certificates) => redis::Client::build_with_tls(self.url.expose_secret(), certificates.clone()),
             None => redis::Client::open(self.url.expose_secret()),
-        }
+        };
+        client.map_err(|source| RedisConfigError::Url { section: self.section, source })
     }
 }
 

@@ -22,6 +22,8 @@ struct RedisTls {
     cert_file: PathBuf,
     key_file: PathBuf,
     ca_file: PathBuf,
+    /// Whether clients must present a certificate `ca_file` signs (mutual TLS).
+    client_certificates: bool,
 }
 
 impl RedisServer {
@@ -36,9 +38,23 @@ impl RedisServer {
     /// Starts `redis-server` speaking TLS only (`--port 0 --tls-port <free>`), with a
     /// certificate for `localhost` and `127.0.0.1` issued by `ca`; clients need no certificate.
     pub async fn start_tls(ca: &TestCa) -> Self {
+        Self::start_tls_with(ca, false).await
+    }
+
+    /// [`RedisServer::start_tls`], refusing clients without a certificate `ca` signs.
+    pub async fn start_tls_requiring_client_certificates(ca: &TestCa) -> Self {
+        Self::start_tls_with(ca, true).await
+    }
+
+    async fn start_tls_with(ca: &TestCa, client_certificates: bool) -> Self {
         let port = crate::free_port();
         let issued = ca.issue(&format!("redis-{port}"), &["localhost", "127.0.0.1"]);
-        let tls = RedisTls { cert_file: issued.cert_path, key_file: issued.key_path, ca_file: ca.cert_path.clone() };
+        let tls = RedisTls {
+            cert_file: issued.cert_path,
+            key_file: issued.key_path,
+            ca_file: ca.cert_path.clone(),
+            client_certificates,
+        };
         let mut server = Self { port, tls: Some(tls), child: None };
         server.launch().await;
         server
@@ -59,6 +75,9 @@ impl RedisServer {
         command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
         if let Some(tls) = &self.tls {
             command.arg("--tls").arg("--cacert").arg(&tls.ca_file);
+            if tls.client_certificates {
+                command.arg("--cert").arg(&tls.cert_file).arg("--key").arg(&tls.key_file);
+            }
         }
         let output = command.args(args).output().expect("redis-cli is installed");
         assert!(output.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&output.stderr));
@@ -75,7 +94,8 @@ impl RedisServer {
             }
             Some(tls) => {
                 command
-                    .args(["--port", "0", "--tls-port", &port, "--tls-auth-clients", "no"])
+                    .args(["--port", "0", "--tls-port", &port])
+                    .args(["--tls-auth-clients", if tls.client_certificates { "yes" } else { "no" }])
                     .arg("--tls-cert-file")
                     .arg(&tls.cert_file)
                     .arg("--tls-key-file")

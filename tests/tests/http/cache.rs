@@ -241,6 +241,56 @@ async fn no_read_on_any_instance_is_older_than_an_acknowledged_write_over_tls() 
     peer.stop().await;
 }
 
+/// A Redis that requires client certificates (mutual TLS) takes the one configured in
+/// `cache.redis_client_cert_file`; an instance without one is refused and says so.
+#[tokio::test]
+async fn a_redis_requiring_client_certificates_takes_the_configured_one() {
+    let ca = shardgate_tests::TestCa::new("redis CA");
+    let redis = RedisServer::start_tls_requiring_client_certificates(&ca).await;
+    let client = ca.issue("gateway-client", &["shardgate"]);
+    let url = redis.url();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        with_redis(c, &url, "mtls", false);
+        c.cache.redis_ca_file = Some(ca.cert_path.clone());
+        c.cache.redis_client_cert_file = Some(client.cert_path.clone());
+        c.cache.redis_client_key_file = Some(client.key_path.clone());
+    })
+    .await;
+    let up = async || (cache_status(&app.client, &app.base_url).await == "up").then_some(());
+    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "mutual TLS with the configured certificate");
+    let without = app
+        .spawn_peer(|c| {
+            c.cache.redis_client_cert_file = None;
+            c.cache.redis_client_key_file = None;
+        })
+        .await;
+    let refused = async || {
+        let body: Value =
+            app.client.get(format!("{}/readyz", without.base_url)).send().await.ok()?.json().await.ok()?;
+        let cache = &body["components"]["cache"];
+        (cache["status"] == "degraded" && cache["error"].is_string()).then_some(())
+    };
+    assert!(eventually(Duration::from_secs(5), refused).await.is_some(), "no client certificate: refused");
+}
+
+/// A Redis CA file that cannot be read, or is not PEM, stops start-up with the key's name.
+#[tokio::test]
+async fn an_unreadable_or_non_pem_redis_ca_file_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = shardgate_tests::test_config(dir.path());
+    config.cache.redis_url = Some(SecretString::from("rediss://localhost:6380".to_owned()));
+    config.cache.redis_ca_file = Some(dir.path().join("missing-ca.crt"));
+    let error = shardgate_api::Application::build(config.clone()).await.unwrap_err().to_string();
+    assert!(error.starts_with("cache.redis_ca_file: cannot read") && error.contains("missing-ca.crt"), "{error}");
+    let garbage = dir.path().join("garbage.crt");
+    std::fs::write(&garbage, "hello").unwrap();
+    config.cache.redis_ca_file = None;
+    config.rate_limits.redis_url = Some(SecretString::from("rediss://localhost:6380".to_owned()));
+    config.rate_limits.redis_ca_file = Some(garbage);
+    let error = shardgate_api::Application::build(config).await.unwrap_err().to_string();
+    assert!(error.contains("rate_limits.redis_ca_file") && error.contains("holds no PEM certificate"), "{error}");
+}
+
 /// A `rediss://` server whose certificate the configured CA does not sign is refused: the cache
 /// degrades as in a Redis outage (reads go to the shards, nothing fails) and `/readyz` says why.
 #[tokio::test]
