@@ -834,4 +834,37 @@ mod tests {
         let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
         assert!(err.contains("gold"), "an unknown tier in the file is an error: {err}");
     }
+
+    #[test]
+    fn listener_tls_and_redis_ca_files_load_from_the_file_and_the_environment() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(
+            file,
+            "[valet]\nlisten = \"127.0.0.1:9001\"\ntls = {{ cert_file = \"/v.crt\", key_file = \"/v.key\" }}\n\
+             [cache]\nredis_url = \"rediss://r:6380\"\nredis_ca_file = \"/ca.crt\""
+        )
+        .unwrap();
+        let vars = [("SHARDGATE_TLS__CERT_FILE", "/api.crt"), ("SHARDGATE_TLS__KEY_FILE", "/api.key")];
+        let loaded = Config::load_from(Some(file.path()), &vars).unwrap();
+        assert!(loaded.unknown_env.is_empty(), "{:?}", loaded.unknown_env);
+        let config = loaded.config;
+        assert_eq!(config.tls.unwrap().cert_file, PathBuf::from("/api.crt"));
+        assert_eq!(config.valet.tls.unwrap().key_file, PathBuf::from("/v.key"));
+        assert_eq!(config.cache.redis_ca_file, Some(PathBuf::from("/ca.crt")));
+        let defaults = Config::load_from(None, &[]).unwrap().config;
+        assert!(defaults.tls.is_none() && defaults.valet.tls.is_none(), "plain HTTP by default");
+
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "tls = {{ cert_file = \"/a.crt\", key_file = \"/a.key\", ciphers = \"weak\" }}").unwrap();
+        let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+        assert!(err.contains("ciphers"), "an unknown key of tls is an error: {err}");
+        let gatekeeper = [("SHARDGATE_UPSTREAM_CA_FILE", "/backend-ca.crt")];
+        let gatekeeper = load_layers::<GatekeeperConfig>(
+            None,
+            gatekeeper.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+        )
+        .unwrap()
+        .config;
+        assert_eq!(gatekeeper.upstream_ca_file, Some(PathBuf::from("/backend-ca.crt")));
+    }
 }
