@@ -279,5 +279,14 @@ fn connect_failure(error: &redis::RedisError) -> String {
         }
         source = cause.source();
     }
-    message
+    let hint = if message.contains("UnknownIssuer") {
+        " (the server's certificate is not signed by the CA of redis_ca_file, or by a built-in root without one)"
+    } else if message.contains("NotValidForName") {
+        " (the server's certificate does not name the host of the Redis URL)"
+    } else if message.contains("certificate") {
+        " (check the redis_ca_file and redis_client_cert_file settings)"
+    } else {
+        ""
+    };
+    format!("{message}{hint}")
 }
