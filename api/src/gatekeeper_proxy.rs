@@ -141,6 +141,12 @@ impl Gatekeeper {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }
 
+    /// `http://<address>`, or `https://<address>` with `tls`.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr())
+    }
+
     /// Serves until `shutdown` completes (then drains, as the gateway does).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         self.connections.serve_until(self.listener, self.router, self.tls, shutdown).await;

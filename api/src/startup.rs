@@ -573,6 +573,19 @@ impl Application {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }
 
+    /// `http://<address>`, or `https://<address>` when the API listener has `tls`.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr())
+    }
+
+    /// The valet listener's `http(s)://<address>`, if it has a listener of its own.
+    pub fn valet_base_url(&self) -> Option<String> {
+        let (listener, _, tls) = self.valet.as_ref()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        Some(format!("{scheme}://{}", listener.local_addr().ok()?))
+    }
+
     /// The bound port (useful with `listen = 127.0.0.1:0`).
     pub fn port(&self) -> u16 {
         self.local_addr().port()
