@@ -59,7 +59,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use crate::tls::ServerTls;
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::ConnectInfo;
@@ -84,6 +83,7 @@ use tower::ServiceExt;
 use crate::config::LimitsConfig;
 use crate::edge::{REQUEST_ID, random_request_id};
 use crate::error::{ApiError, Code};
+use crate::tls::ServerTls;
 
 /// How long a shutdown waits for requests in progress.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
