@@ -51,14 +51,8 @@ pub use config::{CacheConfig, L1Config};
 pub use entry::{CachedRecord, Slot};
 use flight::SingleFlight;
 use l1::L1;
-pub use redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Section};
-
-/// Makes rustls's ring provider the process's default (once; later calls do nothing): rustls
-/// must not pick a provider by the features other crates happen to enable.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
 use l2::L2;
+pub use redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Section, install_crypto_provider};
 
 /// The shortest life of an invalidation marker.
 const MIN_MARKER_TTL: Duration = Duration::from_secs(60);

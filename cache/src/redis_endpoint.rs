@@ -14,6 +14,12 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::{ExposeSecret, SecretString};
 
+/// Makes rustls's ring provider the process's default (once; later calls do nothing): rustls
+/// must not pick a provider by the features other crates happen to enable.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// The TLS files of one Redis URL setting, as configured (paths, not yet read).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RedisTlsFiles<'a> {
@@ -168,7 +174,7 @@ impl RedisEndpoint {
 
     /// A client for the endpoint (no connection yet).
     pub(crate) fn client(&self) -> Result<redis::Client, RedisConfigError> {
-        crate::install_crypto_provider();
+        install_crypto_provider();
         let client = match &self.certificates {
             Some(certificates) => redis::Client::build_with_tls(self.url.expose_secret(), certificates.clone()),
             None => redis::Client::open(self.url.expose_secret()),
