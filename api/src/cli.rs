@@ -89,7 +89,7 @@ impl Cli {
             telemetry::init(&config.log);
             warn_unknown_env(&unknown_env);
             let gatekeeper = Gatekeeper::build(config).await?;
-            println!("shardgate gatekeeper listening on http://{}", gatekeeper.local_addr());
+            println!("shardgate gatekeeper listening on {}", gatekeeper.base_url());
             gatekeeper.run_until(shutdown_signal()).await?;
             tracing::info!("shut down cleanly");
             return Ok(());

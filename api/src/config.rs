@@ -14,6 +14,7 @@ use shardgate_gatekeeper::throttle::RateLimitConfig;
 use shardgate_shard_router::StorageConfig;
 
 use crate::config_error::{ConfigError, Origin};
+pub use crate::tls::ListenerTls;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -21,6 +22,9 @@ use crate::config_error::{ConfigError, Origin};
 pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8080`. Env `SHARDGATE_LISTEN`, flag `--listen`.
     pub listen: SocketAddr,
+    /// HTTPS on `listen`: `{ cert_file, key_file }` (PEM), reloaded when the files change.
+    /// Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
     /// Directory for the embedded default's catalog, shards and generated secret. Default
     /// `./shardgate-data`. Env `SHARDGATE_DATA_DIR`, flag `--data-dir`.
     pub data_dir: PathBuf,
@@ -53,6 +57,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tls: None,
             data_dir: PathBuf::from("./shardgate-data"),
             storage: StorageConfig::default(),
             auth: AuthConfig::default(),
@@ -327,6 +332,9 @@ pub struct ValetConfig {
     /// A listener of its own for `/valet/...` only (the API's listener serves it too), so that it
     /// can be exposed and scaled apart. Default: none.
     pub listen: Option<SocketAddr>,
+    /// HTTPS on `valet.listen`: `{ cert_file, key_file }` (PEM), reloaded when the files
+    /// change. Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
     /// Lifetime of a valet key when the request gives none. Default 300 s.
     #[serde(with = "shardgate_shard_router::db::humantime_serde")]
     pub default_expires_in: std::time::Duration,
@@ -351,6 +359,7 @@ impl Default for ValetConfig {
         Self {
             public_url: None,
             listen: None,
+            tls: None,
             default_expires_in: std::time::Duration::from_secs(300),
             max_expires_in: std::time::Duration::from_secs(3600),
             not_before_skew: std::time::Duration::from_secs(300),
@@ -376,8 +385,15 @@ pub struct InternalConfig {
 pub struct GatekeeperConfig {
     /// Address to listen on. Default `127.0.0.1:8080`.
     pub listen: SocketAddr,
-    /// Base URL of the trusted backend (`shardgate serve --trusted`), e.g. `http://10.0.0.5:8081`.
+    /// HTTPS on `listen`: `{ cert_file, key_file }` (PEM), reloaded when the files change.
+    /// Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
+    /// Base URL of the trusted backend (`shardgate serve --trusted`), e.g. `http://10.0.0.5:8081`
+    /// or `https://backend.internal:8081`.
     pub upstream: Option<String>,
+    /// PEM file of the CA that signs an `https://` upstream's certificate (a private CA).
+    /// Default: unset, which trusts the built-in Mozilla roots.
+    pub upstream_ca_file: Option<PathBuf>,
     /// Directory of the embedded default's generated HS256 secret, used when no issuer is
     /// configured. Default `./shardgate-data`.
     pub data_dir: PathBuf,
@@ -400,7 +416,9 @@ impl Default for GatekeeperConfig {
         let base = Config::default();
         Self {
             listen: base.listen,
+            tls: None,
             upstream: None,
+            upstream_ca_file: None,
             data_dir: base.data_dir,
             internal: InternalConfig::default(),
             auth: base.auth,
@@ -815,5 +833,38 @@ mod tests {
         writeln!(file, "[limits.tenant_concurrent_requests]\ngold = 8").unwrap();
         let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
         assert!(err.contains("gold"), "an unknown tier in the file is an error: {err}");
+    }
+
+    #[test]
+    fn listener_tls_and_redis_ca_files_load_from_the_file_and_the_environment() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(
+            file,
+            "[valet]\nlisten = \"127.0.0.1:9001\"\ntls = {{ cert_file = \"/v.crt\", key_file = \"/v.key\" }}\n\
+             [cache]\nredis_url = \"rediss://r:6380\"\nredis_ca_file = \"/ca.crt\""
+        )
+        .unwrap();
+        let vars = [("SHARDGATE_TLS__CERT_FILE", "/api.crt"), ("SHARDGATE_TLS__KEY_FILE", "/api.key")];
+        let loaded = Config::load_from(Some(file.path()), &vars).unwrap();
+        assert!(loaded.unknown_env.is_empty(), "{:?}", loaded.unknown_env);
+        let config = loaded.config;
+        assert_eq!(config.tls.unwrap().cert_file, PathBuf::from("/api.crt"));
+        assert_eq!(config.valet.tls.unwrap().key_file, PathBuf::from("/v.key"));
+        assert_eq!(config.cache.redis_ca_file, Some(PathBuf::from("/ca.crt")));
+        let defaults = Config::load_from(None, &[]).unwrap().config;
+        assert!(defaults.tls.is_none() && defaults.valet.tls.is_none(), "plain HTTP by default");
+
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "tls = {{ cert_file = \"/a.crt\", key_file = \"/a.key\", ciphers = \"weak\" }}").unwrap();
+        let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+        assert!(err.contains("ciphers"), "an unknown key of tls is an error: {err}");
+        let gatekeeper = [("SHARDGATE_UPSTREAM_CA_FILE", "/backend-ca.crt")];
+        let gatekeeper = load_layers::<GatekeeperConfig>(
+            None,
+            gatekeeper.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+        )
+        .unwrap()
+        .config;
+        assert_eq!(gatekeeper.upstream_ca_file, Some(PathBuf::from("/backend-ca.crt")));
     }
 }

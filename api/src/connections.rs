@@ -38,6 +38,12 @@
 //! was the tail of a response that merely looked like one), the held bytes go out unchanged
 //! before anything else.
 //!
+//! **TLS** (a listener with `tls`, see [`crate::tls`]): the handshake runs in the connection's
+//! task, before HTTP, and counts as part of the first request's head: it must end within the
+//! header deadline of the connection's opening (else `header_timeout`), and a connection still
+//! shaking hands may be closed to make room like one still sending its head. A handshake that
+//! fails closes the connection.
+//!
 //! Connections speak HTTP/1.1 with keep-alive (as `axum::serve` did here: HTTP/2 is not enabled).
 //! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo). On shutdown
 //! the listeners stop accepting, connections with no request in progress are closed, and requests
@@ -71,11 +77,13 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::Instant;
+use tokio_rustls::server::TlsStream;
 use tower::ServiceExt;
 
 use crate::config::LimitsConfig;
 use crate::edge::{REQUEST_ID, random_request_id};
 use crate::error::{ApiError, Code};
+use crate::tls::ServerTls;
 
 /// How long a shutdown waits for requests in progress.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -212,13 +220,15 @@ impl Connections {
         })
     }
 
-    /// Serves `router` on `listener` until `shutdown` completes; then stops accepting, closes
-    /// idle connections and lets requests in progress finish (up to [`DRAIN_TIMEOUT`]). Each
-    /// listener may hold one accepted connection beyond the cap while it waits for a slot.
+    /// Serves `router` on `listener` (over TLS with `tls`) until `shutdown` completes; then stops
+    /// accepting, closes idle connections and lets requests in progress finish (up to
+    /// [`DRAIN_TIMEOUT`]). Each listener may hold one accepted connection beyond the cap while
+    /// it waits for a slot.
     pub async fn serve_until(
         &self,
         listener: TcpListener,
         router: Router,
+        tls: Option<ServerTls>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) {
         let (drain, draining) = watch::channel(false);
@@ -243,7 +253,7 @@ impl Connections {
                 slot = self.slot() => slot,
             };
             let connection = Connection { shared: self.shared.clone(), peer, _slot: slot };
-            tokio::spawn(connection.serve(stream, router.clone(), draining.clone()));
+            tokio::spawn(connection.serve(stream, tls.clone(), router.clone(), draining.clone()));
         }
         drop(listener);
         let _ = drain.send(true);
@@ -370,9 +380,25 @@ impl Connection {
     /// Serves HTTP/1.1 on `stream` until the client closes it, a deadline passes, the connection
     /// is asked to make room while it has no request in progress, or `draining` turns (at once
     /// with no request in progress, else once the request in progress has been answered).
-    async fn serve(self, stream: TcpStream, router: Router, mut draining: watch::Receiver<bool>) {
+    async fn serve(
+        self,
+        stream: TcpStream,
+        tls: Option<ServerTls>,
+        router: Router,
+        mut draining: watch::Receiver<bool>,
+    ) {
         self.shared.open.inc();
         let activity = Arc::new(Activity::new());
+        let stream = match tls {
+            None => ClientStream::Plain(stream),
+            Some(acceptor) => match self.handshake(&acceptor, stream, &activity, &mut draining).await {
+                Some(stream) => ClientStream::Tls(Box::new(stream)),
+                None => {
+                    self.shared.open.dec();
+                    return;
+                }
+            },
+        };
         let io = TokioIo::new(WatchedStream::new(stream, activity.clone()));
         let service = ConnectionService { router, peer: self.peer, activity: activity.clone() };
         // hyper's own header timeout is off: the watcher below keeps both deadlines.
@@ -431,6 +457,104 @@ impl Connection {
             }
         }
         self.shared.open.dec();
+    }
+}
+
+impl Connection {
+    /// The TLS handshake, within the header deadline of the connection's opening; `None` when
+    /// it failed, timed out, the connection was asked to make room, or the listener drains.
+    async fn handshake(
+        &self,
+        acceptor: &ServerTls,
+        stream: TcpStream,
+        activity: &Activity,
+        draining: &mut watch::Receiver<bool>,
+    ) -> Option<TlsStream<TcpStream>> {
+        let deadline = activity.instant(millis(self.shared.deadlines.header_read));
+        let mut accept = pin!(acceptor.accept(stream));
+        loop {
+            tokio::select! {
+                accepted = &mut accept => {
+                    return match accepted {
+                        Ok(stream) => Some(stream),
+                        Err(e) => {
+                            tracing::debug!(peer = %self.peer, error = %e, "TLS handshake failed");
+                            None
+                        }
+                    };
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    self.shared.closed_header_timeout.inc();
+                    tracing::debug!(peer = %self.peer, "closing a connection: TLS handshake not done in time");
+                    return None;
+                }
+                () = self.shared.crowded.notified() => {
+                    if activity.waiting_longer_than(CROWDED_GRACE, activity.now()) {
+                        self.shared.closed_crowded_out.inc();
+                        tracing::debug!(peer = %self.peer, "closing a connection still shaking hands to make room");
+                        return None;
+                    }
+                }
+                _ = draining.changed() => return None,
+            }
+        }
+    }
+}
+
+/// A client's socket: plain TCP, or TLS over it.
+#[derive(Debug)]
+enum ClientStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for ClientStream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(stream) => Pin::new(stream).poll_read(cx, buf),
+            ClientStream::Tls(stream) => Pin::new(stream.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ClientStream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ClientStream::Plain(stream) => Pin::new(stream).poll_write(cx, buf),
+            ClientStream::Tls(stream) => Pin::new(stream.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ClientStream::Plain(stream) => Pin::new(stream).poll_write_vectored(cx, bufs),
+            ClientStream::Tls(stream) => Pin::new(stream.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            ClientStream::Plain(stream) => stream.is_write_vectored(),
+            ClientStream::Tls(stream) => stream.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(stream) => Pin::new(stream).poll_flush(cx),
+            ClientStream::Tls(stream) => Pin::new(stream.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientStream::Plain(stream) => Pin::new(stream).poll_shutdown(cx),
+            ClientStream::Tls(stream) => Pin::new(stream.as_mut()).poll_shutdown(cx),
+        }
     }
 }
 
@@ -631,7 +755,7 @@ impl Drop for InProgress {
 /// automatic answer to a request head it refused (see the module documentation).
 #[derive(Debug)]
 struct WatchedStream {
-    stream: TcpStream,
+    stream: ClientStream,
     activity: Arc<Activity>,
     held: Option<Held>,
 }
@@ -645,7 +769,7 @@ struct Held {
 }
 
 impl WatchedStream {
-    fn new(stream: TcpStream, activity: Arc<Activity>) -> Self {
+    fn new(stream: ClientStream, activity: Arc<Activity>) -> Self {
         Self { stream, activity, held: None }
     }
 
@@ -992,7 +1116,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut client = TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        let mut stream = WatchedStream::new(server, Arc::new(Activity::new()));
+        let mut stream = WatchedStream::new(ClientStream::Plain(server), Arc::new(Activity::new()));
         let lookalike = b"HTTP/1.1 431 x\r\ncontent-length: 0\r\n\r\n";
         stream.write_all(lookalike).await.unwrap();
         assert!(stream.held.is_some());

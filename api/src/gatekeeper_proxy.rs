@@ -56,6 +56,7 @@ pub struct Front {
 pub struct Gatekeeper {
     listener: TcpListener,
     router: Router,
+    tls: Option<crate::tls::ServerTls>,
     connections: Connections,
 }
 
@@ -81,8 +82,10 @@ impl Gatekeeper {
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
         let mut gate = None;
         let mut connections = None;
+        let mut tls_reloads = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
+            tls_reloads = Some(crate::tls::ReloadCounts::new(registry));
             gate = Some(
                 rate_limit_store_for(&config.rate_limits, None, None)
                     .map_err(anyhow::Error::from)
@@ -92,7 +95,18 @@ impl Gatekeeper {
         });
         let gate = gate.expect("the metrics registry calls back once")?;
         let connections = connections.expect("the metrics registry calls back once")?;
-        let client = reqwest::Client::builder()
+        let tls_reloads = tls_reloads.expect("the metrics registry calls back once");
+        let tls = crate::tls::acceptor(config.tls.as_ref(), crate::tls::Listener::Gatekeeper, &tls_reloads)?;
+        let mut client = reqwest::Client::builder();
+        if let Some(path) = &config.upstream_ca_file {
+            if !upstream.starts_with("https://") {
+                anyhow::bail!(
+                    "upstream_ca_file is set but upstream is not https://: use an https:// upstream, or remove upstream_ca_file"
+                );
+            }
+            client = client.add_root_certificate(upstream_ca(path)?);
+        }
+        let client = client
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(2))
             // Under the backend's default `limits.keep_alive_idle_timeout` (60 s), so an idle
@@ -119,7 +133,7 @@ impl Gatekeeper {
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-        Ok(Self { listener, router, connections })
+        Ok(Self { listener, router, tls, connections })
     }
 
     /// The bound address.
@@ -127,11 +141,28 @@ impl Gatekeeper {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }
 
+    /// `http://<address>`, or `https://<address>` with `tls`.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr())
+    }
+
     /// Serves until `shutdown` completes (then drains, as the gateway does).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        self.connections.serve_until(self.listener, self.router, shutdown).await;
+        self.connections.serve_until(self.listener, self.router, self.tls, shutdown).await;
         Ok(())
     }
+}
+
+/// The CA certificate of `upstream_ca_file`, read and checked.
+fn upstream_ca(path: &std::path::Path) -> anyhow::Result<reqwest::Certificate> {
+    let pem =
+        std::fs::read(path).map_err(|e| anyhow::anyhow!("upstream_ca_file: cannot read {}: {e}", path.display()))?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        anyhow::bail!("upstream_ca_file: {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", path.display());
+    }
+    reqwest::Certificate::from_pem(&pem)
+        .map_err(|e| anyhow::anyhow!("upstream_ca_file: {} is not a PEM certificate: {e}", path.display()))
 }
 
 async fn serve_metrics(State(front): State<Arc<Front>>) -> Response {

@@ -40,6 +40,7 @@ pub mod signing_keys;
 pub mod startup;
 pub mod telemetry;
 pub mod timestamps;
+pub mod tls;
 pub mod transfer_watch;
 pub mod valet_audit;
 pub mod valet_checks;

@@ -9,8 +9,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderName;
-use secrecy::SecretString;
-use shardgate_cache::{InvalidRedisUrl, RecordCache, RedisLink};
+use shardgate_cache::{RecordCache, RedisConfigError, RedisEndpoint, RedisLink, RedisTlsFiles};
 use shardgate_gatekeeper::Authenticator;
 use shardgate_gatekeeper::internal::InternalKey;
 use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
@@ -35,13 +34,17 @@ use crate::front_door::front_door;
 use crate::metrics::Metrics;
 use crate::openapi::{ApiDoc, add_shared_responses};
 use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
+use crate::tls::ServerTls;
 
 /// A built gateway with its listener bound.
 #[derive(Debug)]
 pub struct Application {
     listener: TcpListener,
     router: Router,
-    valet: Option<(TcpListener, Router)>,
+    /// The API listener's TLS (`tls`), if any.
+    tls: Option<ServerTls>,
+    /// The valet listener, its routes and its TLS (`valet.tls`).
+    valet: Option<(TcpListener, Router, Option<ServerTls>)>,
     connections: Connections,
     app: Arc<App>,
 }
@@ -195,18 +198,31 @@ pub async fn method_not_allowed() -> ApiError {
     ApiError::from(Code::MethodNotAllowed)
 }
 
-/// Where the rate limiter keeps its state: `rate_limits.redis_url`, else the cache's Redis
-/// connection (`cache_link`), else the cache's Redis URL, else (no Redis) nowhere shared.
+/// Where the rate limiter keeps its state: `rate_limits.redis_url` (with `rate_limits`' TLS
+/// files), else the cache's Redis connection (`cache_link`), else the cache's Redis endpoint,
+/// else (no Redis) nowhere shared.
 pub fn rate_limit_store_for(
     rate_limits: &RateLimitConfig,
     cache_link: Option<RedisLink>,
-    cache_url: Option<&SecretString>,
-) -> Result<Option<Arc<dyn SharedBuckets>>, InvalidRedisUrl> {
+    cache_endpoint: Option<&RedisEndpoint>,
+) -> Result<Option<Arc<dyn SharedBuckets>>, RedisConfigError> {
     let timeout = Duration::from_millis(rate_limits.redis_timeout_ms.max(1));
-    let link = match (&rate_limits.redis_url, cache_link) {
-        (Some(url), _) => Some(RedisLink::start(url, timeout)?),
+    let files = RedisTlsFiles {
+        ca_file: rate_limits.redis_ca_file.as_deref(),
+        client_cert_file: rate_limits.redis_client_cert_file.as_deref(),
+        client_key_file: rate_limits.redis_client_key_file.as_deref(),
+    };
+    let own = match &rate_limits.redis_url {
+        Some(url) => Some(RedisEndpoint::parse(url, files, shardgate_cache::Section("rate_limits"))?),
+        None => match files.first_set() {
+            Some(key) => return Err(RedisConfigError::TlsFileWithoutUrl { section: "rate_limits", key }),
+            None => None,
+        },
+    };
+    let link = match (own, cache_link) {
+        (Some(endpoint), _) => Some(RedisLink::start(&endpoint, timeout)?),
         (None, Some(link)) => Some(link),
-        (None, None) => cache_url.map(|url| RedisLink::start(url, timeout)).transpose()?,
+        (None, None) => cache_endpoint.map(|endpoint| RedisLink::start(endpoint, timeout)).transpose()?,
     };
     Ok(link.map(|link| Arc::new(RedisBuckets::new(link)) as Arc<dyn SharedBuckets>))
 }
@@ -359,8 +375,10 @@ impl Application {
         let mut bulkheads = None;
         let mut fan_outs = None;
         let mut transfers = None;
+        let mut tls_reloads = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
+            tls_reloads = Some(crate::tls::ReloadCounts::new(registry));
             bulkheads = Some(crate::bulkhead::Bulkheads::new(registry));
             fan_outs = Some(crate::bulkhead::Bulkheads::guarding(crate::bulkhead::Guarded::FanOuts, registry));
             transfers = Some(crate::transfer_watch::TransferWatch::new(config.limits.transfer_idle_timeout, registry));
@@ -383,8 +401,9 @@ impl Application {
                 RecordCache::start(cache_config, heads.cache_generation, registry)
                     .map_err(anyhow::Error::from)
                     .and_then(|cache| {
-                        let cache_url = config.cache.redis_url.as_ref().filter(|_| config.cache.enabled);
-                        let shared = rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_url)?;
+                        let cache_endpoint = config.cache.redis_endpoint()?.filter(|_| config.cache.enabled);
+                        let shared =
+                            rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_endpoint.as_ref())?;
                         let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
                         Ok((cache, Gate::new(auth, limiter, registry)))
                     }),
@@ -398,6 +417,15 @@ impl Application {
         let bulkheads = bulkheads.expect("the metrics registry calls back once");
         let fan_outs = fan_outs.expect("the metrics registry calls back once");
         let transfers = transfers.expect("the metrics registry calls back once");
+        let tls_reloads = tls_reloads.expect("the metrics registry calls back once");
+        let tls = crate::tls::acceptor(config.tls.as_ref(), crate::tls::Listener::Api, &tls_reloads)?;
+        let valet_tls = match config.valet.listen {
+            Some(_) => crate::tls::acceptor(config.valet.tls.as_ref(), crate::tls::Listener::Valet, &tls_reloads)?,
+            None if config.valet.tls.is_some() => {
+                anyhow::bail!("valet.tls is set without valet.listen: set valet.listen, or remove valet.tls")
+            }
+            None => None,
+        };
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
@@ -412,7 +440,9 @@ impl Application {
         let mut valet_config = config.valet.clone();
         if valet_config.public_url.is_none() {
             let address = valet_listener.as_ref().unwrap_or(&listener).local_addr()?;
-            valet_config.public_url = Some(format!("http://{address}"));
+            let https = if valet_listener.is_some() { valet_tls.is_some() } else { tls.is_some() };
+            let scheme = if https { "https" } else { "http" };
+            valet_config.public_url = Some(format!("{scheme}://{address}"));
         }
         let trusted = if config.trusted {
             let secret = config.internal.secret.clone().ok_or_else(|| {
@@ -487,10 +517,12 @@ impl Application {
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));
         let router = Self::router(app.clone(), &config.limits, &config.cors)?;
         let valet = match valet_listener {
-            Some(listener) => Some((listener, Self::valet_router(app.clone(), &config.limits, &config.cors)?)),
+            Some(listener) => {
+                Some((listener, Self::valet_router(app.clone(), &config.limits, &config.cors)?, valet_tls))
+            }
             None => None,
         };
-        Ok(Self { listener, router, valet, connections, app })
+        Ok(Self { listener, router, tls, valet, connections, app })
     }
 
     /// The valet endpoint alone, for its own listener.
@@ -550,6 +582,19 @@ impl Application {
         self.listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)))
     }
 
+    /// `http://<address>`, or `https://<address>` when the API listener has `tls`.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.local_addr())
+    }
+
+    /// The valet listener's `http(s)://<address>`, if it has a listener of its own.
+    pub fn valet_base_url(&self) -> Option<String> {
+        let (listener, _, tls) = self.valet.as_ref()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        Some(format!("{scheme}://{}", listener.local_addr().ok()?))
+    }
+
     /// The bound port (useful with `listen = 127.0.0.1:0`).
     pub fn port(&self) -> u16 {
         self.local_addr().port()
@@ -571,8 +616,8 @@ impl Application {
     }
 
     async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Some((valet_listener, valet_router)) = self.valet else {
-            self.connections.serve_until(self.listener, self.router, shutdown).await;
+        let Some((valet_listener, valet_router, valet_tls)) = self.valet else {
+            self.connections.serve_until(self.listener, self.router, self.tls, shutdown).await;
             return Ok(());
         };
         // One shutdown signal for both listeners, and one cap on connections over both.
@@ -587,15 +632,15 @@ impl Application {
         let valet_connections = self.connections.clone();
         let valet_stopped = signal(stopped.clone());
         let valet = tokio::spawn(async move {
-            valet_connections.serve_until(valet_listener, valet_router, valet_stopped).await;
+            valet_connections.serve_until(valet_listener, valet_router, valet_tls, valet_stopped).await;
         });
-        self.connections.serve_until(self.listener, self.router, signal(stopped)).await;
+        self.connections.serve_until(self.listener, self.router, self.tls, signal(stopped)).await;
         Ok(valet.await?)
     }
 
     /// The address of the valet endpoint's own listener, if configured.
     pub fn valet_addr(&self) -> Option<SocketAddr> {
-        self.valet.as_ref().and_then(|(listener, _)| listener.local_addr().ok())
+        self.valet.as_ref().and_then(|(listener, _, _)| listener.local_addr().ok())
     }
 }
 

@@ -1,11 +1,14 @@
 //! The `[cache]` configuration section.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
 use serde::Deserialize;
 use shardgate_shard_router::db::humantime_serde;
+
+use crate::redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Section};
 
 /// Cache settings.
 #[derive(Debug, Clone, Deserialize)]
@@ -16,6 +19,14 @@ pub struct CacheConfig {
     /// Redis (L2, shared by every instance; also carries L1 invalidations). Default: unset, which
     /// means L1 only (the embedded default).
     pub redis_url: Option<SecretString>,
+    /// PEM file of the CA that signs the Redis server's certificate, for a `rediss://` URL whose
+    /// server has a private CA. Default: unset, which trusts the built-in Mozilla roots.
+    pub redis_ca_file: Option<PathBuf>,
+    /// PEM certificate chain this instance presents to Redis (mutual TLS), with
+    /// `redis_client_key_file`. Default: unset (no client certificate).
+    pub redis_client_cert_file: Option<PathBuf>,
+    /// PEM private key of `redis_client_cert_file`. Default: unset.
+    pub redis_client_key_file: Option<PathBuf>,
     /// Prefix of every Redis key and channel, so several deployments (or tests) can share one
     /// Redis. Default `shardgate`.
     pub key_prefix: String,
@@ -40,11 +51,26 @@ pub struct CacheConfig {
     pub l1: L1Config,
 }
 
+impl CacheConfig {
+    /// `redis_url` with its TLS files, read and checked (`None` without a URL).
+    pub fn redis_endpoint(&self) -> Result<Option<RedisEndpoint>, RedisConfigError> {
+        let files = RedisTlsFiles {
+            ca_file: self.redis_ca_file.as_deref(),
+            client_cert_file: self.redis_client_cert_file.as_deref(),
+            client_key_file: self.redis_client_key_file.as_deref(),
+        };
+        self.redis_url.as_ref().map(|url| RedisEndpoint::parse(url, files, Section("cache"))).transpose()
+    }
+}
+
 impl Default for CacheConfig {
     fn default() -> Self {
         Self {
             enabled: true,
             redis_url: None,
+            redis_ca_file: None,
+            redis_client_cert_file: None,
+            redis_client_key_file: None,
             key_prefix: "shardgate".to_owned(),
             ttl: Duration::from_secs(300),
             collection_ttl: HashMap::new(),

@@ -14,10 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
+use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use secrecy::{ExposeSecret, SecretString};
 
 use crate::entry::Slot;
+use crate::redis_endpoint::{RedisConfigError, RedisEndpoint};
 
 /// `KEYS[1]` key, `ARGV[1]` version, `ARGV[2]` encoded record, `ARGV[3]` TTL in ms.
 const FILL: &str = r"
@@ -87,6 +88,9 @@ pub struct L2 {
     fill: redis::Script,
     begin_write: redis::Script,
     end_write: redis::Script,
+    /// Why the last connection attempt failed (a refused certificate, a refused connection),
+    /// until one succeeds: `/readyz` shows it next to the cache's `degraded`.
+    last_error: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for L2 {
@@ -95,15 +99,11 @@ impl std::fmt::Debug for L2 {
     }
 }
 
-/// A Redis URL the client cannot use.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid Redis URL: {0}")]
-pub struct InvalidRedisUrl(#[source] redis::RedisError);
-
 impl L2 {
-    /// Prepares a client for `url` (no connection yet: [`L2::supervise`] makes and keeps it).
-    pub fn new(url: &SecretString, timeout: Duration) -> Result<Arc<Self>, InvalidRedisUrl> {
-        let client = redis::Client::open(url.expose_secret()).map_err(InvalidRedisUrl)?;
+    /// Prepares a client for `endpoint` (no connection yet: [`L2::probe_once`] makes and keeps
+    /// it).
+    pub fn new(endpoint: &RedisEndpoint, timeout: Duration) -> Result<Arc<Self>, RedisConfigError> {
+        let client = endpoint.client()?;
         Ok(Arc::new(Self {
             client,
             connection: ArcSwapOption::empty(),
@@ -112,12 +112,18 @@ impl L2 {
             fill: redis::Script::new(FILL),
             begin_write: redis::Script::new(BEGIN_WRITE),
             end_write: redis::Script::new(END_WRITE),
+            last_error: Mutex::new(None),
         }))
     }
 
     /// The client, for the pub/sub connection.
     pub fn client(&self) -> &redis::Client {
         &self.client
+    }
+
+    /// Why the last connection attempt failed, while no connection is up.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().clone()
     }
 
     /// Whether Redis answered the last operation or probe.
@@ -220,15 +226,30 @@ impl L2 {
                     .set_response_timeout(self.timeout)
                     .set_number_of_retries(1);
                 let connect = ConnectionManager::new_with_config(self.client.clone(), config);
-                match tokio::time::timeout(Duration::from_secs(2), connect).await {
+                let failure = match tokio::time::timeout(Duration::from_secs(2), connect).await {
                     Ok(Ok(c)) => {
                         self.connection.store(Some(Arc::new(c.clone())));
-                        Some(c)
+                        *self.last_error.lock() = None;
+                        return self.probed(Some(c)).await;
                     }
-                    _ => None,
+                    Ok(Err(e)) => connect_failure(&e),
+                    Err(_) => "connecting timed out".to_owned(),
+                };
+                // Logged once per cause: a certificate the CA does not sign stays refused on
+                // every probe, and says so once.
+                let mut last = self.last_error.lock();
+                if last.as_deref() != Some(failure.as_str()) {
+                    tracing::warn!(error = %failure, "cannot connect to redis; the cache is bypassed until it answers");
+                    *last = Some(failure);
                 }
+                None
             }
         };
+        self.probed(connection).await;
+    }
+
+    /// Pings `connection` (none: no connection) and records whether Redis answered.
+    async fn probed(&self, connection: Option<ConnectionManager>) {
         let alive = match connection {
             Some(mut c) => {
                 let command = redis::cmd("PING");
@@ -244,4 +265,28 @@ impl L2 {
             tracing::warn!("redis unreachable: cache bypassed, reads go to the shards");
         }
     }
+}
+
+/// What a failed connection attempt says, with the cause rustls gave (`invalid peer
+/// certificate: UnknownIssuer` for a certificate the CA does not sign) and never the URL.
+fn connect_failure(error: &redis::RedisError) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message = format!("{message}: {text}");
+        }
+        source = cause.source();
+    }
+    let hint = if message.contains("UnknownIssuer") {
+        " (the server's certificate is not signed by the CA of redis_ca_file, or by a built-in root without one)"
+    } else if message.contains("NotValidForName") {
+        " (the server's certificate does not name the host of the Redis URL)"
+    } else if message.contains("certificate") {
+        " (check the redis_ca_file and redis_client_cert_file settings)"
+    } else {
+        ""
+    };
+    format!("{message}{hint}")
 }

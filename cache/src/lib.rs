@@ -35,6 +35,7 @@ pub mod entry;
 pub mod flight;
 pub mod l1;
 pub mod l2;
+pub mod redis_endpoint;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -50,8 +51,8 @@ pub use config::{CacheConfig, L1Config};
 pub use entry::{CachedRecord, Slot};
 use flight::SingleFlight;
 use l1::L1;
-pub use l2::InvalidRedisUrl;
 use l2::L2;
+pub use redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Section, install_crypto_provider};
 
 /// The shortest life of an invalidation marker.
 const MIN_MARKER_TTL: Duration = Duration::from_secs(60);
@@ -172,9 +173,11 @@ pub struct RecordCache {
 
 impl RecordCache {
     /// Builds the cache, registers its metrics and starts its Redis tasks (probe, subscription).
-    pub fn start(config: CacheConfig, generation: u64, registry: &mut Registry) -> Result<Arc<Self>, InvalidRedisUrl> {
-        let l2 = match &config.redis_url {
-            Some(url) if config.enabled => Some(L2::new(url, config.redis_timeout)?),
+    /// Fails on a Redis URL or TLS file that cannot be used, naming its key.
+    pub fn start(config: CacheConfig, generation: u64, registry: &mut Registry) -> Result<Arc<Self>, RedisConfigError> {
+        let endpoint = config.redis_endpoint()?;
+        let l2 = match &endpoint {
+            Some(endpoint) if config.enabled => Some(L2::new(endpoint, config.redis_timeout)?),
             _ => None,
         };
         let metrics = CacheMetrics::default();
@@ -392,6 +395,12 @@ impl RecordCache {
         }
     }
 
+    /// Why the cache cannot reach Redis (a refused certificate, a refused connection), while it
+    /// cannot.
+    pub fn redis_error(&self) -> Option<String> {
+        self.l2.as_ref().filter(|l2| !l2.is_healthy()).and_then(|l2| l2.last_error())
+    }
+
     /// The cache's Redis connection, for sharing (none when the cache has no Redis).
     pub fn redis_link(&self) -> Option<RedisLink> {
         self.l2.clone().map(RedisLink)
@@ -452,9 +461,9 @@ impl LinkScript {
 }
 
 impl RedisLink {
-    /// Connects to `url` in the background and keeps probing it.
-    pub fn start(url: &secrecy::SecretString, timeout: Duration) -> Result<Self, InvalidRedisUrl> {
-        let l2 = L2::new(url, timeout)?;
+    /// Connects to `endpoint` in the background and keeps probing it.
+    pub fn start(endpoint: &RedisEndpoint, timeout: Duration) -> Result<Self, RedisConfigError> {
+        let l2 = L2::new(endpoint, timeout)?;
         tokio::spawn(supervise(Arc::downgrade(&l2)));
         Ok(Self(l2))
     }

@@ -35,6 +35,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,6 +147,15 @@ pub struct RateLimitConfig {
     /// Redis shared by every instance. Default: `cache.redis_url`; with neither, limits are
     /// enforced per instance.
     pub redis_url: Option<SecretString>,
+    /// PEM file of the CA that signs the certificate of `redis_url`'s server (`rediss://`).
+    /// Default: unset, which trusts the built-in Mozilla roots (without `redis_url`, the cache's
+    /// TLS files go with the cache's URL).
+    pub redis_ca_file: Option<PathBuf>,
+    /// PEM certificate chain presented to `redis_url`'s server (mutual TLS), with
+    /// `redis_client_key_file`. Default: unset.
+    pub redis_client_cert_file: Option<PathBuf>,
+    /// PEM private key of `redis_client_cert_file`. Default: unset.
+    pub redis_client_key_file: Option<PathBuf>,
     /// Prefix of the limiter's Redis keys. Default `shardgate:rl`.
     pub key_prefix: String,
     /// Longest wait for Redis's decision, in milliseconds; after a timeout or an error,
@@ -168,6 +178,9 @@ impl Default for RateLimitConfig {
             tiers: BTreeMap::new(),
             anonymous: RateLimit { per_second: 50, burst: 100 },
             redis_url: None,
+            redis_ca_file: None,
+            redis_client_cert_file: None,
+            redis_client_key_file: None,
             key_prefix: "shardgate:rl".into(),
             redis_timeout_ms: 100,
         }

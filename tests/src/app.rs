@@ -114,7 +114,9 @@ impl TestApp {
         let backend_url = self.server.as_ref().expect("the backend runs").base_url.clone();
         let config = GatekeeperConfig {
             listen: "127.0.0.1:0".parse().unwrap(),
+            tls: None,
             upstream: Some(backend_url.clone()),
+            upstream_ca_file: None,
             data_dir: self.data_dir.path().to_path_buf(),
             internal: self.config.internal.clone(),
             auth: self.config.auth.clone(),

@@ -1,36 +1,110 @@
 //! [`RedisServer`]: a `redis-server` process of a test's own, which the test may pause, kill and
-//! restart to play an outage.
+//! restart to play an outage; plain, or TLS only ([`RedisServer::start_tls`]) with a certificate
+//! from a [`TestCa`](crate::TestCa).
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::TestCa;
 
 /// A Redis server of a test's own, on a free port, so the test can stop, pause and restart it.
 #[derive(Debug)]
 pub struct RedisServer {
-    /// Its port.
+    /// Its port (with TLS: its TLS port, the only one it listens on).
     pub port: u16,
+    tls: Option<RedisTls>,
     child: Option<std::process::Child>,
+}
+
+/// The files of a TLS-only Redis server.
+#[derive(Debug, Clone)]
+struct RedisTls {
+    cert_file: PathBuf,
+    key_file: PathBuf,
+    ca_file: PathBuf,
+    /// Whether clients must present a certificate `ca_file` signs (mutual TLS).
+    client_certificates: bool,
 }
 
 impl RedisServer {
     /// Starts `redis-server` on a free port (no persistence) and waits until it answers.
     pub async fn start() -> Self {
         let port = crate::free_port();
-        let mut server = Self { port, child: None };
+        let mut server = Self { port, tls: None, child: None };
         server.launch().await;
         server
     }
 
-    /// `redis://127.0.0.1:<port>`.
+    /// Starts `redis-server` speaking TLS only (`--port 0 --tls-port <free>`), with a
+    /// certificate for `localhost` and `127.0.0.1` issued by `ca`; clients need no certificate.
+    pub async fn start_tls(ca: &TestCa) -> Self {
+        Self::start_tls_with(ca, false).await
+    }
+
+    /// [`RedisServer::start_tls`], refusing clients without a certificate `ca` signs.
+    pub async fn start_tls_requiring_client_certificates(ca: &TestCa) -> Self {
+        Self::start_tls_with(ca, true).await
+    }
+
+    async fn start_tls_with(ca: &TestCa, client_certificates: bool) -> Self {
+        let port = crate::free_port();
+        let issued = ca.issue(&format!("redis-{port}"), &["localhost", "127.0.0.1"]);
+        let tls = RedisTls {
+            cert_file: issued.cert_path,
+            key_file: issued.key_path,
+            ca_file: ca.cert_path.clone(),
+            client_certificates,
+        };
+        let mut server = Self { port, tls: Some(tls), child: None };
+        server.launch().await;
+        server
+    }
+
+    /// `redis://127.0.0.1:<port>`, or `rediss://localhost:<port>` with TLS.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match self.tls {
+            None => format!("redis://127.0.0.1:{}", self.port),
+            Some(_) => format!("rediss://localhost:{}", self.port),
+        }
+    }
+
+    /// Runs `redis-cli` against the server (over TLS, trusting its CA, when it speaks TLS) and
+    /// returns what it printed.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let mut command = std::process::Command::new("redis-cli");
+        command.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some(tls) = &self.tls {
+            command.arg("--tls").arg("--cacert").arg(&tls.ca_file);
+            if tls.client_certificates {
+                command.arg("--cert").arg(&tls.cert_file).arg("--key").arg(&tls.key_file);
+            }
+        }
+        let output = command.args(args).output().expect("redis-cli is installed");
+        assert!(output.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
     async fn launch(&mut self) {
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server is installed");
+        let port = self.port.to_string();
+        let mut command = std::process::Command::new("redis-server");
+        command.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+        match &self.tls {
+            None => {
+                command.args(["--port", &port]);
+            }
+            Some(tls) => {
+                command
+                    .args(["--port", "0", "--tls-port", &port])
+                    .args(["--tls-auth-clients", if tls.client_certificates { "yes" } else { "no" }])
+                    .arg("--tls-cert-file")
+                    .arg(&tls.cert_file)
+                    .arg("--tls-key-file")
+                    .arg(&tls.key_file)
+                    .arg("--tls-ca-cert-file")
+                    .arg(&tls.ca_file);
+            }
+        }
+        let child = command.stdout(std::process::Stdio::null()).spawn().expect("redis-server is installed");
         self.child = Some(child);
         for _ in 0..100 {
             if tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await.is_ok() {

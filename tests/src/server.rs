@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 /// A running server, stoppable.
 #[derive(Debug)]
 pub struct RunningServer {
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://localhost:<port>` with TLS.
     pub base_url: String,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<anyhow::Result<()>>>,
@@ -25,22 +25,26 @@ impl RunningServer {
     /// Builds the application from `config` (which binds the listener) and runs it in a task
     /// until [`RunningServer::stop`] or drop.
     pub async fn start(config: Config, clock: Arc<TestClock>) -> Self {
+        let https = config.tls.is_some();
         let app = Application::build_with_clock(config, clock).await.expect("the application builds");
         let port = app.port();
         let (shutdown, signal) = shutdown_signal();
-        Self::running(port, shutdown, tokio::spawn(app.run_until(signal)))
+        Self::running(https, port, shutdown, tokio::spawn(app.run_until(signal)))
     }
 
     /// A standalone gatekeeper (`shardgate gatekeeper`) with `config`, in a task.
     pub async fn start_gatekeeper(config: GatekeeperConfig) -> Self {
+        let https = config.tls.is_some();
         let gatekeeper = Gatekeeper::build(config).await.expect("the gatekeeper builds");
         let port = gatekeeper.local_addr().port();
         let (shutdown, signal) = shutdown_signal();
-        Self::running(port, shutdown, tokio::spawn(gatekeeper.run_until(signal)))
+        Self::running(https, port, shutdown, tokio::spawn(gatekeeper.run_until(signal)))
     }
 
-    fn running(port: u16, shutdown: oneshot::Sender<()>, task: JoinHandle<anyhow::Result<()>>) -> Self {
-        Self { base_url: format!("http://127.0.0.1:{port}"), shutdown: Some(shutdown), task: Some(task) }
+    fn running(https: bool, port: u16, shutdown: oneshot::Sender<()>, task: JoinHandle<anyhow::Result<()>>) -> Self {
+        // With TLS, the name the test certificates carry (`TestCa::issue(.., &["localhost", ..])`).
+        let base_url = if https { format!("https://localhost:{port}") } else { format!("http://127.0.0.1:{port}") };
+        Self { base_url, shutdown: Some(shutdown), task: Some(task) }
     }
 
     /// Asks the server to shut down gracefully and waits until it has.

@@ -173,7 +173,8 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
             ComponentStatus { status: "down", latency_ms: 0, error: Some(reason), breaker: None },
         );
     }
-    components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error: None, breaker: None });
+    let error = app.cache.redis_error();
+    components.insert("cache".to_owned(), ComponentStatus { status: cache, latency_ms: 0, error, breaker: None });
     let rate_limits = app.gate.limiter.store_status();
     components.insert(
         "rate_limits".to_owned(),

@@ -195,7 +195,134 @@ async fn no_read_on_any_instance_is_older_than_an_acknowledged_write() {
     let prefix_holder = TestApp::spawn(Backend::Sqlite).await; // only for a unique prefix
     let prefix = prefix_holder.redis_prefix();
     drop(prefix_holder);
-    let app = TestApp::spawn_with(Backend::Postgres, |c| with_redis(c, "redis://127.0.0.1:6379", &prefix, false)).await;
+    no_stale_reads_across_instances(|c| with_redis(c, "redis://127.0.0.1:6379", &prefix, false)).await;
+}
+
+/// The same story over `rediss://` (a Redis of the test's own that speaks TLS only, its
+/// certificate from a CA named by `cache.redis_ca_file`); a record read twice is filled into
+/// Redis, where it lies as a record slot, and served from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_read_on_any_instance_is_older_than_an_acknowledged_write_over_tls() {
+    let ca = shardgate_tests::TestCa::new("redis CA");
+    let redis = RedisServer::start_tls(&ca).await;
+    let url = redis.url();
+    assert!(url.starts_with("rediss://"), "{url}");
+    let app = no_stale_reads_across_instances(|c| {
+        with_redis(c, &url, "tls", false);
+        c.cache.redis_ca_file = Some(ca.cert_path.clone());
+    })
+    .await;
+    let hits_before = metric(&app.client, &app.base_url, "shardgate_cache_l2_hits_total").await;
+    expect_json(app.put_record("acme", "hot", "filled", &json!({"v": 1})).await, StatusCode::CREATED).await;
+    for _ in 0..2 {
+        expect_json(app.get_record("acme", "hot", "filled").await, StatusCode::OK).await;
+    }
+    let hits = metric(&app.client, &app.base_url, "shardgate_cache_l2_hits_total").await - hits_before;
+    assert!(hits >= 1.0, "the second read is served from Redis over TLS (l2 hits: {hits})");
+    let keys = redis.cli(&["--scan", "--pattern", "tls:*:r:acme:hot:filled"]);
+    let key = keys.lines().next().unwrap_or_else(|| panic!("the record is cached in Redis: {keys:?}"));
+    let slot = redis.cli(&["GETRANGE", key, "0", "1"]);
+    assert_eq!(slot.trim(), "e:", "a record slot (e:<version>:<body>), not a marker");
+
+    // Invalidation over TLS: a peer holding the record in its L1 hears of a write elsewhere
+    // through Redis pub/sub.
+    let peer = app.spawn_peer(|c| c.cache.l1.enabled = Some(true)).await;
+    let up = async || (cache_status(&app.client, &peer.base_url).await == "up").then_some(());
+    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "the peer subscribes over TLS");
+    let token = app.rw_token("acme");
+    for _ in 0..3 {
+        assert_eq!(version_at(&app.client, &peer.base_url, &token, "filled").await, Ok(1));
+    }
+    let l1_hits = metric(&app.client, &peer.base_url, "shardgate_cache_l1_hits_total").await;
+    assert!(l1_hits >= 1.0, "the peer serves the record from its L1 (hits: {l1_hits})");
+    assert_eq!(put_version(&app.client, &app.base_url, &token, "filled", 2).await, Ok(2));
+    let invalidated = async || (version_at(&app.client, &peer.base_url, &token, "filled").await == Ok(2)).then_some(());
+    assert!(eventually(Duration::from_secs(2), invalidated).await.is_some(), "the peer's L1 entry is invalidated");
+    peer.stop().await;
+}
+
+/// A Redis that requires client certificates (mutual TLS) takes the one configured in
+/// `cache.redis_client_cert_file`; an instance without one is refused and says so.
+#[tokio::test]
+async fn a_redis_requiring_client_certificates_takes_the_configured_one() {
+    let ca = shardgate_tests::TestCa::new("redis CA");
+    let redis = RedisServer::start_tls_requiring_client_certificates(&ca).await;
+    let client = ca.issue("gateway-client", &["shardgate"]);
+    let url = redis.url();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        with_redis(c, &url, "mtls", false);
+        c.cache.redis_ca_file = Some(ca.cert_path.clone());
+        c.cache.redis_client_cert_file = Some(client.cert_path.clone());
+        c.cache.redis_client_key_file = Some(client.key_path.clone());
+    })
+    .await;
+    let up = async || (cache_status(&app.client, &app.base_url).await == "up").then_some(());
+    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "mutual TLS with the configured certificate");
+    let without = app
+        .spawn_peer(|c| {
+            c.cache.redis_client_cert_file = None;
+            c.cache.redis_client_key_file = None;
+        })
+        .await;
+    let refused = async || {
+        let body: Value =
+            app.client.get(format!("{}/readyz", without.base_url)).send().await.ok()?.json().await.ok()?;
+        let cache = &body["components"]["cache"];
+        (cache["status"] == "degraded" && cache["error"].is_string()).then_some(())
+    };
+    assert!(eventually(Duration::from_secs(5), refused).await.is_some(), "no client certificate: refused");
+}
+
+/// A Redis CA file that cannot be read, or is not PEM, stops start-up with the key's name.
+#[tokio::test]
+async fn an_unreadable_or_non_pem_redis_ca_file_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = shardgate_tests::test_config(dir.path());
+    config.cache.redis_url = Some(SecretString::from("rediss://localhost:6380".to_owned()));
+    config.cache.redis_ca_file = Some(dir.path().join("missing-ca.crt"));
+    let error = shardgate_api::Application::build(config.clone()).await.unwrap_err().to_string();
+    assert!(error.starts_with("cache.redis_ca_file: cannot read") && error.contains("missing-ca.crt"), "{error}");
+    let garbage = dir.path().join("garbage.crt");
+    std::fs::write(&garbage, "hello").unwrap();
+    config.cache.redis_ca_file = None;
+    config.rate_limits.redis_url = Some(SecretString::from("rediss://localhost:6380".to_owned()));
+    config.rate_limits.redis_ca_file = Some(garbage);
+    let error = shardgate_api::Application::build(config).await.unwrap_err().to_string();
+    assert!(error.contains("rate_limits.redis_ca_file") && error.contains("holds no PEM certificate"), "{error}");
+}
+
+/// A `rediss://` server whose certificate the configured CA does not sign is refused: the cache
+/// degrades as in a Redis outage (reads go to the shards, nothing fails) and `/readyz` says why.
+#[tokio::test]
+async fn a_redis_certificate_from_another_ca_is_refused_and_the_cache_says_why() {
+    let ca = shardgate_tests::TestCa::new("redis CA");
+    let other = shardgate_tests::TestCa::new("another CA");
+    let redis = RedisServer::start_tls(&ca).await;
+    let url = redis.url();
+    let app = TestApp::spawn_with(Backend::Postgres, |c| {
+        with_redis(c, &url, "wrong-ca", false);
+        c.cache.redis_ca_file = Some(other.cert_path.clone());
+    })
+    .await;
+    app.create_tenant("acme").await;
+    expect_json(app.put_record("acme", "hot", "k", &json!({"v": 1})).await, StatusCode::CREATED).await;
+    expect_json(app.get_record("acme", "hot", "k").await, StatusCode::OK).await;
+    let refused = async || {
+        let body: Value = app.client.get(app.url("/readyz")).send().await.ok()?.json().await.ok()?;
+        let cache = &body["components"]["cache"];
+        (cache["status"] == "degraded" && cache["error"].is_string()).then(|| cache["error"].to_string())
+    };
+    let error = eventually(Duration::from_secs(5), refused).await.expect("the cache reports why it is degraded");
+    assert!(error.contains("UnknownIssuer") && error.contains("not signed by the CA of redis_ca_file"), "{error}");
+    assert!(!error.contains(&url), "no URL in the error: {error}");
+    assert_eq!(metric(&app.client, &app.base_url, "shardgate_cache_l2_hits_total").await, 0.0);
+    assert_eq!(redis.cli(&["DBSIZE"]).trim(), "0", "nothing reached Redis");
+}
+
+/// Writers and readers through two instances sharing the Redis `customize` configures (L1 off):
+/// no read is older than an acknowledged write, and the stress went through Redis.
+async fn no_stale_reads_across_instances(customize: impl FnOnce(&mut Config)) -> TestApp {
+    let app = TestApp::spawn_with(Backend::Postgres, customize).await;
     let peer = app.spawn_peer(|_| {}).await;
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
@@ -205,12 +332,19 @@ async fn no_read_on_any_instance_is_older_than_an_acknowledged_write() {
         (body["code"] == "record_not_found").then_some(())
     });
     assert!(known.await.is_some(), "the peer learns the new tenant");
+    let up = async |base: &str| {
+        let up = async || (cache_status(&app.client, base).await == "up").then_some(());
+        assert!(eventually(Duration::from_secs(5), up).await.is_some(), "{base} connects to Redis");
+    };
+    up(&app.base_url).await;
+    up(&peer.base_url).await;
     let servers = vec![app.base_url.clone(), peer.base_url.clone()];
     stress_no_stale_reads(&app, servers, 4, 8, 60).await;
     let l2_hits = metric(&app.client, &app.base_url, "shardgate_cache_l2_hits_total").await
         + metric(&app.client, &peer.base_url, "shardgate_cache_l2_hits_total").await;
     assert!(l2_hits > 0.0, "the stress went through Redis (l2 hits: {l2_hits})");
     peer.stop().await;
+    app
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,6 +15,7 @@ mod connections;
 mod distribution;
 mod epoch_header;
 mod gatekeeper;
+mod https;
 mod incarnations;
 mod indexes;
 mod isolation;

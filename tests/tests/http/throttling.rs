@@ -156,7 +156,28 @@ async fn requests_without_a_valid_token_are_limited_per_client_ip_but_probes_nev
 async fn two_instances_share_one_tenant_limit_through_redis() {
     let redis = RedisServer::start().await;
     let url = redis.url();
-    let app = TestApp::spawn_with(Backend::Sqlite, |c| with_redis(c, &url)).await;
+    share_one_tenant_limit(|c| with_redis(c, &url)).await;
+}
+
+/// The same shared limit over `rediss://`, the server's certificate from a CA named by
+/// `rate_limits.redis_ca_file`.
+#[tokio::test]
+async fn two_instances_share_one_tenant_limit_through_redis_over_tls() {
+    let ca = shardgate_tests::TestCa::new("redis CA");
+    let redis = RedisServer::start_tls(&ca).await;
+    let url = redis.url();
+    share_one_tenant_limit(|c| {
+        with_redis(c, &url);
+        c.rate_limits.redis_ca_file = Some(ca.cert_path.clone());
+    })
+    .await;
+    assert!(!redis.cli(&["--scan", "--pattern", "*-rl:t:*:acme"]).trim().is_empty(), "the bucket lives in Redis");
+}
+
+/// Two instances with the Redis `customize` configures share one tenant's limit (within the
+/// README's bound), every decision taken in Redis.
+async fn share_one_tenant_limit(customize: impl FnOnce(&mut Config)) {
+    let app = TestApp::spawn_with(Backend::Sqlite, customize).await;
     app.create_tenant("acme").await;
     let peer = app.spawn_peer(|_| {}).await;
     until_limits_shared(&app, &app.base_url).await;

@@ -1,0 +1,275 @@
+//! [`RedisEndpoint`]: a Redis URL together with the TLS material a `rediss://` connection needs,
+//! checked when the configuration is read, so that a CA file that is missing or not PEM stops
+//! start-up with a message naming the key, instead of surfacing later as a cache that never
+//! connects.
+//!
+//! `rediss://` always verifies the server's certificate and host name (rustls on ring). Without
+//! a CA file the roots are the Mozilla set built in (`webpki-roots`): a managed Redis with a
+//! public certificate works as is; a private CA is named by its file. A client certificate and
+//! key (both or neither) make the connection mutual TLS.
+
+use std::path::{Path, PathBuf};
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use secrecy::{ExposeSecret, SecretString};
+
+/// Makes rustls's ring provider the process's default (once; later calls do nothing): rustls
+/// must not pick a provider by the features other crates happen to enable.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The TLS files of one Redis URL setting, as configured (paths, not yet read).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RedisTlsFiles<'a> {
+    /// PEM certificates of the CA(s) that sign the server's certificate.
+    pub ca_file: Option<&'a Path>,
+    /// PEM certificate chain of this client (mutual TLS).
+    pub client_cert_file: Option<&'a Path>,
+    /// PEM private key of this client (mutual TLS).
+    pub client_key_file: Option<&'a Path>,
+}
+
+/// Configuration keys of one Redis URL setting, for error messages (`cache` or `rate_limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Section(pub &'static str);
+
+/// A Redis URL and its TLS material, read and checked: once one exists, a client can be built.
+#[derive(Clone)]
+pub struct RedisEndpoint {
+    url: SecretString,
+    section: &'static str,
+    tls: bool,
+    certificates: Option<redis::TlsCertificates>,
+}
+
+impl std::fmt::Debug for RedisEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisEndpoint").field("tls", &self.is_tls()).finish_non_exhaustive()
+    }
+}
+
+/// A Redis setting that cannot be used; the message names the key and says what to fix. The
+/// URL itself (which may hold a password) is never part of it.
+#[derive(Debug, thiserror::Error)]
+pub enum RedisConfigError {
+    /// The URL does not parse.
+    #[error("{section}.redis_url is not a Redis URL ({source}); use redis://host:port or rediss://host:port")]
+    Url {
+        /// The section.
+        section: &'static str,
+        /// Why.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// A TLS file is set for a plain `redis://` URL, where it would silently do nothing.
+    #[error(
+        "{section}.{key} is set but {section}.redis_url is not rediss://: use a rediss:// URL for TLS, or remove {section}.{key}"
+    )]
+    TlsFileWithoutTls {
+        /// The section.
+        section: &'static str,
+        /// The file's key.
+        key: &'static str,
+    },
+    /// A TLS file is set without a URL of its section (the cache's files go with the cache's URL).
+    #[error(
+        "{section}.{key} is set without {section}.redis_url: set {section}.redis_url = \"rediss://...\", or remove {section}.{key}"
+    )]
+    TlsFileWithoutUrl {
+        /// The section.
+        section: &'static str,
+        /// The file's key.
+        key: &'static str,
+    },
+    /// A file cannot be read.
+    #[error("{section}.{key}: cannot read {path}: {reason}")]
+    Unreadable {
+        /// The section.
+        section: &'static str,
+        /// The file's key.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: std::io::Error,
+    },
+    /// A file is not what its key needs.
+    #[error("{section}.{key}: {path} {problem}")]
+    NotPem {
+        /// The section.
+        section: &'static str,
+        /// The file's key.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A `rediss://` URL asks to skip certificate verification (`#insecure`).
+    #[error(
+        "{section}.redis_url asks for #insecure: certificate verification cannot be turned off; name the server's CA in {section}.redis_ca_file instead"
+    )]
+    Insecure {
+        /// The section.
+        section: &'static str,
+    },
+    /// Only one of the client certificate and key is set.
+    #[error(
+        "{section}.redis_client_cert_file and {section}.redis_client_key_file go together (mutual TLS): set both or neither"
+    )]
+    HalfClientPair {
+        /// The section.
+        section: &'static str,
+    },
+}
+
+impl RedisTlsFiles<'_> {
+    /// The key of the first file set, if any.
+    pub fn first_set(&self) -> Option<&'static str> {
+        [
+            ("redis_ca_file", self.ca_file),
+            ("redis_client_cert_file", self.client_cert_file),
+            ("redis_client_key_file", self.client_key_file),
+        ]
+        .into_iter()
+        .find_map(|(key, file)| file.map(|_| key))
+    }
+}
+
+impl RedisEndpoint {
+    /// Checks `url` and reads `files` (keys of `section`): a CA file must hold at least one PEM
+    /// certificate, a client certificate file a PEM chain and a key file a PEM private key.
+    pub fn parse(url: &SecretString, files: RedisTlsFiles<'_>, section: Section) -> Result<Self, RedisConfigError> {
+        let section = section.0;
+        let parsed = redis::IntoConnectionInfo::into_connection_info(url.expose_secret())
+            .map_err(|source| RedisConfigError::Url { section, source })?;
+        let tls = match parsed.addr {
+            redis::ConnectionAddr::TcpTls { insecure: true, .. } => return Err(RedisConfigError::Insecure { section }),
+            redis::ConnectionAddr::TcpTls { .. } => true,
+            _ => false,
+        };
+        if !tls && let Some(key) = files.first_set() {
+            return Err(RedisConfigError::TlsFileWithoutTls { section, key });
+        }
+        let root_cert = files.ca_file.map(|path| read_certificates(section, "redis_ca_file", path)).transpose()?;
+        let client_tls = match (files.client_cert_file, files.client_key_file) {
+            (None, None) => None,
+            (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+                client_cert: read_certificates(section, "redis_client_cert_file", cert)?,
+                client_key: read_key(section, "redis_client_key_file", key)?,
+            }),
+            _ => return Err(RedisConfigError::HalfClientPair { section }),
+        };
+        let custom = root_cert.is_some() || client_tls.is_some();
+        let certificates = custom.then_some(redis::TlsCertificates { client_tls, root_cert });
+        Ok(Self { url: url.clone(), section, tls, certificates })
+    }
+
+    /// Whether the connection is TLS (`rediss://`).
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+
+    /// A client for the endpoint (no connection yet).
+    pub(crate) fn client(&self) -> Result<redis::Client, RedisConfigError> {
+        install_crypto_provider();
+        let client = match &self.certificates {
+            Some(certificates) => redis::Client::build_with_tls(self.url.expose_secret(), certificates.clone()),
+            None => redis::Client::open(self.url.expose_secret()),
+        };
+        client.map_err(|source| RedisConfigError::Url { section: self.section, source })
+    }
+}
+
+fn read(section: &'static str, key: &'static str, path: &Path) -> Result<Vec<u8>, RedisConfigError> {
+    std::fs::read(path).map_err(|reason| RedisConfigError::Unreadable { section, key, path: path.to_owned(), reason })
+}
+
+/// The file's bytes, if it holds PEM certificates and nothing unreadable.
+fn read_certificates(section: &'static str, key: &'static str, path: &Path) -> Result<Vec<u8>, RedisConfigError> {
+    let bytes = read(section, key, path)?;
+    let not_pem = |problem: String| RedisConfigError::NotPem { section, key, path: path.to_owned(), problem };
+    let certificates = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| not_pem(format!("is not valid PEM ({e})")))?;
+    if certificates.is_empty() {
+        return Err(not_pem("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".to_owned()));
+    }
+    Ok(bytes)
+}
+
+/// The file's bytes, if it holds a PEM private key.
+fn read_key(section: &'static str, key: &'static str, path: &Path) -> Result<Vec<u8>, RedisConfigError> {
+    let bytes = read(section, key, path)?;
+    PrivateKeyDer::from_pem_slice(&bytes).map_err(|e| RedisConfigError::NotPem {
+        section,
+        key,
+        path: path.to_owned(),
+        problem: format!("holds no PEM private key ({e})"),
+    })?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CACHE: Section = Section("cache");
+
+    fn url(raw: &str) -> SecretString {
+        SecretString::from(raw.to_owned())
+    }
+
+    #[test]
+    fn a_plain_url_needs_no_files_and_a_rediss_url_alone_uses_the_built_in_roots() {
+        let plain = RedisEndpoint::parse(&url("redis://127.0.0.1:6379"), RedisTlsFiles::default(), CACHE).unwrap();
+        assert!(!plain.is_tls());
+        let tls =
+            RedisEndpoint::parse(&url("rediss://redis.example.com:6380"), RedisTlsFiles::default(), CACHE).unwrap();
+        assert!(tls.is_tls() && tls.certificates.is_none());
+        tls.client().expect("a TLS client builds without a CA file");
+    }
+
+    #[test]
+    fn a_ca_file_that_is_missing_or_not_pem_names_its_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.crt");
+        let files = RedisTlsFiles { ca_file: Some(&missing), ..Default::default() };
+        let error = RedisEndpoint::parse(&url("rediss://localhost:6380"), files, CACHE).unwrap_err().to_string();
+        assert!(error.starts_with("cache.redis_ca_file: cannot read") && error.contains("missing.crt"), "{error}");
+
+        let garbage = dir.path().join("garbage.crt");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let files = RedisTlsFiles { ca_file: Some(&garbage), ..Default::default() };
+        let error = RedisEndpoint::parse(&url("rediss://localhost:6380"), files, Section("rate_limits"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("rate_limits.redis_ca_file") && error.contains("holds no PEM certificate"), "{error}");
+    }
+
+    #[test]
+    fn tls_files_on_a_plain_url_and_half_a_client_pair_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.crt");
+        let files = RedisTlsFiles { ca_file: Some(&ca), ..Default::default() };
+        let error = RedisEndpoint::parse(&url("redis://localhost:6379"), files, CACHE).unwrap_err().to_string();
+        assert!(error.contains("is not rediss://"), "{error}");
+        let files = RedisTlsFiles { client_key_file: Some(&ca), ..Default::default() };
+        let error = RedisEndpoint::parse(&url("rediss://localhost:6380"), files, CACHE).unwrap_err().to_string();
+        assert!(error.contains("set both or neither"), "{error}");
+        let error = RedisEndpoint::parse(&url("rediss://localhost:6380/#insecure"), RedisTlsFiles::default(), CACHE)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("cannot be turned off"), "{error}");
+    }
+
+    #[test]
+    fn a_bad_url_does_not_print_its_password() {
+        let error =
+            RedisEndpoint::parse(&url("nonsense://user:hunter2@x"), RedisTlsFiles::default(), CACHE).unwrap_err();
+        assert!(!error.to_string().contains("hunter2"), "{error}");
+        assert!(error.to_string().starts_with("cache.redis_url is not a Redis URL"), "{error}");
+    }
+}
