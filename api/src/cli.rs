@@ -146,11 +146,11 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     // One server per embedded data directory: a second one would serve what the first cached.
     let lock = if embedded { Some(DataDirLock::acquire(&data_dir)?) } else { None };
     let app = Application::build(config).await?;
-    let addr = app.local_addr();
-    println!("shardgate listening on http://{addr}");
-    println!("  API docs:    http://{addr}/docs");
-    if let Some(valet) = app.valet_addr() {
-        println!("  valet URLs:  http://{valet}/valet/...");
+    let base = app.base_url();
+    println!("shardgate listening on {base}");
+    println!("  API docs:    {base}/docs");
+    if let Some(valet) = app.valet_base_url() {
+        println!("  valet URLs:  {valet}/valet/...");
     }
     if embedded {
         println!("  embedded default: SQLite catalog and shards in {}", data_dir.display());

@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use shardgate_gatekeeper::internal::{self, InternalKey};
 use shardgate_gatekeeper::request::{Access, access};
@@ -80,12 +80,16 @@ impl Gatekeeper {
             None
         };
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
+        // As the gateway does: start with the identity providers' key sets when they answer.
+        auth.first_key_sets(crate::startup::FIRST_KEY_SETS_WAIT).await;
+        let key_sets = auth.fetched_key_sets();
         let mut gate = None;
         let mut connections = None;
         let mut tls_reloads = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
             tls_reloads = Some(crate::tls::ReloadCounts::new(registry));
+            registry.register_collector(Box::new(crate::metrics::KeySetMetrics(key_sets)));
             gate = Some(
                 rate_limit_store_for(&config.rate_limits, None, None)
                     .map_err(anyhow::Error::from)
@@ -124,6 +128,7 @@ impl Gatekeeper {
         });
         let routes = Router::new()
             .route("/healthz", axum::routing::get(crate::routes::ops::healthz))
+            .route("/readyz", axum::routing::get(readyz))
             .route("/metrics", axum::routing::get(serve_metrics))
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(forward);
@@ -163,6 +168,25 @@ fn upstream_ca(path: &std::path::Path) -> anyhow::Result<reqwest::Certificate> {
     }
     reqwest::Certificate::from_pem(&pem)
         .map_err(|e| anyhow::anyhow!("upstream_ca_file: {} is not a PEM certificate: {e}", path.display()))
+}
+
+/// The standalone gatekeeper's readiness body.
+#[derive(Debug, serde::Serialize)]
+struct GatekeeperReadiness {
+    /// `ready`, or `not_ready` while an issuer whose keys are fetched has no key set yet.
+    status: &'static str,
+    /// Each fetched key set, by issuer (as in the gateway's `/readyz`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    key_sets: std::collections::BTreeMap<String, crate::routes::ops::KeySetReadiness>,
+}
+
+/// Readiness: 503 while an issuer whose keys are fetched from its identity provider has no key
+/// set yet (none of its tokens could pass here); the backend's own readiness is its own probe.
+async fn readyz(State(front): State<Arc<Front>>) -> Response {
+    let (key_sets, all_fetched) = crate::routes::ops::key_sets(&front.gate.auth);
+    let status = if all_fetched { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = GatekeeperReadiness { status: if all_fetched { "ready" } else { "not_ready" }, key_sets };
+    (status, axum::Json(body)).into_response()
 }
 
 async fn serve_metrics(State(front): State<Arc<Front>>) -> Response {

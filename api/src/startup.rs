@@ -318,7 +318,7 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
 }
 
 /// How long the start-up waits for the first fetch of the issuers' key sets.
-const FIRST_KEY_SETS_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const FIRST_KEY_SETS_WAIT: Duration = Duration::from_secs(10);
 
 impl Application {
     /// Opens storage, builds the state and binds `config.listen`.

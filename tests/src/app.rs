@@ -100,8 +100,15 @@ impl TestApp {
     /// A fresh trusted backend on `backend` behind a standalone gatekeeper; `base_url` is the
     /// gatekeeper's, [`TestApp::backend_url`] the backend's.
     pub async fn spawn_via_gatekeeper(backend: Backend) -> Self {
+        Self::spawn_via_gatekeeper_with(backend, |_| {}).await
+    }
+
+    /// [`TestApp::spawn_via_gatekeeper`] with the backend's configuration changed by `tune`
+    /// first (the gatekeeper takes its `auth`, `rate_limits`, `limits` and `cors`).
+    pub async fn spawn_via_gatekeeper_with(backend: Backend, tune: impl FnOnce(&mut Config)) -> Self {
         let secret = format!("internal-test-secret-{}", uuid::Uuid::new_v4().simple());
         let mut app = Self::spawn_with(backend, |config| {
+            tune(config);
             config.trusted = true;
             config.internal.secret = Some(SecretString::from(secret.clone()));
         })

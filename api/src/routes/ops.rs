@@ -83,12 +83,11 @@ pub struct KeySetReadiness {
     pub last_error: Option<String>,
 }
 
-/// The readiness of each fetched key set, and whether every issuer has one.
-fn key_sets(app: &App) -> (BTreeMap<String, KeySetReadiness>, bool) {
+/// The readiness of each fetched key set of `auth`, and whether every issuer has one (the
+/// gateway's `/readyz` and the standalone gatekeeper's).
+pub(crate) fn key_sets(auth: &shardgate_gatekeeper::Authenticator) -> (BTreeMap<String, KeySetReadiness>, bool) {
     let mut all_fetched = true;
-    let sets = app
-        .gate
-        .auth
+    let sets = auth
         .fetched_key_sets()
         .statuses()
         .into_iter()
@@ -162,7 +161,7 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
         CacheHealth::Up => "up",
         CacheHealth::Degraded => "degraded",
     };
-    let (key_sets, all_key_sets_fetched) = key_sets(&app);
+    let (key_sets, all_key_sets_fetched) = key_sets(&app.gate.auth);
     let ready = catalog.status != "down" && all_key_sets_fetched;
     let mut components = BTreeMap::new();
     components.insert("catalog".to_owned(), catalog);

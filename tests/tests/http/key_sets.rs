@@ -240,6 +240,39 @@ async fn an_instance_started_while_the_provider_is_down_is_not_ready_until_it_ha
     assert_eq!(list_as(&app, &old_token(IDP)).await, accepted());
 }
 
+/// The standalone gatekeeper verifies tokens itself, so it waits for the key sets as the gateway
+/// does: not ready (503, saying which issuer) while one has none, its key-set metrics exported,
+/// and ready with the issuer's tokens passing once the provider answers.
+#[tokio::test]
+async fn a_standalone_gatekeeper_is_not_ready_until_it_has_the_key_sets() {
+    let mut server = KeyServer::start(&old_set()).await;
+    server.stop().await;
+    let issuer = fetched_issuer(&server, |issuer| {
+        issuer.jwks_refresh_min_secs = 1;
+        issuer.jwks_unknown_kid_refetch_secs = 1;
+    });
+    let app = TestApp::spawn_via_gatekeeper_with(Backend::Sqlite, |config| {
+        config.auth.issuers.push(issuer);
+        config.rate_limits.enabled = false;
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let (status, body) = readyz(&app).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["status"], "not_ready", "{body}");
+    assert_eq!(body["key_sets"][IDP]["status"], "unavailable", "{body}");
+    assert_eq!(list_as(&app, &old_token(IDP)).await, refused("key_set_unavailable"));
+    let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("key_set_last_fetch_failed"), "the gatekeeper exports its key sets' state");
+
+    server.resume().await;
+    let ready =
+        eventually(Duration::from_secs(8), async || (readyz(&app).await.0 == StatusCode::OK).then_some(())).await;
+    assert!(ready.is_some(), "ready once the first set is fetched");
+    assert_eq!(readyz(&app).await.1["key_sets"][IDP]["status"], "up");
+    assert_eq!(list_as(&app, &old_token(IDP)).await, accepted());
+}
+
 #[tokio::test]
 async fn discovery_finds_the_key_set_on_the_issuer_s_host_only() {
     let server = KeyServer::start(&old_set()).await;
