@@ -170,23 +170,27 @@ fn upstream_ca(path: &std::path::Path) -> anyhow::Result<reqwest::Certificate> {
         .map_err(|e| anyhow::anyhow!("upstream_ca_file: {} is not a PEM certificate: {e}", path.display()))
 }
 
-/// The standalone gatekeeper's readiness body.
+/// The standalone gatekeeper's own readiness body, while it cannot verify an issuer's tokens.
 #[derive(Debug, serde::Serialize)]
 struct GatekeeperReadiness {
-    /// `ready`, or `not_ready` while an issuer whose keys are fetched has no key set yet.
+    /// `not_ready`: an issuer whose keys are fetched has no key set here yet.
     status: &'static str,
     /// Each fetched key set, by issuer (as in the gateway's `/readyz`).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     key_sets: std::collections::BTreeMap<String, crate::routes::ops::KeySetReadiness>,
 }
 
-/// Readiness: 503 while an issuer whose keys are fetched from its identity provider has no key
-/// set yet (none of its tokens could pass here); the backend's own readiness is its own probe.
-async fn readyz(State(front): State<Arc<Front>>) -> Response {
+/// Readiness: 503 from the gatekeeper itself while an issuer whose keys are fetched from its
+/// identity provider has no key set here yet (none of its tokens could pass); otherwise the
+/// backend's own readiness, forwarded (the gatekeeper is ready to serve when what it forwards
+/// to is).
+async fn readyz(State(front): State<Arc<Front>>, request: Request) -> Response {
     let (key_sets, all_fetched) = crate::routes::ops::key_sets(&front.gate.auth);
-    let status = if all_fetched { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let body = GatekeeperReadiness { status: if all_fetched { "ready" } else { "not_ready" }, key_sets };
-    (status, axum::Json(body)).into_response()
+    if all_fetched {
+        return forward(State(front), request).await;
+    }
+    let body = GatekeeperReadiness { status: "not_ready", key_sets };
+    (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
 async fn serve_metrics(State(front): State<Arc<Front>>) -> Response {
