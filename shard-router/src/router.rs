@@ -7,7 +7,7 @@
 //!
 //! It does not change the topology: registering shards, tenants and distributions is
 //! [`crate::topology`]'s, start-up is `startup.rs`'s; both change the state held here under
-//! [`ShardRouter::lock_admin`]. It knows nothing of the jobs that move data.
+//! `ShardRouter::lock_admin`. It knows nothing of the jobs that move data.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -262,7 +262,7 @@ impl Rebalancer {
         self.plan(balance, None).await
     }
 
-    /// Plans the drain of shard `shard`: as [`Mover::plan_rebalance`], with `shard` draining
+    /// Plans the drain of shard `shard`: as [`Rebalancer::plan_rebalance`], with `shard` draining
     /// whatever its state says now.
     pub async fn plan_drain(&self, shard: &ShardId, balance: Balance) -> Result<PlanView, Error> {
         self.plan(balance, Some(shard)).await

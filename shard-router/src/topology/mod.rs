@@ -4,7 +4,7 @@
 //! and setting a collection's distribution, with the settling of rows written under the old one
 //! while it changed (`distribution.rs`).
 //!
-//! Each change takes the router's admin lock ([`ShardRouter::lock_admin`]), changes the catalog
+//! Each change takes the router's admin lock (`ShardRouter::lock_admin`), changes the catalog
 //! first (a new epoch), then the shard databases' fences and the router's in-memory map and
 //! pools. Callers are the admin routes and the jobs that switch a map (moves, redistribution).
 //! It routes through the [`ShardRouter`] below it and knows nothing of the jobs above it.

@@ -63,7 +63,7 @@ pub async fn copy_and_compare(
 
 /// Under a fence on `source` (its rows no longer change), copies the rows of a collection that
 /// `selection` takes and that changed since `since` from `from` into `into` on `targets`, each
-/// to the target `place` picks with the tag it gives (as [`copy_placed`]), and compares them
+/// to the target `place` picks with the tag it gives (as [`copy_placed`](super::copy_placed)), and compares them
 /// there: reads them once, merges them (a row replaces one of the same or an older version: the
 /// source is the truth under its fence) and gives the `rowsum:` checksums (the vshard tag left
 /// out) of the rows read and of the rows the targets returned as stored. A redistribution's last

@@ -12,7 +12,7 @@ use crate::storage::shard::FencedShard;
 /// table with the same columns) on `targets`, each row to the target `place` picks for its key
 /// (its index in `targets`) with the vshard tag `place` gives it: a collection changing its
 /// distribution, whose rows change table and shard. Pages of rows in key order, each row
-/// merged as [`copy_rows`] merges (a newer version on the target stays), at `pass`'s pace.
+/// merged as [`copy_rows`](super::copy_rows) merges (a newer version on the target stays), at `pass`'s pace.
 pub async fn copy_placed(
     (from, into): (&CopyTable, &CopyTable),
     source: FencedShard<'_>,

@@ -1,7 +1,7 @@
 //! The tables a copy moves, and how: their columns and how each travels, their key, the version
 //! a copied row must beat, which of their rows a pass takes ([`RowFilter`]), and how big a page is.
 
-/// How a column's values travel through [`CopyMethod::Pages`].
+/// How a column's values travel through [`CopyMethod::Pages`](super::CopyMethod::Pages).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnKind {
     /// `TEXT`.
@@ -15,7 +15,7 @@ pub enum ColumnKind {
 }
 
 /// A table whose rows can be copied: its columns, its primary key, the column holding a row's
-/// version, and how big a page of [`CopyMethod::Pages`] is.
+/// version, and how big a page of [`CopyMethod::Pages`](super::CopyMethod::Pages) is.
 #[derive(Debug, Clone, Copy)]
 pub struct CopyTable {
     /// The table's name.
@@ -32,8 +32,8 @@ pub struct CopyTable {
     /// Rows per page: small enough that a page stays a few megabytes and its parameters stay
     /// under both engines' limits (32,766 on SQLite).
     pub page_rows: usize,
-    /// About how many bytes a row holds: a batch of a move's first copy ([`copy_batch`]) takes
-    /// as many rows as make `moves.copy_batch_bytes`.
+    /// About how many bytes a row holds: a batch of a move's first copy
+    /// ([`copy_batch`](super::copy_batch)) takes as many rows as make `moves.copy_batch_bytes`.
     pub row_bytes: u64,
 }
 
