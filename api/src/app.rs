@@ -6,7 +6,7 @@ use shardgate_cache::WriteEnd;
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
-use shardgate_shard_router::{ShardRouter, Tier};
+use shardgate_shard_router::{ShardRouter, Tier, Topology};
 
 use crate::bulkhead::{Bulkheads, Compartment, Slot};
 use crate::config::LimitsConfig;
@@ -66,6 +66,11 @@ pub struct App {
 }
 
 impl App {
+    /// The admin changes of shards, tenants and distributions, on `router`'s catalog and map.
+    pub fn topology(&self) -> Topology<'_> {
+        Topology::of(&self.router)
+    }
+
     /// The rate limit of `tenant`: its own, else its tier's (`None`: no such tenant).
     pub fn tenant_rate_limit(&self, tenant: &str) -> Option<RateLimit> {
         let (tier, own) = self.router.tenant_limits(tenant)?;

@@ -43,7 +43,7 @@ pub enum Error {
     /// shard) it stops the start. TLS to a PostgreSQL database cannot be set up (a file named by
     /// `sslrootcert`, `sslcert` or `sslkey` cannot be read or used) or failed (the server offers
     /// no TLS under `sslmode=require` or stricter, its certificate is not from a trusted CA or not
-    /// for the host name, it refused or asked for a client certificate). See [`crate::pg_tls`].
+    /// for the host name, it refused or asked for a client certificate). See [`crate::storage::pg_tls`].
     #[error("TLS to {target} failed: {reason}")]
     Tls {
         /// `PostgreSQL`, `the catalog` or `shard <id>`.
@@ -52,11 +52,11 @@ pub enum Error {
         reason: String,
     },
     /// 422 `unsafe_shard_url`: a well-formed URL that may not be a shard (an in-memory SQLite
-    /// database; a SQLite file while the catalog is PostgreSQL). See [`crate::registration`].
+    /// database; a SQLite file while the catalog is PostgreSQL). See [`crate::storage::registration`].
     #[error("{0}")]
     UnsafeShardUrl(String),
     /// 409 `shard_database_claimed`: the database already carries another shard's identity
-    /// marker (see [`crate::registration`]).
+    /// marker (see [`crate::storage::registration`]).
     #[error("the database of shard {shard} is already {holder}")]
     ShardDatabaseClaimed {
         /// The shard being registered (or opened).
@@ -154,7 +154,7 @@ pub enum Error {
     #[error("{0}")]
     DistributionRefused(String),
     /// 409 `job_conflict`. Another job owns what a new job would move.
-    #[error("{}; wait for it to end or cancel it", crate::claims::held_by(subject, job))]
+    #[error("{}; wait for it to end or cancel it", crate::catalog::claims::held_by(subject, job))]
     JobConflict {
         /// What both jobs want (`tenant:<id>`).
         subject: String,
@@ -218,12 +218,12 @@ pub enum Error {
         shard: ShardId,
         /// Why.
         #[source]
-        refusal: crate::health::Refusal,
+        refusal: crate::storage::health::Refusal,
     },
     /// 503 `catalog_unavailable` with `Retry-After`: the catalog's circuit breaker is open, its
     /// bulkhead is full, or a catalog operation missed its deadline.
     #[error("catalog: {0}")]
-    CatalogRefused(#[source] crate::health::Refusal),
+    CatalogRefused(#[source] crate::storage::health::Refusal),
     /// 504 `write_outcome_unknown` with `Retry-After`: a write was given up on after it may have
     /// reached the shard (its statement missed the deadline, or the shard's breaker opened while
     /// it ran): it may or may not have been applied. Read the item, then retry with `If-Match`.
@@ -235,7 +235,7 @@ pub enum Error {
         shard: ShardId,
         /// Why it was given up on.
         #[source]
-        refusal: crate::health::Refusal,
+        refusal: crate::storage::health::Refusal,
     },
     /// 503: a probe did not answer in time.
     #[error("timed out")]
@@ -277,7 +277,7 @@ impl Error {
             | Error::CatalogRefused(_)
             | Error::WriteOutcomeUnknown { .. } => true,
             Error::Database { source, .. } => {
-                crate::health::is_health_failure(source)
+                crate::storage::health::is_health_failure(source)
                     || matches!(source, sqlx::Error::PoolClosed)
                     || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
                     // Class 53, insufficient resources: too many connections, out of memory or disk.
@@ -293,7 +293,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::health::Refusal;
+    use crate::storage::health::Refusal;
 
     #[test]
     fn a_write_given_up_on_after_it_was_sent_has_an_unknown_outcome() {

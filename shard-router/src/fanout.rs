@@ -14,9 +14,9 @@
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, MapSnapshot, ShardState, Spread};
-use crate::records::{Layout, ListBounds, RecordStore, StoredRecord};
 use crate::router::ShardRouter;
-use crate::shard::ShardStore;
+use crate::storage::records::{Layout, ListBounds, RecordStore, StoredRecord};
+use crate::storage::shard::ShardStore;
 
 /// Which shards a listing reads, decided on one map.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,8 +194,7 @@ impl ShardRouter {
                 return (records, failures, stale);
             };
             records.retain(|r| r.key <= cut);
-            records.sort_by(|a, b| a.key.cmp(&b.key).then(b.version.cmp(&a.version)));
-            records.dedup_by(|later, kept| later.key == kept.key);
+            newest_by_key(&mut records);
             let complete = records.len();
             if complete >= limit as usize {
                 return (records, failures, stale);
@@ -316,10 +315,15 @@ fn spread_shards(map: &MapSnapshot, spread: &Spread, bounds: &ListBounds) -> Vec
 /// The first `limit` records of the shards' pages by key; a key found twice (never, unless a
 /// copy is read mid-move) counts once, at its newest version.
 fn merge(mut records: Vec<StoredRecord>, limit: u32) -> Vec<StoredRecord> {
-    records.sort_by(|a, b| a.key.cmp(&b.key).then(b.version.cmp(&a.version)));
-    records.dedup_by(|later, kept| later.key == kept.key);
+    newest_by_key(&mut records);
     records.truncate(limit as usize);
     records
+}
+
+/// Sorts `records` by key and keeps each key once, at its newest version.
+fn newest_by_key(records: &mut Vec<StoredRecord>) {
+    records.sort_by(|a, b| a.key.cmp(&b.key).then(b.version.cmp(&a.version)));
+    records.dedup_by(|later, kept| later.key == kept.key);
 }
 
 #[cfg(test)]
@@ -355,8 +359,9 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_shard_of_a_listing_is_read_on_the_map_it_was_planned_on() {
         use crate::catalog::{Audit, CollectionRow};
-        use crate::records::{RecordAddress, WriteCondition};
         use crate::router::StorageConfig;
+        use crate::storage::records::{RecordAddress, WriteCondition};
+        use crate::topology::Topology;
 
         let dir = tempfile::tempdir().unwrap();
         let router = ShardRouter::open(&StorageConfig::default(), dir.path()).await.unwrap();
@@ -369,7 +374,7 @@ mod tests {
         };
         let tenant = TenantId::parse("acme").unwrap();
         let collection = CollectionName::parse("events").unwrap();
-        router
+        Topology::of(&router)
             .create_tenant(tenant.clone(), "Acme".into(), crate::map::Tier::Standard, None, None, &audit)
             .await
             .unwrap();
@@ -381,7 +386,7 @@ mod tests {
             created_at_ms: 0,
             updated_at_ms: 0,
         };
-        router.set_distribution(&row, &audit).await.unwrap();
+        Topology::of(&router).set_distribution(&row, &audit).await.unwrap();
         let value = serde_json::value::RawValue::from_string("1".to_owned()).unwrap();
         let keys: Vec<String> = (0..200).map(|i| format!("k{i:03}")).collect();
         for key in &keys {

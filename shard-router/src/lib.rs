@@ -1,47 +1,56 @@
 //! # shardgate-shard-router
 //!
-//! Owns where data lives and how to reach it: the catalog database, the shard map (vshard table,
-//! tenant directory and pins, epoch), the routing hash, one connection pool per shard, and the
-//! storage of records and blobs on shards. Secondary index entries are `index-tables`' (which
-//! sits above this crate): nothing here knows them.
+//! The data plane below HTTP: where data lives and how to reach it, and the jobs that move it.
+//! Callers hand it validated identifiers ([`ids`]) and get back values or an [`Error`] whose
+//! variants say which HTTP status they become (the `api` crate does that mapping, in one place).
+//! It must not know about HTTP, tokens or caching; secondary index entries are `index-tables`'
+//! (which sits above this crate): nothing here knows them.
 //!
-//! It must not know about HTTP, tokens or caching: callers hand it validated identifiers
-//! ([`ids`]) and get back values or an [`Error`] whose variants say which HTTP status they
-//! become (the `api` crate does that mapping, in one place).
+//! The rooms, lowest first (a room uses only the rooms before it):
+//! - [`map`]: the shard map, the routing hash and the routing decisions (pure, no I/O);
+//! - [`storage`]: one shard database: pools, TLS, health (deadlines, bulkhead, breaker), fences,
+//!   records, blobs, registration;
+//! - [`catalog`]: the catalog database: shards, tenants, collections, jobs, claims, valet keys;
+//! - the router: [`router`] (`ShardRouter`: resolve a request to its shard and run it there),
+//!   [`fanout`] (listings across shards), [`pools`] (the shard pools), [`startup`] (opening it),
+//!   [`config`] (`[storage]`), and [`topology`] (admin changes of shards, tenants and
+//!   distributions: serialised, audited);
+//! - [`moves`]: jobs that move data: copy, tenant, vshard and range moves, redistribution,
+//!   rebalance planning, rebalances and drains.
+//!
+//! Every room may use the crate-wide basics: [`ids`], [`Error`], the [`Clock`] and
+//! [`humantime_serde`].
 
-pub mod blobs;
 pub mod catalog;
-pub mod claims;
 mod clock;
-pub mod copy;
-pub mod db;
+pub mod config;
 mod error;
 pub mod fanout;
-pub mod hash;
-pub mod health;
 pub mod humantime_serde;
 pub mod ids;
-pub mod job;
 pub mod map;
-pub mod mover;
-pub mod pg_tls;
-pub mod phase;
-pub mod rebalance;
-pub mod rebalancer;
-pub mod records;
-pub mod redistribute;
-pub mod registration;
+pub mod moves;
+pub mod pools;
 pub mod router;
-pub mod shard;
+pub mod startup;
+pub mod storage;
+pub mod topology;
+
+// The paths the crates above have used since before the rooms.
+pub use map::hash;
+pub use moves::{copy, job, mover, rebalance, rebalancer, redistribute};
+pub use storage::{blobs, db, health, pg_tls, records, registration, shard};
 
 pub use blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
     UploadState,
 };
 pub use clock::{Clock, SystemClock, now_ms};
+pub use config::{MoveConfig, ShardSeed, StorageConfig};
 pub use db::{Database, Engine, PoolConfig};
 pub use error::Error;
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};
 pub use map::{Distribution, Incarnation, MapSnapshot, Route, ShardState, Strategy, TenantRateLimit, Tier};
-pub use router::{Access, ShardRouter, StorageConfig};
+pub use router::{Access, ShardRouter};
 pub use shard::{FencedShard, ShardStore};
+pub use topology::{ShardStats, Topology};

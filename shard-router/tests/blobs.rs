@@ -20,7 +20,7 @@ use shardgate_shard_router::blobs::{
 use shardgate_shard_router::catalog::Audit;
 use shardgate_shard_router::records::RecordStore;
 use shardgate_shard_router::router::{ShardRouter, StorageConfig};
-use shardgate_shard_router::{Error, ShardId, TenantId, Tier};
+use shardgate_shard_router::{Error, ShardId, TenantId, Tier, Topology};
 
 const CHUNK: usize = BLOB_CHUNK_BYTES;
 
@@ -555,7 +555,8 @@ async fn deleting_a_tenant_deletes_its_blobs() {
         target: "tenant:acme".into(),
         request_id: "r".into(),
     };
-    router.create_tenant(acme(), "Acme".into(), Tier::Standard, None, None, &audit("tenant.create")).await.unwrap();
+    let topology = Topology::of(&router);
+    topology.create_tenant(acme(), "Acme".into(), Tier::Standard, None, None, &audit("tenant.create")).await.unwrap();
     let route = router.route_tenant(&acme()).unwrap();
     let db = router.shard_db(&route.shard).unwrap();
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
@@ -563,8 +564,8 @@ async fn deleting_a_tenant_deletes_its_blobs() {
     store.put_chunk(&upload, 0, b"secret", 1).await.unwrap();
     store.commit(&upload, blob_commit(b"secret", BlobCondition::Absent), 1).await.unwrap();
 
-    router.delete_tenant(&acme(), &audit("tenant.delete")).await.unwrap();
-    router
+    topology.delete_tenant(&acme(), &audit("tenant.delete")).await.unwrap();
+    topology
         .create_tenant(acme(), "Acme again".into(), Tier::Standard, None, None, &audit("tenant.create"))
         .await
         .unwrap();

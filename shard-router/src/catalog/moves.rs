@@ -1,6 +1,6 @@
 //! Jobs that move data between shards, in the catalog: their claims on what they move (one job
 //! per tenant or vshard at a time), the lease of the instance running each, cancellation, and
-//! the pin or vshard owner switch that ends a move's cut-over. The mover (`crate::mover`)
+//! the pin or vshard owner switch that ends a move's cut-over. The mover (`moves::mover`)
 //! drives them.
 
 use super::JobRow;
@@ -49,7 +49,7 @@ pub enum CancelRequest {
 /// The phase in a job's stored progress, if it has one (the moves' and redistributions' do).
 #[derive(serde::Deserialize)]
 struct ProgressPhase {
-    phase: Option<crate::phase::Phase>,
+    phase: Option<crate::catalog::phase::Phase>,
 }
 
 impl Catalog {
@@ -203,7 +203,7 @@ impl Catalog {
                         .map_err(catalog_err)?;
                 let Some(progress) = progress else { return Ok(CancelRequest::NotRunning) };
                 let phase = serde_json::from_str::<ProgressPhase>(&progress).ok().and_then(|p| p.phase);
-                if matches!(phase, Some(crate::phase::Phase::Cleanup | crate::phase::Phase::Done)) {
+                if matches!(phase, Some(crate::catalog::phase::Phase::Cleanup | crate::catalog::phase::Phase::Done)) {
                     return Ok(CancelRequest::PastSwitch);
                 }
                 let asked = sqlx::query(

@@ -233,7 +233,7 @@ pub async fn drain_shard(
     }
     if state != Some(ShardState::Draining) {
         let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} draining"));
-        app.router.set_shard_state(&id, ShardState::Draining, &audit).await?;
+        app.topology().set_shard_state(&id, ShardState::Draining, &audit).await?;
         app.announce_map_change().await;
     }
     let audit = caller.audit(&request, "shard.drain", None, format!("shard:{id}"));

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::health::{BreakerState, HealthReport};
-use shardgate_shard_router::router::ShardStats;
+use shardgate_shard_router::topology::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
@@ -156,10 +156,10 @@ pub async fn register_shard(
     ApiJson(body): ApiJson<RegisterShard>,
 ) -> Result<Response, ApiError> {
     let audit = caller.audit(&request, "shard.register", None, format!("shard:{}", body.id));
-    let row = app.router.register_shard(body.id, body.url, &audit).await?;
+    let row = app.topology().register_shard(body.id, body.url, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(shard = %row.id, engine = row.engine.as_str(), "shard registered");
-    let stats = app.router.shard_stats(&row.id).await?;
+    let stats = app.topology().shard_stats(&row.id).await?;
     let location = HeaderValue::from_str(&format!("/v1/admin/shards/{}", row.id)).ok();
     let mut response = (StatusCode::CREATED, axum::Json(Shard::from(stats))).into_response();
     if let Some(location) = location {
@@ -173,7 +173,7 @@ pub async fn register_shard(
     (status = 200, description = "Every shard", body = ShardList),
 ))]
 pub async fn list_shards(Admin { app, .. }: Admin) -> Result<axum::Json<ShardList>, ApiError> {
-    let items = app.router.all_shard_stats().await?.into_iter().map(Shard::from).collect();
+    let items = app.topology().all_shard_stats().await?.into_iter().map(Shard::from).collect();
     Ok(axum::Json(ShardList { items }))
 }
 
@@ -189,7 +189,7 @@ pub async fn get_shard(
     ApiPath(path): ApiPath<ShardPath>,
 ) -> Result<axum::Json<Shard>, ApiError> {
     let id = shard_id(&path.id)?;
-    Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
+    Ok(axum::Json(Shard::from(app.topology().shard_stats(&id).await?)))
 }
 
 errors!(UpdateShardErrors: InvalidBody, InvalidJson, ShardNotFound);
@@ -208,10 +208,10 @@ pub async fn update_shard(
 ) -> Result<axum::Json<Shard>, ApiError> {
     let id = shard_id(&path.id)?;
     let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} {}", body.state.as_str()));
-    app.router.set_shard_state(&id, body.state, &audit).await?;
+    app.topology().set_shard_state(&id, body.state, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(shard = %id, state = body.state.as_str(), "shard state changed");
-    Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
+    Ok(axum::Json(Shard::from(app.topology().shard_stats(&id).await?)))
 }
 
 errors!(DeleteShardErrors: ShardNotFound, ShardInUse);
@@ -227,7 +227,7 @@ pub async fn delete_shard(
 ) -> Result<StatusCode, ApiError> {
     let id = shard_id(&path.id)?;
     let audit = caller.audit(&request, "shard.delete", None, format!("shard:{id}"));
-    app.router.remove_shard(&id, &audit).await?;
+    app.topology().remove_shard(&id, &audit).await?;
     app.announce_map_change().await;
     tracing::info!(shard = %id, "shard unregistered");
     Ok(StatusCode::NO_CONTENT)
@@ -281,5 +281,5 @@ pub async fn command_breaker(
     app.router.catalog().append_audit(&audit).await?;
     health.force(open, if reason.is_empty() { "by an operator" } else { &reason });
     tracing::warn!(shard = %id, action, reason = %reason, "circuit breaker changed by an operator");
-    Ok(axum::Json(Shard::from(app.router.shard_stats(&id).await?)))
+    Ok(axum::Json(Shard::from(app.topology().shard_stats(&id).await?)))
 }

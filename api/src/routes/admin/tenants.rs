@@ -164,7 +164,7 @@ pub async fn create_tenant(
     if catalog.get_tenant(&body.id).await?.is_none() && catalog.tenant_was_deleted(&body.id).await? {
         app.indexes.purge_tenant(&body.id).await?;
     }
-    let row = app.router.create_tenant(body.id, name, tier, rate_limit, body.shard, &audit).await?;
+    let row = app.topology().create_tenant(body.id, name, tier, rate_limit, body.shard, &audit).await?;
     app.announce_map_change().await;
     let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
     let mut response = (StatusCode::CREATED, axum::Json(tenant_view(&app, row))).into_response();
@@ -230,7 +230,7 @@ pub async fn update_tenant(
         None => None,
     };
     let change = TenantChange { name: body.name, tier: body.tier, rate_limit };
-    let row = app.router.update_tenant(&id, &change, &audit).await?;
+    let row = app.topology().update_tenant(&id, &change, &audit).await?;
     app.announce_map_change().await;
     Ok(axum::Json(tenant_view(&app, row)))
 }
@@ -253,7 +253,7 @@ pub async fn delete_tenant(
     // the catalog, for entries written meanwhile by instances still routing on the old map.
     app.router.resolve(&id, Access::Write)?;
     app.indexes.purge_tenant(&id).await?;
-    let purged = app.router.delete_tenant(&id, &audit).await?;
+    let purged = app.topology().delete_tenant(&id, &audit).await?;
     if let Err(e) = app.indexes.purge_tenant(&id).await {
         tracing::warn!(
             tenant = %id, error = %e,

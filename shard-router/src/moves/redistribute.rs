@@ -1,5 +1,5 @@
 //! Changing the distribution of a collection that holds records (DESIGN.md §5, "Moving
-//! data"): a `collection.redistribute` job, run by the [`crate::mover::Mover`] with the guarantees of a
+//! data"): a `collection.redistribute` job, run by the [`crate::moves::mover::Mover`] with the guarantees of a
 //! tenant move (crash-safe lease, copy while traffic flows, catch-up, a fence, checksums, a
 //! switch with a new epoch, cleanup after a grace period, roll back on failure or cancel).
 //!
@@ -13,14 +13,14 @@
 //! 1. `copy`: the collection's rows in the new layout (left by an earlier, rolled-back attempt)
 //!    are removed, then every row of the old layout, tombstones included, is read in key order
 //!    from each shard holding part of it and merged into the shard the new distribution places
-//!    its key on, with the vshard tag it has there ([`crate::copy::copy_placed`]); a row
+//!    its key on, with the vshard tag it has there ([`crate::moves::copy::copy_placed`]); a row
 //!    replaces an older version of its key and never a newer one, so a pass can be repeated.
 //! 2. `catch_up`: passes over the rows each source changed since the previous pass began (a
 //!    moment per source shard: [`Since`]), until one finds few. Then the settled rows (not
 //!    changed since the last pass began) of both layouts are compared, outside the fence: each
 //!    source gives, from one snapshot, the keys it changed since its moment and the count and
 //!    sum of each other row's hash (its vshard tag left out); the targets sum their rows
-//!    without those keys ([`crate::copy::changed_keys_and_sum`], [`crate::copy::sum_by_keys`]),
+//!    without those keys ([`crate::moves::copy::changed_keys_and_sum`], [`crate::moves::copy::sum_by_keys`]),
 //!    and sums add up over the shards of each side.
 //! 3. `cut_over`: one more pass, and the rows it took that changed since the last comparison
 //!    are compared the same way, still outside the fence. Then the collection's rows in the old
@@ -28,7 +28,7 @@
 //!    refused there whatever map an instance routes on, reads served); on PostgreSQL the job
 //!    waits until no write statement that began before the fence still runs. The last delta is
 //!    read once from each source, merged into the targets and compared with what they stored
-//!    ([`crate::copy::copy_placed_and_compare`]). If a comparison found a difference (or too
+//!    ([`crate::moves::copy::copy_placed_and_compare`]). If a comparison found a difference (or too
 //!    many rows changed), the rest is compared, or everything; a difference then makes a full
 //!    pass and a whole comparison, and a difference after that lifts the fence and the step
 //!    fails (the job rolls back after three failures). Then fences an earlier change left over
@@ -48,22 +48,22 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow};
 use crate::clock::now_ms;
-use crate::copy::{
+use crate::error::Error;
+use crate::ids::{CollectionName, ShardId, TenantId};
+use crate::map::hash::{stable_hash, tenant_vshard, vshard_of};
+use crate::map::{Distribution, MapSnapshot, range_of};
+use crate::moves::copy::{
     Checksum, CopyTable, Owned, Pace, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window, add_checksums,
     additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, sum_by_keys,
 };
-use crate::db::Database;
-use crate::error::Error;
-use crate::hash::{stable_hash, tenant_vshard, vshard_of};
-use crate::ids::{CollectionName, ShardId, TenantId};
-use crate::job::{
+use crate::moves::job::{
     Announce, Checksums, JobHandle, MAX_CATCH_UP_PASSES, Phase, PhasedJob, SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, drive,
     encoded, wait_for_statements_before_the_fence,
 };
-use crate::map::{Distribution, MapSnapshot, range_of};
-use crate::shard::{FenceLayout, FencedShard, OnShard, TenantFence};
+use crate::storage::db::Database;
+use crate::storage::shard::{FenceLayout, FencedShard, OnShard, TenantFence};
 
-pub use crate::job::REDISTRIBUTE_JOB;
+pub use crate::moves::job::REDISTRIBUTE_JOB;
 
 /// What a change of a collection's distribution did.
 #[derive(Debug, Clone)]

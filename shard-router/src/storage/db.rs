@@ -3,12 +3,12 @@
 //!
 //! What only PostgreSQL offers (binary `COPY`) goes through a second, native pool to the same
 //! database ([`Database::postgres`]): small (two connections), opened lazily, used by bulk
-//! paths only ([`crate::copy`]). `bench/src/bin/drivers.rs` compares the two drivers on the
+//! paths only (the copies of `moves::copy`). `bench/src/bin/drivers.rs` compares the two drivers on the
 //! point read, the upsert and the bulk copy; only the copy gained enough to be worth a second
 //! pool (see `docs/ARCHITECTURE.md`).
 //!
 //! Both pools of a PostgreSQL database speak the TLS its URL asks for (`sslmode`, `sslrootcert`,
-//! `sslcert`, `sslkey`, read as libpq reads them: [`crate::pg_tls`]); a test proves it with
+//! `sslcert`, `sslkey`, read as libpq reads them: [`crate::storage::pg_tls`]); a test proves it with
 //! `pg_stat_ssl` for each pool.
 //!
 //! The SQL in this crate sticks to what both engines accept: `$n` placeholders in order,
@@ -28,9 +28,9 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
-use crate::health::{BreakerConfig, Health, ProbeConnect};
-pub use crate::health::{Ping, PingFailure};
-use crate::pg_tls::{PgTls, prepare_url};
+use crate::storage::health::{BreakerConfig, Health, ProbeConnect};
+pub use crate::storage::health::{Ping, PingFailure};
+use crate::storage::pg_tls::{PgTls, prepare_url};
 
 /// Which database engine a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -265,11 +265,14 @@ impl Database {
     /// [`Error::Database`].
     pub async fn check_connect(&self, target: &str) -> Result<(), Error> {
         use sqlx::Connection;
-        let described =
-            |source: sqlx::Error| match self.tls.as_deref().and_then(|tls| crate::pg_tls::tls_failure(&source, tls)) {
-                Some(reason) => Error::Tls { target: target.to_owned(), reason },
-                None => Error::Database { target: target.to_owned(), source },
-            };
+        let described = |source: sqlx::Error| match self
+            .tls
+            .as_deref()
+            .and_then(|tls| crate::storage::pg_tls::tls_failure(&source, tls))
+        {
+            Some(reason) => Error::Tls { target: target.to_owned(), reason },
+            None => Error::Database { target: target.to_owned(), source },
+        };
         let options = self.pool.connect_options();
         sqlx::AnyConnection::connect_with(&options).await.map_err(described)?.close().await.map_err(described)?;
         if let Some(native) = &self.native {

@@ -79,11 +79,11 @@ use serde::{Serialize, Serializer};
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::db::Database;
 use crate::error::Error;
 use crate::ids::{InvalidId, ShardId, TenantId, check_key_chars};
-use crate::records::{MAX_WRITE_ATTEMPTS, backoff};
-use crate::shard::{FencedShard, OnShard, ShardStore, plain_shard_store, shard_error};
+use crate::storage::db::Database;
+use crate::storage::records::{MAX_WRITE_ATTEMPTS, backoff};
+use crate::storage::shard::{FencedShard, OnShard, ShardStore, plain_shard_store, shard_error};
 
 /// The size of every chunk of a blob but the last (which holds the remainder, at least a byte).
 pub const BLOB_CHUNK_BYTES: usize = 256 * 1024;

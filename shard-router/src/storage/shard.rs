@@ -12,10 +12,10 @@
 //! WHERE epoch > $n)`, bound to [`FencedShard::map_epoch`]. A write that changed nothing is then
 //! either a lost race or a refusal by the fence; [`FencedShard::check_fence`] tells which.
 
-use crate::db::Database;
 use crate::error::Error;
-use crate::health::Refusal;
 use crate::ids::{CollectionName, ShardId, TenantId};
+use crate::storage::db::Database;
+use crate::storage::health::Refusal;
 
 /// A shard database and the map epoch its writes are routed on. A store on a shard holds one
 /// and reaches its pool, its id and its fence through it.
@@ -66,7 +66,7 @@ impl<'a> FencedShard<'a> {
         shard_error(self.id, source)
     }
 
-    /// A statement's refusal by the shard's [`crate::health::Health`], as an error naming it.
+    /// A statement's refusal by the shard's [`crate::storage::health::Health`], as an error naming it.
     pub fn refused(&self, refusal: Refusal) -> Error {
         match refusal {
             Refusal::Sql(source) => self.err(source),
@@ -75,7 +75,7 @@ impl<'a> FencedShard<'a> {
     }
 
     /// Runs a read that may safely run twice through the shard's health (breaker, bulkhead,
-    /// deadline, one retry on a broken connection: [`crate::health::Health::run_idempotent`]).
+    /// deadline, one retry on a broken connection: [`crate::storage::health::Health::run_idempotent`]).
     pub async fn read<T, F, Fut>(&self, statement: F) -> Result<T, Error>
     where
         F: Fn() -> Fut,
@@ -104,7 +104,7 @@ impl<'a> FencedShard<'a> {
 
     /// After a fenced write of `tenant` changed nothing: [`Error::StaleMap`] if the shard's fence
     /// is why, [`Error::TenantFenced`] if the tenant's own fence is (it is moving or has moved to
-    /// another shard: see [`crate::mover`]).
+    /// another shard: see `moves::mover`).
     pub async fn check_fences(&self, tenant: &TenantId) -> Result<(), Error> {
         self.check_fence().await?;
         match self.tenant_fence(tenant).await? {
@@ -155,6 +155,11 @@ impl<'a> FencedShard<'a> {
         let sql = format!("SELECT state FROM {table} WHERE {condition}");
         let state: Option<String> =
             self.read(|| sqlx::query_scalar(&sql).bind(value.clone()).fetch_optional(self.pool())).await?;
+        self.fence_of(state, kind)
+    }
+
+    /// The fence a `kind` fence's stored `state` names, if there is one.
+    fn fence_of(&self, state: Option<String>, kind: &str) -> Result<Option<TenantFence>, Error> {
         state
             .map(|s| {
                 TenantFence::parse(&s)
@@ -200,12 +205,7 @@ impl<'a> FencedShard<'a> {
                 binds.iter().fold(query, |q, b| q.bind(*b)).fetch_optional(self.pool())
             })
             .await?;
-        state
-            .map(|s| {
-                TenantFence::parse(&s)
-                    .ok_or_else(|| Error::Corrupt(format!("{kind} fence state {s:?} on shard {}", self.id)))
-            })
-            .transpose()
+        self.fence_of(state, kind)
     }
 
     /// After a fenced write of the record at `key` of a range-distributed collection changed
@@ -650,10 +650,10 @@ impl<'a> MoveSubject<'a> {
     }
 }
 
-/// Every statement on a shard runs through the shard's [`crate::health::Health`] (breaker,
+/// Every statement on a shard runs through the shard's [`crate::storage::health::Health`] (breaker,
 /// bulkhead, deadline), written `statement.on_shard(&shard).await`; its errors name the shard.
 pub trait OnShard<T>: std::future::Future<Output = Result<T, sqlx::Error>> + Sized {
-    /// Runs the statement on `shard` ([`crate::health::Health::run`]).
+    /// Runs the statement on `shard` ([`crate::storage::health::Health::run`]).
     fn on_shard<'s>(
         self,
         shard: &'s FencedShard<'_>,

@@ -1,7 +1,7 @@
 //! TLS to PostgreSQL as libpq's clients take it: a database URL's `sslmode`, `sslrootcert`,
 //! `sslcert` and `sslkey` (or the `PGSSLMODE`, `PGSSLROOTCERT`, `PGSSLCERT` and `PGSSLKEY`
 //! environment variables when the URL names none), for the catalog and every shard, on both pools
-//! of a database ([`crate::db`]: the engine-neutral one and the native one of bulk copies). sqlx
+//! of a database ([`crate::storage::db`]: the engine-neutral one and the native one of bulk copies). sqlx
 //! carries it out, on rustls with the ring provider.
 //!
 //! sqlx reads these parameters itself; [`prepare_url`] adds what libpq does and sqlx does not,

@@ -1,5 +1,5 @@
-//! The phases of a job that moves data ([`crate::job`] runs them), apart from the job runner, so
-//! that the catalog can read a job's phase without depending on the runner.
+//! The phases of a job that moves data (the job runner in `moves::job` runs them), apart from
+//! the runner, so that the catalog can read a job's phase without depending on it.
 
 use serde::{Deserialize, Serialize};
 

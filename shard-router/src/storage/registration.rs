@@ -12,7 +12,7 @@
 //!   PostgreSQL catalog, several instances share the shard map, and each would open a file of
 //!   its own on its own host under the same shard id.
 //! - A PostgreSQL URL's TLS parameters must be ones the gateway honours as libpq would
-//!   ([`crate::pg_tls`]): `sslmode=allow`, `sslpassword`, `sslcrl`, `sslrootcert=system` under
+//!   ([`crate::storage::pg_tls`]): `sslmode=allow`, `sslpassword`, `sslcrl`, `sslrootcert=system` under
 //!   less than `verify-full`, or an `sslcert` without its `sslkey` are refused before any
 //!   connection is made, as are files named that cannot be used. A TLS failure when the shard is
 //!   first reached (no TLS at the server, a certificate not trusted or not for the host name, a
@@ -33,9 +33,9 @@
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::clock::now_ms;
-use crate::db::{Database, Engine};
 use crate::error::Error;
 use crate::ids::ShardId;
+use crate::storage::db::{Database, Engine};
 
 /// Checks that `url` may be registered as a shard of a catalog on `catalog`: returns the
 /// shard's engine, or [`Error::InvalidDatabaseUrl`] (no known scheme, TLS parameters that cannot
@@ -45,7 +45,7 @@ pub fn check_shard_url(url: &SecretString, catalog: Engine) -> Result<Engine, Er
     let raw = url.expose_secret();
     let engine = Engine::of_url(raw)?;
     if engine == Engine::Postgres {
-        crate::pg_tls::prepare_url(raw, |var| std::env::var(var).ok())?;
+        crate::storage::pg_tls::prepare_url(raw, |var| std::env::var(var).ok())?;
     }
     if engine == Engine::Sqlite {
         if is_in_memory_sqlite(raw) {

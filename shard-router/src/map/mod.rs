@@ -4,6 +4,12 @@
 //! Routing a tenant's data is one hash-map look-up (does the tenant exist, is it pinned?) and, for
 //! unpinned tenants, one hash and one array index. [`MapSnapshot::route_tenant`] returns a [`Route`]
 //! that says which strategy decided and why, so `/v1/admin/route` can print it.
+//!
+//! The lowest room of the crate: values and pure functions only. It knows no database, no
+//! clock and no pool (the catalog loads a [`MapSnapshot`], the router keeps it), and nothing of
+//! the stores, the router or the jobs above it.
+
+pub mod hash;
 
 use std::collections::HashMap;
 
@@ -12,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use std::sync::Arc;
 
-use crate::hash::{stable_hash, tenant_vshard, vshard_of};
 use crate::ids::{ShardId, TenantId};
+use crate::map::hash::{stable_hash, tenant_vshard, vshard_of};
 
 /// Service tier of a tenant: drives limits and placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]

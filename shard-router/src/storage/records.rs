@@ -9,13 +9,12 @@
 use serde_json::value::RawValue;
 use sqlx::Row;
 
-use crate::copy::{Copied, CopyMethod, Pass, RECORDS, Selection, Window, copy_rows};
 use crate::error::Error;
 use crate::ids::{CollectionName, RecordKey, TenantId};
 use std::sync::LazyLock;
 
 use crate::map::{Route, Strategy};
-use crate::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
+use crate::storage::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
 
 /// Where a record store keeps its records, and which fences guard them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -318,6 +317,11 @@ impl<'a> ShardStore<'a> for RecordStore<'a> {
 }
 
 impl<'a> RecordStore<'a> {
+    /// The shard it works on, with the map epoch its writes are routed on.
+    pub(crate) fn fenced_shard(&self) -> FencedShard<'a> {
+        self.shard
+    }
+
     /// The store of the records placed the way `layout` says.
     pub fn in_layout(mut self, layout: Layout) -> Self {
         self.layout = layout;
@@ -352,7 +356,7 @@ impl<'a> RecordStore<'a> {
     /// changed; what is left here is an old copy, never to be read).
     async fn check_collection_moved(&self, tenant: &TenantId, collection: &CollectionName) -> Result<(), Error> {
         let fence = self.shard.collection_fence(tenant, collection, self.layout.fenced_as()).await?;
-        if fence == Some(crate::shard::TenantFence::Moved) {
+        if fence == Some(crate::storage::shard::TenantFence::Moved) {
             return Err(self.shard.collection_fenced(tenant, collection));
         }
         Ok(())
@@ -375,14 +379,14 @@ impl<'a> RecordStore<'a> {
         match self.layout {
             Layout::Home => self.shard.check_moved(addr.tenant).await,
             Layout::Hash(vshard) => {
-                if self.shard.vshard_fence(vshard).await? == Some(crate::shard::TenantFence::Moved) {
+                if self.shard.vshard_fence(vshard).await? == Some(crate::storage::shard::TenantFence::Moved) {
                     return Err(Error::VshardFenced { shard: self.shard.id().clone(), vshard });
                 }
                 Ok(())
             }
             Layout::Range => {
                 let fence = self.shard.range_fence(addr.tenant, addr.collection, addr.key.as_str()).await?;
-                if fence == Some(crate::shard::TenantFence::Moved) {
+                if fence == Some(crate::storage::shard::TenantFence::Moved) {
                     return Err(self.shard.range_fenced(addr.tenant, addr.collection));
                 }
                 Ok(())
@@ -501,18 +505,6 @@ impl<'a> RecordStore<'a> {
             Ok((version, deleted != 0))
         })
         .transpose()
-    }
-
-    /// Copies the records `selection` takes, tombstones included, to `target`, where each
-    /// replaces an older version of its key and leaves a newer one alone (see [`crate::copy`]).
-    pub async fn copy_to(
-        &self,
-        target: &RecordStore<'_>,
-        selection: Selection<'_>,
-        method: CopyMethod,
-    ) -> Result<Copied, Error> {
-        copy_rows(&RECORDS, self.shard, target.shard, &Pass { selection, window: Window::All, pace: None }, method)
-            .await
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.

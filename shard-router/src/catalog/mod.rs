@@ -1,15 +1,24 @@
 //! The catalog database: registered shards (with their URLs), the vshard table, tenants, tenant
 //! pins and the map epoch. Every change of routing state runs in one transaction that first moves
 //! the epoch on, so readers can tell maps apart and SQLite takes its write lock up front.
+//!
+//! Also the catalog's other tables: collections and their distributions, index definitions,
+//! jobs with their leases, claims ([`claims`]) and phases ([`phase`]), valet keys and grants, the
+//! audit log. It reaches its database through [`crate::storage::db`] and builds the
+//! [`MapSnapshot`] of [`crate::map`]; it knows nothing of the shard stores, the router, or the
+//! jobs that write its job rows.
+
+pub mod claims;
+pub mod phase;
 
 use secrecy::SecretString;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use crate::db::{Database, Engine};
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
+use crate::storage::db::{Database, Engine};
 
 mod collections;
 mod indexes;
@@ -22,7 +31,7 @@ pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use moves::{CancelRequest, Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
-pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};
+pub use claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};
 
 /// The audit action of a tenant's deletion ([`Catalog::tenant_was_deleted`] looks for it).
 pub const TENANT_DELETE_ACTION: &str = "tenant.delete";
@@ -172,7 +181,7 @@ impl Catalog {
     }
 
     /// Runs one catalog operation (its statements and its transaction) through the catalog
-    /// database's [`crate::health::Health`], as shard statements run through theirs: it must
+    /// database's [`crate::storage::health::Health`], as shard statements run through theirs: it must
     /// finish within the statement deadline (`storage.pool.statement_timeout`), takes a place in
     /// the catalog's bulkhead, and is refused at once while the catalog's breaker is open. So a
     /// frozen catalog costs a bounded time. Every public method runs in exactly one `guarded`
@@ -191,7 +200,7 @@ impl Catalog {
             .await;
         match outcome {
             Ok(answer) => answer,
-            Err(crate::health::Refusal::Sql(source)) => Err(catalog_err(source)),
+            Err(crate::storage::health::Refusal::Sql(source)) => Err(catalog_err(source)),
             Err(refusal) => Err(Error::CatalogRefused(refusal)),
         }
     }
@@ -302,7 +311,7 @@ impl Catalog {
 
     /// The catalog's identity: a random id written once (catalog migration 0009), which each
     /// shard database of this catalog carries in its identity marker (see
-    /// [`crate::registration`]).
+    /// [`crate::storage::registration`]).
     pub async fn identity(&self) -> Result<String, Error> {
         self.guarded(async {
             let id: String = sqlx::query_scalar("SELECT catalog_id FROM shard_map WHERE id = 1")

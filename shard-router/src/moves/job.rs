@@ -1,8 +1,8 @@
 //! What every job that moves data between shards shares (DESIGN.md §5, "Moving data"): its
 //! phases and the way [`drive`] runs them (retries, cancellation, roll back), its lease and
 //! progress in the catalog ([`JobHandle`]), and the wait for write statements that began before
-//! a fence. The tenant, vshard and range moves ([`crate::mover`]) and the change of a
-//! collection's distribution ([`crate::redistribute`]) are such jobs.
+//! a fence. The tenant, vshard and range moves ([`crate::moves::mover`]) and the change of a
+//! collection's distribution ([`crate::moves::redistribute`]) are such jobs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,16 +10,16 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-pub use crate::phase::Phase;
+pub use crate::catalog::phase::Phase;
 
 use crate::catalog::{JobRow, Lease};
 use crate::clock::now_ms;
-use crate::copy::Checksum;
-use crate::db::Engine;
 use crate::error::Error;
 use crate::ids::TenantId;
+use crate::moves::copy::Checksum;
 use crate::router::ShardRouter;
-use crate::shard::{FencedShard, OnShard};
+use crate::storage::db::Engine;
+use crate::storage::shard::{FencedShard, OnShard};
 
 /// The kind of a tenant move job.
 pub const MOVE_JOB: &str = "tenant.move";
@@ -43,7 +43,7 @@ const IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
 /// How often a failed step is tried before the move is rolled back.
 const ATTEMPTS: u32 = 3;
 
-/// Source and target checksums of each table, in [`crate::copy::TENANT_TABLES`] order.
+/// Source and target checksums of each table, in [`crate::moves::copy::TENANT_TABLES`] order.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Checksums {
     /// Per table: its name, the source's and the target's checksum.
@@ -87,7 +87,7 @@ pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {
 /// instance takes over a job whose owner is alive. When the lease is lost (another instance
 /// holds the job, or it ended), or two renewals in a row fail so that it is about to run out,
 /// `work` is dropped there and then: its statements end with their connections (a binary
-/// copy closes both, see `copy.rs` `CopyEnds`), and [`Error::JobLost`] is returned.
+/// copy closes both, see `CopyEnds` in `copy/binary.rs`), and [`Error::JobLost`] is returned.
 pub(crate) async fn keeping_lease(
     router: &ShardRouter,
     id: &str,

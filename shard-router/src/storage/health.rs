@@ -266,7 +266,7 @@ pub(crate) type ProbeConnect =
 /// Closes the idle connections of a database's pools; returns how many it closed.
 pub(crate) type CloseIdle = Arc<dyn Fn() -> usize + Send + Sync>;
 
-/// The health of one database. Shared by every clone of its [`crate::db::Database`].
+/// The health of one database. Shared by every clone of its [`crate::storage::db::Database`].
 pub struct Health {
     config: BreakerConfig,
     statement_timeout: Duration,
@@ -465,7 +465,7 @@ impl Health {
         }
     }
 
-    /// One look at the database, from the watchdog ([`crate::router::ShardRouter`] runs it every
+    /// One look at the database, from the watchdog (the router runs it every
     /// few tens of milliseconds): probes an open breaker when its interval has passed, and a
     /// closed one whose statements are stalled.
     pub fn tick(self: &Arc<Self>) {

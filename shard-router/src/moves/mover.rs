@@ -2,7 +2,7 @@
 //! in the catalog that one instance runs at a time and another takes over if that instance
 //! dies. A move takes a [`MoveSubject`]: one tenant's home data (`tenant.move`, which pins the
 //! tenant to the target), or a set of vshards owned by one shard (`vshard.move`, a step of a
-//! rebalance or drain: [`crate::rebalancer`]) — the index entries they place and the home data
+//! rebalance or drain: [`crate::moves::rebalancer`]) — the index entries they place and the home data
 //! of the unpinned tenants they place, listed once the vshards are claimed (no tenant of them
 //! is created or deleted until the move ends).
 //!
@@ -10,16 +10,16 @@
 //!
 //! 1. `copy`: whatever an earlier, rolled-back attempt left of the subject on the target is
 //!    removed, then every row of its tenants (records and their tombstones, blobs, their live
-//!    uploads and chunks: [`crate::copy::TENANT_TABLES`]) is copied, at
+//!    uploads and chunks: [`crate::moves::copy::TENANT_TABLES`]) is copied, at
 //!    `moves.copy_bytes_per_second`. A copied row replaces an older version of its key and
 //!    never a newer one, so any pass can be repeated.
 //! 2. `catch_up`: passes over the rows changed since the previous pass began, until one finds
-//!    few. "Since" is a moment on the source ([`crate::copy::Since`]): on PostgreSQL the
+//!    few. "Since" is a moment on the source ([`crate::moves::copy::Since`]): on PostgreSQL the
 //!    transactions not yet committed then (each row's `xmin` says which wrote it), exact
 //!    whatever the instances' clocks; on SQLite the rows' change times, less a margin for
 //!    instance clocks that differ (`moves.clock_margin`, 1 s). Then the settled rows (not changed
 //!    since the last pass began) are compared by checksum on both sides, still outside the
-//!    fence ([`crate::copy::split_checksums`]), so that the cut-over need only compare the rest.
+//!    fence ([`crate::moves::copy::split_checksums`]), so that the cut-over need only compare the rest.
 //! 3. `cut_over`: one more pass, and the rows it took that changed since the last comparison
 //!    are compared, still outside the fence. Then the subject is fenced on the source
 //!    ([`FencedShard::freeze`]: each tenant, and each vshard for its index entries): from now
@@ -28,8 +28,8 @@
 //!    before the fence is still running, so a write that raced the fence is in the last delta.
 //!    The last delta (the rows changed since that pass began) is read once from the source,
 //!    merged into the target and compared with what the target stored
-//!    ([`crate::copy::copy_and_compare`]; other tables, such as uploads, are copied as in any
-//!    pass and compared by [`crate::copy::split_checksums`], and a vshard's index entries are
+//!    ([`crate::moves::copy::copy_and_compare`]; other tables, such as uploads, are copied as in any
+//!    pass and compared by [`crate::moves::copy::split_checksums`], and a vshard's index entries are
 //!    copied and compared whole: they leave no tombstone when removed). If any comparison found
 //!    a difference, everything is compared; if that differs, a full pass is made and
 //!    everything compared again, and a difference then rolls the move back. Then the subject is
@@ -51,30 +51,31 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-pub use crate::job::{Announce, Checksums, MOVE_JOB, Phase, RANGE_MOVE_JOB, REDISTRIBUTE_JOB, VSHARD_MOVE_JOB};
+pub use crate::moves::job::{Announce, Checksums, MOVE_JOB, Phase, RANGE_MOVE_JOB, REDISTRIBUTE_JOB, VSHARD_MOVE_JOB};
 
 /// The kinds of job the [`Mover`] runs (and adopts when their instance stopped).
 pub const MOVE_JOB_KINDS: [&str; 4] = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB, REDISTRIBUTE_JOB];
 
-use crate::blobs::BlobStore;
 use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
-use crate::copy::{
+use crate::error::Error;
+use crate::ids::{CollectionName, ShardId, TenantId};
+use crate::map::{Distribution, ShardState};
+use crate::moves::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, RowKey, SPREAD_RECORDS, Selection, Since,
     TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, purge_rows, split_checksums,
 };
-use crate::db::Database;
-use crate::error::Error;
-use crate::ids::{CollectionName, ShardId, TenantId};
-use crate::job::{
+use crate::moves::job::{
     JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded, keeping_lease, lease_ms, new_job,
     wait_for_statements_before_the_fence,
 };
-use crate::map::{Distribution, ShardState};
-use crate::records::RecordStore;
-use crate::redistribute::{DistributionSpec, RedistributeProgress, Redistribution};
+use crate::moves::redistribute::{DistributionSpec, RedistributeProgress, Redistribution};
 use crate::router::ShardRouter;
-use crate::shard::{FencedShard, KeyRange, MoveSubject, OnShard, ShardStore};
+use crate::storage::blobs::BlobStore;
+use crate::storage::db::Database;
+use crate::storage::records::RecordStore;
+use crate::storage::shard::{FencedShard, KeyRange, MoveSubject, OnShard, ShardStore};
+use crate::topology::Topology;
 
 /// A move's progress, stored as the job's `progress` (and shown by `GET /v1/admin/jobs/{id}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -146,7 +147,7 @@ pub struct MoveProgress {
 }
 
 /// Where a move's first copy stands: it copies each table in key order, in batches that each
-/// commit on the target ([`crate::copy::copy_batch`]).
+/// commit on the target ([`crate::moves::copy::copy_batch`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirstCopy {
     /// The moment on the source the copy began at: the first catch-up pass takes the rows
@@ -335,7 +336,7 @@ impl Mover {
         let (owner, until, ranges_after) = split(&row.ranges, at, to);
         if owner == *to {
             let changed = crate::catalog::CollectionRow { ranges: ranges_after, updated_at_ms: now_ms(), ..row };
-            return Ok(RangeSplit::Switched(self.router.set_distribution(&changed, audit).await?));
+            return Ok(RangeSplit::Switched(Topology::of(&self.router).set_distribution(&changed, audit).await?));
         }
         self.check_target(to)?;
         let mut progress = MoveProgress::new(&owner, to);
@@ -423,7 +424,7 @@ impl Mover {
 
     async fn run(&self, job: JobRow) -> Result<(), Error> {
         if job.kind == REDISTRIBUTE_JOB {
-            return crate::redistribute::run(
+            return crate::moves::redistribute::run(
                 JobHandle { router: &self.router, owner: &self.owner, id: &job.id },
                 &self.announce,
                 &job,
@@ -478,7 +479,7 @@ impl Mover {
     /// Sets `row`'s distribution. If the collection holds rows that would change table (between
     /// `tenant` and `hash` or `range`), they move in a `collection.redistribute` job (claiming
     /// the tenant, and the rebalance slot when `hash` is a side); otherwise only the catalog
-    /// changes ([`crate::router::ShardRouter::set_distribution`], which refuses other changes of
+    /// changes ([`crate::topology::Topology::set_distribution`], which refuses other changes of
     /// a non-empty collection).
     pub async fn redistribute(self: &Arc<Self>, row: &CollectionRow, audit: &Audit) -> Result<Redistribution, Error> {
         self.router.refresh().await?;
@@ -495,8 +496,8 @@ impl Mover {
             return Ok(Redistribution::Switched(self.router.epoch()));
         }
         let changes_table = old != row.distribution && [old, row.distribution].contains(&Distribution::Tenant);
-        if !changes_table || self.router.count_collection_rows(tenant, collection).await? == 0 {
-            return Ok(Redistribution::Switched(self.router.set_distribution(row, audit).await?));
+        if !changes_table || Topology::of(&self.router).count_collection_rows(tenant, collection).await? == 0 {
+            return Ok(Redistribution::Switched(Topology::of(&self.router).set_distribution(row, audit).await?));
         }
         for range in &row.ranges {
             // As when the catalog alone changes: a range names a known, active shard.
@@ -612,7 +613,7 @@ impl Run<'_> {
     }
 
     /// The tables compared: those a pass copies, and index entries (copied whole under the
-    /// fence, see [`crate::copy::INDEX_ENTRIES`]).
+    /// fence, see [`crate::moves::copy::INDEX_ENTRIES`]).
     fn compared_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
         let mut tables = self.copied_tables();
         let vshards = self.subject().vshards();
@@ -880,7 +881,7 @@ impl Run<'_> {
 
     /// The last delta under the fence, every row changed since `since` (up to which everything
     /// has been compared): the tables whose rows carry their change are copied and compared in
-    /// one read of the source ([`crate::copy::copy_and_compare`]), the others copied in pages
+    /// one read of the source ([`crate::moves::copy::copy_and_compare`]), the others copied in pages
     /// (a delta is small: no staging table) and compared after. The tables go at once: until
     /// the switch nothing reads the subject on the target, so their order does not matter
     /// here. Gives the comparisons made.
@@ -907,7 +908,7 @@ impl Run<'_> {
     }
 
     /// Checksums of one part of the rows on both sides, split at `since`
-    /// ([`crate::copy::split_checksums`]): the settled part while the source still changes, or
+    /// ([`crate::moves::copy::split_checksums`]): the settled part while the source still changes, or
     /// the changed part under the fence. Tables always compared whole (index entries) are left
     /// out of the settled part and compared whole with the changed one; a table whose settled
     /// part cannot be taken apart makes the comparison fail, and its changed part is then
@@ -922,7 +923,7 @@ impl Run<'_> {
         let mut tables = Vec::new();
         let mut matched = true;
         for (table, selection) in self.compared_tables() {
-            let whole = matches!(table.rows, crate::copy::RowFilter::All);
+            let whole = matches!(table.rows, crate::moves::copy::RowFilter::All);
             if (whole && part != Part::Changed) || compared.iter().any(|(name, _, _)| name == table.name) {
                 continue;
             }

@@ -1,7 +1,7 @@
 //! Carrying out a rebalance or a drain ([`Rebalancer`]): a job in the catalog (`vshards.rebalance`) that holds the
-//! plan ([`crate::rebalance`]) and starts one move job per step — a vshard move for every vshard
+//! plan ([`crate::moves::rebalance`]) and starts one move job per step — a vshard move for every vshard
 //! that changes owner, a tenant move for every pinned tenant that leaves a draining shard — at
-//! most `parallel` at a time. Each step is an ordinary move job ([`crate::mover`]) with its own
+//! most `parallel` at a time. Each step is an ordinary move job ([`crate::moves::mover`]) with its own
 //! claim, lease, checksums and cut-over, so a step survives a crash on its own; the rebalance
 //! job only follows its steps, and is itself taken over by another instance if the one running
 //! it dies. Only one rebalance runs at a time.
@@ -21,13 +21,13 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::REBALANCE_SUBJECT;
 use crate::catalog::{Audit, JobRow, Lease};
 use crate::error::Error;
-use crate::hash::tenant_vshard;
 use crate::ids::{ShardId, TenantId};
+use crate::map::hash::tenant_vshard;
 use crate::map::{MapSnapshot, ShardState};
-use crate::mover::{MoveProgress, Mover};
-use crate::rebalance::{Balance, PinnedTenant, PlanError, PlanInput, PlanShard, ShardRole, Weights, plan};
+use crate::moves::mover::{MoveProgress, Mover};
+use crate::moves::rebalance::{Balance, PinnedTenant, PlanError, PlanInput, PlanShard, ShardRole, Weights, plan};
 use crate::router::ShardRouter;
-use crate::shard::OnShard;
+use crate::storage::shard::OnShard;
 
 /// The kind of a rebalance (or drain) job.
 pub const REBALANCE_JOB: &str = "vshards.rebalance";
@@ -230,7 +230,7 @@ impl Rebalancer {
 
     /// Runs `job` here if its lease can be taken.
     async fn adopt(self: &Arc<Self>, job: JobRow) {
-        let lease = crate::job::lease_ms(self.router());
+        let lease = crate::moves::job::lease_ms(self.router());
         match self.router().catalog().take_job_lease(&job.id, &self.mover.owner, lease).await {
             Ok(true) => {}
             Ok(false) => return,
@@ -246,7 +246,7 @@ impl Rebalancer {
         let this = self.clone();
         tokio::spawn(async move {
             let id = job.id.clone();
-            let run = crate::job::keeping_lease(this.router(), &id, &this.mover.owner, this.run(job));
+            let run = crate::moves::job::keeping_lease(this.router(), &id, &this.mover.owner, this.run(job));
             if let Err(e) = run.await {
                 tracing::warn!(job = id, error = %e, "rebalance stopped; another attempt resumes it");
             }
@@ -254,7 +254,7 @@ impl Rebalancer {
         });
     }
 
-    /// Plans a rebalance of the current map by `balance` (see [`crate::rebalance`]): `active`
+    /// Plans a rebalance of the current map by `balance` (see [`crate::moves::rebalance`]): `active`
     /// shards receive, `draining` ones give everything away, `read_only` and `offline` ones
     /// keep what they have. By bytes, a vshard weighs the live records' values and blobs of the
     /// unpinned tenants it places, a pinned tenant what it stores on its shard.
@@ -262,7 +262,7 @@ impl Rebalancer {
         self.plan(balance, None).await
     }
 
-    /// Plans the drain of shard `shard`: as [`Mover::plan_rebalance`], with `shard` draining
+    /// Plans the drain of shard `shard`: as [`Rebalancer::plan_rebalance`], with `shard` draining
     /// whatever its state says now.
     pub async fn plan_drain(&self, shard: &ShardId, balance: Balance) -> Result<PlanView, Error> {
         self.plan(balance, Some(shard)).await
@@ -345,7 +345,7 @@ impl Rebalancer {
             if state == ShardState::Offline {
                 continue;
             }
-            let shard = crate::shard::FencedShard::new(&db, &id);
+            let shard = crate::storage::shard::FencedShard::new(&db, &id);
             for sql in [
                 "SELECT tenant, CAST(SUM(LENGTH(value)) AS BIGINT) FROM records WHERE deleted = 0 GROUP BY tenant",
                 "SELECT tenant, CAST(SUM(size) AS BIGINT) FROM blobs WHERE deleted = 0 GROUP BY tenant",
@@ -445,7 +445,7 @@ impl Rebalancer {
             )
             .to_lowercase(),
         };
-        let job = crate::job::new_job(REBALANCE_JOB, None, target, &progress)?;
+        let job = crate::moves::job::new_job(REBALANCE_JOB, None, target, &progress)?;
         self.router().catalog().start_claiming_job(&job, &[REBALANCE_SUBJECT.to_owned()], audit).await?;
         self.adopt(job.clone()).await;
         Ok(Some(job))
@@ -458,7 +458,7 @@ impl Rebalancer {
         let mut cancelling = false;
         loop {
             let encoded = serde_json::to_string(&progress).map_err(|e| Error::Corrupt(e.to_string()))?;
-            let lease = crate::job::lease_ms(self.router());
+            let lease = crate::moves::job::lease_ms(self.router());
             match self.router().catalog().heartbeat_job(&job.id, &self.mover.owner, &encoded, lease).await? {
                 Lease::Lost => return Ok(()),
                 Lease::Held { cancel } if cancel && !cancelling => {
@@ -505,7 +505,7 @@ impl Rebalancer {
             match child.state.as_str() {
                 "running" => {
                     let phase = serde_json::from_str::<MoveProgress>(&child.progress).ok().map(|p| p.phase);
-                    if phase == Some(crate::job::Phase::Cleanup) {
+                    if phase == Some(crate::moves::job::Phase::Cleanup) {
                         step.state = StepState::Cleanup;
                     }
                 }
@@ -569,8 +569,8 @@ impl Rebalancer {
                 // A range an earlier run of this step moved already has no keys left to move:
                 // the split then changes nothing but the catalog, which holds it there already.
                 match self.mover.split_range_for(&tenant, &collection, from, &to, Some(parent), &audit).await {
-                    Ok(crate::mover::RangeSplit::Switched(_)) => return Ok(None),
-                    Ok(crate::mover::RangeSplit::Moving(job)) => Ok(job),
+                    Ok(crate::moves::mover::RangeSplit::Switched(_)) => return Ok(None),
+                    Ok(crate::moves::mover::RangeSplit::Moving(job)) => Ok(job),
                     Err(e) => Err(e),
                 }
             }
@@ -679,7 +679,7 @@ fn parent_of(job: &JobRow) -> Option<String> {
 fn step_name(step: &Step) -> String {
     match (step.vshards.as_slice(), &step.tenant) {
         ([_, ..], _) => {
-            format!("vshards:{} {} -> {}", crate::mover::vshard_list(&step.vshards), step.from, step.to)
+            format!("vshards:{} {} -> {}", crate::moves::mover::vshard_list(&step.vshards), step.from, step.to)
         }
         ([], Some(tenant)) => match &step.range {
             Some((collection, from)) => format!("range:{tenant}/{collection}@{from:?} {} -> {}", step.from, step.to),

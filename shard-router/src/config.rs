@@ -1,0 +1,112 @@
+//! The `[storage]` configuration section: where the catalog and the shards are, the pools to
+//! them, and how data moves between shards. Read by start-up ([`crate::startup`]) and by the jobs
+//! (through [`crate::router::ShardRouter::move_config`]); it knows nothing else.
+
+use std::time::Duration;
+
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use crate::ids::ShardId;
+use crate::storage::db::PoolConfig;
+
+/// The `[storage]` configuration section.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageConfig {
+    /// Catalog database URL (`postgres://...` or `sqlite://...`). Default: unset, which means the
+    /// embedded default: a SQLite catalog at `<data_dir>/catalog.db`.
+    pub catalog_url: Option<SecretString>,
+    /// Shards registered at start-up if the catalog does not have them yet. On a new catalog the
+    /// vshards are spread evenly over them. Default: none (and, on the embedded default,
+    /// `embedded_shards` SQLite shards in `<data_dir>/shards/`).
+    pub shards: Vec<ShardSeed>,
+    /// How many SQLite shards the embedded default creates on first start. Default 4.
+    pub embedded_shards: u16,
+    /// Connection pools, per database.
+    pub pool: PoolConfig,
+    /// Apply catalog and shard migrations when the server starts. Default true.
+    pub migrate_on_start: bool,
+    /// How data moves between shards.
+    pub moves: MoveConfig,
+    /// How long a listing of a distributed collection waits for each shard before it answers
+    /// without that shard's records (reporting it). Default 2 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub fan_out_deadline: Duration,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            catalog_url: None,
+            shards: Vec::new(),
+            embedded_shards: 4,
+            pool: PoolConfig::default(),
+            migrate_on_start: true,
+            moves: MoveConfig::default(),
+            fan_out_deadline: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The `[storage.moves]` configuration section: how tenants move between shards.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MoveConfig {
+    /// How long a request for a tenant in its cut-over waits for the tenant's new shard before
+    /// 503 `tenant_moving`. Default 2 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub cutover_wait: Duration,
+    /// The copy's speed limit in bytes per second, so a move cannot starve the shards' regular
+    /// traffic (0: no limit). Default 4 MiB/s: measured by `bench/src/bin/moves.rs` on two
+    /// cores, the other tenants' p99 stays near its level before the move; unthrottled, it
+    /// rises by more than half.
+    pub copy_bytes_per_second: u64,
+    /// How long the old copy of a moved tenant stays on its old shard (for downloads still
+    /// streaming from it) before it is removed. Default 60 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub cleanup_grace: Duration,
+    /// How long an instance holds a job it runs without renewing; another instance takes over a
+    /// job whose holder stopped renewing (crashed) after this. Default 5 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub lease: Duration,
+    /// A pause at every phase boundary of a move, for tests that stop an instance in a given
+    /// phase. Default 0 (none).
+    #[serde(with = "crate::humantime_serde")]
+    pub phase_pause: Duration,
+    /// On SQLite shards, how far apart the clocks of the instances (and a write's time stamp and
+    /// its commit) may be: a catch-up pass takes the rows changed since the previous one began,
+    /// less this. PostgreSQL shards need no margin: there a pass takes the rows of the
+    /// transactions not yet committed when the previous one began. Default 1 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub clock_margin: Duration,
+    /// About how many bytes one batch of a move's first copy takes. Each batch commits on the
+    /// target and the job remembers where it stands, so a copy taken over by another instance
+    /// (the one running it crashed or lost the catalog) resumes after the last batch rather
+    /// than from the start. Default 16 MiB: four seconds at the default pace.
+    pub copy_batch_bytes: u64,
+}
+
+impl Default for MoveConfig {
+    fn default() -> Self {
+        Self {
+            cutover_wait: Duration::from_secs(2),
+            copy_bytes_per_second: 4 << 20,
+            cleanup_grace: Duration::from_secs(60),
+            lease: Duration::from_secs(5),
+            phase_pause: Duration::ZERO,
+            clock_margin: Duration::from_secs(1),
+            copy_batch_bytes: 16 << 20,
+        }
+    }
+}
+
+/// A shard named in configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardSeed {
+    /// Its id.
+    pub id: ShardId,
+    /// Its URL (kept secret).
+    pub url: SecretString,
+}

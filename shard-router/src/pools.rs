@@ -1,0 +1,248 @@
+//! The connection pools of one instance to its shards: one [`Database`] per registered shard
+//! this instance uses, and the registered shards it does not use (quarantined: their database
+//! carries another shard's identity marker), with the reason. Pools follow the catalog's list of
+//! shards, and each PostgreSQL server's connection budget is shared out among the pools on it.
+//!
+//! It knows the catalog (to read the shards' URLs) and the stores below; nothing of routing
+//! decisions, topology changes or jobs.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::catalog::{Catalog, ShardRow};
+use crate::error::Error;
+use crate::ids::ShardId;
+use crate::map::{MapSnapshot, ShardState};
+use crate::storage::db::{Database, Engine, PoolConfig, Schema, server_of};
+use crate::storage::registration::{Claim, claim_identity, release_identity};
+
+/// How long registering a shard may take to connect and migrate it.
+pub(crate) const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The shard pools of this instance.
+#[derive(Debug)]
+pub struct ShardPools {
+    pools: RwLock<HashMap<ShardId, Database>>,
+    /// Registered shards this instance does not use, with the reason: their database carries
+    /// another shard's identity marker (see [`crate::storage::registration`]). They have no pool.
+    quarantined: RwLock<HashMap<ShardId, String>>,
+    /// The catalog's identity, which every shard database of it carries in its marker.
+    catalog_id: String,
+    config: PoolConfig,
+}
+
+impl ShardPools {
+    /// The pools opened at start-up, and the shards left out.
+    pub(crate) fn new(
+        pools: HashMap<ShardId, Database>,
+        quarantined: HashMap<ShardId, String>,
+        catalog_id: String,
+        config: PoolConfig,
+    ) -> Self {
+        Self { pools: RwLock::new(pools), quarantined: RwLock::new(quarantined), catalog_id, config }
+    }
+
+    /// The catalog's identity, which every shard database of it carries in its marker.
+    pub fn catalog_id(&self) -> &str {
+        &self.catalog_id
+    }
+
+    /// The pool settings (`storage.pool`), before a server's budget is shared out.
+    pub fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+
+    /// The pool of shard `id`; [`Error::ShardQuarantined`] if this instance does not use it.
+    pub fn get(&self, id: &ShardId) -> Result<Database, Error> {
+        if let Some(db) = self.pools.read().get(id) {
+            return Ok(db.clone());
+        }
+        match self.quarantined.read().get(id) {
+            Some(reason) => Err(Error::ShardQuarantined { shard: id.clone(), reason: reason.clone() }),
+            None => Err(Error::ShardNotFound(id.clone())),
+        }
+    }
+
+    /// Every open pool (for `shardgate migrate`).
+    pub fn all(&self) -> HashMap<ShardId, Database> {
+        self.pools.read().clone()
+    }
+
+    /// Every pool of a shard in `map`, with the shard's state, in the map's order.
+    pub fn with_states(&self, map: &MapSnapshot) -> Vec<(ShardId, ShardState, Database)> {
+        let pools = self.pools.read();
+        map.shards.iter().filter_map(|s| pools.get(&s.id).map(|db| (s.id.clone(), s.state, db.clone()))).collect()
+    }
+
+    /// The registered shards this instance does not use, with the reason (for readiness).
+    pub fn quarantined(&self) -> Vec<(ShardId, String)> {
+        let mut shards: Vec<_> = self.quarantined.read().iter().map(|(id, r)| (id.clone(), r.clone())).collect();
+        shards.sort();
+        shards
+    }
+
+    /// Why this instance does not use shard `id`, if it does not.
+    pub fn problem(&self, id: &ShardId) -> Option<String> {
+        self.quarantined.read().get(id).cloned()
+    }
+
+    /// One look at the health of every shard database.
+    pub fn tick(&self) {
+        for db in self.pools.read().values() {
+            db.health().tick();
+        }
+    }
+
+    /// Adds the pool of a newly registered shard.
+    pub(crate) fn insert(&self, id: ShardId, db: Database) {
+        self.pools.write().insert(id, db);
+    }
+
+    /// Forgets an unregistered shard; returns its pool, if it had one.
+    pub(crate) fn remove(&self, id: &ShardId) -> Option<Database> {
+        self.quarantined.write().remove(id);
+        self.pools.write().remove(id)
+    }
+
+    /// Opens a shard database to register it as `id` (see [`connect_shard`]).
+    pub(crate) async fn connect(&self, id: &ShardId, url: &SecretString) -> Result<(Database, Claim), Error> {
+        connect_shard(id, url, &self.config, &self.catalog_id).await
+    }
+
+    /// Opens pools for shards another instance registered (`catalog` lists their URLs), closes
+    /// pools of removed shards.
+    pub(crate) async fn sync(&self, map: &MapSnapshot, catalog: &Catalog) {
+        self.quarantined.write().retain(|id, _| map.shard(id.as_str()).is_some());
+        let missing: Vec<ShardId> = map
+            .shards
+            .iter()
+            .filter(|s| !self.pools.read().contains_key(&s.id) && !self.quarantined.read().contains_key(&s.id))
+            .map(|s| s.id.clone())
+            .collect();
+        if !missing.is_empty()
+            && let Ok(rows) = catalog.list_shards().await
+        {
+            for row in rows.into_iter().filter(|r| missing.contains(&r.id)) {
+                match Database::open(&row.url, &self.config) {
+                    Ok(db) => {
+                        self.pools.write().insert(row.id, db);
+                    }
+                    Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
+                }
+            }
+        }
+        let removed: Vec<Database> = {
+            let mut pools = self.pools.write();
+            let gone: Vec<ShardId> = pools.keys().filter(|id| map.shard(id.as_str()).is_none()).cloned().collect();
+            gone.iter().filter_map(|id| pools.remove(id)).collect()
+        };
+        let changed = !missing.is_empty() || !removed.is_empty();
+        for db in removed {
+            db.close().await;
+        }
+        if changed {
+            self.rebalance(catalog).await;
+        }
+    }
+
+    /// Gives every shard pool its share of its server's connection budget again
+    /// (`storage.pool.max_connections_per_server`), after shards came or went. A pool whose share
+    /// changed is replaced by one of the new size with the same health; the old one closes when
+    /// the statements still using it are done.
+    pub(crate) async fn rebalance(&self, catalog: &Catalog) {
+        let rows = match catalog.list_shards().await {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list shards to share out connections");
+                return;
+            }
+        };
+        let sharing = pools_per_server(&rows);
+        let mut pools = self.pools.write();
+        for row in rows {
+            let config = pool_share(&self.config, &row.url, &sharing);
+            let Some(db) = pools.get(&row.id) else { continue };
+            if db.engine != Engine::Postgres || db.max_connections() == config.max_connections {
+                continue;
+            }
+            match db.resized(&row.url, &config) {
+                Ok(resized) => {
+                    tracing::info!(shard = %row.id, connections = config.max_connections, "shard pool resized");
+                    pools.insert(row.id, resized);
+                }
+                Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot resize a shard pool"),
+            }
+        }
+    }
+
+    /// Erases shard `id`'s identity marker from its database, so the database may be registered
+    /// again under any id. Best effort: if it fails, the database can be registered again under
+    /// `id` only.
+    pub(crate) async fn release_marker(&self, db: &Database, id: &ShardId) {
+        match tokio::time::timeout(self.config.probe_timeout, release_identity(db, id, &self.catalog_id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not erase the shard's identity marker"),
+            Err(_) => tracing::warn!(shard = %id, "erasing the shard's identity marker timed out"),
+        }
+    }
+}
+
+/// How many shard pools each PostgreSQL server holds.
+pub(crate) fn pools_per_server(rows: &[ShardRow]) -> HashMap<String, usize> {
+    let mut sharing = HashMap::new();
+    for server in rows.iter().filter_map(|row| server_of(&row.url)) {
+        *sharing.entry(server).or_insert(0) += 1;
+    }
+    sharing
+}
+
+/// The pool settings of the shard at `url`: its share of its server's budget.
+pub(crate) fn pool_share(config: &PoolConfig, url: &SecretString, sharing: &HashMap<String, usize>) -> PoolConfig {
+    match server_of(url).and_then(|server| sharing.get(&server).copied()) {
+        Some(pools) => config.share_of_server(pools),
+        None => config.clone(),
+    }
+}
+
+/// Opens a shard database to register it as `id`: checks it answers, applies the shard
+/// migrations and claims it with the identity marker `(catalog_id, id)` (see
+/// [`crate::storage::registration`]); the caller decides what another marker means.
+pub(crate) async fn connect_shard(
+    id: &ShardId,
+    url: &SecretString,
+    pool: &PoolConfig,
+    catalog_id: &str,
+) -> Result<(Database, Claim), Error> {
+    let unreachable = |reason: String| Error::ShardUnreachable {
+        shard: id.clone(),
+        reason: reason.replace(url.expose_secret(), "<url>"),
+    };
+    let target = format!("shard {id}");
+    let db = Database::open(url, pool).map_err(|e| e.tls_to(&target))?;
+    let connect = async {
+        // First contact on its own, so that a TLS failure is told as one (a migration's error
+        // is text only).
+        db.check_connect(&target).await?;
+        db.migrate(Schema::Shard).await?;
+        claim_identity(&db, id, catalog_id).await
+    };
+    let outcome = tokio::time::timeout(REGISTER_TIMEOUT, connect).await;
+    match outcome {
+        Ok(Ok(claim)) => Ok((db, claim)),
+        Ok(Err(e @ Error::Tls { .. })) => {
+            db.close().await;
+            Err(e)
+        }
+        Ok(Err(e)) => {
+            db.close().await;
+            Err(unreachable(e.to_string()))
+        }
+        Err(_) => {
+            db.close().await;
+            Err(unreachable("timed out connecting and migrating".to_owned()))
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! One shard database and what is stored on it: the connection pools ([`db`], with TLS as
+//! libpq takes it: [`pg_tls`]), each database's health (deadlines, bulkhead, breaker:
+//! [`health`]), the write fences ([`shard`]), records ([`records`]) and blobs ([`blobs`]), and
+//! what makes a database safe to be a shard ([`registration`]). The catalog's database is opened
+//! with the same [`db::Database`].
+//!
+//! It knows nothing of the catalog, the router or the jobs that move data: a store is handed a
+//! pool, a shard id and the epoch a request was routed on, and answers for that one database.
+//! The shard map's values ([`crate::map`]) are the only room below it.
+
+pub mod blobs;
+pub mod db;
+pub mod health;
+pub mod pg_tls;
+pub mod records;
+pub mod registration;
+pub mod shard;

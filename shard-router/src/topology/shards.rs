@@ -1,0 +1,175 @@
+//! Shards: registering, changing state, removing, and their statistics.
+
+use secrecy::SecretString;
+
+use super::Topology;
+use crate::catalog::{Audit, ShardRow};
+use crate::clock::now_ms;
+use crate::error::Error;
+use crate::ids::ShardId;
+use crate::map::{ShardEntry, ShardState};
+use crate::storage::health::HealthReport;
+use crate::storage::records::RecordStore;
+use crate::storage::registration::{Claim, check_shard_url};
+use crate::storage::shard::ShardStore;
+
+/// A registered shard with its statistics.
+#[derive(Debug, Clone)]
+pub struct ShardStats {
+    /// The catalog row.
+    pub shard: ShardRow,
+    /// vshards it owns.
+    pub vshards: u64,
+    /// Tenants whose home it is (pinned or hashed).
+    pub tenants: u64,
+    /// Tenants pinned to it.
+    pub pinned_tenants: u64,
+    /// Live records on it; `None` when it cannot be counted (offline or unreachable).
+    pub records: Option<u64>,
+    /// Its database's health on this instance; `None` when no pool is open for it.
+    pub health: Option<HealthReport>,
+    /// Why this instance does not use it, if it does not (its database carries another shard's
+    /// identity marker).
+    pub problem: Option<String>,
+}
+
+impl Topology<'_> {
+    /// Registers a shard by URL: checks the URL ([`check_shard_url`]), connects, migrates,
+    /// writes the shard's identity marker into the database (refused if it carries another
+    /// one), then records it in the catalog. The first shard of an empty catalog takes every
+    /// vshard.
+    pub async fn register_shard(&self, id: ShardId, url: SecretString, audit: &Audit) -> Result<ShardRow, Error> {
+        let engine = check_shard_url(&url, self.router.catalog().database().engine)
+            .map_err(|e| e.tls_to(format!("shard {id}")))?;
+        let _guard = self.router.lock_admin().await;
+        if self.router.read_map().shard(id.as_str()).is_some() {
+            return Err(Error::ShardExists(id));
+        }
+        let (db, claim) = self.router.pools().connect(&id, &url).await?;
+        let registered = |other: &str| self.router.read_map().shard(other).is_some();
+        if let Err(e) = claim.refuse_other(&id, self.router.pools().catalog_id(), registered) {
+            db.close().await;
+            return Err(e);
+        }
+        let now = now_ms();
+        let row =
+            ShardRow { id: id.clone(), url, engine, state: ShardState::Active, created_at_ms: now, updated_at_ms: now };
+        let (epoch, took_vshards) = match self.router.catalog().insert_shard(&row, true, audit).await {
+            Ok(inserted) => inserted,
+            Err(e) => {
+                if claim == Claim::Written {
+                    self.router.pools().release_marker(&db, &id).await;
+                }
+                db.close().await;
+                return Err(e);
+            }
+        };
+        self.router.pools().insert(id.clone(), db);
+        self.router.pools().rebalance(self.router.catalog()).await;
+        let mut map = self.router.write_map();
+        map.shards.push(ShardEntry { id, state: ShardState::Active });
+        if took_vshards {
+            let index = (map.shards.len() - 1) as u16;
+            map.vshards = vec![index; map.vshard_count as usize];
+        }
+        map.epoch = epoch;
+        Ok(row)
+    }
+
+    /// One shard with statistics.
+    pub async fn shard_stats(&self, id: &ShardId) -> Result<ShardStats, Error> {
+        self.stats_of(|row| &row.id == id).await?.pop().ok_or_else(|| Error::ShardNotFound(id.clone()))
+    }
+
+    /// Every registered shard with statistics, ordered by id.
+    pub async fn all_shard_stats(&self) -> Result<Vec<ShardStats>, Error> {
+        self.stats_of(|_| true).await
+    }
+
+    /// Statistics of the shards `wanted` picks: one catalog read and one pass over the tenant
+    /// directory for all of them, then the record counts concurrently.
+    async fn stats_of(&self, wanted: impl Fn(&ShardRow) -> bool) -> Result<Vec<ShardStats>, Error> {
+        let rows: Vec<ShardRow> =
+            self.router.catalog().list_shards().await?.into_iter().filter(|r| wanted(r)).collect();
+        let counts: Vec<(u64, u64, u64)> = self.router.with_map(|map| {
+            let vshards = map.vshards_per_shard();
+            let tenants = map.tenants_per_shard();
+            rows.iter()
+                .map(|row| match map.shard_index(row.id.as_str()) {
+                    Some(i) => {
+                        let pinned = map.tenants.values().filter(|t| t.pin == Some(i)).count();
+                        (vshards[usize::from(i)] as u64, tenants[usize::from(i)] as u64, pinned as u64)
+                    }
+                    None => (0, 0, 0),
+                })
+                .collect()
+        });
+        let records = futures::future::join_all(rows.iter().map(|row| self.count_records(row))).await;
+        Ok(rows
+            .into_iter()
+            .zip(counts)
+            .zip(records)
+            .map(|((shard, (vshards, tenants, pinned_tenants)), records)| ShardStats {
+                health: self.router.shard_db(&shard.id).ok().map(|db| db.health().report()),
+                problem: self.router.pools().problem(&shard.id),
+                shard,
+                vshards,
+                tenants,
+                pinned_tenants,
+                records,
+            })
+            .collect())
+    }
+
+    /// Live records on a shard; `None` when it is offline or does not answer in time.
+    async fn count_records(&self, shard: &ShardRow) -> Option<u64> {
+        if shard.state == ShardState::Offline {
+            return None;
+        }
+        let db = self.router.shard_db(&shard.id).ok()?;
+        let store = RecordStore::new(&db, &shard.id);
+        match tokio::time::timeout(self.router.pools().config().probe_timeout, store.count_live()).await {
+            Ok(Ok(count)) => Some(count),
+            Ok(Err(e)) => {
+                tracing::warn!(shard = %shard.id, error = %e, "could not count records");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Changes a shard's state; requests see it at once.
+    pub async fn set_shard_state(&self, id: &ShardId, state: ShardState, audit: &Audit) -> Result<(), Error> {
+        let _guard = self.router.lock_admin().await;
+        let epoch = self.router.catalog().set_shard_state(id, state, now_ms(), audit).await?;
+        if !matches!(state, ShardState::Active | ShardState::Draining) {
+            // Instances still routing on older maps must not write here any more.
+            self.raise_fence_on(id, epoch).await;
+        }
+        let mut map = self.router.write_map();
+        if let Some(index) = map.shard_index(id.as_str()) {
+            map.shards[usize::from(index)].state = state;
+        }
+        map.epoch = epoch;
+        Ok(())
+    }
+
+    /// Unregisters a shard that owns no vshard and no pinned tenant, and closes its pool.
+    pub async fn remove_shard(&self, id: &ShardId, audit: &Audit) -> Result<(), Error> {
+        let _guard = self.router.lock_admin().await;
+        if let Some(held) = self.range_kept_on(|shard| &shard.id == id) {
+            return Err(Error::ShardHoldsRange(held));
+        }
+        self.router.catalog().delete_shard(id, audit).await?;
+        // Indexes shift when a shard leaves the list: reload rather than patch.
+        let map = self.router.catalog().load_map().await?;
+        *self.router.write_map() = map;
+        let db = self.router.pools().remove(id);
+        if let Some(db) = db {
+            self.router.pools().release_marker(&db, id).await;
+            db.close().await;
+        }
+        self.router.pools().rebalance(self.router.catalog()).await;
+        Ok(())
+    }
+}
