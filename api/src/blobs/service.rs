@@ -2,7 +2,7 @@
 //! ([`store_blob`]: streaming an upload into chunks, hashing as it goes, with a size limit and
 //! nothing left behind on failure) and serving one ([`serve_blob`]: `ETag`, `If-None-Match`, a
 //! single `Range`, chunks streamed a window at a time through the
-//! [`ChunkCache`](crate::blobs::chunk_cache::ChunkCache)), and the [`BlobInfo`] both answer with.
+//! [`ChunkCache`]), and the [`BlobInfo`] both answer with.
 //!
 //! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
 //! into a [`BlobPath`]; `%2F` is therefore the same as `/` (a separator, not part of a segment
