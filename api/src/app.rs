@@ -8,10 +8,10 @@ use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::{ShardRouter, Tier, Topology};
 
-use crate::bulkhead::{Bulkheads, Compartment, Slot};
-use crate::config::LimitsConfig;
-use crate::error::ApiError;
-use crate::metrics::Metrics;
+use crate::observability::metrics::Metrics;
+use crate::server::bulkhead::{Bulkheads, Compartment, Slot};
+use crate::startup::config::LimitsConfig;
+use crate::wire::error::ApiError;
 
 /// Shared state of one gateway instance.
 #[derive(Debug)]
@@ -21,17 +21,17 @@ pub struct App {
     /// Record cache.
     pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
     /// Authentication and rate limits.
-    pub gate: crate::admission::Gate,
+    pub gate: crate::server::admission::Gate,
     /// In trusted mode (behind `shardgate gatekeeper`): the key of the internal credential.
     pub trusted: Option<shardgate_gatekeeper::internal::InternalKey>,
     /// Request limits.
     pub limits: LimitsConfig,
     /// Blob limits.
-    pub blobs: crate::config::BlobsConfig,
+    pub blobs: crate::startup::config::BlobsConfig,
     /// Blob chunks recently downloaded.
-    pub chunks: crate::chunk_cache::ChunkCache,
+    pub chunks: crate::blobs::chunk_cache::ChunkCache,
     /// Valet key settings (`public_url` resolved).
-    pub valet: crate::config::ValetConfig,
+    pub valet: crate::startup::config::ValetConfig,
     /// Secondary indexes: definitions, entries, look-ups, jobs and their metrics.
     pub indexes: Arc<IndexTables>,
     /// Runs the tenant moves this instance holds (and takes over those of crashed instances).
@@ -39,13 +39,13 @@ pub struct App {
     /// Runs the rebalances and drains this instance holds (their steps run on `mover`).
     pub rebalancer: Arc<shardgate_shard_router::rebalancer::Rebalancer>,
     /// Valet signing keys seen by this instance (the catalog's, cached).
-    pub signing_keys: crate::signing_keys::SigningKeys,
-    /// The catalog's answers for valet grants, kept briefly (`valet_checks.rs`).
-    pub valet_checks: crate::valet_checks::ValetChecks,
+    pub signing_keys: crate::valet::signing_keys::SigningKeys,
+    /// The catalog's answers for valet grants, kept briefly (`valet/checks.rs`).
+    pub valet_checks: crate::valet::checks::ValetChecks,
     /// Refused valet requests, by code.
-    pub valet_refusals: crate::valet_refusals::RefusalCounter,
-    /// The audit rows of valet requests, queued and written in batches (`valet_audit.rs`).
-    pub valet_audit: crate::valet_audit::ValetAudit,
+    pub valet_refusals: crate::valet::refusals::RefusalCounter,
+    /// The audit rows of valet requests, queued and written in batches (`valet/audit.rs`).
+    pub valet_audit: crate::valet::audit::ValetAudit,
     /// Prometheus metrics.
     pub metrics: std::sync::Arc<Metrics>,
     /// The clock valet keys are issued and checked with (the system's, unless a test injects one).
@@ -60,9 +60,9 @@ pub struct App {
     pub fan_outs: Bulkheads,
     /// Shard reads per second of each tenant's listings of distributed collections
     /// (`fan_out_budget.rs`).
-    pub fan_out_budget: crate::fan_out_budget::FanOutBudget,
+    pub fan_out_budget: crate::server::fan_out_budget::FanOutBudget,
     /// The idle limit of blob and valet transfers (`transfer_watch.rs`).
-    pub transfers: crate::transfer_watch::TransferWatch,
+    pub transfers: crate::server::transfer_watch::TransferWatch,
 }
 
 impl App {
@@ -84,7 +84,7 @@ impl App {
     /// tier (`limits.tenant_concurrent_requests`; a tenant this instance does not know, and a
     /// token without a tenant, get the `standard` cap), `limits.anonymous_concurrent_requests`
     /// for requests without a valid token; never more than half the instance's cap
-    /// ([`crate::config::LimitsConfig::compartment_bound`]). Refused at once (429) when the
+    /// ([`crate::startup::config::LimitsConfig::compartment_bound`]). Refused at once (429) when the
     /// compartment is full.
     pub fn enter_bulkhead(&self, compartment: Compartment) -> Result<Slot, ApiError> {
         let cap = match &compartment {
@@ -116,7 +116,7 @@ impl App {
 
     /// After a grant revocation or key retirement committed (moving the valet generation on),
     /// and before it is acknowledged: drops this instance's valet checks and tells the others to
-    /// re-read the catalog's counters now (they also poll it; see `valet_checks.rs` for the bound).
+    /// re-read the catalog's counters now (they also poll it; see `valet/checks.rs` for the bound).
     pub async fn announce_valet_change(&self) {
         self.valet_checks.drop_all();
         self.cache.announce_epoch(self.router.epoch()).await;

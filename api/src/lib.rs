@@ -6,46 +6,28 @@
 //! (secondary indexes) and `gatekeeper` (authentication), and is the only crate that turns
 //! errors into responses.
 //!
-//! Find the code for a URL in [`routes`].
+//! Its rooms (a request meets [`server`] first, then its handler in [`routes`], which uses the
+//! rooms below it):
+//! - [`server`]: the plumbing every request passes, from the socket to the handler's deadline
+//!   (connections, TLS, the edge, the front door, admission, bulkheads, deadlines);
+//! - [`routes`]: one module per URL family; find the code for a URL there;
+//! - [`wire`]: what requests and answers look like (errors as problem+json, extractors, bodies,
+//!   headers, the OpenAPI document);
+//! - [`valet`] and [`blobs`]: the services below the valet and blob routes;
+//! - [`app`]: the state every handler shares;
+//! - [`observability`]: logs and metrics;
+//! - [`startup`]: configuration, the command line, and the assembly of the rest into a running
+//!   gateway or standalone gatekeeper.
 
-pub mod admission;
 pub mod app;
-pub mod blob_service;
-pub mod bulkhead;
-pub mod chunk_cache;
-pub mod cli;
-pub mod config;
-pub mod config_error;
-pub mod connections;
-pub mod deadline;
-pub mod edge;
-pub mod embedded;
-pub mod envelope;
-pub mod error;
-pub mod extract;
-pub mod fan_out_budget;
-pub mod fault_points;
-pub mod front_door;
-pub mod gatekeeper_proxy;
-pub mod json_newline;
-pub mod metrics;
-pub mod openapi;
-pub mod pagination;
-pub mod preconditions;
-pub mod record_body;
-pub mod routed_epoch;
+pub mod blobs;
+pub mod observability;
 pub mod routes;
-pub mod shard_metrics;
-pub mod signing_keys;
+pub mod server;
 pub mod startup;
-pub mod telemetry;
-pub mod timestamps;
-pub mod tls;
-pub mod transfer_watch;
-pub mod valet_audit;
-pub mod valet_checks;
-pub mod valet_refusals;
-pub mod valet_service;
+pub mod valet;
+pub mod wire;
 
-pub use config::Config;
-pub use startup::{Application, openapi_document};
+pub use startup::application::{Application, openapi_document};
+pub use startup::config::{self, Config};
+pub use startup::gatekeeper_proxy::Gatekeeper;

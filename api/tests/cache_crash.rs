@@ -2,7 +2,7 @@
 //! invalidated the cache leaves no stale copy behind: the other instance (with Redis and its own
 //! L1) serves the committed version at once, before and after the write's mark expires, and a
 //! conditional write on the version it reads succeeds. The crash is placed exactly with the
-//! `record_committed` fault point (`api/src/fault_points.rs`).
+//! `record_committed` fault point (`api/src/server/fault_points.rs`).
 
 use std::time::Duration;
 

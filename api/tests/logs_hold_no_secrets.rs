@@ -37,7 +37,7 @@ const SECRET: &str = "log-test-secret-0123456789abcdef0123";
 async fn no_log_line_holds_a_token_cookie_or_signature() {
     let logs = Captured::default();
     let log = LogConfig { filter: "trace".to_owned(), format: LogFormat::Text };
-    shardgate_api::telemetry::init_with_writer(&log, logs.clone());
+    shardgate_api::observability::telemetry::init_with_writer(&log, logs.clone());
 
     let dir = tempfile::tempdir().unwrap();
     let mut config =

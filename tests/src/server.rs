@@ -5,8 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use shardgate_api::config::GatekeeperConfig;
-use shardgate_api::gatekeeper_proxy::Gatekeeper;
-use shardgate_api::{Application, Config};
+use shardgate_api::{Application, Config, Gatekeeper};
 use tokio::sync::oneshot;
 
 use crate::clock::TestClock;

@@ -1,6 +1,6 @@
 //! `/v1/tenants/{tenant}/blobs[/{path}]`: binary objects on the tenant's home shard, streamed in
 //! and out in chunks, with a strong `ETag` (the SHA-256), `If-Match` / `If-None-Match` and
-//! single `Range` requests. Storing and serving live in [`crate::blob_service`], shared with the
+//! single `Range` requests. Storing and serving live in [`crate::blobs::service`], shared with the
 //! valet endpoint.
 
 use std::sync::Arc;
@@ -16,13 +16,13 @@ use shardgate_shard_router::{Access, TenantId, now_ms};
 use utoipa::IntoParams;
 
 use crate::app::App;
-use crate::blob_service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
-use crate::error::ApiError;
-use crate::extract::{ApiPath, ApiQuery, Caller};
-use crate::openapi::errors;
-use crate::pagination::{Page, decode_cursor, page_limit};
-use crate::preconditions::{Precondition, precondition};
-use crate::routed_epoch::RoutedEpoch;
+use crate::blobs::service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
+use crate::wire::error::ApiError;
+use crate::wire::extract::{ApiPath, ApiQuery, Caller};
+use crate::wire::openapi::errors;
+use crate::wire::pagination::{Page, decode_cursor, page_limit};
+use crate::wire::preconditions::{Precondition, precondition};
+use crate::wire::routed_epoch::RoutedEpoch;
 
 /// Path of one blob.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -18,13 +18,13 @@ use shardgate_shard_router::{CollectionName, Incarnation, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, Code, invalid_path};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
-use crate::openapi::errors;
-use crate::pagination::{Page, page_limit};
-use crate::routed_epoch::RoutedEpoch;
-use crate::timestamps::rfc3339;
+use crate::wire::envelope::RecordEnvelope;
+use crate::wire::error::{ApiError, Code, invalid_path};
+use crate::wire::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
+use crate::wire::openapi::errors;
+use crate::wire::pagination::{Page, page_limit};
+use crate::wire::routed_epoch::RoutedEpoch;
+use crate::wire::timestamps::rfc3339;
 
 /// Body of `PUT .../indexes/{index}`.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -20,16 +20,16 @@ use shardgate_shard_router::{Access, CollectionName, Distribution, RecordKey, Ro
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::envelope::RecordEnvelope;
-use crate::error::{ApiError, Code, ShardFailureReason, invalid_path};
-use crate::extract::{ApiPath, ApiQuery, Caller, require_json};
-use crate::fault_points;
-use crate::json_newline::{json_line, json_line_response};
-use crate::openapi::errors;
-use crate::pagination::{Page, decode_key_cursor, page_limit};
-use crate::preconditions::{IfNoneMatch, Precondition, precondition};
-use crate::record_body::parse_record_body;
-use crate::routed_epoch::{RoutedEpoch, ServedOn};
+use crate::server::fault_points;
+use crate::wire::envelope::RecordEnvelope;
+use crate::wire::error::{ApiError, Code, ShardFailureReason, invalid_path};
+use crate::wire::extract::{ApiPath, ApiQuery, Caller, require_json};
+use crate::wire::json_newline::{json_line, json_line_response};
+use crate::wire::openapi::errors;
+use crate::wire::pagination::{Page, decode_key_cursor, page_limit};
+use crate::wire::preconditions::{IfNoneMatch, Precondition, precondition};
+use crate::wire::record_body::parse_record_body;
+use crate::wire::routed_epoch::{RoutedEpoch, ServedOn};
 
 /// Path of one record.
 #[derive(Debug, Deserialize, IntoParams)]

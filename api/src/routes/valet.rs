@@ -1,9 +1,9 @@
 //! `/valet/{tenant}/{path}`: the valet endpoint (the Valet Key pattern). No token: the signed
 //! URL is the credential. `GET` and `HEAD` download the one blob a read URL names, `PUT` uploads
 //! the one a write URL names. Verifying, transferring, counting and auditing are the
-//! [`crate::valet_service`]'s; URLs are issued by `/v1/tenants/{tenant}/valet-keys`. An answer
+//! [`crate::valet::service`]'s; URLs are issued by `/v1/tenants/{tenant}/valet-keys`. An answer
 //! given after the blob was routed (the transfer, or its 404 or 416) names the map epoch it was
-//! routed on (`x-shardgate-epoch`, from the [`crate::blob_service`]); a refused URL does not.
+//! routed on (`x-shardgate-epoch`, from the [`crate::blobs::service`]); a refused URL does not.
 
 use std::sync::Arc;
 
@@ -14,9 +14,9 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::app::App;
-use crate::extract::ApiPath;
-use crate::openapi::errors;
-use crate::valet_service::transfer;
+use crate::valet::service::transfer;
+use crate::wire::extract::ApiPath;
+use crate::wire::openapi::errors;
 
 /// Path of a valet URL.
 #[derive(Debug, Deserialize, IntoParams)]

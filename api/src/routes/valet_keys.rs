@@ -1,6 +1,6 @@
 //! `/v1/tenants/{tenant}/valet-keys[/{id}]`: a tenant issues valet keys (signed URLs for one
 //! operation on one blob, served by `/valet/...`) and revokes them. The signing and the catalog
-//! rows are the [`crate::valet_service`]'s.
+//! rows are the [`crate::valet::service`]'s.
 
 use std::sync::Arc;
 
@@ -14,11 +14,11 @@ use shardgate_valet::{Constraints, Permission};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::error::{ApiError, Code};
-use crate::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
-use crate::openapi::errors;
-use crate::timestamps::rfc3339;
-use crate::valet_service::{Issue, content_disposition, issue};
+use crate::valet::service::{Issue, content_disposition, issue};
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
+use crate::wire::openapi::errors;
+use crate::wire::timestamps::rfc3339;
 
 /// Body of `POST /v1/tenants/{tenant}/valet-keys`.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -98,7 +98,7 @@ pub async fn issue_valet_key(
         .ok_or_else(|| ApiError::new(Code::InvalidBody, "permission must be `read` or `write`"))?;
     let scope = if permission == Permission::Read { Scope::Read } else { Scope::Write };
     let (tenant, incarnation) = caller.bound_tenant(&app, &route.tenant, scope).await?;
-    let path = BlobPath::parse(&body.path).map_err(crate::error::invalid_path)?;
+    let path = BlobPath::parse(&body.path).map_err(crate::wire::error::invalid_path)?;
     let config = &app.valet;
     let expires_in = body.expires_in.unwrap_or(config.default_expires_in.as_secs());
     if expires_in == 0 || expires_in > config.max_expires_in.as_secs() {

@@ -701,7 +701,7 @@ async fn bench_main(settings: Settings, bench: Arc<Bench>) -> BenchResult<()> {
 #[tokio::main]
 async fn main() -> BenchResult<()> {
     let settings = Settings::from_env()?;
-    shardgate_api::telemetry::init_with_writer(
+    shardgate_api::observability::telemetry::init_with_writer(
         &LogConfig { filter: "warn".to_owned(), ..LogConfig::default() },
         std::io::stderr,
     );

@@ -563,7 +563,7 @@ async fn rotation_keeps_old_urls_until_their_key_is_retired_on_every_instance() 
 /// `code` within the documented bound after a revocation or retirement was acknowledged, and is
 /// never served again after that.
 async fn refused_on_peer_within_the_bound(app: &TestApp, url: &str, code: &str) {
-    let bound = shardgate_api::valet_checks::FRESH + Duration::from_millis(500);
+    let bound = shardgate_api::valet::checks::FRESH + Duration::from_millis(500);
     let refused = eventually(bound, async || {
         let status = app.client.get(url).send().await.unwrap().status();
         (status == StatusCode::FORBIDDEN).then_some(())

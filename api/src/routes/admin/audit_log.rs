@@ -3,11 +3,11 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::ApiError;
-use crate::extract::{Admin, ApiQuery};
-use crate::openapi::errors;
-use crate::pagination::{Page, decode_cursor, page_limit};
-use crate::timestamps::rfc3339;
+use crate::wire::error::ApiError;
+use crate::wire::extract::{Admin, ApiQuery};
+use crate::wire::openapi::errors;
+use crate::wire::pagination::{Page, decode_cursor, page_limit};
+use crate::wire::timestamps::rfc3339;
 
 /// One recorded admin action.
 #[derive(Debug, Serialize, ToSchema)]

@@ -6,10 +6,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::envelope::Job;
-use crate::error::ApiError;
-use crate::extract::{Admin, ApiJson};
-use crate::openapi::errors;
+use crate::wire::envelope::Job;
+use crate::wire::error::ApiError;
+use crate::wire::extract::{Admin, ApiJson};
+use crate::wire::openapi::errors;
 
 /// Body of `POST /v1/admin/index-audits`.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -5,10 +5,10 @@ use serde::Deserialize;
 use shardgate_shard_router::catalog::CancelRequest;
 use utoipa::IntoParams;
 
-use crate::envelope::Job;
-use crate::error::{ApiError, Code};
-use crate::extract::{Admin, ApiPath};
-use crate::openapi::errors;
+use crate::wire::envelope::Job;
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{Admin, ApiPath};
+use crate::wire::openapi::errors;
 
 /// Path of one job.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -8,10 +8,10 @@ use serde::Deserialize;
 use shardgate_shard_router::{ShardId, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::envelope::Job;
-use crate::error::{ApiError, Code};
-use crate::extract::{Admin, ApiJson, ApiPath};
-use crate::openapi::errors;
+use crate::wire::envelope::Job;
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{Admin, ApiJson, ApiPath};
+use crate::wire::openapi::errors;
 
 /// Path of the tenant to move.
 #[derive(Debug, Deserialize, IntoParams)]

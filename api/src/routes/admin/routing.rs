@@ -6,9 +6,9 @@ use shardgate_shard_router::records::RecordAddress;
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Code};
-use crate::extract::{Admin, ApiQuery};
-use crate::openapi::errors;
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{Admin, ApiQuery};
+use crate::wire::openapi::errors;
 
 /// One shard in the map.
 #[derive(Debug, Serialize, ToSchema)]

@@ -10,10 +10,10 @@ use shardgate_shard_router::topology::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Code};
-use crate::extract::{Admin, ApiJson, ApiPath};
-use crate::openapi::errors;
-use crate::timestamps::rfc3339;
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{Admin, ApiJson, ApiPath};
+use crate::wire::openapi::errors;
+use crate::wire::timestamps::rfc3339;
 
 /// A registered shard with statistics. Its URL is never shown.
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,6 +1,6 @@
 //! `/v1/admin/valet/signing-keys[/rotate|/{id}]`: the valet signing keys (scope `admin`): list
 //! them, rotate to a new current key, retire one. The keys themselves are
-//! [`crate::signing_keys`]'.
+//! [`crate::valet::signing_keys`]'.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -8,10 +8,10 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{Retirement, ValetKeyRow};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::error::{ApiError, Code};
-use crate::extract::{Admin, ApiPath};
-use crate::openapi::errors;
-use crate::timestamps::rfc3339;
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{Admin, ApiPath};
+use crate::wire::openapi::errors;
+use crate::wire::timestamps::rfc3339;
 
 /// A signing key (never its secret).
 #[derive(Debug, Serialize, ToSchema)]

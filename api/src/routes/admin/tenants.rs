@@ -9,11 +9,11 @@ use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::error::{ApiError, Code};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
-use crate::openapi::errors;
-use crate::pagination::{Page, decode_cursor, page_limit};
-use crate::timestamps::rfc3339;
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::{Admin, ApiJson, ApiPath, ApiQuery};
+use crate::wire::openapi::errors;
+use crate::wire::pagination::{Page, decode_cursor, page_limit};
+use crate::wire::timestamps::rfc3339;
 
 /// A tenant.
 #[derive(Debug, Serialize, ToSchema)]

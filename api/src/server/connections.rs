@@ -38,11 +38,11 @@
 //! was the tail of a response that merely looked like one), the held bytes go out unchanged
 //! before anything else.
 //!
-//! **TLS** (a listener with `tls`, see [`crate::tls`]): the handshake runs in the connection's
-//! task, before HTTP, and counts as part of the first request's head: it must end within the
-//! header deadline of the connection's opening (else `header_timeout`), and a connection still
-//! shaking hands may be closed to make room like one still sending its head. A handshake that
-//! fails closes the connection.
+//! **TLS** (a listener with `tls`, see [`crate::server::tls`]): the handshake runs in the
+//! connection's task, before HTTP, and counts as part of the first request's head: it must end
+//! within the header deadline of the connection's opening (else `header_timeout`), and a
+//! connection still shaking hands may be closed to make room like one still sending its head. A
+//! handshake that fails closes the connection.
 //!
 //! Connections speak HTTP/1.1 with keep-alive (as `axum::serve` did here: HTTP/2 is not enabled).
 //! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo). On shutdown
@@ -55,7 +55,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -67,7 +67,6 @@ use axum::http::{HeaderValue, Request, Response};
 use axum::response::IntoResponse;
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper_util::rt::TokioIo;
-use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -80,10 +79,12 @@ use tokio::time::Instant;
 use tokio_rustls::server::TlsStream;
 use tower::ServiceExt;
 
-use crate::config::LimitsConfig;
-use crate::edge::{REQUEST_ID, random_request_id};
-use crate::error::{ApiError, Code};
-use crate::tls::ServerTls;
+use crate::observability::rate_limited_warning::RateLimitedWarning;
+use crate::server::body_arrival::{Arrival, Arrived};
+use crate::server::edge::{REQUEST_ID, random_request_id};
+use crate::server::tls::ServerTls;
+use crate::startup::config::LimitsConfig;
+use crate::wire::error::{ApiError, Code};
 
 /// How long a shutdown waits for requests in progress.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -155,7 +156,8 @@ struct Shared {
     closed_header_timeout: Counter,
     closed_idle_timeout: Counter,
     closed_crowded_out: Counter,
-    last_warning: Mutex<Option<Instant>>,
+    /// Warnings about a full connection table or failing accepts, at most one per [`WARN_EVERY`].
+    warning: RateLimitedWarning,
 }
 
 /// The two deadlines of a connection with no request in progress.
@@ -215,7 +217,7 @@ impl Connections {
                 closed_header_timeout: header_timeout,
                 closed_idle_timeout: idle_timeout,
                 closed_crowded_out: crowded_out,
-                last_warning: Mutex::new(None),
+                warning: RateLimitedWarning::new(WARN_EVERY),
             }),
         })
     }
@@ -272,7 +274,7 @@ impl Connections {
                 return slot;
             }
             shared.crowded.notify_waiters();
-            if shared.warning_due() {
+            if shared.warning.due() {
                 tracing::warn!(
                     max_connections = shared.max_connections,
                     "every connection slot is taken: closing connections with no request in progress"
@@ -295,24 +297,10 @@ impl Connections {
             return;
         }
         self.shared.crowded.notify_waiters();
-        if self.shared.warning_due() {
+        if self.shared.warning.due() {
             tracing::error!(error = %error, "cannot accept connections: closing connections with no request in progress");
         }
         tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
-    }
-}
-
-impl Shared {
-    /// Whether a warning may be logged now (at most one per [`WARN_EVERY`]); if so, it counts as
-    /// logged.
-    fn warning_due(&self) -> bool {
-        let mut last = self.last_warning.lock();
-        let now = Instant::now();
-        if last.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
-            return false;
-        }
-        *last = Some(now);
-        true
     }
 }
 
@@ -895,45 +883,14 @@ struct ConnectionService {
 impl hyper::service::Service<Request<Incoming>> for ConnectionService {
     type Response = Response<TrackedBody>;
     type Error = Infallible;
-    type Future = TrackedResponse<tower::util::Oneshot<Router, Request<WatchedRequestBody>>>;
+    type Future = TrackedResponse<tower::util::Oneshot<Router, Request<Arrival<Incoming>>>>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         let in_progress = InProgress::start(self.activity.clone());
         request.extensions_mut().insert(ConnectInfo(self.peer));
-        let read = Arc::new(AtomicBool::new(request.body().is_end_stream()));
-        let request = request.map(|inner| WatchedRequestBody { inner, read: read.clone() });
+        let read = Arrived::of(request.body());
+        let request = request.map(|inner| read.watch(inner));
         TrackedResponse { inner: self.router.clone().oneshot(request), in_progress: Some(in_progress), read }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A request body that says when it has been read to its end.
-    struct WatchedRequestBody {
-        #[pin]
-        inner: Incoming,
-        read: Arc<AtomicBool>,
-    }
-}
-
-impl HttpBody for WatchedRequestBody {
-    type Data = Bytes;
-    type Error = hyper::Error;
-
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
-        let mut this = self.project();
-        let frame = ready!(this.inner.as_mut().poll_frame(cx));
-        if frame.is_none() || this.inner.is_end_stream() {
-            this.read.store(true, Ordering::Relaxed);
-        }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
@@ -946,7 +903,7 @@ pin_project_lite::pin_project! {
         #[pin]
         inner: F,
         in_progress: Option<InProgress>,
-        read: Arc<AtomicBool>,
+        read: Arrived,
     }
 }
 
@@ -963,7 +920,7 @@ where
             Err(never) => match never {},
         };
         let mut response = response;
-        if !this.read.load(Ordering::Relaxed) {
+        if !this.read.get() {
             response.headers_mut().insert(CONNECTION, HeaderValue::from_static("close"));
         }
         let in_progress = this.in_progress.take();

@@ -18,7 +18,7 @@
 //!
 //! Refusals ([`ValetAudit::record_refusal`]) are sampled first: one row per refusal code and
 //! minute, and a row counting the others once the minute is over
-//! ([`crate::valet_refusals::RefusalSampler`]), so anonymous clients cannot fill the log.
+//! ([`crate::valet::refusals::RefusalSampler`]), so anonymous clients cannot fill the log.
 //!
 //! On shutdown ([`ValetAudit::close`], after the server stopped taking requests) the task writes
 //! what is queued, for at most [`CLOSE_WITHIN`]; rows it could not write by then are counted
@@ -26,9 +26,8 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -38,7 +37,8 @@ use shardgate_shard_router::catalog::{Audit, Catalog, TimedAudit};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::valet_refusals::RefusalSampler;
+use crate::observability::rate_limited_warning::RateLimitedWarning;
+use crate::valet::refusals::RefusalSampler;
 
 /// How often the writer looks for minutes of sampled refusals that are over.
 pub const SUMMARY_EVERY: Duration = Duration::from_secs(1);
@@ -71,25 +71,6 @@ pub struct DropLabels {
 /// Valet audit rows dropped, by reason.
 pub type DropCounter = Family<DropLabels, Counter>;
 
-/// A warning that is logged at most once per [`WARN_EVERY`].
-#[derive(Debug, Default)]
-struct RateLimitedWarning {
-    last: Mutex<Option<Instant>>,
-}
-
-impl RateLimitedWarning {
-    /// Whether the warning may be logged now (and, if so, it counts as logged).
-    fn due(&self) -> bool {
-        let mut last = self.last.lock();
-        let now = Instant::now();
-        if last.is_some_and(|at| now.duration_since(at) < WARN_EVERY) {
-            return false;
-        }
-        *last = Some(now);
-        true
-    }
-}
-
 /// What the request path and the writer task share.
 #[derive(Debug)]
 struct Shared {
@@ -100,6 +81,7 @@ struct Shared {
     clock: Arc<dyn Clock>,
     /// Rows the writer took from the queue and has not finished writing.
     writing: AtomicUsize,
+    /// Warnings about dropped rows, each at most once per [`WARN_EVERY`].
     queue_full: RateLimitedWarning,
     write_failed: RateLimitedWarning,
 }
@@ -141,8 +123,8 @@ impl ValetAudit {
             refusals: RefusalSampler::default(),
             clock,
             writing: AtomicUsize::new(0),
-            queue_full: RateLimitedWarning::default(),
-            write_failed: RateLimitedWarning::default(),
+            queue_full: RateLimitedWarning::new(WARN_EVERY),
+            write_failed: RateLimitedWarning::new(WARN_EVERY),
         });
         let (queue, rows) = mpsc::channel(capacity.max(1));
         let (close, closed) = oneshot::channel();

@@ -6,7 +6,7 @@ use serde::Serialize;
 use shardgate_shard_router::RecordKey;
 use shardgate_shard_router::ids::is_key_char;
 
-use crate::error::{ApiError, Code};
+use crate::wire::error::{ApiError, Code};
 
 /// An opaque cursor: the last key (or id) of a page, base64url-encoded with a version tag.
 pub fn encode_cursor(last: &str) -> String {

@@ -1,5 +1,5 @@
-//! How long a request keeps its [`Slot`] in its caller's bulkhead ([`crate::bulkhead`]): until
-//! its response has been sent, and no longer than its client keeps the transfer moving.
+//! How long a request keeps its [`Slot`] in its caller's bulkhead ([`crate::server::bulkhead`]):
+//! until its response has been sent, and no longer than its client keeps the transfer moving.
 //!
 //! - [`TransferWatch::hold`] ties the slot to the response body: it is given back when the body
 //!   has been sent (or dropped: the client went away), not when the handler returns, so a
@@ -35,8 +35,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::bulkhead::Slot;
-use crate::error::ApiError;
+use crate::server::bulkhead::Slot;
+use crate::wire::error::ApiError;
 
 /// A response extension: the body is a long transfer (a blob download), watched for a client
 /// that stops reading.
@@ -242,7 +242,7 @@ async fn cut_off_when_idle(watch: Weak<Watch>, idle: Duration, mut stopped: ones
 mod tests {
     use super::*;
 
-    use crate::bulkhead::{Bulkheads, Compartment};
+    use crate::server::bulkhead::{Bulkheads, Compartment};
 
     /// The idle limit of these tests (real time: the watchdog runs on the runtime's clock).
     const IDLE: Duration = Duration::from_millis(200);

@@ -2,7 +2,7 @@
 //! ([`store_blob`]: streaming an upload into chunks, hashing as it goes, with a size limit and
 //! nothing left behind on failure) and serving one ([`serve_blob`]: `ETag`, `If-None-Match`, a
 //! single `Range`, chunks streamed a window at a time through the
-//! [`ChunkCache`](crate::chunk_cache::ChunkCache)), and the [`BlobInfo`] both answer with.
+//! [`ChunkCache`]), and the [`BlobInfo`] both answer with.
 //!
 //! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
 //! into a [`BlobPath`]; `%2F` is therefore the same as `/` (a separator, not part of a segment
@@ -25,11 +25,11 @@ use shardgate_shard_router::blobs::{
 use shardgate_shard_router::{Access, Database, Error as StoreError, Route, ShardId, TenantId, now_ms};
 
 use crate::app::App;
-use crate::chunk_cache::ChunkCache;
-use crate::error::{ApiError, Code};
-use crate::routed_epoch::RoutedEpoch;
-use crate::timestamps::rfc3339;
-use crate::transfer_watch::{LongTransfer, TransferWatch};
+use crate::blobs::chunk_cache::ChunkCache;
+use crate::server::transfer_watch::{LongTransfer, TransferWatch};
+use crate::wire::error::{ApiError, Code};
+use crate::wire::routed_epoch::RoutedEpoch;
+use crate::wire::timestamps::rfc3339;
 
 /// A blob's description.
 #[derive(Debug, Serialize, ToSchema)]
@@ -175,7 +175,7 @@ pub fn blob_path(raw: &str) -> Result<BlobPath, ApiError> {
     let decoded = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .map_err(|_| ApiError::new(Code::InvalidPath, "the blob path must be percent-encoded UTF-8"))?;
-    BlobPath::parse(&decoded).map_err(crate::error::invalid_path)
+    BlobPath::parse(&decoded).map_err(crate::wire::error::invalid_path)
 }
 
 /// 413 for a body over `max_size` bytes.
@@ -252,7 +252,7 @@ pub fn etag(meta: &BlobMeta) -> HeaderValue {
 
 /// Whether an `If-None-Match` list names the blob (`*` names any).
 fn none_match_hits(headers: &HeaderMap, meta: &BlobMeta) -> bool {
-    crate::preconditions::none_match_hits(headers.get_all(header::IF_NONE_MATCH), |tag| tag == meta.sha256)
+    crate::wire::preconditions::none_match_hits(headers.get_all(header::IF_NONE_MATCH), |tag| tag == meta.sha256)
 }
 
 /// A single byte range from a `Range` header: `Ok(None)` for a whole-body answer (no header, a
@@ -299,7 +299,7 @@ fn requested_range(headers: &HeaderMap, meta: &BlobMeta) -> Result<Option<std::o
 /// (2 MiB with the default `blobs.read_window_bytes` of 1 MiB), plus the chunk the server is
 /// writing to the socket; chunks that come from the chunk cache are shared with it, not copied.
 /// The answer is marked a [`LongTransfer`], so a client that stops reading is cut off after
-/// `limits.transfer_idle_timeout` and its windows dropped ([`crate::transfer_watch`]).
+/// `limits.transfer_idle_timeout` and its windows dropped ([`crate::server::transfer_watch`]).
 pub fn download(
     cache: &ChunkCache,
     (db, shard): (&Database, &ShardId),

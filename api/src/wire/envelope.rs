@@ -8,7 +8,7 @@ use shardgate_shard_router::catalog::JobRow;
 use shardgate_shard_router::records::StoredRecord;
 use utoipa::ToSchema;
 
-use crate::timestamps::rfc3339;
+use crate::wire::timestamps::rfc3339;
 
 /// A record as the API returns it.
 #[derive(Debug, Serialize, ToSchema)]

@@ -3,7 +3,7 @@
 //!
 //! The catalog is the authority. Issuing reads its rows every time (a rotation on another
 //! instance takes effect at once), a verifier that meets a key id it has not seen reads them once,
-//! and every use of a URL checks its key's state in the catalog again (`valet_service`), so a
+//! and every use of a URL checks its key's state in the catalog again (`valet/service.rs`), so a
 //! retirement anywhere refuses the key's URLs everywhere at once.
 
 use std::sync::Arc;

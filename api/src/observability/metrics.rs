@@ -178,7 +178,7 @@ impl Metrics {
 }
 
 impl Metrics {
-    /// Counts and times one request ([`crate::edge`] calls it for every response).
+    /// Counts and times one request ([`crate::server::edge`] calls it for every response).
     pub(crate) fn observe(&self, method: &Method, route: &str, status: u16, seconds: f64) {
         let method = method_label(method);
         let key = HandleKeyRef { method, route, status };

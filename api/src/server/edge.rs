@@ -17,9 +17,9 @@
 //! - the request counted and timed in [`Metrics`] (by method, matched route and status). A
 //!   refusal answered without a verified caller (a 4xx or 5xx whose response does not carry
 //!   [`VerifiedCaller`], which the front door adds once a token or internal credential named
-//!   one) is counted under the route [`crate::metrics::UNAUTHENTICATED_ROUTE`] instead, so an anonymous client
-//!   cannot choose how many series `/metrics` holds: whatever it sends, it adds at most the
-//!   method labels times the refusal statuses.
+//!   one) is counted under the route [`crate::observability::metrics::UNAUTHENTICATED_ROUTE`]
+//!   instead, so an anonymous client cannot choose how many series `/metrics` holds: whatever it
+//!   sends, it adds at most the method labels times the refusal statuses.
 //!
 //! CORS (a policy with preflights of its own) stays tower-http's layer, outside this one.
 
@@ -40,9 +40,9 @@ use tracing::Span;
 
 use prometheus_client::metrics::counter::Counter;
 
-use crate::error::ApiError;
-use crate::front_door::is_unthrottled;
-use crate::metrics::{Metrics, VerifiedCaller, route_label};
+use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
+use crate::server::front_door::is_unthrottled;
+use crate::wire::error::ApiError;
 
 /// The request id header.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

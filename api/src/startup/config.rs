@@ -13,8 +13,8 @@ use shardgate_gatekeeper::AuthConfig;
 use shardgate_gatekeeper::throttle::RateLimitConfig;
 use shardgate_shard_router::StorageConfig;
 
-use crate::config_error::{ConfigError, Origin};
-pub use crate::tls::ListenerTls;
+pub use crate::server::tls::ListenerTls;
+use crate::startup::config_error::{ConfigError, Origin};
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -631,9 +631,9 @@ fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<Unknow
                 continue;
             };
             if let figment::error::Kind::UnknownField(field, expected) = &error.kind {
-                let parent = crate::config_error::parent_of(&error.path, field);
-                let did_you_mean = crate::config_error::nearest(field, expected)
-                    .map(|near| crate::config_error::variable_of(&parent, near));
+                let parent = crate::startup::config_error::parent_of(&error.path, field);
+                let did_you_mean = crate::startup::config_error::nearest(field, expected)
+                    .map(|near| crate::startup::config_error::variable_of(&parent, near));
                 unknown.push(UnknownVariable { name: name.clone(), did_you_mean });
             }
             scan.retain(|layer| layer.name != name);
@@ -675,7 +675,7 @@ mod tests {
     /// files are those of a real host, so only their reading is left to the start-up).
     #[test]
     fn the_readmes_production_example_loads() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../README.md");
         let section = readme.split("### A production example").nth(1).expect("the README has the section");
         let example =
             section.split("```toml\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a TOML block");

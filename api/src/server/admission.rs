@@ -1,7 +1,7 @@
 //! Who is let in: the bearer token verified once per request ([`Authenticated`], read by
-//! [`crate::extract::Caller`]) and the caller's rate-limit admission ([`Gate::admit`]: its tenant,
-//! its token's subject, or its client IP without a valid token), with the Redis store the limiter
-//! shares between instances. Shared by the gateway's front door and the standalone gatekeeper.
+//! [`crate::wire::extract::Caller`]) and the caller's rate-limit admission ([`Gate::admit`]: its
+//! tenant, its token's subject, or its client IP without a valid token), with the Redis store the
+//! limiter shares between instances. Shared by the gateway's front door and the standalone gatekeeper.
 //!
 //! Every throttled response carries the IETF `RateLimit-Policy` and `RateLimit` fields; a refused
 //! request gets 429 `rate_limited` with `Retry-After`.
@@ -19,7 +19,7 @@ use shardgate_cache::{LinkScript, RedisLink};
 use shardgate_gatekeeper::throttle::{Decision, GCRA_SCRIPT, Limiter, RateLimit, SharedBuckets, SharedFuture, Subject};
 use shardgate_gatekeeper::{AuthError, Authenticator, Principal};
 
-use crate::error::ApiError;
+use crate::wire::error::ApiError;
 
 /// `RateLimit-Policy` (IETF httpapi rate-limit fields).
 pub const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");

@@ -1,12 +1,12 @@
 //! The Valet Key pattern's work below the routes: issuing a grant (signed with the current key
 //! and recorded in the catalog), and answering a request to `/valet/...`: verifying its URL
 //! against the key ring and the catalog (revocation, retired keys, single use), running the one
-//! blob transfer it grants through the [`crate::blob_service`] (counted in the tenant's
-//! [`crate::bulkhead`] until its response has been sent), counting each refusal
+//! blob transfer it grants through the [`crate::blobs::service`] (counted in the tenant's
+//! [`crate::server::bulkhead`] until its response has been sent), counting each refusal
 //! (`shardgate_valet_refusals_total{code}`) and auditing every use and refusal (through the
-//! bounded, batching [`crate::valet_audit`] writer).
+//! bounded, batching [`crate::valet::audit`] writer).
 //!
-//! Refusals are [`ValetError`]s, turned into problem+json by `crate::error` like every error.
+//! Refusals are [`ValetError`]s, turned into problem+json by `crate::wire::error` like every error.
 //! The canonical form and the checks are specified in `docs/valet-keys.md`.
 
 use std::sync::Arc;
@@ -22,11 +22,11 @@ use shardgate_shard_router::{Incarnation, TenantId, now_ms};
 use shardgate_valet::{Constraints, Grant, GrantId, GrantRequest, Permission, UnverifiedGrant, ValetError};
 
 use crate::app::App;
-use crate::blob_service::{NewBlob, blob_path, content_type_of, max_blob_size, require_blob, serve_blob, store_blob};
-use crate::bulkhead::{Compartment, Slot};
-use crate::error::{ApiError, Code};
-use crate::signing_keys::key_state;
-use crate::valet_refusals::RefusalLabels;
+use crate::blobs::service::{NewBlob, blob_path, content_type_of, max_blob_size, require_blob, serve_blob, store_blob};
+use crate::server::bulkhead::{Compartment, Slot};
+use crate::valet::refusals::RefusalLabels;
+use crate::valet::signing_keys::key_state;
+use crate::wire::error::{ApiError, Code};
 
 /// Characters escaped in a blob path segment of a valet URL and in a `filename*`: everything but
 /// RFC 3986 unreserved.
@@ -203,7 +203,7 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
         }
         Err(refusal) => {
             app.valet_refusals.get_or_create(&RefusalLabels { code: refusal.code() }).inc();
-            // Sampled: one row per code and minute, and one counting the rest (`valet_refusals.rs`).
+            // Sampled: one row per code and minute, and one counting the rest (`valet/refusals.rs`).
             app.valet_audit.record_refusal(
                 Audit {
                     actor: "valet".into(),
@@ -293,7 +293,7 @@ async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, 
 }
 
 /// Records a valet request in the audit log, off the request's path: queued for the batching
-/// writer ([`crate::valet_audit`]), dropped and counted when its queue is full.
+/// writer ([`crate::valet::audit`]), dropped and counted when its queue is full.
 fn record(app: &App, tenant: &str, action: &'static str, target: String, request_id: &str) {
     app.valet_audit.record(Audit {
         actor: "valet".into(),

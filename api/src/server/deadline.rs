@@ -8,30 +8,26 @@
 //!   applied; the safe way on is to read the item and retry with `If-Match`.
 //! - anything else: 504 `request_timeout`.
 
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http_body::{Frame, SizeHint};
 
-use crate::error::{ApiError, Code};
+use crate::server::body_arrival::Arrived;
+use crate::wire::error::{ApiError, Code};
 
 /// Runs `request` within `limit` (a layer: `axum::middleware::from_fn_with_state(limit, within)`).
 pub async fn within(State(limit): State<Duration>, request: Request, next: Next) -> Response {
     let writes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let (parts, body) = request.into_parts();
-    let arrived = Arc::new(AtomicBool::new(body.is_end_stream()));
-    let body = Body::new(Arrival { inner: body, arrived: arrived.clone() });
+    let arrived = Arrived::of(&body);
+    let body = Body::new(arrived.watch(body));
     match tokio::time::timeout(limit, next.run(Request::from_parts(parts, body))).await {
         Ok(response) => response,
-        Err(_) => expired(arrived.load(Ordering::Acquire), writes).into_response(),
+        Err(_) => expired(arrived.get(), writes).into_response(),
     }
 }
 
@@ -45,33 +41,6 @@ fn expired(body_arrived: bool, writes: bool) -> ApiError {
              read the item, then retry with If-Match on the version read",
         ),
         (true, false) => ApiError::from(Code::RequestTimeout),
-    }
-}
-
-/// A request body that notes when its end has arrived.
-struct Arrival {
-    inner: Body,
-    arrived: Arc<AtomicBool>,
-}
-
-impl HttpBody for Arrival {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
-            self.arrived.store(true, Ordering::Release);
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 

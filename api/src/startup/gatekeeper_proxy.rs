@@ -25,16 +25,16 @@ use shardgate_gatekeeper::throttle::{Limiter, RateLimit};
 use shardgate_gatekeeper::{AuthError, Authenticator};
 use tokio::net::TcpListener;
 
-use crate::admission::Gate;
-use crate::config::{GatekeeperConfig, LimitsConfig};
-use crate::connections::Connections;
-use crate::embedded::{embedded_issuer, load_or_create_secret};
-use crate::error::{ApiError, Code};
-use crate::extract::require_json;
-use crate::front_door::{check_request_target, client_ip};
-use crate::metrics::Metrics;
-use crate::routed_epoch::EPOCH_HEADER;
-use crate::startup::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
+use crate::observability::metrics::Metrics;
+use crate::server::admission::Gate;
+use crate::server::connections::Connections;
+use crate::server::front_door::{check_request_target, client_ip};
+use crate::startup::application::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
+use crate::startup::config::{GatekeeperConfig, LimitsConfig};
+use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
+use crate::wire::error::{ApiError, Code};
+use crate::wire::extract::require_json;
+use crate::wire::routed_epoch::EPOCH_HEADER;
 
 /// How long a tenant's limit reported by the backend is remembered.
 const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
@@ -56,7 +56,7 @@ pub struct Front {
 pub struct Gatekeeper {
     listener: TcpListener,
     router: Router,
-    tls: Option<crate::tls::ServerTls>,
+    tls: Option<crate::server::tls::ServerTls>,
     connections: Connections,
 }
 
@@ -81,15 +81,15 @@ impl Gatekeeper {
         };
         let auth = Authenticator::from_config(&config.auth, default_issuer)?;
         // As the gateway does: start with the identity providers' key sets when they answer.
-        auth.first_key_sets(crate::startup::FIRST_KEY_SETS_WAIT).await;
+        auth.first_key_sets(crate::startup::application::FIRST_KEY_SETS_WAIT).await;
         let key_sets = auth.fetched_key_sets();
         let mut gate = None;
         let mut connections = None;
         let mut tls_reloads = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
-            tls_reloads = Some(crate::tls::ReloadCounts::new(registry));
-            registry.register_collector(Box::new(crate::metrics::KeySetMetrics(key_sets)));
+            tls_reloads = Some(crate::server::tls::ReloadCounts::new(registry));
+            registry.register_collector(Box::new(crate::observability::metrics::KeySetMetrics(key_sets)));
             gate = Some(
                 rate_limit_store_for(&config.rate_limits, None, None)
                     .map_err(anyhow::Error::from)
@@ -100,7 +100,8 @@ impl Gatekeeper {
         let gate = gate.expect("the metrics registry calls back once")?;
         let connections = connections.expect("the metrics registry calls back once")?;
         let tls_reloads = tls_reloads.expect("the metrics registry calls back once");
-        let tls = crate::tls::acceptor(config.tls.as_ref(), crate::tls::Listener::Gatekeeper, &tls_reloads)?;
+        let tls =
+            crate::server::tls::acceptor(config.tls.as_ref(), crate::server::tls::Listener::Gatekeeper, &tls_reloads)?;
         let mut client = reqwest::Client::builder();
         if let Some(path) = &config.upstream_ca_file {
             if !upstream.starts_with("https://") {
@@ -132,8 +133,8 @@ impl Gatekeeper {
             .route("/metrics", axum::routing::get(serve_metrics))
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(forward);
-        let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
-        let edge = crate::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
+        let valet_origins = crate::startup::config::ValetConfig::default().cors_allowed_origins;
+        let edge = crate::server::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
         let router = edge_layers(routes, edge, &config.cors, &valet_origins)?.with_state(front);
         let listener = TcpListener::bind(config.listen)
             .await
@@ -259,7 +260,7 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     let path = request.uri().path().to_owned();
     check_request_target(request.uri()).map_err(IntoResponse::into_response)?;
     let rule = access(request.method().as_str(), &path);
-    let throttled = !crate::front_door::is_unthrottled(&path);
+    let throttled = !crate::server::front_door::is_unthrottled(&path);
     let authenticated = front.gate.authenticate(request.headers()).await;
     let admission = if throttled {
         front.gate.admit(authenticated.as_ref(), client_ip(&request), |tenant| front.learned.get(tenant)).await?

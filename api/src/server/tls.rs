@@ -12,7 +12,7 @@
 //!   Connections already open keep the certificate they were opened with.
 //! - **Start-up**: a missing or bad file stops start-up with a message naming the key.
 //! - A handshake is bounded like a request head: it must end within `limits.header_read_timeout`
-//!   of the connection's opening (see [`crate::connections`]).
+//!   of the connection's opening (see [`crate::server::connections`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use shardgate_shard_router::catalog::Audit;
 
-use crate::timestamps::rfc3339;
+use crate::wire::timestamps::rfc3339;
 
 /// Labels of the refusal counter: the refusal's code (a closed set: the codes are `'static`).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

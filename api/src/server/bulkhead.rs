@@ -5,14 +5,14 @@
 //! without a tenant, and one shared by every request without a valid token. A request takes a
 //! [`Slot`] in its caller's compartment once the caller is known (the front door, after the
 //! token; the valet service, after the URL's signature) and holds it until its response has been
-//! sent ([`crate::transfer_watch`] ties the slot to the response body, and takes it back from a
-//! transfer that stalls). A full compartment refuses at once, never queues: 429
+//! sent ([`crate::server::transfer_watch`] ties the slot to the response body, and takes it back
+//! from a transfer that stalls). A full compartment refuses at once, never queues: 429
 //! `tenant_concurrency_limit` or `anonymous_concurrency_limit` with `Retry-After`, counted in
 //! `shardgate_bulkhead_refusals_total{limit}`.
 //!
 //! The caps themselves (by tier, `limits.tenant_concurrent_requests`) are the [`crate::app`]'s
 //! business; the instance-wide cap (`limits.max_concurrent_requests`, 503 `overloaded`) stays the
-//! last line, in [`crate::edge`]. Probes and `/metrics` are never counted by either.
+//! last line, in [`crate::server::edge`]. Probes and `/metrics` are never counted by either.
 //!
 //! **Memory.** A compartment is remembered only while it holds a slot, so the table never holds
 //! more entries than there are requests in progress.
@@ -29,7 +29,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use shardgate_gatekeeper::{AuthError, Principal};
 
-use crate::error::{ApiError, Code};
+use crate::wire::error::{ApiError, Code};
 
 /// Whose requests share one cap.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,5 +1,6 @@
 //! The OpenAPI document: the base (info, security scheme, tags) here; paths and schemas come
-//! from the handlers' `#[utoipa::path]` attributes as the routes are assembled in `startup.rs`.
+//! from the handlers' `#[utoipa::path]` attributes as the routes are assembled in
+//! `startup/application.rs`.
 
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -9,8 +10,8 @@ use std::collections::BTreeMap;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 
-use crate::error::{Code, Problem};
-use crate::routed_epoch::EPOCH_HEADER;
+use crate::wire::error::{Code, Problem};
+use crate::wire::routed_epoch::EPOCH_HEADER;
 
 /// Declares `$name`, the problem responses of an operation that answers with these codes, for
 /// its `#[utoipa::path(responses(...))]`. Statuses and meanings come from [`Code`]'s table, so
@@ -23,7 +24,7 @@ macro_rules! errors {
 
         impl utoipa::IntoResponses for $name {
             fn responses() -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
-                $crate::openapi::error_responses(&[$($crate::error::Code::$code),+])
+                $crate::wire::openapi::error_responses(&[$($crate::wire::error::Code::$code),+])
             }
         }
     };
@@ -170,7 +171,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     let paths = std::mem::take(&mut openapi.paths.paths);
     openapi.paths.paths = paths.into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
     for (path, item) in openapi.paths.paths.iter_mut() {
-        let throttled = !crate::front_door::is_unthrottled(path);
+        let throttled = !crate::server::front_door::is_unthrottled(path);
         let tenant_path = path.starts_with("/v1/tenants/{tenant}");
         let operations = [
             ("GET", &mut item.get),
@@ -232,11 +233,11 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
                 add_missing(responses, &[Code::Overloaded]);
             }
             // The request head's limits and the path rules of the front door (any path, before
-            // routing), and the request deadline ([`crate::deadline`]): a body too slow to arrive
-            // is 408, and a write given up on may or may not have been applied.
+            // routing), and the request deadline ([`crate::server::deadline`]): a body too slow to
+            // arrive is 408, and a write given up on may or may not have been applied.
             add_codes(responses, &[Code::InvalidRequest, Code::InvalidPath, Code::UriTooLong, Code::HeadersTooLarge]);
             if json_body {
-                // The JSON body extractor's refusals ([`crate::extract::ApiJson`]).
+                // The JSON body extractor's refusals ([`crate::wire::extract::ApiJson`]).
                 add_codes(
                     responses,
                     &[Code::UnsupportedMediaType, Code::InvalidJson, Code::InvalidBody, Code::PayloadTooLarge],
@@ -306,7 +307,7 @@ fn is_routed(path: &str) -> bool {
 const ANSWERED_BEFORE_ROUTING: [&str; 6] = ["401", "403", "414", "415", "429", "431"];
 
 /// Documents `x-shardgate-epoch` on every response of a routed operation that may come after
-/// routing ([`crate::routed_epoch`]).
+/// routing ([`crate::wire::routed_epoch`]).
 fn add_epoch_header(responses: &mut BTreeMap<String, RefOr<Response>>) {
     let epoch = HeaderBuilder::new()
         .schema(<u64 as utoipa::PartialSchema>::schema())

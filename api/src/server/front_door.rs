@@ -1,9 +1,9 @@
 //! The gatekeeper's front door, run before any handler: path rules, then the caller's token and
-//! rate limit ([`crate::admission`]), or, behind a standalone gatekeeper, its internal credential;
-//! then the caller's place among its compartment's requests in progress ([`crate::bulkhead`]),
-//! held until the response has been sent ([`crate::transfer_watch`]). Health, readiness and
-//! metrics endpoints are never throttled nor counted: a probe must not fail because a tenant is
-//! busy.
+//! rate limit ([`crate::server::admission`]), or, behind a standalone gatekeeper, its internal
+//! credential; then the caller's place among its compartment's requests in progress
+//! ([`crate::server::bulkhead`]), held until the response has been sent
+//! ([`crate::server::transfer_watch`]). Health, readiness and metrics endpoints are never
+//! throttled nor counted: a probe must not fail because a tenant is busy.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -15,11 +15,11 @@ use axum::response::{IntoResponse, Response};
 use shardgate_gatekeeper::AuthError;
 use shardgate_gatekeeper::internal::{self, InternalKey};
 
-use crate::admission::Authenticated;
 use crate::app::App;
-use crate::bulkhead::{Compartment, Slot};
-use crate::error::{ApiError, Code};
-use crate::metrics::VerifiedCaller;
+use crate::observability::metrics::VerifiedCaller;
+use crate::server::admission::Authenticated;
+use crate::server::bulkhead::{Compartment, Slot};
+use crate::wire::error::{ApiError, Code};
 
 /// The peer address of a request (unspecified when the server was not asked for it).
 pub fn client_ip(request: &Request) -> IpAddr {
@@ -118,7 +118,7 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
 }
 
 /// Paths that are never throttled nor counted against any cap on requests in progress (probes
-/// and scrapes): not the tenants' bulkheads, not the instance's limit in [`crate::edge`].
+/// and scrapes): not the tenants' bulkheads, not the instance's limit in [`crate::server::edge`].
 pub fn is_unthrottled(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz" | "/metrics")
 }
@@ -165,7 +165,7 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
 }
 
 /// `response`, marked as answered to a verified caller if it was one, so the edge counts it
-/// under its own route ([`crate::metrics::route_label`]).
+/// under its own route ([`crate::observability::metrics::route_label`]).
 fn marked(mut response: Response, verified: bool) -> Response {
     if verified {
         response.extensions_mut().insert(VerifiedCaller);

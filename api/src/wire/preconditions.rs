@@ -5,7 +5,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, header};
 
-use crate::error::{ApiError, Code};
+use crate::wire::error::{ApiError, Code};
 
 /// The precondition a write states: `If-Match` (`*` or a list of entity tags) or
 /// `If-None-Match: *` (create only); both at once, or another `If-None-Match`, is 400.

@@ -8,9 +8,9 @@ use axum::http::request::Parts;
 use shardgate_gatekeeper::{Principal, Scope};
 use shardgate_shard_router::{Incarnation, TenantId};
 
-use crate::admission::Authenticated;
 use crate::app::App;
-use crate::error::{ApiError, Code, invalid_path};
+use crate::server::admission::Authenticated;
+use crate::wire::error::{ApiError, Code, invalid_path};
 
 /// `axum::extract::Path` with problem+json rejections.
 #[derive(Debug, FromRequestParts)]
@@ -47,7 +47,7 @@ where
 /// A JSON request body (`Content-Type: application/json`, else 415 `unsupported_media_type`),
 /// deserialized into `T`. Its refusals are the gateway's own sentences, naming the field at
 /// fault (400 `invalid_json` for a body that is not JSON, 400 `invalid_body` for one that is
-/// not what the operation takes; [`crate::error::json_body_problem`]).
+/// not what the operation takes; [`crate::wire::error::json_body_problem`]).
 #[derive(Debug)]
 pub struct ApiJson<T>(pub T);
 
@@ -66,14 +66,14 @@ where
         if first.is_some_and(|b| *b != b'{') {
             let json = serde_json::from_slice::<serde::de::IgnoredAny>(&body);
             return Err(match json {
-                Err(e) => crate::error::json_body_problem(".", &e),
+                Err(e) => crate::wire::error::json_body_problem(".", &e),
                 Ok(_) => ApiError::new(Code::InvalidBody, "the body must be a JSON object"),
             });
         }
         let mut deserializer = serde_json::Deserializer::from_slice(&body);
         let value = serde_path_to_error::deserialize(&mut deserializer)
-            .map_err(|e| crate::error::json_body_problem(&e.path().to_string(), e.inner()))?;
-        deserializer.end().map_err(|e| crate::error::json_body_problem(".", &e))?;
+            .map_err(|e| crate::wire::error::json_body_problem(&e.path().to_string(), e.inner()))?;
+        deserializer.end().map_err(|e| crate::wire::error::json_body_problem(".", &e))?;
         Ok(Self(value))
     }
 }

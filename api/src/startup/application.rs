@@ -23,18 +23,22 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::admission::{Gate, RedisBuckets};
 use crate::app::App;
-use crate::config::Config;
-use crate::connections::Connections;
-use crate::edge::EdgeLayer;
-use crate::embedded::{embedded_issuer, load_or_create_secret};
-use crate::error::{ApiError, Code};
-use crate::front_door::front_door;
-use crate::metrics::Metrics;
-use crate::openapi::{ApiDoc, add_shared_responses};
+use crate::observability::metrics::{KeySetMetrics, Metrics};
+use crate::observability::shard_metrics::ShardHealthMetrics;
 use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
-use crate::tls::ServerTls;
+use crate::server::admission::{Gate, RedisBuckets};
+use crate::server::bulkhead::{Bulkheads, Guarded, Limit};
+use crate::server::connections::Connections;
+use crate::server::deadline;
+use crate::server::edge::EdgeLayer;
+use crate::server::front_door::front_door;
+use crate::server::tls::{Listener, ReloadCounts, ServerTls, acceptor};
+use crate::server::transfer_watch::TransferWatch;
+use crate::startup::config::{Config, CorsConfig, LimitsConfig};
+use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
+use crate::wire::error::{ApiError, Code};
+use crate::wire::openapi::{ApiDoc, add_shared_responses};
 
 /// A built gateway with its listener bound.
 #[derive(Debug)]
@@ -154,10 +158,7 @@ impl Origins {
 /// for `/valet/...`, the valet endpoint's (`valet.cors_allowed_origins`, any by default). Browsers
 /// may send `Range` and `Content-Type` and read `ETag`, `Content-Range`, `x-shardgate-epoch` and
 /// the like; credentials (cookies) are never allowed.
-fn cors_layer(
-    config: &crate::config::CorsConfig,
-    valet_origins: &[String],
-) -> anyhow::Result<tower_http::cors::CorsLayer> {
+fn cors_layer(config: &CorsConfig, valet_origins: &[String]) -> anyhow::Result<tower_http::cors::CorsLayer> {
     use axum::http::{Method, header};
     use tower_http::cors::{AllowOrigin, CorsLayer};
     let api = Origins::parse(&config.allowed_origins, "cors.allowed_origins")?;
@@ -185,7 +186,7 @@ fn cors_layer(
             header::ACCEPT_RANGES,
             header::CONTENT_DISPOSITION,
             HeaderName::from_static("x-request-id"),
-            crate::routed_epoch::EPOCH_HEADER,
+            crate::wire::routed_epoch::EPOCH_HEADER,
         ])
         .max_age(config.max_age))
 }
@@ -378,20 +379,20 @@ impl Application {
         let mut tls_reloads = None;
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
-            tls_reloads = Some(crate::tls::ReloadCounts::new(registry));
-            bulkheads = Some(crate::bulkhead::Bulkheads::new(registry));
-            fan_outs = Some(crate::bulkhead::Bulkheads::guarding(crate::bulkhead::Guarded::FanOuts, registry));
-            transfers = Some(crate::transfer_watch::TransferWatch::new(config.limits.transfer_idle_timeout, registry));
-            valet_audit = Some(crate::valet_audit::ValetAudit::start(
+            tls_reloads = Some(ReloadCounts::new(registry));
+            bulkheads = Some(Bulkheads::new(registry));
+            fan_outs = Some(Bulkheads::guarding(Guarded::FanOuts, registry));
+            transfers = Some(TransferWatch::new(config.limits.transfer_idle_timeout, registry));
+            valet_audit = Some(crate::valet::audit::ValetAudit::start(
                 router.catalog().clone(),
                 config.valet.audit_queue_rows,
                 clock.clone(),
                 registry,
             ));
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
-            registry.register_collector(Box::new(crate::shard_metrics::ShardHealthMetrics(router.clone())));
-            registry.register_collector(Box::new(crate::metrics::KeySetMetrics(key_sets)));
-            chunks = Some(crate::chunk_cache::ChunkCache::new(
+            registry.register_collector(Box::new(ShardHealthMetrics(router.clone())));
+            registry.register_collector(Box::new(KeySetMetrics(key_sets)));
+            chunks = Some(crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
                 config.blobs.read_window_bytes,
                 registry,
@@ -418,9 +419,9 @@ impl Application {
         let fan_outs = fan_outs.expect("the metrics registry calls back once");
         let transfers = transfers.expect("the metrics registry calls back once");
         let tls_reloads = tls_reloads.expect("the metrics registry calls back once");
-        let tls = crate::tls::acceptor(config.tls.as_ref(), crate::tls::Listener::Api, &tls_reloads)?;
+        let tls = acceptor(config.tls.as_ref(), Listener::Api, &tls_reloads)?;
         let valet_tls = match config.valet.listen {
-            Some(_) => crate::tls::acceptor(config.valet.tls.as_ref(), crate::tls::Listener::Valet, &tls_reloads)?,
+            Some(_) => acceptor(config.valet.tls.as_ref(), Listener::Valet, &tls_reloads)?,
             None if config.valet.tls.is_some() => {
                 anyhow::bail!("valet.tls is set without valet.listen: set valet.listen, or remove valet.tls")
             }
@@ -474,8 +475,8 @@ impl Application {
             blobs: config.blobs.clone(),
             chunks,
             valet: valet_config,
-            signing_keys: crate::signing_keys::SigningKeys::default(),
-            valet_checks: crate::valet_checks::ValetChecks::default(),
+            signing_keys: crate::valet::signing_keys::SigningKeys::default(),
+            valet_checks: crate::valet::checks::ValetChecks::default(),
             indexes,
             rebalancer: shardgate_shard_router::rebalancer::Rebalancer::new(mover.clone()),
             mover,
@@ -487,7 +488,7 @@ impl Application {
             statement_timeout: config.storage.pool.statement_timeout,
             bulkheads,
             fan_outs,
-            fan_out_budget: crate::fan_out_budget::FanOutBudget::new(
+            fan_out_budget: crate::server::fan_out_budget::FanOutBudget::new(
                 config.limits.tenant_fan_out_shard_reads_per_second,
             ),
             transfers,
@@ -526,28 +527,20 @@ impl Application {
     }
 
     /// The valet endpoint alone, for its own listener.
-    fn valet_router(
-        app: Arc<App>,
-        limits: &crate::config::LimitsConfig,
-        cors: &crate::config::CorsConfig,
-    ) -> anyhow::Result<Router> {
+    fn valet_router(app: Arc<App>, limits: &LimitsConfig, cors: &CorsConfig) -> anyhow::Result<Router> {
         let (routes, _) = valet_routes().split_for_parts();
         let routes = routes
-            .layer(axum::middleware::from_fn_with_state(limits.transfer_timeout, crate::deadline::within))
+            .layer(axum::middleware::from_fn_with_state(limits.transfer_timeout, deadline::within))
             .route("/healthz", axum::routing::get(ops::healthz))
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed)
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
-            .counting_shed(app.bulkheads.refusals(crate::bulkhead::Limit::Global));
+            .counting_shed(app.bulkheads.refusals(Limit::Global));
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
-    fn router(
-        app: Arc<App>,
-        limits: &crate::config::LimitsConfig,
-        cors: &crate::config::CorsConfig,
-    ) -> anyhow::Result<Router> {
+    fn router(app: Arc<App>, limits: &LimitsConfig, cors: &CorsConfig) -> anyhow::Result<Router> {
         // One semaphore for every route: the limit is global to the instance (the caps per
         // tenant are the front door's).
         // Each group of routes has its own deadline and body limit.
@@ -556,7 +549,7 @@ impl Application {
                 .split_for_parts()
                 .0
                 .layer(DefaultBodyLimit::max(body_limit))
-                .layer(axum::middleware::from_fn_with_state(timeout, crate::deadline::within))
+                .layer(axum::middleware::from_fn_with_state(timeout, deadline::within))
         };
         let routes = Router::new()
             .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))
@@ -570,10 +563,10 @@ impl Application {
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let routes = routes
-            .layer(tower::util::MapResponseLayer::new(crate::json_newline::end_json_with_newline))
+            .layer(tower::util::MapResponseLayer::new(crate::wire::json_newline::end_json_with_newline))
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
-            .counting_shed(app.bulkheads.refusals(crate::bulkhead::Limit::Global));
+            .counting_shed(app.bulkheads.refusals(Limit::Global));
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
@@ -606,8 +599,8 @@ impl Application {
     }
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to
-    /// [`DRAIN_TIMEOUT`](crate::connections::DRAIN_TIMEOUT)) and writes the valet audit rows
-    /// still queued (up to [`CLOSE_WITHIN`](crate::valet_audit::CLOSE_WITHIN)).
+    /// [`DRAIN_TIMEOUT`](crate::server::connections::DRAIN_TIMEOUT)) and writes the valet audit rows
+    /// still queued (up to [`CLOSE_WITHIN`](crate::valet::audit::CLOSE_WITHIN)).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let app = self.app.clone();
         let served = self.serve(shutdown).await;
@@ -650,7 +643,7 @@ impl Application {
 pub fn edge_layers<S: Clone + Send + Sync + 'static>(
     routes: Router<S>,
     edge: EdgeLayer,
-    cors: &crate::config::CorsConfig,
+    cors: &CorsConfig,
     valet_origins: &[String],
 ) -> anyhow::Result<Router<S>> {
     Ok(routes.layer(edge).layer(cors_layer(cors, valet_origins)?))

@@ -5,7 +5,7 @@
 //! to fix. Unavailable databases are 503 (with `Retry-After`). Anything else is 500 `internal`
 //! with no internals in the body; the cause is logged once, here, with the request's span. A
 //! problem given after the request was routed names the shard-map epoch it was routed on
-//! (`x-shardgate-epoch`, [`crate::routed_epoch`]), like the routed answers that succeed.
+//! (`x-shardgate-epoch`, [`crate::wire::routed_epoch`]), like the routed answers that succeed.
 
 use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -18,8 +18,8 @@ use shardgate_shard_router::{Error as StoreError, InvalidId};
 use shardgate_valet::ValetError;
 use utoipa::ToSchema;
 
-use crate::record_body::RecordBodyError;
-use crate::routed_epoch::{EPOCH_HEADER, RoutedEpoch, RoutedProblem};
+use crate::wire::record_body::RecordBodyError;
+use crate::wire::routed_epoch::{EPOCH_HEADER, RoutedEpoch, RoutedProblem};
 
 /// An RFC 9457 problem document.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -185,6 +185,12 @@ impl ApiError {
         Self { code, detail: detail.into(), www_authenticate: None, retry_after_secs: None, routed_on: None }
     }
 
+    /// The same error, answered with `Retry-After: secs`.
+    fn retry_after(mut self, secs: u32) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
     /// 401 `token_predates_tenant`, with the `Bearer` challenge of an invalid token.
     pub fn token_predates_tenant(detail: impl Into<String>) -> Self {
         let mut err = Self::new(Code::TokenPredatesTenant, detail);
@@ -220,18 +226,14 @@ impl ApiError {
 
     /// 503 `overloaded` with `Retry-After: 1`: too many requests in progress.
     pub fn overloaded() -> Self {
-        let mut err = Self::new(Code::Overloaded, "too many requests in progress; retry shortly");
-        err.retry_after_secs = Some(1);
-        err
+        Self::new(Code::Overloaded, "too many requests in progress; retry shortly").retry_after(1)
     }
 
     /// 429 `tenant_concurrency_limit` (or `anonymous_concurrency_limit`) with `Retry-After: 1`:
     /// `who` (e.g. `tenant acme`) already has `cap` requests in progress. Never queued.
     pub fn concurrency_limited(code: Code, who: &str, cap: usize) -> Self {
         let detail = format!("{who} already has {cap} requests in progress, its limit; retry when one has finished");
-        let mut err = Self::new(code, detail);
-        err.retry_after_secs = Some(1);
-        err
+        Self::new(code, detail).retry_after(1)
     }
 
     /// 429 `fan_out_limit` with `Retry-After: 1`: `tenant` already has `cap` listings of
@@ -241,9 +243,7 @@ impl ApiError {
             "tenant {tenant} already has {cap} listings of distributed collections in progress, its limit; retry when \
              one has finished"
         );
-        let mut err = Self::new(Code::FanOutLimit, detail);
-        err.retry_after_secs = Some(1);
-        err
+        Self::new(Code::FanOutLimit, detail).retry_after(1)
     }
 
     /// 429 `fan_out_limit` with `Retry-After`: `tenant`'s listings of distributed collections
@@ -254,9 +254,7 @@ impl ApiError {
              their limit; retry in {} ms",
             wait.as_millis().max(1)
         );
-        let mut err = Self::new(Code::FanOutLimit, detail);
-        err.retry_after_secs = Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1));
-        err
+        Self::new(Code::FanOutLimit, detail).retry_after(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX).max(1))
     }
 
     /// 408 `transfer_stalled`: no byte of the upload's body arrived for `idle`.
@@ -270,9 +268,7 @@ impl ApiError {
 
     /// 429 `rate_limited` with `Retry-After`.
     pub fn rate_limited(detail: String, retry_after_secs: u64) -> Self {
-        let mut err = Self::new(Code::RateLimited, detail);
-        err.retry_after_secs = Some(u32::try_from(retry_after_secs).unwrap_or(u32::MAX));
-        err
+        Self::new(Code::RateLimited, detail).retry_after(u32::try_from(retry_after_secs).unwrap_or(u32::MAX))
     }
 
     /// 413 `payload_too_large`.
@@ -297,23 +293,17 @@ impl ApiError {
 
     /// 503 `shard_unavailable` with `Retry-After: 1`: a strict fan-out missed some shards.
     pub fn shards_missing(detail: String) -> Self {
-        let mut err = Self::new(Code::ShardUnavailable, detail);
-        err.retry_after_secs = Some(1);
-        err
+        Self::new(Code::ShardUnavailable, detail).retry_after(1)
     }
 
     /// 502 `upstream_unavailable` with `Retry-After: 1`: the gatekeeper's backend cannot be reached.
     pub fn upstream_unavailable() -> Self {
-        let mut err = Self::new(Code::UpstreamUnavailable, "the backend could not be reached");
-        err.retry_after_secs = Some(1);
-        err
+        Self::new(Code::UpstreamUnavailable, "the backend could not be reached").retry_after(1)
     }
 
     /// 503 `catalog_unavailable` with `Retry-After: 5`.
     pub fn catalog_unavailable() -> Self {
-        let mut err = Self::new(Code::CatalogUnavailable, "the catalog cannot be reached");
-        err.retry_after_secs = Some(5);
-        err
+        Self::new(Code::CatalogUnavailable, "the catalog cannot be reached").retry_after(5)
     }
 
     /// 413 `payload_too_large` naming the limit.
@@ -448,11 +438,9 @@ impl From<StoreError> for ApiError {
 
 impl From<&StoreError> for ApiError {
     fn from(e: &StoreError) -> Self {
-        let unavailable = |code: Code, detail: String| {
-            let mut err = Self::new(code, detail);
-            err.retry_after_secs = Some(5);
-            err
-        };
+        let unavailable = |code: Code, detail: String| Self::new(code, detail).retry_after(5);
+        // Nothing was applied: the data is moving (or changing its distribution); retry shortly.
+        let moving = |detail: String| Self::new(Code::TenantMoving, detail).retry_after(1);
         match e {
             StoreError::TenantNotFound => Self::tenant_not_found(),
             StoreError::TenantExists(id) => Self::new(Code::TenantExists, format!("tenant {id} already exists")),
@@ -480,46 +468,20 @@ impl From<&StoreError> for ApiError {
             StoreError::TenantFenced { tenant, .. }
             | StoreError::TenantMoved { tenant, .. }
             | StoreError::TenantMoving(tenant) => {
-                let mut err = Self::new(
-                    Code::TenantMoving,
-                    format!("tenant {tenant} is being moved to another shard; nothing was applied, retry shortly"),
-                );
-                err.retry_after_secs = Some(1);
-                err
+                moving(format!("tenant {tenant} is being moved to another shard; nothing was applied, retry shortly"))
             }
-            StoreError::VshardFenced { vshard, .. } => {
-                let mut err = Self::new(
-                    Code::TenantMoving,
-                    format!(
-                        "the data of vshard {vshard} (index entries, records of hash-distributed collections) is being \
-                         moved to another shard; nothing was applied, retry shortly"
-                    ),
-                );
-                err.retry_after_secs = Some(1);
-                err
-            }
-            StoreError::RangeFenced { tenant, collection, .. } => {
-                let mut err = Self::new(
-                    Code::TenantMoving,
-                    format!(
-                        "a key range of collection {collection} of tenant {tenant} is being moved to another shard; \
-                         nothing was applied, retry shortly"
-                    ),
-                );
-                err.retry_after_secs = Some(1);
-                err
-            }
-            StoreError::CollectionFenced { tenant, collection, .. } => {
-                let mut err = Self::new(
-                    Code::TenantMoving,
-                    format!(
-                        "collection {collection} of tenant {tenant} is changing its distribution; nothing was applied, \
-                         retry shortly"
-                    ),
-                );
-                err.retry_after_secs = Some(1);
-                err
-            }
+            StoreError::VshardFenced { vshard, .. } => moving(format!(
+                "the data of vshard {vshard} (index entries, records of hash-distributed collections) is being moved \
+                 to another shard; nothing was applied, retry shortly"
+            )),
+            StoreError::RangeFenced { tenant, collection, .. } => moving(format!(
+                "a key range of collection {collection} of tenant {tenant} is being moved to another shard; nothing \
+                 was applied, retry shortly"
+            )),
+            StoreError::CollectionFenced { tenant, collection, .. } => moving(format!(
+                "collection {collection} of tenant {tenant} is changing its distribution; nothing was applied, retry \
+                 shortly"
+            )),
             StoreError::JobConflict { .. } => Self::new(Code::JobConflict, e.to_string()),
             StoreError::MoveRefused(reason) => Self::new(Code::MoveRefused, reason.clone()),
             StoreError::ShardHoldsRange(reason) => Self::new(Code::ShardInUse, reason.clone()),
@@ -545,10 +507,8 @@ impl From<&StoreError> for ApiError {
                     (_, Refusal::Busy(_)) => Code::ShardBusy,
                     _ => Code::ShardUnavailable,
                 };
-                let mut err = Self::new(code, e.to_string());
                 let wait = refusal.retry_after().map_or(1, |wait| wait.as_secs().max(1));
-                err.retry_after_secs = Some(u32::try_from(wait).unwrap_or(u32::MAX));
-                err
+                Self::new(code, e.to_string()).retry_after(u32::try_from(wait).unwrap_or(u32::MAX))
             }
             e if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");

@@ -1,0 +1,15 @@
+//! What an instance tells its operators, and the rules that keep it bounded and free of secrets:
+//!
+//! - [`telemetry`]: the logging setup (no headers, tokens or full URIs in a log line);
+//! - [`metrics`]: the Prometheus registry and the request metrics, every label from a closed set
+//!   (the edge records them: [`crate::server::edge`]);
+//! - [`shard_metrics`]: the health of every shard database, read at each scrape;
+//! - [`rate_limited_warning`]: a warning logged at most once per period, however often its cause
+//!   repeats.
+//!
+//! Must not know: the routes, or how a request is admitted: the plumbing hands it closed labels.
+
+pub mod metrics;
+pub mod rate_limited_warning;
+pub mod shard_metrics;
+pub mod telemetry;
