@@ -19,9 +19,7 @@
 #   3. download with SHARDGATE_BLOBS__CHUNK_CACHE_BYTES=0: the streaming path alone.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 SIZE_MIB="${SIZE_MIB:-1024}"
 [[ "$SIZE_MIB" =~ ^[1-9][0-9]*$ ]] || { echo "error: SIZE_MIB must be a positive number" >&2; exit 1; }

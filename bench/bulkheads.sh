@@ -18,9 +18,7 @@
 # See bench/README.md ("Bulkheads under stalled uploads") for what is measured.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 SECS="$(duration_secs "${DURATION:-20s}")"
 STALLS="${STALLS:-1100}"
@@ -54,86 +52,6 @@ cleanup_on_exit
 # ---------------------------------------------------------------------------------------------
 # The clients (Python 3, standard library only)
 # ---------------------------------------------------------------------------------------------
-# paced.py HOST PORT PATH RATE SECS: open-loop GETs at RATE per second (request i is due at
-# start + i/RATE, on an idle keep-alive connection or a new one, so a slow answer never delays the
-# next); latency from the write of the request to the end of its answer, 5 s at most. Prints
-# SGPACED sent=... ok=... non2xx=... failed=... p50_ms=... p99_ms=... max_ms=... statuses=...
-cat >"$WORK/paced.py" <<'PY'
-import asyncio, os, sys
-from collections import Counter
-
-
-def rank(values, q):
-    if not values:
-        return float("nan")
-    return values[max(1, -(-len(values) * q // 100)) - 1]
-
-
-async def main():
-    host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    rate, secs = float(sys.argv[4]), float(sys.argv[5])
-    token = os.environ.get("TOKEN")
-    auth = f"Authorization: Bearer {token}\r\n" if token else ""
-    request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode()
-    idle, results = [], []
-
-    async def exchange(conn):
-        reader, writer = conn
-        writer.write(request)
-        status = int((await reader.readline()).split()[1])
-        length, close = 0, False
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                length = int(value)
-            elif name == b"connection" and value.strip().lower() == b"close":
-                close = True
-        await reader.readexactly(length)
-        return status, close
-
-    async def one():
-        loop = asyncio.get_running_loop()
-        sent, conn = loop.time(), None
-        try:
-            conn = idle.pop() if idle else await asyncio.wait_for(asyncio.open_connection(host, port), 5)
-            status, close = await asyncio.wait_for(exchange(conn), timeout=5)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
-            status, close = 0, True
-        done = loop.time()
-        if conn is not None:
-            if close:
-                conn[1].close()
-            else:
-                idle.append(conn)
-        results.append((status, (done - sent) * 1000))
-
-    loop = asyncio.get_running_loop()
-    start, tasks = loop.time() + 0.05, []
-    for i in range(int(secs * rate)):
-        wait = start + i / rate - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        tasks.append(asyncio.create_task(one()))
-    await asyncio.gather(*tasks)
-    answered = sorted(ms for status, ms in results if status)
-    ok = sum(1 for status, _ in results if 200 <= status < 300)
-    failed = sum(1 for status, _ in results if status == 0)
-    statuses = Counter(status for status, _ in results)
-    print(
-        f"SGPACED sent={len(results)} ok={ok} non2xx={len(results) - ok - failed} failed={failed} "
-        f"p50_ms={rank(answered, 50):.2f} p99_ms={rank(answered, 99):.2f} "
-        f"max_ms={(answered[-1] if answered else float('nan')):.2f} "
-        f"statuses={','.join(f'{s}:{n}' for s, n in sorted(statuses.items()))}"
-    )
-
-
-asyncio.run(main())
-PY
-
 # stall.py HOST PORT TENANT N HOLD: N uploads to /v1/tenants/TENANT/blobs/stall/<i> that declare
 # 100 MB and send 1 KiB, opened as fast as the gateway accepts them; each waits for an answer
 # until HOLD seconds after the first was opened. Prints SGSTALL opened=... opened_secs=...
@@ -248,17 +166,16 @@ RECORD=/v1/tenants/other/collections/items/records/k
 # ---------------------------------------------------------------------------------------------
 # Phases
 # ---------------------------------------------------------------------------------------------
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-declare -A P   # P[phase.client] = the SGPACED line
+declare -A P   # P[phase.client] = the SGGETS line of bench/paced_get.py
 measure() { # phase: the other tenant's GETs and the probes, in parallel, for SECS seconds
     local phase="$1" pids=() client
-    TOKEN="${TOKENS[other]}" python3 "$WORK/paced.py" 127.0.0.1 "$PORT" "$RECORD" "$OTHER_RATE" "$SECS" \
+    TOKEN="${TOKENS[other]}" python3 "$ROOT/bench/paced_get.py" 127.0.0.1 "$PORT" "$RECORD" "$OTHER_RATE" "$SECS" \
         >"$WORK/$phase-other.txt" & pids+=($!)
-    python3 "$WORK/paced.py" 127.0.0.1 "$PORT" /healthz "$PROBE_RATE" "$SECS" >"$WORK/$phase-healthz.txt" & pids+=($!)
-    python3 "$WORK/paced.py" 127.0.0.1 "$PORT" /readyz "$PROBE_RATE" "$SECS" >"$WORK/$phase-readyz.txt" & pids+=($!)
+    python3 "$ROOT/bench/paced_get.py" 127.0.0.1 "$PORT" /healthz "$PROBE_RATE" "$SECS" >"$WORK/$phase-healthz.txt" & pids+=($!)
+    python3 "$ROOT/bench/paced_get.py" 127.0.0.1 "$PORT" /readyz "$PROBE_RATE" "$SECS" >"$WORK/$phase-readyz.txt" & pids+=($!)
     wait "${pids[@]}"
     for client in other healthz readyz; do
-        P[$phase.$client]="$(grep '^SGPACED ' "$WORK/$phase-$client.txt" || true)"
+        P[$phase.$client]="$(grep '^SGGETS ' "$WORK/$phase-$client.txt" || true)"
         [[ -n "${P[$phase.$client]}" ]] || die "the $client client printed no summary in phase $phase"
     done
 }

@@ -14,9 +14,7 @@
 # See bench/README.md ("Connection hygiene") for what is measured and how to read the table.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 JUNK="${JUNK:-20000}"
 CONNECTIONS="${CONNECTIONS:-20000}"

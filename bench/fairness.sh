@@ -15,9 +15,7 @@
 # See bench/README.md ("Fairness under a flood") for what is measured and how to read the table.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 
 
@@ -75,123 +73,6 @@ release() {
 cleanup_on_exit
 
 # ---------------------------------------------------------------------------------------------
-# The quiet tenant's client: open-loop GETs at a fixed rate (Python 3, standard library only).
-# ---------------------------------------------------------------------------------------------
-# Request i is due at start + i/rate whatever happened to the earlier ones: it takes an idle
-# keep-alive connection or opens one, so a slow answer never delays the next request (no
-# coordinated omission). Latency is from the write of the request to the end of its body; `lag`
-# is how late the client itself sent (its own scheduling, a check of the pacing). Requests due
-# in the first `warmup` seconds are sent but not counted. Prints one line:
-# SGQUIET sent=... secs=... send_rate=... ok=... non2xx=... failed=... p50_ms=... p99_ms=... ...
-cat >"$WORK/paced_client.py" <<'PY'
-import asyncio
-import os
-import sys
-
-
-def nearest_rank(sorted_values, q):
-    if not sorted_values:
-        return float("nan")
-    i = max(1, -(-len(sorted_values) * q // 100))  # ceil(n * q / 100), at least 1
-    return sorted_values[int(i) - 1]
-
-
-async def main():
-    host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    rate, secs, warmup = float(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
-    token = os.environ["TOKEN"]
-    request = (
-        f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n\r\n"
-    ).encode()
-    loop = asyncio.get_running_loop()
-    idle = []
-    opened = 0
-    results = []  # (due, sent, done, status); status 0 = no answer
-
-    async def connect():
-        nonlocal opened
-        opened += 1
-        return await asyncio.open_connection(host, port)
-
-    async def exchange(conn):
-        reader, writer = conn
-        writer.write(request)
-        status_line = await reader.readline()
-        status = int(status_line.split()[1])
-        length, close = 0, False
-        while True:
-            line = await reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                length = int(value)
-            elif name == b"connection" and value.strip().lower() == b"close":
-                close = True
-        await reader.readexactly(length)
-        return status, close
-
-    async def one(due):
-        sent = loop.time()
-        conn = None
-        try:
-            conn = idle.pop() if idle else await connect()
-            status, close = await asyncio.wait_for(exchange(conn), timeout=5)
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError, IndexError):
-            status, close = 0, True
-        done = loop.time()
-        if conn is not None and close:
-            conn[1].close()
-        elif conn is not None:
-            idle.append(conn)
-        results.append((due, sent, done, status))
-
-    for _ in range(4):
-        idle.append(await connect())
-    total = int((warmup + secs) * rate)
-    start = loop.time() + 0.05
-    tasks = []
-    for i in range(total):
-        due = start + i / rate
-        wait = due - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        tasks.append(asyncio.create_task(one(due)))
-    await asyncio.gather(*tasks)
-    for _, writer in idle:
-        writer.close()
-
-    measured = [r for r in results if r[0] >= start + warmup]
-    answered = sorted((d - s) * 1000 for _, s, d, st in measured if st)
-    from_due = sorted((d - due) * 1000 for due, _, d, st in measured if st)
-    lags = sorted((s - due) * 1000 for due, s, _, _ in measured)
-    sends = sorted(s for _, s, _, _ in measured)
-    span = (sends[-1] - sends[0]) if len(sends) > 1 else float("nan")
-    ok = sum(1 for r in measured if 200 <= r[3] < 300)
-    failed = sum(1 for r in measured if r[3] == 0)
-    fields = {
-        "sent": len(measured),
-        "secs": f"{span:.3f}",
-        "send_rate": f"{(len(measured) - 1) / span:.1f}",
-        "ok": ok,
-        "non2xx": len(measured) - ok - failed,
-        "failed": failed,
-        "p50_ms": f"{nearest_rank(answered, 50):.3f}",
-        "p99_ms": f"{nearest_rank(answered, 99):.3f}",
-        "max_ms": f"{answered[-1] if answered else float('nan'):.3f}",
-        "p99_from_due_ms": f"{nearest_rank(from_due, 99):.3f}",
-        "lag_p99_ms": f"{nearest_rank(lags, 99):.3f}",
-        "lag_max_ms": f"{lags[-1] if lags else float('nan'):.3f}",
-        "connections": opened,
-    }
-    print("SGQUIET " + " ".join(f"{k}={v}" for k, v in fields.items()))
-
-
-asyncio.run(main())
-PY
-
-# ---------------------------------------------------------------------------------------------
 # Gateway (embedded default: SQLite in a fresh data directory)
 # ---------------------------------------------------------------------------------------------
 PORT="$(free_port)"
@@ -238,7 +119,6 @@ code="$(curl -s -o /dev/null -w '%{http_code}' -K "$WORK/quiet.curl" "$GW_URL/v1
 # ---------------------------------------------------------------------------------------------
 # Phases
 # ---------------------------------------------------------------------------------------------
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 # Q[phase.field]: the quiet client's figures; CPU, CLIENTS, OTHERS[phase]: % of one core used by
 # the gateway, by the load clients, by everything else on the machine.
 declare -A Q CPU CLIENTS OTHERS BUILDS
@@ -246,10 +126,10 @@ declare -A Q CPU CLIENTS OTHERS BUILDS
 run_quiet() { # phase -> fills Q[phase.*]
     local phase="$1" line f
     log "phase $phase: quiet tenant at $QUIET_RATE req/s for ${SECS}s (+${WARMUP}s warm-up)"
-    TOKEN="${TOKENS[quiet]}" python3 "$WORK/paced_client.py" 127.0.0.1 "$PORT" \
+    TOKEN="${TOKENS[quiet]}" python3 "$ROOT/bench/paced_get.py" 127.0.0.1 "$PORT" \
         "/v1/tenants/quiet/collections/$COLLECTION/records/$KEY" "$QUIET_RATE" "$SECS" "$WARMUP" \
         >"$WORK/quiet-$phase.txt"
-    line="$(grep '^SGQUIET ' "$WORK/quiet-$phase.txt" || true)"
+    line="$(grep '^SGGETS ' "$WORK/quiet-$phase.txt" || true)"
     [[ -n "$line" ]] || die "the quiet client printed no summary in phase $phase: $(cat "$WORK/quiet-$phase.txt")"
     for f in sent secs send_rate ok non2xx failed p50_ms p99_ms max_ms p99_from_due_ms lag_p99_ms lag_max_ms connections; do
         Q[$phase.$f]="$(field "$f" "$line")"

@@ -1,4 +1,9 @@
-# Helpers the bench scripts share: `source "$ROOT/bench/lib.sh"` after `cd "$ROOT"`.
+# Helpers the bench scripts share. A script starts with
+#   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# which sets ROOT (the workspace) and makes it the working directory.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -59,6 +64,9 @@ build_release() {
         cargo build --release "${packages[@]}" >&2
     fi
 }
+
+# field NAME LINE: the value of NAME=... in a summary line such as bench/paced_get.py prints.
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 # ratio A B: A/B with 2 decimals, or n/a unless both are figures and B > 0.
 ratio() { # a b

@@ -12,9 +12,7 @@
 # See bench/README.md ("Load harness") for what each scenario measures and how to read the table.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 DURATION="${DURATION:-15s}"
 CONNECTIONS="${CONNECTIONS:-32}"
@@ -172,7 +170,6 @@ run_wrk() {
         NOTE[$name]="$non2xx non-2xx answers, $errors socket errors"
     fi
 }
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 us_to_ms() { awk -v us="$1" 'BEGIN { printf "%.3f", us / 1000 }'; }
 
 skip() { # name reason

@@ -16,9 +16,7 @@
 # See bench/valet.md for what each row measures and how to read the tables.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 DURATION="${DURATION:-10s}"
 CONNECTIONS="${CONNECTIONS:-8}"
@@ -250,7 +248,6 @@ check_valet() {
 # Per run (key "name#round"): MB/s, downloads/s, p50/p99 ms, CPU, steal, compilers at start/end.
 declare -A MBPS RPS P50 P99 CPU STEAL BUILDS NOTE
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
-field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 note() { NOTE[$1]="${NOTE[$1]:+${NOTE[$1]}; }$2"; }
 
 # run_wrk NAME ROUND URL: wrk at the common concurrency; MB/s from the bytes wrk read.

@@ -7,48 +7,18 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sqlx::Connection;
+use shared_catalog::{Databases, token};
 use support::Process;
 
+mod shared_catalog;
 mod support;
-
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-const SECRET: &str = "cache-crash-test-secret-0123456789abcdef";
-
-fn token(tenant: Option<&str>, scope: &str) -> String {
-    use jsonwebtoken::{EncodingKey, Header, encode};
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let mut claims = json!({"iss": "crash", "sub": "test", "scope": scope, "iat": now, "exp": now + 600});
-    if let Some(t) = tenant {
-        claims["tenant"] = json!(t);
-    }
-    encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read() {
-    let tag = format!(
-        "sgcc_{:x}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
-    );
-    let names = [format!("{tag}_cat"), format!("{tag}_s0")];
-    let mut admin_db = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-    for name in &names {
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await.unwrap();
-    }
-    let url = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
-    let envs = vec![
-        ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
-        ("SHARDGATE_STORAGE__SHARDS".to_owned(), format!("[{{id=\"s0\",url=\"{}\"}}]", url(&names[1]))),
-        ("SHARDGATE_CACHE__REDIS_URL".to_owned(), "redis://127.0.0.1:6379".to_owned()),
-        ("SHARDGATE_CACHE__KEY_PREFIX".to_owned(), tag.clone()),
-        // Short, so that the test also reads after the dead instance's mark expired.
-        ("SHARDGATE_CACHE__WRITE_MARK_TTL".to_owned(), "2s".to_owned()),
-        (
-            "SHARDGATE_AUTH__ISSUERS".to_owned(),
-            format!("[{{issuer=\"crash\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
-        ),
-    ];
+    let databases = Databases::create("sgcc", 1).await;
+    let mut envs = databases.envs(true);
+    // Short, so that the test also reads after the dead instance's mark expired.
+    envs.push(("SHARDGATE_CACHE__WRITE_MARK_TTL".to_owned(), "2s".to_owned()));
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let client = reqwest::Client::new();
     // A stops dead once a record write has committed; B keeps an L1 of its own besides Redis.
@@ -108,9 +78,7 @@ async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read
     assert_eq!(got["version"], 3, "{got}");
 
     drop(b);
-    for name in &names {
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await.unwrap();
-    }
+    databases.drop_all().await;
 }
 
 async fn read(client: &reqwest::Client, process: &Process, record: &str, token: &str) -> Value {

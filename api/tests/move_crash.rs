@@ -10,23 +10,12 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use shared_catalog::{Databases, token};
 use sqlx::Connection;
 use support::Process;
 
+mod shared_catalog;
 mod support;
-
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-const SECRET: &str = "move-crash-test-secret-0123456789abcdef";
-
-fn token(tenant: Option<&str>, scope: &str) -> String {
-    use jsonwebtoken::{EncodingKey, Header, encode};
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let mut claims = json!({"iss": "crash", "sub": "test", "scope": scope, "iat": now, "exp": now + 600});
-    if let Some(t) = tenant {
-        claims["tenant"] = json!(t);
-    }
-    encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
-}
 
 /// Where to kill the instance running the move.
 #[derive(Debug, Clone, Copy)]
@@ -55,59 +44,48 @@ impl KillAt {
 /// A catalog and two shards (`s0`, `s1`) in new PostgreSQL databases, and the environment of
 /// an instance on them whose moves pause at every phase boundary and copy slowly.
 struct Cluster {
-    names: [String; 3],
+    databases: Databases,
     envs: Vec<(String, String)>,
-    admin_db: sqlx::PgConnection,
 }
 
 impl Cluster {
     async fn new() -> Self {
-        let tag = format!(
-            "sgmc_{:x}",
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
-        );
-        let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
-        let mut admin_db = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-        for name in &names {
-            sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await.unwrap();
-        }
-        let envs = vec![
-            ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
-            (
-                "SHARDGATE_STORAGE__SHARDS".to_owned(),
-                format!("[{{id=\"s0\",url=\"{}\"}},{{id=\"s1\",url=\"{}\"}}]", url(&names[1]), url(&names[2])),
-            ),
-            (
-                "SHARDGATE_AUTH__ISSUERS".to_owned(),
-                format!("[{{issuer=\"crash\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
-            ),
+        let databases = Databases::create("sgmc", 2).await;
+        let mut envs = databases.envs(false);
+        envs.extend([
             // Every phase boundary pauses, so the test can kill the instance in a phase; the copy
             // is slow enough (a megabyte takes about a second) to be killed in the middle.
             ("SHARDGATE_STORAGE__MOVES__PHASE_PAUSE".to_owned(), "700ms".to_owned()),
             ("SHARDGATE_STORAGE__MOVES__COPY_BYTES_PER_SECOND".to_owned(), "1000000".to_owned()),
             ("SHARDGATE_STORAGE__MOVES__LEASE".to_owned(), "1s".to_owned()),
             ("SHARDGATE_STORAGE__MOVES__CLEANUP_GRACE".to_owned(), "2s".to_owned()),
-        ];
-        Self { names, envs, admin_db }
+        ]);
+        Self { databases, envs }
+    }
+
+    /// Where shard `id`'s database stands in [`Databases::names`].
+    fn shard_index(id: &str) -> usize {
+        if id == "s0" { 1 } else { 2 }
     }
 
     /// The URL of shard `id`'s database.
     fn shard_url(&self, id: &str) -> String {
-        url(&self.names[if id == "s0" { 1 } else { 2 }])
+        self.databases.url(Self::shard_index(id))
     }
 
-    async fn drop_databases(mut self) {
-        for name in &self.names {
-            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut self.admin_db)
-                .await
-                .unwrap();
-        }
+    async fn drop_databases(self) {
+        self.databases.drop_all().await;
     }
 }
 
-fn url(db: &str) -> String {
-    format!("postgres://postgres@127.0.0.1:5432/{db}")
+/// A new cluster, and an instance on it (in a new data directory) that holds tenant `acme`.
+async fn cluster_with_acme(client: &reqwest::Client, admin: &str) -> (Cluster, tempfile::TempDir, Process) {
+    let cluster = Cluster::new().await;
+    let dir = tempfile::tempdir().unwrap();
+    let process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
+    process.wait_until_ok(client, "/readyz").await;
+    process.create_tenant(client, admin, "acme").await;
+    (cluster, dir, process)
 }
 
 /// Polls job `job_url` on `process` until `kill` says it is where the instance dies, then
@@ -139,15 +117,8 @@ async fn kill_and_resume(
 
     let process = Process::start(&["serve"], dir, cluster.envs.clone());
     process.wait_until_ok(client, "/readyz").await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let done = loop {
-        let job: Value = get(client, &format!("{}{job_url}", process.base), admin).await;
-        if job["state"] != "running" {
-            break job;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{kill:?}: not finished after the restart: {job}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let url = format!("{}{job_url}", process.base);
+    let done = ended(client, &url, admin, 60, |job| format!("{kill:?}: not finished after the restart: {job}")).await;
     assert_eq!(done["state"], "done", "{kill:?}: {done}\n{}", process.log());
     assert_eq!(done["progress"]["checksums"]["matched"], true, "{kill:?}: {done}");
     assert_no_unknown_kind_warning(&process, kill);
@@ -164,14 +135,9 @@ const PHASES: [KillAt; 5] = [KillAt::BeforeCopy, KillAt::MidCopy, KillAt::CatchU
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let cluster = Cluster::new().await;
-    let envs = cluster.envs.clone();
-    let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let admin = token(None, "admin");
-    let mut process = Process::start(&["serve"], dir.path(), envs.clone());
-    process.wait_until_ok(&client, "/readyz").await;
-    process.create_tenant(&client, &admin, "acme").await;
+    let (cluster, dir, mut process) = cluster_with_acme(&client, &admin).await;
     // Minted after the tenant exists (a token older than its tenant is refused).
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let tenant = token(Some("acme"), "read write");
@@ -196,17 +162,9 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
         let route: Value =
             get(&client, &format!("{}/v1/admin/route?tenant=acme&collection=c&key=k0", process.base), &admin).await;
         let (from, to) = if route["shard"] == "s0" { ("s0", "s1") } else { ("s1", "s0") };
-        let started = client
-            .post(format!("{}/v1/admin/tenants/acme/move", process.base))
-            .bearer_auth(&admin)
-            .json(&json!({"to": to}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(started.status(), 202, "{kill:?}: starting the move");
-        let job: Value = started.json().await.unwrap();
-        let id = job["id"].as_str().unwrap().to_owned();
-        let job_url = format!("/v1/admin/jobs/{id}");
+        let request = client.post(format!("{}/v1/admin/tenants/acme/move", process.base)).bearer_auth(&admin);
+        let job = accepted(request.json(&json!({"to": to})), &format!("{kill:?}: starting the move")).await;
+        let job_url = job_path(&job);
 
         let (resumed, _) = kill_and_resume(&client, process, &cluster, dir.path(), &job_url, kill, &admin).await;
         process = resumed;
@@ -240,15 +198,8 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
 
     // A drain killed while its vshard moves run: the next instance takes the drain and its
     // moves over and finishes them.
-    let started = client
-        .post(format!("{}/v1/admin/shards/s1/drain", process.base))
-        .bearer_auth(&admin)
-        .json(&json!({"parallel": 4}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), 202, "starting the drain");
-    let drain: Value = started.json().await.unwrap();
+    let request = client.post(format!("{}/v1/admin/shards/s1/drain", process.base)).bearer_auth(&admin);
+    let drain = accepted(request.json(&json!({"parallel": 4})), "starting the drain").await;
     let job_url = format!("{}/v1/admin/jobs/{}", process.base, drain["job"]["id"].as_str().unwrap());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
@@ -263,18 +214,11 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
     // Into the steps' phases.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     drop(process);
-    process = Process::start(&["serve"], dir.path(), envs.clone());
+    process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
     process.wait_until_ok(&client, "/readyz").await;
     let job_url = job_url.replace(&job_url[..job_url.find("/v1/").unwrap()], &process.base);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    let drained = loop {
-        let job: Value = get(&client, &job_url, &admin).await;
-        if job["state"] != "running" {
-            break job;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the drain did not finish after the restart: {job}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let drained =
+        ended(&client, &job_url, &admin, 120, |job| format!("the drain did not finish after the restart: {job}")).await;
     assert_eq!(drained["state"], "done", "{drained}\n{}", process.log());
     assert_no_unknown_kind_warning(&process, "the drain");
     let map: Value = get(&client, &format!("{}/v1/admin/shard-map", process.base), &admin).await;
@@ -294,13 +238,9 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
 /// the shard that holds their range now.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let cluster = Cluster::new().await;
-    let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let admin = token(None, "admin");
-    let mut process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
-    process.wait_until_ok(&client, "/readyz").await;
-    process.create_tenant(&client, &admin, "acme").await;
+    let (cluster, dir, mut process) = cluster_with_acme(&client, &admin).await;
     let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": "s0"}]});
     let set = client
         .put(format!("{}/v1/admin/tenants/acme/collections/r", process.base))
@@ -325,16 +265,9 @@ async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
         }
         // The keys from `m` on go back and forth between the shards.
         let (from, to) = if round % 2 == 0 { ("s0", "s1") } else { ("s1", "s0") };
-        let started = client
-            .post(format!("{}/v1/admin/tenants/acme/collections/r/split", process.base))
-            .bearer_auth(&admin)
-            .json(&json!({"at": "m", "shard": to}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(started.status(), 202, "{kill:?}: starting the range move");
-        let job: Value = started.json().await.unwrap();
-        let job_url = format!("/v1/admin/jobs/{}", job["id"].as_str().unwrap());
+        let request = client.post(format!("{}/v1/admin/tenants/acme/collections/r/split", process.base));
+        let request = request.bearer_auth(&admin).json(&json!({"at": "m", "shard": to}));
+        let job_url = job_path(&accepted(request, &format!("{kill:?}: starting the range move")).await);
         let (resumed, done) = kill_and_resume(&client, process, &cluster, dir.path(), &job_url, kill, &admin).await;
         process = resumed;
         assert_eq!(done["kind"], "range.move", "{done}");
@@ -372,13 +305,9 @@ async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
 /// collection's rows are left only in the table of its new layout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redistribution_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let cluster = Cluster::new().await;
-    let dir = tempfile::tempdir().unwrap();
     let client = reqwest::Client::new();
     let admin = token(None, "admin");
-    let mut process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
-    process.wait_until_ok(&client, "/readyz").await;
-    process.create_tenant(&client, &admin, "acme").await;
+    let (cluster, dir, mut process) = cluster_with_acme(&client, &admin).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let tenant = token(Some("acme"), "read write");
     // About a megabyte, so that the copy takes about a second.
@@ -400,16 +329,9 @@ async fn a_redistribution_killed_in_any_phase_is_finished_by_the_next_instance()
             put(&client, &process, &tenant, &format!("d/records/{key}"), &value, kill).await;
             expected.insert(key, value);
         }
-        let started = client
-            .put(format!("{}/v1/admin/tenants/acme/collections/d", process.base))
-            .bearer_auth(&admin)
-            .json(&to)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(started.status(), 202, "{kill:?}: starting the redistribution to {to}");
-        let job: Value = started.json().await.unwrap();
-        let job_url = format!("/v1/admin/jobs/{}", job["id"].as_str().unwrap());
+        let request = client.put(format!("{}/v1/admin/tenants/acme/collections/d", process.base)).bearer_auth(&admin);
+        let started = accepted(request.json(&to), &format!("{kill:?}: starting the redistribution to {to}")).await;
+        let job_url = job_path(&started);
         let (resumed, done) = kill_and_resume(&client, process, &cluster, dir.path(), &job_url, kill, &admin).await;
         process = resumed;
         assert_eq!(done["kind"], "collection.redistribute", "{done}");
@@ -499,7 +421,7 @@ async fn a_move_whose_copy_outlasts_its_lease_keeps_one_owner_and_resumes_when_t
         assert!(tokio::time::Instant::now() < deadline, "the copy saved no progress half-way: {job}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mut catalog = sqlx::PgConnection::connect(&url(&cluster.names[0])).await.unwrap();
+    let mut catalog = sqlx::PgConnection::connect(&cluster.databases.url(0)).await.unwrap();
     let now_ms =
         i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap();
     sqlx::query("UPDATE jobs SET owner = 'intruder', lease_until = $1 WHERE id = $2")
@@ -510,7 +432,7 @@ async fn a_move_whose_copy_outlasts_its_lease_keeps_one_owner_and_resumes_when_t
         .unwrap();
     // Within a renewal (a third of the lease) the instance finds the lease gone and its copy
     // statements end on the source, and none starts again while the intruder holds the job.
-    let source = cluster.names[if to == "s0" { 1 } else { 2 }].clone();
+    let source = cluster.databases.names[Cluster::shard_index(to)].clone();
     let copies = "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1 AND state = 'active' \
                   AND query ILIKE 'COPY (SELECT%'";
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
@@ -556,27 +478,39 @@ async fn a_move_whose_copy_outlasts_its_lease_keeps_one_owner_and_resumes_when_t
 
 /// Starts moving tenant `acme` to shard `to` through `process`; the job's URL.
 async fn move_tenant(client: &reqwest::Client, process: &Process, admin: &str, to: &str) -> String {
-    let started = client
-        .post(format!("{}/v1/admin/tenants/acme/move", process.base))
-        .bearer_auth(admin)
-        .json(&json!({"to": to}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), 202, "starting the move to {to}");
-    let job: Value = started.json().await.unwrap();
+    let request = client.post(format!("{}/v1/admin/tenants/acme/move", process.base)).bearer_auth(admin);
+    job_path(&accepted(request.json(&json!({"to": to})), &format!("starting the move to {to}")).await)
+}
+
+/// Sends `request`, an operator's request that starts a job, asserts that it was accepted (202;
+/// `what` names it in the failure) and answers its body.
+async fn accepted(request: reqwest::RequestBuilder, what: &str) -> Value {
+    let started = request.send().await.unwrap();
+    assert_eq!(started.status(), 202, "{what}");
+    started.json().await.unwrap()
+}
+
+/// `/v1/admin/jobs/{id}` of the job a 202 answer started.
+fn job_path(job: &Value) -> String {
     format!("/v1/admin/jobs/{}", job["id"].as_str().unwrap())
 }
 
 /// Polls job `job_url` on `process` until it is no longer running (at most 60 s).
 async fn finished(client: &reqwest::Client, process: &Process, job_url: &str, admin: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let url = format!("{}{job_url}", process.base);
+    ended(client, &url, admin, 60, |job| format!("not finished within 60 s: {job}\n{}", process.log())).await
+}
+
+/// Polls the job at `url` every 100 ms until it is no longer running, for at most `secs`
+/// seconds (`late` says what failed then).
+async fn ended(client: &reqwest::Client, url: &str, admin: &str, secs: u64, late: impl Fn(&Value) -> String) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
     loop {
-        let job: Value = get(client, &format!("{}{job_url}", process.base), admin).await;
+        let job: Value = get(client, url, admin).await;
         if job["state"] != "running" {
             return job;
         }
-        assert!(tokio::time::Instant::now() < deadline, "not finished within 60 s: {job}\n{}", process.log());
+        assert!(tokio::time::Instant::now() < deadline, "{}", late(&job));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

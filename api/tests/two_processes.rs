@@ -2,46 +2,16 @@
 //! writes through one are never read stale through the other.
 
 use serde_json::{Value, json};
-use sqlx::Connection;
+use shared_catalog::{Databases, token};
 use support::Process;
 
+mod shared_catalog;
 mod support;
-
-const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-const SECRET: &str = "two-processes-test-secret-0123456789abcdef";
-
-fn token(tenant: Option<&str>, scope: &str) -> String {
-    use jsonwebtoken::{EncodingKey, Header, encode};
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let mut claims = json!({"iss": "two", "sub": "test", "scope": scope, "iat": now, "exp": now + 600});
-    if let Some(t) = tenant {
-        claims["tenant"] = json!(t);
-    }
-    encode(&Header::default(), &claims, &EncodingKey::from_secret(SECRET.as_bytes())).unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_through_one_process_are_never_read_stale_through_the_other() {
-    let tag = format!(
-        "sg2p_{:x}",
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() % 0xffff_ffff
-    );
-    let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
-    let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
-    for name in &names {
-        sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.unwrap();
-    }
-    let url = |db: &str| format!("postgres://postgres@127.0.0.1:5432/{db}");
-    let envs = vec![
-        ("SHARDGATE_STORAGE__CATALOG_URL".to_owned(), url(&names[0])),
-        (
-            "SHARDGATE_STORAGE__SHARDS".to_owned(),
-            format!("[{{id=\"s0\",url=\"{}\"}},{{id=\"s1\",url=\"{}\"}}]", url(&names[1]), url(&names[2])),
-        ),
-        ("SHARDGATE_CACHE__REDIS_URL".to_owned(), "redis://127.0.0.1:6379".to_owned()),
-        ("SHARDGATE_CACHE__KEY_PREFIX".to_owned(), tag.clone()),
-        ("SHARDGATE_AUTH__ISSUERS".to_owned(), format!("[{{issuer=\"two\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]")),
-    ];
+    let databases = Databases::create("sg2p", 2).await;
+    let envs = databases.envs(true);
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let client = reqwest::Client::new();
     // The first process creates the catalog; the second joins it.
@@ -85,7 +55,5 @@ async fn writes_through_one_process_are_never_read_stale_through_the_other() {
     }
     drop(a);
     drop(b);
-    for name in &names {
-        sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.unwrap();
-    }
+    databases.drop_all().await;
 }

@@ -57,6 +57,13 @@ fn tenant(name: &str) -> TenantId {
     TenantId::parse(name).unwrap()
 }
 
+/// A transaction on `db` that has run `sql` and stays open until the caller ends it.
+async fn open_transaction(db: &Database, sql: &str) -> sqlx::Transaction<'static, sqlx::Any> {
+    let mut transaction = db.pool.begin().await.unwrap();
+    sqlx::query(sql).execute(&mut *transaction).await.unwrap();
+    transaction
+}
+
 /// Writes `value` at `collection/key` of `tenant` on vshard `vshard`.
 async fn put(db: &Database, tenant: &str, collection: &str, key: &str, vshard: u32, value: &str) {
     put_at(db, (tenant, collection, key), vshard, value, 1_700_000_000_000).await;
@@ -338,16 +345,14 @@ async fn a_failed_binary_copy_leaves_the_target_unchanged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_postgres_moment_takes_what_was_running_and_nothing_older() {
     use shardgate_shard_router::copy::{Pass, RECORDS, Since, Window, copy_rows};
-    use sqlx::Connection;
     let pair = Pair::postgres().await;
     let (source, target) = (&pair.source.db, &pair.target.db);
     // A write elsewhere in the cluster, open throughout.
-    let mut elsewhere = target.pool.acquire().await.unwrap();
-    let mut elsewhere = elsewhere.begin().await.unwrap();
-    sqlx::query("INSERT INTO records (tenant, collection, key, vshard, version, updated_at, value) VALUES ('zed', 'c', 'k', 0, 1, 0, '1')")
-        .execute(&mut *elsewhere)
-        .await
-        .unwrap();
+    let elsewhere = open_transaction(
+        target,
+        "INSERT INTO records (tenant, collection, key, vshard, version, updated_at, value) VALUES ('zed', 'c', 'k', 0, 1, 0, '1')",
+    )
+    .await;
     for i in 0..30 {
         put(source, "acme", "orders", &format!("k{i:02}"), 3, "{\"v\":1}").await;
     }
@@ -358,12 +363,9 @@ async fn a_postgres_moment_takes_what_was_running_and_nothing_older() {
         .await
         .unwrap();
     // A write of the source running across the moment.
-    let mut running = source.pool.acquire().await.unwrap();
-    let mut running = running.begin().await.unwrap();
-    sqlx::query("UPDATE records SET value = '{\"v\":2}', version = version + 1 WHERE key = 'k03'")
-        .execute(&mut *running)
-        .await
-        .unwrap();
+    let running =
+        open_transaction(source, "UPDATE records SET value = '{\"v\":2}', version = version + 1 WHERE key = 'k03'")
+            .await;
     // A later write that commits before the moment: the running one is then older than the
     // first id not yet assigned, and is found among the running.
     put(source, "other", "orders", "k", 3, "{}").await;

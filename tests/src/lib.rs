@@ -17,7 +17,8 @@
 //! - [`backend`]: the engines, the PostgreSQL databases a test creates, direct shard access;
 //! - [`tokens`]: the trusted HS256 issuer and the tokens it mints;
 //! - [`http`]: the client and the request builder every call goes through;
-//! - [`records`] and [`admin`]: the tenant's and the administrator's calls;
+//! - [`records`] and [`admin`]: the tenant's and the administrator's calls; [`blobs`]: a
+//!   tenant's valet keys, and the staged chunks of its uploads;
 //! - [`assertions`]: status, JSON, problem and header assertions;
 //! - [`eventually`]: the one bounded wait for background work;
 //! - [`metrics`]: Prometheus values; [`redis`]: a Redis process to stop and pause;
@@ -30,6 +31,7 @@ pub mod admin;
 pub mod app;
 pub mod assertions;
 pub mod backend;
+pub mod blobs;
 pub mod clock;
 pub mod conformance;
 pub mod eventually;

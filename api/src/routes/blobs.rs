@@ -155,13 +155,13 @@ errors!(HeadBlobErrors: TenantNotFound, BlobNotFound);
     HeadBlobErrors,
 ))]
 pub async fn head_blob(
-    State(app): State<Arc<App>>,
+    app: State<Arc<App>>,
     caller: Caller,
-    ApiPath(route): ApiPath<BlobRoute>,
+    route: ApiPath<BlobRoute>,
     request: Request,
 ) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Read).await?;
-    serve_blob(&app, &tenant, &path, request.headers(), true).await
+    // The same answer without its bytes: `get_blob` sees the HEAD method.
+    get_blob(app, caller, route, request).await
 }
 
 errors!(DeleteBlobErrors:

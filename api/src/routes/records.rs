@@ -14,9 +14,11 @@ use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::fanout::ShardFailure;
 use shardgate_shard_router::records::{
-    Layout, ListBounds, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
+    Layout, ListBounds, PutOutcome, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
-use shardgate_shard_router::{Access, CollectionName, Distribution, RecordKey, Route, ids::check_key_text, now_ms};
+use shardgate_shard_router::{
+    Access, CollectionName, Database, Distribution, RecordKey, Route, ids::check_key_text, now_ms,
+};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
@@ -96,6 +98,12 @@ struct Target {
     key: RecordKey,
 }
 
+impl Target {
+    fn address(&self) -> RecordAddress<'_> {
+        RecordAddress { tenant: &self.tenant, collection: &self.collection, key: &self.key }
+    }
+}
+
 async fn record_target(app: &App, caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Target, ApiError> {
     let tenant = caller.for_tenant(app, &path.tenant, scope).await?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
@@ -119,8 +127,7 @@ pub async fn get_record(
 ) -> Result<Response, ApiError> {
     let t = record_target(&app, &caller, &path, Scope::Read).await?;
     // Routed before the cache is asked: a read the cache answers names this map's epoch too.
-    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let route = app.router.resolve_record_fresh(addr, Access::Read).await?.0;
+    let route = app.router.resolve_record_fresh(t.address(), Access::Read).await?.0;
     RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &if_none_match).await)
 }
 
@@ -129,7 +136,7 @@ async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNon
     let span = tracing::Span::current();
     span.record("shard", route.shard.as_str());
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
-    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
+    let addr = t.address();
     let router = &app.router;
     let (result, outcome) = app
         .cache
@@ -207,9 +214,8 @@ pub async fn put_record(
     served_on.stamp(answer)
 }
 
-/// Writes `value` to `t` under `condition` (index entries first, then the record on the route
-/// [`ShardRouter::write`](shardgate_shard_router::ShardRouter::write) finally serves it on,
-/// noted in `served_on`) and answers 201 or 200 with the record.
+/// Writes `value` to `t` under `condition` (see [`change_on_shard`]) and answers 201 or 200
+/// with the record.
 async fn write_record(
     app: &App,
     t: &Target,
@@ -217,9 +223,36 @@ async fn write_record(
     condition: &WriteCondition,
     served_on: &ServedOn,
 ) -> Result<Response, ApiError> {
-    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    // The indexes' entries for the new value are written before the record, made live after.
-    let indexed = app.indexes.prepare_write(addr, Some(value)).await?;
+    let addr = t.address();
+    let version = |outcome: &PutOutcome| outcome.record.version;
+    let outcome = change_on_shard(app, t, Some(value), served_on, version, |route, db, now| async move {
+        routed_store(&db, &route).put(addr, route.vshard, value, condition, now).await
+    })
+    .await?;
+    let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok(envelope_response(status, outcome.record))
+}
+
+/// Changes `t` on its shard, in step with its indexes and the record cache: the indexes'
+/// entries for `value` (`None`: the record goes) are written before the record and made live
+/// after; the cache is told that a write begins and how it ended. `change` runs on the route
+/// [`ShardRouter::write`](shardgate_shard_router::ShardRouter::write) finally serves it on
+/// (noted in `served_on`), with the write's time (the same on every attempt); `version_of`
+/// reads the version its outcome left.
+async fn change_on_shard<T, F, Fut>(
+    app: &App,
+    t: &Target,
+    value: Option<&RawValue>,
+    served_on: &ServedOn,
+    version_of: impl Fn(&T) -> i64,
+    change: F,
+) -> Result<T, ApiError>
+where
+    F: Fn(Route, Database, i64) -> Fut,
+    Fut: Future<Output = Result<T, shardgate_shard_router::Error>>,
+{
+    let addr = t.address();
+    let indexed = app.indexes.prepare_write(addr, value).await?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     app.begin_record_write(&cache_key).await;
     let now = now_ms();
@@ -227,24 +260,23 @@ async fn write_record(
         .router
         .write_record(addr, |route, db| {
             served_on.note(&route);
-            async move {
-                tracing::Span::current().record("shard", route.shard.as_str());
-                RecordStore::new(&db, &route.shard)
-                    .routed_at(route.epoch)
-                    .in_layout(Layout::of(&route))
-                    .put(addr, route.vshard, value, condition, now)
-                    .await
-            }
+            tracing::Span::current().record("shard", route.shard.as_str());
+            change(route, db, now)
         })
         .await;
-    app.indexes.finish_write(indexed, written.as_ref().map(|o| o.record.version)).await;
+    let version = written.as_ref().map(&version_of);
+    app.indexes.finish_write(indexed, version).await;
     if written.is_ok() {
         fault_points::pass("record_committed").await;
     }
-    app.end_record_write(&cache_key, t.collection.as_str(), written.as_ref().map(|o| o.record.version)).await;
-    let outcome = written?;
-    let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok(envelope_response(status, outcome.record))
+    app.end_record_write(&cache_key, t.collection.as_str(), version).await;
+    Ok(written?)
+}
+
+/// The record store of `db` on `route`: fenced at the route's epoch, in the layout of its
+/// collection.
+fn routed_store<'a>(db: &'a Database, route: &'a Route) -> RecordStore<'a> {
+    RecordStore::new(db, &route.shard).routed_at(route.epoch).in_layout(Layout::of(route))
 }
 
 errors!(DeleteRecordErrors:
@@ -275,40 +307,23 @@ pub async fn delete_record(
     served_on.stamp(answer)
 }
 
-/// Deletes `t` under `condition` (index entries first, then the record on the route
-/// [`ShardRouter::write`](shardgate_shard_router::ShardRouter::write) finally serves it on,
-/// noted in `served_on`) and answers 204.
+/// Deletes `t` under `condition` (see [`change_on_shard`]) and answers 204.
 async fn delete_from_shard(
     app: &App,
     t: &Target,
     condition: &WriteCondition,
     served_on: &ServedOn,
 ) -> Result<StatusCode, ApiError> {
-    let addr = RecordAddress { tenant: &t.tenant, collection: &t.collection, key: &t.key };
-    let indexed = app.indexes.prepare_write(addr, None).await?;
-    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
-    app.begin_record_write(&cache_key).await;
-    let now = now_ms();
-    let deleted = app
-        .router
-        .write_record(addr, |route, db| {
-            served_on.note(&route);
-            async move {
-                tracing::Span::current().record("shard", route.shard.as_str());
-                RecordStore::new(&db, &route.shard)
-                    .routed_at(route.epoch)
-                    .in_layout(Layout::of(&route))
-                    .delete(addr, condition, now)
-                    .await
-            }
-        })
-        .await;
-    app.indexes.finish_write(indexed, deleted.as_ref().copied()).await;
-    if deleted.is_ok() {
-        fault_points::pass("record_committed").await;
-    }
-    app.end_record_write(&cache_key, t.collection.as_str(), deleted.as_ref().copied()).await;
-    deleted?;
+    let addr = t.address();
+    change_on_shard(
+        app,
+        t,
+        None,
+        served_on,
+        |tombstone: &i64| *tombstone,
+        |route, db, now| async move { routed_store(&db, &route).delete(addr, condition, now).await },
+    )
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,6 +1,8 @@
 //! Response bodies that several route modules return: a record ([`RecordEnvelope`]) and a
 //! background job ([`Job`]).
 
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -72,6 +74,14 @@ pub struct Job {
     /// (it crashed, was killed or lost the catalog). An instance that runs a job renews its
     /// lease while it works, so a job whose instance stays alive is never taken over.
     pub handovers: i64,
+}
+
+impl Job {
+    /// The answer to a request that started a job (or asked one to cancel): 202 with the job,
+    /// which the client follows at `/v1/admin/jobs/{id}`.
+    pub fn accepted(job: JobRow) -> Response {
+        (StatusCode::ACCEPTED, axum::Json(Self::from(job))).into_response()
+    }
 }
 
 impl From<JobRow> for Job {

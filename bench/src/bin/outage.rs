@@ -24,6 +24,9 @@ use secrecy::SecretString;
 use serde_json::json;
 use shardgate_tests::{Backend, PgCluster, TestApp, record_path};
 
+/// A fault done to the cluster, or its cure.
+type ClusterStep = fn(&PgCluster);
+
 /// One answered request.
 #[derive(Debug, Clone, Copy)]
 struct Sample {
@@ -130,23 +133,18 @@ async fn main() {
 
     let mut rows = Vec::new();
     let mut details = Vec::new();
-    for (fault, cure) in [("kill -9", "restart"), ("SIGSTOP", "SIGCONT")] {
+    // Each fault by name, with the cluster's methods that strike and cure it.
+    let faults: [(&str, ClusterStep, ClusterStep); 2] =
+        [("kill -9", PgCluster::kill, PgCluster::restart), ("SIGSTOP", PgCluster::freeze, PgCluster::thaw)];
+    for (fault, strike, cure) in faults {
         let before = Instant::now();
         tokio::time::sleep(phase).await;
         let fault_at = Instant::now();
-        if fault == "kill -9" {
-            cluster.kill()
-        } else {
-            cluster.freeze()
-        }
+        strike(&cluster);
         let detection = until_breaker(&app, "open", Duration::from_secs(20)).await;
         tokio::time::sleep(phase).await;
         let cure_at = Instant::now();
-        if cure == "restart" {
-            cluster.restart()
-        } else {
-            cluster.thaw()
-        }
+        cure(&cluster);
         let cured = Instant::now();
         until_breaker(&app, "closed", Duration::from_secs(20)).await;
         tokio::time::sleep(phase).await;

@@ -163,9 +163,7 @@ async fn a_burst_of_cold_downloads_reads_each_window_once(app: TestApp) {
     assert_eq!(response.status(), StatusCode::PARTIAL_CONTENT);
     assert!(response.bytes().await.unwrap().as_ref() == &bytes[1_000_000..=2_200_000]);
     let body = json!({"path": "cold/big.bin", "permission": "read"});
-    let response =
-        app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(&token).json(&body).send().await.unwrap();
-    let url = expect_json(response, StatusCode::CREATED).await["url"].as_str().unwrap().to_owned();
+    let url = app.issue_valet_key("acme", &token, &body).await["url"].as_str().unwrap().to_owned();
     let response = app.client.get(app.url(&url[url.find("/valet/").unwrap()..])).send().await.unwrap();
     assert!(response.bytes().await.unwrap().as_ref() == bytes.as_slice());
     assert_eq!(chunk_reads(&app).await, 3.0);
@@ -244,17 +242,7 @@ async fn a_blob_over_the_tier_limit_is_refused_and_leaves_nothing() {
     expect_problem(response, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large").await;
     expect_problem(get_blob(&app, &token, "streamed", &[]).await, StatusCode::NOT_FOUND, "blob_not_found").await;
     expect_json(put_blob(&app, &token, "fits", pattern(300_000, 1), &[]).await, StatusCode::CREATED).await;
-    assert_eq!(staged_chunks(&app).await, 0, "the refused uploads left no chunks");
-}
-
-/// Chunks of uploads that are not live, summed over the shards.
-async fn staged_chunks(app: &TestApp) -> i64 {
-    let counts: Vec<(i64,)> = app
-        .rows_on_every_shard(
-            "SELECT COUNT(*) FROM blob_chunks c JOIN blob_uploads u ON u.upload_id = c.upload_id WHERE u.state <> 'live'",
-        )
-        .await;
-    counts.into_iter().map(|(count,)| count).sum()
+    assert_eq!(app.staged_blob_chunks().await, 0, "the refused uploads left no chunks");
 }
 
 #[tokio::test]
@@ -274,7 +262,7 @@ async fn an_interrupted_upload_leaves_nothing_behind() {
     stream.flush().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     drop(stream);
-    let gone = async || (staged_chunks(&app).await == 0).then_some(());
+    let gone = async || (app.staged_blob_chunks().await == 0).then_some(());
     assert!(shardgate_tests::eventually(std::time::Duration::from_secs(5), gone).await.is_some());
     expect_problem(get_blob(&app, &token, "cut", &[]).await, StatusCode::NOT_FOUND, "blob_not_found").await;
     let response = app.send(Method::GET, "/v1/tenants/acme/blobs", Some(&token), None, &[]).await;

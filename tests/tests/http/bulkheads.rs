@@ -161,29 +161,9 @@ async fn expect_tenant_refused(app: &TestApp, tenant: &str) {
     assert!(problem["detail"].as_str().unwrap().contains(&format!("tenant {tenant}")), "{problem}");
 }
 
-/// Chunks of uploads that are not live, summed over the shards.
-async fn staged_chunks(app: &TestApp) -> i64 {
-    let counts: Vec<(i64,)> = app
-        .rows_on_every_shard(
-            "SELECT COUNT(*) FROM blob_chunks c JOIN blob_uploads u ON u.upload_id = c.upload_id WHERE u.state <> 'live'",
-        )
-        .await;
-    counts.into_iter().map(|(count,)| count).sum()
-}
-
-/// Closes the stalled connections and waits until their places are free again and nothing of
-/// their uploads is left.
-async fn close_all(app: &TestApp, waiting: Vec<JoinHandle<Option<Answer>>>) {
-    for task in waiting {
-        task.abort();
-    }
-    until_in_progress(app, 0).await;
-    let gone = async || (staged_chunks(app).await == 0).then_some(());
-    assert!(eventually(WITHIN, gone).await.is_some(), "the abandoned uploads leave no chunks");
-}
-
-#[tokio::test]
-async fn stalled_uploads_of_one_tenant_fill_only_its_own_bulkhead() {
+/// An instance of 32 places with 8 per tenant, whose stalled transfers are never ended (the
+/// test ends them), holding tenants `greedy` and `other`; and a read-write token of `greedy`.
+async fn greedy_and_other() -> (TestApp, String) {
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.limits.max_concurrent_requests = 32;
         c.limits.tenant_concurrent_requests.standard = 8;
@@ -193,6 +173,36 @@ async fn stalled_uploads_of_one_tenant_fill_only_its_own_bulkhead() {
     app.create_tenant("greedy").await;
     app.create_tenant("other").await;
     let greedy = app.rw_token("greedy");
+    (app, greedy)
+}
+
+/// An instance whose tenants have one place each and whose transfers end after `idle` without
+/// a byte, holding tenant `acme`; and a read-write token of `acme`.
+async fn acme_with_one_place(idle: Duration) -> (TestApp, String) {
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.limits.tenant_concurrent_requests.standard = 1;
+        c.limits.transfer_idle_timeout = idle;
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    (app, token)
+}
+
+/// Closes the stalled connections and waits until their places are free again and nothing of
+/// their uploads is left.
+async fn close_all(app: &TestApp, waiting: Vec<JoinHandle<Option<Answer>>>) {
+    for task in waiting {
+        task.abort();
+    }
+    until_in_progress(app, 0).await;
+    let gone = async || (app.staged_blob_chunks().await == 0).then_some(());
+    assert!(eventually(WITHIN, gone).await.is_some(), "the abandoned uploads leave no chunks");
+}
+
+#[tokio::test]
+async fn stalled_uploads_of_one_tenant_fill_only_its_own_bulkhead() {
+    let (app, greedy) = greedy_and_other().await;
 
     // 30 uploads that stop sending: 8 hold the tenant's places, 22 are refused at once.
     let waiting = stall_many(&app, 30, Some(&greedy), |i| format!("/v1/tenants/greedy/blobs/stalled/{i}")).await;
@@ -276,24 +286,8 @@ async fn a_full_instance_sheds_the_rest_but_probes_still_answer() {
 
 #[tokio::test]
 async fn stalled_uploads_through_one_valet_write_url_fill_only_its_tenants_bulkhead() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.limits.max_concurrent_requests = 32;
-        c.limits.tenant_concurrent_requests.standard = 8;
-        c.limits.transfer_idle_timeout = Duration::from_secs(600);
-    })
-    .await;
-    app.create_tenant("greedy").await;
-    app.create_tenant("other").await;
-    let greedy = app.rw_token("greedy");
-    let issued = app
-        .client
-        .post(app.url("/v1/tenants/greedy/valet-keys"))
-        .bearer_auth(&greedy)
-        .json(&json!({"path": "drop/box", "permission": "write"}))
-        .send()
-        .await
-        .unwrap();
-    let key = expect_json(issued, StatusCode::CREATED).await;
+    let (app, greedy) = greedy_and_other().await;
+    let key = app.issue_valet_key("greedy", &greedy, &json!({"path": "drop/box", "permission": "write"})).await;
     let url = key["url"].as_str().unwrap();
     let target = url[url.find("/valet/").unwrap()..].to_owned();
 
@@ -315,13 +309,7 @@ async fn stalled_uploads_through_one_valet_write_url_fill_only_its_tenants_bulkh
 
 #[tokio::test]
 async fn a_stalled_upload_is_ended_after_the_idle_limit_and_stores_nothing() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.limits.tenant_concurrent_requests.standard = 1;
-        c.limits.transfer_idle_timeout = Duration::from_millis(500);
-    })
-    .await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
+    let (app, token) = acme_with_one_place(Duration::from_millis(500)).await;
     // More than one chunk arrives (and is staged) before the client stalls.
     let stream = stalled_upload(&app, "/v1/tenants/acme/blobs/cut", Some(&token), 300_000).await;
     let answer = tokio::time::timeout(WITHIN, read_answer(stream)).await.expect("answered").expect("an answer");
@@ -332,7 +320,7 @@ async fn a_stalled_upload_is_ended_after_the_idle_limit_and_stores_nothing() {
         1.0
     );
 
-    let gone = async || (staged_chunks(&app).await == 0).then_some(());
+    let gone = async || (app.staged_blob_chunks().await == 0).then_some(());
     assert!(eventually(WITHIN, gone).await.is_some(), "the stalled upload's chunks are gone");
     let blob = app.send(Method::GET, "/v1/tenants/acme/blobs/cut", Some(&token), None, &[]).await;
     expect_problem(blob, StatusCode::NOT_FOUND, "blob_not_found").await;
@@ -344,13 +332,7 @@ async fn a_stalled_upload_is_ended_after_the_idle_limit_and_stores_nothing() {
 
 #[tokio::test]
 async fn a_download_whose_client_stops_reading_is_cut_off_and_frees_its_place() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.limits.tenant_concurrent_requests.standard = 1;
-        c.limits.transfer_idle_timeout = Duration::from_secs(1);
-    })
-    .await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
+    let (app, token) = acme_with_one_place(Duration::from_secs(1)).await;
     // Larger than every buffer between the server and a client that reads nothing.
     let size = 24 * 1024 * 1024;
     let stored =

@@ -49,6 +49,20 @@ async fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
 }
 
 /// Reads one response with a `content-length` (the head and that many body bytes).
+/// Sends `method_and_path` with `token` and the JSON `body` on a new connection; the connection
+/// and the answer read off it.
+async fn send_json_request(app: &TestApp, method_and_path: &str, token: &str, body: &str) -> (TcpStream, String) {
+    let request = format!(
+        "{method_and_path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = TcpStream::connect(address(app)).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let answer = read_response(&mut stream).await;
+    (stream, answer)
+}
+
 async fn read_response(stream: &mut TcpStream) -> String {
     let mut received = Vec::new();
     let mut buffer = [0u8; 4096];
@@ -198,13 +212,22 @@ async fn refusals_before_authentication_share_a_fixed_set_of_series() {
     }
 }
 
+/// An instance on SQLite whose connections must send a request head within `header`, are
+/// closed after `idle` without a request, and number at most `cap` (none: the default).
+async fn spawn_with_deadlines(header: Duration, idle: Duration, cap: Option<usize>) -> TestApp {
+    TestApp::spawn_with(Backend::Sqlite, |config| {
+        if cap.is_some() {
+            config.limits.max_connections = cap;
+        }
+        config.limits.header_read_timeout = header;
+        config.limits.keep_alive_idle_timeout = idle;
+    })
+    .await
+}
+
 #[tokio::test]
 async fn a_request_head_that_never_finishes_is_closed_at_the_header_deadline() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.header_read_timeout = Duration::from_secs(1);
-        config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
-    })
-    .await;
+    let app = spawn_with_deadlines(Duration::from_secs(1), Duration::from_secs(600), None).await;
     let mut stream = TcpStream::connect(address(&app)).await.unwrap();
     stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: gateway\r\nX-Slow: ").await.unwrap();
     let answer = read_until_closed(&mut stream).await;
@@ -223,11 +246,7 @@ async fn a_request_head_that_never_finishes_is_closed_at_the_header_deadline() {
 
 #[tokio::test]
 async fn an_idle_keep_alive_connection_is_closed_at_the_idle_deadline() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.header_read_timeout = Duration::from_secs(600);
-        config.limits.keep_alive_idle_timeout = Duration::from_millis(500);
-    })
-    .await;
+    let app = spawn_with_deadlines(Duration::from_secs(600), Duration::from_millis(500), None).await;
     let mut stream = TcpStream::connect(address(&app)).await.unwrap();
     stream.write_all(HEALTHZ).await.unwrap();
     let first = read_response(&mut stream).await;
@@ -246,11 +265,7 @@ async fn an_idle_keep_alive_connection_is_closed_at_the_idle_deadline() {
 
 #[tokio::test]
 async fn a_slow_upload_in_progress_outlives_both_deadlines() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.header_read_timeout = Duration::from_millis(500);
-        config.limits.keep_alive_idle_timeout = Duration::from_millis(500);
-    })
-    .await;
+    let app = spawn_with_deadlines(Duration::from_millis(500), Duration::from_millis(500), None).await;
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     // Six pieces, the first at once (with the head), then 700 ms apart: the body takes 3.5 s,
@@ -277,13 +292,8 @@ async fn a_slow_upload_in_progress_outlives_both_deadlines() {
 
 #[tokio::test]
 async fn idle_and_half_sent_connections_beyond_the_cap_do_not_keep_clients_out() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.max_connections = Some(32);
-        // Long deadlines: only the cap is at work here.
-        config.limits.header_read_timeout = Duration::from_secs(600);
-        config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
-    })
-    .await;
+    // Long deadlines: only the cap is at work here.
+    let app = spawn_with_deadlines(Duration::from_secs(600), Duration::from_secs(600), Some(32)).await;
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     let mut crowd = Vec::new();
@@ -336,12 +346,7 @@ async fn idle_and_half_sent_connections_beyond_the_cap_do_not_keep_clients_out()
 
 #[tokio::test]
 async fn at_the_cap_idle_connections_close_only_when_a_new_one_needs_room() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
-        config.limits.max_connections = Some(2);
-        config.limits.header_read_timeout = Duration::from_secs(600);
-        config.limits.keep_alive_idle_timeout = Duration::from_secs(600);
-    })
-    .await;
+    let app = spawn_with_deadlines(Duration::from_secs(600), Duration::from_secs(600), Some(2)).await;
     let mut first = TcpStream::connect(address(&app)).await.unwrap();
     let mut second = TcpStream::connect(address(&app)).await.unwrap();
     for stream in [&mut first, &mut second] {
@@ -374,14 +379,7 @@ async fn an_answer_that_leaves_the_request_body_unread_closes_the_connection_and
     let app = TestApp::spawn(Backend::Sqlite).await;
     let token = app.admin_token();
     let body = r#"{"action": "reset", "reason": null}"#;
-    let unread = format!(
-        "PATCH /v1/admin/shards/shard-0/breaker HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(address(&app)).await.unwrap();
-    stream.write_all(unread.as_bytes()).await.unwrap();
-    let answer = read_response(&mut stream).await;
+    let (mut stream, answer) = send_json_request(&app, "PATCH /v1/admin/shards/shard-0/breaker", &token, body).await;
     assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
     assert!(answer.to_ascii_lowercase().contains("\r\nconnection: close\r\n"), "{answer}");
     let rest = read_until_closed(&mut stream).await;
@@ -391,14 +389,8 @@ async fn an_answer_that_leaves_the_request_body_unread_closes_the_connection_and
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
     let record = r#"{"n": 1}"#;
-    let read = format!(
-        "PUT /v1/tenants/acme/collections/c/records/k HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{record}",
-        record.len()
-    );
-    let mut stream = TcpStream::connect(address(&app)).await.unwrap();
-    stream.write_all(read.as_bytes()).await.unwrap();
-    let answer = read_response(&mut stream).await;
+    let (mut stream, answer) =
+        send_json_request(&app, "PUT /v1/tenants/acme/collections/c/records/k", &token, record).await;
     assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
     assert!(!answer.to_ascii_lowercase().contains("connection: close"), "{answer}");
     stream.write_all(HEALTHZ).await.unwrap();

@@ -226,11 +226,18 @@ async fn only_an_empty_collection_changes_between_hash_and_range(app: TestApp) {
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
 }
 
-async fn a_listing_without_a_shard_says_so_or_fails_when_strict(app: TestApp) {
+/// Tenant `acme` with its collection `events` distributed `hash` and holding `count` records
+/// `e000`, `e001`, ...; their keys.
+async fn hashed_events(app: &TestApp, count: usize) -> Vec<String> {
     app.create_tenant("acme").await;
-    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
-    let keys: Vec<String> = (0..80).map(|i| format!("e{i:03}")).collect();
+    expect_json(distribute(app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
+    let keys: Vec<String> = (0..count).map(|i| format!("e{i:03}")).collect();
     app.put_many("acme", "events", &keys).await;
+    keys
+}
+
+async fn a_listing_without_a_shard_says_so_or_fails_when_strict(app: TestApp) {
+    let keys = hashed_events(&app, 80).await;
     app.set_shard_state("shard-1", "offline").await;
 
     let page = expect_json(app.list_records("acme", "events", "limit=1000").await, StatusCode::OK).await;
@@ -258,10 +265,7 @@ async fn a_listing_without_a_shard_says_so_or_fails_when_strict(app: TestApp) {
 /// A tenant sees which shard failed and a stable reason; what the database or an operator said
 /// stays in the server's log.
 async fn a_failed_shard_is_named_by_a_stable_reason_never_by_its_error_text(app: TestApp) {
-    app.create_tenant("acme").await;
-    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
-    let keys: Vec<String> = (0..40).map(|i| format!("e{i:03}")).collect();
-    app.put_many("acme", "events", &keys).await;
+    hashed_events(&app, 40).await;
 
     // An operator forces shard-2's breaker open with a note meant for operators.
     let note = "disk swap on db-7 by ops@example.com";
@@ -342,10 +346,7 @@ async fn a_cursor_without_a_record_key_is_refused_on_every_distribution(app: Tes
 }
 
 async fn a_deleted_tenant_leaves_no_distributed_record_behind(app: TestApp) {
-    app.create_tenant("acme").await;
-    expect_json(distribute(&app, "acme", "events", &json!({"distribution": "hash"})).await, StatusCode::OK).await;
-    let keys: Vec<String> = (0..40).map(|i| format!("e{i:03}")).collect();
-    app.put_many("acme", "events", &keys).await;
+    hashed_events(&app, 40).await;
     let deleted = app.admin(Method::DELETE, "/v1/admin/tenants/acme", None).await;
     assert!(deleted.status().is_success(), "{}", deleted.status());
 

@@ -65,11 +65,18 @@ async fn https_app(ca: &TestCa, issued: &Issued) -> TestApp {
     app
 }
 
-#[tokio::test]
-async fn a_rotated_certificate_reaches_new_connections_without_a_restart() {
+/// A CA, the certificate it issued for `localhost` and `127.0.0.1`, and an [`https_app`] serving
+/// it from files a test may replace.
+async fn rotatable_https_app() -> (TestCa, Issued, TestApp) {
     let ca = TestCa::new("listener CA");
     let first = ca.issue("api", &["localhost", "127.0.0.1"]);
     let app = https_app(&ca, &first).await;
+    (ca, first, app)
+}
+
+#[tokio::test]
+async fn a_rotated_certificate_reaches_new_connections_without_a_restart() {
+    let (ca, first, app) = rotatable_https_app().await;
     let healthz = app.url("/healthz");
     // A keep-alive connection opened before the rotation.
     let old = client_trusting(&ca);
@@ -94,9 +101,7 @@ async fn a_rotated_certificate_reaches_new_connections_without_a_restart() {
 
 #[tokio::test]
 async fn a_new_pair_that_does_not_load_keeps_the_old_certificate() {
-    let ca = TestCa::new("listener CA");
-    let first = ca.issue("api", &["localhost", "127.0.0.1"]);
-    let app = https_app(&ca, &first).await;
+    let (ca, first, app) = rotatable_https_app().await;
     let healthz = app.url("/healthz");
     // The key of another certificate lands over the key file (a half-done rotation).
     let stranger = ca.issue("stranger", &["localhost"]);
@@ -178,15 +183,7 @@ async fn a_valet_url_downloads_over_the_valet_listeners_tls() {
     let body: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
     let put = app.client.put(app.url("/v1/tenants/acme/blobs/f")).bearer_auth(&token).body(body.clone()).send().await;
     assert!(put.unwrap().status().is_success());
-    let issued_key = app
-        .client
-        .post(app.url("/v1/tenants/acme/valet-keys"))
-        .bearer_auth(&token)
-        .json(&json!({"path": "f", "permission": "read"}))
-        .send()
-        .await
-        .unwrap();
-    let key = expect_json(issued_key, StatusCode::CREATED).await;
+    let key = app.issue_valet_key("acme", &token, &json!({"path": "f", "permission": "read"})).await;
     let url = key["url"].as_str().unwrap();
     assert!(url.starts_with(&format!("https://127.0.0.1:{port}/valet/acme/f?")), "valet URLs say https: {url}");
     let response = client_trusting(&ca).get(url).send().await.unwrap();

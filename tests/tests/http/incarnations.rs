@@ -25,9 +25,7 @@ fn now_secs() -> u64 {
 /// Issues a valet key of `acme`; its URL reached through the address under test (the
 /// gatekeeper's when there is one).
 async fn issue(app: &TestApp, token: &str, body: Value) -> String {
-    let response =
-        app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(token).json(&body).send().await.unwrap();
-    let key = expect_json(response, StatusCode::CREATED).await;
+    let key = app.issue_valet_key("acme", token, &body).await;
     let url = key["url"].as_str().unwrap();
     app.url(&url[url.find("/valet/").unwrap()..])
 }

@@ -31,22 +31,22 @@ async fn put(app: &TestApp, token: &str, key: &str, value: Value) -> reqwest::Re
 
 /// Waits until the index is active.
 async fn until_active(app: &TestApp, token: &str, index: &str) -> Value {
-    let active = async || {
-        let info: Value =
-            app.client.get(app.url(&index_path(index))).bearer_auth(token).send().await.ok()?.json().await.ok()?;
-        (info["state"] == "active").then_some(info)
-    };
-    eventually(Duration::from_secs(15), active).await.expect("the backfill finishes")
+    until_state(app, token, index, "active").await.expect("the backfill finishes")
 }
 
 /// Waits until the index's build has failed (never later than 15 s).
 async fn until_failed(app: &TestApp, token: &str, index: &str) -> Value {
-    let failed = async || {
+    until_state(app, token, index, "failed").await.expect("the build fails, rather than building for ever")
+}
+
+/// The index's description once its `state` is `state`; `None` if it is not within 15 s.
+async fn until_state(app: &TestApp, token: &str, index: &str, state: &str) -> Option<Value> {
+    let reached = async || {
         let info: Value =
             app.client.get(app.url(&index_path(index))).bearer_auth(token).send().await.ok()?.json().await.ok()?;
-        (info["state"] == "failed").then_some(info)
+        (info["state"] == state).then_some(info)
     };
-    eventually(Duration::from_secs(15), failed).await.expect("the build fails, rather than building for ever")
+    eventually(Duration::from_secs(15), reached).await
 }
 
 async fn find(app: &TestApp, token: &str, index: &str, query: &str) -> (Vec<String>, Value) {

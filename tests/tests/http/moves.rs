@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shardgate_tests::linearizability::{DeleteRequest, GetRequest, PutRequest};
+use shardgate_tests::linearizability::{DeleteRequest, GetRequest, Pending, PutRequest, Request};
 use shardgate_tests::{History, TestApp, Verdict, eventually, expect_json, expect_problem, record_path};
 
 shardgate_tests::on_both_engines!(
@@ -36,6 +36,16 @@ pub(crate) async fn spawn(backend: shardgate_tests::Backend, pause: Duration) ->
         config.storage.moves.lease = Duration::from_secs(2);
     })
     .await
+}
+
+/// An instance whose moves pause 1.5 s at every phase boundary, holding tenant `acme` with
+/// records `k0`…`k19` in collection `c`; and `acme`'s shard with another one.
+async fn slow_mover_with_acme(backend: shardgate_tests::Backend) -> (TestApp, (String, String)) {
+    let app = spawn(backend, Duration::from_millis(1500)).await;
+    app.create_tenant("acme").await;
+    let shards = another_shard(&app, "acme").await;
+    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    (app, shards)
 }
 
 /// A shard other than `tenant`'s home.
@@ -146,17 +156,7 @@ pub(crate) async fn client(
                 let pending = history.invoke(key.clone(), PutRequest { value: value.clone() });
                 match http.put(&url).bearer_auth(token).json(&json!({ "v": value })).send().await {
                     Ok(r) if r.status().is_success() => pending.ok(),
-                    Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                        pending.refused();
-                    }
-                    Ok(r) if r.status() == StatusCode::GATEWAY_TIMEOUT => pending.unknown(),
-                    Ok(r) => {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                        eprintln!("PUT {key}: {}", r.status());
-                        pending.unknown();
-                    }
-                    Err(_) => pending.unknown(),
+                    answer => not_applied("PUT", &key, answer, pending, &errors, &refused),
                 }
             }
             4 => {
@@ -164,17 +164,7 @@ pub(crate) async fn client(
                 match http.delete(&url).bearer_auth(token).send().await {
                     Ok(r) if r.status() == StatusCode::NO_CONTENT => pending.ok(true),
                     Ok(r) if r.status() == StatusCode::NOT_FOUND => pending.ok(false),
-                    Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                        pending.refused();
-                    }
-                    Ok(r) if r.status() == StatusCode::GATEWAY_TIMEOUT => pending.unknown(),
-                    Ok(r) => {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                        eprintln!("DELETE {key}: {}", r.status());
-                        pending.unknown();
-                    }
-                    Err(_) => pending.unknown(),
+                    answer => not_applied("DELETE", &key, answer, pending, &errors, &refused),
                 }
             }
             _ => {
@@ -198,6 +188,44 @@ pub(crate) async fn client(
                 }
             }
         }
+    }
+}
+
+/// Checks `history` (for at most 60 s), asserts that it is linearizable and used `keys` keys,
+/// and answers how many operations it holds.
+pub(crate) fn assert_linearizable(history: &History, keys: usize) -> usize {
+    match history.check(Duration::from_secs(60)) {
+        Verdict::Linearizable { keys: used, operations } => {
+            assert_eq!(used, keys, "every key was used");
+            operations
+        }
+        verdict => panic!("{verdict}"),
+    }
+}
+
+/// A write's answer other than its success, recorded: 503 (`tenant_moving`) was not applied and
+/// is counted as refused; 504 and transport errors leave the outcome unknown; anything else is
+/// unknown too, and counted as an error.
+fn not_applied<R: Request>(
+    method: &str,
+    key: &str,
+    answer: reqwest::Result<reqwest::Response>,
+    pending: Pending<'_, R>,
+    errors: &AtomicU64,
+    refused: &AtomicU64,
+) {
+    match answer {
+        Ok(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => {
+            refused.fetch_add(1, Ordering::Relaxed);
+            pending.refused();
+        }
+        Ok(r) if r.status() == StatusCode::GATEWAY_TIMEOUT => pending.unknown(),
+        Ok(r) => {
+            errors.fetch_add(1, Ordering::Relaxed);
+            eprintln!("{method} {key}: {}", r.status());
+            pending.unknown();
+        }
+        Err(_) => pending.unknown(),
     }
 }
 
@@ -268,13 +296,8 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
     assert!(bystander_ok > 0);
 
     let operations = history.len();
-    match history.check(Duration::from_secs(60)) {
-        Verdict::Linearizable { keys, operations } => {
-            assert_eq!(keys, KEYS, "every key was used");
-            assert!(operations >= 10_000, "only {operations} operations: too few to say much");
-        }
-        verdict => panic!("{verdict}"),
-    }
+    let checked = assert_linearizable(&history, KEYS);
+    assert!(checked >= 10_000, "only {checked} operations: too few to say much");
     eprintln!(
         "{operations} operations over {KEYS} keys, {} refused while moving, cut-over {} ms",
         refused.load(Ordering::Relaxed),
@@ -313,10 +336,7 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
 }
 
 async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(backend: shardgate_tests::Backend) {
-    let app = spawn(backend, Duration::from_millis(1500)).await;
-    app.create_tenant("acme").await;
-    let (from, to) = another_shard(&app, "acme").await;
-    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let (app, (from, to)) = slow_mover_with_acme(backend).await;
     let post = async |body: Value| app.admin(reqwest::Method::POST, "/v1/admin/tenants/acme/move", Some(&body)).await;
     expect_problem(post(json!({"to": from})).await, StatusCode::CONFLICT, "move_refused").await;
     expect_problem(post(json!({"to": "no-such-shard"})).await, StatusCode::NOT_FOUND, "shard_not_found").await;
@@ -364,10 +384,7 @@ async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(b
 }
 
 async fn a_move_past_its_switch_refuses_a_cancellation_and_finishes(backend: shardgate_tests::Backend) {
-    let app = spawn(backend, Duration::from_millis(1500)).await;
-    app.create_tenant("acme").await;
-    let (_, to) = another_shard(&app, "acme").await;
-    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let (app, (_, to)) = slow_mover_with_acme(backend).await;
     let started = start_move(&app, "acme", &to).await;
     let id = started["id"].as_str().unwrap().to_owned();
 
@@ -447,10 +464,7 @@ async fn a_cut_over_does_not_wait_for_a_long_read_on_the_source() {
 /// are copied, `rows:` digests) instead of comparing everything. The new version is what the
 /// target serves.
 async fn a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version(backend: shardgate_tests::Backend) {
-    let app = spawn(backend, Duration::from_millis(1500)).await;
-    app.create_tenant("acme").await;
-    let (_, to) = another_shard(&app, "acme").await;
-    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let (app, (_, to)) = slow_mover_with_acme(backend).await;
     let token = app.rw_token("acme");
     let blob = app.url("/v1/tenants/acme/blobs/photos/cat.bin");
     let put = |bytes: Vec<u8>| app.client.put(&blob).bearer_auth(&token).body(bytes).send();

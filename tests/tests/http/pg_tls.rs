@@ -39,15 +39,22 @@ async fn refused(app: &TestApp, id: &str, url: &str, expected: &str) -> String {
     detail
 }
 
+/// A PostgreSQL cluster serving TLS with a certificate of `ca` for `localhost` (`tls_only`:
+/// plain connections are refused; `client_cert`: clients must present a certificate of `ca`),
+/// holding the new `databases`.
+async fn localhost_cluster(ca: &TestCa, tls_only: bool, client_cert: bool, databases: &[&str]) -> PgCluster {
+    let cluster = PgCluster::start_tls(PgTlsSetup { ca, names: &["localhost"], tls_only, client_cert }).await;
+    for database in databases {
+        cluster.create_database(database).await;
+    }
+    cluster
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn catalog_and_shards_over_verify_full_serve_records_blobs_and_moves_with_every_connection_encrypted() {
     let ca = TestCa::new("shardgate pg tls CA");
     // Plain connections are allowed for the gateway's role: only its URLs make it use TLS.
-    let cluster =
-        PgCluster::start_tls(PgTlsSetup { ca: &ca, names: &["localhost"], tls_only: false, client_cert: false }).await;
-    for database in ["tls_catalog", "tls_a", "tls_b"] {
-        cluster.create_database(database).await;
-    }
+    let cluster = localhost_cluster(&ca, false, false, &["tls_catalog", "tls_a", "tls_b"]).await;
     let secure = verify_full(&ca);
     let (catalog, shard_a) =
         (cluster.gateway_url("localhost", "tls_catalog", &secure), cluster.gateway_url("localhost", "tls_a", &secure));
@@ -185,11 +192,7 @@ async fn tls_failures_at_registration_are_422_saying_what_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_certificate_is_presented_when_the_server_requires_one() {
     let ca = TestCa::new("shardgate pg tls CA");
-    let cluster =
-        PgCluster::start_tls(PgTlsSetup { ca: &ca, names: &["localhost"], tls_only: true, client_cert: true }).await;
-    for database in ["without", "foreign", "with_cert"] {
-        cluster.create_database(database).await;
-    }
+    let cluster = localhost_cluster(&ca, true, true, &["without", "foreign", "with_cert"]).await;
     let client = ca.issue("client", &[GATEWAY_ROLE]);
     let foreign_ca = TestCa::new("a CA the server does not trust");
     let foreign = foreign_ca.issue("client", &[GATEWAY_ROLE]);
@@ -221,9 +224,7 @@ async fn a_client_certificate_is_presented_when_the_server_requires_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_catalog_whose_tls_fails_stops_the_start_up_saying_why() {
     let ca = TestCa::new("shardgate pg tls CA");
-    let cluster =
-        PgCluster::start_tls(PgTlsSetup { ca: &ca, names: &["localhost"], tls_only: true, client_cert: false }).await;
-    cluster.create_database("catalog").await;
+    let cluster = localhost_cluster(&ca, true, false, &["catalog"]).await;
     let data_dir = tempfile::tempdir().unwrap();
     let start = async |catalog: String| {
         let mut config = shardgate_tests::test_config(data_dir.path());

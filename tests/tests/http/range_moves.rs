@@ -12,9 +12,9 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_tests::records::keys_of;
-use shardgate_tests::{TestApp, Verdict, eventually, expect_json, expect_problem};
+use shardgate_tests::{TestApp, eventually, expect_json, expect_problem};
 
-use crate::moves::{KEYS, Load, ended, spawn};
+use crate::moves::{KEYS, Load, assert_linearizable, ended, spawn};
 use crate::redistribution::seeded;
 
 shardgate_tests::on_both_engines!(
@@ -95,10 +95,7 @@ async fn a_range_moves_under_load_without_a_lost_write_or_a_stale_read(backend: 
         assert_eq!(app.route("acme", "c", key).await["shard"], shard.as_str(), "{key}");
     }
 
-    match history.check(Duration::from_secs(60)) {
-        Verdict::Linearizable { keys, .. } => assert_eq!(keys, KEYS, "every key was used"),
-        verdict => panic!("{verdict}"),
-    }
+    assert_linearizable(&history, KEYS);
     eprintln!(
         "{} operations, {} refused while moving, cut-over {} ms",
         history.len(),

@@ -12,9 +12,9 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_tests::linearizability::PutRequest;
 use shardgate_tests::records::keys_of;
-use shardgate_tests::{History, TestApp, Verdict, eventually, expect_json, expect_problem};
+use shardgate_tests::{History, TestApp, eventually, expect_json, expect_problem};
 
-use crate::moves::{KEYS, Load, ended, spawn};
+use crate::moves::{KEYS, Load, assert_linearizable, ended, spawn};
 
 shardgate_tests::on_both_engines!(
     a_collection_changes_distribution_under_load_without_a_lost_write_or_a_stale_read,
@@ -140,10 +140,7 @@ async fn a_collection_changes_distribution_under_load_without_a_lost_write_or_a_
         let route = app.route("acme", "c", key).await;
         assert_eq!((route["shard"].as_str(), route["strategy"].as_str()), (Some(shard.as_str()), Some(strategy)));
     }
-    match history.check(Duration::from_secs(60)) {
-        Verdict::Linearizable { keys, .. } => assert_eq!(keys, KEYS, "every key was used"),
-        verdict => panic!("{verdict}"),
-    }
+    assert_linearizable(&history, KEYS);
     eprintln!(
         "{} operations, {} refused while moving, cut-overs {cutovers:?} ms",
         history.len(),

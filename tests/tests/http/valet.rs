@@ -18,9 +18,7 @@ shardgate_tests::conformance!(
 );
 
 async fn issue(app: &TestApp, token: &str, body: Value) -> Value {
-    let response =
-        app.client.post(app.url("/v1/tenants/acme/valet-keys")).bearer_auth(token).json(&body).send().await.unwrap();
-    expect_json(response, StatusCode::CREATED).await
+    app.issue_valet_key("acme", token, &body).await
 }
 
 fn url_of(key: &Value) -> String {
@@ -345,17 +343,30 @@ fn refusal_rows(entries: &[(String, String)]) -> (usize, u64) {
     (rows.len(), accounted)
 }
 
+/// Tenant `acme` with a blob at `path` of `len` bytes; a read-write token of `acme`.
+async fn acme_with_blob(app: &TestApp, path: &str, len: usize) -> String {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    put_blob(app, &token, path, bytes(len)).await;
+    token
+}
+
+/// Tenant `acme` with a blob `popular` of `len` bytes; a valet URL that reads it, and the same
+/// URL with a signature that does not match.
+async fn popular_blob_urls(app: &TestApp, len: usize) -> (String, String) {
+    let token = acme_with_blob(app, "popular", len).await;
+    let url = through(app, &url_of(&issue(app, &token, json!({"path": "popular", "permission": "read"})).await));
+    let sig = param(&url, "sg-sig").to_owned();
+    let forged = with_param(&url, "sg-sig", &sig.replacen(&sig[..4], "AAAA", 1));
+    (url, forged)
+}
+
 #[tokio::test]
 async fn every_valet_request_of_a_burst_reaches_the_audit_log() {
     let app = TestApp::spawn(Backend::Postgres).await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    put_blob(&app, &token, "popular", bytes(3000)).await;
-    let url = through(&app, &url_of(&issue(&app, &token, json!({"path": "popular", "permission": "read"})).await));
+    let (url, forged) = popular_blob_urls(&app, 3000).await;
     // Within the anonymous burst of the test configuration (100), so none is throttled.
     let (downloads, refusals) = (80, 15);
-    let sig = param(&url, "sg-sig").to_owned();
-    let forged = with_param(&url, "sg-sig", &sig.replacen(&sig[..4], "AAAA", 1));
     let requests = (0..downloads + refusals).map(|i| {
         let client = app.client.clone();
         // The refused ones carry a signature that does not match.
@@ -389,12 +400,7 @@ async fn every_valet_request_of_a_burst_reaches_the_audit_log() {
 #[tokio::test]
 async fn anonymous_refusals_are_all_counted_but_sampled_in_the_audit_log() {
     let app = TestApp::spawn(Backend::Sqlite).await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    put_blob(&app, &token, "popular", bytes(300)).await;
-    let url = through(&app, &url_of(&issue(&app, &token, json!({"path": "popular", "permission": "read"})).await));
-    let sig = param(&url, "sg-sig").to_owned();
-    let forged = with_param(&url, "sg-sig", &sig.replacen(&sig[..4], "AAAA", 1));
+    let (url, forged) = popular_blob_urls(&app, 300).await;
     let unsigned = url.split_once('?').unwrap().0.to_owned();
     let counted = metric(&app.client, &app.base_url, "shardgate_valet_refusals_total").await;
     // Two reasons, 60 refusals from a client without any credential (within the anonymous burst).
@@ -495,9 +501,7 @@ async fn craft(app: &TestApp) -> (String, String) {
 #[tokio::test]
 async fn a_single_use_url_works_exactly_once_under_concurrent_use() {
     let app = TestApp::spawn(Backend::Sqlite).await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    put_blob(&app, &token, "once", bytes(1000)).await;
+    let token = acme_with_blob(&app, "once", 1000).await;
     let url = url_of(&issue(&app, &token, json!({"path": "once", "permission": "read", "single_use": true})).await);
     let attempts: Vec<_> = (0..12)
         .map(|_| {
@@ -619,9 +623,7 @@ async fn the_valet_endpoint_can_have_a_listener_of_its_own() {
         c.valet.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
     })
     .await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    put_blob(&app, &token, "f", bytes(1000)).await;
+    let token = acme_with_blob(&app, "f", 1000).await;
     let key = issue(&app, &token, json!({"path": "f", "permission": "read"})).await;
     let url = url_of(&key);
     assert!(url.starts_with(&format!("http://127.0.0.1:{port}/valet/acme/f?")), "URLs name the valet listener: {url}");
@@ -656,9 +658,7 @@ async fn a_revocation_reaches_a_peer_holding_its_check_with_redis_up_and_frozen(
     })
     .await;
     let peer = app.spawn_peer(|_| {}).await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    put_blob(&app, &token, "f", bytes(10)).await;
+    let token = acme_with_blob(&app, "f", 10).await;
     let on_peer = |url: &str| format!("{}{}", peer.base_url, &url[url.find("/valet/").unwrap()..]);
     let keys: Vec<Value> = [
         issue(&app, &token, json!({"path": "f", "permission": "read"})).await,
@@ -694,9 +694,7 @@ async fn a_revocation_reaches_a_peer_holding_its_check_with_redis_up_and_frozen(
 #[tokio::test]
 async fn a_deleted_tenants_urls_do_not_open_a_new_tenant_of_the_same_name() {
     let app = TestApp::spawn(Backend::Sqlite).await;
-    app.create_tenant("acme").await;
-    let token = app.rw_token("acme");
-    put_blob(&app, &token, "f", bytes(10)).await;
+    let token = acme_with_blob(&app, "f", 10).await;
     let old = url_of(&issue(&app, &token, json!({"path": "f", "permission": "read"})).await);
     assert_eq!(app.client.get(&old).send().await.unwrap().status(), StatusCode::OK);
 

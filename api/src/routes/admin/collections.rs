@@ -5,7 +5,6 @@
 //! range ([`shardgate_shard_router::mover::Mover::split_range`]: a catalog change, or a
 //! `range.move` job when its keys change shard).
 
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{CollectionRow, RangeRow};
@@ -121,7 +120,7 @@ pub async fn set_distribution(
         format!("collection:{collection} distribution:{}", body.distribution.as_str()),
     );
     match app.mover.redistribute(&row, &audit).await? {
-        Redistribution::Moving(job) => Ok((StatusCode::ACCEPTED, axum::Json(Job::from(job))).into_response()),
+        Redistribution::Moving(job) => Ok(Job::accepted(job)),
         Redistribution::Switched(_) => Ok(axum::Json(view(&row)).into_response()),
     }
 }
@@ -178,7 +177,7 @@ pub async fn split_range(
         format!("collection:{collection} at:{:?} shard:{shard}", body.at),
     );
     match app.mover.split_range(&tenant, &collection, &body.at, &shard, &audit).await? {
-        RangeSplit::Moving(job) => Ok((StatusCode::ACCEPTED, axum::Json(Job::from(job))).into_response()),
+        RangeSplit::Moving(job) => Ok(Job::accepted(job)),
         RangeSplit::Switched(_) => {
             let row = app.router.catalog().get_distribution(&tenant, &collection).await?;
             let row = row.ok_or_else(|| {

@@ -1,8 +1,7 @@
 //! `/v1/admin/index-audits`: starting an index drift audit (the work is
 //! [`shardgate_index_tables`]'; follow the job at `/v1/admin/jobs/{id}`).
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -38,5 +37,5 @@ pub async fn start_audit(
     let index = app.indexes.index(&body.tenant, &body.collection, &body.index)?;
     let audit = caller.audit(&request, "index.audit", Some(index.tenant.as_str()), format!("index:{}", index.target()));
     let job = app.indexes.start_drift_audit(&index, &audit).await?;
-    Ok((StatusCode::ACCEPTED, axum::Json(Job::from(job))).into_response())
+    Ok(Job::accepted(job))
 }

@@ -42,7 +42,7 @@ errors!(CancelJobErrors: JobNotFound, JobPastCancel, CatalogUnavailable);
 pub async fn cancel_job(
     Admin { app, caller, request }: Admin,
     ApiPath(route): ApiPath<JobRoute>,
-) -> Result<(axum::http::StatusCode, axum::Json<Job>), ApiError> {
+) -> Result<axum::response::Response, ApiError> {
     let audit = caller.audit(&request, "job.cancel", None, format!("job:{}", route.id));
     if app.router.catalog().request_job_cancel(&route.id, &audit).await? == CancelRequest::PastSwitch {
         return Err(ApiError::new(
@@ -55,5 +55,5 @@ pub async fn cancel_job(
         ));
     }
     let job = app.router.catalog().job(&route.id).await?.ok_or(Code::JobNotFound)?;
-    Ok((axum::http::StatusCode::ACCEPTED, axum::Json(Job::from(job))))
+    Ok(Job::accepted(job))
 }

@@ -2,8 +2,7 @@
 //! flows (the work is [`shardgate_shard_router::mover`]'s; follow the job at
 //! `/v1/admin/jobs/{id}`, cancel it at `/v1/admin/jobs/{id}/cancel`).
 
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 use shardgate_shard_router::{ShardId, TenantId};
 use utoipa::{IntoParams, ToSchema};
@@ -49,5 +48,5 @@ pub async fn move_tenant(
     let to = ShardId::parse(&body.to).map_err(|e| ApiError::new(Code::InvalidBody, format!("to: {e}")))?;
     let audit = caller.audit(&request, "tenant.move", Some(tenant.as_str()), format!("tenant:{tenant} shard:{to}"));
     let job = app.mover.start(&tenant, &to, &audit).await?;
-    Ok((StatusCode::ACCEPTED, axum::Json(Job::from(job))).into_response())
+    Ok(Job::accepted(job))
 }
