@@ -8,9 +8,9 @@ use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::{ShardRouter, Tier, Topology};
 
+use crate::config::LimitsConfig;
 use crate::observability::metrics::Metrics;
 use crate::server::bulkhead::{Bulkheads, Compartment, Slot};
-use crate::startup::config::LimitsConfig;
 use crate::wire::error::ApiError;
 
 /// Shared state of one gateway instance.
@@ -27,11 +27,11 @@ pub struct App {
     /// Request limits.
     pub limits: LimitsConfig,
     /// Blob limits.
-    pub blobs: crate::startup::config::BlobsConfig,
+    pub blobs: crate::config::BlobsConfig,
     /// Blob chunks recently downloaded.
     pub chunks: crate::blobs::chunk_cache::ChunkCache,
     /// Valet key settings (`public_url` resolved).
-    pub valet: crate::startup::config::ValetConfig,
+    pub valet: crate::config::ValetConfig,
     /// Secondary indexes: definitions, entries, look-ups, jobs and their metrics.
     pub indexes: Arc<IndexTables>,
     /// Runs the tenant moves this instance holds (and takes over those of crashed instances).
@@ -84,7 +84,7 @@ impl App {
     /// tier (`limits.tenant_concurrent_requests`; a tenant this instance does not know, and a
     /// token without a tenant, get the `standard` cap), `limits.anonymous_concurrent_requests`
     /// for requests without a valid token; never more than half the instance's cap
-    /// ([`crate::startup::config::LimitsConfig::compartment_bound`]). Refused at once (429) when the
+    /// ([`crate::config::LimitsConfig::compartment_bound`]). Refused at once (429) when the
     /// compartment is full.
     pub fn enter_bulkhead(&self, compartment: Compartment) -> Result<Slot, ApiError> {
         let cap = match &compartment {

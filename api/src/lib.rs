@@ -21,6 +21,7 @@
 
 pub mod app;
 pub mod blobs;
+pub mod config;
 pub mod observability;
 pub mod routes;
 pub mod server;
@@ -28,6 +29,6 @@ pub mod startup;
 pub mod valet;
 pub mod wire;
 
+pub use config::Config;
 pub use startup::application::{Application, openapi_document};
-pub use startup::config::{self, Config};
 pub use startup::gatekeeper_proxy::Gatekeeper;

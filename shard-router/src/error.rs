@@ -154,7 +154,7 @@ pub enum Error {
     #[error("{0}")]
     DistributionRefused(String),
     /// 409 `job_conflict`. Another job owns what a new job would move.
-    #[error("{}; wait for it to end or cancel it", crate::catalog::claims::held_by(subject, job))]
+    #[error("{}; wait for it to end or cancel it", crate::claims::held_by(subject, job))]
     JobConflict {
         /// What both jobs want (`tenant:<id>`).
         subject: String,

@@ -18,10 +18,13 @@
 //! - [`moves`]: jobs that move data: copy, tenant, vshard and range moves, redistribution,
 //!   rebalance planning, rebalances and drains.
 //!
-//! Every room may use the crate-wide basics: [`ids`], [`Error`], the [`Clock`] and
-//! [`humantime_serde`].
+//! Below every room are the crate-wide basics: [`ids`], [`claims`] (what a job owns), the
+//! [`Clock`] and [`humantime_serde`]. The one [`Error`] type sits with `storage` (it wraps
+//! storage's refusals), so every room from `storage` up may return it; `map` does not.
+//! `tests/tests/layering.rs` (`ROOMS`) checks that no file uses a room above its own.
 
 pub mod catalog;
+pub mod claims;
 mod clock;
 pub mod config;
 mod error;

@@ -2,7 +2,10 @@
 //! - no import cycle among the files of any crate (file A uses B, B uses A, directly or through
 //!   other files);
 //! - in `api`, no route module (a file under `src/routes/`) imports another route module: shared
-//!   state and services sit below the routes.
+//!   state and services sit below the routes;
+//! - in `shard-router` and `api`, the rooms (top-level modules, [`ROOMS`]) stand in an order,
+//!   lowest first, and no file of a room uses a file of a higher room (`storage` never reaches
+//!   into `moves`).
 //!
 //! A file "uses" another when it names a path into it: `use crate::a::B`, `crate::a::b()`, or
 //! `super::x`. A re-export (`pub use`, the facade of a `lib.rs` or a parent module) is not a use:
@@ -61,6 +64,112 @@ fn no_route_module_imports_another_route_module() {
         }
     }
     assert!(crossings.is_empty(), "route modules importing route modules:\n{}", crossings.join("\n"));
+}
+
+/// The rooms of a crate, lowest first: each is a list of top-level module names (a folder or a
+/// file under `src/`). A file may use its own room and the rooms below it, never one above.
+/// Every top-level module of the crate is in a room, so a new one must be placed (see
+/// [`every_top_level_module_has_a_room`]); `lib.rs` and `main.rs` stand above all rooms.
+const ROOMS: [(&str, &[&[&str]]); 2] = [
+    (
+        "shard-router",
+        &[
+            &["ids", "claims", "clock", "humantime_serde"],
+            &["map"],
+            &["storage", "error"],
+            &["catalog"],
+            &["config", "pools", "router", "fanout", "topology", "startup"],
+            &["moves"],
+        ],
+    ),
+    (
+        "api",
+        &[
+            &["config"],
+            &["wire"],
+            &["observability"],
+            // The plumbing, the state every handler shares and the services below the routes use
+            // one another (the state holds the gate and the valet checks; the front door and the
+            // services read the state): one room.
+            &["server", "app", "valet", "blobs"],
+            &["routes"],
+            &["startup"],
+        ],
+    ),
+];
+
+#[test]
+fn no_room_uses_a_higher_room() {
+    let mut violations = Vec::new();
+    for (name, rooms) in ROOMS {
+        let src = workspace().join(name).join("src");
+        violations.extend(upward_uses(&CrateSources::read(&src), &src, rooms));
+    }
+    assert!(violations.is_empty(), "files using a higher room:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn every_top_level_module_has_a_room() {
+    let mut unplaced = Vec::new();
+    for (name, rooms) in ROOMS {
+        let src = workspace().join(name).join("src");
+        for path in CrateSources::read(&src).modules.keys() {
+            if let Some(top) = path.first()
+                && room_of(rooms, top).is_none()
+            {
+                unplaced.push(format!("{name}: module `{top}` is in no room of ROOMS"));
+            }
+        }
+    }
+    unplaced.dedup();
+    assert!(unplaced.is_empty(), "{}", unplaced.join("\n"));
+}
+
+/// The room check sees a lower room using a higher one, through a re-export too, and lets a
+/// higher room use a lower one.
+#[test]
+fn the_room_check_sees_a_use_of_a_higher_room() {
+    let dir = std::env::temp_dir().join(format!("layering-rooms-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("storage")).unwrap();
+    std::fs::create_dir_all(src.join("moves")).unwrap();
+    std::fs::write(src.join("lib.rs"), "pub mod storage;\npub mod moves;\npub use moves::Job;\n").unwrap();
+    std::fs::write(src.join("storage/mod.rs"), "pub mod shard;\n").unwrap();
+    std::fs::write(src.join("storage/shard.rs"), "pub fn write() {}\nfn f() { let _ = crate::Job; }\n").unwrap();
+    std::fs::write(src.join("moves/mod.rs"), "pub mod job;\npub use job::Job;\n").unwrap();
+    std::fs::write(src.join("moves/job.rs"), "pub struct Job;\nfn g() { crate::storage::shard::write(); }\n").unwrap();
+    let rooms: &[&[&str]] = &[&["storage"], &["moves"]];
+    let violations = upward_uses(&CrateSources::read(&src), &src, rooms);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(
+        violations[0].contains("storage/shard.rs:2 (room `storage`) uses") && violations[0].contains("moves/job.rs")
+    );
+}
+
+/// The room (index into `rooms`) of a top-level module.
+fn room_of(rooms: &[&[&str]], top: &str) -> Option<usize> {
+    rooms.iter().position(|room| room.contains(&top))
+}
+
+/// Every use, in the crate under `src`, of a file in a higher room than the user's.
+fn upward_uses(sources: &CrateSources, src: &Path, rooms: &[&[&str]]) -> Vec<String> {
+    let room_of_file = |file: &Path| module_path(src, file).first().and_then(|top| room_of(rooms, top));
+    let mut violations = Vec::new();
+    for (from, edges) in sources.graph() {
+        let Some(low) = room_of_file(&from) else { continue };
+        for (to, line) in edges {
+            if let Some(high) = room_of_file(&to)
+                && high > low
+            {
+                let from_room = module_path(src, &from)[0].clone();
+                let from_name = from.strip_prefix(src).unwrap_or(&from).display().to_string();
+                let to_name = to.strip_prefix(src).unwrap_or(&to).display().to_string();
+                violations.push(format!("{from_name}:{line} (room `{from_room}`) uses {to_name}"));
+            }
+        }
+    }
+    violations
 }
 
 /// The checker itself finds what it must: a two-file cycle through a re-export, and a child

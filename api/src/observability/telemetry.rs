@@ -5,7 +5,7 @@
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 
-use crate::startup::config::{LogConfig, LogFormat};
+use crate::config::{LogConfig, LogFormat};
 
 /// Installs the global subscriber writing to standard output (once; later calls are no-ops).
 pub fn init(config: &LogConfig) {

@@ -17,8 +17,8 @@ use utoipa::IntoParams;
 
 use crate::app::App;
 use crate::blobs::service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
+use crate::server::extract::{ApiPath, ApiQuery, Caller};
 use crate::wire::error::ApiError;
-use crate::wire::extract::{ApiPath, ApiQuery, Caller};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, decode_cursor, page_limit};
 use crate::wire::preconditions::{Precondition, precondition};

@@ -18,9 +18,9 @@ use shardgate_shard_router::{CollectionName, Incarnation, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
+use crate::server::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, invalid_path};
-use crate::wire::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, page_limit};
 use crate::wire::routed_epoch::RoutedEpoch;

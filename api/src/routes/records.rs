@@ -22,10 +22,10 @@ use shardgate_shard_router::{
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
+use crate::server::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::server::fault_points;
 use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, ShardFailureReason, invalid_path};
-use crate::wire::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::wire::json_newline::{json_line, json_line_response};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, decode_key_cursor, page_limit};

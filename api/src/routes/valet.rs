@@ -14,8 +14,8 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::app::App;
+use crate::server::extract::ApiPath;
 use crate::valet::service::transfer;
-use crate::wire::extract::ApiPath;
 use crate::wire::openapi::errors;
 
 /// Path of a valet URL.

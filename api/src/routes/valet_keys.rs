@@ -14,9 +14,9 @@ use shardgate_valet::{Constraints, Permission};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
+use crate::server::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
 use crate::valet::service::{Issue, content_disposition, issue};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
 use crate::wire::openapi::errors;
 use crate::wire::timestamps::rfc3339;
 

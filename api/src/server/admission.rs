@@ -1,5 +1,5 @@
 //! Who is let in: the bearer token verified once per request ([`Authenticated`], read by
-//! [`crate::wire::extract::Caller`]) and the caller's rate-limit admission ([`Gate::admit`]: its
+//! [`crate::server::extract::Caller`]) and the caller's rate-limit admission ([`Gate::admit`]: its
 //! tenant, its token's subject, or its client IP without a valid token), with the Redis store the
 //! limiter shares between instances. Shared by the gateway's front door and the standalone gatekeeper.
 //!

@@ -79,11 +79,11 @@ use tokio::time::Instant;
 use tokio_rustls::server::TlsStream;
 use tower::ServiceExt;
 
+use crate::config::LimitsConfig;
 use crate::observability::rate_limited_warning::RateLimitedWarning;
 use crate::server::body_arrival::{Arrival, Arrived};
 use crate::server::edge::{REQUEST_ID, random_request_id};
 use crate::server::tls::ServerTls;
-use crate::startup::config::LimitsConfig;
 use crate::wire::error::{ApiError, Code};
 
 /// How long a shutdown waits for requests in progress.

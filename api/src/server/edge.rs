@@ -41,8 +41,8 @@ use tracing::Span;
 use prometheus_client::metrics::counter::Counter;
 
 use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
-use crate::server::front_door::is_unthrottled;
 use crate::wire::error::ApiError;
+use crate::wire::probes::is_unthrottled;
 
 /// The request id header.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

@@ -20,6 +20,7 @@ use crate::observability::metrics::VerifiedCaller;
 use crate::server::admission::Authenticated;
 use crate::server::bulkhead::{Compartment, Slot};
 use crate::wire::error::{ApiError, Code};
+use crate::wire::probes::is_unthrottled;
 
 /// The peer address of a request (unspecified when the server was not asked for it).
 pub fn client_ip(request: &Request) -> IpAddr {
@@ -115,12 +116,6 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
         Err(problem) if path.starts_with("/valet/") => Err(ApiError::new(Code::ValetMalformed, problem.to_string())),
         Err(problem) => Err(ApiError::new(Code::InvalidPath, problem.to_string())),
     }
-}
-
-/// Paths that are never throttled nor counted against any cap on requests in progress (probes
-/// and scrapes): not the tenants' bulkheads, not the instance's limit in [`crate::server::edge`].
-pub fn is_unthrottled(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/metrics")
 }
 
 /// The gateway's front door: authenticate, throttle with the tenant limits of the shard map,

@@ -15,8 +15,10 @@
 //! 7. [`transfer_watch`]: which holds that slot until the response has been sent, and cuts off a
 //!    download its client stopped taking;
 //! 8. [`deadline`]: the route group's deadline (the handler, in [`crate::routes`], runs inside it);
-//! 9. [`fan_out_budget`]: the tenant's budget of shard reads, taken by a listing of a distributed
-//!    collection before it fans out.
+//! 9. [`extract`]: the handler's extractors, whose rejections are problem+json, and the caller
+//!    (the token [`admission`] verified, or verified now);
+//! 10. [`fan_out_budget`]: the tenant's budget of shard reads, taken by a listing of a distributed
+//!     collection before it fans out.
 //!
 //! Not stages: [`body_arrival`], whether a request's body has arrived in full (asked by the
 //! connection when it answers and by the deadline when it expires), and [`fault_points`], where a
@@ -24,7 +26,7 @@
 //!
 //! Must not know: the routes, the valet and blob services, or how start-up assembles these
 //! pieces. The problems it answers are [`crate::wire::error`]'s; its limits come from the
-//! configuration ([`crate::startup::config`]) and its counters go to [`crate::observability`].
+//! configuration ([`crate::config`]) and its counters go to [`crate::observability`].
 
 pub mod admission;
 pub mod body_arrival;
@@ -32,6 +34,7 @@ pub mod bulkhead;
 pub mod connections;
 pub mod deadline;
 pub mod edge;
+pub mod extract;
 pub mod fan_out_budget;
 pub mod fault_points;
 pub mod front_door;

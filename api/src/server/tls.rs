@@ -14,7 +14,7 @@
 //! - A handshake is bounded like a request head: it must end within `limits.header_read_timeout`
 //!   of the connection's opening (see [`crate::server::connections`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,21 +28,12 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use serde::Deserialize;
 use tokio_rustls::TlsAcceptor;
+
+pub use crate::config::ListenerTls;
 
 /// How often the certificate files are looked at for a change.
 pub const RELOAD_CHECK_EVERY: Duration = Duration::from_secs(1);
-
-/// A listener's certificate and key files (`tls = { cert_file, key_file }`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListenerTls {
-    /// PEM certificate chain, the server's certificate first.
-    pub cert_file: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the first certificate.
-    pub key_file: PathBuf,
-}
 
 /// Which listener, for messages and the metric's label (a closed set).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -24,6 +24,7 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::app::App;
+use crate::config::{Config, CorsConfig, LimitsConfig};
 use crate::observability::metrics::{KeySetMetrics, Metrics};
 use crate::observability::shard_metrics::ShardHealthMetrics;
 use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
@@ -35,7 +36,6 @@ use crate::server::edge::EdgeLayer;
 use crate::server::front_door::front_door;
 use crate::server::tls::{Listener, ReloadCounts, ServerTls, acceptor};
 use crate::server::transfer_watch::TransferWatch;
-use crate::startup::config::{Config, CorsConfig, LimitsConfig};
 use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::openapi::{ApiDoc, add_shared_responses};

@@ -25,15 +25,15 @@ use shardgate_gatekeeper::throttle::{Limiter, RateLimit};
 use shardgate_gatekeeper::{AuthError, Authenticator};
 use tokio::net::TcpListener;
 
+use crate::config::{GatekeeperConfig, LimitsConfig};
 use crate::observability::metrics::Metrics;
 use crate::server::admission::Gate;
 use crate::server::connections::Connections;
+use crate::server::extract::require_json;
 use crate::server::front_door::{check_request_target, client_ip};
 use crate::startup::application::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
-use crate::startup::config::{GatekeeperConfig, LimitsConfig};
 use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::require_json;
 use crate::wire::routed_epoch::EPOCH_HEADER;
 
 /// How long a tenant's limit reported by the backend is remembered.
@@ -133,7 +133,7 @@ impl Gatekeeper {
             .route("/metrics", axum::routing::get(serve_metrics))
             .method_not_allowed_fallback(method_not_allowed)
             .fallback(forward);
-        let valet_origins = crate::startup::config::ValetConfig::default().cors_allowed_origins;
+        let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
         let edge = crate::server::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
         let router = edge_layers(routes, edge, &config.cors, &valet_origins)?.with_state(front);
         let listener = TcpListener::bind(config.listen)
@@ -260,7 +260,7 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
     let path = request.uri().path().to_owned();
     check_request_target(request.uri()).map_err(IntoResponse::into_response)?;
     let rule = access(request.method().as_str(), &path);
-    let throttled = !crate::server::front_door::is_unthrottled(&path);
+    let throttled = !crate::wire::probes::is_unthrottled(&path);
     let authenticated = front.gate.authenticate(request.headers()).await;
     let admission = if throttled {
         front.gate.admit(authenticated.as_ref(), client_ip(&request), |tenant| front.learned.get(tenant)).await?

@@ -171,7 +171,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     let paths = std::mem::take(&mut openapi.paths.paths);
     openapi.paths.paths = paths.into_iter().map(|(path, item)| (path.replace("{*", "{"), item)).collect();
     for (path, item) in openapi.paths.paths.iter_mut() {
-        let throttled = !crate::server::front_door::is_unthrottled(path);
+        let throttled = !crate::wire::probes::is_unthrottled(path);
         let tenant_path = path.starts_with("/v1/tenants/{tenant}");
         let operations = [
             ("GET", &mut item.get),
@@ -237,7 +237,7 @@ pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
             // arrive is 408, and a write given up on may or may not have been applied.
             add_codes(responses, &[Code::InvalidRequest, Code::InvalidPath, Code::UriTooLong, Code::HeadersTooLarge]);
             if json_body {
-                // The JSON body extractor's refusals ([`crate::wire::extract::ApiJson`]).
+                // The JSON body extractor's refusals ([`crate::server::extract::ApiJson`]).
                 add_codes(
                     responses,
                     &[Code::UnsupportedMediaType, Code::InvalidJson, Code::InvalidBody, Code::PayloadTooLarge],

@@ -3,12 +3,11 @@
 //! the epoch on, so readers can tell maps apart and SQLite takes its write lock up front.
 //!
 //! Also the catalog's other tables: collections and their distributions, index definitions,
-//! jobs with their leases, claims ([`claims`]) and phases ([`phase`]), valet keys and grants, the
+//! jobs with their leases, claims ([`crate::claims`]) and phases ([`phase`]), valet keys and grants, the
 //! audit log. It reaches its database through [`crate::storage::db`] and builds the
 //! [`MapSnapshot`] of [`crate::map`]; it knows nothing of the shard stores, the router, or the
 //! jobs that write its job rows.
 
-pub mod claims;
 pub mod phase;
 
 use secrecy::SecretString;
@@ -31,7 +30,7 @@ pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use moves::{CancelRequest, Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
-pub use claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};
+pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};
 
 /// The audit action of a tenant's deletion ([`Catalog::tenant_was_deleted`] looks for it).
 pub const TENANT_DELETE_ACTION: &str = "tenant.delete";

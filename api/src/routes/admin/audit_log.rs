@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiQuery};
 use crate::wire::error::ApiError;
-use crate::wire::extract::{Admin, ApiQuery};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, decode_cursor, page_limit};
 use crate::wire::timestamps::rfc3339;

@@ -13,9 +13,9 @@ use shardgate_shard_router::redistribute::Redistribution;
 use shardgate_shard_router::{CollectionName, Distribution, ShardId, TenantId, now_ms};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
 use crate::wire::error::{ApiError, Code, invalid_path};
-use crate::wire::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::openapi::errors;
 
 /// Path of a tenant's collection.

@@ -5,9 +5,9 @@ use axum::response::Response;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use crate::server::extract::{Admin, ApiJson};
 use crate::wire::envelope::Job;
 use crate::wire::error::ApiError;
-use crate::wire::extract::{Admin, ApiJson};
 use crate::wire::openapi::errors;
 
 /// Body of `POST /v1/admin/index-audits`.

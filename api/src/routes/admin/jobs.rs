@@ -5,9 +5,9 @@ use serde::Deserialize;
 use shardgate_shard_router::catalog::CancelRequest;
 use utoipa::IntoParams;
 
+use crate::server::extract::{Admin, ApiPath};
 use crate::wire::envelope::Job;
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiPath};
 use crate::wire::openapi::errors;
 
 /// Path of one job.

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use shardgate_shard_router::{ShardId, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::openapi::errors;
 
 /// Path of the tenant to move.

@@ -11,9 +11,9 @@ use shardgate_shard_router::rebalancer::PlanView;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::openapi::errors;
 
 /// How many moves a rebalance runs at once when the request does not say.

@@ -6,8 +6,8 @@ use shardgate_shard_router::records::RecordAddress;
 use shardgate_shard_router::{CollectionName, Distribution, RecordKey, ShardState, Strategy, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiQuery};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiQuery};
 use crate::wire::openapi::errors;
 
 /// One shard in the map.

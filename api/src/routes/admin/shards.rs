@@ -10,8 +10,8 @@ use shardgate_shard_router::topology::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::openapi::errors;
 use crate::wire::timestamps::rfc3339;
 

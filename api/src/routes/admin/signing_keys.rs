@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::catalog::{Retirement, ValetKeyRow};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::server::extract::{Admin, ApiPath};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiPath};
 use crate::wire::openapi::errors;
 use crate::wire::timestamps::rfc3339;
 

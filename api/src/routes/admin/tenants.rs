@@ -9,8 +9,8 @@ use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
+use crate::server::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::extract::{Admin, ApiJson, ApiPath, ApiQuery};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, decode_cursor, page_limit};
 use crate::wire::timestamps::rfc3339;

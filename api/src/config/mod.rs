@@ -1,6 +1,13 @@
 //! Configuration: defaults, then an optional TOML file, then `SHARDGATE_*` environment variables
 //! (nested keys joined with `__`, e.g. `SHARDGATE_STORAGE__CATALOG_URL`). Unknown keys are errors
 //! that name the key. Secrets are `SecretString`s and never appear in `Debug` output or logs.
+//! [`error`] says what is wrong in the user's own words (the file or variable as written, the
+//! nearest valid key).
+//!
+//! The lowest room of the crate: the state, the plumbing, the logging and start-up read it; it
+//! knows none of them (a listener's `tls` is only its file names, [`ListenerTls`]).
+
+pub mod error;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -13,8 +20,17 @@ use shardgate_gatekeeper::AuthConfig;
 use shardgate_gatekeeper::throttle::RateLimitConfig;
 use shardgate_shard_router::StorageConfig;
 
-pub use crate::server::tls::ListenerTls;
-use crate::startup::config_error::{ConfigError, Origin};
+use self::error::{ConfigError, Origin};
+
+/// A listener's certificate and key files (`tls = { cert_file, key_file }`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListenerTls {
+    /// PEM certificate chain, the server's certificate first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1) of the first certificate.
+    pub key_file: PathBuf,
+}
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -631,9 +647,8 @@ fn unknown_keys<C: serde::de::DeserializeOwned>(layers: &[EnvVar]) -> Vec<Unknow
                 continue;
             };
             if let figment::error::Kind::UnknownField(field, expected) = &error.kind {
-                let parent = crate::startup::config_error::parent_of(&error.path, field);
-                let did_you_mean = crate::startup::config_error::nearest(field, expected)
-                    .map(|near| crate::startup::config_error::variable_of(&parent, near));
+                let parent = error::parent_of(&error.path, field);
+                let did_you_mean = error::nearest(field, expected).map(|near| error::variable_of(&parent, near));
                 unknown.push(UnknownVariable { name: name.clone(), did_you_mean });
             }
             scan.retain(|layer| layer.name != name);
