@@ -11,9 +11,7 @@
 #   GETS=5000 PUTS=1000 bench/instructions.sh ...           # more requests (default 2000 / 500)
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-source "$ROOT/bench/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # sets ROOT, the workspace, and works there
 
 GETS="${GETS:-2000}"
 PUTS="${PUTS:-500}"
@@ -39,9 +37,6 @@ scripts/services.sh >&2
 
 WORK="$(mktemp -d -t sgcgbench.XXXXXX)"
 GW_PID=""
-flush_prefix() {
-    redis-cli "${REDIS[@]}" --scan --pattern "${PREFIX}*" | xargs -r redis-cli "${REDIS[@]}" del >/dev/null
-}
 release() {
     stop_pid "$GW_PID"
     drop_dbs 2>/dev/null

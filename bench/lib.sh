@@ -85,6 +85,12 @@ meets() { # value op target
 # A TCP port on 127.0.0.1 that nothing listens on right now.
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
+# Deletes the bench's Redis keys: those under $PREFIX, reached with the redis-cli options in
+# $REDIS (never FLUSHALL: the Redis is shared).
+flush_prefix() {
+    redis-cli "${REDIS[@]}" --scan --pattern "${PREFIX}*" | xargs -r redis-cli "${REDIS[@]}" del >/dev/null
+}
+
 # The benches' PostgreSQL databases: the names in $DBS, reached with the psql options in $PG.
 drop_dbs() {
     local db

@@ -53,9 +53,6 @@ build_release "shardgate-api shardgate-bench" shardgate ceiling
 WORK="$(mktemp -d -t sgbench.XXXXXX)"
 CEILING_PID=""
 
-flush_prefix() {
-    redis-cli "${REDIS[@]}" --scan --pattern "${PREFIX}*" | xargs -r redis-cli "${REDIS[@]}" del >/dev/null
-}
 release() {
     stop_pid "$GW_PID"
     stop_pid "$CEILING_PID"
