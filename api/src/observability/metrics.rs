@@ -6,7 +6,7 @@
 //! is a route template or `unmatched`, the status is a status the service answers with. And a
 //! client without a valid token cannot even choose the route: the refusals it gets (401, 404
 //! of unknown paths, 405, 400 `invalid_path`, 414, 429...) are all counted under the route
-//! [`UNAUTHENTICATED_ROUTE`] ([`route_label`]).
+//! [`UNAUTHENTICATED_ROUTE`] (`route_label`).
 
 use axum::http::{Method, StatusCode};
 use hashbrown::{Equivalent, HashMap};

@@ -13,7 +13,7 @@
 //!   connections are open, the accept loop holds the connection it has just accepted (the next
 //!   ones wait in the kernel's listen backlog), and asks every connection with no request in
 //!   progress (idle, or still sending a head) that has waited for a request for
-//!   [`CROWDED_GRACE`] or more to close, so that a crowd of idle or half-sent connections cannot
+//!   `CROWDED_GRACE` or more to close, so that a crowd of idle or half-sent connections cannot
 //!   keep new clients, or the probes, out. Connections with a request in progress are never
 //!   closed to make room. The default cap is derived from the open-file limit, which
 //!   [`Connections::new`] first raises to its hard limit, with a reserve left for databases,
@@ -23,18 +23,18 @@
 //! a head, which on a keep-alive connection is right after the previous response, so it would
 //! bound the idle time between requests by the header deadline. The two deadlines are kept here
 //! instead, by a watcher in each connection's task that reads what the socket and the service
-//! record ([`Activity`]).
+//! record (`Activity`).
 //!
 //! **Request heads hyper refuses.** hyper reads a request head (request line and header fields)
 //! of at most [`MAX_HEAD_BYTES`] with at most 100 header fields (its default), and answers a
 //! larger one (431), an over-long URI (414) or a head that is not HTTP/1.1 (400) itself, before
 //! any service runs, with an empty body, then closes the connection. Every error the gateway
-//! sends being problem+json, the socket wrapper ([`WatchedStream`]) holds back such an automatic
+//! sends being problem+json, the socket wrapper (`WatchedStream`) holds back such an automatic
 //! answer (a write, while no request is in progress, of nothing but a 400, 414 or 431 head with
 //! `content-length: 0`); when the connection then ends with hyper's parse error, a problem
 //! (`invalid_request`, `uri_too_long`, `headers_too_large`) is sent in its place
-//! ([`refuse_head`]), the write side is shut and what the client still sends is read away for up
-//! to [`LINGER`] so that its answer is not lost to a reset. If hyper carries on instead (the write
+//! (`refuse_head`), the write side is shut and what the client still sends is read away for up
+//! to `LINGER` so that its answer is not lost to a reset. If hyper carries on instead (the write
 //! was the tail of a response that merely looked like one), the held bytes go out unchanged
 //! before anything else.
 //!

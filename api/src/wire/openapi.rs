@@ -151,7 +151,7 @@ impl Modify for BearerAuth {
 }
 
 /// Completes every operation from the rules that hold for all of them, so no handler repeats
-/// them: its tag (the URL family, [`tag_of`]); its bearer requirement, from the same access rule
+/// them: its tag (the URL family, `tag_of`); its bearer requirement, from the same access rule
 /// the gatekeeper enforces ([`shardgate_gatekeeper::request::access`]) unless the handler states
 /// a finer one; and the answers any operation can give, whatever its handler does: 401 (missing or invalid token) and 403 (missing scope) on operations that need a bearer
 /// token, 404 `tenant_not_found` on tenant paths, 400 `invalid_request` (unless the handler
@@ -164,8 +164,8 @@ impl Modify for BearerAuth {
 /// problem+json. A handler that documents one of these itself (a more precise
 /// description) keeps its own. Every error response a handler documents (4xx, 5xx) without a
 /// body of its own is given the problem+json body, so handlers state only status and codes.
-/// Routed operations ([`is_routed`]) document `x-shardgate-epoch` on each answer that may come
-/// after routing ([`add_epoch_header`]).
+/// Routed operations (`is_routed`) document `x-shardgate-epoch` on each answer that may come
+/// after routing (`add_epoch_header`).
 pub fn add_shared_responses(openapi: &mut utoipa::openapi::OpenApi) {
     // axum's catch-all `{*path}` is the OpenAPI template `{path}` (its value may contain `/`).
     let paths = std::mem::take(&mut openapi.paths.paths);
