@@ -409,7 +409,7 @@ mod tests {
             }
         }
         map.epoch += 1;
-        router.replace_map(map);
+        *router.write_map() = map; // in memory only: the catalog keeps what it holds
 
         let (records, failures, stale) = router.fan_out(&tenant, &collection, &bounds, 1000, &plan).await;
         assert!(failures.is_empty() && stale.is_empty(), "{failures:?} {stale:?}");

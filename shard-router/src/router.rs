@@ -137,13 +137,6 @@ impl ShardRouter {
         f(&self.map.read())
     }
 
-    /// Replaces the map in memory only (the catalog keeps what it holds): a test's way to have
-    /// the map change at a chosen moment.
-    #[cfg(test)]
-    pub(crate) fn replace_map(&self, map: MapSnapshot) {
-        *self.map.write() = map;
-    }
-
     /// Routes `tenant`'s home data.
     pub fn route_tenant(&self, tenant: &TenantId) -> Result<Route, Error> {
         self.map.read().route_tenant(tenant.as_str()).map_err(route_error)

@@ -162,10 +162,8 @@ fn upward_uses(sources: &CrateSources, src: &Path, rooms: &[&[&str]]) -> Vec<Str
             if let Some(high) = room_of_file(&to)
                 && high > low
             {
-                let from_room = module_path(src, &from)[0].clone();
-                let from_name = from.strip_prefix(src).unwrap_or(&from).display().to_string();
-                let to_name = to.strip_prefix(src).unwrap_or(&to).display().to_string();
-                violations.push(format!("{from_name}:{line} (room `{from_room}`) uses {to_name}"));
+                let room = &module_path(src, &from)[0];
+                violations.push(format!("{}:{line} (room `{room}`) uses {}", relative(&from), relative(&to)));
             }
         }
     }
