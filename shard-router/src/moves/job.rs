@@ -52,6 +52,88 @@ pub struct Checksums {
     pub matched: bool,
 }
 
+/// What the passes of a job copying rows have copied: part of a move's and a redistribution's
+/// progress, flattened into it (its fields stand in the stored JSON as the job's own).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CopyCounters {
+    /// Rows copied so far, over all passes.
+    pub rows_copied: u64,
+    /// Bytes copied so far.
+    pub bytes_copied: u64,
+    /// Passes made.
+    pub passes: u32,
+    /// Rows the last pass took: how far the target was behind when it began.
+    pub lag_rows: u64,
+}
+
+impl CopyCounters {
+    /// Counts one more pass, which copied `rows` rows and `bytes` bytes.
+    pub(crate) fn count_pass(&mut self, rows: u64, bytes: u64) {
+        self.rows_copied += rows;
+        self.bytes_copied += bytes;
+        self.lag_rows = rows;
+        self.passes += 1;
+    }
+}
+
+/// How the cut-over of a job copying rows went, from the fence to the switch, and why the job
+/// rolled back if it did: part of a move's and a redistribution's progress, flattened into it
+/// (its fields stand in the stored JSON as the job's own).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CutOverRecord {
+    /// The checksums of the rows compared under the fence, on both sides (those changed since
+    /// the settled comparison, or all of them if it found a difference).
+    pub checksums: Option<Checksums>,
+    /// When the source was first fenced.
+    pub fenced_at_ms: Option<i64>,
+    /// How long writes were refused: from the fence to the switch (ms).
+    pub cutover_ms: Option<i64>,
+    /// Where the last cut-over attempt spent its time (ms): waiting for statements that began
+    /// before the fence, copying the last delta, comparing checksums, marking and switching.
+    #[serde(default)]
+    pub cutover_steps_ms: Vec<(String, i64)>,
+    /// The epoch of the switch.
+    pub epoch: Option<u64>,
+    /// When the placement switched.
+    pub switched_at_ms: Option<i64>,
+    /// Why the job rolled back, if it did.
+    pub rolled_back: Option<String>,
+}
+
+impl CutOverRecord {
+    /// The fence went up at `fenced_at` (the time of a first attempt's fence stays): the
+    /// attempt's steps are timed anew, from now, by the clock returned.
+    pub(crate) fn fenced(&mut self, fenced_at: i64) -> StepClock {
+        self.fenced_at_ms.get_or_insert(fenced_at);
+        self.cutover_steps_ms.clear();
+        StepClock { step: now_ms() }
+    }
+
+    /// The placement switched at `switched_at`; `fenced_at` is this attempt's fence, for a
+    /// record without one. Gives how long writes were refused (ms).
+    pub(crate) fn switched(&mut self, switched_at: i64, fenced_at: i64) -> i64 {
+        let cutover_ms = switched_at - self.fenced_at_ms.unwrap_or(fenced_at);
+        self.cutover_ms = Some(cutover_ms);
+        self.switched_at_ms = Some(switched_at);
+        cutover_ms
+    }
+}
+
+/// Times the steps of one cut-over attempt ([`CutOverRecord::cutover_steps_ms`]).
+pub(crate) struct StepClock {
+    /// When the step being timed began.
+    step: i64,
+}
+
+impl StepClock {
+    /// The step `what` ended now: records how long it took; the next one begins.
+    pub(crate) fn took(&mut self, record: &mut CutOverRecord, what: &str) {
+        let now = now_ms();
+        record.cutover_steps_ms.push((what.to_owned(), now - self.step));
+        self.step = now;
+    }
+}
+
 /// Tells every instance that the map changed (the api publishes the epoch).
 pub type Announce = Arc<dyn Fn(u64) -> BoxFuture<'static, ()> + Send + Sync>;
 

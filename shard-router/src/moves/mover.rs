@@ -66,8 +66,8 @@ use crate::moves::copy::{
     TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, purge_rows, split_checksums,
 };
 use crate::moves::job::{
-    JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded, keeping_lease, lease_ms, new_job,
-    wait_for_statements_before_the_fence,
+    CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded,
+    keeping_lease, lease_ms, new_job, wait_for_statements_before_the_fence,
 };
 use crate::moves::redistribute::{DistributionSpec, RedistributeProgress, Redistribution};
 use crate::router::ShardRouter;
@@ -86,14 +86,9 @@ pub struct MoveProgress {
     pub from: String,
     /// The shard it goes to.
     pub to: String,
-    /// Rows copied so far, over all passes.
-    pub rows_copied: u64,
-    /// Bytes copied so far.
-    pub bytes_copied: u64,
-    /// Passes made.
-    pub passes: u32,
-    /// Rows the last pass took: how far the target was behind when it began.
-    pub lag_rows: u64,
+    /// Rows and bytes copied, passes made.
+    #[serde(flatten)]
+    pub copied: CopyCounters,
     /// How the rows travel (`binary` between PostgreSQL shards, else `pages`).
     pub method: Option<CopyMethod>,
     /// When the last pass began (ms since the Unix epoch).
@@ -110,23 +105,10 @@ pub struct MoveProgress {
     /// comparison found a difference (the cut-over then compares everything).
     #[serde(default)]
     pub settled_since: Option<Since>,
-    /// The checksums of the other rows on source and target, compared under the fence (of all
-    /// rows, if the settled comparison found a difference).
-    pub checksums: Option<Checksums>,
-    /// When the tenant was fenced on the source.
-    pub fenced_at_ms: Option<i64>,
-    /// How long writes of the tenant were refused: from the fence to the pin switch (ms).
-    pub cutover_ms: Option<i64>,
-    /// Where the last cut-over attempt spent its time (ms): waiting for statements that began
-    /// before the fence, copying the last delta, comparing checksums, marking and switching.
-    #[serde(default)]
-    pub cutover_steps_ms: Vec<(String, i64)>,
-    /// The epoch of the pin switch.
-    pub epoch: Option<u64>,
-    /// When the pin switched.
-    pub switched_at_ms: Option<i64>,
-    /// Why the move rolled back, if it did.
-    pub rolled_back: Option<String>,
+    /// The checksums compared under the fence, the fence, the pin switch, and why the move
+    /// rolled back, if it did.
+    #[serde(flatten)]
+    pub cut_over: CutOverRecord,
     /// The vshards a vshard move takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vshards: Option<Vec<u32>>,
@@ -192,22 +174,13 @@ impl MoveProgress {
             phase: Phase::Copy,
             from: from.to_string(),
             to: to.to_string(),
-            rows_copied: 0,
-            bytes_copied: 0,
-            passes: 0,
-            lag_rows: 0,
+            copied: CopyCounters::default(),
             method: None,
             pass_started_ms: None,
             pass_since: None,
             settled: None,
             settled_since: None,
-            checksums: None,
-            fenced_at_ms: None,
-            cutover_ms: None,
-            cutover_steps_ms: Vec::new(),
-            epoch: None,
-            switched_at_ms: None,
-            rolled_back: None,
+            cut_over: CutOverRecord::default(),
             vshards: None,
             tenants: None,
             parent: None,
@@ -648,7 +621,7 @@ impl Run<'_> {
             let began = Since::now(FencedShard::new(&source, &from), margin).await?;
             self.progress.first_copy = Some(FirstCopy { began, table: 0, after: None });
             self.progress.pass_started_ms = Some(now_ms());
-            self.progress.lag_rows = 0;
+            self.progress.copied.lag_rows = 0;
         }
         // The list of a vshard's tenants, and where the copy begins, are stored before anything
         // is copied.
@@ -664,9 +637,9 @@ impl Run<'_> {
                 copy_batch(table, sides, &pass, at.after.as_ref(), batch_bytes, method).await?
             };
             let progress = &mut self.progress;
-            progress.rows_copied += batch.copied.read;
-            progress.bytes_copied += batch.copied.bytes;
-            progress.lag_rows += batch.copied.read;
+            progress.copied.rows_copied += batch.copied.read;
+            progress.copied.bytes_copied += batch.copied.bytes;
+            progress.copied.lag_rows += batch.copied.read;
             progress.method = Some(batch.copied.method);
             progress.first_copy = Some(match batch.last {
                 Some(last) => FirstCopy { after: Some(last), ..at },
@@ -676,17 +649,17 @@ impl Run<'_> {
                 return Err(Error::MoveRefused("cancelled".to_owned()));
             }
         }
-        self.progress.passes += 1;
+        self.progress.copied.passes += 1;
         self.progress.pass_since = self.progress.first_copy.as_ref().map(|at| at.began.clone());
         self.progress.phase = Phase::CatchUp;
         Ok(())
     }
 
     async fn catch_up(&mut self) -> Result<(), Error> {
-        while self.progress.passes < MAX_CATCH_UP_PASSES + 1 {
+        while self.progress.copied.passes < MAX_CATCH_UP_PASSES + 1 {
             let since = self.since();
             self.pass(since).await?;
-            if self.progress.lag_rows <= SMALL_DELTA_ROWS {
+            if self.progress.copied.lag_rows <= SMALL_DELTA_ROWS {
                 break;
             }
             if self.heartbeat().await? {
@@ -733,11 +706,8 @@ impl Run<'_> {
             bytes += copied.bytes;
             used = Some(copied.method);
         }
-        self.progress.bytes_copied += bytes;
+        self.progress.copied.count_pass(rows, bytes);
         self.progress.method = used.or(self.progress.method);
-        self.progress.rows_copied += rows;
-        self.progress.lag_rows = rows;
-        self.progress.passes += 1;
         self.progress.pass_started_ms = Some(started);
         self.progress.pass_since = Some(began);
         Ok(())
@@ -757,18 +727,11 @@ impl Run<'_> {
         }
         let fenced_at = now_ms();
         source.freeze(self.subject(), &self.id, fenced_at).await?;
-        self.progress.fenced_at_ms.get_or_insert(fenced_at);
-        self.progress.cutover_steps_ms.clear();
-        let mut step = now_ms();
-        let mut took = |progress: &mut MoveProgress, what: &str| {
-            let now = now_ms();
-            progress.cutover_steps_ms.push((what.to_owned(), now - step));
-            step = now;
-        };
+        let mut steps = self.progress.cut_over.fenced(fenced_at);
         if let Err(e) = wait_for_statements_before_the_fence(&source).await {
             return Err(self.thaw_after(&source, e).await);
         }
-        took(&mut self.progress, "wait_for_statements");
+        steps.took(&mut self.progress.cut_over, "wait_for_statements");
         // A test stopping an instance between the fence and the pin switch stops it here.
         self.pause().await;
         // The last delta. Where everything up to its moment has been compared, the tables whose
@@ -788,11 +751,11 @@ impl Run<'_> {
             let pass = Pass { selection: Selection::Vshards(vshards), window: Window::All, pace: None };
             let copied =
                 copy_rows(&INDEX_ENTRIES, source, target, &pass, CopyMethod::best(&source_db, &target_db)).await?;
-            self.progress.rows_copied += copied.read;
-            self.progress.bytes_copied += copied.bytes;
+            self.progress.copied.rows_copied += copied.read;
+            self.progress.copied.bytes_copied += copied.bytes;
         }
         self.retire_orphan_uploads(&target).await?;
-        took(&mut self.progress, "last_delta");
+        steps.took(&mut self.progress.cut_over, "last_delta");
         // The rows the settled comparison did not cover (all of them if it found a difference).
         let mut checksums = match &self.progress.settled_since {
             Some(since) => {
@@ -812,20 +775,17 @@ impl Run<'_> {
             checksums = self.compare_all(&source, &target).await?;
         }
         let matched = checksums.matched;
-        self.progress.checksums = Some(checksums);
-        took(&mut self.progress, "compare");
+        self.progress.cut_over.checksums = Some(checksums);
+        steps.took(&mut self.progress.cut_over, "compare");
         if !matched {
             let e = Error::MoveRefused("source and target checksums differ after a full copy".to_owned());
             return Err(self.thaw_after(&source, e).await);
         }
         target.clear_fences(self.subject()).await?;
         source.mark_moved(self.subject(), &self.id, now_ms()).await?;
-        took(&mut self.progress, "mark");
+        steps.took(&mut self.progress.cut_over, "mark");
         // From here the move only goes forward: the source serves the tenant no more.
-        let switched_at = now_ms();
-        let fenced_at = self.progress.fenced_at_ms.unwrap_or(fenced_at);
-        self.progress.cutover_ms = Some(switched_at - fenced_at);
-        self.progress.switched_at_ms = Some(switched_at);
+        let cutover_ms = self.progress.cut_over.switched(now_ms(), fenced_at);
         self.progress.phase = Phase::Cleanup;
         let (placement, action, tenant, target) = match &self.subject {
             Subject::Tenant(tenant) => (
@@ -852,12 +812,12 @@ impl Run<'_> {
         let progress = self.encoded()?;
         let epoch =
             self.router().catalog().switch_placement(placement, &self.id, &self.mover.owner, &progress, &audit).await?;
-        self.progress.epoch = Some(epoch);
+        self.progress.cut_over.epoch = Some(epoch);
         if let Err(e) = self.router().refresh().await {
             tracing::warn!(job = self.id, error = %e, "cannot refresh the map after a pin switch");
         }
         (self.mover.announce)(epoch).await;
-        tracing::info!(job = self.id, subject = %self.subject, to = %to, epoch, cutover_ms = switched_at - fenced_at, "moved");
+        tracing::info!(job = self.id, subject = %self.subject, to = %to, epoch, cutover_ms, "moved");
         Ok(())
     }
 
@@ -900,10 +860,8 @@ impl Run<'_> {
         }))
         .await?;
         let rows = deltas.iter().map(|(copied, _)| copied.read).sum();
-        self.progress.rows_copied += rows;
-        self.progress.bytes_copied += deltas.iter().map(|(copied, _)| copied.bytes).sum::<u64>();
-        self.progress.lag_rows = rows;
-        self.progress.passes += 1;
+        let bytes = deltas.iter().map(|(copied, _)| copied.bytes).sum();
+        self.progress.copied.count_pass(rows, bytes);
         Ok(deltas.into_iter().filter_map(|(_, compared)| compared).collect())
     }
 
@@ -959,7 +917,7 @@ impl Run<'_> {
     }
 
     async fn cleanup(&mut self) -> Result<(), Error> {
-        self.job().cleanup_grace(&self.progress, self.progress.switched_at_ms).await?;
+        self.job().cleanup_grace(&self.progress, self.progress.cut_over.switched_at_ms).await?;
         let ((from, source), _) = self.shards()?;
         self.purge(&FencedShard::new(&source, &from)).await?;
         self.progress.phase = Phase::Done;
@@ -972,7 +930,7 @@ impl Run<'_> {
         FencedShard::new(&source, &from).thaw(self.subject()).await?;
         self.purge(&FencedShard::new(&target, &to)).await?;
         self.progress.phase = Phase::RolledBack;
-        self.progress.rolled_back = Some(why.to_owned());
+        self.progress.cut_over.rolled_back = Some(why.to_owned());
         let state = if why.starts_with("cancelled") { "cancelled" } else { "failed" };
         self.end(state, Some(why)).await
     }
@@ -1085,6 +1043,19 @@ async fn retire_orphan_uploads(target: &FencedShard<'_>, selection: Selection<'_
 mod tests {
     use super::*;
     use crate::catalog::ranges_of;
+
+    #[test]
+    fn a_moves_progress_is_stored_with_its_counters_and_cut_over_as_its_own_fields() {
+        let mut progress = MoveProgress::new(&ShardId::parse("s0").unwrap(), &ShardId::parse("s1").unwrap());
+        progress.copied.count_pass(3, 40);
+        let stored = serde_json::to_string(&progress).unwrap();
+        assert_eq!(
+            stored,
+            r#"{"phase":"copy","from":"s0","to":"s1","rows_copied":3,"bytes_copied":40,"passes":1,"lag_rows":3,"method":null,"pass_started_ms":null,"pass_since":null,"settled":null,"settled_since":null,"checksums":null,"fenced_at_ms":null,"cutover_ms":null,"cutover_steps_ms":[],"epoch":null,"switched_at_ms":null,"rolled_back":null}"#
+        );
+        let read: MoveProgress = serde_json::from_str(&stored).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), stored);
+    }
 
     #[test]
     fn a_split_gives_the_keys_from_its_key_to_the_next_bound_to_the_shard() {

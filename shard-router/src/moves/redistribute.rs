@@ -57,8 +57,8 @@ use crate::moves::copy::{
     additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, sum_by_keys,
 };
 use crate::moves::job::{
-    Announce, Checksums, JobHandle, MAX_CATCH_UP_PASSES, Phase, PhasedJob, SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, drive,
-    encoded, wait_for_statements_before_the_fence,
+    Announce, Checksums, CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, Phase, PhasedJob,
+    SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, drive, encoded, wait_for_statements_before_the_fence,
 };
 use crate::storage::db::Database;
 use crate::storage::shard::{FenceLayout, FencedShard, OnShard, TenantFence};
@@ -101,14 +101,9 @@ pub struct RedistributeProgress {
     pub sources: Vec<String>,
     /// The shards the new layout places rows on.
     pub targets: Vec<String>,
-    /// Rows copied so far, over all passes.
-    pub rows_copied: u64,
-    /// Bytes copied so far.
-    pub bytes_copied: u64,
-    /// Passes made.
-    pub passes: u32,
-    /// Rows the last pass took.
-    pub lag_rows: u64,
+    /// Rows and bytes copied, passes made.
+    #[serde(flatten)]
+    pub copied: CopyCounters,
     /// Per source, the moment the last pass began at there: the next pass takes the rows
     /// changed since.
     pub pass_since: Vec<Since>,
@@ -120,21 +115,10 @@ pub struct RedistributeProgress {
     /// `null` when the settled comparison found a difference (the cut-over then compares all).
     #[serde(default)]
     pub settled_since: Option<Vec<Since>>,
-    /// The old and the new layout's checksums compared under the fence (of the rows changed
-    /// since `settled_since`, or of all).
-    pub checksums: Option<Checksums>,
-    /// When the old layout was fenced.
-    pub fenced_at_ms: Option<i64>,
-    /// How long writes of the collection were refused: from the fence to the switch (ms).
-    pub cutover_ms: Option<i64>,
-    /// Where the last cut-over attempt spent its time (ms).
-    pub cutover_steps_ms: Vec<(String, i64)>,
-    /// The epoch of the switch.
-    pub epoch: Option<u64>,
-    /// When the distribution switched.
-    pub switched_at_ms: Option<i64>,
-    /// Why the job rolled back, if it did.
-    pub rolled_back: Option<String>,
+    /// The old and the new layout's checksums compared under the fence, the fence, the switch
+    /// of the distribution, and why the job rolled back, if it did.
+    #[serde(flatten)]
+    pub cut_over: CutOverRecord,
 }
 
 /// Runs redistribution `job` here (`handle` holds its lease); `announce` tells every instance
@@ -159,20 +143,11 @@ impl RedistributeProgress {
             to,
             sources: Vec::new(),
             targets: Vec::new(),
-            rows_copied: 0,
-            bytes_copied: 0,
-            passes: 0,
-            lag_rows: 0,
+            copied: CopyCounters::default(),
             pass_since: Vec::new(),
             settled: None,
             settled_since: None,
-            checksums: None,
-            fenced_at_ms: None,
-            cutover_ms: None,
-            cutover_steps_ms: Vec::new(),
-            epoch: None,
-            switched_at_ms: None,
-            rolled_back: None,
+            cut_over: CutOverRecord::default(),
         }
     }
 }
@@ -404,9 +379,9 @@ impl PhasedJob for Run<'_> {
 
     async fn catch_up(&mut self) -> Result<(), Error> {
         let (from, to) = self.layouts()?;
-        while self.progress.passes < MAX_CATCH_UP_PASSES + 1 {
+        while self.progress.copied.passes < MAX_CATCH_UP_PASSES + 1 {
             self.pass(&from, &to, true).await?;
-            if self.progress.lag_rows <= SMALL_DELTA_ROWS {
+            if self.progress.copied.lag_rows <= SMALL_DELTA_ROWS {
                 break;
             }
             if self.heartbeat().await? {
@@ -442,20 +417,13 @@ impl PhasedJob for Run<'_> {
         for source in from.fenced() {
             source.fence_collection(fenced, TenantFence::Frozen, self.handle.id, fenced_at).await?;
         }
-        self.progress.fenced_at_ms.get_or_insert(fenced_at);
-        self.progress.cutover_steps_ms.clear();
-        let mut step = now_ms();
-        let mut took = |progress: &mut RedistributeProgress, what: &str| {
-            let now = now_ms();
-            progress.cutover_steps_ms.push((what.to_owned(), now - step));
-            step = now;
-        };
+        let mut steps = self.progress.cut_over.fenced(fenced_at);
         let waits =
             from.fenced().into_iter().map(|source| async move { wait_for_statements_before_the_fence(&source).await });
         if let Err(e) = futures::future::try_join_all(waits).await {
             return Err(self.thaw_after(&from, e).await);
         }
-        took(&mut self.progress, "wait_for_statements");
+        steps.took(&mut self.progress.cut_over, "wait_for_statements");
         // A test stopping an instance between the fence and the switch stops it here.
         self.job().pause(&self.progress, self.progress.phase).await;
         let checked = async {
@@ -475,7 +443,7 @@ impl PhasedJob for Run<'_> {
                     }
                 }
             };
-            took(&mut self.progress, "last_delta");
+            steps.took(&mut self.progress.cut_over, "last_delta");
             let mut checksums = match delta {
                 Some(checked) => checked,
                 None => self.compare(&from, &to).await?,
@@ -488,7 +456,7 @@ impl PhasedJob for Run<'_> {
                 self.pass(&from, &to, false).await?;
                 checksums = self.compare(&from, &to).await?;
             }
-            took(&mut self.progress, "compare");
+            steps.took(&mut self.progress.cut_over, "compare");
             Ok::<_, Error>(checksums)
         };
         let checksums = match checked.await {
@@ -496,7 +464,7 @@ impl PhasedJob for Run<'_> {
             Err(e) => return Err(self.thaw_after(&from, e).await),
         };
         let matched = checksums.matched;
-        self.progress.checksums = Some(checksums);
+        self.progress.cut_over.checksums = Some(checksums);
         if !matched {
             let e = Error::MoveRefused("the old and the new layout differ after a full copy".to_owned());
             return Err(self.thaw_after(&from, e).await);
@@ -511,12 +479,10 @@ impl PhasedJob for Run<'_> {
         for source in from.fenced() {
             source.fence_collection(fenced, TenantFence::Moved, self.handle.id, now_ms()).await?;
         }
-        took(&mut self.progress, "mark");
+        steps.took(&mut self.progress.cut_over, "mark");
         // From here the job only goes forward: the old layout serves the collection no more.
         let switched_at = now_ms();
-        let fenced_at = self.progress.fenced_at_ms.unwrap_or(fenced_at);
-        self.progress.cutover_ms = Some(switched_at - fenced_at);
-        self.progress.switched_at_ms = Some(switched_at);
+        let cutover_ms = self.progress.cut_over.switched(switched_at, fenced_at);
         self.progress.phase = Phase::Cleanup;
         let row = CollectionRow {
             tenant: tenant.clone(),
@@ -538,17 +504,17 @@ impl PhasedJob for Run<'_> {
         let epoch = catalog
             .switch_placement(Placement::Distribution(&row), self.handle.id, self.handle.owner, &progress, &audit)
             .await?;
-        self.progress.epoch = Some(epoch);
+        self.progress.cut_over.epoch = Some(epoch);
         if let Err(e) = self.router().refresh().await {
             tracing::warn!(job = self.handle.id, error = %e, "cannot refresh the map after a distribution switch");
         }
         (self.announce)(epoch).await;
-        tracing::info!(job = self.handle.id, tenant = %tenant, collection = %collection, epoch, cutover_ms = switched_at - fenced_at, "redistributed");
+        tracing::info!(job = self.handle.id, tenant = %tenant, collection = %collection, epoch, cutover_ms, "redistributed");
         Ok(())
     }
 
     async fn cleanup(&mut self) -> Result<(), Error> {
-        self.job().cleanup_grace(&self.progress, self.progress.switched_at_ms).await?;
+        self.job().cleanup_grace(&self.progress, self.progress.cut_over.switched_at_ms).await?;
         // The sources as they were: the map now places the collection the new way.
         let router = self.router();
         let old = self.progress.from.distribution;
@@ -580,7 +546,7 @@ impl PhasedJob for Run<'_> {
         }
         self.purge(&to).await?;
         self.progress.phase = Phase::RolledBack;
-        self.progress.rolled_back = Some(why.to_owned());
+        self.progress.cut_over.rolled_back = Some(why.to_owned());
         let state = if why.starts_with("cancelled") { "cancelled" } else { "failed" };
         self.job().end(&self.progress, state, Some(why)).await
     }
@@ -626,10 +592,7 @@ impl Run<'_> {
             rows += copied.read;
             bytes += copied.bytes;
         }
-        self.progress.rows_copied += rows;
-        self.progress.bytes_copied += bytes;
-        self.progress.lag_rows = rows;
-        self.progress.passes += 1;
+        self.progress.copied.count_pass(rows, bytes);
         self.progress.pass_since = began;
         Ok(())
     }
@@ -714,10 +677,7 @@ impl Run<'_> {
                 None => return Ok(None),
             }
         }
-        self.progress.rows_copied += rows;
-        self.progress.bytes_copied += bytes;
-        self.progress.lag_rows = rows;
-        self.progress.passes += 1;
+        self.progress.copied.count_pass(rows, bytes);
         let (ours, theirs) = (add_checksums(&ours)?, add_checksums(&theirs)?);
         let matched = ours == theirs;
         let name = format!("{} -> {} (last delta)", from.table.name, to.table.name);
@@ -748,5 +708,25 @@ impl Run<'_> {
                 .await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redistributions_progress_is_stored_with_its_counters_and_cut_over_as_its_own_fields() {
+        let spec = |distribution| DistributionSpec { distribution, ranges: Vec::new() };
+        let collection = CollectionName::parse("events").unwrap();
+        let mut progress = RedistributeProgress::new(&collection, spec(Distribution::Tenant), spec(Distribution::Hash));
+        progress.copied.count_pass(3, 40);
+        let stored = serde_json::to_string(&progress).unwrap();
+        assert_eq!(
+            stored,
+            r#"{"phase":"copy","collection":"events","from":{"distribution":"tenant"},"to":{"distribution":"hash"},"sources":[],"targets":[],"rows_copied":3,"bytes_copied":40,"passes":1,"lag_rows":3,"pass_since":[],"settled":null,"settled_since":null,"checksums":null,"fenced_at_ms":null,"cutover_ms":null,"cutover_steps_ms":[],"epoch":null,"switched_at_ms":null,"rolled_back":null}"#
+        );
+        let read: RedistributeProgress = serde_json::from_str(&stored).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), stored);
     }
 }
