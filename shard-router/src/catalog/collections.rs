@@ -102,14 +102,7 @@ impl Catalog {
             }
             // A job moving the tenant's data (a range move of this collection among them) ends
             // first: it relies on the distribution it began with.
-            let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
-                .bind(super::tenant_subject(&row.tenant))
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(catalog_err)?;
-            if let Some(job) = holder {
-                return Err(Error::JobConflict { subject: super::tenant_subject(&row.tenant), job });
-            }
+            super::moves::refuse_claimed(&mut tx, &super::tenant_subject(&row.tenant)).await?;
             for range in &row.ranges {
                 let shard: Option<String> = sqlx::query_scalar("SELECT id FROM shards WHERE id = $1")
                     .bind(range.shard.as_str())

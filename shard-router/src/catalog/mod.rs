@@ -514,14 +514,7 @@ impl Catalog {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
             if let Some(subject) = unclaimed {
-                let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
-                    .bind(subject)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(catalog_err)?;
-                if let Some(job) = holder {
-                    return Err(Error::JobConflict { subject: subject.to_owned(), job });
-                }
+                moves::refuse_claimed(&mut tx, subject).await?;
             }
             let inserted = sqlx::query(
                 "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst, incarnation) \

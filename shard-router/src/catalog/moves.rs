@@ -3,6 +3,8 @@
 //! the pin or vshard owner switch that ends a move's cut-over. The mover (`moves::mover`)
 //! drives them.
 
+use sqlx::{Any, AnyConnection};
+
 use super::JobRow;
 use super::{Audit, Catalog, RangeRow, catalog_err};
 use crate::clock::now_ms;
@@ -46,6 +48,27 @@ pub enum CancelRequest {
     PastSwitch,
 }
 
+/// The job claiming `subject`, if any, as `conn` sees the claims.
+async fn claim_holder<'c>(
+    conn: impl sqlx::Executor<'c, Database = Any>,
+    subject: &str,
+) -> Result<Option<String>, Error> {
+    sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
+        .bind(subject)
+        .fetch_optional(conn)
+        .await
+        .map_err(catalog_err)
+}
+
+/// [`Error::JobConflict`] naming the job that claims `subject`, if one does (as the caller's
+/// transaction `conn` sees the claims).
+pub(super) async fn refuse_claimed(conn: &mut AnyConnection, subject: &str) -> Result<(), Error> {
+    match claim_holder(conn, subject).await? {
+        Some(job) => Err(Error::JobConflict { subject: subject.to_owned(), job }),
+        None => Ok(()),
+    }
+}
+
 /// The phase in a job's stored progress, if it has one (the moves' and redistributions' do).
 #[derive(serde::Deserialize)]
 struct ProgressPhase {
@@ -65,14 +88,7 @@ impl Catalog {
                 .await
                 .map_err(catalog_err)?;
             for subject in subjects {
-                let holder: Option<String> = sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
-                    .bind(subject)
-                    .fetch_optional(&mut *tx)
-                    .await
-                    .map_err(catalog_err)?;
-                if let Some(holder) = holder {
-                    return Err(Error::JobConflict { subject: subject.clone(), job: holder });
-                }
+                refuse_claimed(&mut tx, subject).await?;
                 let claimed =
                     sqlx::query("INSERT INTO job_claims (subject, job_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
                         .bind(subject)
@@ -112,38 +128,35 @@ impl Catalog {
     /// Renews `owner`'s lease of running job `id` until `now + lease_ms`, without touching its
     /// progress: [`Lease::Lost`] if another instance holds it now or it ended.
     pub async fn renew_job_lease(&self, id: &str, owner: &str, lease_ms: i64) -> Result<Lease, Error> {
-        self.guarded(async {
-            let cancel: Option<i64> = sqlx::query_scalar(
-                "UPDATE jobs SET lease_until = $1 WHERE id = $2 AND owner = $3 AND state = 'running' \
-                 RETURNING cancel_requested",
-            )
-            .bind(now_ms() + lease_ms)
-            .bind(id)
-            .bind(owner)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-            Ok(cancel.map_or(Lease::Lost, |c| Lease::Held { cancel: c != 0 }))
-        })
-        .await
+        self.keep_job_lease(id, owner, lease_ms, None).await
     }
 
     /// Stores a running job's progress and renews `owner`'s lease.
     pub async fn heartbeat_job(&self, id: &str, owner: &str, progress: &str, lease_ms: i64) -> Result<Lease, Error> {
+        self.keep_job_lease(id, owner, lease_ms, Some(progress)).await
+    }
+
+    /// Renews `owner`'s lease of running job `id` until `now + lease_ms`, storing its
+    /// `progress` if given: [`Lease::Lost`] if another instance holds it now or it ended.
+    async fn keep_job_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        lease_ms: i64,
+        progress: Option<&str>,
+    ) -> Result<Lease, Error> {
         self.guarded(async {
             let now = now_ms();
-            let cancel: Option<i64> = sqlx::query_scalar(
-                "UPDATE jobs SET progress = $1, updated_at = $2, lease_until = $3 \
-                 WHERE id = $4 AND owner = $5 AND state = 'running' RETURNING cancel_requested",
-            )
-            .bind(progress)
-            .bind(now)
-            .bind(now + lease_ms)
-            .bind(id)
-            .bind(owner)
-            .fetch_optional(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
+            let stored = if progress.is_some() { ", progress = $4, updated_at = $5" } else { "" };
+            let sql = format!(
+                "UPDATE jobs SET lease_until = $1{stored} WHERE id = $2 AND owner = $3 AND state = 'running' \
+                 RETURNING cancel_requested"
+            );
+            let mut renewal = sqlx::query_scalar(&sql).bind(now + lease_ms).bind(id).bind(owner);
+            if let Some(progress) = progress {
+                renewal = renewal.bind(progress).bind(now);
+            }
+            let cancel: Option<i64> = renewal.fetch_optional(&self.db.pool).await.map_err(catalog_err)?;
             Ok(cancel.map_or(Lease::Lost, |c| Lease::Held { cancel: c != 0 }))
         })
         .await
@@ -239,14 +252,7 @@ impl Catalog {
 
     /// The job claiming `subject`, if any.
     pub async fn job_claiming(&self, subject: &str) -> Result<Option<String>, Error> {
-        self.guarded(async {
-            sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
-                .bind(subject)
-                .fetch_optional(&self.db.pool)
-                .await
-                .map_err(catalog_err)
-        })
-        .await
+        self.guarded(claim_holder(&self.db.pool, subject)).await
     }
 
     /// Switches `placement` (a new epoch) as the cut-over of `owner`'s move job `id`, storing
