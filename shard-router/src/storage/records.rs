@@ -661,14 +661,7 @@ impl<'a> RecordStore<'a> {
                 }
             })
             .collect::<Vec<_>>();
-        let keys = intervals
-            .iter()
-            .map(|(from, until)| match until {
-                Some(until) => format!("(key >= {} AND key < {})", sql_text(from), sql_text(until)),
-                None => format!("key >= {}", sql_text(from)),
-            })
-            .collect::<Vec<_>>();
-        let keys = if keys.is_empty() { "1 = 0".to_owned() } else { format!("({})", keys.join(" OR ")) };
+        let keys = keys_within(intervals);
         let moved = format!(
             "SELECT COUNT(*) FROM range_fences WHERE tenant = $1 AND collection = $2 AND state = 'moved' AND ({})",
             if overlapping.is_empty() { "1 = 0".to_owned() } else { overlapping.join(" OR ") }
@@ -898,10 +891,28 @@ impl<'a> RecordStore<'a> {
     }
 }
 
-/// `text` as an SQL string literal (a quote doubled, so the literal cannot end early; keys hold
-/// no NUL).
-fn sql_text(text: &str) -> String {
+/// `text` as an SQL string literal, for statements with their values inlined (here, and the
+/// copies of `moves::copy`): a quote is doubled, so the literal cannot end early (keys may hold
+/// quotes; they hold no NUL).
+pub(crate) fn sql_text(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The condition that a row's `key` is within one of the key `intervals` (each from its first
+/// key up to its second, excluded; `None`: to the end), values inlined; one no row meets for
+/// none.
+pub(crate) fn keys_within(intervals: &[(String, Option<String>)]) -> String {
+    if intervals.is_empty() {
+        return "1 = 0".to_owned();
+    }
+    let keys = intervals
+        .iter()
+        .map(|(from, until)| match until {
+            Some(until) => format!("(key >= {} AND key < {})", sql_text(from), sql_text(until)),
+            None => format!("key >= {}", sql_text(from)),
+        })
+        .collect::<Vec<_>>();
+    format!("({})", keys.join(" OR "))
 }
 
 /// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.

@@ -7,9 +7,10 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use super::pages::{Pages, Value, column_list};
-use super::selection::{Pass, Selection, Since, Window, sql_string};
+use super::selection::{Pass, Selection, Since, Window};
 use super::tables::{CopyTable, RowFilter};
 use crate::error::Error;
+use crate::storage::records::sql_text;
 use crate::storage::shard::FencedShard;
 
 /// What a side of a copy holds of a selection: how many rows, and a digest over all their
@@ -226,7 +227,7 @@ pub async fn sum_by_keys(
         (true, true) => condition.push_str(" AND 1 = 0"),
         (true, false) => {}
         (false, inside) => {
-            let list = keys.iter().map(|key| sql_string(key)).collect::<Vec<_>>().join(", ");
+            let list = keys.iter().map(|key| sql_text(key)).collect::<Vec<_>>().join(", ");
             condition.push_str(&format!(" AND key {}IN ({list})", if inside { "" } else { "NOT " }));
         }
     }
@@ -356,7 +357,7 @@ pub async fn split_checksums(
             continue;
         }
         let values = (0..width)
-            .map(|i| row.try_get::<String, _>(i).map(|v| sql_string(&v)))
+            .map(|i| row.try_get::<String, _>(i).map(|v| sql_text(&v)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| source.err(e))?;
         tuples.push(format!("({})", values.join(", ")));

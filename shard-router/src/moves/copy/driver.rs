@@ -7,10 +7,10 @@ use sqlx::Row;
 use super::binary::{Landing, copy_binary};
 use super::method::{Copied, CopyMethod};
 use super::pages::{copy_pages, key_positions};
-use super::selection::{Pass, Rows, Selection, Window, sql_string};
+use super::selection::{Pass, Rows, Selection, Window};
 use super::tables::{ColumnKind, CopyTable, RECORDS};
 use crate::error::Error;
-use crate::storage::records::RecordStore;
+use crate::storage::records::{RecordStore, sql_text};
 use crate::storage::shard::FencedShard;
 
 /// Copies the rows of `table` that `selection` takes from `source` to `target` (see the module
@@ -143,7 +143,7 @@ fn inline_key(table: &CopyTable, key: &RowKey) -> Result<String, Error> {
         .iter()
         .map(|value| match value {
             KeyValue::Int(n) => n.to_string(),
-            KeyValue::Text(text) => sql_string(text),
+            KeyValue::Text(text) => sql_text(text),
         })
         .collect::<Vec<_>>()
         .join(", "))

@@ -6,6 +6,7 @@ use super::tables::{CopyTable, RowFilter};
 use crate::error::Error;
 use crate::ids::{CollectionName, TenantId};
 use crate::storage::db::Engine;
+use crate::storage::records::{keys_within, sql_text};
 use crate::storage::shard::{FencedShard, KeyRange, MoveSubject};
 
 /// One copy of one selection: which rows (and since when), and at what pace.
@@ -199,42 +200,32 @@ impl Selection<'_> {
     /// The condition as SQL with the value inlined (`COPY (query)` takes no parameters).
     pub(crate) fn inline_condition(&self) -> String {
         match self {
-            Selection::Tenant(tenant) => format!("tenant = {}", sql_string(tenant.as_str())),
+            Selection::Tenant(tenant) => format!("tenant = {}", sql_text(tenant.as_str())),
             Selection::Vshards(vshards) => vshard_condition(vshards),
             Selection::Tenants { vshards, tenants: [] } => format!("{} AND 1 = 0", vshard_condition(vshards)),
             Selection::Tenants { vshards, tenants } => {
-                let list = tenants.iter().map(|t| sql_string(t.as_str())).collect::<Vec<_>>().join(", ");
+                let list = tenants.iter().map(|t| sql_text(t.as_str())).collect::<Vec<_>>().join(", ");
                 format!("{} AND tenant IN ({list})", vshard_condition(vshards))
             }
             Selection::Range(range) => {
-                let until = range.until.map(|until| format!(" AND key < {}", sql_string(until))).unwrap_or_default();
+                let until = range.until.map(|until| format!(" AND key < {}", sql_text(until))).unwrap_or_default();
                 format!(
                     "tenant = {} AND collection = {} AND vshard = -1 AND key >= {}{until}",
-                    sql_string(range.tenant.as_str()),
-                    sql_string(range.collection.as_str()),
-                    sql_string(range.from)
+                    sql_text(range.tenant.as_str()),
+                    sql_text(range.collection.as_str()),
+                    sql_text(range.from)
                 )
             }
             Selection::Collection { tenant, collection, owned } => {
                 let rows = format!(
                     "tenant = {} AND collection = {}",
-                    sql_string(tenant.as_str()),
-                    sql_string(collection.as_str())
+                    sql_text(tenant.as_str()),
+                    sql_text(collection.as_str())
                 );
                 match owned {
                     Owned::All => rows,
                     Owned::Vshards(vshards) => format!("{rows} AND {}", vshard_condition(vshards)),
-                    Owned::Keys([]) => format!("{rows} AND 1 = 0"),
-                    Owned::Keys(intervals) => {
-                        let keys = intervals
-                            .iter()
-                            .map(|(from, until)| match until {
-                                Some(until) => format!("(key >= {} AND key < {})", sql_string(from), sql_string(until)),
-                                None => format!("key >= {}", sql_string(from)),
-                            })
-                            .collect::<Vec<_>>();
-                        format!("{rows} AND ({})", keys.join(" OR "))
-                    }
+                    Owned::Keys(intervals) => format!("{rows} AND {}", keys_within(intervals)),
                 }
             }
         }
@@ -261,12 +252,6 @@ fn vshard_condition(vshards: &[u32]) -> String {
     format!("vshard IN ({list})")
 }
 
-/// `text` as an SQL string literal. Tenant ids and collection names hold no quote
-/// ([`TenantId::parse`]); a key may, and a quote is doubled, so the literal cannot end early.
-pub(super) fn sql_string(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
 /// The rows of a table a copy takes: a `WHERE` condition, values inlined, and the pace to keep.
 pub(super) struct Rows<'a> {
     pub(super) condition: String,
@@ -280,7 +265,7 @@ mod tests {
 
     #[test]
     fn an_inlined_string_cannot_close_its_quote() {
-        assert_eq!(sql_string("o'brien'); DROP TABLE records; --"), "'o''brien''); DROP TABLE records; --'");
+        assert_eq!(sql_text("o'brien'); DROP TABLE records; --"), "'o''brien''); DROP TABLE records; --'");
         let tenant = TenantId::parse("acme").unwrap();
         assert_eq!(Selection::Tenant(&tenant).inline_condition(), "tenant = 'acme'");
         assert_eq!(Selection::Vshards(&[7, 9]).inline_condition(), "vshard IN (7, 9)");
