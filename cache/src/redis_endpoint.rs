@@ -222,6 +222,14 @@ mod tests {
         SecretString::from(raw.to_owned())
     }
 
+    /// Why `raw` with `files` is refused, for `section`.
+    fn refusal(raw: &str, files: RedisTlsFiles<'_>, section: Section) -> String {
+        match RedisEndpoint::parse(&url(raw), files, section) {
+            Ok(_) => panic!("the endpoint is accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+
     #[test]
     fn a_plain_url_needs_no_files_and_a_rediss_url_alone_uses_the_built_in_roots() {
         let plain = RedisEndpoint::parse(&url("redis://127.0.0.1:6379"), RedisTlsFiles::default(), CACHE).unwrap();
@@ -237,15 +245,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.crt");
         let files = RedisTlsFiles { ca_file: Some(&missing), ..Default::default() };
-        let error = RedisEndpoint::parse(&url("rediss://localhost:6380"), files, CACHE).unwrap_err().to_string();
+        let error = refusal("rediss://localhost:6380", files, CACHE);
         assert!(error.starts_with("cache.redis_ca_file: cannot read") && error.contains("missing.crt"), "{error}");
 
         let garbage = dir.path().join("garbage.crt");
         std::fs::write(&garbage, "not a certificate").unwrap();
         let files = RedisTlsFiles { ca_file: Some(&garbage), ..Default::default() };
-        let error = RedisEndpoint::parse(&url("rediss://localhost:6380"), files, Section("rate_limits"))
-            .unwrap_err()
-            .to_string();
+        let error = refusal("rediss://localhost:6380", files, Section("rate_limits"));
         assert!(error.contains("rate_limits.redis_ca_file") && error.contains("holds no PEM certificate"), "{error}");
     }
 
@@ -254,22 +260,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ca = dir.path().join("ca.crt");
         let files = RedisTlsFiles { ca_file: Some(&ca), ..Default::default() };
-        let error = RedisEndpoint::parse(&url("redis://localhost:6379"), files, CACHE).unwrap_err().to_string();
+        let error = refusal("redis://localhost:6379", files, CACHE);
         assert!(error.contains("is not rediss://"), "{error}");
         let files = RedisTlsFiles { client_key_file: Some(&ca), ..Default::default() };
-        let error = RedisEndpoint::parse(&url("rediss://localhost:6380"), files, CACHE).unwrap_err().to_string();
+        let error = refusal("rediss://localhost:6380", files, CACHE);
         assert!(error.contains("set both or neither"), "{error}");
-        let error = RedisEndpoint::parse(&url("rediss://localhost:6380/#insecure"), RedisTlsFiles::default(), CACHE)
-            .unwrap_err()
-            .to_string();
+        let error = refusal("rediss://localhost:6380/#insecure", RedisTlsFiles::default(), CACHE);
         assert!(error.contains("cannot be turned off"), "{error}");
     }
 
     #[test]
     fn a_bad_url_does_not_print_its_password() {
-        let error =
-            RedisEndpoint::parse(&url("nonsense://user:hunter2@x"), RedisTlsFiles::default(), CACHE).unwrap_err();
-        assert!(!error.to_string().contains("hunter2"), "{error}");
-        assert!(error.to_string().starts_with("cache.redis_url is not a Redis URL"), "{error}");
+        let error = refusal("nonsense://user:hunter2@x", RedisTlsFiles::default(), CACHE);
+        assert!(!error.contains("hunter2"), "{error}");
+        assert!(error.starts_with("cache.redis_url is not a Redis URL"), "{error}");
     }
 }
