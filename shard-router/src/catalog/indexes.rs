@@ -1,6 +1,8 @@
 //! Index definitions and background jobs in the catalog. A definition is stored as the JSON its
 //! owner (the index-tables layer) writes; the catalog only keeps it, its state and its job.
 
+use sqlx::any::AnyRow;
+
 use super::{Audit, Catalog, catalog_err, commit_if_changed, commit_with, require_incarnation};
 use crate::error::Error;
 
@@ -80,13 +82,7 @@ const JOB_READ_COLUMNS: &str = "id, kind, tenant, target, state, progress, error
 impl Catalog {
     /// Every index definition (each instance keeps them all in memory).
     pub async fn index_defs(&self) -> Result<Vec<IndexDefRow>, Error> {
-        self.guarded(async {
-            sqlx::query_as(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name"))
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(catalog_err)
-        })
-        .await
+        self.all_rows(&format!("SELECT {DEF_COLUMNS} FROM index_defs ORDER BY tenant, collection, name")).await
     }
 
     /// Creates an index definition with its backfill job (one transaction, audited, new epoch),
@@ -258,13 +254,15 @@ impl Catalog {
 
     /// Jobs still running (to resume after a restart).
     pub async fn running_jobs(&self) -> Result<Vec<JobRow>, Error> {
-        self.guarded(async {
-            sqlx::query_as(&format!("SELECT {JOB_READ_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at"))
-                .fetch_all(&self.db.pool)
-                .await
-                .map_err(catalog_err)
-        })
-        .await
+        self.all_rows(&format!("SELECT {JOB_READ_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at")).await
+    }
+
+    /// Every row `sql` (a statement without parameters) selects, read by its columns' names.
+    async fn all_rows<T>(&self, sql: &str) -> Result<Vec<T>, Error>
+    where
+        T: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
+    {
+        self.guarded(async { sqlx::query_as(sql).fetch_all(&self.db.pool).await.map_err(catalog_err) }).await
     }
 
     /// Records a job (one that is not created with an index).
