@@ -71,6 +71,12 @@ impl App {
         Topology::of(&self.router)
     }
 
+    /// The size of a listing's page: the `limit` a client asked for, else
+    /// `limits.default_list_limit`, capped at `limits.max_list_limit` (400 for zero).
+    pub fn page_limit(&self, requested: Option<u32>) -> Result<u32, ApiError> {
+        crate::wire::pagination::page_limit(requested, self.limits.default_list_limit, self.limits.max_list_limit)
+    }
+
     /// The rate limit of `tenant`: its own, else its tier's (`None`: no such tenant).
     pub fn tenant_rate_limit(&self, tenant: &str) -> Option<RateLimit> {
         let (tier, own) = self.router.tenant_limits(tenant)?;

@@ -76,16 +76,35 @@ impl Cluster {
     async fn drop_databases(self) {
         self.databases.drop_all().await;
     }
+
+    /// An instance on the cluster with its data in `dir`, once it is ready.
+    async fn serve(&self, dir: &std::path::Path, client: &reqwest::Client) -> Process {
+        let process = Process::start(&["serve"], dir, self.envs.clone());
+        process.wait_until_ok(client, "/readyz").await;
+        process
+    }
 }
 
-/// A new cluster, and an instance on it (in a new data directory) that holds tenant `acme`.
-async fn cluster_with_acme(client: &reqwest::Client, admin: &str) -> (Cluster, tempfile::TempDir, Process) {
-    let cluster = Cluster::new().await;
-    let dir = tempfile::tempdir().unwrap();
-    let process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
-    process.wait_until_ok(client, "/readyz").await;
-    process.create_tenant(client, admin, "acme").await;
-    (cluster, dir, process)
+/// A new cluster and an instance on it (in a new data directory) that holds tenant `acme`, with
+/// a client and an admin token.
+struct Acme {
+    client: reqwest::Client,
+    admin: String,
+    cluster: Cluster,
+    dir: tempfile::TempDir,
+    process: Process,
+}
+
+impl Acme {
+    async fn start() -> Self {
+        let client = reqwest::Client::new();
+        let admin = token(None, "admin");
+        let cluster = Cluster::new().await;
+        let dir = tempfile::tempdir().unwrap();
+        let process = cluster.serve(dir.path(), &client).await;
+        process.create_tenant(&client, &admin, "acme").await;
+        Self { client, admin, cluster, dir, process }
+    }
 }
 
 /// Polls job `job_url` on `process` until `kill` says it is where the instance dies, then
@@ -115,8 +134,7 @@ async fn kill_and_resume(
     }
     drop(process);
 
-    let process = Process::start(&["serve"], dir, cluster.envs.clone());
-    process.wait_until_ok(client, "/readyz").await;
+    let process = cluster.serve(dir, client).await;
     let url = format!("{}{job_url}", process.base);
     let done = ended(client, &url, admin, 60, |job| format!("{kill:?}: not finished after the restart: {job}")).await;
     assert_eq!(done["state"], "done", "{kill:?}: {done}\n{}", process.log());
@@ -135,9 +153,7 @@ const PHASES: [KillAt; 5] = [KillAt::BeforeCopy, KillAt::MidCopy, KillAt::CatchU
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let client = reqwest::Client::new();
-    let admin = token(None, "admin");
-    let (cluster, dir, mut process) = cluster_with_acme(&client, &admin).await;
+    let Acme { client, admin, cluster, dir, mut process } = Acme::start().await;
     // Minted after the tenant exists (a token older than its tenant is refused).
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let tenant = token(Some("acme"), "read write");
@@ -214,8 +230,7 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
     // Into the steps' phases.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     drop(process);
-    process = Process::start(&["serve"], dir.path(), cluster.envs.clone());
-    process.wait_until_ok(&client, "/readyz").await;
+    process = cluster.serve(dir.path(), &client).await;
     let job_url = job_url.replace(&job_url[..job_url.find("/v1/").unwrap()], &process.base);
     let drained =
         ended(&client, &job_url, &admin, 120, |job| format!("the drain did not finish after the restart: {job}")).await;
@@ -238,9 +253,7 @@ async fn a_move_killed_in_any_phase_is_finished_by_the_next_instance() {
 /// the shard that holds their range now.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let client = reqwest::Client::new();
-    let admin = token(None, "admin");
-    let (cluster, dir, mut process) = cluster_with_acme(&client, &admin).await;
+    let Acme { client, admin, cluster, dir, mut process } = Acme::start().await;
     let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": "s0"}]});
     let set = client
         .put(format!("{}/v1/admin/tenants/acme/collections/r", process.base))
@@ -305,9 +318,7 @@ async fn a_range_move_killed_in_any_phase_is_finished_by_the_next_instance() {
 /// collection's rows are left only in the table of its new layout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redistribution_killed_in_any_phase_is_finished_by_the_next_instance() {
-    let client = reqwest::Client::new();
-    let admin = token(None, "admin");
-    let (cluster, dir, mut process) = cluster_with_acme(&client, &admin).await;
+    let Acme { client, admin, cluster, dir, mut process } = Acme::start().await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let tenant = token(Some("acme"), "read write");
     // About a megabyte, so that the copy takes about a second.

@@ -41,6 +41,29 @@ pub fn mint(subject: &str, tenant: Option<&str>, scopes: &[Scope]) -> BenchResul
     Ok(mint_token(&SecretString::from(SECRET), &request)?)
 }
 
+/// Runs `tasks` workers at once until `seconds` have passed: `worker(task, deadline)` is task
+/// number `task`, which works until `deadline`. Returns what the workers returned, in task order,
+/// and how long the run took (until the last one finished); the first worker error, if any.
+pub async fn run_workers<T, E, Fut>(
+    tasks: u64,
+    seconds: u64,
+    worker: impl Fn(u64, std::time::Instant) -> Fut,
+) -> Result<(Vec<T>, Duration), E>
+where
+    Fut: std::future::Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
+{
+    let start = std::time::Instant::now();
+    let deadline = start + Duration::from_secs(seconds);
+    let workers: Vec<_> = (0..tasks).map(|task| tokio::spawn(worker(task, deadline))).collect();
+    let mut results = Vec::with_capacity(workers.len());
+    for worker in workers {
+        results.push(worker.await.expect("a worker panicked")?);
+    }
+    Ok((results, start.elapsed()))
+}
+
 /// The `p` quantile (0–1) of ascending `sorted` (NaN if empty).
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {

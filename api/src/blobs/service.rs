@@ -200,49 +200,43 @@ pub async fn receive(
     max_size: u64,
     watch: &TransferWatch,
 ) -> Result<Received, ApiError> {
-    let outcome = stream_chunks(store, upload, body, max_size, watch).await;
+    let outcome = async {
+        let mut stream = body.into_data_stream();
+        let mut hasher = Sha256::new();
+        let mut buffer = BytesMut::with_capacity(BLOB_CHUNK_BYTES);
+        let (mut size, mut chunks) = (0u64, 0u64);
+        while let Some(piece) = watch.next_piece(&mut stream).await? {
+            let mut piece = piece.map_err(|e| {
+                ApiError::new(Code::UploadInterrupted, format!("the request body could not be read: {e}"))
+            })?;
+            size += piece.len() as u64;
+            if size > max_size {
+                return Err(too_large(max_size));
+            }
+            hasher.update(&piece);
+            while !piece.is_empty() {
+                let take = (BLOB_CHUNK_BYTES - buffer.len()).min(piece.len());
+                buffer.extend_from_slice(&piece.split_to(take));
+                if buffer.len() == BLOB_CHUNK_BYTES {
+                    store.put_chunk(upload, chunks, &buffer, now_ms()).await?;
+                    chunks += 1;
+                    buffer.clear();
+                }
+            }
+        }
+        if !buffer.is_empty() {
+            store.put_chunk(upload, chunks, &buffer, now_ms()).await?;
+            chunks += 1;
+        }
+        Ok::<_, ApiError>(Received { size, sha256: hex::encode(hasher.finalize()), chunks })
+    }
+    .await;
     if outcome.is_err()
         && let Err(e) = store.abort(upload, now_ms()).await
     {
         tracing::warn!(error = %e, upload = upload.id(), "could not abort a failed upload; the janitor will");
     }
     outcome
-}
-
-async fn stream_chunks(
-    store: &BlobStore<'_>,
-    upload: &Upload,
-    body: Body,
-    max_size: u64,
-    watch: &TransferWatch,
-) -> Result<Received, ApiError> {
-    let mut stream = body.into_data_stream();
-    let mut hasher = Sha256::new();
-    let mut buffer = BytesMut::with_capacity(BLOB_CHUNK_BYTES);
-    let (mut size, mut chunks) = (0u64, 0u64);
-    while let Some(piece) = watch.next_piece(&mut stream).await? {
-        let mut piece = piece
-            .map_err(|e| ApiError::new(Code::UploadInterrupted, format!("the request body could not be read: {e}")))?;
-        size += piece.len() as u64;
-        if size > max_size {
-            return Err(too_large(max_size));
-        }
-        hasher.update(&piece);
-        while !piece.is_empty() {
-            let take = (BLOB_CHUNK_BYTES - buffer.len()).min(piece.len());
-            buffer.extend_from_slice(&piece.split_to(take));
-            if buffer.len() == BLOB_CHUNK_BYTES {
-                store.put_chunk(upload, chunks, &buffer, now_ms()).await?;
-                chunks += 1;
-                buffer.clear();
-            }
-        }
-    }
-    if !buffer.is_empty() {
-        store.put_chunk(upload, chunks, &buffer, now_ms()).await?;
-        chunks += 1;
-    }
-    Ok(Received { size, sha256: hex::encode(hasher.finalize()), chunks })
 }
 
 /// The strong `ETag` of a blob: its SHA-256 in quotes.

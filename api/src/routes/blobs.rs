@@ -20,7 +20,7 @@ use crate::blobs::service::{BlobInfo, NewBlob, blob_path, content_type_of, max_b
 use crate::server::extract::{ApiPath, ApiQuery, Caller};
 use crate::wire::error::ApiError;
 use crate::wire::openapi::errors;
-use crate::wire::pagination::{Page, decode_cursor, page_limit};
+use crate::wire::pagination::{Page, decode_cursor};
 use crate::wire::preconditions::{Precondition, precondition};
 use crate::wire::routed_epoch::RoutedEpoch;
 
@@ -205,7 +205,7 @@ pub async fn list_blobs(
     ApiQuery(query): ApiQuery<BlobListQuery>,
 ) -> Result<Response, ApiError> {
     let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
-    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let limit = app.page_limit(query.limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let (route, db) = app.router.resolve(&tenant, Access::Read)?;
     let store = BlobStore::new(&db, &route.shard);

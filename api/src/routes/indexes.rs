@@ -22,7 +22,7 @@ use crate::server::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader
 use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, invalid_path};
 use crate::wire::openapi::errors;
-use crate::wire::pagination::{Page, page_limit};
+use crate::wire::pagination::Page;
 use crate::wire::routed_epoch::RoutedEpoch;
 use crate::wire::timestamps::rfc3339;
 
@@ -296,7 +296,7 @@ pub async fn lookup_records(
         },
         _ => return Err(ApiError::new(Code::InvalidQuery, "give `value`, or `from` and/or `to`")),
     };
-    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let limit = app.page_limit(query.limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     // A look-up routes on the whole map (index shards by vshard, a range on every shard): its
     // epoch is the map's as it starts.

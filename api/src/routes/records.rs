@@ -28,7 +28,7 @@ use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, ShardFailureReason, invalid_path};
 use crate::wire::json_newline::{json_line, json_line_response};
 use crate::wire::openapi::errors;
-use crate::wire::pagination::{Page, decode_key_cursor, page_limit};
+use crate::wire::pagination::{Page, decode_key_cursor};
 use crate::wire::preconditions::{IfNoneMatch, Precondition, precondition};
 use crate::wire::record_body::parse_record_body;
 use crate::wire::routed_epoch::{RoutedEpoch, ServedOn};
@@ -458,7 +458,7 @@ pub async fn list_records(
         end: bound("end", query.end)?,
         after: query.cursor.as_deref().map(decode_key_cursor).transpose()?.map(|key| key.as_str().to_owned()),
     };
-    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let limit = app.page_limit(query.limit)?;
     let route = app.router.resolve_fresh(&tenant, Access::Read).await?.0;
     if query.explain == Some(true) {
         let plan = app.router.listing_plan(&tenant, &collection, &bounds)?;

@@ -244,6 +244,21 @@ mod tests {
         Request::builder().uri("/x").header(AUTHORIZATION, "Bearer secret").body(Body::empty()).unwrap()
     }
 
+    /// A handler that answers `answer(request)` once `released` says go.
+    fn held_until(
+        released: tokio::sync::watch::Receiver<bool>,
+        answer: fn(&Request<Body>) -> Response,
+    ) -> impl Service<Request<Body>, Response = Response, Error = Infallible, Future: Send> + Clone + Send + 'static
+    {
+        tower::service_fn(move |request: Request<Body>| {
+            let mut released = released.clone();
+            async move {
+                let _ = released.wait_for(|go| *go).await;
+                Ok::<Response, Infallible>(answer(&request))
+            }
+        })
+    }
+
     #[tokio::test]
     async fn a_panicking_handler_answers_500_with_the_edge_headers() {
         let panics_on_call =
@@ -272,13 +287,9 @@ mod tests {
     #[tokio::test]
     async fn beyond_its_limit_a_request_is_refused_at_once_and_ids_are_echoed() {
         let (release, released) = tokio::sync::watch::channel(false);
-        let handler = tower::service_fn(move |request: Request<Body>| {
-            let mut released = released.clone();
-            async move {
-                let _ = released.wait_for(|go| *go).await;
-                let sensitive = request.headers()[AUTHORIZATION].is_sensitive();
-                Ok::<Response, Infallible>(format!("sensitive={sensitive}").into_response())
-            }
+        let handler = held_until(released, |request| {
+            let sensitive = request.headers()[AUTHORIZATION].is_sensitive();
+            format!("sensitive={sensitive}").into_response()
         });
         let edge = EdgeLayer::new(1, None);
         let mut held = request();
@@ -301,13 +312,7 @@ mod tests {
     #[tokio::test]
     async fn probes_and_metrics_are_served_when_the_limit_is_reached() {
         let (release, released) = tokio::sync::watch::channel(false);
-        let handler = tower::service_fn(move |_: Request<Body>| {
-            let mut released = released.clone();
-            async move {
-                let _ = released.wait_for(|go| *go).await;
-                Ok::<Response, Infallible>(Response::default())
-            }
-        });
+        let handler = held_until(released, |_| Response::default());
         let shed = Counter::default();
         let edge = EdgeLayer::new(1, None).counting_shed(shed.clone());
         let held = tokio::spawn(edge.layer(handler.clone()).oneshot(request()));

@@ -3,16 +3,18 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::HeaderName;
+use prometheus_client::registry::Registry;
 use shardgate_cache::{RecordCache, RedisConfigError, RedisEndpoint, RedisLink, RedisTlsFiles};
-use shardgate_gatekeeper::Authenticator;
 use shardgate_gatekeeper::internal::InternalKey;
 use shardgate_gatekeeper::throttle::{Limiter, RateLimitConfig, SharedBuckets};
+use shardgate_gatekeeper::{AuthConfig, Authenticator, FetchedKeySets};
 use shardgate_index_tables::{IndexError, IndexTables};
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::ShardStore;
@@ -321,6 +323,31 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
 /// How long the start-up waits for the first fetch of the issuers' key sets.
 pub(crate) const FIRST_KEY_SETS_WAIT: Duration = Duration::from_secs(10);
 
+/// The token verifier of `auth` (the embedded issuer, with its secret in `data_dir`, when no
+/// issuer is configured) and the key sets it fetches. An issuer's keys fetched from its identity
+/// provider are fetched in the background; starting with them saves the first requests a wait.
+/// A provider that does not answer within [`FIRST_KEY_SETS_WAIT`] does not stop the start-up: its
+/// tokens get 401 `key_set_unavailable` until it does.
+pub(crate) async fn authenticator(
+    auth: &AuthConfig,
+    data_dir: &Path,
+) -> anyhow::Result<(Authenticator, FetchedKeySets)> {
+    let default_issuer =
+        if auth.issuers.is_empty() { Some(embedded_issuer(load_or_create_secret(data_dir)?)) } else { None };
+    let authenticator = Authenticator::from_config(auth, default_issuer)?;
+    authenticator.first_key_sets(FIRST_KEY_SETS_WAIT).await;
+    let key_sets = authenticator.fetched_key_sets();
+    Ok((authenticator, key_sets))
+}
+
+/// The metrics registry, with what `register` made while registering its metrics in it (the
+/// parts of the server that count into it).
+pub(crate) fn metrics_with<T>(register: impl FnOnce(&mut Registry) -> T) -> (Metrics, T) {
+    let mut made = None;
+    let metrics = Metrics::new(|registry| made = Some(register(registry)));
+    (metrics, made.expect("the metrics registry calls back once"))
+}
+
 impl Application {
     /// Opens storage, builds the state and binds `config.listen`.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
@@ -345,17 +372,7 @@ impl Application {
             );
         }
         let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
-        let default_issuer = if config.auth.issuers.is_empty() {
-            Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
-        } else {
-            None
-        };
-        let auth = Authenticator::from_config(&config.auth, default_issuer)?;
-        // An issuer's keys fetched from its identity provider are fetched in the background;
-        // starting with them saves the first requests a wait. A provider that does not answer
-        // does not stop the start-up: its tokens get 401 `key_set_unavailable` until it does.
-        auth.first_key_sets(FIRST_KEY_SETS_WAIT).await;
-        let key_sets = auth.fetched_key_sets();
+        let (auth, key_sets) = authenticator(&config.auth, &config.data_dir).await?;
         let heads = router.catalog().heads().await?;
         let mut cache_config = config.cache.clone();
         if cache_config.l1.enabled.is_none() && cache_config.redis_url.is_none() && config.storage.catalog_url.is_some()
@@ -367,58 +384,43 @@ impl Application {
             );
             cache_config.l1.enabled = Some(false);
         }
-        let mut parts = None;
         let valet_refusals = prometheus_client::metrics::family::Family::default();
-        let mut indexes = None;
-        let mut chunks = None;
-        let mut valet_audit = None;
-        let mut connections = None;
-        let mut bulkheads = None;
-        let mut fan_outs = None;
-        let mut transfers = None;
-        let mut tls_reloads = None;
-        let metrics = Metrics::new(|registry| {
-            connections = Some(Connections::new(&config.limits, registry));
-            tls_reloads = Some(ReloadCounts::new(registry));
-            bulkheads = Some(Bulkheads::new(registry));
-            fan_outs = Some(Bulkheads::guarding(Guarded::FanOuts, registry));
-            transfers = Some(TransferWatch::new(config.limits.transfer_idle_timeout, registry));
-            valet_audit = Some(crate::valet::audit::ValetAudit::start(
+        let (metrics, registered) = metrics_with(|registry| {
+            let connections = Connections::new(&config.limits, registry);
+            let tls_reloads = ReloadCounts::new(registry);
+            let bulkheads = Bulkheads::new(registry);
+            let fan_outs = Bulkheads::guarding(Guarded::FanOuts, registry);
+            let transfers = TransferWatch::new(config.limits.transfer_idle_timeout, registry);
+            let valet_audit = crate::valet::audit::ValetAudit::start(
                 router.catalog().clone(),
                 config.valet.audit_queue_rows,
                 clock.clone(),
                 registry,
-            ));
+            );
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             registry.register_collector(Box::new(ShardHealthMetrics(router.clone())));
             registry.register_collector(Box::new(KeySetMetrics(key_sets)));
-            chunks = Some(crate::blobs::chunk_cache::ChunkCache::new(
+            let chunks = crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
                 config.blobs.read_window_bytes,
                 registry,
-            ));
-            indexes = Some(Arc::new(IndexTables::new(router.clone(), registry, index_job_failure)));
-            parts = Some(
-                RecordCache::start(cache_config, heads.cache_generation, registry)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|cache| {
-                        let cache_endpoint = config.cache.redis_endpoint()?.filter(|_| config.cache.enabled);
-                        let shared =
-                            rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_endpoint.as_ref())?;
-                        let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
-                        Ok((cache, Gate::new(auth, limiter, registry)))
-                    }),
             );
+            let indexes = Arc::new(IndexTables::new(router.clone(), registry, index_job_failure));
+            let parts = RecordCache::start(cache_config, heads.cache_generation, registry)
+                .map_err(anyhow::Error::from)
+                .and_then(|cache| {
+                    let cache_endpoint = config.cache.redis_endpoint()?.filter(|_| config.cache.enabled);
+                    let shared =
+                        rate_limit_store_for(&config.rate_limits, cache.redis_link(), cache_endpoint.as_ref())?;
+                    let limiter = Limiter::new(config.rate_limits.clone(), shared)?;
+                    Ok((cache, Gate::new(auth, limiter, registry)))
+                });
+            (parts, indexes, chunks, valet_audit, connections, bulkheads, fan_outs, transfers, tls_reloads)
         });
-        let (cache, gate) = parts.expect("the metrics registry calls back once")?;
-        let indexes = indexes.expect("the metrics registry calls back once");
-        let chunks = chunks.expect("the metrics registry calls back once");
-        let valet_audit = valet_audit.expect("the metrics registry calls back once");
-        let connections = connections.expect("the metrics registry calls back once")?;
-        let bulkheads = bulkheads.expect("the metrics registry calls back once");
-        let fan_outs = fan_outs.expect("the metrics registry calls back once");
-        let transfers = transfers.expect("the metrics registry calls back once");
-        let tls_reloads = tls_reloads.expect("the metrics registry calls back once");
+        let (parts, indexes, chunks, valet_audit, connections, bulkheads, fan_outs, transfers, tls_reloads) =
+            registered;
+        let (cache, gate) = parts?;
+        let connections = connections?;
         let tls = acceptor(config.tls.as_ref(), Listener::Api, &tls_reloads)?;
         let valet_tls = match config.valet.listen {
             Some(_) => acceptor(config.valet.tls.as_ref(), Listener::Valet, &tls_reloads)?,

@@ -19,10 +19,10 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use shardgate_gatekeeper::AuthError;
 use shardgate_gatekeeper::internal::{self, InternalKey};
 use shardgate_gatekeeper::request::{Access, access};
 use shardgate_gatekeeper::throttle::{Limiter, RateLimit};
-use shardgate_gatekeeper::{AuthError, Authenticator};
 use tokio::net::TcpListener;
 
 use crate::config::{GatekeeperConfig, LimitsConfig};
@@ -31,8 +31,9 @@ use crate::server::admission::Gate;
 use crate::server::connections::Connections;
 use crate::server::extract::require_json;
 use crate::server::front_door::{check_request_target, client_ip};
-use crate::startup::application::{ADMIN_BODY_BYTES, edge_layers, method_not_allowed, rate_limit_store_for};
-use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
+use crate::startup::application::{
+    ADMIN_BODY_BYTES, authenticator, edge_layers, method_not_allowed, metrics_with, rate_limit_store_for,
+};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::routed_epoch::EPOCH_HEADER;
 
@@ -74,32 +75,19 @@ impl Gatekeeper {
             )
         })?;
         let key = InternalKey::new(secret)?;
-        let default_issuer = if config.auth.issuers.is_empty() {
-            Some(embedded_issuer(load_or_create_secret(&config.data_dir)?))
-        } else {
-            None
-        };
-        let auth = Authenticator::from_config(&config.auth, default_issuer)?;
         // As the gateway does: start with the identity providers' key sets when they answer.
-        auth.first_key_sets(crate::startup::application::FIRST_KEY_SETS_WAIT).await;
-        let key_sets = auth.fetched_key_sets();
-        let mut gate = None;
-        let mut connections = None;
-        let mut tls_reloads = None;
-        let metrics = Metrics::new(|registry| {
-            connections = Some(Connections::new(&config.limits, registry));
-            tls_reloads = Some(crate::server::tls::ReloadCounts::new(registry));
+        let (auth, key_sets) = authenticator(&config.auth, &config.data_dir).await?;
+        let (metrics, (gate, connections, tls_reloads)) = metrics_with(|registry| {
+            let connections = Connections::new(&config.limits, registry);
+            let tls_reloads = crate::server::tls::ReloadCounts::new(registry);
             registry.register_collector(Box::new(crate::observability::metrics::KeySetMetrics(key_sets)));
-            gate = Some(
-                rate_limit_store_for(&config.rate_limits, None, None)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|shared| Ok(Limiter::new(config.rate_limits.clone(), shared)?))
-                    .map(|limiter| Gate::new(auth, limiter, registry)),
-            );
+            let gate = rate_limit_store_for(&config.rate_limits, None, None)
+                .map_err(anyhow::Error::from)
+                .and_then(|shared| Ok(Limiter::new(config.rate_limits.clone(), shared)?))
+                .map(|limiter| Gate::new(auth, limiter, registry));
+            (gate, connections, tls_reloads)
         });
-        let gate = gate.expect("the metrics registry calls back once")?;
-        let connections = connections.expect("the metrics registry calls back once")?;
-        let tls_reloads = tls_reloads.expect("the metrics registry calls back once");
+        let (gate, connections) = (gate?, connections?);
         let tls =
             crate::server::tls::acceptor(config.tls.as_ref(), crate::server::tls::Listener::Gatekeeper, &tls_reloads)?;
         let mut client = reqwest::Client::builder();

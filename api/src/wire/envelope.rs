@@ -1,7 +1,7 @@
-//! Response bodies that several route modules return: a record ([`RecordEnvelope`]) and a
-//! background job ([`Job`]).
+//! Response bodies that several route modules return: a record ([`RecordEnvelope`]), a
+//! background job ([`Job`]) and a resource just created ([`created`]).
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::Value;
@@ -82,6 +82,16 @@ impl Job {
     pub fn accepted(job: JobRow) -> Response {
         (StatusCode::ACCEPTED, axum::Json(Self::from(job))).into_response()
     }
+}
+
+/// The answer to a request that created a resource: 201 with `body`, and `Location: location`
+/// (left out if `location` is not a valid header value).
+pub fn created(location: &str, body: impl Serialize) -> Response {
+    let mut response = (StatusCode::CREATED, axum::Json(body)).into_response();
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    response
 }
 
 impl From<JobRow> for Job {

@@ -14,7 +14,7 @@ use serde::Serialize;
 use shardgate_gatekeeper::AuthError;
 use shardgate_index_tables::IndexError;
 use shardgate_shard_router::health::Refusal;
-use shardgate_shard_router::{Error as StoreError, InvalidId};
+use shardgate_shard_router::{Error as StoreError, InvalidId, ShardId, TenantId};
 use shardgate_valet::ValetError;
 use utoipa::ToSchema;
 
@@ -654,6 +654,18 @@ impl From<IndexError> for ApiError {
 /// An invalid identifier in a path: 400 `invalid_path` naming the rule.
 pub fn invalid_path(e: InvalidId) -> ApiError {
     ApiError::new(Code::InvalidPath, e.to_string())
+}
+
+/// The tenant an admin path names: an id that cannot exist is simply not found (404
+/// `tenant_not_found`).
+pub fn tenant_in_path(raw: &str) -> Result<TenantId, ApiError> {
+    TenantId::parse(raw).map_err(|_| ApiError::tenant_not_found())
+}
+
+/// The shard an admin path names: an id that cannot exist is simply not found (404
+/// `shard_not_found`).
+pub fn shard_in_path(raw: &str) -> Result<ShardId, ApiError> {
+    ShardId::parse(raw).map_err(|_| ApiError::shard_not_found(raw))
 }
 
 impl From<PathRejection> for ApiError {

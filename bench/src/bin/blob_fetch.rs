@@ -20,7 +20,7 @@
 //! `SGFETCH mode=.. driver=.. tasks=.. pool=.. blob_bytes=.. fetches=.. bytes=.. secs=..
 //! mb_per_s=.. p50_us=.. p99_us=..` (MB = 10^6 bytes; latencies are of whole-blob fetches).
 
-use shardgate_bench::env_number;
+use shardgate_bench::{env_number, run_workers};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -148,29 +148,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("fetched {bytes} bytes of a {}-byte blob", blob.size).into());
     }
 
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs(seconds);
-    let workers: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (pool, blob) = (pool.clone(), blob.clone());
-            tokio::spawn(async move {
-                let (mut bytes, mut latencies) = (0u64, Vec::new());
-                while Instant::now() < deadline {
-                    let began = Instant::now();
-                    bytes += fetch(&pool, &blob, mode).await?;
-                    latencies.push(began.elapsed());
-                }
-                Ok::<_, sqlx::Error>((bytes, latencies))
-            })
-        })
-        .collect();
+    let (results, elapsed) = run_workers(tasks, seconds, |_, deadline| {
+        let (pool, blob) = (pool.clone(), blob.clone());
+        async move {
+            let (mut bytes, mut latencies) = (0u64, Vec::new());
+            while Instant::now() < deadline {
+                let began = Instant::now();
+                bytes += fetch(&pool, &blob, mode).await?;
+                latencies.push(began.elapsed());
+            }
+            Ok::<_, sqlx::Error>((bytes, latencies))
+        }
+    })
+    .await?;
     let (mut bytes, mut latencies) = (0u64, Vec::new());
-    for worker in workers {
-        let (b, l) = worker.await??;
+    for (b, l) in results {
         bytes += b;
         latencies.extend(l);
     }
-    let secs = start.elapsed().as_secs_f64();
+    let secs = elapsed.as_secs_f64();
     latencies.sort_unstable();
     println!(
         "SGFETCH mode={} driver={driver} tasks={tasks} pool={pool_size} blob_bytes={} fetches={} bytes={bytes} \

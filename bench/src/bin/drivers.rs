@@ -19,11 +19,11 @@
 //! `postgres://postgres@127.0.0.1:5432/postgres`). It creates `sgbench_drivers_src` and
 //! `sgbench_drivers_dst` on that server and drops them at the end. Prints a markdown table.
 
-use shardgate_bench::env_number;
+use shardgate_bench::{env_number, run_workers};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use secrecy::SecretString;
 use shardgate_shard_router::ShardStore;
@@ -97,29 +97,23 @@ impl Pool {
 /// Operations per second of `op` with `tasks` tasks for `seconds`.
 async fn throughput(pool: &Pool, op: Op, rows: u64, tasks: u64, seconds: u64) -> Result<f64, sqlx::Error> {
     let done = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
-    let deadline = start + Duration::from_secs(seconds);
-    let workers: Vec<_> = (0..tasks)
-        .map(|task| {
-            let (pool, done) = (pool.clone(), done.clone());
-            tokio::spawn(async move {
-                // A cheap, per-task pseudo-random walk over the keys.
-                let mut state = task.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                while Instant::now() < deadline {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    pool.run(op, &format!("k{:07}", state % rows)).await?;
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok::<_, sqlx::Error>(())
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.await.expect("a worker panicked")?;
-    }
-    Ok(done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64())
+    let (_, elapsed) = run_workers(tasks, seconds, |task, deadline| {
+        let (pool, done) = (pool.clone(), done.clone());
+        async move {
+            // A cheap, per-task pseudo-random walk over the keys.
+            let mut state = task.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            while Instant::now() < deadline {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                pool.run(op, &format!("k{:07}", state % rows)).await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<_, sqlx::Error>(())
+        }
+    })
+    .await?;
+    Ok(done.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64())
 }
 
 /// Median and spread of `values`.

@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::server::extract::{Admin, ApiQuery};
 use crate::wire::error::ApiError;
 use crate::wire::openapi::errors;
-use crate::wire::pagination::{Page, decode_cursor, page_limit};
+use crate::wire::pagination::{Page, decode_cursor};
 use crate::wire::timestamps::rfc3339;
 
 /// One recorded admin action.
@@ -53,7 +53,7 @@ pub async fn list_audit(
     Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<AuditQuery>,
 ) -> Result<axum::Json<Page<AuditRecord>>, ApiError> {
-    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let limit = app.page_limit(query.limit)?;
     let after = match query.cursor.as_deref().map(decode_cursor).transpose()? {
         Some(text) => text.parse::<i64>().map_err(|_| ApiError::invalid_cursor())?,
         None => 0,

@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
-use crate::wire::error::{ApiError, Code, invalid_path};
+use crate::wire::error::{ApiError, Code, invalid_path, tenant_in_path};
 use crate::wire::openapi::errors;
 
 /// Path of a tenant's collection.
@@ -25,6 +25,14 @@ pub struct CollectionPath {
     id: String,
     /// Collection name.
     collection: String,
+}
+
+impl CollectionPath {
+    /// The tenant (404 `tenant_not_found` for an id that cannot exist) and the collection (400
+    /// `invalid_path`).
+    fn parse(&self) -> Result<(TenantId, CollectionName), ApiError> {
+        Ok((tenant_in_path(&self.id)?, CollectionName::parse(&self.collection).map_err(invalid_path)?))
+    }
 }
 
 /// One range of a range-distributed collection.
@@ -63,8 +71,7 @@ pub async fn get_distribution(
     Admin { app, .. }: Admin,
     ApiPath(path): ApiPath<CollectionPath>,
 ) -> Result<axum::Json<CollectionDistribution>, ApiError> {
-    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
-    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let (tenant, collection) = path.parse()?;
     app.router.catalog().get_tenant(&tenant).await?.ok_or_else(ApiError::tenant_not_found)?;
     let row = app.router.catalog().get_distribution(&tenant, &collection).await?;
     Ok(axum::Json(match row {
@@ -101,8 +108,7 @@ pub async fn set_distribution(
     ApiPath(path): ApiPath<CollectionPath>,
     ApiJson(body): ApiJson<CollectionDistribution>,
 ) -> Result<Response, ApiError> {
-    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
-    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let (tenant, collection) = path.parse()?;
     let ranges = checked_ranges(body.distribution, body.ranges.as_deref())?;
     let now = now_ms();
     let row = CollectionRow {
@@ -161,8 +167,7 @@ pub async fn split_range(
     ApiPath(path): ApiPath<CollectionPath>,
     ApiJson(body): ApiJson<SplitRequest>,
 ) -> Result<Response, ApiError> {
-    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
-    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let (tenant, collection) = path.parse()?;
     let invalid = |detail: String| ApiError::new(Code::InvalidBody, detail);
     // `""` is the first range's bound: a split there moves that whole range.
     if !body.at.is_empty() {

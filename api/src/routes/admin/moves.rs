@@ -4,12 +4,12 @@
 
 use axum::response::Response;
 use serde::Deserialize;
-use shardgate_shard_router::{ShardId, TenantId};
+use shardgate_shard_router::ShardId;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
-use crate::wire::error::{ApiError, Code};
+use crate::wire::error::{ApiError, Code, tenant_in_path};
 use crate::wire::openapi::errors;
 
 /// Path of the tenant to move.
@@ -44,7 +44,7 @@ pub async fn move_tenant(
     ApiPath(path): ApiPath<MovePath>,
     ApiJson(body): ApiJson<MoveRequest>,
 ) -> Result<Response, ApiError> {
-    let tenant = TenantId::parse(&path.id).map_err(|_| ApiError::tenant_not_found())?;
+    let tenant = tenant_in_path(&path.id)?;
     let to = ShardId::parse(&body.to).map_err(|e| ApiError::new(Code::InvalidBody, format!("to: {e}")))?;
     let audit = caller.audit(&request, "tenant.move", Some(tenant.as_str()), format!("tenant:{tenant} shard:{to}"));
     let job = app.mover.start(&tenant, &to, &audit).await?;

@@ -6,14 +6,14 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::ShardState;
 use shardgate_shard_router::rebalance::Balance;
 use shardgate_shard_router::rebalancer::PlanView;
-use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
-use crate::wire::error::{ApiError, Code};
+use crate::wire::error::{ApiError, Code, shard_in_path};
 use crate::wire::openapi::errors;
 
 /// How many moves a rebalance runs at once when the request does not say.
@@ -212,13 +212,12 @@ pub async fn drain_shard(
     ApiPath(path): ApiPath<DrainPath>,
     ApiJson(body): ApiJson<RebalanceRequest>,
 ) -> Result<Response, ApiError> {
-    let id = ShardId::parse(&path.id)
-        .map_err(|_| ApiError::new(Code::ShardNotFound, format!("shard {} not found", path.id)))?;
+    let id = shard_in_path(&path.id)?;
     let parallel = parallel(&body)?;
     let balance = body.balance.unwrap_or(Balance::Count);
     let state = app.router.with_map(|map| map.shard(id.as_str()).map(|s| s.state));
     match state {
-        None => return Err(ApiError::new(Code::ShardNotFound, format!("shard {id} not found"))),
+        None => return Err(ApiError::shard_not_found(id.as_str())),
         Some(ShardState::Offline) => {
             return Err(ApiError::new(
                 Code::MoveRefused,

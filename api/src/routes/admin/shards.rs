@@ -1,8 +1,8 @@
 //! `/v1/admin/shards[/{id}]`: register shards by URL, read their statistics, change their state,
 //! unregister them. URLs are never echoed back.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::health::{BreakerState, HealthReport};
@@ -11,7 +11,8 @@ use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::server::extract::{Admin, ApiJson, ApiPath};
-use crate::wire::error::{ApiError, Code};
+use crate::wire::envelope::created;
+use crate::wire::error::{ApiError, Code, shard_in_path};
 use crate::wire::openapi::errors;
 use crate::wire::timestamps::rfc3339;
 
@@ -137,10 +138,6 @@ pub struct ShardList {
     pub items: Vec<Shard>,
 }
 
-fn shard_id(raw: &str) -> Result<ShardId, ApiError> {
-    ShardId::parse(raw).map_err(|_| ApiError::shard_not_found(raw))
-}
-
 errors!(RegisterShardErrors:
     InvalidBody, InvalidJson, InvalidDatabaseUrl, ShardExists, ShardDatabaseClaimed, ShardUnreachable, ShardTlsFailed,
     UnsafeShardUrl
@@ -160,12 +157,7 @@ pub async fn register_shard(
     app.announce_map_change().await;
     tracing::info!(shard = %row.id, engine = row.engine.as_str(), "shard registered");
     let stats = app.topology().shard_stats(&row.id).await?;
-    let location = HeaderValue::from_str(&format!("/v1/admin/shards/{}", row.id)).ok();
-    let mut response = (StatusCode::CREATED, axum::Json(Shard::from(stats))).into_response();
-    if let Some(location) = location {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    Ok(response)
+    Ok(created(&format!("/v1/admin/shards/{}", row.id), Shard::from(stats)))
 }
 
 /// List shards with statistics.
@@ -188,7 +180,7 @@ pub async fn get_shard(
     Admin { app, .. }: Admin,
     ApiPath(path): ApiPath<ShardPath>,
 ) -> Result<axum::Json<Shard>, ApiError> {
-    let id = shard_id(&path.id)?;
+    let id = shard_in_path(&path.id)?;
     Ok(axum::Json(Shard::from(app.topology().shard_stats(&id).await?)))
 }
 
@@ -206,7 +198,7 @@ pub async fn update_shard(
     ApiPath(path): ApiPath<ShardPath>,
     ApiJson(body): ApiJson<UpdateShard>,
 ) -> Result<axum::Json<Shard>, ApiError> {
-    let id = shard_id(&path.id)?;
+    let id = shard_in_path(&path.id)?;
     let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} {}", body.state.as_str()));
     app.topology().set_shard_state(&id, body.state, &audit).await?;
     app.announce_map_change().await;
@@ -225,7 +217,7 @@ pub async fn delete_shard(
     Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<ShardPath>,
 ) -> Result<StatusCode, ApiError> {
-    let id = shard_id(&path.id)?;
+    let id = shard_in_path(&path.id)?;
     let audit = caller.audit(&request, "shard.delete", None, format!("shard:{id}"));
     app.topology().remove_shard(&id, &audit).await?;
     app.announce_map_change().await;
@@ -267,7 +259,7 @@ pub async fn command_breaker(
     ApiPath(path): ApiPath<ShardPath>,
     ApiJson(body): ApiJson<BreakerCommand>,
 ) -> Result<axum::Json<Shard>, ApiError> {
-    let id = shard_id(&path.id)?;
+    let id = shard_in_path(&path.id)?;
     let reason = body.reason.unwrap_or_default();
     if reason.chars().count() > 200 || reason.chars().any(char::is_control) {
         return Err(ApiError::new(Code::InvalidBody, "reason: at most 200 characters, no control characters"));

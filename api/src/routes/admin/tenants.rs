@@ -1,7 +1,7 @@
 //! `/v1/admin/tenants[/{id}]`: create, list, read, update and delete tenants.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_shard_router::catalog::{TENANT_DELETE_ACTION, TenantChange, TenantRow};
@@ -10,9 +10,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::server::extract::{Admin, ApiJson, ApiPath, ApiQuery};
-use crate::wire::error::{ApiError, Code};
+use crate::wire::envelope::created;
+use crate::wire::error::{ApiError, Code, tenant_in_path};
 use crate::wire::openapi::errors;
-use crate::wire::pagination::{Page, decode_cursor, page_limit};
+use crate::wire::pagination::{Page, decode_cursor};
 use crate::wire::timestamps::rfc3339;
 
 /// A tenant.
@@ -134,11 +135,6 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
-    // An id that cannot exist is simply not found.
-    TenantId::parse(raw).map_err(|_| ApiError::tenant_not_found())
-}
-
 errors!(CreateTenantErrors: InvalidBody, InvalidJson, TenantExists, UnknownShard, NoShards, JobConflict, CatalogUnavailable);
 
 /// Create a tenant.
@@ -166,12 +162,7 @@ pub async fn create_tenant(
     }
     let row = app.topology().create_tenant(body.id, name, tier, rate_limit, body.shard, &audit).await?;
     app.announce_map_change().await;
-    let location = HeaderValue::from_str(&format!("/v1/admin/tenants/{}", row.id)).ok();
-    let mut response = (StatusCode::CREATED, axum::Json(tenant_view(&app, row))).into_response();
-    if let Some(location) = location {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    Ok(response)
+    Ok(created(&format!("/v1/admin/tenants/{}", row.id), tenant_view(&app, row)))
 }
 
 errors!(ListTenantsErrors: InvalidQuery, InvalidCursor);
@@ -185,7 +176,7 @@ pub async fn list_tenants(
     Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<TenantListQuery>,
 ) -> Result<axum::Json<Page<Tenant>>, ApiError> {
-    let limit = page_limit(query.limit, app.limits.default_list_limit, app.limits.max_list_limit)?;
+    let limit = app.page_limit(query.limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let rows = app.router.catalog().list_tenants(after.as_deref(), limit + 1).await?;
     Ok(axum::Json(Page::from_overfetch(rows, limit, |r| r.id.to_string(), |r| tenant_view(&app, r))))
@@ -202,7 +193,7 @@ pub async fn get_tenant(
     Admin { app, .. }: Admin,
     ApiPath(path): ApiPath<TenantPath>,
 ) -> Result<axum::Json<Tenant>, ApiError> {
-    let id = tenant_id(&path.id)?;
+    let id = tenant_in_path(&path.id)?;
     let row = app.router.catalog().get_tenant(&id).await?.ok_or_else(ApiError::tenant_not_found)?;
     Ok(axum::Json(tenant_view(&app, row)))
 }
@@ -219,7 +210,7 @@ pub async fn update_tenant(
     ApiPath(path): ApiPath<TenantPath>,
     ApiJson(body): ApiJson<UpdateTenant>,
 ) -> Result<axum::Json<Tenant>, ApiError> {
-    let id = tenant_id(&path.id)?;
+    let id = tenant_in_path(&path.id)?;
     if let Some(name) = &body.name {
         check_name(name)?;
     }
@@ -246,7 +237,7 @@ pub async fn delete_tenant(
     Admin { app, caller, request }: Admin,
     ApiPath(path): ApiPath<TenantPath>,
 ) -> Result<StatusCode, ApiError> {
-    let id = tenant_id(&path.id)?;
+    let id = tenant_in_path(&path.id)?;
     let audit = caller.audit(&request, TENANT_DELETE_ACTION, Some(id.as_str()), format!("tenant:{id}"));
     // Index entries are spread over every shard. They go while the tenant still exists (a
     // failure leaves it in place, and the call can be repeated), and once more after it left
@@ -280,6 +271,6 @@ mod tests {
 
     #[test]
     fn impossible_ids_are_not_found() {
-        assert_eq!(tenant_id("Not Valid").unwrap_err().code(), "tenant_not_found");
+        assert_eq!(tenant_in_path("Not Valid").unwrap_err().code(), "tenant_not_found");
     }
 }
