@@ -334,6 +334,7 @@ impl Application {
         clock: Arc<dyn shardgate_shard_router::Clock>,
     ) -> anyhow::Result<Self> {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
+        config.storage.load.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(
                 key,
