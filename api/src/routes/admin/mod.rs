@@ -4,6 +4,7 @@ pub mod audit_log;
 pub mod collections;
 pub mod index_audits;
 pub mod jobs;
+pub mod load;
 pub mod moves;
 pub mod rebalance;
 pub mod routing;
