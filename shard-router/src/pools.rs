@@ -17,8 +17,8 @@ use crate::catalog::{Catalog, ShardRow};
 use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::{MapSnapshot, ShardState};
-use crate::storage::meter::LoadMeter;
 use crate::storage::db::{Database, Engine, PoolConfig, Schema, server_of};
+use crate::storage::meter::LoadMeter;
 use crate::storage::registration::{Claim, claim_identity, release_identity};
 
 /// How long registering a shard may take to connect and migrate it.

@@ -371,7 +371,11 @@ impl ShardRouter {
         }
         let db = self.shard_db(&shard)?;
         let db = match db.is_metered() {
-            true => db.charged(Charge { work: Work::Request, vshard: i32::try_from(vshard).unwrap_or(NO_VSHARD), tenant: None }),
+            true => db.charged(Charge {
+                work: Work::Request,
+                vshard: i32::try_from(vshard).unwrap_or(NO_VSHARD),
+                tenant: None,
+            }),
             false => db,
         };
         Ok((shard, db, epoch))

@@ -498,7 +498,10 @@ impl Application {
             ),
             transfers,
             load: config.storage.load.clone(),
-            load_flusher: shardgate_shard_router::balance::LoadFlusher::new(&router_for_load, config.storage.load.clone()),
+            load_flusher: shardgate_shard_router::balance::LoadFlusher::new(
+                &router_for_load,
+                config.storage.load.clone(),
+            ),
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {

@@ -81,9 +81,10 @@ impl LoadRow {
             counters,
             overcount_us,
         };
-        let vshards = window.vshards.iter().map(|v| {
-            row(v.shard.as_str(), LoadScope::Vshard, v.vshard.to_string(), v.work.as_str(), v.counters, 0)
-        });
+        let vshards = window
+            .vshards
+            .iter()
+            .map(|v| row(v.shard.as_str(), LoadScope::Vshard, v.vshard.to_string(), v.work.as_str(), v.counters, 0));
         let tenants = window.tenants.iter().map(|t| {
             row(t.shard.as_str(), LoadScope::Tenant, t.tenant.to_string(), "request", t.counters, t.overcount)
         });
@@ -110,9 +111,8 @@ const ADDED: [&str; 9] = [
 /// The statement that stores the rows given as a JSON array in `$1`.
 fn insert_sql(engine: Engine) -> String {
     let added = ADDED.map(|c| format!("{c} = load_windows.{c} + excluded.{c}")).join(", ");
-    let conflict = format!(
-        "ON CONFLICT (start_ms, width_ms, instance, shard, scope, subject, work) DO UPDATE SET {added}"
-    );
+    let conflict =
+        format!("ON CONFLICT (start_ms, width_ms, instance, shard, scope, subject, work) DO UPDATE SET {added}");
     match engine {
         Engine::Postgres => format!(
             "INSERT INTO load_windows ({COLUMNS}) SELECT {COLUMNS} FROM jsonb_to_recordset($1::jsonb) AS r(\
@@ -123,7 +123,10 @@ fn insert_sql(engine: Engine) -> String {
         Engine::Sqlite => {
             let fields = COLUMNS.split(", ").map(|c| format!("json_extract(value, '$.{c}')")).collect::<Vec<_>>();
             // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.
-            format!("INSERT INTO load_windows ({COLUMNS}) SELECT {} FROM json_each($1) WHERE true {conflict}", fields.join(", "))
+            format!(
+                "INSERT INTO load_windows ({COLUMNS}) SELECT {} FROM json_each($1) WHERE true {conflict}",
+                fields.join(", ")
+            )
         }
     }
 }
@@ -192,7 +195,14 @@ impl Catalog {
             for row in &taken {
                 let row = read_row(row)?;
                 let start_ms = row.start_ms - row.start_ms.rem_euclid(to_ms);
-                let key = (start_ms, row.instance.clone(), row.shard.clone(), row.scope, row.subject.clone(), row.work.clone());
+                let key = (
+                    start_ms,
+                    row.instance.clone(),
+                    row.shard.clone(),
+                    row.scope,
+                    row.subject.clone(),
+                    row.work.clone(),
+                );
                 let sum = sums.entry(key).or_insert_with(|| LoadRow {
                     start_ms,
                     width_ms: to_ms,

@@ -1015,26 +1015,27 @@ async fn read_window(db: &Database, shard: &ShardId, blob: &BlobMeta, seqs: Rang
     let mut bytes = 0;
     let count = rows.len() as u64;
     let mut rows = rows.into_iter();
-    let chunks = seqs.map(|seq| {
-        // Rows come in order and the key is unique: the next row is chunk `seq` or it is missing.
-        let row = rows.next().ok_or(Error::BlobNotFound)?;
-        let found: i64 = row.try_get(0).map_err(|e| shard_error(shard, e))?;
-        if u64::try_from(found).ok() != Some(seq) {
-            return Err(Error::BlobNotFound);
-        }
-        let data: Vec<u8> = row.try_get(1).map_err(|e| shard_error(shard, e))?;
-        let expected = blob.chunk_len(seq).unwrap_or(0);
-        if data.len() != expected {
-            return Err(Error::Corrupt(format!(
-                "chunk {seq} of upload {} on shard {shard} has {} bytes, {expected} expected",
-                blob.upload_id,
-                data.len()
-            )));
-        }
-        bytes += data.len() as u64;
-        Ok(Bytes::from(data))
-    })
-    .collect();
+    let chunks = seqs
+        .map(|seq| {
+            // Rows come in order and the key is unique: the next row is chunk `seq` or it is missing.
+            let row = rows.next().ok_or(Error::BlobNotFound)?;
+            let found: i64 = row.try_get(0).map_err(|e| shard_error(shard, e))?;
+            if u64::try_from(found).ok() != Some(seq) {
+                return Err(Error::BlobNotFound);
+            }
+            let data: Vec<u8> = row.try_get(1).map_err(|e| shard_error(shard, e))?;
+            let expected = blob.chunk_len(seq).unwrap_or(0);
+            if data.len() != expected {
+                return Err(Error::Corrupt(format!(
+                    "chunk {seq} of upload {} on shard {shard} has {} bytes, {expected} expected",
+                    blob.upload_id,
+                    data.len()
+                )));
+            }
+            bytes += data.len() as u64;
+            Ok(Bytes::from(data))
+        })
+        .collect();
     db.record(shard, Sample::rows_read(count, bytes));
     chunks
 }

@@ -30,8 +30,8 @@ use sqlx::{AnyPool, ConnectOptions, PgPool};
 use crate::error::Error;
 use crate::ids::ShardId;
 use crate::storage::health::{BreakerConfig, Health, ProbeConnect};
-use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
 pub use crate::storage::health::{Ping, PingFailure};
+use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
 use crate::storage::pg_tls::{PgTls, prepare_url};
 
 /// Which database engine a URL points at.

@@ -476,7 +476,9 @@ fn millis(d: Duration) -> i64 {
 /// windows, from one window to the retention.
 fn span_length(app: &App, raw: Option<&str>, name: &str, default: Duration) -> Result<i64, ApiError> {
     let length = match raw {
-        Some(raw) => millis(parse_duration(raw).map_err(|e| ApiError::new(Code::InvalidQuery, format!("{name}: {e}")))?),
+        Some(raw) => {
+            millis(parse_duration(raw).map_err(|e| ApiError::new(Code::InvalidQuery, format!("{name}: {e}")))?)
+        }
         None => millis(default).min(millis(app.load.retention)),
     };
     let window = window_ms(app);
