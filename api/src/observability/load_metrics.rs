@@ -1,8 +1,8 @@
 //! The load this instance put on each shard in `/metrics`, since it started, as its load meter
 //! counted it (`shardgate_shard_router::storage::meter`): statements, rows, bytes, statement time
-//! and failures, by shard and kind of work (`request`, `move`, `maintenance`). Labelled by shard
-//! and work only (bounded by the number of shards); vshards and tenants are in
-//! `GET /v1/admin/load`.
+//! and failures, by shard and kind of work (`request`, `move`, `maintenance`); and what each
+//! shard holds (bytes on disk, record rows), sampled once a minute. Labelled by shard and work
+//! only (bounded by the number of shards); vshards and tenants are in `GET /v1/admin/load`.
 
 use std::sync::Arc;
 
@@ -10,12 +10,16 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
 use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::balance::LoadFlusher;
+use shardgate_shard_router::storage::holdings::ShardSize;
 use shardgate_shard_router::storage::meter::Counters;
 
-/// The [`Collector`] of shard load metrics.
+/// The [`Collector`] of shard load metrics: the router's meter, and the shard sizes its flusher
+/// samples.
 #[derive(Debug)]
-pub struct ShardLoadMetrics(pub Arc<ShardRouter>);
+pub struct ShardLoadMetrics(pub Arc<ShardRouter>, pub Option<LoadFlusher>);
 
 /// A counter family split by a label: its name, help, label, and per label value how to read it.
 type Split = (&'static str, &'static str, &'static str, [(&'static str, fn(&Counters) -> u64); 2]);
@@ -80,6 +84,22 @@ impl Collector for ShardLoadMetrics {
             MetricType::Counter,
         )?;
         ConstCounter::new(meter.dropped_windows()).encode(family)?;
+        let sizes = self.1.as_ref().map(LoadFlusher::shard_sizes).unwrap_or_default();
+        let gauges: [(&str, &str, fn(&ShardSize) -> u64); 2] = [
+            ("shard_bytes", "Each shard database's size on disk (sampled once a minute)", |s| s.bytes),
+            (
+                "shard_record_rows",
+                "Rows of records on each shard, tombstones included (PostgreSQL's statistics, sampled once a minute)",
+                |s| s.record_rows,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (shard, size) in &sizes {
+                let value = i64::try_from(value(size)).unwrap_or(i64::MAX);
+                ConstGauge::new(value).encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+            }
+        }
         Ok(())
     }
 }

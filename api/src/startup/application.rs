@@ -100,6 +100,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
+        .routes(routes!(admin::holdings::get_tenant_holdings))
         .routes(routes!(admin::load::get_load))
         .routes(routes!(admin::load::get_heat_map))
         .routes(routes!(admin::jobs::get_job))
@@ -380,6 +381,7 @@ impl Application {
         let mut fan_outs = None;
         let mut transfers = None;
         let mut tls_reloads = None;
+        let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
         let metrics = Metrics::new(|registry| {
             connections = Some(Connections::new(&config.limits, registry));
             tls_reloads = Some(ReloadCounts::new(registry));
@@ -394,7 +396,10 @@ impl Application {
             ));
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             registry.register_collector(Box::new(ShardHealthMetrics(router.clone())));
-            registry.register_collector(Box::new(crate::observability::load_metrics::ShardLoadMetrics(router.clone())));
+            registry.register_collector(Box::new(crate::observability::load_metrics::ShardLoadMetrics(
+                router.clone(),
+                load_flusher.clone(),
+            )));
             registry.register_collector(Box::new(KeySetMetrics(key_sets)));
             chunks = Some(crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
@@ -460,7 +465,6 @@ impl Application {
             None
         };
         let (router_for_moves, cache_for_moves) = (router.clone(), cache.clone());
-        let router_for_load = router.clone();
         let mover = {
             let cache = cache_for_moves;
             shardgate_shard_router::mover::Mover::new(
@@ -498,10 +502,7 @@ impl Application {
             ),
             transfers,
             load: config.storage.load.clone(),
-            load_flusher: shardgate_shard_router::balance::LoadFlusher::new(
-                &router_for_load,
-                config.storage.load.clone(),
-            ),
+            load_flusher,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {

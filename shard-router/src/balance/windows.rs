@@ -10,11 +10,17 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use crate::catalog::LoadRow;
 use crate::clock::now_ms;
 use crate::config::LoadConfig;
+use crate::ids::ShardId;
+use crate::map::ShardState;
 use crate::router::ShardRouter;
+use crate::storage::holdings::{ShardSize, shard_size};
 use crate::storage::meter::LoadMeter;
+use crate::storage::shard::FencedShard;
 
 /// How long after a window's end its flush runs: statements that began before the end may
 /// still be finishing.
@@ -28,6 +34,8 @@ pub struct LoadFlusher {
     meter: Arc<LoadMeter>,
     config: LoadConfig,
     instance: String,
+    /// Each shard's size as last sampled (once per rolled-up window), for `/metrics`.
+    sizes: Arc<Mutex<Vec<(ShardId, ShardSize)>>>,
 }
 
 impl LoadFlusher {
@@ -35,7 +43,7 @@ impl LoadFlusher {
     pub fn new(router: &Arc<ShardRouter>, config: LoadConfig) -> Option<Self> {
         let meter = router.pools().meter()?.clone();
         let instance = format!("instance-{}", uuid::Uuid::new_v4().simple());
-        Some(Self { router: Arc::downgrade(router), meter, config, instance })
+        Some(Self { router: Arc::downgrade(router), meter, config, instance, sizes: Arc::default() })
     }
 
     /// The name this instance's rows carry.
@@ -96,10 +104,28 @@ impl LoadFlusher {
         }
     }
 
+    /// Each shard's size (bytes, record rows) as last sampled; empty until the first upkeep.
+    pub fn shard_sizes(&self) -> Vec<(ShardId, ShardSize)> {
+        self.sizes.lock().clone()
+    }
+
     /// Rolls up and prunes the catalog's load windows (any instance may: see
-    /// [`crate::catalog::Catalog::roll_up_load`]).
+    /// [`crate::catalog::Catalog::roll_up_load`]), and samples each shard's size.
     pub async fn upkeep(&self, now: i64) {
         let Some(router) = self.router.upgrade() else { return };
+        let mut sizes = Vec::new();
+        for (id, state, db) in router.shard_dbs() {
+            if state == ShardState::Offline {
+                continue;
+            }
+            let limit = router.pools().config().probe_timeout;
+            match tokio::time::timeout(limit, shard_size(&FencedShard::new(&db, &id))).await {
+                Ok(Ok(size)) => sizes.push((id, size)),
+                Ok(Err(e)) => tracing::debug!(shard = %id, error = %e, "cannot measure a shard"),
+                Err(_) => tracing::debug!(shard = %id, "measuring a shard timed out"),
+            }
+        }
+        *self.sizes.lock() = sizes;
         let (window, rollup) = (millis(self.config.window), millis(self.config.rollup));
         let catalog = router.catalog();
         if rollup > window

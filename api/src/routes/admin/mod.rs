@@ -2,6 +2,7 @@
 
 pub mod audit_log;
 pub mod collections;
+pub mod holdings;
 pub mod index_audits;
 pub mod jobs;
 pub mod load;

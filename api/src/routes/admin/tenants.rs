@@ -110,7 +110,7 @@ fn tenant_rate_limit(limit: RateLimit) -> Result<TenantRateLimit, ApiError> {
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct TenantPath {
     /// Tenant id.
-    id: String,
+    pub(crate) id: String,
 }
 
 /// Paging of the tenant list.
@@ -134,7 +134,7 @@ fn check_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
+pub(crate) fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
     // An id that cannot exist is simply not found.
     TenantId::parse(raw).map_err(|_| ApiError::tenant_not_found())
 }
