@@ -595,6 +595,17 @@ impl<'a> IndexEntryStore<'a> {
         Ok(done.rows_affected())
     }
 
+    /// How many live entries `tenant` has here (of every index; pending ones not counted).
+    pub async fn count_tenant(&self, tenant: &TenantId) -> Result<u64, IndexError> {
+        self.count();
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM index_entries WHERE tenant = $1 AND state = 'live'")
+            .bind(tenant.as_str())
+            .fetch_one(self.shard.pool())
+            .reading_on(&self.shard)
+            .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
     /// Reads a row of [`ENTRY_COLUMNS`].
     fn entry(&self, row: &sqlx::any::AnyRow) -> Result<StoredEntry, IndexError> {
         let corrupt = |what: &str| {

@@ -69,6 +69,28 @@ impl IndexTables {
         Ok(purged)
     }
 
+    /// How many live index entries `tenant` has on every shard, and the shards that could not
+    /// be counted (offline, or failing: their part is missing).
+    pub async fn count_tenant_entries(&self, tenant: &TenantId) -> (u64, Vec<ShardId>) {
+        let shards = self.router.shard_dbs();
+        let counted = futures::future::join_all(shards.iter().map(|(shard, state, db)| async move {
+            if *state == ShardState::Offline {
+                return None;
+            }
+            IndexEntryStore::new(db, shard).count_tenant(tenant).await.ok()
+        }))
+        .await;
+        let mut total = 0;
+        let mut missing = Vec::new();
+        for ((shard, _, _), count) in shards.iter().zip(counted) {
+            match count {
+                Some(count) => total += count,
+                None => missing.push(shard.clone()),
+            }
+        }
+        (total, missing)
+    }
+
     /// The shard owning `vshard` (where the entries placed by it live), its pool and the map
     /// epoch, if the shard's state allows `access`.
     pub(crate) fn entry_shard(&self, vshard: u32, access: Access) -> Result<(ShardId, Database, u64), IndexError> {

@@ -33,6 +33,8 @@ pub struct StorageConfig {
     /// without that shard's records (reporting it). Default 2 s.
     #[serde(with = "crate::humantime_serde")]
     pub fan_out_deadline: Duration,
+    /// The load picture: how the load on the shards is counted and kept.
+    pub load: LoadConfig,
 }
 
 impl Default for StorageConfig {
@@ -45,6 +47,7 @@ impl Default for StorageConfig {
             migrate_on_start: true,
             moves: MoveConfig::default(),
             fan_out_deadline: Duration::from_secs(2),
+            load: LoadConfig::default(),
         }
     }
 }
@@ -98,6 +101,67 @@ impl Default for MoveConfig {
             clock_margin: Duration::from_secs(1),
             copy_batch_bytes: 16 << 20,
         }
+    }
+}
+
+/// The `[storage.load]` configuration section: the load picture (see `crate::balance`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadConfig {
+    /// Count the load of every shard statement. Default true.
+    pub enabled: bool,
+    /// The width of a window: statements add to the window they end in, and each instance
+    /// stores its closed windows in the catalog once per window. At least 1 s. Default 10 s.
+    #[serde(with = "crate::humantime_serde")]
+    pub window: Duration,
+    /// How many tenants a window keeps (the heaviest, by statement time). Default 100.
+    pub top_tenants: usize,
+    /// How long windows are kept at full resolution before they are rolled up. Default 1 h.
+    #[serde(with = "crate::humantime_serde")]
+    pub full_resolution: Duration,
+    /// The width of a rolled-up window (a multiple of `window`). Default 1 min.
+    #[serde(with = "crate::humantime_serde")]
+    pub rollup: Duration,
+    /// How long rolled-up windows are kept before they are pruned. Default 1 day.
+    #[serde(with = "crate::humantime_serde")]
+    pub retention: Duration,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            window: Duration::from_secs(10),
+            top_tenants: 100,
+            full_resolution: Duration::from_secs(3600),
+            rollup: Duration::from_secs(60),
+            retention: Duration::from_secs(86_400),
+        }
+    }
+}
+
+impl LoadConfig {
+    /// What is wrong with it, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        let ms = |d: Duration| d.as_millis();
+        if self.window < Duration::from_secs(1) {
+            return Err("storage.load.window must be at least 1s".into());
+        }
+        if self.top_tenants > 10_000 {
+            return Err("storage.load.top_tenants must be at most 10000".into());
+        }
+        if ms(self.rollup) < ms(self.window) || ms(self.rollup) % ms(self.window) != 0 {
+            return Err("storage.load.rollup must be a multiple of storage.load.window".into());
+        }
+        if self.full_resolution < self.rollup || self.retention < self.full_resolution {
+            return Err("storage.load: rollup <= full_resolution <= retention".into());
+        }
+        Ok(())
+    }
+
+    /// The meter's settings.
+    pub fn meter(&self) -> crate::storage::meter::MeterConfig {
+        crate::storage::meter::MeterConfig { window: self.window, top_tenants: self.top_tenants }
     }
 }
 

@@ -15,6 +15,7 @@ use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, MapSnapshot, ShardState, Spread};
 use crate::router::ShardRouter;
+use crate::storage::meter::{Charge, NO_VSHARD, Work};
 use crate::storage::records::{Layout, ListBounds, RecordStore, StoredRecord};
 use crate::storage::shard::ShardStore;
 
@@ -228,7 +229,11 @@ impl ShardRouter {
             if holding.state == ShardState::Offline {
                 return Err(Error::ShardOffline(shard.clone()));
             }
-            let db = self.shard_db(shard)?;
+            let db = self.shard_db(shard)?.charged(Charge {
+                work: Work::Request,
+                vshard: NO_VSHARD,
+                tenant: Some(tenant.clone()),
+            });
             let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
             match plan.distribution {
                 Distribution::Hash => store.list_in_vshards(tenant, collection, bounds, limit, &holding.runs).await,

@@ -8,21 +8,24 @@
 //!
 //! The rooms, lowest first (a room uses only the rooms before it):
 //! - [`map`]: the shard map, the routing hash and the routing decisions (pure, no I/O);
-//! - [`storage`]: one shard database: pools, TLS, health (deadlines, bulkhead, breaker), fences,
-//!   records, blobs, registration;
+//! - [`storage`]: one shard database: pools, TLS, health (deadlines, bulkhead, breaker), the load
+//!   meter that counts every statement, fences, records, blobs, registration;
 //! - [`catalog`]: the catalog database: shards, tenants, collections, jobs, claims, valet keys;
 //! - the router: [`router`] (`ShardRouter`: resolve a request to its shard and run it there),
 //!   [`fanout`] (listings across shards), [`pools`] (the shard pools), [`startup`] (opening it),
 //!   [`config`] (`[storage]`), and [`topology`] (admin changes of shards, tenants and
 //!   distributions: serialised, audited);
 //! - [`moves`]: jobs that move data: copy, tenant, vshard and range moves, redistribution,
-//!   rebalance planning, rebalances and drains.
+//!   rebalance planning, rebalances and drains;
+//! - [`balance`]: the load picture (windows of the load each instance's meter counted, stored
+//!   in the catalog and read back by shard, vshard, tenant and time).
 //!
 //! Below every room are the crate-wide basics: [`ids`], [`claims`] (what a job owns), the
 //! [`Clock`] and [`humantime_serde`]. The one [`Error`] type sits with `storage` (it wraps
 //! storage's refusals), so every room from `storage` up may return it; `map` does not.
 //! `tests/tests/layering.rs` (`ROOMS`) checks that no file uses a room above its own.
 
+pub mod balance;
 pub mod catalog;
 pub mod claims;
 mod clock;
@@ -49,7 +52,7 @@ pub use blobs::{
     UploadState,
 };
 pub use clock::{Clock, SystemClock, now_ms};
-pub use config::{MoveConfig, ShardSeed, StorageConfig};
+pub use config::{LoadConfig, MoveConfig, ShardSeed, StorageConfig};
 pub use db::{Database, Engine, PoolConfig};
 pub use error::Error;
 pub use ids::{CollectionName, InvalidId, RecordKey, ShardId, TenantId};

@@ -7,6 +7,7 @@
 //! decisions, topology changes or jobs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -17,6 +18,7 @@ use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::{MapSnapshot, ShardState};
 use crate::storage::db::{Database, Engine, PoolConfig, Schema, server_of};
+use crate::storage::meter::LoadMeter;
 use crate::storage::registration::{Claim, claim_identity, release_identity};
 
 /// How long registering a shard may take to connect and migrate it.
@@ -32,6 +34,8 @@ pub struct ShardPools {
     /// The catalog's identity, which every shard database of it carries in its marker.
     catalog_id: String,
     config: PoolConfig,
+    /// Counts the statements of every pool, if the load picture is on.
+    meter: Option<Arc<LoadMeter>>,
 }
 
 impl ShardPools {
@@ -41,8 +45,15 @@ impl ShardPools {
         quarantined: HashMap<ShardId, String>,
         catalog_id: String,
         config: PoolConfig,
+        meter: Option<Arc<LoadMeter>>,
     ) -> Self {
-        Self { pools: RwLock::new(pools), quarantined: RwLock::new(quarantined), catalog_id, config }
+        let pools = pools.into_iter().map(|(id, db)| (id, metered(db, meter.as_ref()))).collect();
+        Self { pools: RwLock::new(pools), quarantined: RwLock::new(quarantined), catalog_id, config, meter }
+    }
+
+    /// The meter counting the statements on the shards, if the load picture is on.
+    pub fn meter(&self) -> Option<&Arc<LoadMeter>> {
+        self.meter.as_ref()
     }
 
     /// The catalog's identity, which every shard database of it carries in its marker.
@@ -98,7 +109,7 @@ impl ShardPools {
 
     /// Adds the pool of a newly registered shard.
     pub(crate) fn insert(&self, id: ShardId, db: Database) {
-        self.pools.write().insert(id, db);
+        self.pools.write().insert(id, metered(db, self.meter.as_ref()));
     }
 
     /// Forgets an unregistered shard; returns its pool, if it had one.
@@ -128,7 +139,7 @@ impl ShardPools {
             for row in rows.into_iter().filter(|r| missing.contains(&r.id)) {
                 match Database::open(&row.url, &self.config) {
                     Ok(db) => {
-                        self.pools.write().insert(row.id, db);
+                        self.pools.write().insert(row.id, metered(db, self.meter.as_ref()));
                     }
                     Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
                 }
@@ -187,6 +198,14 @@ impl ShardPools {
             Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not erase the shard's identity marker"),
             Err(_) => tracing::warn!(shard = %id, "erasing the shard's identity marker timed out"),
         }
+    }
+}
+
+/// `db`, counted by `meter` if there is one.
+fn metered(db: Database, meter: Option<&Arc<LoadMeter>>) -> Database {
+    match meter {
+        Some(meter) => db.metered(meter.clone()),
+        None => db,
     }
 }
 

@@ -18,11 +18,12 @@ use crate::catalog::Catalog;
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{
-    Distribution, Incarnation, MapSnapshot, Route, RouteError, ShardState, Spread, TenantRateLimit, Tier,
+    Distribution, Incarnation, MapSnapshot, Route, RouteError, ShardState, Spread, Strategy, TenantRateLimit, Tier,
 };
 use crate::pools::ShardPools;
 use crate::storage::db::Database;
 use crate::storage::health::Health;
+use crate::storage::meter::{Charge, NO_VSHARD, Work};
 use crate::storage::records::RecordAddress;
 
 pub use crate::config::{MoveConfig, ShardSeed, StorageConfig};
@@ -151,7 +152,7 @@ impl ShardRouter {
     /// `access`.
     pub fn resolve(&self, tenant: &TenantId, access: Access) -> Result<(Route, Database), Error> {
         let route = self.route_tenant(tenant)?;
-        self.allowed(route, access)
+        self.allowed(route, access).map(|(route, db)| charged(route, db, tenant))
     }
 
     /// `route` and its shard's pool, if the shard's state allows `access`.
@@ -288,7 +289,7 @@ impl ShardRouter {
     /// Routes the record at `addr` and returns the shard's pool if its state allows `access`.
     pub fn resolve_record(&self, addr: RecordAddress<'_>, access: Access) -> Result<(Route, Database), Error> {
         let route = self.route_record(addr)?;
-        self.allowed(route, access)
+        self.allowed(route, access).map(|(route, db)| charged(route, db, addr.tenant))
     }
 
     /// [`ShardRouter::resolve_record`], checking the catalog for a newer map once when the
@@ -369,6 +370,14 @@ impl ShardRouter {
             _ => {}
         }
         let db = self.shard_db(&shard)?;
+        let db = match db.is_metered() {
+            true => db.charged(Charge {
+                work: Work::Request,
+                vshard: i32::try_from(vshard).unwrap_or(NO_VSHARD),
+                tenant: None,
+            }),
+            false => db,
+        };
         Ok((shard, db, epoch))
     }
 
@@ -415,4 +424,19 @@ pub(crate) fn route_error(e: RouteError) -> Error {
         RouteError::UnknownTenant => Error::TenantNotFound,
         RouteError::NoShards(_) => Error::NoShards,
     }
+}
+
+/// `db` with its statements charged to a request of `tenant` on `route`: to the vshard that
+/// placed the data, or to none for a pinned tenant's home data and ranges (see
+/// [`crate::storage::meter`]).
+fn charged(route: Route, db: Database, tenant: &TenantId) -> (Route, Database) {
+    if !db.is_metered() {
+        return (route, db);
+    }
+    let vshard = match route.strategy {
+        Strategy::Hash | Strategy::RecordHash => i32::try_from(route.vshard).unwrap_or(NO_VSHARD),
+        Strategy::Lookup | Strategy::Range => NO_VSHARD,
+    };
+    let db = db.charged(Charge { work: Work::Request, vshard, tenant: Some(tenant.clone()) });
+    (route, db)
 }

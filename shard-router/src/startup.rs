@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use secrecy::SecretString;
 
@@ -22,6 +23,7 @@ use crate::map::{ShardState, spread_vshards};
 use crate::pools::{REGISTER_TIMEOUT, ShardPools, connect_shard, pool_share, pools_per_server};
 use crate::router::ShardRouter;
 use crate::storage::db::{Database, Schema};
+use crate::storage::meter::LoadMeter;
 use crate::storage::registration::{Claim, check_shard_url, claim_identity};
 
 impl ShardRouter {
@@ -133,7 +135,8 @@ impl ShardRouter {
         }
         let map = catalog.load_map().await?;
         tracing::info!(epoch = map.epoch, shards = map.shards.len(), tenants = map.tenants.len(), "shard map loaded");
-        let pools = ShardPools::new(pools, quarantined, catalog_id, config.pool.clone());
+        let meter = config.load.enabled.then(|| Arc::new(LoadMeter::new(config.load.meter())));
+        let pools = ShardPools::new(pools, quarantined, catalog_id, config.pool.clone(), meter);
         Ok(Self::new(catalog, map, pools, config.moves.clone(), config.fan_out_deadline))
     }
 

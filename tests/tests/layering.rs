@@ -80,6 +80,7 @@ const ROOMS: [(&str, &[&[&str]]); 2] = [
             &["catalog"],
             &["config", "pools", "router", "fanout", "topology", "startup"],
             &["moves"],
+            &["balance"],
         ],
     ),
     (

@@ -4,11 +4,13 @@
 //! - [`metrics`]: the Prometheus registry and the request metrics, every label from a closed set
 //!   (the edge records them: [`crate::server::edge`]);
 //! - [`shard_metrics`]: the health of every shard database, read at each scrape;
+//! - [`load_metrics`]: the load this instance put on each shard (its load meter's totals);
 //! - [`rate_limited_warning`]: a warning logged at most once per period, however often its cause
 //!   repeats.
 //!
 //! Must not know: the routes, or how a request is admitted: the plumbing hands it closed labels.
 
+pub mod load_metrics;
 pub mod metrics;
 pub mod rate_limited_warning;
 pub mod shard_metrics;

@@ -102,6 +102,9 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::get_shard_map))
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
+        .routes(routes!(admin::holdings::get_tenant_holdings))
+        .routes(routes!(admin::load::get_load))
+        .routes(routes!(admin::load::get_heat_map))
         .routes(routes!(admin::jobs::get_job))
         .routes(routes!(admin::jobs::cancel_job))
         .routes(routes!(admin::moves::move_tenant))
@@ -361,6 +364,7 @@ impl Application {
         clock: Arc<dyn shardgate_shard_router::Clock>,
     ) -> anyhow::Result<Self> {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
+        config.storage.load.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(
                 key,
@@ -385,6 +389,7 @@ impl Application {
             cache_config.l1.enabled = Some(false);
         }
         let valet_refusals = prometheus_client::metrics::family::Family::default();
+        let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
         let (metrics, registered) = metrics_with(|registry| {
             let connections = Connections::new(&config.limits, registry);
             let tls_reloads = ReloadCounts::new(registry);
@@ -399,6 +404,10 @@ impl Application {
             );
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
             registry.register_collector(Box::new(ShardHealthMetrics(router.clone())));
+            registry.register_collector(Box::new(crate::observability::load_metrics::ShardLoadMetrics(
+                router.clone(),
+                load_flusher.clone(),
+            )));
             registry.register_collector(Box::new(KeySetMetrics(key_sets)));
             let chunks = crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
@@ -494,6 +503,8 @@ impl Application {
                 config.limits.tenant_fan_out_shard_reads_per_second,
             ),
             transfers,
+            load: config.storage.load.clone(),
+            load_flusher,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
@@ -518,6 +529,9 @@ impl Application {
         tokio::spawn(follow_catalog(Arc::downgrade(&app)));
         tokio::spawn(watch_shard_health(Arc::downgrade(&app.router)));
         tokio::spawn(blob_janitor(Arc::downgrade(&app)));
+        if let Some(flusher) = app.load_flusher.clone() {
+            flusher.spawn();
+        }
         let router = Self::router(app.clone(), &config.limits, &config.cors)?;
         let valet = match valet_listener {
             Some(listener) => {
@@ -601,12 +615,16 @@ impl Application {
     }
 
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to
-    /// [`DRAIN_TIMEOUT`](crate::server::connections::DRAIN_TIMEOUT)) and writes the valet audit rows
-    /// still queued (up to [`CLOSE_WITHIN`](crate::valet::audit::CLOSE_WITHIN)).
+    /// [`DRAIN_TIMEOUT`](crate::server::connections::DRAIN_TIMEOUT)), writes the valet audit rows
+    /// still queued (up to [`CLOSE_WITHIN`](crate::valet::audit::CLOSE_WITHIN)) and stores the
+    /// load windows not yet stored, the open one too.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let app = self.app.clone();
         let served = self.serve(shutdown).await;
         app.valet_audit.close().await;
+        if let Some(flusher) = &app.load_flusher {
+            flusher.flush_all().await;
+        }
         served
     }
 

@@ -4,7 +4,7 @@
 //!
 //! Also the catalog's other tables: collections and their distributions, index definitions,
 //! jobs with their leases, claims ([`crate::claims`]) and phases ([`phase`]), valet keys and grants, the
-//! audit log. It reaches its database through [`crate::storage::db`] and builds the
+//! audit log, and the load windows of the load picture ([`LoadRow`]). It reaches its database through [`crate::storage::db`] and builds the
 //! [`MapSnapshot`] of [`crate::map`]; it knows nothing of the shard stores, the router, or the
 //! jobs that write its job rows.
 
@@ -21,12 +21,14 @@ use crate::storage::db::{Database, Engine};
 
 mod collections;
 mod indexes;
+mod load;
 mod moves;
 mod valet;
 #[cfg(test)]
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
+pub use load::{LoadRow, LoadScope};
 pub use moves::{CancelRequest, Lease, Placement};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 

@@ -73,6 +73,7 @@ use crate::moves::redistribute::{DistributionSpec, RedistributeProgress, Redistr
 use crate::router::ShardRouter;
 use crate::storage::blobs::BlobStore;
 use crate::storage::db::Database;
+use crate::storage::meter::Work;
 use crate::storage::records::RecordStore;
 use crate::storage::shard::{FencedShard, KeyRange, MoveSubject, OnShard, ShardStore};
 use crate::topology::Topology;
@@ -599,7 +600,8 @@ impl Run<'_> {
     fn shards(&self) -> Result<(Placed, Placed), Error> {
         let parse = |id: &str| ShardId::parse(id).map_err(|e| Error::Corrupt(format!("move job shard: {e}")));
         let (from, to) = (parse(&self.progress.from)?, parse(&self.progress.to)?);
-        let (source, target) = (self.router().shard_db(&from)?, self.router().shard_db(&to)?);
+        let work = |db: Database| db.working_as(Work::Move);
+        let (source, target) = (work(self.router().shard_db(&from)?), work(self.router().shard_db(&to)?));
         Ok(((from, source), (to, target)))
     }
 

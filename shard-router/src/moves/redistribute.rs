@@ -61,6 +61,7 @@ use crate::moves::job::{
     SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, drive, encoded, wait_for_statements_before_the_fence,
 };
 use crate::storage::db::Database;
+use crate::storage::meter::Work;
 use crate::storage::shard::{FenceLayout, FencedShard, OnShard, TenantFence};
 
 pub use crate::moves::job::REDISTRIBUTE_JOB;
@@ -198,7 +199,7 @@ impl Layout {
         tenant: &TenantId,
         spec: &DistributionSpec,
     ) -> Result<Self, Error> {
-        let db = |id: &ShardId| Ok::<_, Error>((id.clone(), router.shard_db(id)?));
+        let db = |id: &ShardId| Ok::<_, Error>((id.clone(), router.shard_db(id)?.working_as(Work::Move)));
         match spec.distribution {
             Distribution::Tenant => {
                 let home = map.route_tenant(tenant.as_str()).map_err(|_| Error::TenantNotFound)?;
@@ -522,7 +523,7 @@ impl PhasedJob for Run<'_> {
         let (tenant, collection) = self.subject();
         for id in &self.progress.sources {
             let id = ShardId::parse(id).map_err(|e| Error::Corrupt(format!("redistribution source: {e}")))?;
-            let db = router.shard_db(&id)?;
+            let db = router.shard_db(&id)?.working_as(Work::Move);
             let shard = FencedShard::new(&db, &id);
             sqlx::query(&format!("DELETE FROM {} WHERE tenant = $1 AND collection = $2", table.name))
                 .bind(tenant.as_str())

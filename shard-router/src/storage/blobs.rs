@@ -72,6 +72,7 @@
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use futures::{Stream, TryStreamExt};
@@ -82,6 +83,7 @@ use sqlx::any::AnyRow;
 use crate::error::Error;
 use crate::ids::{InvalidId, ShardId, TenantId, check_key_chars};
 use crate::storage::db::Database;
+use crate::storage::meter::Sample;
 use crate::storage::records::{MAX_WRITE_ATTEMPTS, backoff};
 use crate::storage::shard::{FencedShard, OnShard, ShardStore, plain_shard_store, shard_error};
 
@@ -480,7 +482,9 @@ impl<'a> BlobStore<'a> {
             .execute(&mut *tx)
             .on_shard(&self.shard)
             .await?;
-        tx.commit().on_shard(&self.shard).await
+        tx.commit().on_shard(&self.shard).await?;
+        self.shard.count(Sample::rows_written(1, data.len() as u64));
+        Ok(())
     }
 
     /// Why [`BlobStore::put_chunk`] could not append: the error to return.
@@ -996,34 +1000,44 @@ async fn read_window(db: &Database, shard: &ShardId, blob: &BlobMeta, seqs: Rang
     if seqs.is_empty() {
         return Ok(Vec::new());
     }
+    let started = db.is_metered().then(Instant::now);
     let rows =
         sqlx::query("SELECT seq, data FROM blob_chunks WHERE upload_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq")
             .bind(&blob.upload_id)
             .bind(to_i64(seqs.start)?)
             .bind(to_i64(seqs.end)?)
             .fetch_all(&db.pool)
-            .await
-            .map_err(|e| shard_error(shard, e))?;
+            .await;
+    if let Some(started) = started {
+        db.record(shard, Sample::statement(false, started.elapsed(), rows.is_err()));
+    }
+    let rows = rows.map_err(|e| shard_error(shard, e))?;
+    let mut bytes = 0;
+    let count = rows.len() as u64;
     let mut rows = rows.into_iter();
-    seqs.map(|seq| {
-        // Rows come in order and the key is unique: the next row is chunk `seq` or it is missing.
-        let row = rows.next().ok_or(Error::BlobNotFound)?;
-        let found: i64 = row.try_get(0).map_err(|e| shard_error(shard, e))?;
-        if u64::try_from(found).ok() != Some(seq) {
-            return Err(Error::BlobNotFound);
-        }
-        let data: Vec<u8> = row.try_get(1).map_err(|e| shard_error(shard, e))?;
-        let expected = blob.chunk_len(seq).unwrap_or(0);
-        if data.len() != expected {
-            return Err(Error::Corrupt(format!(
-                "chunk {seq} of upload {} on shard {shard} has {} bytes, {expected} expected",
-                blob.upload_id,
-                data.len()
-            )));
-        }
-        Ok(Bytes::from(data))
-    })
-    .collect()
+    let chunks = seqs
+        .map(|seq| {
+            // Rows come in order and the key is unique: the next row is chunk `seq` or it is missing.
+            let row = rows.next().ok_or(Error::BlobNotFound)?;
+            let found: i64 = row.try_get(0).map_err(|e| shard_error(shard, e))?;
+            if u64::try_from(found).ok() != Some(seq) {
+                return Err(Error::BlobNotFound);
+            }
+            let data: Vec<u8> = row.try_get(1).map_err(|e| shard_error(shard, e))?;
+            let expected = blob.chunk_len(seq).unwrap_or(0);
+            if data.len() != expected {
+                return Err(Error::Corrupt(format!(
+                    "chunk {seq} of upload {} on shard {shard} has {} bytes, {expected} expected",
+                    blob.upload_id,
+                    data.len()
+                )));
+            }
+            bytes += data.len() as u64;
+            Ok(Bytes::from(data))
+        })
+        .collect();
+    db.record(shard, Sample::rows_read(count, bytes));
+    chunks
 }
 
 fn to_i64(n: u64) -> Result<i64, Error> {

@@ -28,8 +28,10 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
+use crate::ids::ShardId;
 use crate::storage::health::{BreakerConfig, Health, ProbeConnect};
 pub use crate::storage::health::{Ping, PingFailure};
+use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
 use crate::storage::pg_tls::{PgTls, prepare_url};
 
 /// Which database engine a URL points at.
@@ -135,6 +137,11 @@ pub struct Database {
     health: Arc<Health>,
     /// What its URL asks of TLS, if it is PostgreSQL.
     tls: Option<Arc<PgTls>>,
+    /// The instance's load meter, if its statements are counted (shards' are, the catalog's
+    /// is not).
+    meter: Option<Arc<LoadMeter>>,
+    /// What its statements are charged to.
+    charge: Charge,
 }
 
 /// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
@@ -167,7 +174,8 @@ impl Database {
     /// This database again, with a pool sized by `config` (its connections are those of the new
     /// pool; the old pool closes when its last user drops it) and the same [`Health`].
     pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
-        Self::open_with(url, config, Some(self.health.clone()))
+        let db = Self::open_with(url, config, Some(self.health.clone()))?;
+        Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), ..db })
     }
 
     /// The most connections its pool opens.
@@ -255,7 +263,7 @@ impl Database {
         };
         let pools = (pool.clone(), native.clone());
         health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
-        Ok(Self { pool, engine, native, health, tls })
+        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default() })
     }
 
     /// Opens one new connection of each of its pools (the engine-neutral one and, on
@@ -290,6 +298,41 @@ impl Database {
     /// The database's breaker, bulkhead and statement deadline: run statements through it.
     pub fn health(&self) -> &Arc<Health> {
         &self.health
+    }
+
+    /// This database with its statements counted by `meter` (as [`Work::Maintenance`] until
+    /// charged otherwise).
+    pub fn metered(mut self, meter: Arc<LoadMeter>) -> Self {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// This database with its statements charged as `charge` says.
+    pub fn charged(mut self, charge: Charge) -> Self {
+        self.charge = charge;
+        self
+    }
+
+    /// This database with its statements charged to `work` (on no vshard and no tenant).
+    pub fn working_as(self, work: Work) -> Self {
+        self.charged(Charge { work, ..Charge::default() })
+    }
+
+    /// What its statements are charged to.
+    pub fn charge(&self) -> &Charge {
+        &self.charge
+    }
+
+    /// Counts `sample` for shard `shard`, if the database is metered.
+    pub fn record(&self, shard: &ShardId, sample: Sample) {
+        if let Some(meter) = &self.meter {
+            meter.record(shard, &self.charge, sample);
+        }
+    }
+
+    /// Whether its statements are counted.
+    pub fn is_metered(&self) -> bool {
+        self.meter.is_some()
     }
 
     /// The native pool to this database if it is PostgreSQL: for what the engine-neutral pool

@@ -1,6 +1,6 @@
 //! One shard database and what is stored on it: the connection pools ([`db`], with TLS as
 //! libpq takes it: [`pg_tls`]), each database's health (deadlines, bulkhead, breaker:
-//! [`health`]), the write fences ([`shard`]), records ([`records`]) and blobs ([`blobs`]), and
+//! [`health`]), the load its statements put on it ([`meter`]), what a database holds ([`holdings`]), the write fences ([`shard`]), records ([`records`]) and blobs ([`blobs`]), and
 //! what makes a database safe to be a shard ([`registration`]). The catalog's database is opened
 //! with the same [`db::Database`].
 //!
@@ -11,6 +11,8 @@
 pub mod blobs;
 pub mod db;
 pub mod health;
+pub mod holdings;
+pub mod meter;
 pub mod pg_tls;
 pub mod records;
 pub mod registration;

@@ -14,6 +14,7 @@ use crate::ids::{CollectionName, RecordKey, TenantId};
 use std::sync::LazyLock;
 
 use crate::map::{Route, Strategy};
+use crate::storage::meter::Sample;
 use crate::storage::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
 
 /// Where a record store keeps its records, and which fences guard them.
@@ -487,6 +488,7 @@ impl<'a> RecordStore<'a> {
 
     fn record(&self, row: &sqlx::any::AnyRow) -> Result<StoredRecord, Error> {
         let value: String = row.try_get(3).map_err(|e| self.err(e))?;
+        self.shard.count(Sample::rows_read(1, value.len() as u64));
         Ok(StoredRecord {
             key: row.try_get(0).map_err(|e| self.err(e))?,
             version: row.try_get(1).map_err(|e| self.err(e))?,
@@ -545,6 +547,7 @@ impl<'a> RecordStore<'a> {
                 }
             };
             if let Some(version) = self.unless_fenced_out(addr, written).await? {
+                self.shard.count(Sample::rows_written(1, value.get().len() as u64));
                 return Ok(PutOutcome {
                     created: live.is_none(),
                     record: StoredRecord::written(addr, version, value, now_ms),
@@ -574,6 +577,7 @@ impl<'a> RecordStore<'a> {
         };
         let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
         let live_since: i64 = row.try_get(1).map_err(|e| self.err(e))?;
+        self.shard.count(Sample::rows_written(1, value.get().len() as u64));
         Ok(PutOutcome { created: version == live_since, record: StoredRecord::written(addr, version, value, now_ms) })
     }
 
@@ -590,7 +594,9 @@ impl<'a> RecordStore<'a> {
                 .fetch_optional(self.shard.pool())
                 .on_shard(&self.shard)
                 .await?;
-            return self.unless_fenced_out(addr, version).await?.ok_or(Error::RecordNotFound);
+            let version = self.unless_fenced_out(addr, version).await?.ok_or(Error::RecordNotFound)?;
+            self.shard.count(Sample::rows_written(1, 0));
+            return Ok(version);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
@@ -603,6 +609,7 @@ impl<'a> RecordStore<'a> {
             let delete = sqlx::query_scalar(&self.sql().delete_version).bind(version + 1).bind(now_ms);
             let written = self.swap_version(delete, addr, version).await?;
             if let Some(version) = self.unless_fenced_out(addr, written).await? {
+                self.shard.count(Sample::rows_written(1, 0));
                 return Ok(version);
             }
         }
@@ -759,13 +766,13 @@ impl<'a> RecordStore<'a> {
         for value in binds {
             query = query.bind(value);
         }
-        query.bind(i64::from(limit)).fetch_all(self.shard.pool()).on_shard(&self.shard).await
+        query.bind(i64::from(limit)).fetch_all(self.shard.pool()).reading_on(&self.shard).await
     }
 
     /// Live records on this shard (all tenants).
     pub async fn count_live(&self) -> Result<u64, Error> {
         let count: i64 =
-            sqlx::query_scalar(&self.sql().count_live).fetch_one(self.shard.pool()).on_shard(&self.shard).await?;
+            sqlx::query_scalar(&self.sql().count_live).fetch_one(self.shard.pool()).reading_on(&self.shard).await?;
         Ok(count as u64)
     }
 
@@ -775,7 +782,7 @@ impl<'a> RecordStore<'a> {
             .bind(tenant.as_str())
             .bind(collection.as_str())
             .fetch_one(self.shard.pool())
-            .on_shard(&self.shard)
+            .reading_on(&self.shard)
             .await?;
         Ok(u64::try_from(count).unwrap_or(0))
     }
@@ -809,7 +816,7 @@ impl<'a> RecordStore<'a> {
             .bind(collection.as_str())
             .bind(i64::from(limit))
             .fetch_all(self.shard.pool())
-            .on_shard(&self.shard)
+            .reading_on(&self.shard)
             .await?;
         rows.iter()
             .map(|row| {

@@ -12,10 +12,13 @@
 //! WHERE epoch > $n)`, bound to [`FencedShard::map_epoch`]. A write that changed nothing is then
 //! either a lost race or a refusal by the fence; [`FencedShard::check_fence`] tells which.
 
+use std::time::Instant;
+
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::storage::db::Database;
 use crate::storage::health::Refusal;
+use crate::storage::meter::Sample;
 
 /// A shard database and the map epoch its writes are routed on. A store on a shard holds one
 /// and reaches its pool, its id and its fence through it.
@@ -81,7 +84,23 @@ impl<'a> FencedShard<'a> {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
     {
-        self.db.health().run_idempotent(statement).await.map_err(|r| self.refused(r))
+        let started = self.db.is_metered().then(Instant::now);
+        let result = self.db.health().run_idempotent(statement).await;
+        self.measure(false, started, result.is_err());
+        result.map_err(|r| self.refused(r))
+    }
+
+    /// Counts a statement that began at `started` (if the database is metered) for this shard.
+    fn measure(&self, write: bool, started: Option<Instant>, failed: bool) {
+        if let Some(started) = started {
+            self.db.record(self.id, Sample::statement(write, started.elapsed(), failed));
+        }
+    }
+
+    /// Counts rows and bytes a statement read or wrote ([`Sample::rows_read`],
+    /// [`Sample::rows_written`]) for this shard.
+    pub fn count(&self, sample: Sample) {
+        self.db.record(self.id, sample);
     }
 
     /// After a fenced write changed nothing: [`Error::StaleMap`] if the fence is why.
@@ -651,10 +670,22 @@ impl<'a> MoveSubject<'a> {
 }
 
 /// Every statement on a shard runs through the shard's [`crate::storage::health::Health`] (breaker,
-/// bulkhead, deadline), written `statement.on_shard(&shard).await`; its errors name the shard.
+/// bulkhead, deadline), written `statement.on_shard(&shard).await` (a statement that writes) or
+/// `statement.reading_on(&shard).await` (one that only reads); its errors name the shard, and the
+/// shard's load meter counts it ([`crate::storage::meter`]).
 pub trait OnShard<T>: std::future::Future<Output = Result<T, sqlx::Error>> + Sized {
-    /// Runs the statement on `shard` ([`crate::storage::health::Health::run`]).
+    /// Runs the statement, which writes, on `shard` ([`crate::storage::health::Health::run`]).
     fn on_shard<'s>(
+        self,
+        shard: &'s FencedShard<'_>,
+    ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
+    where
+        Self: Send + 's,
+        T: Send;
+
+    /// Runs the statement, which only reads, on `shard` (not retried: see
+    /// [`FencedShard::read`] for a read that may run twice).
+    fn reading_on<'s>(
         self,
         shard: &'s FencedShard<'_>,
     ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
@@ -667,13 +698,41 @@ impl<T, F> OnShard<T> for F
 where
     F: std::future::Future<Output = Result<T, sqlx::Error>>,
 {
-    #[expect(clippy::manual_async_fn, reason = "an `async fn` here would tie `T` to the shard's lifetime")]
     fn on_shard<'s>(self, shard: &'s FencedShard<'_>) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
     where
         Self: Send + 's,
         T: Send,
     {
-        async move { shard.db.health().run(self).await.map_err(|r| shard.refused(r)) }
+        run_on(shard, true, self)
+    }
+
+    fn reading_on<'s>(
+        self,
+        shard: &'s FencedShard<'_>,
+    ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
+    where
+        Self: Send + 's,
+        T: Send,
+    {
+        run_on(shard, false, self)
+    }
+}
+
+#[expect(clippy::manual_async_fn, reason = "an `async fn` here would tie `T` to the shard's lifetime")]
+fn run_on<'s, T, F>(
+    shard: &'s FencedShard<'_>,
+    write: bool,
+    statement: F,
+) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
+where
+    F: std::future::Future<Output = Result<T, sqlx::Error>> + Send + 's,
+    T: Send,
+{
+    async move {
+        let started = shard.db.is_metered().then(Instant::now);
+        let result = shard.db.health().run(statement).await;
+        shard.measure(write, started, result.is_err());
+        result.map_err(|r| shard.refused(r))
     }
 }
 

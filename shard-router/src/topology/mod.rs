@@ -9,8 +9,10 @@
 //! pools. Callers are the admin routes and the jobs that switch a map (moves, redistribution).
 //! It routes through the [`ShardRouter`] below it and knows nothing of the jobs above it.
 
-use crate::ids::ShardId;
+use crate::ids::{ShardId, TenantId};
+use crate::map::ShardState;
 use crate::router::ShardRouter;
+use crate::storage::holdings::{TenantHolding, tenant_holding};
 use crate::storage::shard::FencedShard;
 
 mod distribution;
@@ -32,17 +34,55 @@ impl<'r> Topology<'r> {
         Self { router }
     }
 
+    /// What `work` on shard `id` answers within the probe timeout; `None` (and a warning) when
+    /// it fails or does not answer in time.
+    async fn within_probe<T>(
+        &self,
+        id: &ShardId,
+        what: &str,
+        work: impl std::future::Future<Output = Result<T, crate::error::Error>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(self.router.pools().config().probe_timeout, work).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(e)) => {
+                tracing::warn!(shard = %id, error = %e, "could not {what}");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(shard = %id, "could not {what} in time");
+                None
+            }
+        }
+    }
+
+    /// What `tenant` holds on every shard (records, blobs and their bytes), and the shards that
+    /// did not answer within the probe timeout (their part is missing).
+    pub async fn tenant_holdings(&self, tenant: &TenantId) -> (TenantHolding, Vec<ShardId>) {
+        let shards = self.router.shard_dbs();
+        let measured = futures::future::join_all(shards.iter().map(|(id, state, db)| async move {
+            if *state == ShardState::Offline {
+                return None;
+            }
+            self.within_probe(id, "count a tenant's data", tenant_holding(&FencedShard::new(db, id), tenant)).await
+        }))
+        .await;
+        let mut total = TenantHolding::default();
+        let mut missing = Vec::new();
+        for ((id, _, _), holding) in shards.iter().zip(measured) {
+            match holding {
+                Some(holding) => total.add(&holding),
+                None => missing.push(id.clone()),
+            }
+        }
+        (total, missing)
+    }
+
     /// Raises shard `id`'s fence to `epoch`, within the probe timeout; a failure is logged
     /// (the shard is down, so nothing writes there either).
     async fn raise_fence_on(&self, id: &ShardId, epoch: u64) {
         match self.router.shard_db(id) {
             Ok(db) => {
-                let shard = FencedShard::new(&db, id);
-                match tokio::time::timeout(self.router.pools().config().probe_timeout, shard.raise_fence(epoch)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(shard = %id, error = %e, "could not raise the shard fence"),
-                    Err(_) => tracing::warn!(shard = %id, "raising the shard fence timed out"),
-                }
+                self.within_probe(id, "raise the shard fence", FencedShard::new(&db, id).raise_fence(epoch)).await;
             }
             Err(e) => tracing::warn!(shard = %id, error = %e, "no pool to raise the shard fence"),
         }

@@ -9,9 +9,10 @@ use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::{ShardEntry, ShardState};
 use crate::storage::health::HealthReport;
+use crate::storage::holdings::shard_size;
 use crate::storage::records::RecordStore;
 use crate::storage::registration::{Claim, check_shard_url};
-use crate::storage::shard::ShardStore;
+use crate::storage::shard::{FencedShard, ShardStore};
 
 /// A registered shard with its statistics.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct ShardStats {
     pub pinned_tenants: u64,
     /// Live records on it; `None` when it cannot be counted (offline or unreachable).
     pub records: Option<u64>,
+    /// Its database's size on disk (bytes); `None` when it cannot be measured.
+    pub bytes: Option<u64>,
     /// Its database's health on this instance; `None` when no pool is open for it.
     pub health: Option<HealthReport>,
     /// Why this instance does not use it, if it does not (its database carries another shard's
@@ -104,12 +107,12 @@ impl Topology<'_> {
                 })
                 .collect()
         });
-        let records = futures::future::join_all(rows.iter().map(|row| self.count_records(row))).await;
+        let measured = futures::future::join_all(rows.iter().map(|row| self.measure(row))).await;
         Ok(rows
             .into_iter()
             .zip(counts)
-            .zip(records)
-            .map(|((shard, (vshards, tenants, pinned_tenants)), records)| ShardStats {
+            .zip(measured)
+            .map(|((shard, (vshards, tenants, pinned_tenants)), (records, bytes))| ShardStats {
                 health: self.router.shard_db(&shard.id).ok().map(|db| db.health().report()),
                 problem: self.router.pools().problem(&shard.id),
                 shard,
@@ -117,25 +120,23 @@ impl Topology<'_> {
                 tenants,
                 pinned_tenants,
                 records,
+                bytes,
             })
             .collect())
     }
 
-    /// Live records on a shard; `None` when it is offline or does not answer in time.
-    async fn count_records(&self, shard: &ShardRow) -> Option<u64> {
+    /// Live records on a shard and its size on disk; each `None` when the shard is offline or
+    /// does not answer in time.
+    async fn measure(&self, shard: &ShardRow) -> (Option<u64>, Option<u64>) {
         if shard.state == ShardState::Offline {
-            return None;
+            return (None, None);
         }
-        let db = self.router.shard_db(&shard.id).ok()?;
-        let store = RecordStore::new(&db, &shard.id);
-        match tokio::time::timeout(self.router.pools().config().probe_timeout, store.count_live()).await {
-            Ok(Ok(count)) => Some(count),
-            Ok(Err(e)) => {
-                tracing::warn!(shard = %shard.id, error = %e, "could not count records");
-                None
-            }
-            Err(_) => None,
-        }
+        let Ok(db) = self.router.shard_db(&shard.id) else { return (None, None) };
+        let (fenced, store) = (FencedShard::new(&db, &shard.id), RecordStore::new(&db, &shard.id));
+        let records = self.within_probe(&shard.id, "count records", store.count_live());
+        let size = self.within_probe(&shard.id, "measure the database", shard_size(&fenced));
+        let (records, size) = futures::join!(records, size);
+        (records, size.map(|s| s.bytes))
     }
 
     /// Changes a shard's state; requests see it at once.

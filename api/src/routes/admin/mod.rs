@@ -2,8 +2,10 @@
 
 pub mod audit_log;
 pub mod collections;
+pub mod holdings;
 pub mod index_audits;
 pub mod jobs;
+pub mod load;
 pub mod moves;
 pub mod rebalance;
 pub mod routing;

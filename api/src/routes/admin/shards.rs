@@ -34,6 +34,9 @@ pub struct Shard {
     pub pinned_tenants: u64,
     /// Live records on it; `null` when it cannot be counted (offline or unreachable).
     pub records: Option<u64>,
+    /// Its database's size on disk in bytes (PostgreSQL's `pg_database_size`, SQLite's pages);
+    /// `null` when it cannot be measured.
+    pub bytes: Option<u64>,
     /// Its database's circuit breaker and bulkhead on the instance that answered; `null` when
     /// the instance has no pool open for it.
     pub breaker: Option<Breaker>,
@@ -93,6 +96,7 @@ impl From<ShardStats> for Shard {
             tenants: s.tenants,
             pinned_tenants: s.pinned_tenants,
             records: s.records,
+            bytes: s.bytes,
             breaker: s.health.map(Breaker::from),
             problem: s.problem,
             created_at: rfc3339(s.shard.created_at_ms),

@@ -111,7 +111,7 @@ fn tenant_rate_limit(limit: RateLimit) -> Result<TenantRateLimit, ApiError> {
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct TenantPath {
     /// Tenant id.
-    id: String,
+    pub(crate) id: String,
 }
 
 /// Paging of the tenant list.

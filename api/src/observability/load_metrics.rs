@@ -1,0 +1,105 @@
+//! The load this instance put on each shard in `/metrics`, since it started, as its load meter
+//! counted it (`shardgate_shard_router::storage::meter`): statements, rows, bytes, statement time
+//! and failures, by shard and kind of work (`request`, `move`, `maintenance`); and what each
+//! shard holds (bytes on disk, record rows), sampled once a minute. Labelled by shard and work
+//! only (bounded by the number of shards); vshards and tenants are in `GET /v1/admin/load`.
+
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::balance::LoadFlusher;
+use shardgate_shard_router::storage::holdings::ShardSize;
+use shardgate_shard_router::storage::meter::Counters;
+
+/// The [`Collector`] of shard load metrics: the router's meter, and the shard sizes its flusher
+/// samples.
+#[derive(Debug)]
+pub struct ShardLoadMetrics(pub Arc<ShardRouter>, pub Option<LoadFlusher>);
+
+/// A counter family split by a label: its name, help, label, and per label value how to read it.
+type Split = (&'static str, &'static str, &'static str, [(&'static str, fn(&Counters) -> u64); 2]);
+
+impl Collector for ShardLoadMetrics {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(meter) = self.0.pools().meter() else { return Ok(()) };
+        let totals = meter.totals();
+        let split: [Split; 3] = [
+            (
+                "shard_load_statements",
+                "Statements this instance ran on each shard, by kind of work and whether they read or wrote",
+                "kind",
+                [("read", |c| c.reads), ("write", |c| c.writes)],
+            ),
+            (
+                "shard_load_rows",
+                "Rows this instance read from or wrote to each shard, by kind of work",
+                "direction",
+                [("read", |c| c.rows_read), ("written", |c| c.rows_written)],
+            ),
+            (
+                "shard_load_bytes",
+                "Bytes of record values and blob chunks this instance read from or wrote to each shard",
+                "direction",
+                [("read", |c| c.bytes_read), ("written", |c| c.bytes_written)],
+            ),
+        ];
+        for (name, help, label, values) in split {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (shard, work, counters) in &totals {
+                for (value, read) in values {
+                    let labels = [("shard", shard.as_str()), ("work", work.as_str()), (label, value)];
+                    ConstCounter::new(read(counters)).encode(family.encode_family(&labels)?)?;
+                }
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "shard_load_statement_seconds",
+            "Time this instance's statements on each shard took, from start to answer (waiting for a connection included)",
+            None,
+            MetricType::Counter,
+        )?;
+        for (shard, work, counters) in &totals {
+            let labels = [("shard", shard.as_str()), ("work", work.as_str())];
+            ConstCounter::new(counters.statement_us as f64 / 1e6).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "shard_load_errors",
+            "Statements on each shard that failed or were refused, by kind of work",
+            None,
+            MetricType::Counter,
+        )?;
+        for (shard, work, counters) in &totals {
+            let labels = [("shard", shard.as_str()), ("work", work.as_str())];
+            ConstCounter::new(counters.errors).encode(family.encode_family(&labels)?)?;
+        }
+        let family = encoder.encode_descriptor(
+            "load_windows_dropped",
+            "Load windows dropped because the catalog did not take them for an hour",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(meter.dropped_windows()).encode(family)?;
+        let sizes = self.1.as_ref().map(LoadFlusher::shard_sizes).unwrap_or_default();
+        let gauges: [(&str, &str, fn(&ShardSize) -> u64); 2] = [
+            ("shard_bytes", "Each shard database's size on disk (sampled once a minute)", |s| s.bytes),
+            (
+                "shard_record_rows",
+                "Rows of records on each shard, tombstones included (PostgreSQL's statistics, sampled once a minute)",
+                |s| s.record_rows,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (shard, size) in &sizes {
+                let value = i64::try_from(value(size)).unwrap_or(i64::MAX);
+                ConstGauge::new(value).encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+            }
+        }
+        Ok(())
+    }
+}

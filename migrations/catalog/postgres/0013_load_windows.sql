@@ -1,0 +1,25 @@
+-- The load picture: each instance's closed windows of the load it put on the shards
+-- (shard-router `storage::meter`, flushed by `balance::windows`). Rows of `scope = 'vshard'`
+-- count every statement (vshard -1: placed by no vshard); rows of `scope = 'tenant'` hold the
+-- heaviest tenants of the window only. Full-resolution windows are rolled up into wider ones
+-- (`width_ms`) and pruned after the configured retention.
+CREATE TABLE load_windows (
+    start_ms BIGINT NOT NULL,
+    width_ms BIGINT NOT NULL,
+    instance TEXT NOT NULL,
+    shard TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    work TEXT NOT NULL,
+    reads BIGINT NOT NULL,
+    writes BIGINT NOT NULL,
+    rows_read BIGINT NOT NULL,
+    rows_written BIGINT NOT NULL,
+    bytes_read BIGINT NOT NULL,
+    bytes_written BIGINT NOT NULL,
+    statement_us BIGINT NOT NULL,
+    errors BIGINT NOT NULL,
+    overcount_us BIGINT NOT NULL,
+    PRIMARY KEY (start_ms, width_ms, instance, shard, scope, subject, work)
+);
+CREATE INDEX load_windows_by_width ON load_windows (width_ms, start_ms);

@@ -1,0 +1,14 @@
+//! Where the fleet's load lands, and (next) the balancer that acts on it.
+//!
+//! - [`windows`]: each instance stores the windows its load meter
+//!   ([`crate::storage::meter`]) closed in the catalog, and keeps the table to its retention;
+//! - [`picture`]: the windows read back, summed over instances: by shard, vshard and tenant,
+//!   averaged or as time series, and the heat map of vshards by time.
+//!
+//! It is the highest room: it reads the catalog and the router's map. Nothing below it knows it.
+
+pub mod picture;
+pub mod windows;
+
+pub use picture::{HeatMap, HeatRow, LoadPicture, Span, heat_map, picture};
+pub use windows::LoadFlusher;

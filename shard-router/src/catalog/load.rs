@@ -1,0 +1,274 @@
+//! The catalog's `load_windows`: every instance's closed windows of the load it put on the
+//! shards ([`crate::storage::meter`]), stored, rolled up, pruned and read back for the load
+//! picture (`crate::balance`). Rows are written many at a time in one statement: the rows travel
+//! as one JSON parameter that the database unpacks (`jsonb_to_recordset` on PostgreSQL,
+//! `json_each` on SQLite), and a row that exists already is added to.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sqlx::Row;
+
+use super::{Catalog, catalog_err, column};
+use crate::error::Error;
+use crate::storage::db::Engine;
+use crate::storage::meter::{Counters, WindowLoad};
+
+/// What a load row counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadScope {
+    /// Every statement on a vshard of the shard (`subject` is the vshard, `-1` for none).
+    Vshard,
+    /// One of the heaviest tenants' requests on the shard (`subject` is the tenant).
+    Tenant,
+}
+
+impl LoadScope {
+    /// Its name in the catalog and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadScope::Vshard => "vshard",
+            LoadScope::Tenant => "tenant",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Self, Error> {
+        match name {
+            "vshard" => Ok(LoadScope::Vshard),
+            "tenant" => Ok(LoadScope::Tenant),
+            other => Err(Error::Corrupt(format!("load scope {other:?}"))),
+        }
+    }
+}
+
+/// One row of `load_windows`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadRow {
+    /// The window's start (ms since the Unix epoch).
+    pub start_ms: i64,
+    /// Its width (ms).
+    pub width_ms: i64,
+    /// The instance that counted it.
+    pub instance: String,
+    /// The shard.
+    pub shard: String,
+    /// What it counts.
+    pub scope: LoadScope,
+    /// The vshard (as text) or the tenant.
+    pub subject: String,
+    /// Whose work (`request`, `move`, `maintenance`).
+    pub work: String,
+    /// The counters.
+    #[serde(flatten)]
+    pub counters: Counters,
+    /// A tenant row's rank weight inherited from a tenant it displaced (µs; see
+    /// [`crate::storage::meter::TenantLoad::overcount`]).
+    pub overcount_us: u64,
+}
+
+impl LoadRow {
+    /// The rows of `window`, counted by `instance`.
+    pub fn of_window(instance: &str, window: &WindowLoad) -> Vec<LoadRow> {
+        let row = |shard: &str, scope, subject: String, work: &str, counters: Counters, overcount_us| LoadRow {
+            start_ms: window.start_ms,
+            width_ms: window.width_ms,
+            instance: instance.to_owned(),
+            shard: shard.to_owned(),
+            scope,
+            subject,
+            work: work.to_owned(),
+            counters,
+            overcount_us,
+        };
+        let vshards = window
+            .vshards
+            .iter()
+            .map(|v| row(v.shard.as_str(), LoadScope::Vshard, v.vshard.to_string(), v.work.as_str(), v.counters, 0));
+        let tenants = window.tenants.iter().map(|t| {
+            row(t.shard.as_str(), LoadScope::Tenant, t.tenant.to_string(), "request", t.counters, t.overcount)
+        });
+        vshards.chain(tenants).collect()
+    }
+}
+
+const COLUMNS: &str = "start_ms, width_ms, instance, shard, scope, subject, work, reads, writes, rows_read, \
+                       rows_written, bytes_read, bytes_written, statement_us, errors, overcount_us";
+
+/// The counters a stored row adds to when the same row is stored again.
+const ADDED: [&str; 9] = [
+    "reads",
+    "writes",
+    "rows_read",
+    "rows_written",
+    "bytes_read",
+    "bytes_written",
+    "statement_us",
+    "errors",
+    "overcount_us",
+];
+
+/// The statement that stores the rows given as a JSON array in `$1`.
+fn insert_sql(engine: Engine) -> String {
+    let added = ADDED.map(|c| format!("{c} = load_windows.{c} + excluded.{c}")).join(", ");
+    let conflict =
+        format!("ON CONFLICT (start_ms, width_ms, instance, shard, scope, subject, work) DO UPDATE SET {added}");
+    match engine {
+        Engine::Postgres => format!(
+            "INSERT INTO load_windows ({COLUMNS}) SELECT {COLUMNS} FROM jsonb_to_recordset($1::jsonb) AS r(\
+             start_ms BIGINT, width_ms BIGINT, instance TEXT, shard TEXT, scope TEXT, subject TEXT, work TEXT, \
+             reads BIGINT, writes BIGINT, rows_read BIGINT, rows_written BIGINT, bytes_read BIGINT, \
+             bytes_written BIGINT, statement_us BIGINT, errors BIGINT, overcount_us BIGINT) {conflict}"
+        ),
+        Engine::Sqlite => {
+            let fields = COLUMNS.split(", ").map(|c| format!("json_extract(value, '$.{c}')")).collect::<Vec<_>>();
+            // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.
+            format!(
+                "INSERT INTO load_windows ({COLUMNS}) SELECT {} FROM json_each($1) WHERE true {conflict}",
+                fields.join(", ")
+            )
+        }
+    }
+}
+
+fn read_row(row: &sqlx::any::AnyRow) -> Result<LoadRow, Error> {
+    let count = |i: usize| -> Result<u64, Error> { column::<i64>(row, i).map(|n| u64::try_from(n).unwrap_or(0)) };
+    Ok(LoadRow {
+        start_ms: column(row, 0)?,
+        width_ms: column(row, 1)?,
+        instance: column(row, 2)?,
+        shard: column(row, 3)?,
+        scope: LoadScope::parse(&column::<String>(row, 4)?)?,
+        subject: column(row, 5)?,
+        work: column(row, 6)?,
+        counters: Counters {
+            reads: count(7)?,
+            writes: count(8)?,
+            rows_read: count(9)?,
+            rows_written: count(10)?,
+            bytes_read: count(11)?,
+            bytes_written: count(12)?,
+            statement_us: count(13)?,
+            errors: count(14)?,
+        },
+        overcount_us: count(15)?,
+    })
+}
+
+/// The JSON array of `rows` as the insert statement takes it.
+fn rows_json(rows: &[LoadRow]) -> Result<String, Error> {
+    serde_json::to_string(rows).map_err(|e| Error::Corrupt(format!("load rows: {e}")))
+}
+
+impl Catalog {
+    /// Stores `rows` in one statement (a row stored before is added to).
+    pub async fn store_load_rows(&self, rows: &[LoadRow]) -> Result<(), Error> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let json = rows_json(rows)?;
+        let sql = insert_sql(self.db.engine);
+        self.guarded(async {
+            sqlx::query(&sql).bind(json).execute(&self.db.pool).await.map_err(catalog_err)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Rolls the rows of width `from_ms` that ended by `before_ms` up into rows of width `to_ms`
+    /// (their counters summed), in one transaction: the rows are deleted and their sums stored,
+    /// so two instances rolling up at once never count a row twice (the second finds it gone).
+    /// Returns how many rows were rolled up.
+    pub async fn roll_up_load(&self, from_ms: i64, to_ms: i64, before_ms: i64) -> Result<u64, Error> {
+        let insert = insert_sql(self.db.engine);
+        self.guarded(async {
+            let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
+            let taken = sqlx::query(&format!(
+                "DELETE FROM load_windows WHERE width_ms = $1 AND start_ms + width_ms <= $2 RETURNING {COLUMNS}"
+            ))
+            .bind(from_ms)
+            .bind(before_ms)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
+            let mut sums: BTreeMap<(i64, String, String, LoadScope, String, String), LoadRow> = BTreeMap::new();
+            for row in &taken {
+                let row = read_row(row)?;
+                let start_ms = row.start_ms - row.start_ms.rem_euclid(to_ms);
+                let key = (
+                    start_ms,
+                    row.instance.clone(),
+                    row.shard.clone(),
+                    row.scope,
+                    row.subject.clone(),
+                    row.work.clone(),
+                );
+                let sum = sums.entry(key).or_insert_with(|| LoadRow {
+                    start_ms,
+                    width_ms: to_ms,
+                    counters: Counters::default(),
+                    overcount_us: 0,
+                    ..row.clone()
+                });
+                sum.counters.add(&row.counters);
+                sum.overcount_us += row.overcount_us;
+            }
+            let rows: Vec<LoadRow> = sums.into_values().collect();
+            if !rows.is_empty() {
+                sqlx::query(&insert).bind(rows_json(&rows)?).execute(&mut *tx).await.map_err(catalog_err)?;
+            }
+            tx.commit().await.map_err(catalog_err)?;
+            Ok(taken.len() as u64)
+        })
+        .await
+    }
+
+    /// Deletes the rows of width `width_ms` that ended by `before_ms`; returns how many.
+    pub async fn prune_load(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
+        self.guarded(async {
+            let done = sqlx::query("DELETE FROM load_windows WHERE width_ms = $1 AND start_ms + width_ms <= $2")
+                .bind(width_ms)
+                .bind(before_ms)
+                .execute(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            Ok(done.rows_affected())
+        })
+        .await
+    }
+
+    /// The rows of `scope` of the windows that overlap `[since_ms, until_ms)`, in time order.
+    pub async fn load_rows(&self, scope: LoadScope, since_ms: i64, until_ms: i64) -> Result<Vec<LoadRow>, Error> {
+        self.guarded(async {
+            let rows = sqlx::query(&format!(
+                "SELECT {COLUMNS} FROM load_windows WHERE scope = $1 AND start_ms < $3 AND start_ms + width_ms > $2 \
+                 ORDER BY start_ms, shard, subject"
+            ))
+            .bind(scope.as_str())
+            .bind(since_ms)
+            .bind(until_ms)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            rows.iter().map(read_row).collect()
+        })
+        .await
+    }
+
+    /// The instances that stored rows of windows that overlap `[since_ms, until_ms)`.
+    pub async fn load_instances(&self, since_ms: i64, until_ms: i64) -> Result<Vec<String>, Error> {
+        self.guarded(async {
+            let rows = sqlx::query(
+                "SELECT DISTINCT instance FROM load_windows WHERE start_ms < $2 AND start_ms + width_ms > $1 \
+                 ORDER BY instance",
+            )
+            .bind(since_ms)
+            .bind(until_ms)
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            rows.iter().map(|r| r.try_get::<String, _>(0).map_err(catalog_err)).collect()
+        })
+        .await
+    }
+}

@@ -1,0 +1,73 @@
+//! What a shard database holds, measured cheaply: its size on disk and its rows from the
+//! database's own statistics (for `/metrics`, sampled), and one tenant's records and blobs
+//! (counted on demand through the tenant's index, for the admin API).
+
+use crate::error::Error;
+use crate::ids::TenantId;
+use crate::storage::db::Engine;
+use crate::storage::shard::{FencedShard, OnShard};
+
+/// A shard database's size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShardSize {
+    /// Bytes on disk (PostgreSQL: `pg_database_size`; SQLite: pages × page size).
+    pub bytes: u64,
+    /// Rows of records (home and spread, tombstones included): PostgreSQL's statistics
+    /// (`pg_stat_user_tables.n_live_tup`, as of its last analysis), SQLite's count.
+    pub record_rows: u64,
+}
+
+/// Measures `shard` ([`ShardSize`]).
+pub async fn shard_size(shard: &FencedShard<'_>) -> Result<ShardSize, Error> {
+    let sql = match shard.db().engine {
+        Engine::Postgres => {
+            "SELECT pg_database_size(current_database()), \
+             (SELECT COALESCE(SUM(n_live_tup), 0)::BIGINT FROM pg_stat_user_tables \
+              WHERE relname IN ('records', 'spread_records'))"
+        }
+        Engine::Sqlite => {
+            "SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size()), \
+             (SELECT COUNT(*) FROM records) + (SELECT COUNT(*) FROM spread_records)"
+        }
+    };
+    let (bytes, rows): (i64, i64) = sqlx::query_as(sql).fetch_one(shard.pool()).reading_on(shard).await?;
+    Ok(ShardSize { bytes: u64::try_from(bytes).unwrap_or(0), record_rows: u64::try_from(rows).unwrap_or(0) })
+}
+
+/// What one tenant holds on one shard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TenantHolding {
+    /// Live records (home and spread).
+    pub records: u64,
+    /// Live blobs.
+    pub blobs: u64,
+    /// Their bytes.
+    pub blob_bytes: u64,
+}
+
+impl TenantHolding {
+    /// Adds `other`.
+    pub fn add(&mut self, other: &TenantHolding) {
+        self.records += other.records;
+        self.blobs += other.blobs;
+        self.blob_bytes += other.blob_bytes;
+    }
+}
+
+/// What `tenant` holds on `shard`: nothing when the tenant has moved away from it (the copy
+/// left behind until the move's clean-up is not its data).
+pub async fn tenant_holding(shard: &FencedShard<'_>, tenant: &TenantId) -> Result<TenantHolding, Error> {
+    let sql = "SELECT \
+        (SELECT COUNT(*) FROM records WHERE tenant = $1 AND deleted = 0) \
+          + (SELECT COUNT(*) FROM spread_records WHERE tenant = $1 AND deleted = 0), \
+        (SELECT COUNT(*) FROM blobs WHERE tenant = $1 AND deleted = 0), \
+        (SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) FROM blobs WHERE tenant = $1 AND deleted = 0), \
+        (SELECT COUNT(*) FROM tenant_fences WHERE tenant = $1 AND state = 'moved')";
+    let (records, blobs, blob_bytes, moved): (i64, i64, i64, i64) =
+        sqlx::query_as(sql).bind(tenant.as_str()).fetch_one(shard.pool()).reading_on(shard).await?;
+    if moved > 0 {
+        return Ok(TenantHolding::default());
+    }
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(TenantHolding { records: count(records), blobs: count(blobs), blob_bytes: count(blob_bytes) })
+}
