@@ -124,10 +124,10 @@ async fn load_windows_are_stored_rolled_up_and_pruned_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_tenants_leave_at_most_k_rows_per_window_and_the_heaviest_first() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = StorageConfig::default();
-    config.load = LoadConfig { window: Duration::from_secs(3600), top_tenants: 100, ..LoadConfig::default() };
-    config.load.rollup = Duration::from_secs(3600);
-    config.load.full_resolution = Duration::from_secs(3600);
+    let hour = Duration::from_secs(3600);
+    let load =
+        LoadConfig { window: hour, rollup: hour, full_resolution: hour, top_tenants: 100, ..LoadConfig::default() };
+    let config = StorageConfig { load, ..StorageConfig::default() };
     let router = Arc::new(ShardRouter::open(&config, dir.path()).await.unwrap());
     let id = shard("shard-0");
     let collection = CollectionName::parse("c").unwrap();

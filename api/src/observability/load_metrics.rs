@@ -24,6 +24,29 @@ pub struct ShardLoadMetrics(pub Arc<ShardRouter>, pub Option<LoadFlusher>);
 /// A counter family split by a label: its name, help, label, and per label value how to read it.
 type Split = (&'static str, &'static str, &'static str, [(&'static str, fn(&Counters) -> u64); 2]);
 
+/// A gauge of each shard's size: its name, its help and how to read it.
+type SizeGauge = (&'static str, &'static str, fn(&ShardSize) -> u64);
+
+/// A counter family by shard and kind of work: its name, its help and how to read it.
+type PerShard<V> = (&'static str, &'static str, fn(&Counters) -> V);
+
+/// Encodes `counter` for every shard and kind of work of `totals`.
+fn per_shard_and_work<V>(
+    encoder: &mut DescriptorEncoder,
+    (name, help, value): PerShard<V>,
+    totals: &shardgate_shard_router::storage::meter::Totals,
+) -> Result<(), std::fmt::Error>
+where
+    V: prometheus_client::encoding::EncodeCounterValue + std::fmt::Debug,
+{
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (shard, work, counters) in totals {
+        let labels = [("shard", shard.as_str()), ("work", work.as_str())];
+        ConstCounter::new(value(counters)).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
 impl Collector for ShardLoadMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let Some(meter) = self.0.pools().meter() else { return Ok(()) };
@@ -57,26 +80,17 @@ impl Collector for ShardLoadMetrics {
                 }
             }
         }
-        let mut family = encoder.encode_descriptor(
+        let seconds: PerShard<f64> = (
             "shard_load_statement_seconds",
             "Time this instance's statements on each shard took, from start to answer (waiting for a connection included)",
-            None,
-            MetricType::Counter,
-        )?;
-        for (shard, work, counters) in &totals {
-            let labels = [("shard", shard.as_str()), ("work", work.as_str())];
-            ConstCounter::new(counters.statement_us as f64 / 1e6).encode(family.encode_family(&labels)?)?;
-        }
-        let mut family = encoder.encode_descriptor(
-            "shard_load_errors",
-            "Statements on each shard that failed or were refused, by kind of work",
-            None,
-            MetricType::Counter,
-        )?;
-        for (shard, work, counters) in &totals {
-            let labels = [("shard", shard.as_str()), ("work", work.as_str())];
-            ConstCounter::new(counters.errors).encode(family.encode_family(&labels)?)?;
-        }
+            |c| c.statement_us as f64 / 1e6,
+        );
+        per_shard_and_work(&mut encoder, seconds, &totals)?;
+        let errors: PerShard<u64> =
+            ("shard_load_errors", "Statements on each shard that failed or were refused, by kind of work", |c| {
+                c.errors
+            });
+        per_shard_and_work(&mut encoder, errors, &totals)?;
         let family = encoder.encode_descriptor(
             "load_windows_dropped",
             "Load windows dropped because the catalog did not take them for an hour",
@@ -85,7 +99,7 @@ impl Collector for ShardLoadMetrics {
         )?;
         ConstCounter::new(meter.dropped_windows()).encode(family)?;
         let sizes = self.1.as_ref().map(LoadFlusher::shard_sizes).unwrap_or_default();
-        let gauges: [(&str, &str, fn(&ShardSize) -> u64); 2] = [
+        let gauges: [SizeGauge; 2] = [
             ("shard_bytes", "Each shard database's size on disk (sampled once a minute)", |s| s.bytes),
             (
                 "shard_record_rows",

@@ -675,29 +675,6 @@ impl<'a> MoveSubject<'a> {
 /// shard's load meter counts it ([`crate::storage::meter`]).
 pub trait OnShard<T>: std::future::Future<Output = Result<T, sqlx::Error>> + Sized {
     /// Runs the statement, which writes, on `shard` ([`crate::storage::health::Health::run`]).
-    fn on_shard<'s>(
-        self,
-        shard: &'s FencedShard<'_>,
-    ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
-    where
-        Self: Send + 's,
-        T: Send;
-
-    /// Runs the statement, which only reads, on `shard` (not retried: see
-    /// [`FencedShard::read`] for a read that may run twice).
-    fn reading_on<'s>(
-        self,
-        shard: &'s FencedShard<'_>,
-    ) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
-    where
-        Self: Send + 's,
-        T: Send;
-}
-
-impl<T, F> OnShard<T> for F
-where
-    F: std::future::Future<Output = Result<T, sqlx::Error>>,
-{
     fn on_shard<'s>(self, shard: &'s FencedShard<'_>) -> impl std::future::Future<Output = Result<T, Error>> + Send + 's
     where
         Self: Send + 's,
@@ -706,6 +683,8 @@ where
         run_on(shard, true, self)
     }
 
+    /// Runs the statement, which only reads, on `shard` (not retried: see
+    /// [`FencedShard::read`] for a read that may run twice).
     fn reading_on<'s>(
         self,
         shard: &'s FencedShard<'_>,
@@ -717,6 +696,8 @@ where
         run_on(shard, false, self)
     }
 }
+
+impl<T, F> OnShard<T> for F where F: std::future::Future<Output = Result<T, sqlx::Error>> {}
 
 #[expect(clippy::manual_async_fn, reason = "an `async fn` here would tie `T` to the shard's lifetime")]
 fn run_on<'s, T, F>(
