@@ -4,6 +4,8 @@
 //! | --- | --- |
 //! | `/v1/tenants/{tenant}/collections/{collection}/records[/{key}]` | `records.rs` |
 //! | `/v1/admin/tenants[/{id}]` | `admin/tenants.rs` |
+//! | `/v1/admin/tenants/{id}/holdings` | `admin/holdings.rs` |
+//! | `/v1/admin/load[/heatmap]` (the load picture) | `admin/load.rs` |
 //! | `/v1/admin/shards[/{id}]` | `admin/shards.rs` |
 //! | `/v1/admin/shard-map`, `/v1/admin/route` | `admin/routing.rs` |
 //! | `/v1/admin/audit` | `admin/audit_log.rs` |

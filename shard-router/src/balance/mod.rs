@@ -3,11 +3,14 @@
 //! - [`windows`]: each instance stores the windows its load meter
 //!   ([`crate::storage::meter`]) closed in the catalog, and keeps the table to its retention;
 //! - [`picture`]: the windows read back, summed over instances: by shard, vshard and tenant,
-//!   averaged or as time series, and the heat map of vshards by time.
+//!   averaged or as time series, and the heat map of vshards by time;
+//! - [`policy`]: the balancer's scaling logic, pure: which move (a vshard, or a heavy tenant
+//!   alone) lowers the hottest shard's excess over the mean enough, or why none does.
 //!
 //! It is the highest room: it reads the catalog and the router's map. Nothing below it knows it.
 
 pub mod picture;
+pub mod policy;
 pub mod windows;
 
 pub use picture::{HeatMap, HeatRow, LoadPicture, Span, heat_map, picture};

@@ -102,7 +102,7 @@ impl Catalog {
             }
             // A job moving the tenant's data (a range move of this collection among them) ends
             // first: it relies on the distribution it began with.
-            super::moves::refuse_claimed(&mut tx, &super::tenant_subject(&row.tenant)).await?;
+            super::refuse_claimed(&mut tx, &super::tenant_subject(&row.tenant)).await?;
             for range in &row.ranges {
                 let shard: Option<String> = sqlx::query_scalar("SELECT id FROM shards WHERE id = $1")
                     .bind(range.shard.as_str())

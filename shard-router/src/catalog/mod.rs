@@ -12,7 +12,7 @@ pub mod phase;
 
 use secrecy::SecretString;
 use sqlx::any::AnyRow;
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, AnyConnection, Row, Transaction};
 
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
@@ -159,6 +159,27 @@ async fn commit_if_changed<'q>(
     }
     tx.commit().await.map_err(catalog_err)?;
     Ok(true)
+}
+
+/// The job claiming `subject`, if any, as `conn` sees the claims.
+async fn claim_holder<'c>(
+    conn: impl sqlx::Executor<'c, Database = Any>,
+    subject: &str,
+) -> Result<Option<String>, Error> {
+    sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
+        .bind(subject)
+        .fetch_optional(conn)
+        .await
+        .map_err(catalog_err)
+}
+
+/// [`Error::JobConflict`] naming the job that claims `subject`, if one does (as the caller's
+/// transaction `conn` sees the claims).
+async fn refuse_claimed(conn: &mut AnyConnection, subject: &str) -> Result<(), Error> {
+    match claim_holder(conn, subject).await? {
+        Some(job) => Err(Error::JobConflict { subject: subject.to_owned(), job }),
+        None => Ok(()),
+    }
 }
 
 fn corrupt(what: String) -> Error {
@@ -516,7 +537,7 @@ impl Catalog {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
             if let Some(subject) = unclaimed {
-                moves::refuse_claimed(&mut tx, subject).await?;
+                refuse_claimed(&mut tx, subject).await?;
             }
             let inserted = sqlx::query(
                 "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst, incarnation) \

@@ -3,10 +3,8 @@
 //! the pin or vshard owner switch that ends a move's cut-over. The mover (`moves::mover`)
 //! drives them.
 
-use sqlx::{Any, AnyConnection};
-
 use super::JobRow;
-use super::{Audit, Catalog, RangeRow, catalog_err};
+use super::{Audit, Catalog, RangeRow, catalog_err, claim_holder, refuse_claimed};
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
@@ -46,27 +44,6 @@ pub enum CancelRequest {
     /// The job is a move past its switch (phase `cleanup` or `done`): the new placement is in
     /// force and the job will finish; nothing was asked of it.
     PastSwitch,
-}
-
-/// The job claiming `subject`, if any, as `conn` sees the claims.
-async fn claim_holder<'c>(
-    conn: impl sqlx::Executor<'c, Database = Any>,
-    subject: &str,
-) -> Result<Option<String>, Error> {
-    sqlx::query_scalar("SELECT job_id FROM job_claims WHERE subject = $1")
-        .bind(subject)
-        .fetch_optional(conn)
-        .await
-        .map_err(catalog_err)
-}
-
-/// [`Error::JobConflict`] naming the job that claims `subject`, if one does (as the caller's
-/// transaction `conn` sees the claims).
-pub(super) async fn refuse_claimed(conn: &mut AnyConnection, subject: &str) -> Result<(), Error> {
-    match claim_holder(conn, subject).await? {
-        Some(job) => Err(Error::JobConflict { subject: subject.to_owned(), job }),
-        None => Ok(()),
-    }
 }
 
 /// The phase in a job's stored progress, if it has one (the moves' and redistributions' do).

@@ -1,13 +1,20 @@
 //! `GET /v1/admin/tenants/{id}/holdings`: what a tenant holds (records, blobs and their bytes,
 //! index entries), counted on every shard when asked.
 
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use super::tenants::TenantPath;
 use crate::server::extract::{Admin, ApiPath};
 use crate::wire::error::{ApiError, tenant_in_path};
 use crate::wire::openapi::errors;
+
+/// Path of `/v1/admin/tenants/{id}/holdings`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct HoldingsPath {
+    /// Tenant id.
+    id: String,
+}
 
 /// What a tenant holds over every shard.
 #[derive(Debug, Serialize, ToSchema)]
@@ -34,13 +41,13 @@ errors!(GetHoldingsErrors: TenantNotFound, CatalogUnavailable);
 /// every shard now (a statement per shard through the tenant's own index; a shard that does not
 /// answer within `storage.pool.probe_timeout` is named and left out). A tenant in a move is
 /// counted where it is served from (the copy on its target is not counted twice).
-#[utoipa::path(get, path = "/v1/admin/tenants/{id}/holdings", params(TenantPath), responses(
+#[utoipa::path(get, path = "/v1/admin/tenants/{id}/holdings", params(HoldingsPath), responses(
     (status = 200, description = "The tenant's holdings", body = TenantHoldings),
     GetHoldingsErrors,
 ))]
 pub async fn get_tenant_holdings(
     Admin { app, .. }: Admin,
-    ApiPath(path): ApiPath<TenantPath>,
+    ApiPath(path): ApiPath<HoldingsPath>,
 ) -> Result<axum::Json<TenantHoldings>, ApiError> {
     let id = tenant_in_path(&path.id)?;
     app.router.catalog().get_tenant(&id).await?.ok_or_else(ApiError::tenant_not_found)?;

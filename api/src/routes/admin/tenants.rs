@@ -111,7 +111,7 @@ fn tenant_rate_limit(limit: RateLimit) -> Result<TenantRateLimit, ApiError> {
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct TenantPath {
     /// Tenant id.
-    pub(crate) id: String,
+    id: String,
 }
 
 /// Paging of the tenant list.

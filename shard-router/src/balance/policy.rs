@@ -1,0 +1,334 @@
+//! The balancer's scaling logic, pure: given each shard's windowed load (statement time per
+//! second, the load picture's measure), the vshards and heavy tenants on it and what may not move
+//! now, it picks at most one move, the one that lowers the hottest shard's excess over the mean
+//! the most, or says why it picks none.
+//!
+//! - A shard is overfull when its load is above the mean by more than `threshold` (relative)
+//!   *and* by more than `min_load_ms_per_s` (absolute), so an idle fleet never churns.
+//! - Candidates move load off the hottest overfull shard: a vshard to the coolest shard that may
+//!   receive, or, when one tenant carries more than `tenant_share` of the shard, that tenant.
+//! - A candidate is taken only if the hottest excess after it (predicted by moving the
+//!   candidate's load) is lower than before by at least `min_improvement` of it (hysteresis: a
+//!   move that merely swaps which shard is hot improves nothing), and never if its target would
+//!   become overfull.
+//! - Nothing cooling down (moved within the cooldown) or claimed by another job moves; no shard
+//!   whose breaker is open, that is draining or not active, sends or receives.
+//!
+//! It knows nothing of the catalog, jobs or time: the caller gives it the inputs and applies (or
+//! proposes) what it returns.
+
+use serde::{Deserialize, Serialize};
+
+/// The policy's knobs (`[balancer]`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Policy {
+    /// How far above the mean a shard may be before it is overfull, relative (0.1: 10%).
+    pub threshold: f64,
+    /// ... and at least this far, absolute (statement time, ms per second).
+    pub min_load_ms_per_s: f64,
+    /// The share of the hottest excess a move must remove to be worth making (0.1: 10%).
+    pub min_improvement: f64,
+    /// A tenant carrying more than this share of its shard's load is moved alone (isolated).
+    pub tenant_share: f64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self { threshold: 0.1, min_load_ms_per_s: 50.0, min_improvement: 0.1, tenant_share: 0.5 }
+    }
+}
+
+/// A shard as the policy sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardInput {
+    /// Its id.
+    pub shard: String,
+    /// Its load: statement time per second (ms/s), averaged over the balancer's window.
+    pub load: f64,
+    /// Why it may neither send nor receive now (breaker open, draining, not active), if so.
+    pub held: Option<String>,
+}
+
+/// Something that may move: a vshard (with the unpinned tenants it places) or a tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Movable {
+    /// What it is.
+    pub subject: Subject,
+    /// The shard it is on.
+    pub shard: String,
+    /// Its load on that shard (ms/s).
+    pub load: f64,
+    /// Why it may not move now (in its cooldown, claimed by a job), if so.
+    pub held: Option<String>,
+}
+
+/// What a move moves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Subject {
+    /// A vshard.
+    Vshard {
+        /// Its number.
+        vshard: u32,
+    },
+    /// A tenant, alone.
+    Tenant {
+        /// Its id.
+        tenant: String,
+    },
+}
+
+/// A move the policy chose.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// What moves.
+    pub subject: Subject,
+    /// From.
+    pub from: String,
+    /// To.
+    pub to: String,
+    /// The load it carries (ms/s).
+    pub load: f64,
+    /// Each shard's predicted load after it, in the input's order.
+    pub predicted: Vec<f64>,
+}
+
+/// What the policy decided, with its reasons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The fleet's mean load (ms/s).
+    pub mean: f64,
+    /// The load above which a shard is overfull (ms/s).
+    pub overfull_above: f64,
+    /// The hottest shard's excess over the mean now (ms/s).
+    pub excess: f64,
+    /// The move, if one was chosen.
+    pub choice: Option<Choice>,
+    /// Why: what was chosen and its predicted effect, or why nothing was.
+    pub reason: String,
+}
+
+impl Policy {
+    /// The load above which a shard is overfull, given the mean.
+    pub fn overfull_above(&self, mean: f64) -> f64 {
+        (mean * (1.0 + self.threshold)).max(mean + self.min_load_ms_per_s)
+    }
+
+    /// Decides on at most one move over `shards` and what is on them (`movables`: the vshards
+    /// and the heaviest tenants, each with the shard it is on).
+    pub fn decide(&self, shards: &[ShardInput], movables: &[Movable]) -> Decision {
+        let loads: Vec<f64> = shards.iter().map(|s| s.load.max(0.0)).collect();
+        let mean = if loads.is_empty() { 0.0 } else { loads.iter().sum::<f64>() / loads.len() as f64 };
+        let overfull_above = self.overfull_above(mean);
+        let excess = hottest_excess(&loads, mean);
+        let decision = |choice, reason: String| Decision { mean, overfull_above, excess, choice, reason };
+        let mut overfull: Vec<usize> = (0..shards.len()).filter(|&i| loads[i] > overfull_above).collect();
+        if overfull.is_empty() {
+            return decision(
+                None,
+                format!(
+                    "balanced: no shard above {overfull_above:.1} ms/s (the mean {mean:.1} + {:.0}%, at least {:.1} ms/s more)",
+                    self.threshold * 100.0,
+                    self.min_load_ms_per_s
+                ),
+            );
+        }
+        overfull.sort_by(|a, b| loads[*b].total_cmp(&loads[*a]));
+        let mut reasons = Vec::new();
+        for source in overfull {
+            let from = &shards[source];
+            if let Some(why) = &from.held {
+                reasons.push(format!("{} is overfull but {why}", from.shard));
+                continue;
+            }
+            let Some(target) = coolest_receiver(shards, &loads, source) else {
+                reasons.push(format!("{} is overfull but no other shard may receive", from.shard));
+                continue;
+            };
+            let on_source: Vec<&Movable> = movables.iter().filter(|m| m.shard == from.shard).collect();
+            // A tenant carrying most of the shard goes alone; otherwise the best vshard.
+            let isolate = on_source
+                .iter()
+                .find(|m| matches!(m.subject, Subject::Tenant { .. }) && m.load > self.tenant_share * loads[source]);
+            let candidates: Vec<&Movable> = match isolate {
+                Some(tenant) => vec![*tenant],
+                None => on_source.into_iter().filter(|m| matches!(m.subject, Subject::Vshard { .. })).collect(),
+            };
+            match self.best(shards, &loads, mean, source, target, &candidates) {
+                Ok(choice) => {
+                    let reason = format!(
+                        "{} is overfull ({:.1} ms/s, above {overfull_above:.1}): move {} ({:.1} ms/s) to {}; \
+                         predicted hottest excess {:.1} -> {:.1} ms/s",
+                        from.shard,
+                        loads[source],
+                        describe(&choice.subject),
+                        choice.load,
+                        choice.to,
+                        excess,
+                        hottest_excess(&choice.predicted, mean)
+                    );
+                    return decision(Some(choice), reason);
+                }
+                Err(why) => reasons.push(format!("{} is overfull but {why}", from.shard)),
+            }
+        }
+        decision(None, reasons.join("; "))
+    }
+
+    /// The candidate that lowers the hottest excess the most, if one lowers it enough and
+    /// leaves its target not overfull.
+    fn best(
+        &self,
+        shards: &[ShardInput],
+        loads: &[f64],
+        mean: f64,
+        source: usize,
+        target: usize,
+        candidates: &[&Movable],
+    ) -> Result<Choice, String> {
+        if candidates.is_empty() {
+            return Err("nothing on it can move".to_owned());
+        }
+        let before = hottest_excess(loads, mean);
+        let overfull_above = self.overfull_above(mean);
+        let mut held = Vec::new();
+        let mut best: Option<(f64, Choice)> = None;
+        for candidate in candidates {
+            if let Some(why) = &candidate.held {
+                held.push(format!("{} {why}", describe(&candidate.subject)));
+                continue;
+            }
+            let mut predicted = loads.to_vec();
+            predicted[source] -= candidate.load;
+            predicted[target] += candidate.load;
+            if predicted[target] > overfull_above {
+                continue;
+            }
+            let after = hottest_excess(&predicted, mean);
+            if best.as_ref().is_none_or(|(b, _)| after < *b) {
+                let choice = Choice {
+                    subject: candidate.subject.clone(),
+                    from: shards[source].shard.clone(),
+                    to: shards[target].shard.clone(),
+                    load: candidate.load,
+                    predicted,
+                };
+                best = Some((after, choice));
+            }
+        }
+        match best {
+            Some((after, choice)) if before - after >= self.min_improvement * before && after < before => Ok(choice),
+            None if !held.is_empty() => Err(held.join(", ")),
+            _ => Err(format!(
+                "no move improves the hottest excess by {:.0}% without making {} overfull",
+                self.min_improvement * 100.0,
+                shards[target].shard
+            )),
+        }
+    }
+}
+
+/// The hottest shard's load above the mean (0 when none is above).
+fn hottest_excess(loads: &[f64], mean: f64) -> f64 {
+    loads.iter().map(|l| l - mean).fold(0.0, f64::max)
+}
+
+/// The least loaded shard, other than `source`, that may receive.
+fn coolest_receiver(shards: &[ShardInput], loads: &[f64], source: usize) -> Option<usize> {
+    (0..shards.len())
+        .filter(|&i| i != source && shards[i].held.is_none())
+        .min_by(|a, b| loads[*a].total_cmp(&loads[*b]))
+}
+
+fn describe(subject: &Subject) -> String {
+    match subject {
+        Subject::Vshard { vshard } => format!("vshard {vshard}"),
+        Subject::Tenant { tenant } => format!("tenant {tenant}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shard(id: &str, load: f64) -> ShardInput {
+        ShardInput { shard: id.to_owned(), load, held: None }
+    }
+
+    fn vshard(vshard: u32, on: &str, load: f64) -> Movable {
+        Movable { subject: Subject::Vshard { vshard }, shard: on.to_owned(), load, held: None }
+    }
+
+    fn tenant(id: &str, on: &str, load: f64) -> Movable {
+        Movable { subject: Subject::Tenant { tenant: id.to_owned() }, shard: on.to_owned(), load, held: None }
+    }
+
+    #[test]
+    fn a_balanced_or_idle_fleet_moves_nothing() {
+        let policy = Policy::default();
+        let within = policy.decide(&[shard("a", 105.0), shard("b", 95.0)], &[vshard(1, "a", 50.0)]);
+        assert!(within.choice.is_none());
+        assert!(within.reason.starts_with("balanced"), "{}", within.reason);
+        // 3x the mean, but only 20 ms/s above it: under the absolute minimum.
+        let idle = policy.decide(&[shard("a", 30.0), shard("b", 0.0), shard("c", 0.0)], &[vshard(1, "a", 30.0)]);
+        assert!(idle.choice.is_none(), "{:?}", idle);
+    }
+
+    #[test]
+    fn the_best_vshard_goes_from_the_hottest_to_the_coolest_shard() {
+        let policy = Policy::default();
+        let shards = [shard("a", 400.0), shard("b", 100.0), shard("c", 150.0), shard("d", 150.0)];
+        let movables = [vshard(1, "a", 50.0), vshard(2, "a", 150.0), vshard(3, "a", 200.0), vshard(4, "b", 100.0)];
+        let decision = policy.decide(&shards, &movables);
+        let choice = decision.choice.expect("a move");
+        // Mean 200: vshard 2 (150) brings a to 250 and b to 250, the lowest hottest excess; vshard
+        // 3 (200) would make b overfull (300 > 250).
+        assert_eq!(choice.subject, Subject::Vshard { vshard: 2 });
+        assert_eq!((choice.from.as_str(), choice.to.as_str()), ("a", "b"));
+        assert_eq!(choice.predicted, vec![250.0, 250.0, 150.0, 150.0]);
+        assert!(decision.reason.contains("move vshard 2"), "{}", decision.reason);
+    }
+
+    #[test]
+    fn a_move_that_only_swaps_the_hot_shard_is_refused() {
+        let policy = Policy::default();
+        // Mean 150: moving the one vshard off a makes b carry all of it: only the hot shard's name
+        // would change, and b would be overfull.
+        let decision = policy.decide(&[shard("a", 300.0), shard("b", 0.0)], &[vshard(1, "a", 300.0)]);
+        assert!(decision.choice.is_none(), "{decision:?}");
+        assert!(decision.reason.contains("no move improves"), "{}", decision.reason);
+    }
+
+    #[test]
+    fn a_tenant_carrying_most_of_its_shard_is_isolated() {
+        let policy = Policy::default();
+        // Mean 175, overfull above 225: the tenant (160 of a's 300) fits on b (0).
+        let shards = [shard("a", 300.0), shard("b", 0.0), shard("c", 200.0), shard("d", 200.0)];
+        let movables = [vshard(1, "a", 140.0), tenant("hot", "a", 160.0)];
+        let choice = policy.decide(&shards, &movables).choice.expect("a move");
+        assert_eq!(choice.subject, Subject::Tenant { tenant: "hot".to_owned() });
+        assert_eq!(choice.to, "b");
+    }
+
+    #[test]
+    fn nothing_held_moves_and_no_held_shard_sends_or_receives() {
+        let policy = Policy::default();
+        let mut cooling = vshard(1, "a", 150.0);
+        cooling.held = Some("moved 5 min ago (cooldown 30 min)".to_owned());
+        let decision = policy.decide(&[shard("a", 400.0), shard("b", 100.0)], &[cooling]);
+        assert!(decision.choice.is_none());
+        assert!(decision.reason.contains("cooldown"), "{}", decision.reason);
+
+        let mut broken = shard("b", 0.0);
+        broken.held = Some("its breaker is open".to_owned());
+        let shards = [shard("a", 400.0), broken, shard("c", 200.0)];
+        let choice = policy.decide(&shards, &[vshard(1, "a", 40.0)]).choice.expect("a move");
+        assert_eq!(choice.to, "c", "never onto a shard whose breaker is open");
+
+        let mut draining = shard("a", 400.0);
+        draining.held = Some("it is draining".to_owned());
+        let decision = policy.decide(&[draining, shard("b", 100.0)], &[vshard(1, "a", 100.0)]);
+        assert!(decision.choice.is_none());
+        assert!(decision.reason.contains("draining"), "{}", decision.reason);
+    }
+}
