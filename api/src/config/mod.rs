@@ -46,6 +46,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Catalog, shards and pools.
     pub storage: StorageConfig,
+    /// The balancer's policy (what `GET /v1/admin/balancer/plan` decides by).
+    pub balancer: shardgate_shard_router::balance::BalancerConfig,
     /// Token issuers.
     pub auth: AuthConfig,
     /// Record cache (L1 in-process, L2 Redis).
@@ -76,6 +78,7 @@ impl Default for Config {
             tls: None,
             data_dir: PathBuf::from("./shardgate-data"),
             storage: StorageConfig::default(),
+            balancer: shardgate_shard_router::balance::BalancerConfig::default(),
             auth: AuthConfig::default(),
             cache: CacheConfig::default(),
             limits: LimitsConfig::default(),

@@ -103,6 +103,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(admin::holdings::get_tenant_holdings))
+        .routes(routes!(admin::balancer::get_balancer_plan))
         .routes(routes!(admin::load::get_load))
         .routes(routes!(admin::load::get_heat_map))
         .routes(routes!(admin::jobs::get_job))
@@ -365,6 +366,7 @@ impl Application {
     ) -> anyhow::Result<Self> {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
         config.storage.load.validate().map_err(anyhow::Error::msg)?;
+        config.balancer.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(
                 key,
@@ -504,6 +506,7 @@ impl Application {
             ),
             transfers,
             load: config.storage.load.clone(),
+            balancer: config.balancer.clone(),
             load_flusher,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;

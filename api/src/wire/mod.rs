@@ -11,7 +11,8 @@
 //! - [`json_newline`]: the newline that ends every JSON answer (a response layer inside the front
 //!   door);
 //! - [`openapi`]: the document's base and each operation's problem responses;
-//! - [`probes`]: the paths no throttle or cap counts (`/healthz`, `/readyz`, `/metrics`).
+//! - [`probes`]: the paths no throttle or cap counts (`/healthz`, `/readyz`, `/metrics`);
+//! - [`spans`]: spans of time of the load picture as the admin API takes them.
 //!
 //! Must not know: the server's plumbing, the shared state, the routes, the valet and blob
 //! services, or start-up; it sits below all of them and uses only the configuration.
@@ -25,4 +26,5 @@ pub mod preconditions;
 pub mod probes;
 pub mod record_body;
 pub mod routed_epoch;
+pub mod spans;
 pub mod timestamps;

@@ -5,13 +5,17 @@
 //! - [`picture`]: the windows read back, summed over instances: by shard, vshard and tenant,
 //!   averaged or as time series, and the heat map of vshards by time;
 //! - [`policy`]: the balancer's scaling logic, pure: which move (a vshard, or a heavy tenant
-//!   alone) lowers the hottest shard's excess over the mean enough, or why none does.
+//!   alone) lowers the hottest shard's excess over the mean enough, or why none does;
+//! - [`plan`]: the policy over the current load picture, with what may not move held back (the
+//!   `[balancer]` section; read-only).
 //!
 //! It is the highest room: it reads the catalog and the router's map. Nothing below it knows it.
 
 pub mod picture;
+pub mod plan;
 pub mod policy;
 pub mod windows;
 
 pub use picture::{HeatMap, HeatRow, LoadPicture, Span, heat_map, picture};
+pub use plan::{BalancerConfig, Plan, plan};
 pub use windows::LoadFlusher;

@@ -6,6 +6,7 @@ mod admin_shards;
 mod admin_tenants;
 mod audit;
 mod auth;
+mod balancer;
 mod blobs;
 mod breaker;
 mod bulkheads;

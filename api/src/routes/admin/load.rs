@@ -4,19 +4,15 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use shardgate_shard_router::balance::{self, HeatMap, LoadPicture, Span};
-use shardgate_shard_router::humantime_serde::parse_duration;
+use shardgate_shard_router::balance::{self, HeatMap, LoadPicture};
 use shardgate_shard_router::storage::meter::{Counters, NO_VSHARD, Work};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::App;
 use crate::server::extract::{Admin, ApiQuery};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::openapi::errors;
+use crate::wire::spans::{default_step, span_length, span_of, step_length};
 use crate::wire::timestamps::rfc3339;
-
-/// The most points a series or a heat map row has.
-const MAX_POINTS: i64 = 1440;
 
 /// The most vshards and tenants a picture lists.
 const MAX_TOP: usize = 100;
@@ -233,13 +229,13 @@ pub async fn get_load(
     Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<LoadQuery>,
 ) -> Result<axum::Json<LoadView>, ApiError> {
-    let length = span_length(&app, query.window.as_deref(), "window", Duration::from_secs(600))?;
-    let step = query.step.as_deref().map(|s| step_length(&app, s, length)).transpose()?;
+    let length = span_length(&app.load, query.window.as_deref(), "window", Duration::from_secs(600))?;
+    let step = query.step.as_deref().map(|s| step_length(&app.load, s, length)).transpose()?;
     let top = query.top.unwrap_or(10);
     if !(1..=MAX_TOP).contains(&top) {
         return Err(ApiError::new(Code::InvalidQuery, format!("top: from 1 to {MAX_TOP}")));
     }
-    let span = span_of(&app, length, step);
+    let span = span_of(&app.load, length, step);
     let picture = balance::picture(&app.router, span, top).await?;
     Ok(axum::Json(load_view(&picture)))
 }
@@ -431,13 +427,13 @@ pub async fn get_heat_map(
     Admin { app, .. }: Admin,
     ApiQuery(query): ApiQuery<HeatMapQuery>,
 ) -> Result<axum::Json<HeatMapView>, ApiError> {
-    let length = span_length(&app, query.since.as_deref(), "since", Duration::from_secs(3600))?;
+    let length = span_length(&app.load, query.since.as_deref(), "since", Duration::from_secs(3600))?;
     let step = match query.step.as_deref() {
-        Some(step) => step_length(&app, step, length)?,
-        None => default_step(&app, length),
+        Some(step) => step_length(&app.load, step, length)?,
+        None => default_step(&app.load, length),
     };
     let (metric, work) = (query.metric.unwrap_or_default(), query.work.unwrap_or_default());
-    let map = balance::heat_map(&app.router, span_of(&app, length, Some(step)), work.work()).await?;
+    let map = balance::heat_map(&app.router, span_of(&app.load, length, Some(step)), work.work()).await?;
     Ok(axum::Json(heat_map_view(&map, metric, work)))
 }
 
@@ -462,61 +458,4 @@ fn heat_map_view(map: &HeatMap, metric: HeatMetric, work: HeatWork) -> HeatMapVi
             })
             .collect(),
     }
-}
-
-fn window_ms(app: &App) -> i64 {
-    millis(app.load.window)
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// The span `raw` (parameter `name`) asks for, `default` when absent: a whole number of
-/// windows, from one window to the retention.
-fn span_length(app: &App, raw: Option<&str>, name: &str, default: Duration) -> Result<i64, ApiError> {
-    let length = match raw {
-        Some(raw) => {
-            millis(parse_duration(raw).map_err(|e| ApiError::new(Code::InvalidQuery, format!("{name}: {e}")))?)
-        }
-        None => millis(default).min(millis(app.load.retention)),
-    };
-    let window = window_ms(app);
-    if length < window || length > millis(app.load.retention) {
-        return Err(ApiError::new(
-            Code::InvalidQuery,
-            format!(
-                "{name}: from {}s (storage.load.window) to {}s (storage.load.retention)",
-                window / 1000,
-                millis(app.load.retention) / 1000
-            ),
-        ));
-    }
-    Ok(length - length % window)
-}
-
-/// The step `raw` asks for over a span of `length`: a whole number of windows, at most
-/// [`MAX_POINTS`] points.
-fn step_length(app: &App, raw: &str, length: i64) -> Result<i64, ApiError> {
-    let step = millis(parse_duration(raw).map_err(|e| ApiError::new(Code::InvalidQuery, format!("step: {e}")))?);
-    let window = window_ms(app);
-    if step < window || step > length || (length + step - 1) / step > MAX_POINTS {
-        return Err(ApiError::new(
-            Code::InvalidQuery,
-            format!("step: from {}s (storage.load.window) to the span, at most {MAX_POINTS} points", window / 1000),
-        ));
-    }
-    Ok(step - step % window)
-}
-
-/// About 60 columns of whole windows.
-fn default_step(app: &App, length: i64) -> i64 {
-    let window = window_ms(app);
-    let step = (length / 60).max(window);
-    (step + window - 1) / window * window
-}
-
-fn span_of(app: &App, length: i64, step: Option<i64>) -> Span {
-    // The meter's clock: windows are aligned on the wall clock.
-    Span::ending_before(shardgate_shard_router::now_ms(), window_ms(app), length, step)
 }

@@ -1,6 +1,7 @@
 //! `/v1/admin/...`: the platform administration plane (scope `admin`).
 
 pub mod audit_log;
+pub mod balancer;
 pub mod collections;
 pub mod holdings;
 pub mod index_audits;
