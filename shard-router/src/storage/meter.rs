@@ -360,7 +360,9 @@ impl LoadMeter {
 struct TopTenants {
     capacity: usize,
     entries: Vec<TopEntry>,
-    index: HashMap<(ShardId, TenantId), usize>,
+    /// Per shard, each entry's place in `entries` (nested, so a look-up borrows the names and
+    /// copies nothing).
+    index: HashMap<ShardId, HashMap<TenantId, usize>>,
 }
 
 #[derive(Debug)]
@@ -382,36 +384,29 @@ impl TopTenants {
             return;
         }
         let weight = counters.weight();
-        let key = (shard.clone(), tenant.clone());
-        if let Some(&at) = self.index.get(&key) {
+        if let Some(&at) = self.index.get(shard).and_then(|tenants| tenants.get(tenant)) {
             let entry = &mut self.entries[at];
             entry.counters.add(counters);
             entry.weight += weight;
             return;
         }
-        if self.entries.len() < self.capacity {
-            self.index.insert(key, self.entries.len());
-            self.entries.push(TopEntry {
-                shard: shard.clone(),
-                tenant: tenant.clone(),
-                counters: *counters,
-                weight,
-                overcount: 0,
-            });
-            return;
-        }
-        let Some((at, _)) = self.entries.iter().enumerate().min_by_key(|(_, e)| e.weight) else { return };
-        let lightest = &mut self.entries[at];
-        self.index.remove(&(lightest.shard.clone(), lightest.tenant.clone()));
-        let inherited = lightest.weight;
-        *lightest = TopEntry {
-            shard: shard.clone(),
-            tenant: tenant.clone(),
-            counters: *counters,
-            weight: inherited + weight,
-            overcount: inherited,
+        let entry =
+            TopEntry { shard: shard.clone(), tenant: tenant.clone(), counters: *counters, weight, overcount: 0 };
+        let at = if self.entries.len() < self.capacity {
+            self.entries.push(entry);
+            self.entries.len() - 1
+        } else {
+            let Some((at, _)) = self.entries.iter().enumerate().min_by_key(|(_, e)| e.weight) else { return };
+            let lightest = &self.entries[at];
+            if let Some(tenants) = self.index.get_mut(&lightest.shard) {
+                tenants.remove(&lightest.tenant);
+            }
+            let inherited = lightest.weight;
+            self.entries[at] = TopEntry { weight: inherited + weight, overcount: inherited, ..entry };
+            at
         };
-        self.index.insert(key, at);
+        let placed = &self.entries[at];
+        self.index.entry(placed.shard.clone()).or_default().insert(placed.tenant.clone(), at);
     }
 
     /// The entries, heaviest first, leaving the summary empty.
