@@ -18,6 +18,7 @@ shardgate_tests::conformance!(
     deleting_a_tenant_removes_its_records,
     unknown_tenants_are_404_on_every_tenant_endpoint,
     admin_body_errors_are_the_gateways_own_sentences,
+    a_tenants_holdings_count_its_live_records_blobs_and_index_entries,
 );
 
 fn assert_tenant_shape(tenant: &Value) {
@@ -256,4 +257,58 @@ async fn admin_body_errors_are_the_gateways_own_sentences(app: TestApp) {
     let response = app.client.post(app.url("/v1/admin/tenants")).bearer_auth(app.admin_token()).send().await.unwrap();
     let problem = expect_problem(response, StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type").await;
     assert!(problem["detail"].as_str().unwrap().contains("Content-Type: application/json"), "{problem}");
+}
+
+async fn a_tenants_holdings_count_its_live_records_blobs_and_index_entries(app: TestApp) {
+    use shardgate_gatekeeper::Scope;
+    app.create_tenant("held").await;
+    app.create_tenant("other").await;
+    let holdings = async |tenant: &str| {
+        let path = format!("/v1/admin/tenants/{tenant}/holdings");
+        expect_json(app.admin(Method::GET, &path, None).await, StatusCode::OK).await
+    };
+    let empty = holdings("held").await;
+    assert_eq!((empty["records"].as_u64(), empty["blobs"].as_u64()), (Some(0), Some(0)), "{empty}");
+    assert_eq!(empty["complete"], true);
+
+    let manager = app.token("held", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app.url("/v1/tenants/held/collections/people/indexes/by-town");
+    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
+    assert_eq!(defined.unwrap().status(), StatusCode::CREATED);
+    for (key, town) in [("a", "Oslo"), ("b", "Rome"), ("c", "Oslo"), ("d", "Lima")] {
+        assert!(app.put_record("held", "people", key, &json!({"town": town})).await.status().is_success());
+    }
+    assert!(app.delete_record("held", "people", "d").await.status().is_success());
+    assert!(app.put_record("other", "people", "x", &json!({"town": "Oslo"})).await.status().is_success());
+    let blob = app.url("/v1/tenants/held/blobs/docs/a.bin");
+    let stored = app.client.put(blob).bearer_auth(&manager).body(vec![7u8; 3000]).send().await.unwrap();
+    assert!(stored.status().is_success(), "{}", stored.status());
+
+    // Index entries are written with the records (once the index is active: wait for its
+    // backfill to have seen them).
+    let counted = shardgate_tests::eventually(std::time::Duration::from_secs(15), async || {
+        let held = holdings("held").await;
+        (held["index_entries"] == 3).then_some(held)
+    })
+    .await
+    .expect("the index entries of the three live records are counted");
+    assert_eq!(counted["tenant"], "held");
+    assert_eq!(counted["records"], 3, "live records only: {counted}");
+    assert_eq!((counted["blobs"].as_u64(), counted["blob_bytes"].as_u64()), (Some(1), Some(3000)), "{counted}");
+    assert_eq!(counted["complete"], true);
+    assert_eq!(counted["unreachable_shards"], json!([]));
+    let other = holdings("other").await;
+    assert_eq!((other["records"].as_u64(), other["index_entries"].as_u64()), (Some(1), Some(0)), "{other}");
+    expect_problem(
+        app.admin(Method::GET, "/v1/admin/tenants/nobody/holdings", None).await,
+        StatusCode::NOT_FOUND,
+        "tenant_not_found",
+    )
+    .await;
+
+    // Every shard's size on disk is shown.
+    let shards = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    for shard in shards["items"].as_array().unwrap() {
+        assert!(shard["bytes"].as_u64().is_some_and(|b| b > 0), "{shard}");
+    }
 }
