@@ -13,13 +13,38 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VERSION=4.3.18
-VENV="${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/schemathesis-$VERSION"
+
+# The interpreter. CPython before 3.11.8 and 3.12.1 can raise "SystemError: AST constructor
+# recursion depth mismatch" from ast.parse when threads run it (CPython gh-106905), and hypothesis
+# parses its own lambdas while it generates: with two workers that fails a run now and then without
+# anything wrong with the server. So the newest interpreter with the fix is taken (pyenv's, then
+# the PATH's), and the unfixed python3 only when there is nothing else.
+fixed() {
+    "$1" -c 'import sys; v = sys.version_info[:3]; sys.exit(not ((3, 11, 8) <= v < (3, 12) or (3, 12, 1) <= v < (3, 14)))' 2>/dev/null
+}
+PYTHON=
+candidates=(python3.13 python3.12 python3.11 python3)
+if command -v pyenv >/dev/null; then
+    # ascending, each put in front: the newest is tried first
+    for v in $(pyenv versions --bare 2>/dev/null | sort -V); do
+        candidates=("$(pyenv root)/versions/$v/bin/python3" "${candidates[@]}")
+    done
+fi
+for candidate in "${candidates[@]}"; do
+    if fixed "$candidate"; then PYTHON=$candidate; break; fi
+done
+if [ -z "$PYTHON" ]; then
+    PYTHON=python3
+    echo "warning: no Python with the fix for CPython gh-106905; schemathesis may fail spuriously" >&2
+fi
+PY_VERSION=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+VENV="${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/schemathesis-$VERSION-py$PY_VERSION"
 MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-20}"
 # Each of the two runs is stopped after this many seconds.
 TIME_LIMIT="${SCHEMATHESIS_TIME_LIMIT:-300}"
 if [ ! -x "$VENV/bin/st" ]; then
-    echo "installing schemathesis $VERSION into $VENV"
-    python3 -m venv "$VENV"
+    echo "installing schemathesis $VERSION into $VENV ($("$PYTHON" --version))"
+    "$PYTHON" -m venv "$VENV"
     # hypothesis pinned too: hypothesis-jsonschema breaks on later releases (`many.more`).
     "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$VERSION" "hypothesis==6.140.2"
 fi
