@@ -63,8 +63,8 @@ pub struct App {
     pub fan_out_budget: crate::server::fan_out_budget::FanOutBudget,
     /// The idle limit of blob and valet transfers (`transfer_watch.rs`).
     pub transfers: crate::server::transfer_watch::TransferWatch,
-    /// The balancer's policy (`[balancer]`).
-    pub balancer: shardgate_shard_router::balance::BalancerConfig,
+    /// The balancer (`[balancer]`): its runs, mode and proposals.
+    pub balancer: Arc<shardgate_shard_router::balance::Balancer>,
     /// The load picture's settings (`storage.load`).
     pub load: shardgate_shard_router::LoadConfig,
     /// Stores this instance's load windows in the catalog; `None` when the load picture is off.

@@ -169,6 +169,32 @@ pub enum Error {
     /// does not take writes, past its cut-over for a cancellation).
     #[error("{0}")]
     MoveRefused(String),
+    /// 404 `proposal_not_found`. No balancer run of this id is recorded.
+    #[error("balancer proposal {0} not found")]
+    ProposalNotFound(i64),
+    /// 409 `proposal_settled`. The proposal was approved, expired or failed already.
+    #[error("balancer proposal {id} is {state} already: {why}")]
+    ProposalSettled {
+        /// Its id.
+        id: i64,
+        /// Its state.
+        state: String,
+        /// Why it was settled so.
+        why: String,
+    },
+    /// 409 `proposal_stale`. The load the proposal was based on has changed: the balancer
+    /// would not choose it now (the proposal expires).
+    #[error("{0}")]
+    ProposalStale(String),
+    /// 409 `balancer_off` / `balancer_elsewhere`: the balancer cannot run here now (it is off, or
+    /// another instance holds its lease).
+    #[error("{reason}")]
+    BalancerUnavailable {
+        /// Whether it is off (otherwise another instance runs it).
+        off: bool,
+        /// Why, in words.
+        reason: String,
+    },
     #[error("record not found")]
     RecordNotFound,
     /// 412 `precondition_failed`.

@@ -46,7 +46,7 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// Catalog, shards and pools.
     pub storage: StorageConfig,
-    /// The balancer's policy (what `GET /v1/admin/balancer/plan` decides by).
+    /// The balancer: its mode, interval, limits and policy.
     pub balancer: shardgate_shard_router::balance::BalancerConfig,
     /// Token issuers.
     pub auth: AuthConfig,

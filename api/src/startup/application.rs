@@ -104,6 +104,10 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(admin::holdings::get_tenant_holdings))
         .routes(routes!(admin::balancer::get_balancer_plan))
+        .routes(routes!(admin::balancer::get_balancer))
+        .routes(routes!(admin::balancer::set_balancer_mode))
+        .routes(routes!(admin::balancer::run_balancer))
+        .routes(routes!(admin::balancer::approve_proposal))
         .routes(routes!(admin::load::get_load))
         .routes(routes!(admin::load::get_heat_map))
         .routes(routes!(admin::jobs::get_job))
@@ -479,6 +483,11 @@ impl Application {
                 }),
             )
         };
+        let balancer = shardgate_shard_router::balance::Balancer::new(
+            mover.clone(),
+            config.balancer.clone(),
+            config.storage.load.window,
+        );
         let app = Arc::new(App {
             router,
             cache,
@@ -506,7 +515,7 @@ impl Application {
             ),
             transfers,
             load: config.storage.load.clone(),
-            balancer: config.balancer.clone(),
+            balancer,
             load_flusher,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
@@ -535,6 +544,7 @@ impl Application {
         if let Some(flusher) = app.load_flusher.clone() {
             flusher.spawn();
         }
+        app.balancer.spawn();
         let router = Self::router(app.clone(), &config.limits, &config.cors)?;
         let valet = match valet_listener {
             Some(listener) => {
@@ -627,6 +637,10 @@ impl Application {
         app.valet_audit.close().await;
         if let Some(flusher) = &app.load_flusher {
             flusher.flush_all().await;
+        }
+        // Another instance takes the balancer over at once, not when the lease runs out.
+        if let Err(e) = app.balancer.release().await {
+            tracing::warn!(error = %e, "cannot give the balancer's lease up");
         }
         served
     }

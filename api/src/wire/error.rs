@@ -117,6 +117,7 @@ codes! {
     JobNotFound = ("job_not_found", NOT_FOUND, "no such job"),
     ValetKeyNotFound = ("valet_key_not_found", NOT_FOUND, "no such valet key"),
     SigningKeyNotFound = ("signing_key_not_found", NOT_FOUND, "no such signing key"),
+    ProposalNotFound = ("proposal_not_found", NOT_FOUND, "no such balancer proposal"),
     MethodNotAllowed = ("method_not_allowed", METHOD_NOT_ALLOWED, "the endpoint does not support the method"),
     BodyTimeout = ("body_timeout", REQUEST_TIMEOUT, "the request's body did not all arrive within the request deadline; nothing was done with it"),
     TransferStalled = ("transfer_stalled", REQUEST_TIMEOUT, "the upload's body stopped arriving for longer than the idle limit; nothing of it was stored"),
@@ -134,6 +135,10 @@ codes! {
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
     DistributionRefused = ("distribution_refused", CONFLICT, "the collection's distribution cannot be changed this way: it holds records (changing a non-empty collection's distribution is not supported yet), or a range names a shard that takes no new data"),
     MoveRefused = ("move_refused", CONFLICT, "the move cannot be made: the tenant is on that shard already, the shard does not take writes, no active shard can receive what a draining shard holds, or the job is past its cut-over"),
+    ProposalSettled = ("proposal_settled", CONFLICT, "the balancer's proposal was approved, expired or failed already (see `GET /v1/admin/balancer`)"),
+    ProposalStale = ("proposal_stale", CONFLICT, "the load the balancer's proposal was based on has changed and the balancer would not choose it now; the proposal expired (the next run proposes anew)"),
+    BalancerOff = ("balancer_off", CONFLICT, "the balancer is off: switch it to `propose` or `apply` first (`PUT /v1/admin/balancer/mode`)"),
+    BalancerElsewhere = ("balancer_elsewhere", CONFLICT, "another instance holds the balancer's lease and runs it; ask that instance, or wait for its lease to run out"),
     JobPastCancel = ("job_past_cancel", CONFLICT, "the move is past its switch (phase `cleanup`): the new placement is in force and the job will finish; it can no longer be cancelled"),
     SigningKeyCurrent = ("signing_key_current", CONFLICT, "the current signing key cannot be retired; rotate first"),
     PreconditionFailed = ("precondition_failed", PRECONDITION_FAILED, "the item does not satisfy `If-Match` / `If-None-Match`"),
@@ -484,6 +489,12 @@ impl From<&StoreError> for ApiError {
             )),
             StoreError::JobConflict { .. } => Self::new(Code::JobConflict, e.to_string()),
             StoreError::MoveRefused(reason) => Self::new(Code::MoveRefused, reason.clone()),
+            StoreError::ProposalNotFound(_) => Self::new(Code::ProposalNotFound, e.to_string()),
+            StoreError::ProposalSettled { .. } => Self::new(Code::ProposalSettled, e.to_string()),
+            StoreError::ProposalStale(reason) => Self::new(Code::ProposalStale, reason.clone()),
+            StoreError::BalancerUnavailable { off, reason } => {
+                Self::new(if *off { Code::BalancerOff } else { Code::BalancerElsewhere }, reason.clone())
+            }
             StoreError::ShardHoldsRange(reason) => Self::new(Code::ShardInUse, reason.clone()),
             StoreError::DistributionRefused(reason) => Self::new(Code::DistributionRefused, reason.clone()),
             StoreError::RecordNotFound => Self::new(Code::RecordNotFound, "record not found"),

@@ -1,11 +1,18 @@
 //! What the balancer would do now: the policy ([`super::policy`]) over the load picture of a
 //! span (each shard's request statement time per second), with what may not move now held back:
-//! shards that are not active or whose breaker is open on this instance, and vshards and tenants
-//! a job claims. Read-only: it starts nothing.
+//! shards that are not active or whose breaker is open on this instance, vshards and tenants a
+//! job claims, and those cooling down after a move.
+//!
+//! The picture lags behind the map: a window of ten minutes still shows, for minutes after a
+//! move, the load the moved vshard put on its old shard. Read as it is, it would make the
+//! balancer move more off a shard that is cool already (over-correction). So the load is
+//! attributed to where it will land: a vshard's load to the shard that owns it now, a pinned
+//! tenant's load to the shard it is pinned to now, and the load of what a move is carrying (in
+//! flight) to that move's target. Read-only: it starts nothing.
 
 use std::collections::HashMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::picture::{Span, picture};
 use super::policy::{Decision, Movable, Policy, ShardInput, Subject};
@@ -18,10 +25,49 @@ use crate::router::ShardRouter;
 use crate::storage::health::BreakerState;
 use crate::storage::meter::Counters;
 
+/// What the balancer does with its decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// It does not run.
+    Off,
+    /// It records its decisions as proposals; an operator approves them.
+    Propose,
+    /// It starts the moves it decides on.
+    Apply,
+}
+
+impl Mode {
+    /// Its name in the configuration, the catalog and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::Propose => "propose",
+            Mode::Apply => "apply",
+        }
+    }
+
+    /// The mode named `name`.
+    pub fn parse(name: &str) -> Option<Mode> {
+        [Mode::Off, Mode::Propose, Mode::Apply].into_iter().find(|m| m.as_str() == name)
+    }
+}
+
 /// The `[balancer]` configuration section.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BalancerConfig {
+    /// The mode it starts in, until an operator switches it (`PUT /v1/admin/balancer/mode`,
+    /// kept in the catalog). Default `off`.
+    pub mode: Mode,
+    /// How often it runs (each run jittered by up to a tenth). Default 60 s.
+    #[serde(with = "humantime_serde")]
+    pub interval: std::time::Duration,
+    /// A vshard or tenant it moved does not move again within this. Default 30 min.
+    #[serde(with = "humantime_serde")]
+    pub cooldown: std::time::Duration,
+    /// The most moves it has running at once. Default 2.
+    pub max_concurrent_moves: u32,
     /// The span the load is averaged over, so that a burst never moves data. Default 10 min.
     #[serde(with = "humantime_serde")]
     pub window: std::time::Duration,
@@ -39,6 +85,10 @@ impl Default for BalancerConfig {
     fn default() -> Self {
         let policy = Policy::default();
         Self {
+            mode: Mode::Off,
+            interval: std::time::Duration::from_secs(60),
+            cooldown: std::time::Duration::from_secs(1800),
+            max_concurrent_moves: 2,
             window: std::time::Duration::from_secs(600),
             threshold: policy.threshold,
             min_load_ms_per_s: policy.min_load_ms_per_s,
@@ -59,6 +109,12 @@ impl BalancerConfig {
         fraction("tenant_share", self.tenant_share)?;
         if !(self.min_load_ms_per_s >= 0.0 && self.min_load_ms_per_s.is_finite()) {
             return Err("balancer.min_load_ms_per_s must be 0 or more".into());
+        }
+        if self.interval < std::time::Duration::from_secs(1) {
+            return Err("balancer.interval must be at least 1s".into());
+        }
+        if self.max_concurrent_moves == 0 {
+            return Err("balancer.max_concurrent_moves must be at least 1".into());
         }
         Ok(())
     }
@@ -85,20 +141,75 @@ pub struct Plan {
     pub decision: Decision,
 }
 
-/// What the balancer would do now over the load of `span`.
-pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy) -> Result<Plan, Error> {
+/// A move under way: what it carries, from where, to where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    /// What it moves.
+    pub subject: Subject,
+    /// From.
+    pub from: String,
+    /// To.
+    pub to: String,
+}
+
+/// What the balancer knows beyond the picture: the moves under way, and until when each job
+/// claim (`vshard:7`, `tenant:acme`) cools down after a move (ms since the Unix epoch).
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The moves under way.
+    pub in_flight: Vec<InFlight>,
+    /// Claims cooling down, with when they may move again.
+    pub cooling: HashMap<String, i64>,
+}
+
+/// What the balancer would do now over the load of `span`, knowing `context`.
+pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &Context) -> Result<Plan, Error> {
     let load = picture(router, span, usize::MAX).await?;
     let seconds = span.seconds();
     let rate = |c: &Counters| if seconds > 0.0 { c.statement_us as f64 / 1000.0 / seconds } else { 0.0 };
     let pools: HashMap<String, (ShardState, BreakerState)> =
         router.shard_dbs().into_iter().map(|(id, state, db)| (id.to_string(), (state, db.health().state()))).collect();
+    // Each shard's load, attributed to where it will land (see the module's comment).
+    let mut loads: HashMap<String, f64> =
+        load.shards.iter().filter(|s| s.registered).map(|s| (s.shard.clone(), rate(&s.load.request))).collect();
+    let mut shift = |from: &str, to: &str, amount: f64| {
+        if from != to && loads.contains_key(from) && loads.contains_key(to) {
+            *loads.entry(from.to_owned()).or_default() -= amount;
+            *loads.entry(to.to_owned()).or_default() += amount;
+        }
+    };
+    let flight_of = |subject: &Subject, shard: &str| {
+        context.in_flight.iter().find(|f| f.subject == *subject && f.from == shard).map(|f| f.to.as_str())
+    };
+    // The vshards and tenants on each shard after those shifts, with their loads.
+    let mut vshards: std::collections::BTreeMap<u32, (String, f64)> = std::collections::BTreeMap::new();
+    for v in &load.vshards {
+        let (Ok(vshard), Some(owner)) = (u32::try_from(v.vshard), &v.owner) else { continue };
+        let lands = flight_of(&Subject::Vshard { vshard }, owner).unwrap_or(owner);
+        shift(&v.shard, lands, rate(&v.load));
+        vshards.entry(vshard).or_insert_with(|| (lands.to_owned(), 0.0)).1 += rate(&v.load);
+    }
+    let mut on_shards: Vec<(Subject, String, f64)> =
+        vshards.into_iter().map(|(vshard, (shard, load))| (Subject::Vshard { vshard }, shard, load)).collect();
+    for t in &load.tenants {
+        let (Ok(tenant), [shard]) = (TenantId::parse(&t.tenant), t.shards.as_slice()) else { continue };
+        let subject = Subject::Tenant { tenant: t.tenant.clone() };
+        let Ok(route) = router.route_tenant(&tenant) else { continue };
+        let now = route.shard.to_string();
+        // A tenant placed by its vshard went with it (shifted above); a pinned one moves alone.
+        let lands = flight_of(&subject, &now).unwrap_or(&now).to_owned();
+        if route.strategy != crate::map::Strategy::Hash {
+            shift(shard, &lands, rate(&t.load));
+        }
+        on_shards.push((subject, lands, rate(&t.load)));
+    }
     let shards: Vec<ShardInput> = load
         .shards
         .iter()
         .filter(|s| s.registered)
         .map(|s| ShardInput {
             shard: s.shard.clone(),
-            load: rate(&s.load.request),
+            load: loads.get(&s.shard).copied().unwrap_or(0.0).max(0.0),
             held: match pools.get(&s.shard) {
                 None => Some("this instance has no pool for it".to_owned()),
                 Some((ShardState::Active, BreakerState::Closed)) => None,
@@ -111,25 +222,27 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy) -> Result<P
     let mean = shards.iter().map(|s| s.load).sum::<f64>() / shards.len().max(1) as f64;
     let overfull: Vec<&str> =
         shards.iter().filter(|s| s.load > policy.overfull_above(mean)).map(|s| s.shard.as_str()).collect();
+    let now = crate::clock::now_ms();
     let mut movables = Vec::new();
-    for v in &load.vshards {
-        let (Ok(vshard), Some(owner)) = (u32::try_from(v.vshard), &v.owner) else { continue };
-        if *owner == v.shard && overfull.contains(&v.shard.as_str()) {
-            movables.push((Subject::Vshard { vshard }, vshard_subject(vshard), v.shard.clone(), rate(&v.load)));
+    for (subject, shard, load) in on_shards {
+        if !overfull.contains(&shard.as_str()) {
+            continue;
         }
+        let claim = match &subject {
+            Subject::Vshard { vshard } => vshard_subject(*vshard),
+            Subject::Tenant { tenant } => match TenantId::parse(tenant) {
+                Ok(id) => tenant_subject(&id),
+                Err(_) => continue,
+            },
+        };
+        let held = match context.cooling.get(&claim) {
+            Some(&until) if until > now => {
+                Some(format!("moved recently: cools down for {} s more", (until - now + 999) / 1000))
+            }
+            _ => router.catalog().job_claiming(&claim).await?.map(|job| format!("is claimed by job {job}")),
+        };
+        movables.push(Movable { subject, shard, load, held });
     }
-    for t in &load.tenants {
-        let (Ok(tenant), [shard]) = (TenantId::parse(&t.tenant), t.shards.as_slice()) else { continue };
-        if overfull.contains(&shard.as_str()) {
-            let subject = Subject::Tenant { tenant: t.tenant.clone() };
-            movables.push((subject, tenant_subject(&tenant), shard.clone(), rate(&t.load)));
-        }
-    }
-    let mut held_movables = Vec::with_capacity(movables.len());
-    for (subject, claim, shard, load) in movables {
-        let held = router.catalog().job_claiming(&claim).await?.map(|job| format!("is claimed by job {job}"));
-        held_movables.push(Movable { subject, shard, load, held });
-    }
-    let decision = policy.decide(&shards, &held_movables);
+    let decision = policy.decide(&shards, &movables);
     Ok(Plan { span, shards, decision })
 }

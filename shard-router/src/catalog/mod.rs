@@ -4,7 +4,8 @@
 //!
 //! Also the catalog's other tables: collections and their distributions, index definitions,
 //! jobs with their leases, claims ([`crate::claims`]) and phases ([`phase`]), valet keys and grants, the
-//! audit log, and the load windows of the load picture ([`LoadRow`]). It reaches its database through [`crate::storage::db`] and builds the
+//! audit log, the load windows of the load picture ([`LoadRow`]), and the balancer's mode, lease and
+//! runs ([`RunRow`]). It reaches its database through [`crate::storage::db`] and builds the
 //! [`MapSnapshot`] of [`crate::map`]; it knows nothing of the shard stores, the router, or the
 //! jobs that write its job rows.
 
@@ -19,11 +20,13 @@ use crate::ids::{ShardId, TenantId};
 use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 use crate::storage::db::{Database, Engine};
 
+mod balancer;
 mod collections;
 mod indexes;
 mod load;
 mod moves;
 mod valet;
+pub use balancer::{BalancerRow, RunRow};
 #[cfg(test)]
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};

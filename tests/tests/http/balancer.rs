@@ -1,7 +1,16 @@
+//! The balancer through the admin API.
+//!
 //! `GET /v1/admin/balancer/plan`: what the balancer's policy would do over the load picture. An
 //! idle fleet is balanced; a shard carrying three times the load of each other shard, spread over
 //! many vshards, gets a plan that moves one of its vshards to another shard, predicted to lower
 //! its load without making the target overfull. Nothing moves.
+//!
+//! The runs: off, it refuses to run; in `propose` mode a run records a proposal and moves
+//! nothing, a later run deciding the same keeps it standing, an approval of a proposal whose
+//! target may no longer receive is refused as stale (and the proposal expires), an approval of a
+//! standing one starts the move, a second approval is refused; the moved vshard then cools down
+//! and counts on its new shard; in `apply` mode a run starts its move itself. Mode switches and
+//! approvals are audited.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,6 +20,7 @@ use serde_json::{Value, json};
 use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem};
 
 shardgate_tests::on_both_engines!(a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves);
+shardgate_tests::on_both_engines!(proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_cool_down);
 
 async fn plan(app: &TestApp, query: &str) -> reqwest::Response {
     app.admin(Method::GET, &format!("/v1/admin/balancer/plan{query}"), None).await
@@ -30,6 +40,40 @@ async fn a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves
     assert_eq!(idle["shards"].as_array().unwrap().len(), 4);
     expect_problem(plan(&app, "?window=0s").await, StatusCode::BAD_REQUEST, "invalid_query").await;
 
+    let (hot, hot_vshards) = skew(&app).await;
+    let epoch = app.epoch().await;
+
+    let planned = eventually(Duration::from_secs(20), async || {
+        let body = expect_json(plan(&app, "?window=1m").await, StatusCode::OK).await;
+        (!body["move"].is_null()).then_some(body)
+    })
+    .await
+    .expect("a plan with a move once the load is stored");
+    let chosen = &planned["move"];
+    assert_eq!(chosen["kind"], "vshard", "{planned:#}");
+    assert_eq!(chosen["from"], hot.as_str(), "{planned:#}");
+    assert_ne!(chosen["to"], hot.as_str());
+    assert!(hot_vshards.contains(&chosen["vshard"]), "one of the hot shard's vshards: {planned:#}");
+    let load_of = |shards: &Value, id: &str| {
+        shards.as_array().unwrap().iter().find(|s| s["shard"] == id).unwrap()["statement_ms_per_s"].as_f64().unwrap()
+    };
+    let before = load_of(&planned["shards"], &hot);
+    let after = load_of(&chosen["predicted"], &hot);
+    assert!(after < before, "the hot shard's load falls: {before} -> {after}");
+    let target = chosen["to"].as_str().unwrap();
+    assert!(
+        load_of(&chosen["predicted"], target) <= planned["overfull_above_ms_per_s"].as_f64().unwrap(),
+        "the target does not become overfull: {planned:#}"
+    );
+    assert!(planned["reason"].as_str().unwrap().contains("move vshard"), "{planned:#}");
+    // A plan moves nothing.
+    assert_eq!(app.epoch().await, epoch, "the map did not change");
+}
+
+/// Tenants placed by their vshards, twelve on one shard and four on each other one, all sent the
+/// same traffic: that shard carries three times each other's load. Gives it and its tenants'
+/// vshards.
+async fn skew(app: &TestApp) -> (String, Vec<Value>) {
     // Tenants placed by their vshards: twelve on the first one's shard, four on each other shard.
     let mut by_shard: HashMap<String, Vec<String>> = HashMap::new();
     let mut hot = None;
@@ -67,31 +111,131 @@ async fn a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves
             }
         }
     }
-    let epoch = app.epoch().await;
+    (hot, hot_vshards)
+}
 
-    let planned = eventually(Duration::from_secs(20), async || {
-        let body = expect_json(plan(&app, "?window=1m").await, StatusCode::OK).await;
-        (!body["move"].is_null()).then_some(body)
+async fn run(app: &TestApp) -> reqwest::Response {
+    app.admin(Method::POST, "/v1/admin/balancer/runs", None).await
+}
+
+async fn set_mode(app: &TestApp, mode: &str) -> Value {
+    expect_json(app.admin(Method::PUT, "/v1/admin/balancer/mode", Some(&json!({"mode": mode}))).await, StatusCode::OK)
+        .await
+}
+
+async fn approve(app: &TestApp, id: &Value) -> reqwest::Response {
+    app.admin(Method::POST, &format!("/v1/admin/balancer/proposals/{id}/approve"), None).await
+}
+
+async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_cool_down(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |config| {
+        config.storage.load.window = Duration::from_secs(1);
+        config.cache.enabled = false;
+        config.balancer.min_load_ms_per_s = 0.0;
+        config.balancer.window = Duration::from_secs(60);
+        // Only the runs the test asks for.
+        config.balancer.interval = Duration::from_secs(3600);
+        config.storage.moves.cleanup_grace = Duration::from_millis(200);
+    })
+    .await;
+    let status = expect_json(app.admin(Method::GET, "/v1/admin/balancer", None).await, StatusCode::OK).await;
+    assert_eq!(status["mode"], "off", "{status}");
+    assert_eq!(status["runs"], json!([]));
+    expect_problem(run(&app).await, StatusCode::CONFLICT, "balancer_off").await;
+    expect_problem(
+        app.admin(Method::PUT, "/v1/admin/balancer/mode", Some(&json!({"mode": "sometimes"}))).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_body",
+    )
+    .await;
+    let switched = set_mode(&app, "propose").await;
+    assert_eq!(switched["mode"], "propose");
+    assert!(switched["mode_switched_by"].is_string(), "{switched}");
+
+    let (hot, hot_vshards) = skew(&app).await;
+    let epoch = app.epoch().await;
+    let proposed = eventually(Duration::from_secs(20), async || {
+        let body = expect_json(run(&app).await, StatusCode::OK).await;
+        (body["outcome"] == "proposed").then_some(body)
     })
     .await
-    .expect("a plan with a move once the load is stored");
-    let chosen = &planned["move"];
-    assert_eq!(chosen["kind"], "vshard", "{planned:#}");
-    assert_eq!(chosen["from"], hot.as_str(), "{planned:#}");
-    assert_ne!(chosen["to"], hot.as_str());
-    assert!(hot_vshards.contains(&chosen["vshard"]), "one of the hot shard's vshards: {planned:#}");
+    .expect("a run proposes a move once the load is stored");
+    assert_eq!(proposed["proposal"], "pending", "{proposed:#}");
+    assert_eq!(proposed["move"]["from"], hot.as_str(), "{proposed:#}");
+    assert!(hot_vshards.contains(&proposed["move"]["vshard"]), "{proposed:#}");
+    assert!(proposed["job"].is_null());
+    assert_eq!(app.epoch().await, epoch, "a proposal moves nothing");
+    // The same decision again: the proposal stands, no second one.
+    let again = expect_json(run(&app).await, StatusCode::OK).await;
+    assert_eq!(again["outcome"], "proposed", "{again:#}");
+    assert!(again["proposal"].is_null(), "{again:#}");
+    assert!(again["reason"].as_str().unwrap().contains(&format!("still proposed as proposal {}", proposed["id"])));
+    let status = expect_json(app.admin(Method::GET, "/v1/admin/balancer", None).await, StatusCode::OK).await;
+    assert_eq!(status["proposals"].as_array().unwrap().len(), 1, "{status:#}");
+    assert_eq!(status["proposals"][0]["id"], proposed["id"]);
+    assert_eq!(status["runs"][0]["id"], again["id"], "newest first");
+
+    expect_problem(approve(&app, &json!("nine")).await, StatusCode::NOT_FOUND, "proposal_not_found").await;
+    expect_problem(approve(&app, &json!(999_999)).await, StatusCode::NOT_FOUND, "proposal_not_found").await;
+    expect_problem(approve(&app, &again["id"]).await, StatusCode::CONFLICT, "proposal_settled").await;
+
+    // Its target may no longer receive: the proposal is stale.
+    let target = proposed["move"]["to"].as_str().unwrap().to_owned();
+    app.set_shard_state(&target, "read_only").await;
+    let stale = expect_problem(approve(&app, &proposed["id"]).await, StatusCode::CONFLICT, "proposal_stale").await;
+    assert!(stale["detail"].as_str().unwrap().contains("has changed"), "{stale}");
+    expect_problem(approve(&app, &proposed["id"]).await, StatusCode::CONFLICT, "proposal_settled").await;
+    assert_eq!(app.epoch().await, epoch + 1, "only the shard's state changed");
+    app.set_shard_state(&target, "active").await;
+
+    let standing = expect_json(run(&app).await, StatusCode::OK).await;
+    assert_eq!(standing["proposal"], "pending", "a new proposal: {standing:#}");
+    let approved = expect_json(approve(&app, &standing["id"]).await, StatusCode::ACCEPTED).await;
+    assert_eq!(approved["proposal"]["proposal"], "approved", "{approved:#}");
+    assert_eq!(approved["job"]["kind"], "vshard.move");
+    let job = approved["job"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(approved["proposal"]["job"], job.as_str());
+    expect_problem(approve(&app, &standing["id"]).await, StatusCode::CONFLICT, "proposal_settled").await;
+    let job_now = async || {
+        expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{job}"), None).await, StatusCode::OK).await
+    };
+    let Some(done) = eventually(Duration::from_secs(60), async || {
+        let job = job_now().await;
+        (job["state"] != "running").then_some(job)
+    })
+    .await
+    else {
+        panic!("the move ends: {:#}", job_now().await);
+    };
+    assert_eq!(done["state"], "done", "{done:#}");
+    let moved = &standing["move"]["vshard"];
+    let vshard = moved.as_u64().unwrap();
+    let map = app.shard_map().await;
+    let owner = map["vshard_ranges"].as_array().unwrap().iter().find_map(|r| {
+        (r["first"].as_u64().unwrap() <= vshard && vshard <= r["last"].as_u64().unwrap()).then(|| r["shard"].clone())
+    });
+    assert_eq!(owner, Some(standing["move"]["to"].clone()), "the vshard moved where proposed");
+
+    // Now in apply mode: its moved vshard cools down, and counts on its new shard.
+    set_mode(&app, "apply").await;
+    let applied = expect_json(run(&app).await, StatusCode::OK).await;
+    assert_eq!(applied["mode"], "apply");
+    assert_ne!(applied["move"]["vshard"], *moved, "the moved vshard cools down: {applied:#}");
     let load_of = |shards: &Value, id: &str| {
         shards.as_array().unwrap().iter().find(|s| s["shard"] == id).unwrap()["statement_ms_per_s"].as_f64().unwrap()
     };
-    let before = load_of(&planned["shards"], &hot);
-    let after = load_of(&chosen["predicted"], &hot);
-    assert!(after < before, "the hot shard's load falls: {before} -> {after}");
-    let target = chosen["to"].as_str().unwrap();
     assert!(
-        load_of(&chosen["predicted"], target) <= planned["overfull_above_ms_per_s"].as_f64().unwrap(),
-        "the target does not become overfull: {planned:#}"
+        load_of(&applied["shards"], &hot) < load_of(&standing["shards"], &hot),
+        "the moved vshard's load counts on its new shard: {applied:#}"
     );
-    assert!(planned["reason"].as_str().unwrap().contains("move vshard"), "{planned:#}");
-    // A plan moves nothing.
-    assert_eq!(app.epoch().await, epoch, "the map did not change");
+    if applied["outcome"] == "started" {
+        assert!(applied["job"].is_string(), "{applied:#}");
+    } else {
+        assert!(["balanced", "nothing", "held"].contains(&applied["outcome"].as_str().unwrap()), "{applied:#}");
+    }
+    let audit = expect_json(app.admin(Method::GET, "/v1/admin/audit?limit=1000", None).await, StatusCode::OK).await;
+    let actions: Vec<&str> = audit["items"].as_array().unwrap().iter().filter_map(|e| e["action"].as_str()).collect();
+    for action in ["balancer.mode", "balancer.approve", "balancer.move"] {
+        assert!(actions.contains(&action), "{action} audited: {actions:?}");
+    }
 }
