@@ -79,6 +79,9 @@ pub struct BalancerConfig {
     pub min_improvement: f64,
     /// A tenant carrying more than this share of its shard's load is moved alone. Default 0.5.
     pub tenant_share: f64,
+    /// The share of the window a shard must have been overfull for to send anything, so that a
+    /// burst shorter than that moves nothing however strong it is. Default 0.8.
+    pub sustained: f64,
 }
 
 impl Default for BalancerConfig {
@@ -94,6 +97,7 @@ impl Default for BalancerConfig {
             min_load_ms_per_s: policy.min_load_ms_per_s,
             min_improvement: policy.min_improvement,
             tenant_share: policy.tenant_share,
+            sustained: policy.sustained,
         }
     }
 }
@@ -107,6 +111,7 @@ impl BalancerConfig {
         fraction("threshold", self.threshold)?;
         fraction("min_improvement", self.min_improvement)?;
         fraction("tenant_share", self.tenant_share)?;
+        fraction("sustained", self.sustained)?;
         if !(self.min_load_ms_per_s >= 0.0 && self.min_load_ms_per_s.is_finite()) {
             return Err("balancer.min_load_ms_per_s must be 0 or more".into());
         }
@@ -126,6 +131,7 @@ impl BalancerConfig {
             min_load_ms_per_s: self.min_load_ms_per_s,
             min_improvement: self.min_improvement,
             tenant_share: self.tenant_share,
+            sustained: self.sustained,
         }
     }
 }
@@ -152,10 +158,13 @@ pub struct InFlight {
     pub to: String,
 }
 
-/// What the balancer knows beyond the picture: the moves under way, and until when each job
-/// claim (`vshard:7`, `tenant:acme`) cools down after a move (ms since the Unix epoch).
+/// What the balancer knows beyond the picture: the moves under way, until when each job claim
+/// (`vshard:7`, `tenant:acme`) cools down after a move (ms since the Unix epoch), and the step
+/// over which it tells how much of the span a shard was overfull for.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
+    /// The step (ms): a whole number of load windows; 0: the whole span is one step.
+    pub step_ms: i64,
     /// The moves under way.
     pub in_flight: Vec<InFlight>,
     /// Claims cooling down, with when they may move again.
@@ -164,14 +173,20 @@ pub struct Context {
 
 /// What the balancer would do now over the load of `span`, knowing `context`.
 pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &Context) -> Result<Plan, Error> {
-    let load = picture(router, span, usize::MAX).await?;
+    let length = span.until_ms - span.since_ms;
+    let step_ms = if context.step_ms > 0 { context.step_ms.min(length.max(1)) } else { length.max(1) };
+    let stepped = Span { step_ms: Some(step_ms), ..span };
+    let load = picture(router, stepped, usize::MAX).await?;
     let seconds = span.seconds();
     let rate = |c: &Counters| if seconds > 0.0 { c.statement_us as f64 / 1000.0 / seconds } else { 0.0 };
+    let step_rate = |c: &Counters| c.statement_us as f64 / step_ms as f64;
     let pools: HashMap<String, (ShardState, BreakerState)> =
         router.shard_dbs().into_iter().map(|(id, state, db)| (id.to_string(), (state, db.health().state()))).collect();
-    // Each shard's load, attributed to where it will land (see the module's comment).
+    // Each shard's load, attributed to where it will land (see the module's comment), over the
+    // span and per step.
     let mut loads: HashMap<String, f64> =
         load.shards.iter().filter(|s| s.registered).map(|s| (s.shard.clone(), rate(&s.load.request))).collect();
+    let mut steps: HashMap<String, Vec<f64>> = loads.keys().map(|k| (k.clone(), vec![0.0; stepped.points()])).collect();
     let mut shift = |from: &str, to: &str, amount: f64| {
         if from != to && loads.contains_key(from) && loads.contains_key(to) {
             *loads.entry(from.to_owned()).or_default() -= amount;
@@ -184,10 +199,20 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &C
     // The vshards and tenants on each shard after those shifts, with their loads.
     let mut vshards: std::collections::BTreeMap<u32, (String, f64)> = std::collections::BTreeMap::new();
     for v in &load.vshards {
-        let (Ok(vshard), Some(owner)) = (u32::try_from(v.vshard), &v.owner) else { continue };
-        let lands = flight_of(&Subject::Vshard { vshard }, owner).unwrap_or(owner);
-        shift(&v.shard, lands, rate(&v.load));
-        vshards.entry(vshard).or_insert_with(|| (lands.to_owned(), 0.0)).1 += rate(&v.load);
+        let lands = match (u32::try_from(v.vshard), &v.owner) {
+            (Ok(vshard), Some(owner)) => {
+                let lands = flight_of(&Subject::Vshard { vshard }, owner).unwrap_or(owner);
+                shift(&v.shard, lands, rate(&v.load));
+                vshards.entry(vshard).or_insert_with(|| (lands.to_owned(), 0.0)).1 += rate(&v.load);
+                lands
+            }
+            _ => &v.shard,
+        };
+        if let Some(cells) = steps.get_mut(lands) {
+            for (cell, counters) in cells.iter_mut().zip(&v.series) {
+                *cell += step_rate(counters);
+            }
+        }
     }
     let mut on_shards: Vec<(Subject, String, f64)> =
         vshards.into_iter().map(|(vshard, (shard, load))| (Subject::Vshard { vshard }, shard, load)).collect();
@@ -203,6 +228,7 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &C
         }
         on_shards.push((subject, lands, rate(&t.load)));
     }
+    let hot_share = hot_shares(&steps, policy);
     let shards: Vec<ShardInput> = load
         .shards
         .iter()
@@ -210,6 +236,7 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &C
         .map(|s| ShardInput {
             shard: s.shard.clone(),
             load: loads.get(&s.shard).copied().unwrap_or(0.0).max(0.0),
+            hot_share: hot_share.get(&s.shard).copied().unwrap_or(0.0),
             held: match pools.get(&s.shard) {
                 None => Some("this instance has no pool for it".to_owned()),
                 Some((ShardState::Active, BreakerState::Closed)) => None,
@@ -245,4 +272,20 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &C
     }
     let decision = policy.decide(&shards, &movables);
     Ok(Plan { span, shards, decision })
+}
+
+/// Per shard, the share of the steps in which it was overfull (above that step's line).
+fn hot_shares(steps: &HashMap<String, Vec<f64>>, policy: &Policy) -> HashMap<String, f64> {
+    let points = steps.values().map(Vec::len).max().unwrap_or(0);
+    let mut hot: HashMap<String, usize> = steps.keys().map(|k| (k.clone(), 0)).collect();
+    for i in 0..points {
+        let mean = steps.values().map(|cells| cells[i]).sum::<f64>() / steps.len().max(1) as f64;
+        let line = policy.overfull_above(mean);
+        for (shard, cells) in steps {
+            if cells[i] > line {
+                *hot.entry(shard.clone()).or_default() += 1;
+            }
+        }
+    }
+    hot.into_iter().map(|(shard, n)| (shard, if points == 0 { 0.0 } else { n as f64 / points as f64 })).collect()
 }

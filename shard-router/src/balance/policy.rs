@@ -5,12 +5,17 @@
 //!
 //! - A shard is overfull when its load is above the mean by more than `threshold` (relative)
 //!   *and* by more than `min_load_ms_per_s` (absolute), so an idle fleet never churns.
+//! - It sends only if it was overfull for most of the window too (`sustained`: the share of the
+//!   window's steps in which it was above that step's line), so that a burst, however strong,
+//!   moves nothing: an average alone cannot tell a short burst from a steady excess.
 //! - Candidates move load off the hottest overfull shard: a vshard to the coolest shard that may
 //!   receive, or, when one tenant carries more than `tenant_share` of the shard, that tenant.
 //! - A candidate is taken only if the hottest excess after it (predicted by moving the
 //!   candidate's load) is lower than before by at least `min_improvement` of it (hysteresis: a
-//!   move that merely swaps which shard is hot improves nothing), and never if its target would
-//!   become overfull.
+//!   move that merely swaps which shard is hot improves nothing), and a vshard never if its
+//!   target would become overfull. A tenant is indivisible: one heavier than the line makes any
+//!   shard overfull, so isolating it is allowed to, as long as its target then carries less than
+//!   its source did (by the hysteresis).
 //! - Nothing cooling down (moved within the cooldown) or claimed by another job moves; no shard
 //!   whose breaker is open, that is draining or not active, sends or receives.
 //!
@@ -30,11 +35,13 @@ pub struct Policy {
     pub min_improvement: f64,
     /// A tenant carrying more than this share of its shard's load is moved alone (isolated).
     pub tenant_share: f64,
+    /// The share of the window a shard must have been overfull for to send anything (0.8).
+    pub sustained: f64,
 }
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { threshold: 0.1, min_load_ms_per_s: 50.0, min_improvement: 0.1, tenant_share: 0.5 }
+        Self { threshold: 0.1, min_load_ms_per_s: 50.0, min_improvement: 0.1, tenant_share: 0.5, sustained: 0.8 }
     }
 }
 
@@ -45,6 +52,9 @@ pub struct ShardInput {
     pub shard: String,
     /// Its load: statement time per second (ms/s), averaged over the balancer's window.
     pub load: f64,
+    /// The share of the window's steps in which it was overfull (0 to 1).
+    #[serde(default)]
+    pub hot_share: f64,
     /// Why it may neither send nor receive now (breaker open, draining, not active), if so.
     pub held: Option<String>,
 }
@@ -141,6 +151,15 @@ impl Policy {
                 reasons.push(format!("{} is overfull but {why}", from.shard));
                 continue;
             }
+            if from.hot_share < self.sustained {
+                reasons.push(format!(
+                    "{} is overfull on average but was so for only {:.0}% of the window (a burst: it must be for {:.0}%)",
+                    from.shard,
+                    from.hot_share * 100.0,
+                    self.sustained * 100.0
+                ));
+                continue;
+            }
             let Some(target) = coolest_receiver(shards, &loads, source) else {
                 reasons.push(format!("{} is overfull but no other shard may receive", from.shard));
                 continue;
@@ -175,8 +194,8 @@ impl Policy {
         decision(None, reasons.join("; "))
     }
 
-    /// The candidate that lowers the hottest excess the most, if one lowers it enough and
-    /// leaves its target not overfull.
+    /// The candidate that lowers the hottest excess the most, if one lowers it enough and (a
+    /// vshard) leaves its target not overfull.
     fn best(
         &self,
         shards: &[ShardInput],
@@ -201,7 +220,11 @@ impl Policy {
             let mut predicted = loads.to_vec();
             predicted[source] -= candidate.load;
             predicted[target] += candidate.load;
-            if predicted[target] > overfull_above {
+            // A tenant is indivisible: one heavier than the line makes any shard it lands on
+            // overfull. Isolating it is still worth it when its target then carries less than its
+            // source did (the hysteresis below); a vshard never makes its target overfull.
+            let isolating = matches!(candidate.subject, Subject::Tenant { .. });
+            if predicted[target] > overfull_above && !isolating {
                 continue;
             }
             let after = hottest_excess(&predicted, mean);
@@ -252,7 +275,7 @@ mod tests {
     use super::*;
 
     fn shard(id: &str, load: f64) -> ShardInput {
-        ShardInput { shard: id.to_owned(), load, held: None }
+        ShardInput { shard: id.to_owned(), load, hot_share: 1.0, held: None }
     }
 
     fn vshard(vshard: u32, on: &str, load: f64) -> Movable {
@@ -308,6 +331,35 @@ mod tests {
         let choice = policy.decide(&shards, &movables).choice.expect("a move");
         assert_eq!(choice.subject, Subject::Tenant { tenant: "hot".to_owned() });
         assert_eq!(choice.to, "b");
+    }
+
+    #[test]
+    fn a_shard_overfull_for_less_than_the_sustained_share_of_the_window_sends_nothing() {
+        let policy = Policy::default();
+        let mut burst = shard("a", 400.0);
+        burst.hot_share = 0.3;
+        let decision = policy.decide(&[burst, shard("b", 100.0)], &[vshard(1, "a", 100.0)]);
+        assert!(decision.choice.is_none(), "{decision:?}");
+        assert!(decision.reason.contains("only 30% of the window"), "{}", decision.reason);
+        let mut steady = shard("a", 400.0);
+        steady.hot_share = 0.8;
+        assert!(policy.decide(&[steady, shard("b", 100.0)], &[vshard(1, "a", 100.0)]).choice.is_some());
+    }
+
+    #[test]
+    fn a_tenant_heavier_than_the_line_is_isolated_when_its_neighbours_gain() {
+        let policy = Policy::default();
+        // Mean 3.75 (x100), overfull above 4.125: the tenant (600) makes any shard overfull, but
+        // on b (200) it leaves a with its neighbours (300) and b at 800 < a's 900 before.
+        let shards = [shard("a", 900.0), shard("b", 200.0), shard("c", 200.0), shard("d", 200.0)];
+        let movables = [tenant("hot", "a", 600.0), vshard(1, "a", 100.0), vshard(2, "a", 100.0)];
+        let choice = policy.decide(&shards, &movables).choice.expect("isolated");
+        assert_eq!(choice.subject, Subject::Tenant { tenant: "hot".to_owned() });
+        assert_eq!(choice.predicted, vec![300.0, 800.0, 200.0, 200.0]);
+        // Where it would only swap the hot shard (b as loaded as a's neighbours), it stays.
+        let shards = [shard("a", 900.0), shard("b", 300.0), shard("c", 300.0), shard("d", 300.0)];
+        let decision = policy.decide(&shards, &[tenant("hot", "a", 600.0)]);
+        assert!(decision.choice.is_none(), "{decision:?}");
     }
 
     #[test]

@@ -166,7 +166,11 @@ impl Balancer {
     /// What a run would decide now over the last `length_ms` (default `balancer.window`).
     pub async fn plan(&self, length_ms: Option<i64>) -> Result<Plan, Error> {
         let span = length_ms.map_or_else(|| self.run_span(), |l| self.span(l));
-        plan(self.router(), span, &self.config.policy(), &self.context().await?).await
+        let mut context = self.context().await?;
+        // Steps of whole load windows, at most 120 over the span.
+        let windows = (span.until_ms - span.since_ms) / self.load_window_ms;
+        context.step_ms = self.load_window_ms * (windows + 119).div_euclid(120).max(1);
+        plan(self.router(), span, &self.config.policy(), &context).await
     }
 
     /// One run, if this instance holds (or takes) the lease and the balancer is not off:

@@ -32,6 +32,8 @@ async fn a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves
         // Every read reaches its shard; any excess above the 10% threshold counts.
         config.cache.enabled = false;
         config.balancer.min_load_ms_per_s = 0.0;
+        // The traffic lasts seconds of the minute planned over.
+        config.balancer.sustained = 0.0;
     })
     .await;
     let idle = expect_json(plan(&app, "?window=1m").await, StatusCode::OK).await;
@@ -132,6 +134,7 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
         config.storage.load.window = Duration::from_secs(1);
         config.cache.enabled = false;
         config.balancer.min_load_ms_per_s = 0.0;
+        config.balancer.sustained = 0.0;
         config.balancer.window = Duration::from_secs(60);
         // Only the runs the test asks for.
         config.balancer.interval = Duration::from_secs(3600);

@@ -33,6 +33,7 @@ mod records;
 mod redistribution;
 mod restart;
 mod routing;
+mod self_balancing;
 mod shard_states;
 mod throttling;
 mod timeouts;

@@ -39,6 +39,9 @@ pub struct PlanShard {
     pub shard: String,
     /// Its request load: statement time per second (ms/s) over the span.
     pub statement_ms_per_s: f64,
+    /// The share of the span (0 to 1) it was overfull for, step by step: it sends only if that is
+    /// at least `balancer.sustained`.
+    pub hot_share: f64,
     /// Why it may neither send nor receive now (`it is draining`, `its breaker is open`, ...);
     /// `null` when it may.
     pub held: Option<String>,
@@ -139,7 +142,10 @@ pub async fn get_balancer_plan(
 }
 
 fn plan_shards(shards: Vec<ShardInput>) -> Vec<PlanShard> {
-    shards.into_iter().map(|s| PlanShard { shard: s.shard, statement_ms_per_s: s.load, held: s.held }).collect()
+    shards
+        .into_iter()
+        .map(|s| PlanShard { shard: s.shard, statement_ms_per_s: s.load, hot_share: s.hot_share, held: s.held })
+        .collect()
 }
 
 fn planned_move(shards: &[ShardInput], choice: Choice) -> PlannedMove {
@@ -342,6 +348,8 @@ pub struct BalancerSettings {
     pub min_improvement: f64,
     /// A tenant carrying more than this share of its shard moves alone.
     pub tenant_share: f64,
+    /// The share of the window a shard must have been overfull for to send anything.
+    pub sustained: f64,
 }
 
 /// The balancer: its mode, who runs it, its last runs and the pending proposals.
@@ -422,6 +430,7 @@ async fn view(app: &crate::app::App, limit: u32) -> Result<BalancerView, ApiErro
             min_load_ms_per_s: config.min_load_ms_per_s,
             min_improvement: config.min_improvement,
             tenant_share: config.tenant_share,
+            sustained: config.sustained,
         },
         proposals,
         runs,
