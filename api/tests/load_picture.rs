@@ -2,6 +2,10 @@
 //! instances put on the shards adds up, exactly, on the right shard, vshard and tenant, in
 //! `GET /v1/admin/load` and in the heat map; stored windows survive a restart, and `kill -9`
 //! loses at most the window that was open.
+//!
+//! The balancer that reads it: of two instances one runs it (its lease), the other refuses to
+//! run it (409 `balancer_elsewhere`); when the one running it is killed (`kill -9`), the other
+//! takes it over once the lease runs out.
 
 use std::time::{Duration, Instant};
 
@@ -254,5 +258,79 @@ async fn stored_windows_survive_a_restart_and_kill_9_loses_at_most_the_open_one(
     assert_eq!(request_count(&load, "writes"), stored + 25, "a clean stop stores every window");
     assert_eq!(load["instances"], 2);
     drop(third);
+    databases.drop_all().await;
+}
+
+/// `GET /v1/admin/balancer` through `process`.
+async fn balancer(client: &reqwest::Client, process: &Process, admin: &str) -> Value {
+    get(client, format!("{}/v1/admin/balancer?limit=200", process.base), admin).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_instance_runs_the_balancer_and_another_takes_it_over_when_it_is_killed() {
+    let databases = Databases::create("sgbl", 2).await;
+    let mut envs = load_envs(&databases);
+    envs.push(("SHARDGATE_BALANCER__MODE".to_owned(), "propose".to_owned()));
+    envs.push(("SHARDGATE_BALANCER__INTERVAL".to_owned(), "1s".to_owned()));
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let client = reqwest::Client::new();
+    let admin = token(None, "admin");
+    let processes = [
+        Process::start(&["serve"], dirs[0].path(), envs.clone()),
+        Process::start(&["serve"], dirs[1].path(), envs),
+    ];
+    for process in &processes {
+        process.wait_until_ok(&client, "/readyz").await;
+    }
+    processes[0].create_tenant(&client, &admin, "acme").await;
+    let names: Vec<String> = {
+        let mut names = Vec::new();
+        for process in &processes {
+            names.push(balancer(&client, process, &admin).await["this_instance"].as_str().unwrap().to_owned());
+        }
+        names
+    };
+
+    // One of them runs it, and only that one.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let runner = loop {
+        let status = balancer(&client, &processes[1], &admin).await;
+        if status["runs"].as_array().unwrap().len() >= 3 {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "no runs within 20 s: {status:#}\n{}", processes[0].log());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let holder = runner["runner"].as_str().expect("a runner holds the lease").to_owned();
+    let held = names.iter().position(|n| *n == holder).expect("one of the two");
+    let runs = runner["runs"].as_array().unwrap();
+    assert!(runs.iter().all(|r| r["instance"] == holder.as_str()), "only the lease holder ran: {runs:#?}");
+    assert!(runs.iter().all(|r| r["outcome"] == "balanced"), "an idle fleet is balanced: {runs:#?}");
+    let other = &processes[1 - held];
+    let refused = client.post(format!("{}/v1/admin/balancer/runs", other.base)).bearer_auth(&admin).send().await.unwrap();
+    assert_eq!(refused.status(), 409);
+    let problem: Value = refused.json().await.unwrap();
+    assert_eq!(problem["code"], "balancer_elsewhere", "{problem}");
+
+    // Killed, the lease (three intervals) runs out and the other instance runs it.
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &processes[held].pid().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let killed_at = Instant::now();
+    let deadline = killed_at + Duration::from_secs(15);
+    let taken = loop {
+        let status = balancer(&client, other, &admin).await;
+        if status["runs"][0]["instance"] == names[1 - held].as_str() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "not taken over within 15 s: {status:#}\n{}", other.log());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(taken["runner"], names[1 - held].as_str(), "{taken:#}");
+    println!("taken over {:?} after the kill", killed_at.elapsed());
+
+    drop(processes);
     databases.drop_all().await;
 }
