@@ -275,10 +275,8 @@ async fn one_instance_runs_the_balancer_and_another_takes_it_over_when_it_is_kil
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let client = reqwest::Client::new();
     let admin = token(None, "admin");
-    let processes = [
-        Process::start(&["serve"], dirs[0].path(), envs.clone()),
-        Process::start(&["serve"], dirs[1].path(), envs),
-    ];
+    let processes =
+        [Process::start(&["serve"], dirs[0].path(), envs.clone()), Process::start(&["serve"], dirs[1].path(), envs)];
     for process in &processes {
         process.wait_until_ok(&client, "/readyz").await;
     }
@@ -307,7 +305,8 @@ async fn one_instance_runs_the_balancer_and_another_takes_it_over_when_it_is_kil
     assert!(runs.iter().all(|r| r["instance"] == holder.as_str()), "only the lease holder ran: {runs:#?}");
     assert!(runs.iter().all(|r| r["outcome"] == "balanced"), "an idle fleet is balanced: {runs:#?}");
     let other = &processes[1 - held];
-    let refused = client.post(format!("{}/v1/admin/balancer/runs", other.base)).bearer_auth(&admin).send().await.unwrap();
+    let refused =
+        client.post(format!("{}/v1/admin/balancer/runs", other.base)).bearer_auth(&admin).send().await.unwrap();
     assert_eq!(refused.status(), 409);
     let problem: Value = refused.json().await.unwrap();
     assert_eq!(problem["code"], "balancer_elsewhere", "{problem}");
