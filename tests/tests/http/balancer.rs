@@ -68,6 +68,17 @@ async fn a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves
         "the target does not become overfull: {planned:#}"
     );
     assert!(planned["reason"].as_str().unwrap().contains("move vshard"), "{planned:#}");
+    // With its breaker open the hot shard neither sends nor receives.
+    let breaker = async |action: &str| {
+        let body = json!({"action": action, "reason": "balancer test"});
+        let path = format!("/v1/admin/shards/{hot}/breaker");
+        expect_json(app.admin(Method::POST, &path, Some(&body)).await, StatusCode::OK).await
+    };
+    breaker("force_open").await;
+    let held = expect_json(plan(&app, "?window=1m").await, StatusCode::OK).await;
+    assert!(held["move"].is_null(), "{held:#}");
+    assert!(held["reason"].as_str().unwrap().contains("its breaker is open"), "{held:#}");
+    breaker("reset").await;
     // A plan moves nothing.
     assert_eq!(app.epoch().await, epoch, "the map did not change");
 }
@@ -141,6 +152,15 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
         config.storage.moves.cleanup_grace = Duration::from_millis(200);
     })
     .await;
+    // Without a token, and with a tenant's token, nothing of it answers.
+    let mode = json!({"mode": "apply"});
+    let anonymous = app.client.put(app.url("/v1/admin/balancer/mode")).json(&mode).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let tenant = app.token("st", &[shardgate_gatekeeper::Scope::Manage]);
+    for (method, path) in [(Method::PUT, "/v1/admin/balancer/mode"), (Method::POST, "/v1/admin/balancer/runs")] {
+        let refused = app.client.request(method, app.url(path)).bearer_auth(&tenant).json(&mode).send().await.unwrap();
+        assert_eq!(refused.status(), StatusCode::FORBIDDEN, "{path}");
+    }
     let status = expect_json(app.admin(Method::GET, "/v1/admin/balancer", None).await, StatusCode::OK).await;
     assert_eq!(status["mode"], "off", "{status}");
     assert_eq!(status["runs"], json!([]));
