@@ -110,6 +110,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::balancer::approve_proposal))
         .routes(routes!(admin::load::get_load))
         .routes(routes!(admin::load::get_heat_map))
+        .routes(routes!(admin::jobs::list_jobs))
         .routes(routes!(admin::jobs::get_job))
         .routes(routes!(admin::jobs::cancel_job))
         .routes(routes!(admin::moves::move_tenant))

@@ -257,6 +257,36 @@ impl Catalog {
         self.all_rows(&format!("SELECT {JOB_READ_COLUMNS} FROM jobs WHERE state = 'running' ORDER BY created_at")).await
     }
 
+    /// Up to `limit` jobs, newest first (by creation, then id), of `state` and `kind` when given,
+    /// created before the job `before` (its creation time and id: the listing's cursor).
+    pub async fn list_jobs(
+        &self,
+        state: Option<&str>,
+        kind: Option<&str>,
+        before: Option<(i64, &str)>,
+        limit: u32,
+    ) -> Result<Vec<JobRow>, Error> {
+        let (before_at, before_id) = before.unwrap_or((i64::MAX, ""));
+        self.guarded(async {
+            sqlx::query_as(&format!(
+                "SELECT {JOB_READ_COLUMNS} FROM jobs \
+                 WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR kind = $2) \
+                 AND (created_at < $3 OR (created_at = $3 AND id < $4) OR $5) \
+                 ORDER BY created_at DESC, id DESC LIMIT $6"
+            ))
+            .bind(state)
+            .bind(kind)
+            .bind(before_at)
+            .bind(before_id)
+            .bind(before.is_none())
+            .bind(i64::from(limit))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)
+        })
+        .await
+    }
+
     /// Every row `sql` (a statement without parameters) selects, read by its columns' names.
     async fn all_rows<T>(&self, sql: &str) -> Result<Vec<T>, Error>
     where

@@ -20,6 +20,7 @@ mod https;
 mod incarnations;
 mod indexes;
 mod isolation;
+mod jobs;
 mod key_sets;
 mod listing;
 mod malformed;

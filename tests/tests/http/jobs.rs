@@ -1,0 +1,74 @@
+//! `GET /v1/admin/jobs`: every job, newest first, filtered by state and kind, in pages; a
+//! filter that names no state or kind is refused with what it may be.
+
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_tests::{TestApp, expect_json, expect_problem};
+
+use crate::moves::{ended, spawn};
+
+shardgate_tests::on_both_engines!(jobs_are_listed_newest_first_by_state_and_kind_in_pages);
+
+async fn list(app: &TestApp, query: &str) -> reqwest::Response {
+    app.admin(Method::GET, &format!("/v1/admin/jobs{query}"), None).await
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["items"].as_array().unwrap().iter().map(|j| j["id"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn jobs_are_listed_newest_first_by_state_and_kind_in_pages(backend: shardgate_tests::Backend) {
+    let app = spawn(backend, Duration::ZERO).await;
+    let empty = expect_json(list(&app, "").await, StatusCode::OK).await;
+    assert_eq!(empty["items"], json!([]));
+    let shards: Vec<String> = app.shard_urls().into_iter().map(|(id, _)| id).collect();
+    let mut started = Vec::new();
+    for tenant in ["first", "second", "third"] {
+        app.create_tenant(tenant).await;
+        let home = app.route(tenant, "c", "k").await["shard"].as_str().unwrap().to_owned();
+        let to = shards.iter().find(|s| **s != home).unwrap();
+        let path = format!("/v1/admin/tenants/{tenant}/move");
+        let job =
+            expect_json(app.admin(Method::POST, &path, Some(&json!({"to": to}))).await, StatusCode::ACCEPTED).await;
+        started.push(job["id"].as_str().unwrap().to_owned());
+        // Jobs created in the same millisecond are ordered by id; these come apart.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for id in &started[..2] {
+        assert_eq!(ended(&app, id, Duration::from_secs(60)).await["state"], "done");
+    }
+    let newest_first: Vec<String> = started.iter().rev().cloned().collect();
+    let all = expect_json(list(&app, "").await, StatusCode::OK).await;
+    assert_eq!(ids(&all), newest_first, "{all:#}");
+    assert_eq!(all["items"][0]["kind"], "tenant.move");
+    assert!(all["next_cursor"].is_null());
+
+    // Pages of one, following the cursor.
+    let mut paged = Vec::new();
+    let mut query = "?limit=1".to_owned();
+    loop {
+        let page = expect_json(list(&app, &query).await, StatusCode::OK).await;
+        paged.extend(ids(&page));
+        match page["next_cursor"].as_str() {
+            Some(cursor) => query = format!("?limit=1&cursor={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(paged, newest_first);
+
+    let done = expect_json(list(&app, "?state=done&kind=tenant.move").await, StatusCode::OK).await;
+    assert!(ids(&done).iter().all(|id| started.contains(id)), "{done:#}");
+    assert!(ids(&done).contains(&started[0]) && ids(&done).contains(&started[1]));
+    let none = expect_json(list(&app, "?kind=index.backfill").await, StatusCode::OK).await;
+    assert_eq!(none["items"], json!([]));
+    let cancelled = expect_json(list(&app, "?state=cancelled").await, StatusCode::OK).await;
+    assert!(ids(&cancelled).is_empty(), "{cancelled:#}");
+
+    let refused = expect_problem(list(&app, "?state=finished").await, StatusCode::BAD_REQUEST, "invalid_query").await;
+    assert!(refused["detail"].as_str().unwrap().contains("running, done, failed, cancelled"), "{refused}");
+    expect_problem(list(&app, "?kind=tenant.moves").await, StatusCode::BAD_REQUEST, "invalid_query").await;
+    expect_problem(list(&app, "?cursor=bm9wZQ").await, StatusCode::BAD_REQUEST, "invalid_cursor").await;
+    expect_problem(list(&app, "?limit=0").await, StatusCode::BAD_REQUEST, "invalid_query").await;
+}
