@@ -41,7 +41,7 @@
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
 //! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `ADAPTIVE_PACE` (1),
 //! `PACE_TOLERANCE` and `PACE_FLOOR_BYTES_PER_SECOND` (the gateway's defaults, 0.1 and 262144),
-//! `MOVE` (`tenant`), `BLOB_MIB` (0).
+//! `MOVE` (`tenant`), `BLOB_MIB` (0), `DRAIN` (1; 0 skips the drain).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,6 +101,7 @@ async fn main() -> BenchResult<()> {
     };
     let redistribute = std::env::var("MOVE").is_ok_and(|what| what == "redistribute");
     let blob_mib = env("BLOB_MIB", 0)?;
+    let drain = env("DRAIN", 1)? != 0;
 
     let tag = format!("sgbm_{}", std::process::id());
     let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
@@ -109,7 +110,7 @@ async fn main() -> BenchResult<()> {
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
     }
     let outcome =
-        run(&names, &tag, (records, writers, others, before, after, rate), pace, redistribute, blob_mib).await;
+        run(&names, &tag, (records, writers, others, before, after, rate), pace, (redistribute, drain), blob_mib).await;
     for name in &names {
         sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
     }
@@ -121,7 +122,7 @@ async fn run(
     tag: &str,
     (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
     pace: Pacing,
-    redistribute: bool,
+    (redistribute, drain): (bool, bool),
     blob_mib: usize,
 ) -> BenchResult<()> {
     let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
@@ -273,26 +274,8 @@ async fn run(
     }
     // Then shard s1, which holds the moved tenant's records now, is drained under the same
     // traffic: its vshards and both tenants pinned to it go to s0.
-    let drain_started = Instant::now();
-    let drain_began_ms = now_ms();
-    let drain: Value = client
-        .post(format!("{base}/v1/admin/shards/s1/drain"))
-        .bearer_auth(&admin)
-        .json(&json!({"parallel": 4}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let drain_id = drain["job"]["id"].as_str().ok_or_else(|| format!("no drain job: {drain}"))?.to_owned();
-    let drained = loop {
-        let job: Value =
-            client.get(format!("{base}/v1/admin/jobs/{drain_id}")).bearer_auth(&admin).send().await?.json().await?;
-        if job["state"] != "running" {
-            break job;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let drain_secs = drain_started.elapsed().as_secs_f64();
+    let drain_began_ms = if drain { now_ms() } else { f64::INFINITY };
+    let drained = if drain { Some(drain_s1(&client, &base, &admin).await?) } else { None };
     stop.store(true, Ordering::Relaxed);
     while traffic.join_next().await.is_some() {}
     for (stop_server, server) in servers {
@@ -386,6 +369,7 @@ async fn run(
         (switched - move_started) / 1000.0
     );
     println!("{}", pace_over_time(progress, move_started));
+    let Some((drain, drained, drain_secs)) = drained else { return Ok(()) };
     println!(
         "drain of s1 ({} vshards, {} pinned tenants, {records} records of mover among them): {} in {drain_secs:.1} s (including the {} s cleanup grace)",
         drain["plan"]["vshards"].as_array().map_or(0, Vec::len),
@@ -397,6 +381,29 @@ async fn run(
         return Err(format!("the drain ended {}: {drained}", drained["state"]).into());
     }
     Ok(())
+}
+
+/// Drains shard `s1` onto `s0` (4 moves at a time): the drain as started, the job as it ended,
+/// and how long it took (s).
+async fn drain_s1(client: &reqwest::Client, base: &str, admin: &str) -> BenchResult<(Value, Value, f64)> {
+    let started = Instant::now();
+    let drain: Value = client
+        .post(format!("{base}/v1/admin/shards/s1/drain"))
+        .bearer_auth(admin)
+        .json(&json!({"parallel": 4}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let id = drain["job"]["id"].as_str().ok_or_else(|| format!("no drain job: {drain}"))?.to_owned();
+    loop {
+        let job: Value =
+            client.get(format!("{base}/v1/admin/jobs/{id}")).bearer_auth(admin).send().await?.json().await?;
+        if job["state"] != "running" {
+            return Ok((drain, job, started.elapsed().as_secs_f64()));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The large-tenant mode's report: the copy phase's time, the job's handovers, failures and the
