@@ -61,10 +61,22 @@ pub struct MoveConfig {
     #[serde(with = "crate::humantime_serde")]
     pub cutover_wait: Duration,
     /// The copy's speed limit in bytes per second, so a move cannot starve the shards' regular
-    /// traffic (0: no limit). Default 4 MiB/s: measured by `bench/src/bin/moves.rs` on two
-    /// cores, the other tenants' p99 stays near its level before the move; unthrottled, it
-    /// rises by more than half.
+    /// traffic (0: no limit, and no adaptive pace). With `adaptive_pace` it is the ceiling the
+    /// pace rises to while the shards' requests do not feel the copy. Default 4 MiB/s.
     pub copy_bytes_per_second: u64,
+    /// Pace copies by the statement latency that requests see on the move's source and target
+    /// (a feedback loop: slower when it rises above its level before the copy by more than
+    /// `pace_tolerance`, faster up to `copy_bytes_per_second` when it does not; see
+    /// `crate::moves::copy::Pace`). False: always `copy_bytes_per_second`. Needs the load
+    /// meter (`storage.load.enabled`). Default true.
+    pub adaptive_pace: bool,
+    /// How far (a fraction) the shards' mean request statement latency may rise above its level
+    /// before the copy before the adaptive pace slows down. Above 0, at most 10. Default 0.1.
+    pub pace_tolerance: f64,
+    /// The slowest the adaptive pace goes, in bytes per second: the move always finishes, and
+    /// its first interval runs at this pace to measure the shards' latency before the copy.
+    /// At least 1; above `copy_bytes_per_second`, that is the floor. Default 256 KiB/s.
+    pub pace_floor_bytes_per_second: u64,
     /// How long the old copy of a moved tenant stays on its old shard (for downloads still
     /// streaming from it) before it is removed. Default 60 s.
     #[serde(with = "crate::humantime_serde")]
@@ -95,11 +107,41 @@ impl Default for MoveConfig {
         Self {
             cutover_wait: Duration::from_secs(2),
             copy_bytes_per_second: 4 << 20,
+            adaptive_pace: true,
+            pace_tolerance: 0.1,
+            pace_floor_bytes_per_second: 256 << 10,
             cleanup_grace: Duration::from_secs(60),
             lease: Duration::from_secs(5),
             phase_pause: Duration::ZERO,
             clock_margin: Duration::from_secs(1),
             copy_batch_bytes: 16 << 20,
+        }
+    }
+}
+
+impl MoveConfig {
+    /// What is wrong with it, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.pace_tolerance > 0.0 && self.pace_tolerance <= 10.0) {
+            return Err(format!(
+                "storage.moves.pace_tolerance must be above 0 and at most 10 (a fraction: 0.1 lets the \
+                 shards' request latency rise 10% before the copy slows down), not {}",
+                self.pace_tolerance
+            ));
+        }
+        if self.pace_floor_bytes_per_second == 0 {
+            return Err("storage.moves.pace_floor_bytes_per_second must be at least 1: a move must finish".into());
+        }
+        Ok(())
+    }
+
+    /// The adaptive pace's floor in force: `pace_floor_bytes_per_second`, or the ceiling
+    /// (`copy_bytes_per_second`) when that is lower (a slow fixed pace set before the floor
+    /// existed keeps working; start-up warns).
+    pub fn pace_floor(&self) -> u64 {
+        match self.copy_bytes_per_second {
+            0 => self.pace_floor_bytes_per_second.max(1),
+            ceiling => self.pace_floor_bytes_per_second.clamp(1, ceiling),
         }
     }
 }
@@ -173,4 +215,25 @@ pub struct ShardSeed {
     pub id: ShardId,
     /// Its URL (kept secret).
     pub url: SecretString,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_move_settings_refuse_a_pace_that_could_not_finish_or_never_slows_down() {
+        assert_eq!(MoveConfig::default().validate(), Ok(()));
+        for tolerance in [0.0, -0.5, 11.0, f64::NAN] {
+            let config = MoveConfig { pace_tolerance: tolerance, ..MoveConfig::default() };
+            let refused = config.validate().unwrap_err();
+            assert!(refused.starts_with("storage.moves.pace_tolerance must be above 0"), "{refused}");
+        }
+        let no_floor = MoveConfig { pace_floor_bytes_per_second: 0, ..MoveConfig::default() };
+        assert!(no_floor.validate().unwrap_err().contains("pace_floor_bytes_per_second must be at least 1"));
+        let slow = MoveConfig { copy_bytes_per_second: 100_000, ..MoveConfig::default() };
+        assert_eq!(slow.validate(), Ok(()), "a slow fixed pace set before the floor existed still starts");
+        assert_eq!(slow.pace_floor(), 100_000, "the floor is the ceiling then");
+        assert_eq!(MoveConfig::default().pace_floor(), 256 << 10);
+    }
 }

@@ -371,6 +371,16 @@ impl Application {
     ) -> anyhow::Result<Self> {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
         config.storage.load.validate().map_err(anyhow::Error::msg)?;
+        config.storage.moves.validate().map_err(anyhow::Error::msg)?;
+        let moves = &config.storage.moves;
+        if moves.adaptive_pace && moves.pace_floor() < moves.pace_floor_bytes_per_second {
+            tracing::warn!(
+                pace_floor_bytes_per_second = moves.pace_floor_bytes_per_second,
+                copy_bytes_per_second = moves.copy_bytes_per_second,
+                "storage.moves.pace_floor_bytes_per_second is above the ceiling, \
+                 storage.moves.copy_bytes_per_second: moves copy at the ceiling throughout"
+            );
+        }
         config.balancer.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(

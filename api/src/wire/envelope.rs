@@ -51,15 +51,17 @@ pub struct Job {
     /// `rows_copied`, `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
     /// `settled` and `checksums` (per table, source and target, and `matched`: the rows not
     /// changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
-    /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch` and
-    /// `rolled_back` (why). A vshard move: the same, with `vshards`, `tenants` (the unpinned
+    /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch`,
+    /// `rolled_back` (why) and `pace` (the copy's: `adaptive`, `ceiling_bytes_per_second`,
+    /// `bytes_per_second` now, `baseline_us`, each shard's request statement latency before the
+    /// copy, and `changes`, the latest 120 changes as `[ms, bytes_per_second]`). A vshard move: the same, with `vshards`, `tenants` (the unpinned
     /// tenants they place, taken along) and `parent` (its rebalance). A range move: the same,
     /// with `range` (`collection`, `from`, `until`, `ranges_before`, `ranges_after`). A
     /// redistribution: `phase`, `collection`, `from` and `to` (each a `distribution` and its
     /// `ranges`), `sources` and `targets` (shards), `rows_copied`, `bytes_copied`, `passes`,
     /// `lag_rows`, `checksums` (the old and the new layout, counted and summed over their
-    /// shards), `fenced_at_ms`, `switched_at_ms`, `cutover_ms`, `cutover_steps_ms`, `epoch` and
-    /// `rolled_back`. A rebalance: `balance`, `parallel`,
+    /// shards), `fenced_at_ms`, `switched_at_ms`, `cutover_ms`, `cutover_steps_ms`, `epoch`,
+    /// `rolled_back` and `pace`. A rebalance: `balance`, `parallel`,
     /// `drain` (the shard drained, if any), the counts `pending`, `running`, `done` and `failed`,
     /// and `steps` (each with `vshards` or `tenant`, `from`, `to`, `state`, `job` and `error`).
     #[schema(value_type = Object)]

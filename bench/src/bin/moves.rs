@@ -31,9 +31,17 @@
 //! report adds the copy phase's time and how often the job changed hands (`handovers`, 0 when
 //! the instance running it keeps its lease however long the copy takes). The drain is skipped.
 //!
+//! The copy's pace is adaptive by default, as in the gateway (`storage.moves.adaptive_pace`): it
+//! starts at the floor, measures the shards' request latency, and speeds up to
+//! `COPY_BYTES_PER_SECOND` (the ceiling) only while the requests on the source and the target do
+//! not feel it. The report adds the pace over time, as the job's progress recorded it
+//! (`progress.pace`). With `ADAPTIVE_PACE=0` the copy runs at `COPY_BYTES_PER_SECOND`
+//! throughout, as it did before adaptive pacing.
+//!
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
-//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `MOVE` (`tenant`), `BLOB_MIB`
-//! (0).
+//! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `ADAPTIVE_PACE` (1),
+//! `PACE_TOLERANCE` and `PACE_FLOOR_BYTES_PER_SECOND` (the gateway's defaults, 0.1 and 262144),
+//! `MOVE` (`tenant`), `BLOB_MIB` (0), `DRAIN` (1; 0 skips the drain).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,8 +90,18 @@ async fn main() -> BenchResult<()> {
     let before = Duration::from_secs(env("BEFORE_SECS", 5)? as u64);
     let after = Duration::from_secs(env("AFTER_SECS", 2)? as u64);
     let rate = env("COPY_BYTES_PER_SECOND", 4 << 20)? as u64;
+    let defaults = shardgate_shard_router::MoveConfig::default();
+    let pace = Pacing {
+        adaptive: env("ADAPTIVE_PACE", 1)? != 0,
+        tolerance: match std::env::var("PACE_TOLERANCE") {
+            Ok(raw) => raw.parse().map_err(|_| format!("PACE_TOLERANCE must be a number, got {raw:?}"))?,
+            Err(_) => defaults.pace_tolerance,
+        },
+        floor: env("PACE_FLOOR_BYTES_PER_SECOND", defaults.pace_floor_bytes_per_second as usize)? as u64,
+    };
     let redistribute = std::env::var("MOVE").is_ok_and(|what| what == "redistribute");
     let blob_mib = env("BLOB_MIB", 0)?;
+    let drain = env("DRAIN", 1)? != 0;
 
     let tag = format!("sgbm_{}", std::process::id());
     let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
@@ -91,7 +109,8 @@ async fn main() -> BenchResult<()> {
     for name in &names {
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
     }
-    let outcome = run(&names, &tag, (records, writers, others, before, after, rate), redistribute, blob_mib).await;
+    let outcome =
+        run(&names, &tag, (records, writers, others, before, after, rate), pace, (redistribute, drain), blob_mib).await;
     for name in &names {
         sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
     }
@@ -102,7 +121,8 @@ async fn run(
     names: &[String; 3],
     tag: &str,
     (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
-    redistribute: bool,
+    pace: Pacing,
+    (redistribute, drain): (bool, bool),
     blob_mib: usize,
 ) -> BenchResult<()> {
     let dirs = [tempfile::tempdir()?, tempfile::tempdir()?];
@@ -114,6 +134,9 @@ async fn run(
     for dir in &dirs[..if blob_mib > 0 { 2 } else { 1 }] {
         let mut config = production_config(dir.path(), &names[0], &shards, tag)?;
         config.storage.moves.copy_bytes_per_second = rate;
+        config.storage.moves.adaptive_pace = pace.adaptive;
+        config.storage.moves.pace_tolerance = pace.tolerance;
+        config.storage.moves.pace_floor_bytes_per_second = pace.floor;
         config.storage.moves.cleanup_grace = Duration::from_secs(1);
         let app = Application::build(config).await?;
         bases.push(format!("http://{}", app.local_addr()));
@@ -251,26 +274,8 @@ async fn run(
     }
     // Then shard s1, which holds the moved tenant's records now, is drained under the same
     // traffic: its vshards and both tenants pinned to it go to s0.
-    let drain_started = Instant::now();
-    let drain_began_ms = now_ms();
-    let drain: Value = client
-        .post(format!("{base}/v1/admin/shards/s1/drain"))
-        .bearer_auth(&admin)
-        .json(&json!({"parallel": 4}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let drain_id = drain["job"]["id"].as_str().ok_or_else(|| format!("no drain job: {drain}"))?.to_owned();
-    let drained = loop {
-        let job: Value =
-            client.get(format!("{base}/v1/admin/jobs/{drain_id}")).bearer_auth(&admin).send().await?.json().await?;
-        if job["state"] != "running" {
-            break job;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    let drain_secs = drain_started.elapsed().as_secs_f64();
+    let drain_began_ms = if drain { now_ms() } else { f64::INFINITY };
+    let drained = if drain { Some(drain_s1(&client, &base, &admin).await?) } else { None };
     stop.store(true, Ordering::Relaxed);
     while traffic.join_next().await.is_some() {}
     for (stop_server, server) in servers {
@@ -363,6 +368,8 @@ async fn run(
         progress["method"],
         (switched - move_started) / 1000.0
     );
+    println!("{}", pace_over_time(progress, move_started));
+    let Some((drain, drained, drain_secs)) = drained else { return Ok(()) };
     println!(
         "drain of s1 ({} vshards, {} pinned tenants, {records} records of mover among them): {} in {drain_secs:.1} s (including the {} s cleanup grace)",
         drain["plan"]["vshards"].as_array().map_or(0, Vec::len),
@@ -374,6 +381,29 @@ async fn run(
         return Err(format!("the drain ended {}: {drained}", drained["state"]).into());
     }
     Ok(())
+}
+
+/// Drains shard `s1` onto `s0` (4 moves at a time): the drain as started, the job as it ended,
+/// and how long it took (s).
+async fn drain_s1(client: &reqwest::Client, base: &str, admin: &str) -> BenchResult<(Value, Value, f64)> {
+    let started = Instant::now();
+    let drain: Value = client
+        .post(format!("{base}/v1/admin/shards/s1/drain"))
+        .bearer_auth(admin)
+        .json(&json!({"parallel": 4}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let id = drain["job"]["id"].as_str().ok_or_else(|| format!("no drain job: {drain}"))?.to_owned();
+    loop {
+        let job: Value =
+            client.get(format!("{base}/v1/admin/jobs/{id}")).bearer_auth(admin).send().await?.json().await?;
+        if job["state"] != "running" {
+            return Ok((drain, job, started.elapsed().as_secs_f64()));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The large-tenant mode's report: the copy phase's time, the job's handovers, failures and the
@@ -411,5 +441,40 @@ fn report_large(
         others_copy.len(),
         p_copy / p_before
     );
+    println!("{}", pace_over_time(progress, move_started));
     Ok(())
+}
+
+/// How the copy is paced: `storage.moves.adaptive_pace`, `pace_tolerance` and
+/// `pace_floor_bytes_per_second`.
+#[derive(Debug, Clone, Copy)]
+struct Pacing {
+    adaptive: bool,
+    tolerance: f64,
+    floor: u64,
+}
+
+/// The pace the job chose over time (`progress.pace`): each change, in seconds from the move's
+/// start, in MiB/s, and the shards' request latency before the copy that the loop measured.
+fn pace_over_time(progress: &Value, move_started: f64) -> String {
+    let pace = &progress["pace"];
+    let mib = |bytes: &Value| bytes.as_f64().unwrap_or(f64::NAN) / f64::from(1 << 20);
+    let changes: Vec<String> = pace["changes"]
+        .as_array()
+        .map(|changes| {
+            changes
+                .iter()
+                .map(|c| {
+                    format!("{:+.1} s {:.2}", (c[0].as_f64().unwrap_or(f64::NAN) - move_started) / 1000.0, mib(&c[1]))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "pace (adaptive {}, ceiling {:.2} MiB/s, baseline request statement latency {} µs), MiB/s from the move's start: {}",
+        pace["adaptive"],
+        mib(&pace["ceiling_bytes_per_second"]),
+        pace["baseline_us"],
+        changes.join(", ")
+    )
 }

@@ -16,7 +16,7 @@ use crate::catalog::{JobRow, Lease};
 use crate::clock::now_ms;
 use crate::error::Error;
 use crate::ids::TenantId;
-use crate::moves::copy::Checksum;
+use crate::moves::copy::{Checksum, Pace, PaceSettings};
 use crate::router::ShardRouter;
 use crate::storage::db::Engine;
 use crate::storage::shard::{FencedShard, OnShard};
@@ -157,6 +157,12 @@ pub(crate) fn new_job(
         updated_at_ms: now,
         handovers: 0,
     })
+}
+
+/// The pace of a job's copies: `storage.moves` sets its limits, and the load meter (when the
+/// load is counted) feeds its loop with the requests' latency.
+pub(crate) fn copy_pace(router: &ShardRouter) -> Pace {
+    Pace::new(PaceSettings::from(router.move_config()), router.pools().meter().cloned())
 }
 
 pub(crate) fn lease_ms(router: &ShardRouter) -> i64 {

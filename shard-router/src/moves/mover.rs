@@ -10,9 +10,11 @@
 //!
 //! 1. `copy`: whatever an earlier, rolled-back attempt left of the subject on the target is
 //!    removed, then every row of its tenants (records and their tombstones, blobs, their live
-//!    uploads and chunks: [`crate::moves::copy::TENANT_TABLES`]) is copied, at
-//!    `moves.copy_bytes_per_second`. A copied row replaces an older version of its key and
-//!    never a newer one, so any pass can be repeated.
+//!    uploads and chunks: [`crate::moves::copy::TENANT_TABLES`]) is copied, at most at
+//!    `moves.copy_bytes_per_second` and, with `moves.adaptive_pace`, slower while the requests
+//!    on the source or the target feel it ([`crate::moves::copy::Pace`]; `progress.pace`). A
+//!    copied row replaces an older version of its key and never a newer one, so any pass can
+//!    be repeated.
 //! 2. `catch_up`: passes over the rows changed since the previous pass began, until one finds
 //!    few. "Since" is a moment on the source ([`crate::moves::copy::Since`]): on PostgreSQL the
 //!    transactions not yet committed then (each row's `xmin` says which wrote it), exact
@@ -62,12 +64,12 @@ use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
-    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, Part, Pass, RowKey, SPREAD_RECORDS, Selection, Since,
-    TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, purge_rows, split_checksums,
+    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, PaceReport, Part, Pass, RowKey, SPREAD_RECORDS, Selection,
+    Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, purge_rows, split_checksums,
 };
 use crate::moves::job::{
-    CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, drive, encoded,
-    keeping_lease, lease_ms, new_job, wait_for_statements_before_the_fence,
+    CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, copy_pace, drive,
+    encoded, keeping_lease, lease_ms, new_job, wait_for_statements_before_the_fence,
 };
 use crate::moves::redistribute::{DistributionSpec, RedistributeProgress, Redistribution};
 use crate::router::ShardRouter;
@@ -127,6 +129,9 @@ pub struct MoveProgress {
     /// over resumes it there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_copy: Option<FirstCopy>,
+    /// The pace of the copy and its changes, stored after each batch and pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceReport>,
 }
 
 /// Where a move's first copy stands: it copies each table in key order, in batches that each
@@ -187,6 +192,7 @@ impl MoveProgress {
             parent: None,
             range: None,
             first_copy: None,
+            pace: None,
         }
     }
 }
@@ -438,13 +444,7 @@ impl Mover {
                 Subject::Vshards { vshards, tenants }
             }
         };
-        let mut run = Run {
-            mover: self,
-            id: job.id,
-            subject,
-            progress,
-            pace: Pace::new(self.router.move_config().copy_bytes_per_second),
-        };
+        let mut run = Run { mover: self, id: job.id, subject, progress, pace: copy_pace(&self.router) };
         drive(&mut run).await
     }
 }
@@ -602,6 +602,7 @@ impl Run<'_> {
         let (from, to) = (parse(&self.progress.from)?, parse(&self.progress.to)?);
         let work = |db: Database| db.working_as(Work::Move);
         let (source, target) = (work(self.router().shard_db(&from)?), work(self.router().shard_db(&to)?));
+        self.pace.watch(&[from.clone(), to.clone()]);
         Ok(((from, source), (to, target)))
     }
 
@@ -639,6 +640,7 @@ impl Run<'_> {
                 copy_batch(table, sides, &pass, at.after.as_ref(), batch_bytes, method).await?
             };
             let progress = &mut self.progress;
+            progress.pace = Some(self.pace.report());
             progress.copied.rows_copied += batch.copied.read;
             progress.copied.bytes_copied += batch.copied.bytes;
             progress.copied.lag_rows += batch.copied.read;
@@ -709,6 +711,7 @@ impl Run<'_> {
             used = Some(copied.method);
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.progress.pace = Some(self.pace.report());
         self.progress.method = used.or(self.progress.method);
         self.progress.pass_started_ms = Some(started);
         self.progress.pass_since = Some(began);

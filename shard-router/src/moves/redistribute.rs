@@ -53,12 +53,12 @@ use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::hash::{stable_hash, tenant_vshard, vshard_of};
 use crate::map::{Distribution, MapSnapshot, range_of};
 use crate::moves::copy::{
-    Checksum, CopyTable, Owned, Pace, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window, add_checksums,
-    additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, sum_by_keys,
+    Checksum, CopyTable, Owned, Pace, PaceReport, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window,
+    add_checksums, additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, sum_by_keys,
 };
 use crate::moves::job::{
     Announce, Checksums, CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, Phase, PhasedJob,
-    SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, drive, encoded, wait_for_statements_before_the_fence,
+    SMALL_DELTA_ROWS, VSHARD_MOVE_JOB, copy_pace, drive, encoded, wait_for_statements_before_the_fence,
 };
 use crate::storage::db::Database;
 use crate::storage::meter::Work;
@@ -120,6 +120,9 @@ pub struct RedistributeProgress {
     /// of the distribution, and why the job rolled back, if it did.
     #[serde(flatten)]
     pub cut_over: CutOverRecord,
+    /// The pace of the passes and its changes, stored after each pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceReport>,
 }
 
 /// Runs redistribution `job` here (`handle` holds its lease); `announce` tells every instance
@@ -129,7 +132,7 @@ pub(crate) async fn run(handle: JobHandle<'_>, announce: &Announce, job: &JobRow
         .map_err(|e| Error::Corrupt(format!("redistribution job {} progress: {e}", job.id)))?;
     let tenant = TenantId::parse(job.tenant.as_deref().unwrap_or_default())
         .map_err(|e| Error::Corrupt(format!("redistribution job {}: {e}", job.id)))?;
-    let pace = Pace::new(handle.router.move_config().copy_bytes_per_second);
+    let pace = copy_pace(handle.router);
     let mut run = Run { handle, announce, tenant, progress, pace };
     drive(&mut run).await
 }
@@ -149,6 +152,7 @@ impl RedistributeProgress {
             settled: None,
             settled_since: None,
             cut_over: CutOverRecord::default(),
+            pace: None,
         }
     }
 }
@@ -582,6 +586,10 @@ impl Run<'_> {
         let (tenant, collection) = (&self.tenant, &self.progress.collection);
         let margin = self.router().move_config().clock_margin;
         let targets = to.fenced();
+        let mut watched: Vec<ShardId> = from.shards.iter().map(|(id, _)| id.clone()).collect();
+        watched
+            .extend(to.shards.iter().map(|(id, _)| id.clone()).filter(|id| !from.shards.iter().any(|(f, _)| f == id)));
+        self.pace.watch(&watched);
         let (mut rows, mut bytes, mut began) = (0, 0, Vec::with_capacity(from.shards.len()));
         for (i, source) in from.fenced().into_iter().enumerate() {
             began.push(Since::now(source, margin).await?);
@@ -594,6 +602,7 @@ impl Run<'_> {
             bytes += copied.bytes;
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.progress.pace = Some(self.pace.report());
         self.progress.pass_since = began;
         Ok(())
     }

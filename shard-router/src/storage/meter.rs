@@ -338,6 +338,12 @@ impl LoadMeter {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// This instance's counters of requests on `shard` since it started (a move's pace reads
+    /// them every few hundred milliseconds: one look-up under the lock, nothing copied but them).
+    pub fn requests_on(&self, shard: &ShardId) -> Counters {
+        self.open.lock().totals.get(shard).map_or_else(Counters::default, |per| per[Work::Request as usize])
+    }
+
     /// This instance's counters since it started, per shard and kind of work.
     pub fn totals(&self) -> Totals {
         let open = self.open.lock();
@@ -469,6 +475,13 @@ mod tests {
         let later = meter.take_closed(t0 + 20_000);
         assert_eq!(later.len(), 1, "the open window closes once its end has passed");
         assert_eq!(meter.totals().iter().map(|t| t.2.reads + t.2.writes).sum::<u64>(), 4);
+        let requests = meter.requests_on(&s1);
+        assert_eq!(
+            (requests.reads, requests.writes, requests.statement_us),
+            (2, 1, 401),
+            "requests only, not the move"
+        );
+        assert_eq!(meter.requests_on(&shard("s2")), Counters::default());
     }
 
     #[test]

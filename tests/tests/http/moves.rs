@@ -2,7 +2,8 @@
 //! clients writing and reading through two gateway instances see no lost write and no stale
 //! read (their histories are checked for per-key linearizability), other tenants are served
 //! throughout, the copy is verified by checksums, the old copy is removed after the grace
-//! period, and a move can be refused, cancelled and rolled back.
+//! period, a move can be refused, cancelled and rolled back, and its progress shows the pace its
+//! copy kept.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +19,7 @@ shardgate_tests::on_both_engines!(
     moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back,
     a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version,
     a_move_past_its_switch_refuses_a_cancellation_and_finishes,
+    a_moves_progress_reports_the_pace_it_chose,
 );
 
 /// Keys the load test spreads its clients over.
@@ -290,6 +292,7 @@ async fn a_tenant_moves_under_load_without_a_lost_write_or_a_stale_read(backend:
     assert_eq!(progress["checksums"]["matched"], true, "{progress}");
     assert!(progress["rows_copied"].as_u64().unwrap() >= KEYS as u64, "{progress}");
     assert!(progress["cutover_ms"].as_i64().is_some(), "{progress}");
+    assert_eq!(progress["pace"]["adaptive"], true, "{progress}");
     assert_eq!(app.route("acme", "c", "k1").await["shard"], to.as_str());
     assert_eq!(errors.load(Ordering::Relaxed), 0, "unexpected answers (see the log)");
     assert_eq!(bystander_failed, 0, "the bystander tenant was refused ({bystander_ok} writes served)");
@@ -381,6 +384,48 @@ async fn moves_that_cannot_be_made_are_refused_and_a_cancelled_move_rolls_back(b
     let token = app.rw_token("acme");
     let put = app.client.put(app.url(&record_path("acme", "c", "again"))).bearer_auth(&token).json(&json!({"n": 1}));
     assert_eq!(put.send().await.unwrap().status(), StatusCode::CREATED, "the re-created tenant writes on {from}");
+}
+
+async fn a_moves_progress_reports_the_pace_it_chose(backend: shardgate_tests::Backend) {
+    let app = spawn(backend, Duration::ZERO).await;
+    app.create_tenant("acme").await;
+    let (home, other) = another_shard(&app, "acme").await;
+    app.put_many("acme", "c", &(0..20).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let defaults = shardgate_shard_router::MoveConfig::default();
+    let (floor, ceiling) = (defaults.pace_floor_bytes_per_second, defaults.copy_bytes_per_second);
+
+    let job = start_move(&app, "acme", &other).await;
+    let done = ended(&app, job["id"].as_str().unwrap(), Duration::from_secs(30)).await;
+    assert_eq!(done["state"], "done", "{done}");
+    let pace = &done["progress"]["pace"];
+    assert_eq!(pace["adaptive"], true, "adaptive by default: {pace}");
+    assert_eq!(pace["ceiling_bytes_per_second"], ceiling, "{pace}");
+    let now = pace["bytes_per_second"].as_u64().unwrap();
+    assert!((floor..=ceiling).contains(&now), "between the floor and the ceiling: {pace}");
+    let changes = pace["changes"].as_array().unwrap();
+    assert!(!changes.is_empty(), "the pace it started at is the first change: {pace}");
+    assert!(changes.iter().all(|c| (floor..=ceiling).contains(&c[1].as_u64().unwrap())), "{pace}");
+    assert!(changes.windows(2).all(|w| w[0][0].as_i64() <= w[1][0].as_i64()), "in time order: {pace}");
+    assert_eq!(changes.last().unwrap()[1], now, "the last change is the pace now: {pace}");
+
+    // An instance configured with a fixed pace moves the tenant back at the ceiling throughout.
+    let fixed = app.spawn_peer(|config| config.storage.moves.adaptive_pace = false).await;
+    let back = app
+        .client
+        .post(format!("{}/v1/admin/tenants/acme/move", fixed.base_url))
+        .bearer_auth(app.admin_token())
+        .json(&json!({"to": home}))
+        .send()
+        .await
+        .unwrap();
+    let back = expect_json(back, StatusCode::ACCEPTED).await;
+    let done = ended(&app, back["id"].as_str().unwrap(), Duration::from_secs(30)).await;
+    assert_eq!(done["state"], "done", "{done}");
+    let pace = &done["progress"]["pace"];
+    assert_eq!(pace["adaptive"], false, "{pace}");
+    assert_eq!(pace["bytes_per_second"], ceiling, "{pace}");
+    assert_eq!(pace["changes"].as_array().unwrap().len(), 1, "a fixed pace never changes: {pace}");
+    fixed.stop().await;
 }
 
 async fn a_move_past_its_switch_refuses_a_cancellation_and_finishes(backend: shardgate_tests::Backend) {

@@ -115,6 +115,9 @@ async fn a_collection_changes_distribution_under_load_without_a_lost_write_or_a_
         assert_eq!(progress["to"]["distribution"], body["distribution"], "{progress}");
         assert_eq!(progress["checksums"]["matched"], true, "{progress}");
         assert_eq!(progress["settled"]["matched"], true, "compared before the fence: {progress}");
+        let pace = &progress["pace"];
+        assert_eq!(pace["adaptive"], true, "its passes keep an adaptive pace: {progress}");
+        assert!(pace["changes"].as_array().is_some_and(|changes| !changes.is_empty()), "{progress}");
         // Under the fence only the last delta, compared as it was copied.
         let compared = progress["checksums"]["tables"][0][0].as_str().unwrap_or_default();
         assert!(compared.ends_with("(last delta)"), "{progress}");

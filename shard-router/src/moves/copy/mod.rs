@@ -19,7 +19,8 @@
 //!   engine-neutral pool, each merged with one multi-row `INSERT ... ON CONFLICT`.
 //!
 //! The files, in the order a copy meets them: `tables.rs` (what is copied), `selection.rs`
-//! (which rows, as a `WHERE` condition), `driver.rs` (the copies the jobs run), `method.rs`,
+//! (which rows, as a `WHERE` condition), `pace.rs` (how fast: a feedback loop on the shards'
+//! request latency, below a ceiling), `driver.rs` (the copies the jobs run), `method.rs`,
 //! `binary.rs` and `pages.rs` (the two ways rows travel), `placed.rs` (into another layout),
 //! `checksums.rs` (comparing the sides) and `fenced.rs` (the last delta, copied and compared in
 //! one read).
@@ -32,6 +33,7 @@ mod checksums;
 mod driver;
 mod fenced;
 mod method;
+mod pace;
 mod pages;
 mod placed;
 mod selection;
@@ -44,8 +46,9 @@ pub use checksums::{
 pub use driver::{Batch, KeyValue, RowKey, copy_batch, copy_rows, purge_rows};
 pub use fenced::{copy_and_compare, copy_placed_and_compare};
 pub use method::{Copied, CopyMethod};
+pub use pace::{Pace, PaceReport, PaceSettings};
 pub use placed::copy_placed;
-pub use selection::{Owned, Pace, Pass, Selection, Since, Window};
+pub use selection::{Owned, Pass, Selection, Since, Window};
 pub use tables::{
     BLOB_CHUNKS, BLOB_UPLOADS, BLOBS, ColumnKind, CopyTable, INDEX_ENTRIES, RECORDS, RowFilter, SPREAD_RECORDS,
     TENANT_TABLES,

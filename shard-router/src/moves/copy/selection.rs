@@ -1,7 +1,8 @@
 //! Which rows a copy takes: a tenant's, a vshard's, a range's or a collection's ([`Selection`]),
 //! in which window of time ([`Window`], from a moment on the source: [`Since`]), at what pace
-//! ([`Pace`]); as the `WHERE` condition each statement of a copy inlines.
+//! ([`Pace`], in `pace.rs`); as the `WHERE` condition each statement of a copy inlines.
 
+use super::pace::Pace;
 use super::tables::{CopyTable, RowFilter};
 use crate::error::Error;
 use crate::ids::{CollectionName, TenantId};
@@ -121,34 +122,6 @@ impl Pass<'_> {
                 "upload_id IN (SELECT upload_id FROM blob_uploads WHERE {selected} AND state = 'live'{})",
                 window("changed_at")
             ),
-        }
-    }
-}
-
-/// A copy's speed limit: bytes per second, kept on average over the copy.
-#[derive(Debug)]
-pub struct Pace {
-    bytes_per_second: u64,
-    started: std::time::Instant,
-    sent: std::sync::atomic::AtomicU64,
-}
-
-impl Pace {
-    /// At most `bytes_per_second` (0: no limit).
-    pub fn new(bytes_per_second: u64) -> Self {
-        Self { bytes_per_second, started: std::time::Instant::now(), sent: std::sync::atomic::AtomicU64::new(0) }
-    }
-
-    /// Counts `bytes` sent and waits until sending them keeps to the rate.
-    pub async fn take(&self, bytes: u64) {
-        let sent = self.sent.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
-        if self.bytes_per_second == 0 {
-            return;
-        }
-        let due = std::time::Duration::from_secs_f64(sent as f64 / self.bytes_per_second as f64);
-        let elapsed = self.started.elapsed();
-        if due > elapsed {
-            tokio::time::sleep(due - elapsed).await;
         }
     }
 }
