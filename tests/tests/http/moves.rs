@@ -193,6 +193,20 @@ pub(crate) async fn client(
     }
 }
 
+/// Writes `initial` to the keys `k0`…`k99` of collection `c` of every one of `tenants` and
+/// starts a history with those writes, so that every key is used in the check.
+pub(crate) async fn seeded_history(app: &TestApp, tenants: &[impl AsRef<str>]) -> History {
+    let history = History::new();
+    for tenant in tenants {
+        for i in 0..KEYS {
+            let put = app.put_record(tenant.as_ref(), "c", &format!("k{i}"), &json!({"v": "initial"})).await;
+            assert!(put.status().is_success(), "{}", put.status());
+            history.invoke(format!("{}/k{i}", tenant.as_ref()), PutRequest { value: "initial".to_owned() }).ok();
+        }
+    }
+    history
+}
+
 /// Checks `history` (for at most 60 s), asserts that it is linearizable and used `keys` keys,
 /// and answers how many operations it holds.
 pub(crate) fn assert_linearizable(history: &History, keys: usize) -> usize {

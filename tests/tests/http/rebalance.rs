@@ -12,10 +12,9 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_gatekeeper::Scope;
-use shardgate_tests::linearizability::PutRequest;
-use shardgate_tests::{History, TestApp, eventually, expect_json, expect_problem, record_path};
+use shardgate_tests::{TestApp, eventually, expect_json, expect_problem, record_path};
 
-use crate::moves::{KEYS, assert_linearizable, client, ended, spawn};
+use crate::moves::{KEYS, assert_linearizable, client, ended, seeded_history, spawn};
 
 mod sqlite {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -126,14 +125,7 @@ async fn a_new_shard_takes_its_share_and_a_drained_shard_is_emptied_under_load(b
     };
     eventually(Duration::from_secs(15), active).await.expect("the index builds");
 
-    let history = History::new();
-    for tenant in &tenants {
-        for i in 0..KEYS {
-            let put = app.put_record(tenant, "c", &format!("k{i}"), &json!({"v": "initial"})).await;
-            assert!(put.status().is_success(), "{}", put.status());
-            history.invoke(format!("{tenant}/k{i}"), PutRequest { value: "initial".to_owned() }).ok();
-        }
-    }
+    let history = seeded_history(&app, &tenants).await;
     let tokens: Vec<(String, String)> = tenants.iter().map(|t| (t.to_string(), app.rw_token(t))).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let (errors, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));

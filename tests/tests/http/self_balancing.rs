@@ -22,11 +22,10 @@ use std::time::{Duration, Instant};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use shardgate_api::Config;
-use shardgate_tests::linearizability::PutRequest;
-use shardgate_tests::{Backend, History, TestApp, eventually, expect_json, record_path};
+use shardgate_tests::{Backend, TestApp, eventually, expect_json, record_path};
 use std::sync::Mutex;
 
-use crate::moves::{KEYS, assert_linearizable, client, ended};
+use crate::moves::{KEYS, assert_linearizable, client, ended, seeded_history};
 
 /// A PostgreSQL fleet whose balancer applies its decisions every second over 1 s load windows.
 async fn fleet(tune: impl FnOnce(&mut Config)) -> TestApp {
@@ -191,14 +190,7 @@ async fn the_balancer_moves_load_off_a_hot_shard_until_every_shard_is_within_the
     let placed = place(&app, "t", [8, 2, 2, 2]).await;
     let hot = placed[0].0.clone();
     let tenants: Vec<String> = placed.iter().flat_map(|(_, t)| t.clone()).collect();
-    let history = History::new();
-    for tenant in &tenants {
-        for i in 0..KEYS {
-            let put = app.put_record(tenant, "c", &format!("k{i}"), &json!({"v": "initial"})).await;
-            assert!(put.status().is_success(), "{}", put.status());
-            history.invoke(format!("{tenant}/k{i}"), PutRequest { value: "initial".to_owned() }).ok();
-        }
-    }
+    let history = seeded_history(&app, &tenants).await;
     let tokens: Vec<(String, String)> = tenants.iter().map(|t| (t.clone(), app.rw_token(t))).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let (errors, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));

@@ -106,7 +106,7 @@ pub struct BalancerPlan {
     #[serde(rename = "move")]
     pub planned: Option<PlannedMove>,
     /// Why: the move and its predicted effect, or why none (`balanced: ...`, `... is claimed by
-    /// job ...`, `no move improves ...`).
+    /// job ...`, `... cools down ...`, `... its breaker is open`, `no move improves ...`).
     pub reason: String,
 }
 
@@ -128,17 +128,21 @@ pub async fn get_balancer_plan(
     let default = app.balancer.config().window.max(std::time::Duration::from_secs(1));
     let length = span_length(&app.load, query.window.as_deref(), "window", default)?;
     let plan = app.balancer.plan(Some(length)).await?;
-    let (shards, decision) = (plan.shards, plan.decision);
-    Ok(axum::Json(BalancerPlan {
-        since: rfc3339(plan.span.since_ms),
-        until: rfc3339(plan.span.until_ms),
+    Ok(axum::Json(plan_view(plan.span.since_ms, plan.span.until_ms, plan.shards, plan.decision)))
+}
+
+/// A decision over the span from `since_ms` to `until_ms` as the API shows it.
+fn plan_view(since_ms: i64, until_ms: i64, shards: Vec<ShardInput>, decision: Decision) -> BalancerPlan {
+    BalancerPlan {
+        since: rfc3339(since_ms),
+        until: rfc3339(until_ms),
         mean_statement_ms_per_s: decision.mean,
         overfull_above_ms_per_s: decision.overfull_above,
         hottest_excess_ms_per_s: decision.excess,
         planned: decision.choice.map(|choice| planned_move(&shards, choice)),
         shards: plan_shards(shards),
         reason: decision.reason,
-    }))
+    }
 }
 
 fn plan_shards(shards: Vec<ShardInput>) -> Vec<PlanShard> {
@@ -272,25 +276,12 @@ pub struct BalancerRun {
     pub mode: BalancerMode,
     /// What came of it.
     pub outcome: RunOutcome,
-    /// Why, in words: the move and its predicted effect, or why none (`balanced: ...`,
-    /// `... cools down ...`, `... its breaker is open`, `no move improves ...`).
-    pub reason: String,
-    /// The start of the span of load it read, RFC 3339.
-    pub since: String,
-    /// Its end, RFC 3339.
-    pub until: String,
-    /// The fleet's mean request load (ms/s).
-    pub mean_statement_ms_per_s: f64,
-    /// Above this a shard was overfull (ms/s).
-    pub overfull_above_ms_per_s: f64,
-    /// The hottest shard's load above the mean (ms/s).
-    pub hottest_excess_ms_per_s: f64,
-    /// Every shard's load as it saw it (attributed to where it lands: a moved vshard's load to
-    /// its new owner, a running move's to its target).
-    pub shards: Vec<PlanShard>,
-    /// The move it chose, with the predicted load after it; `null` when none.
-    #[serde(rename = "move")]
-    pub chosen: Option<PlannedMove>,
+    /// Its inputs (every shard's load as it saw it, attributed to where it lands: a moved
+    /// vshard's load to its new owner, a running move's to its target), the move it chose with
+    /// the predicted load after it, and why. A run held back or whose move failed says so in
+    /// `reason`.
+    #[serde(flatten)]
+    pub decision: BalancerPlan,
     /// The proposal's state (runs in `propose` mode that proposed a move); `null` otherwise.
     pub proposal: Option<ProposalState>,
     /// Why the proposal was settled as it was.
@@ -304,21 +295,14 @@ pub struct BalancerRun {
 impl BalancerRun {
     fn of(run: RunRow) -> Result<Self, ApiError> {
         let RunDecision { since_ms, until_ms, shards, decision } = RunDecision::of(&run)?;
-        let Decision { mean, overfull_above, excess, choice, .. } = decision;
+        let decision = Decision { reason: run.reason, ..decision };
         Ok(Self {
             id: run.id,
             at: rfc3339(run.at_ms),
             instance: run.instance,
             mode: Mode::parse(&run.mode).map_or(BalancerMode::Off, BalancerMode::from),
             outcome: RunOutcome::parse(&run.outcome),
-            reason: run.reason,
-            since: rfc3339(since_ms),
-            until: rfc3339(until_ms),
-            mean_statement_ms_per_s: mean,
-            overfull_above_ms_per_s: overfull_above,
-            hottest_excess_ms_per_s: excess,
-            chosen: choice.map(|choice| planned_move(&shards, choice)),
-            shards: plan_shards(shards),
+            decision: plan_view(since_ms, until_ms, shards, decision),
             proposal: run.proposal.as_deref().map(ProposalState::parse),
             settled: run.settled,
             settled_at: run.settled_at_ms.map(rfc3339),
