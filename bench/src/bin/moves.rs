@@ -41,7 +41,8 @@
 //! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
 //! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `ADAPTIVE_PACE` (1),
 //! `PACE_TOLERANCE` and `PACE_FLOOR_BYTES_PER_SECOND` (the gateway's defaults, 0.1 and 262144),
-//! `MOVE` (`tenant`), `BLOB_MIB` (0), `DRAIN` (1; 0 skips the drain).
+//! `COPY_BATCH_BYTES` (the gateway's default, 16777216), `MOVE` (`tenant`), `BLOB_MIB` (0), `DRAIN`
+//! (1; 0 skips the drain).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,6 +99,7 @@ async fn main() -> BenchResult<()> {
             Err(_) => defaults.pace_tolerance,
         },
         floor: env("PACE_FLOOR_BYTES_PER_SECOND", defaults.pace_floor_bytes_per_second as usize)? as u64,
+        batch: env("COPY_BATCH_BYTES", defaults.copy_batch_bytes as usize)? as u64,
     };
     let redistribute = std::env::var("MOVE").is_ok_and(|what| what == "redistribute");
     let blob_mib = env("BLOB_MIB", 0)?;
@@ -137,6 +139,7 @@ async fn run(
         config.storage.moves.adaptive_pace = pace.adaptive;
         config.storage.moves.pace_tolerance = pace.tolerance;
         config.storage.moves.pace_floor_bytes_per_second = pace.floor;
+        config.storage.moves.copy_batch_bytes = pace.batch;
         config.storage.moves.cleanup_grace = Duration::from_secs(1);
         let app = Application::build(config).await?;
         bases.push(format!("http://{}", app.local_addr()));
@@ -445,13 +448,15 @@ fn report_large(
     Ok(())
 }
 
-/// How the copy is paced: `storage.moves.adaptive_pace`, `pace_tolerance` and
-/// `pace_floor_bytes_per_second`.
+/// How the copy is paced: `storage.moves.adaptive_pace`, `pace_tolerance`,
+/// `pace_floor_bytes_per_second`, and how much each batch of the first copy takes.
 #[derive(Debug, Clone, Copy)]
 struct Pacing {
     adaptive: bool,
     tolerance: f64,
     floor: u64,
+    /// `storage.moves.copy_batch_bytes`.
+    batch: u64,
 }
 
 /// The pace the job chose over time (`progress.pace`): each change, in seconds from the move's
