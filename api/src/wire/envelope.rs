@@ -48,7 +48,8 @@ pub struct Job {
     /// done); one that met records the index cannot take also has `too_long` and `duplicates`
     /// (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
     /// (`copy`, `catch_up`, `cut_over`, `cleanup`, `done` or `rolled_back`), `from`, `to`,
-    /// `rows_copied`, `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
+    /// `rows_to_copy` (the rows the first copy takes, counted as it begins), `rows_copied`,
+    /// `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
     /// `settled` and `checksums` (per table, source and target, and `matched`: the rows not
     /// changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
     /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch`,

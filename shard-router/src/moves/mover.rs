@@ -65,7 +65,8 @@ use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
     Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, PaceReport, Part, Pass, RowKey, SPREAD_RECORDS, Selection,
-    Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, purge_rows, split_checksums,
+    Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, count_rows, purge_rows,
+    split_checksums,
 };
 use crate::moves::job::{
     CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, copy_pace, drive,
@@ -129,6 +130,10 @@ pub struct MoveProgress {
     /// over resumes it there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_copy: Option<FirstCopy>,
+    /// The rows the first, full copy takes, counted on the source as it begins: with
+    /// `rows_copied`, how far the copy phase is (the catch-up passes copy more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_to_copy: Option<u64>,
     /// The pace of the copy and its changes, stored after each batch and pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
@@ -192,6 +197,7 @@ impl MoveProgress {
             parent: None,
             range: None,
             first_copy: None,
+            rows_to_copy: None,
             pace: None,
         }
     }
@@ -623,6 +629,12 @@ impl Run<'_> {
             let margin = self.router().move_config().clock_margin;
             let began = Since::now(FencedShard::new(&source, &from), margin).await?;
             self.progress.first_copy = Some(FirstCopy { began, table: 0, after: None });
+            let mut total = 0;
+            for (table, selection) in self.copied_tables() {
+                let pass = Pass { selection, window: Window::All, pace: None };
+                total += count_rows(table, FencedShard::new(&source, &from), &pass).await?;
+            }
+            self.progress.rows_to_copy = Some(total);
             self.progress.pass_started_ms = Some(now_ms());
             self.progress.copied.lag_rows = 0;
         }

@@ -1,5 +1,6 @@
 //! `GET /v1/admin/jobs`: every job, newest first, filtered by state and kind, in pages; a
-//! filter that names no state or kind is refused with what it may be.
+//! filter that names no state or kind is refused with what it may be. A move's progress says how
+//! many rows its copy takes.
 
 use std::time::Duration;
 
@@ -27,6 +28,9 @@ async fn jobs_are_listed_newest_first_by_state_and_kind_in_pages(backend: shardg
     let mut started = Vec::new();
     for tenant in ["first", "second", "third"] {
         app.create_tenant(tenant).await;
+        if tenant == "first" {
+            app.put_many(tenant, "c", &["a".to_owned(), "b".to_owned(), "c".to_owned()]).await;
+        }
         let home = app.route(tenant, "c", "k").await["shard"].as_str().unwrap().to_owned();
         let to = shards.iter().find(|s| **s != home).unwrap();
         let path = format!("/v1/admin/tenants/{tenant}/move");
@@ -39,6 +43,12 @@ async fn jobs_are_listed_newest_first_by_state_and_kind_in_pages(backend: shardg
     for id in &started[..2] {
         assert_eq!(ended(&app, id, Duration::from_secs(60)).await["state"], "done");
     }
+    // A move's progress says how many rows its copy takes, counted as it began.
+    let first = ended(&app, &started[0], Duration::from_secs(60)).await;
+    assert_eq!(first["progress"]["rows_to_copy"], 3, "{first:#}");
+    assert!(first["progress"]["rows_copied"].as_u64().unwrap() >= 3, "{first:#}");
+    let second = ended(&app, &started[1], Duration::from_secs(60)).await;
+    assert_eq!(second["progress"]["rows_to_copy"], 0, "{second:#}");
     let newest_first: Vec<String> = started.iter().rev().cloned().collect();
     let all = expect_json(list(&app, "").await, StatusCode::OK).await;
     assert_eq!(ids(&all), newest_first, "{all:#}");

@@ -40,8 +40,8 @@ mod selection;
 mod tables;
 
 pub use checksums::{
-    Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, split_checksums,
-    sum_by_keys,
+    Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, count_rows,
+    split_checksums, sum_by_keys,
 };
 pub use driver::{Batch, KeyValue, RowKey, copy_batch, copy_rows, purge_rows};
 pub use fenced::{copy_and_compare, copy_placed_and_compare};
