@@ -165,11 +165,17 @@ impl Balancer {
 
     /// What a run would decide now over the last `length_ms` (default `balancer.window`).
     pub async fn plan(&self, length_ms: Option<i64>) -> Result<Plan, Error> {
+        self.plan_knowing(length_ms, &self.context().await?).await
+    }
+
+    /// [`Balancer::plan`] with the moves in flight and cooldowns of `context` (its step is set
+    /// here).
+    async fn plan_knowing(&self, length_ms: Option<i64>, context: &Context) -> Result<Plan, Error> {
         let span = length_ms.map_or_else(|| self.run_span(), |l| self.span(l));
-        let mut context = self.context().await?;
         // Steps of whole load windows, at most 120 over the span.
         let windows = (span.until_ms - span.since_ms) / self.load_window_ms;
-        context.step_ms = self.load_window_ms * (windows + 119).div_euclid(120).max(1);
+        let context =
+            Context { step_ms: self.load_window_ms * (windows + 119).div_euclid(120).max(1), ..context.clone() };
         plan(self.router(), span, &self.config.policy(), &context).await
     }
 
@@ -189,15 +195,18 @@ impl Balancer {
                 reason: format!("instance {owner} runs the balancer"),
             });
         }
-        let plan = self.plan(None).await?;
-        let mut run = self.decide(status.mode, &plan).await?;
+        // One reading of the moves in flight serves the plan and the limit on them.
+        let context = self.context().await?;
+        let plan = self.plan_knowing(None, &context).await?;
+        let mut run = self.decide(status.mode, &plan, context.in_flight.len()).await?;
         run.id = self.router().catalog().record_balancer_run(&run).await?;
         tracing::info!(run = run.id, mode = %run.mode, outcome = %run.outcome, reason = %run.reason, "balancer run");
         Ok(run)
     }
 
-    /// What comes of `plan` in `mode`: the run to record (a proposal, or a move started).
-    async fn decide(&self, mode: Mode, plan: &Plan) -> Result<RunRow, Error> {
+    /// What comes of `plan` in `mode`, with `running` of its moves under way: the run to record
+    /// (a proposal, or a move started).
+    async fn decide(&self, mode: Mode, plan: &Plan, running: usize) -> Result<RunRow, Error> {
         let record = RunDecision {
             since_ms: plan.span.since_ms,
             until_ms: plan.span.until_ms,
@@ -234,7 +243,6 @@ impl Balancer {
             run.reason = format!("{}; held: a rebalance or drain is running (job {job})", run.reason);
             return Ok(run);
         }
-        let running = self.context().await?.in_flight.len();
         let limit = self.config.max_concurrent_moves as usize;
         if running >= limit {
             run.outcome = "held".to_owned();
