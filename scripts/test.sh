@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The test command: every unit, conformance (SQLite and PostgreSQL) and doc test of the workspace.
-# Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379;
-# scripts/services.sh starts them.
+# Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379,
+# which scripts/services.sh starts, and Debian's Chromium with its WebDriver for the console's
+# browser tests, which scripts/chromium.sh installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh >/dev/null
+scripts/chromium.sh
 cargo nextest run --workspace --no-fail-fast
 # nextest does not run doc tests (the examples in doc comments); cargo test does.
 cargo test --workspace --doc

@@ -37,6 +37,7 @@ async fn a_jwks_only_configuration_prints_no_token_command() {
     let server = Process::start(&["serve", "--config", config.to_str().unwrap()], dir.path(), [] as [(&str, &str); 0]);
     let banner = banner_of(&server).await;
     assert!(banner.contains("shardgate listening on"), "{banner}");
+    assert!(banner.contains("/console (sign in with an admin token)"), "the console is named:\n{banner}");
     assert!(!banner.contains("shardgate token"), "no local secret, so no `shardgate token` hint:\n{banner}");
     assert!(
         banner

@@ -21,6 +21,7 @@
 //!   tenant's valet keys, and the staged chunks of its uploads;
 //! - [`assertions`]: status, JSON, problem and header assertions;
 //! - [`eventually`]: the one bounded wait for background work;
+//! - [`browser`]: a headless Chromium over WebDriver, for the console's tests;
 //! - [`metrics`]: Prometheus values; [`redis`]: a Redis process to stop and pause;
 //!   [`pg_cluster`]: a PostgreSQL cluster to kill, restart, freeze and thaw;
 //! - [`conformance`]: the [`conformance!`] macro;
@@ -32,6 +33,7 @@ pub mod app;
 pub mod assertions;
 pub mod backend;
 pub mod blobs;
+pub mod browser;
 pub mod clock;
 pub mod conformance;
 pub mod eventually;

@@ -18,12 +18,14 @@
 //! | `/valet/{tenant}/{path}` (no token: the signature is the credential) | `valet.rs` |
 //! | `/v1/admin/valet/signing-keys[/rotate \| /{id}]` | `admin/signing_keys.rs` |
 //! | `/healthz`, `/readyz`, `/metrics` | `ops.rs` |
+//! | `/console` (the operator's page; its files are in `api/console/`) | `console.rs` |
 //!
 //! A route module adapts HTTP to the services below it (the app state, the blob and valet
 //! services, the domain crates) and never imports another route module.
 
 pub mod admin;
 pub mod blobs;
+pub mod console;
 pub mod indexes;
 pub mod ops;
 pub mod records;

@@ -29,7 +29,7 @@ use crate::app::App;
 use crate::config::{Config, CorsConfig, LimitsConfig};
 use crate::observability::metrics::{KeySetMetrics, Metrics};
 use crate::observability::shard_metrics::ShardHealthMetrics;
-use crate::routes::{admin, blobs, indexes, ops, records, valet, valet_keys};
+use crate::routes::{admin, blobs, console, indexes, ops, records, valet, valet_keys};
 use crate::server::admission::{Gate, RedisBuckets};
 use crate::server::bulkhead::{Bulkheads, Guarded, Limit};
 use crate::server::connections::Connections;
@@ -596,6 +596,9 @@ impl Application {
             .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
             .merge(group(blob_routes(), limits.transfer_timeout, usize::MAX))
             .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
+            .route("/console", axum::routing::get(console::page))
+            .route("/console/console.js", axum::routing::get(console::script))
+            .route("/console/console.css", axum::routing::get(console::style))
             .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()).config(
                 // No validator: Swagger UI would send the document's URL to validator.swagger.io.
                 utoipa_swagger_ui::Config::default().validator_url("none"),

@@ -149,6 +149,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let base = app.base_url();
     println!("shardgate listening on {base}");
     println!("  API docs:    {base}/docs");
+    println!("  console:     {base}/console (sign in with an admin token)");
     if let Some(valet) = app.valet_base_url() {
         println!("  valet URLs:  {valet}/valet/...");
     }

@@ -110,7 +110,10 @@ fn problem_response(description: &str) -> Response {
             Authenticate with a bearer JWT (the Authorize button): `shardgate token --tenant <id> --scopes \
             read,write` prints a token for a tenant, `shardgate token --admin` one for the admin endpoints \
             (run it with the server's `--data-dir`). Every error is `application/problem+json` with a \
-            stable `code`.",
+            stable `code`.\n\n\
+            Operators: the [console](/console) shows the fleet (shards, the load heat map, tenants, \
+            jobs, the balancer, the audit log) and signs in with an admin token; it calls only these \
+            admin endpoints.",
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&BearerAuth),

@@ -86,7 +86,7 @@ async fn a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves
 /// Tenants placed by their vshards, twelve on one shard and four on each other one, all sent the
 /// same traffic: that shard carries three times each other's load. Gives it and its tenants'
 /// vshards.
-async fn skew(app: &TestApp) -> (String, Vec<Value>) {
+pub(crate) async fn skew(app: &TestApp) -> (String, Vec<Value>) {
     // Tenants placed by their vshards: twelve on the first one's shard, four on each other shard.
     let mut by_shard: HashMap<String, Vec<String>> = HashMap::new();
     let mut hot = None;

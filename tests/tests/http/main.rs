@@ -13,6 +13,7 @@ mod bulkheads;
 mod cache;
 mod connection_budget;
 mod connections;
+mod console;
 mod distribution;
 mod epoch_header;
 mod gatekeeper;
