@@ -61,7 +61,7 @@ async function api(path, options) {
   } catch (problem) {
     // 401: no valid token (expired, revoked key); 403: a valid token without the admin scope.
     if (problem.status === 401 || problem.status === 403) {
-      signOut(`${problem.detail} (${problem.code})`);
+      signOut(`Signed out: ${problem.detail} (${problem.code})`);
       throw new Stop();
     }
     throw problem;
@@ -207,7 +207,7 @@ function signOut(reason) {
   $("sign-in").hidden = false;
   const reasonBox = $("sign-in-reason");
   reasonBox.hidden = !reason;
-  reasonBox.textContent = reason ? `Signed out: ${reason}` : "";
+  reasonBox.textContent = reason || "";
   $("token").value = "";
   $("token").focus();
 }
@@ -217,7 +217,7 @@ async function signIn(candidate) {
   try {
     await call("/v1/admin/shard-map", { using: candidate });
   } catch (problem) {
-    signOut(`${problem.detail} (${problem.code})`);
+    signOut(`Refused: ${problem.detail} (${problem.code})`);
     return;
   }
   sessionStorage.setItem(TOKEN_KEY, candidate);

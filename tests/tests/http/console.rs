@@ -1,4 +1,5 @@
-//! The console (`/console`) in a real headless Chromium, as an operator uses it.
+//! The console (`/console`) in a real headless Chromium, as an operator uses it, on the
+//! embedded engine (SQLite) and in production's (PostgreSQL and Redis).
 //!
 //! A four-shard gateway with one-second load windows: a refused token (a tenant's, a made-up
 //! one) keeps the sign-in with its reason; an admin token signs in; the fleet shows every shard;
@@ -22,9 +23,10 @@ use crate::balancer::skew;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_runs_the_fleet_from_the_console() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+shardgate_tests::on_both_engines!(an_operator_runs_the_fleet_from_the_console);
+
+async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
+    let app = TestApp::spawn_with(backend, |config| {
         config.storage.load.window = Duration::from_secs(1);
         config.cache.enabled = false;
         config.balancer.min_load_ms_per_s = 0.0;
@@ -39,7 +41,7 @@ async fn an_operator_runs_the_fleet_from_the_console() {
     })
     .await;
     let browser = Browser::start().await;
-    let shots = screenshot_dir();
+    let shots = screenshot_dir().join(format!("{backend:?}").to_lowercase());
     let page = app.url("/console");
 
     // The page and its files carry the policy.
@@ -61,7 +63,7 @@ async fn an_operator_runs_the_fleet_from_the_console() {
             "const r = document.getElementById('sign-in-reason'); return !r.hidden && r.innerText.includes('({why})') && r.innerText;"
         );
         let reason = browser.wait_until(&format!("the refusal's reason, {why}"), &script, WAIT).await;
-        assert!(reason.as_str().unwrap().starts_with("Signed out: "), "{reason}");
+        assert!(reason.as_str().unwrap().starts_with("Refused: "), "{reason}");
         assert!(browser.find("#nav:not([hidden])").await.is_none(), "no view without a good token");
     }
     browser.screenshot(&shots.join("sign-in-refused.png")).await;
@@ -280,7 +282,10 @@ async fn an_operator_runs_the_fleet_from_the_console() {
             WAIT,
         )
         .await;
-    assert!(reason.as_str().unwrap().contains("expired"), "{reason}");
+    assert!(
+        reason.as_str().unwrap().starts_with("Signed out: ") && reason.as_str().unwrap().contains("expired"),
+        "{reason}"
+    );
     assert_eq!(browser.execute("return sessionStorage.length;", json!([])).await, 0, "the expired token is forgotten");
 }
 
