@@ -93,6 +93,13 @@ function badge(text, kind) {
   return el("span", { class: `badge ${kind || ""}`, text });
 }
 
+// A table: its id, its column headers (a header ending in "#" is a number, right-aligned), its
+// rows and an optional caption.
+function table(id, headers, rows, caption) {
+  const th = (h) => (h.endsWith("#") ? el("th", { class: "num", text: h.slice(0, -1) }) : el("th", { text: h }));
+  return el("table", { id }, caption ? el("caption", { class: "muted", text: caption }) : null, el("thead", {}, el("tr", {}, headers.map(th))), el("tbody", {}, rows));
+}
+
 function problemBox(problem) {
   return el("p", { class: "problem", role: "alert", text: `${problem.detail} (${problem.code})` });
 }
@@ -303,12 +310,7 @@ function fleet(shards, load, plan) {
     el("div", {}, el("span", { class: "muted", text: "tenants" }), el("strong", { text: fmt(total("tenants")) })),
     el("div", {}, el("span", { class: "muted", text: "records" }), el("strong", { text: fmt(total("records")) })),
     el("div", {}, el("span", { class: "muted", text: "size" }), el("strong", { text: bytes(total("bytes")) })),
-    el(
-      "div",
-      {},
-      el("span", { class: "muted", text: "request load (statement ms/s)" }),
-      el("strong", { text: plan && !plan.failed ? ms(fleetLoad) : "–" }),
-    ),
+    el("div", {}, el("span", { class: "muted", text: "request load (statement ms/s)" }), el("strong", { text: plan && !plan.failed ? ms(fleetLoad) : "–" })),
   );
   const cards = el("div", { class: "cards" });
   for (const shard of shards) {
@@ -327,18 +329,30 @@ function fleet(shards, load, plan) {
           "aria-label": `shard ${shard.id}`,
           dataset: { shard: shard.id, marks: marks.map((m) => m.text).join(" ") },
         },
-        el("h3", {}, el("span", { class: "mono", text: shard.id }), badge(shard.state, shard.state === "active" ? "ok" : "warn"), marks.map((m) => badge(m.text, m.kind))),
+        el(
+          "h3",
+          {},
+          el("span", { class: "mono", text: shard.id }),
+          badge(shard.state, shard.state === "active" ? "ok" : "warn"),
+          marks.map((m) => badge(m.text, m.kind)),
+        ),
         el(
           "dl",
           {},
-          el("dt", { text: "engine" }), el("dd", { text: shard.engine }),
-          el("dt", { text: "breaker" }), el("dd", { text: breaker ? breaker.state : "no pool here" }),
+          el("dt", { text: "engine" }),
+          el("dd", { text: shard.engine }),
+          el("dt", { text: "breaker" }),
+          el("dd", { text: breaker ? breaker.state : "no pool here" }),
           el("dt", { text: "connections in use" }),
           el("dd", { text: connections ? `${fmt(connections.open - connections.idle)} of ${fmt(connections.max)}` : breaker ? fmt(breaker.in_progress) : "–" }),
-          el("dt", { text: "vshards / tenants" }), el("dd", { text: `${fmt(shard.vshards)} / ${fmt(shard.tenants)}` }),
-          el("dt", { text: "records" }), el("dd", { text: fmt(shard.records) }),
-          el("dt", { text: "size" }), el("dd", { text: bytes(shard.bytes) }),
-          el("dt", { text: "load now (ms/s)" }), el("dd", { text: planned ? ms(planned.statement_ms_per_s) : "–" }),
+          el("dt", { text: "vshards / tenants" }),
+          el("dd", { text: `${fmt(shard.vshards)} / ${fmt(shard.tenants)}` }),
+          el("dt", { text: "records" }),
+          el("dd", { text: fmt(shard.records) }),
+          el("dt", { text: "size" }),
+          el("dd", { text: bytes(shard.bytes) }),
+          el("dt", { text: "load now (ms/s)" }),
+          el("dd", { text: planned ? ms(planned.statement_ms_per_s) : "–" }),
         ),
         shard.problem ? el("p", { class: "problem", text: shard.problem }) : null,
         breaker && breaker.reason ? el("p", { class: "muted", text: `breaker: ${breaker.reason}` }) : null,
@@ -389,30 +403,53 @@ const METRICS = [
 
 views.heatmap = (root, instance) => {
   const choice = { metric: "statement_ms_per_s", since: "1h", work: "request", zoom: null };
-  const metric = el("select", { id: "heat-metric" }, METRICS.map(([value, label]) => el("option", { value, text: label })));
-  const since = el("select", { id: "heat-since" }, ["15m", "1h", "6h", "1d"].map((v) => el("option", { value: v, text: `last ${v}`, selected: v === "1h" })));
-  const work = el("select", { id: "heat-work" }, ["request", "move", "maintenance"].map((v) => el("option", { value: v, text: v })));
+  const metric = el(
+    "select",
+    { id: "heat-metric" },
+    METRICS.map(([value, label]) => el("option", { value, text: label })),
+  );
+  const since = el(
+    "select",
+    { id: "heat-since" },
+    ["15m", "1h", "6h", "1d"].map((v) => el("option", { value: v, text: `last ${v}`, selected: v === "1h" })),
+  );
+  const work = el(
+    "select",
+    { id: "heat-work" },
+    ["request", "move", "maintenance"].map((v) => el("option", { value: v, text: v })),
+  );
   const reset = el("button", { type: "button", id: "heat-reset", text: "Show the whole span", disabled: true });
   const body = el("div");
   root.append(
     el("h1", { text: "Heat map" }),
-    el("p", { class: "muted", text: "Vshards (rows, grouped by the shard that owns them, in order) by time (columns). Bright cells are hot. Drag across the map to zoom into a stretch of time; hover for a cell's figures; click a row to see how it is routed." }),
+    el("p", {
+      class: "muted",
+      text: "Vshards (rows, grouped by the shard that owns them, in order) by time (columns). Bright cells are hot. Drag across the map to zoom into a stretch of time; hover for a cell's figures; click a row to see how it is routed.",
+    }),
     el(
       "div",
       { class: "toolbar" },
-      el("label", { for: "heat-metric", text: "Measure" }), metric,
-      el("label", { for: "heat-since", text: "Span" }), since,
-      el("label", { for: "heat-work", text: "Work" }), work,
+      el("label", { for: "heat-metric", text: "Measure" }),
+      metric,
+      el("label", { for: "heat-since", text: "Span" }),
+      since,
+      el("label", { for: "heat-work", text: "Work" }),
+      work,
       reset,
     ),
     body,
   );
   let data = null;
-  const redraw = () => data && replace(body, heatMap(data, choice, (zoom) => {
-    choice.zoom = zoom;
-    reset.disabled = !zoom;
-    redraw();
-  }));
+  const redraw = () =>
+    data &&
+    replace(
+      body,
+      heatMap(data, choice, (zoom) => {
+        choice.zoom = zoom;
+        reset.disabled = !zoom;
+        redraw();
+      }),
+    );
   const load = async () => {
     const query = `metric=${choice.metric}&since=${choice.since}&work=${choice.work}`;
     const [map, shardMap, tenants] = await Promise.all([
@@ -423,7 +460,11 @@ views.heatmap = (root, instance) => {
     data = { map, shardMap, tenants: tenants.failed ? [] : tenants.tenants };
     redraw();
   };
-  for (const [control, field] of [[metric, "metric"], [since, "since"], [work, "work"]]) {
+  for (const [control, field] of [
+    [metric, "metric"],
+    [since, "since"],
+    [work, "work"],
+  ]) {
     control.addEventListener("change", () => {
       choice[field] = control.value;
       choice.zoom = null;
@@ -448,7 +489,13 @@ function showIn(container) {
 // The colour of a cell: dark blue (nothing) through purple and orange to pale yellow (the
 // hottest), on a square-root scale so that lighter load stays visible beside a hot spot.
 function heat(t) {
-  const stops = [[13, 23, 53], [84, 39, 143], [201, 65, 84], [247, 148, 29], [252, 238, 164]];
+  const stops = [
+    [13, 23, 53],
+    [84, 39, 143],
+    [201, 65, 84],
+    [247, 148, 29],
+    [252, 238, 164],
+  ];
   const x = Math.max(0, Math.min(1, t)) * (stops.length - 1);
   const i = Math.min(Math.floor(x), stops.length - 2);
   const f = x - i;
@@ -549,12 +596,24 @@ function heatMap({ map, shardMap, tenants }, choice, onZoom) {
     }
     const row = band.rows.reduce((a, b) => (b.values[from + c] > a.values[from + c] ? b : a));
     const names = band.rows.flatMap((r) => (r.vshard === null ? [] : heaviest.get(r.vshard) || []));
-    const label = row.vshard === null ? `${row.shard}: load no vshard placed` : band.rows.length > 1 ? `vshards ${band.rows[0].vshard}–${band.rows[band.rows.length - 1].vshard} (hottest ${row.vshard})` : `vshard ${row.vshard}`;
+    const label =
+      row.vshard === null
+        ? `${row.shard}: load no vshard placed`
+        : band.rows.length > 1
+          ? `vshards ${band.rows[0].vshard}–${band.rows[band.rows.length - 1].vshard} (hottest ${row.vshard})`
+          : `vshard ${row.vshard}`;
     tooltip.replaceChildren(
       el("strong", { text: label }),
       el("div", { text: `on ${row.shard} · ${clock(columns[c])}` }),
       el("div", { text: `${fmt(row.values[from + c], 2)} ${unit}` }),
-      el("div", { text: names.length ? `heaviest tenants: ${names.slice(0, 3).map((t) => `${t.tenant} (${fmt(t.statement_ms_per_s, 2)} ms/s)`).join(", ")}` : "no heavy tenant here" }),
+      el("div", {
+        text: names.length
+          ? `heaviest tenants: ${names
+              .slice(0, 3)
+              .map((t) => `${t.tenant} (${fmt(t.statement_ms_per_s, 2)} ms/s)`)
+              .join(", ")}`
+          : "no heavy tenant here",
+      }),
     );
     tooltip.hidden = false;
     tooltip.style.left = `${Math.min(event.clientX + 14, window.innerWidth - 330)}px`;
@@ -581,7 +640,12 @@ function heatMap({ map, shardMap, tenants }, choice, onZoom) {
     const band = bandAt(event.offsetY);
     if (band) {
       const c = Math.max(0, Math.min(columns.length - 1, columnAt(event.offsetX)));
-      explainRow(band.rows.reduce((a, b) => (b.values[from + c] > a.values[from + c] ? b : a)), shardMap, heaviest, explanation);
+      explainRow(
+        band.rows.reduce((a, b) => (b.values[from + c] > a.values[from + c] ? b : a)),
+        shardMap,
+        heaviest,
+        explanation,
+      );
     }
   });
 
@@ -591,27 +655,22 @@ function heatMap({ map, shardMap, tenants }, choice, onZoom) {
     .filter((x) => x.sum > 0)
     .sort((a, b) => b.sum - a.sum)
     .slice(0, 12);
-  const table = el(
-    "table",
-    { id: "heat-hottest" },
-    el("caption", { class: "muted", text: "Hottest rows in this span" }),
-    el("thead", {}, el("tr", {}, el("th", { text: "vshard" }), el("th", { text: "shard" }), el("th", { class: "num", text: `mean ${unit}` }), el("th", { text: "" }))),
-    el(
-      "tbody",
-      {},
-      sums.length
-        ? sums.map(({ row, sum }) =>
-            el(
-              "tr",
-              { dataset: { vshard: row.vshard === null ? "" : row.vshard, shard: row.shard } },
-              el("td", { text: row.vshard === null ? "(unplaced)" : row.vshard }),
-              el("td", { text: row.shard }),
-              el("td", { class: "num", text: fmt(sum / columns.length, 2) }),
-              el("td", {}, el("button", { type: "button", text: "Route", "data-key": `route-${row.index}`, onclick: () => explainRow(row, shardMap, heaviest, explanation) })),
-            ),
-          )
-        : el("tr", {}, el("td", { colspan: 4, class: "muted", text: "No load in this span." })),
-    ),
+  const hottest = table(
+    "heat-hottest",
+    ["vshard", "shard", `mean ${unit}#`, ""],
+    sums.length
+      ? sums.map(({ row, sum }) =>
+          el(
+            "tr",
+            { dataset: { vshard: row.vshard === null ? "" : row.vshard, shard: row.shard } },
+            el("td", { text: row.vshard === null ? "(unplaced)" : row.vshard }),
+            el("td", { text: row.shard }),
+            el("td", { class: "num", text: fmt(sum / columns.length, 2) }),
+            el("td", {}, el("button", { type: "button", text: "Route", "data-key": `route-${row.index}`, onclick: () => explainRow(row, shardMap, heaviest, explanation) })),
+          ),
+        )
+      : el("tr", {}, el("td", { colspan: 4, class: "muted", text: "No load in this span." })),
+    "Hottest rows in this span",
   );
   const legend = el("canvas", { width: 220, height: 12, "aria-hidden": "true" });
   const lc = legend.getContext("2d");
@@ -628,7 +687,7 @@ function heatMap({ map, shardMap, tenants }, choice, onZoom) {
       el("span", { text: `${fmt(max, 2)} ${unit}` }),
       el("span", { class: "muted", text: `· ${clock(columns[0])} to ${clock(columns[columns.length - 1])}, ${fmt(map.step_s)} s a column${choice.zoom ? " (zoomed)" : ""}` }),
     ),
-    el("div", { class: "heat" }, el("div", { class: "heat-frame" }, canvas), el("div", { class: "side" }, explanation, table)),
+    el("div", { class: "heat" }, el("div", { class: "heat-frame" }, canvas), el("div", { class: "side" }, explanation, hottest)),
   ];
 }
 
@@ -647,13 +706,17 @@ async function explainRow(row, shardMap, heaviest, into) {
     replace(
       into,
       el("h2", { text: `${row.shard}: load no vshard placed` }),
-      el("p", { text: "Pinned tenants' data and range-distributed collections live on a shard by the catalog's lookup, not by a vshard. The tenants page shows where each tenant is pinned." }),
+      el("p", {
+        text: "Pinned tenants' data and range-distributed collections live on a shard by the catalog's lookup, not by a vshard. The tenants page shows where each tenant is pinned.",
+      }),
     );
     return;
   }
   const parts = [
     el("h2", { text: `vshard ${row.vshard}` }),
-    el("p", { text: `Owned by ${row.shard} in map epoch ${shardMap.epoch}. A tenant that is not pinned lives on vshard h(tenant) mod ${shardMap.vshard_count}; a record of a hash-distributed collection on h(tenant, collection, key) mod ${shardMap.vshard_count}. Its vshard's owner in the shard map is where it is read and written.` }),
+    el("p", {
+      text: `Owned by ${row.shard} in map epoch ${shardMap.epoch}. A tenant that is not pinned lives on vshard h(tenant) mod ${shardMap.vshard_count}; a record of a hash-distributed collection on h(tenant, collection, key) mod ${shardMap.vshard_count}. Its vshard's owner in the shard map is where it is read and written.`,
+    }),
   ];
   const names = heaviest.get(row.vshard) || [];
   if (names.length) {
@@ -661,7 +724,13 @@ async function explainRow(row, shardMap, heaviest, into) {
     try {
       const explained = await api(`/v1/admin/route?tenant=${encodeURIComponent(first)}`);
       parts.push(
-        el("p", {}, "Its heaviest tenant, ", el("a", { href: `#/tenants/${encodeURIComponent(first)}`, text: first }), `, routes by ${explained.strategy} to vshard ${explained.vshard ?? "–"} on ${explained.shard} (${explained.shard_state}, epoch ${explained.epoch}).`),
+        el(
+          "p",
+          {},
+          "Its heaviest tenant, ",
+          el("a", { href: `#/tenants/${encodeURIComponent(first)}`, text: first }),
+          `, routes by ${explained.strategy} to vshard ${explained.vshard ?? "–"} on ${explained.shard} (${explained.shard_state}, epoch ${explained.epoch}).`,
+        ),
       );
     } catch (error) {
       if (error instanceof Stop) return;
@@ -705,28 +774,23 @@ views.tenants = (root, instance) => {
     else
       replace(
         heavy,
-        el(
-          "table",
-          { id: "heaviest-tenants" },
-          el("thead", {}, el("tr", {}, ["tenant", "tier", "home shard", "statement ms/s", "reads/s", "writes/s", "shards it landed on"].map((h, i) => el("th", { class: i >= 3 && i <= 5 ? "num" : "", text: h })))),
-          el(
-            "tbody",
-            {},
-            load.tenants.map((t) => {
-              const known = byId.get(t.tenant);
-              return el(
-                "tr",
-                {},
-                el("td", {}, el("a", { href: `#/tenants/${encodeURIComponent(t.tenant)}`, text: t.tenant })),
-                el("td", { text: known ? known.tier : "–" }),
-                el("td", { text: known ? `${known.shard ?? "–"}${known.pinned ? " (pinned)" : ""}` : "–" }),
-                el("td", { class: "num", text: ms(t.statement_ms_per_s) }),
-                el("td", { class: "num", text: fmt(t.reads_per_s, 1) }),
-                el("td", { class: "num", text: fmt(t.writes_per_s, 1) }),
-                el("td", { text: t.shards.join(", ") }),
-              );
-            }),
-          ),
+        table(
+          "heaviest-tenants",
+          ["tenant", "tier", "home shard", "statement ms/s#", "reads/s#", "writes/s#", "shards it landed on"],
+          load.tenants.map((t) => {
+            const known = byId.get(t.tenant);
+            return el(
+              "tr",
+              {},
+              el("td", {}, el("a", { href: `#/tenants/${encodeURIComponent(t.tenant)}`, text: t.tenant })),
+              el("td", { text: known ? known.tier : "–" }),
+              el("td", { text: known ? `${known.shard ?? "–"}${known.pinned ? " (pinned)" : ""}` : "–" }),
+              el("td", { class: "num", text: ms(t.statement_ms_per_s) }),
+              el("td", { class: "num", text: fmt(t.reads_per_s, 1) }),
+              el("td", { class: "num", text: fmt(t.writes_per_s, 1) }),
+              el("td", { text: t.shards.join(", ") }),
+            );
+          }),
         ),
       );
     drawAll();
@@ -735,23 +799,18 @@ views.tenants = (root, instance) => {
 
 function tenantTable(tenants) {
   if (!tenants.length) return el("p", { class: "muted", text: "No tenant." });
-  return el(
-    "table",
-    { id: "all-tenants" },
-    el("thead", {}, el("tr", {}, ["tenant", "name", "tier", "home shard", "created"].map((h) => el("th", { text: h })))),
-    el(
-      "tbody",
-      {},
-      tenants.map((t) =>
-        el(
-          "tr",
-          {},
-          el("td", {}, el("a", { href: `#/tenants/${encodeURIComponent(t.id)}`, text: t.id })),
-          el("td", { text: t.name }),
-          el("td", { text: t.tier }),
-          el("td", { text: `${t.shard ?? "–"}${t.pinned ? " (pinned)" : ""}` }),
-          el("td", { text: when(t.created_at) }),
-        ),
+  return table(
+    "all-tenants",
+    ["tenant", "name", "tier", "home shard", "created"],
+    tenants.map((t) =>
+      el(
+        "tr",
+        {},
+        el("td", {}, el("a", { href: `#/tenants/${encodeURIComponent(t.id)}`, text: t.id })),
+        el("td", { text: t.name }),
+        el("td", { text: t.tier }),
+        el("td", { text: `${t.shard ?? "–"}${t.pinned ? " (pinned)" : ""}` }),
+        el("td", { text: when(t.created_at) }),
       ),
     ),
   );
@@ -787,7 +846,12 @@ function tenantDetails(tenant, holdings, collections) {
       el("div", {}, el("span", { class: "muted", text: "tier" }), el("strong", { text: tenant.tier })),
       el("div", {}, el("span", { class: "muted", text: "home shard" }), el("strong", { id: "tenant-shard", text: tenant.shard ?? "–" })),
       el("div", {}, el("span", { class: "muted", text: "placement" }), el("strong", { text: tenant.pinned ? "pinned" : "by its vshard" })),
-      el("div", {}, el("span", { class: "muted", text: "rate limit" }), el("strong", { text: limit.per_second ? `${fmt(limit.per_second)}/s, burst ${fmt(limit.burst)}${tenant.rate_limit ? " (its own)" : " (its tier's)"}` : "–" })),
+      el(
+        "div",
+        {},
+        el("span", { class: "muted", text: "rate limit" }),
+        el("strong", { text: limit.per_second ? `${fmt(limit.per_second)}/s, burst ${fmt(limit.burst)}${tenant.rate_limit ? " (its own)" : " (its tier's)"}` : "–" }),
+      ),
     ),
   ];
   if (holdings.failed) parts.push(problemBox(holdings.failed));
@@ -809,22 +873,17 @@ function tenantDetails(tenant, holdings, collections) {
     const items = collections.items || [];
     parts.push(
       items.length
-        ? el(
-            "table",
-            { id: "tenant-collections" },
-            el("thead", {}, el("tr", {}, ["collection", "distribution", "ranges", "records"].map((h) => el("th", { text: h })))),
-            el(
-              "tbody",
-              {},
-              items.map((c) =>
-                el(
-                  "tr",
-                  {},
-                  el("td", { text: c.collection }),
-                  el("td", { text: c.distribution }),
-                  el("td", { text: c.ranges ? c.ranges.map((r) => `${r.from ?? "…"}–${r.until ?? "…"} → ${r.shard}`).join("; ") : "–" }),
-                  el("td", { class: "num", text: fmt(c.records) }),
-                ),
+        ? table(
+            "tenant-collections",
+            ["collection", "distribution", "ranges", "records#"],
+            items.map((c) =>
+              el(
+                "tr",
+                {},
+                el("td", { text: c.collection }),
+                el("td", { text: c.distribution }),
+                el("td", { text: c.ranges ? c.ranges.map((r) => `${r.from ?? "…"}–${r.until ?? "…"} → ${r.shard}`).join("; ") : "–" }),
+                el("td", { class: "num", text: fmt(c.records) }),
               ),
             ),
           )
@@ -837,7 +896,11 @@ function tenantDetails(tenant, holdings, collections) {
 function moveForm(tenant, shards) {
   const targets = shards.filter((s) => s.state === "active" && s.id !== tenant.shard);
   if (!targets.length) return el("p", { class: "muted", text: "No other active shard to move it to." });
-  const select = el("select", { id: "move-to", "aria-label": "Shard to move the tenant to" }, targets.map((s) => el("option", { value: s.id, text: `${s.id} (${fmt(s.records)} records, ${bytes(s.bytes)})` })));
+  const select = el(
+    "select",
+    { id: "move-to", "aria-label": "Shard to move the tenant to" },
+    targets.map((s) => el("option", { value: s.id, text: `${s.id} (${fmt(s.records)} records, ${bytes(s.bytes)})` })),
+  );
   const outcome = el("div", { "aria-live": "polite" });
   const button = el("button", {
     type: "button",
@@ -846,7 +909,11 @@ function moveForm(tenant, shards) {
     text: "Move tenant…",
     onclick: async () => {
       const to = select.value;
-      const sure = await confirmAction(`Move ${tenant.id} to ${to}?`, `Its records, blobs and index entries are copied to ${to} while it keeps serving, then its writes pause for a moment while it switches. The move is an ordinary job: it is audited and can be cancelled until it switches.`, "Move");
+      const sure = await confirmAction(
+        `Move ${tenant.id} to ${to}?`,
+        `Its records, blobs and index entries are copied to ${to} while it keeps serving, then its writes pause for a moment while it switches. The move is an ordinary job: it is audited and can be cancelled until it switches.`,
+        "Move",
+      );
       if (!sure) return;
       button.disabled = true;
       try {
@@ -865,7 +932,11 @@ function moveForm(tenant, shards) {
 // ---------------------------------------------------------------- jobs
 
 views.jobs = (root, instance) => {
-  const state = el("select", { id: "job-state", "aria-label": "Job state" }, ["", "running", "done", "failed", "cancelled"].map((v) => el("option", { value: v, text: v || "every state" })));
+  const state = el(
+    "select",
+    { id: "job-state", "aria-label": "Job state" },
+    ["", "running", "done", "failed", "cancelled"].map((v) => el("option", { value: v, text: v || "every state" })),
+  );
   const body = el("div");
   const outcome = el("div", { "aria-live": "polite" });
   root.append(el("h1", { text: "Jobs" }), el("div", { class: "toolbar" }, el("label", { for: "job-state", text: "Show" }), state), outcome, body);
@@ -892,7 +963,8 @@ function jobShare(job) {
   if (job.state !== "running" || (p.phase && p.phase !== "copy")) {
     return { fraction: job.state === "done" ? 1 : null, text: [p.phase ? `phase ${p.phase}` : "", copied].filter(Boolean).join(" · ") };
   }
-  if (p.bytes_to_copy) return { fraction: (p.bytes_copied || 0) / p.bytes_to_copy, text: `${bytes(p.bytes_copied || 0)} of ${bytes(p.bytes_to_copy)}`, left: p.bytes_to_copy - (p.bytes_copied || 0) };
+  if (p.bytes_to_copy)
+    return { fraction: (p.bytes_copied || 0) / p.bytes_to_copy, text: `${bytes(p.bytes_copied || 0)} of ${bytes(p.bytes_to_copy)}`, left: p.bytes_to_copy - (p.bytes_copied || 0) };
   if (p.rows_to_copy) return { fraction: (p.rows_copied || 0) / p.rows_to_copy, text: `${fmt(p.rows_copied || 0)} of ${fmt(p.rows_to_copy)} rows` };
   return { fraction: null, text: copied };
 }
@@ -900,48 +972,56 @@ function jobShare(job) {
 function jobTable(jobs, seen, outcome, reload) {
   if (!jobs.length) return el("p", { class: "muted", text: "No job." });
   const now = Date.now();
-  return el(
-    "table",
-    { id: "jobs" },
-    el("thead", {}, el("tr", {}, ["job", "kind", "target", "state", "progress", "rate", "started", ""].map((h) => el("th", { text: h })))),
-    el(
-      "tbody",
-      {},
-      jobs.map((job) => {
-        const p = job.progress || {};
-        const share = jobShare(job);
-        const done = p.bytes_copied || 0;
-        const before = seen.get(job.id);
-        seen.set(job.id, { at: now, bytes: done });
-        const measured = before && now > before.at ? ((done - before.bytes) * 1000) / (now - before.at) : null;
-        const rate = measured || (p.pace ? p.pace.bytes_per_second : null);
-        const eta = share.left && rate > 0 ? duration(share.left / rate) : null;
-        const running = job.state === "running";
-        return el(
-          "tr",
-          { dataset: { job: job.id, state: job.state, phase: p.phase || "" } },
-          el("td", { class: "mono", text: job.id.slice(0, 8), title: job.id }),
-          el("td", { text: job.kind }),
-          el("td", { text: job.target }),
-          el("td", {}, badge(job.state, { running: "", done: "ok", failed: "bad", cancelled: "warn" }[job.state]), running && p.phase ? el("div", { class: "muted", text: p.phase }) : null),
-          el(
-            "td",
-            {},
-            share.fraction === null ? null : progressBar(share.fraction),
-            el("span", { class: "muted", text: `${share.text}${eta ? ` · about ${eta} left` : ""}` }),
-            job.error ? el("div", { class: "problem", text: job.error }) : null,
-          ),
-          el("td", { text: running && rate ? `${bytes(rate)}/s` : "–" }),
-          el("td", { text: when(job.created_at) }),
-          el("td", {}, running ? el("button", { type: "button", class: "danger", text: "Cancel…", "data-key": `cancel-${job.id}`, onclick: () => cancelJob(job, outcome, reload) }) : null),
-        );
-      }),
-    ),
+  return table(
+    "jobs",
+    ["job", "kind", "target", "state", "progress", "rate", "started", ""],
+    jobs.map((job) => {
+      const p = job.progress || {};
+      const share = jobShare(job);
+      const done = p.bytes_copied || 0;
+      const before = seen.get(job.id);
+      seen.set(job.id, { at: now, bytes: done });
+      const measured = before && now > before.at ? ((done - before.bytes) * 1000) / (now - before.at) : null;
+      const rate = measured || (p.pace ? p.pace.bytes_per_second : null);
+      const eta = share.left && rate > 0 ? duration(share.left / rate) : null;
+      const running = job.state === "running";
+      return el(
+        "tr",
+        { dataset: { job: job.id, state: job.state, phase: p.phase || "" } },
+        el("td", { class: "mono", text: job.id.slice(0, 8), title: job.id }),
+        el("td", { text: job.kind }),
+        el("td", { text: job.target }),
+        el(
+          "td",
+          {},
+          badge(job.state, { running: "", done: "ok", failed: "bad", cancelled: "warn" }[job.state]),
+          running && p.phase ? el("div", { class: "muted", text: p.phase }) : null,
+        ),
+        el(
+          "td",
+          {},
+          share.fraction === null ? null : progressBar(share.fraction),
+          el("span", { class: "muted", text: `${share.text}${eta ? ` · about ${eta} left` : ""}` }),
+          job.error ? el("div", { class: "problem", text: job.error }) : null,
+        ),
+        el("td", { text: running && rate ? `${bytes(rate)}/s` : "–" }),
+        el("td", { text: when(job.created_at) }),
+        el(
+          "td",
+          {},
+          running ? el("button", { type: "button", class: "danger", text: "Cancel…", "data-key": `cancel-${job.id}`, onclick: () => cancelJob(job, outcome, reload) }) : null,
+        ),
+      );
+    }),
   );
 }
 
 async function cancelJob(job, outcome, reload) {
-  const sure = await confirmAction(`Cancel job ${job.id.slice(0, 8)}?`, `${job.kind} of ${job.target}: a move that has not switched yet rolls back and leaves everything where it was; one past its switch finishes.`, "Cancel the job");
+  const sure = await confirmAction(
+    `Cancel job ${job.id.slice(0, 8)}?`,
+    `${job.kind} of ${job.target}: a move that has not switched yet rolls back and leaves everything where it was; one past its switch finishes.`,
+    "Cancel the job",
+  );
   if (!sure) return;
   try {
     await api(`/v1/admin/jobs/${encodeURIComponent(job.id)}/cancel`, { method: "POST" });
@@ -980,7 +1060,11 @@ function describeMove(move) {
 }
 
 function balancer(view, outcome, reload) {
-  const mode = el("select", { id: "balancer-mode", "aria-label": "Balancer mode" }, ["off", "propose", "apply"].map((m) => el("option", { value: m, text: m, selected: m === view.mode })));
+  const mode = el(
+    "select",
+    { id: "balancer-mode", "aria-label": "Balancer mode" },
+    ["off", "propose", "apply"].map((m) => el("option", { value: m, text: m, selected: m === view.mode })),
+  );
   const switchMode = el("button", {
     type: "button",
     id: "balancer-switch",
@@ -1011,39 +1095,56 @@ function balancer(view, outcome, reload) {
       mode,
       switchMode,
       runNow,
-      el("span", { class: "muted", text: `run by ${view.runner ?? "nobody yet"}${view.mode_switched_by ? ` · switched by ${view.mode_switched_by} at ${when(view.mode_switched_at)}` : ""}` }),
+      el("span", {
+        class: "muted",
+        text: `run by ${view.runner ?? "nobody yet"}${view.mode_switched_by ? ` · switched by ${view.mode_switched_by} at ${when(view.mode_switched_at)}` : ""}`,
+      }),
     ),
-    el("p", { class: "muted", text: `Every ${duration(s.interval_s)} over ${duration(s.window_s)} of load: a shard is overfull ${Math.round(s.threshold * 100)} % above the mean (and at least ${fmt(s.min_load_ms_per_s)} ms/s); at most ${s.max_concurrent_moves} moves at once, each subject then stays ${duration(s.cooldown_s)}.` }),
+    el("p", {
+      class: "muted",
+      text: `Every ${duration(s.interval_s)} over ${duration(s.window_s)} of load: a shard is overfull ${Math.round(s.threshold * 100)} % above the mean (and at least ${fmt(s.min_load_ms_per_s)} ms/s); at most ${s.max_concurrent_moves} moves at once, each subject then stays ${duration(s.cooldown_s)}.`,
+    }),
     el("h2", { text: "Pending proposals" }),
   ];
   const pending = view.proposals || [];
   parts.push(
     pending.length
-      ? el(
-          "table",
-          { id: "proposals" },
-          el("thead", {}, el("tr", {}, ["proposal", "proposed", "move", "why", ""].map((h) => el("th", { text: h })))),
-          el(
-            "tbody",
-            {},
-            pending.map((p) =>
+      ? table(
+          "proposals",
+          ["proposal", "proposed", "move", "why", ""],
+          pending.map((p) =>
+            el(
+              "tr",
+              { dataset: { proposal: p.id } },
+              el("td", { text: p.id }),
+              el("td", { text: when(p.at) }),
+              el("td", { text: describeMove(p.move) }),
+              el("td", { class: "run-reason", text: p.reason }),
               el(
-                "tr",
-                { dataset: { proposal: p.id } },
-                el("td", { text: p.id }),
-                el("td", { text: when(p.at) }),
-                el("td", { text: describeMove(p.move) }),
-                el("td", { class: "run-reason", text: p.reason }),
-                el("td", {}, el("button", {
+                "td",
+                {},
+                el("button", {
                   type: "button",
                   class: "primary",
                   text: "Approve…",
                   "data-key": `approve-${p.id}`,
                   onclick: async () => {
-                    if (!(await confirmAction(`Approve proposal ${p.id}?`, `The balancer plans again over the load now and, if it still chooses it, moves ${describeMove(p.move)}.`, "Approve"))) return;
-                    await act(outcome, reload, () => api(`/v1/admin/balancer/proposals/${p.id}/approve`, { method: "POST" }), (answer) => `Approved: job ${answer.job.id.slice(0, 8)} moves ${describeMove(p.move)}.`);
+                    if (
+                      !(await confirmAction(
+                        `Approve proposal ${p.id}?`,
+                        `The balancer plans again over the load now and, if it still chooses it, moves ${describeMove(p.move)}.`,
+                        "Approve",
+                      ))
+                    )
+                      return;
+                    await act(
+                      outcome,
+                      reload,
+                      () => api(`/v1/admin/balancer/proposals/${p.id}/approve`, { method: "POST" }),
+                      (answer) => `Approved: job ${answer.job.id.slice(0, 8)} moves ${describeMove(p.move)}.`,
+                    );
                   },
-                })),
+                }),
               ),
             ),
           ),
@@ -1054,24 +1155,24 @@ function balancer(view, outcome, reload) {
   const runs = view.runs || [];
   parts.push(
     runs.length
-      ? el(
-          "table",
-          { id: "runs" },
-          el("thead", {}, el("tr", {}, ["run", "at", "mode", "outcome", "decision", "job"].map((h) => el("th", { text: h })))),
-          el(
-            "tbody",
-            {},
-            runs.map((r) =>
+      ? table(
+          "runs",
+          ["run", "at", "mode", "outcome", "decision", "job"],
+          runs.map((r) =>
+            el(
+              "tr",
+              {},
+              el("td", { text: r.id }),
+              el("td", { text: when(r.at) }),
+              el("td", { text: r.mode }),
               el(
-                "tr",
+                "td",
                 {},
-                el("td", { text: r.id }),
-                el("td", { text: when(r.at) }),
-                el("td", { text: r.mode }),
-                el("td", {}, badge(r.outcome, { started: "ok", proposed: "ok", failed: "bad", held: "warn" }[r.outcome]), r.proposal ? el("span", { class: "muted", text: ` ${r.proposal}` }) : null),
-                el("td", { class: "run-reason", text: r.reason + (r.settled ? ` (${r.settled})` : "") }),
-                el("td", { class: "mono", text: r.job ? r.job.split("/").pop().slice(0, 8) : "–" }),
+                badge(r.outcome, { started: "ok", proposed: "ok", failed: "bad", held: "warn" }[r.outcome]),
+                r.proposal ? el("span", { class: "muted", text: ` ${r.proposal}` }) : null,
               ),
+              el("td", { class: "run-reason", text: r.reason + (r.settled ? ` (${r.settled})` : "") }),
+              el("td", { class: "mono", text: r.job ? r.job.split("/").pop().slice(0, 8) : "–" }),
             ),
           ),
         )
@@ -1111,11 +1212,26 @@ views.audit = (root, instance) => {
   const draw = (page, append) => {
     rows = append ? rows.concat(page.items) : page.items;
     replace(body, auditTable(rows));
-    replace(more, page.next_cursor ? el("button", { type: "button", id: "audit-older", text: "Older", onclick: () => api(query(page.next_cursor)).then((next) => draw(next, true)).catch(showIn(more)) }) : null);
+    replace(
+      more,
+      page.next_cursor
+        ? el("button", {
+            type: "button",
+            id: "audit-older",
+            text: "Older",
+            onclick: () =>
+              api(query(page.next_cursor))
+                .then((next) => draw(next, true))
+                .catch(showIn(more)),
+          })
+        : null,
+    );
   };
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    api(query()).then((page) => draw(page, false)).catch(showIn(body));
+    api(query())
+      .then((page) => draw(page, false))
+      .catch(showIn(body));
   });
   every(instance, 10000, async () => {
     if (rows.length > 50) return; // the operator paged back: keep what they read
@@ -1125,24 +1241,19 @@ views.audit = (root, instance) => {
 
 function auditTable(rows) {
   if (!rows.length) return el("p", { class: "muted", text: "Nothing recorded." });
-  return el(
-    "table",
-    { id: "audit" },
-    el("thead", {}, el("tr", {}, ["at", "actor", "action", "target", "tenant", "request"].map((h) => el("th", { text: h })))),
-    el(
-      "tbody",
-      {},
-      rows.map((r) =>
-        el(
-          "tr",
-          { dataset: { action: r.action } },
-          el("td", { text: when(r.at) }),
-          el("td", { text: r.actor }),
-          el("td", { class: "mono", text: r.action }),
-          el("td", { text: r.target }),
-          el("td", { text: r.tenant ?? "–" }),
-          el("td", { class: "mono muted", text: r.request_id }),
-        ),
+  return table(
+    "audit",
+    ["at", "actor", "action", "target", "tenant", "request"],
+    rows.map((r) =>
+      el(
+        "tr",
+        { dataset: { action: r.action } },
+        el("td", { text: when(r.at) }),
+        el("td", { text: r.actor }),
+        el("td", { class: "mono", text: r.action }),
+        el("td", { text: r.target }),
+        el("td", { text: r.tenant ?? "–" }),
+        el("td", { class: "mono muted", text: r.request_id }),
       ),
     ),
   );
