@@ -64,8 +64,8 @@ use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
-    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, PaceReport, Part, Pass, RowKey, SPREAD_RECORDS, Selection,
-    Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, count_rows, purge_rows,
+    Checksum, CopyMethod, CopySize, CopyTable, INDEX_ENTRIES, Pace, PaceReport, Part, Pass, RowKey, SPREAD_RECORDS,
+    Selection, Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, copy_size, purge_rows,
     split_checksums,
 };
 use crate::moves::job::{
@@ -134,6 +134,11 @@ pub struct MoveProgress {
     /// `rows_copied`, how far the copy phase is (the catch-up passes copy more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows_to_copy: Option<u64>,
+    /// The bytes of those rows (blob chunks, record values and the rest of the rows, as
+    /// `bytes_copied` counts them), counted with them: with `bytes_copied`, how far the copy
+    /// phase is and how long it will take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_to_copy: Option<u64>,
     /// The pace of the copy and its changes, stored after each batch and pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
@@ -198,6 +203,7 @@ impl MoveProgress {
             range: None,
             first_copy: None,
             rows_to_copy: None,
+            bytes_to_copy: None,
             pace: None,
         }
     }
@@ -629,12 +635,13 @@ impl Run<'_> {
             let margin = self.router().move_config().clock_margin;
             let began = Since::now(FencedShard::new(&source, &from), margin).await?;
             self.progress.first_copy = Some(FirstCopy { began, table: 0, after: None });
-            let mut total = 0;
+            let mut total = CopySize::default();
             for (table, selection) in self.copied_tables() {
                 let pass = Pass { selection, window: Window::All, pace: None };
-                total += count_rows(table, FencedShard::new(&source, &from), &pass).await?;
+                total.add(copy_size(table, FencedShard::new(&source, &from), &pass).await?);
             }
-            self.progress.rows_to_copy = Some(total);
+            self.progress.rows_to_copy = Some(total.rows);
+            self.progress.bytes_to_copy = Some(total.bytes);
             self.progress.pass_started_ms = Some(now_ms());
             self.progress.copied.lag_rows = 0;
         }
