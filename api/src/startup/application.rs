@@ -407,6 +407,7 @@ impl Application {
         }
         let valet_refusals = prometheus_client::metrics::family::Family::default();
         let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
+        let copied_bytes = Arc::new(shardgate_shard_router::mover::CopiedBytes::default());
         let (metrics, registered) = metrics_with(|registry| {
             let connections = Connections::new(&config.limits, registry);
             let tls_reloads = ReloadCounts::new(registry);
@@ -426,6 +427,10 @@ impl Application {
                 load_flusher.clone(),
             )));
             registry.register_collector(Box::new(KeySetMetrics(key_sets)));
+            registry.register_collector(Box::new(crate::observability::job_metrics::JobMetrics::new(
+                router.clone(),
+                copied_bytes.clone(),
+            )));
             let chunks = crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
                 config.blobs.read_window_bytes,
@@ -492,6 +497,7 @@ impl Application {
                     let cache = cache.clone();
                     Box::pin(async move { cache.announce_epoch(epoch).await })
                 }),
+                copied_bytes,
             )
         };
         let balancer = shardgate_shard_router::balance::Balancer::new(

@@ -618,6 +618,7 @@ impl Run<'_> {
             bytes += copied.bytes;
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.handle.count_copied(bytes);
         self.progress.pace = Some(self.pace.report());
         self.progress.pass_since = began;
         Ok(())
@@ -704,6 +705,7 @@ impl Run<'_> {
             }
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.handle.count_copied(bytes);
         let (ours, theirs) = (add_checksums(&ours)?, add_checksums(&theirs)?);
         let matched = ours == theirs;
         let name = format!("{} -> {} (last delta)", from.table.name, to.table.name);

@@ -1,12 +1,13 @@
 //! `GET /v1/admin/jobs`: every job, newest first, filtered by state and kind, in pages; a
 //! filter that names no state or kind is refused with what it may be. A move's progress says how
-//! many rows and bytes its copy takes.
+//! many rows and bytes its copy takes; `/metrics` counts jobs by kind and state, and the bytes
+//! moves copied.
 
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shardgate_tests::{TestApp, expect_json, expect_problem};
+use shardgate_tests::{TestApp, eventually, expect_json, expect_problem, metric};
 
 use crate::moves::{ended, spawn};
 
@@ -70,6 +71,24 @@ async fn jobs_are_listed_newest_first_by_state_and_kind_in_pages(backend: shardg
     let second = ended(&app, &started[1], Duration::from_secs(60)).await;
     assert_eq!((count(&second, "rows_to_copy"), count(&second, "bytes_to_copy")), (0, 0), "{second:#}");
     assert_eq!(count(&second, "rows_copied"), 0, "nothing to copy, nothing copied: {second:#}");
+
+    // `/metrics` counts the jobs by kind and state (the catalog's, read every few seconds; every
+    // kind and state has its series) and the bytes the move jobs this instance ran copied.
+    let done_moves = r#"shardgate_jobs{kind="tenant.move",state="done"}"#;
+    let listed = eventually(Duration::from_secs(30), async || {
+        let text =
+            app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+        let done = text.lines().find_map(|line| line.strip_prefix(done_moves)?.trim().parse::<f64>().ok());
+        done.is_some_and(|done| done >= 2.0).then_some(text)
+    })
+    .await
+    .expect("the two moves done are counted in /metrics");
+    assert!(listed.contains(r#"shardgate_jobs{kind="index.backfill",state="failed"} 0"#), "{listed}");
+    let copied =
+        metric(&app.client, app.metrics_base(), r#"shardgate_job_bytes_copied_total{kind="tenant.move"}"#).await;
+    assert!(copied >= count(&first, "bytes_copied") as f64, "{copied} bytes: {first:#}");
+    let none = metric(&app.client, app.metrics_base(), r#"shardgate_job_bytes_copied_total{kind="range.move"}"#).await;
+    assert_eq!(none, 0.0);
     let newest_first: Vec<String> = started.iter().rev().cloned().collect();
     let all = expect_json(list(&app, "").await, StatusCode::OK).await;
     assert_eq!(ids(&all), newest_first, "{all:#}");
