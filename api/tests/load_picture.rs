@@ -157,10 +157,13 @@ async fn two_instances_load_adds_up_on_the_right_shard_vshard_and_tenant() {
     assert_eq!(vshards.len(), 2, "no other vshard had request load: {vshards:#?}");
     let tenants = load["tenants"].as_array().unwrap();
     assert_eq!(tenants.len(), 2);
-    for (id, home, reads, writes) in [("ta", a_shard.as_str(), m, n), ("tb", b_shard, k, b_writes)] {
+    // Each tenant with its home vshard (the heat map's row its load is in): none for the pinned one.
+    let homes = [("ta", a_shard.as_str(), json!(a_vshard), m, n), ("tb", b_shard, Value::Null, k, b_writes)];
+    for (id, home, vshard, reads, writes) in homes {
         let tenant = tenants.iter().find(|t| t["tenant"] == id).unwrap();
         assert_eq!((tenant["reads"].as_u64(), tenant["writes"].as_u64()), (Some(reads), Some(writes)), "tenant {id}");
         assert_eq!(tenant["shards"], json!([home]));
+        assert_eq!(tenant["vshard"], vshard, "tenant {id}");
         assert_eq!(tenant["overcount_ms"], 0.0);
     }
 

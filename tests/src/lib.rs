@@ -65,4 +65,4 @@ pub use records::{record_path, records_path};
 pub use redis::RedisServer;
 pub use server::{RunningServer, free_port};
 pub use tls::{Issued, TestCa};
-pub use tokens::{ISSUER, SECRET, hs256_issuer, issuer_named, mint};
+pub use tokens::{ISSUER, SECRET, hs256_issuer, issuer_named, mint, mint_for};

@@ -24,11 +24,16 @@ pub fn hs256_issuer() -> IssuerConfig {
     IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))
 }
 
-/// Mints an HS256 token of [`ISSUER`].
+/// Mints an HS256 token of [`ISSUER`] for the subject `tester`.
 pub fn mint(tenant: Option<&str>, scopes: &[Scope], ttl: Duration) -> String {
+    mint_for("tester", tenant, scopes, ttl)
+}
+
+/// Mints an HS256 token of [`ISSUER`] for `subject`.
+pub fn mint_for(subject: &str, tenant: Option<&str>, scopes: &[Scope], ttl: Duration) -> String {
     let request = TokenRequest {
         issuer: ISSUER.into(),
-        subject: "tester".into(),
+        subject: subject.into(),
         tenant: tenant.map(str::to_owned),
         scopes: Scopes::of(scopes),
         ttl,
@@ -40,6 +45,11 @@ impl TestApp {
     /// A token for the platform administrator (scope `admin`, no tenant).
     pub fn admin_token(&self) -> String {
         mint(None, &[Scope::Admin], Duration::from_secs(600))
+    }
+
+    /// A token for another platform administrator, whose subject is `subject`.
+    pub fn admin_token_for(&self, subject: &str) -> String {
+        mint_for(subject, None, &[Scope::Admin], Duration::from_secs(600))
     }
 
     /// A token bound to `tenant` with `scopes`.

@@ -5,11 +5,14 @@
 //!   (the edge records them: [`crate::server::edge`]);
 //! - [`shard_metrics`]: the health of every shard database, read at each scrape;
 //! - [`load_metrics`]: the load this instance put on each shard (its load meter's totals);
+//! - [`job_metrics`]: jobs by kind and state (the catalog's, read at most every few seconds) and
+//!   the bytes this instance's move jobs copied;
 //! - [`rate_limited_warning`]: a warning logged at most once per period, however often its cause
 //!   repeats.
 //!
 //! Must not know: the routes, or how a request is admitted: the plumbing hands it closed labels.
 
+pub mod job_metrics;
 pub mod load_metrics;
 pub mod metrics;
 pub mod rate_limited_warning;

@@ -5,6 +5,7 @@
 //! | `/v1/tenants/{tenant}/collections/{collection}/records[/{key}]` | `records.rs` |
 //! | `/v1/admin/tenants[/{id}]` | `admin/tenants.rs` |
 //! | `/v1/admin/tenants/{id}/holdings` | `admin/holdings.rs` |
+//! | `/v1/admin/tenants/{id}/collections[/{collection}[/split]]` | `admin/collections.rs` |
 //! | `/v1/admin/load[/heatmap]` (the load picture) | `admin/load.rs` |
 //! | `/v1/admin/balancer/plan` | `admin/balancer.rs` |
 //! | `/v1/admin/shards[/{id}]` | `admin/shards.rs` |

@@ -116,6 +116,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::moves::move_tenant))
         .routes(routes!(admin::collections::get_distribution, admin::collections::set_distribution))
         .routes(routes!(admin::collections::split_range))
+        .routes(routes!(admin::collections::list_collections))
         .routes(routes!(admin::rebalance::rebalance))
         .routes(routes!(admin::rebalance::drain_shard))
         .routes(routes!(admin::index_audits::start_audit))
@@ -407,6 +408,7 @@ impl Application {
         }
         let valet_refusals = prometheus_client::metrics::family::Family::default();
         let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
+        let copied_bytes = Arc::new(shardgate_shard_router::mover::CopiedBytes::default());
         let (metrics, registered) = metrics_with(|registry| {
             let connections = Connections::new(&config.limits, registry);
             let tls_reloads = ReloadCounts::new(registry);
@@ -426,6 +428,10 @@ impl Application {
                 load_flusher.clone(),
             )));
             registry.register_collector(Box::new(KeySetMetrics(key_sets)));
+            registry.register_collector(Box::new(crate::observability::job_metrics::JobMetrics::new(
+                router.clone(),
+                copied_bytes.clone(),
+            )));
             let chunks = crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
                 config.blobs.read_window_bytes,
@@ -492,6 +498,7 @@ impl Application {
                     let cache = cache.clone();
                     Box::pin(async move { cache.announce_epoch(epoch).await })
                 }),
+                copied_bytes,
             )
         };
         let balancer = shardgate_shard_router::balance::Balancer::new(

@@ -263,6 +263,7 @@ async fn drain(
 mod tests {
     use super::*;
     use secrecy::SecretString;
+    use shardgate_shard_router::catalog::AuditFilter;
     use shardgate_shard_router::db::{Database, PoolConfig, Schema};
 
     fn audit(i: usize) -> Audit {
@@ -290,8 +291,9 @@ mod tests {
     }
 
     async fn valet_rows(catalog: &Catalog) -> Vec<String> {
-        let entries = catalog.list_audit(0, 10_000).await.unwrap();
-        entries.into_iter().filter(|e| e.actor == "valet").map(|e| e.request_id).collect()
+        let valet = AuditFilter { actor: Some("valet".to_owned()), ..AuditFilter::default() };
+        let entries = catalog.list_audit(&valet, None, 10_000).await.unwrap();
+        entries.into_iter().map(|e| e.request_id).collect()
     }
 
     #[tokio::test]

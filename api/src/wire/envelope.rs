@@ -48,7 +48,9 @@ pub struct Job {
     /// done); one that met records the index cannot take also has `too_long` and `duplicates`
     /// (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
     /// (`copy`, `catch_up`, `cut_over`, `cleanup`, `done` or `rolled_back`), `from`, `to`,
-    /// `rows_to_copy` (the rows the first copy takes, counted as it begins), `rows_copied`,
+    /// `rows_to_copy` and `bytes_to_copy` (the rows the first copy takes and their bytes, blobs'
+    /// and records', counted on the source as it begins: with `rows_copied` and `bytes_copied`, a
+    /// percentage and a rate; the catch-up passes copy more), `rows_copied`,
     /// `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
     /// `settled` and `checksums` (per table, source and target, and `matched`: the rows not
     /// changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
@@ -59,7 +61,8 @@ pub struct Job {
     /// tenants they place, taken along) and `parent` (its rebalance). A range move: the same,
     /// with `range` (`collection`, `from`, `until`, `ranges_before`, `ranges_after`). A
     /// redistribution: `phase`, `collection`, `from` and `to` (each a `distribution` and its
-    /// `ranges`), `sources` and `targets` (shards), `rows_copied`, `bytes_copied`, `passes`,
+    /// `ranges`), `sources` and `targets` (shards), `rows_to_copy` and `bytes_to_copy` (what
+    /// its first pass takes, counted on the sources as it begins), `rows_copied`, `bytes_copied`, `passes`,
     /// `lag_rows`, `checksums` (the old and the new layout, counted and summed over their
     /// shards), `fenced_at_ms`, `switched_at_ms`, `cutover_ms`, `cutover_steps_ms`, `epoch`,
     /// `rolled_back` and `pace`. A rebalance: `balance`, `parallel`,

@@ -140,6 +140,22 @@ impl Catalog {
         })
         .await
     }
+
+    /// The collections of `tenant` distributed `hash` or `range`, by name.
+    pub async fn tenant_distributions(&self, tenant: &TenantId) -> Result<Vec<CollectionRow>, Error> {
+        self.guarded(async {
+            let rows = sqlx::query(
+                "SELECT tenant, collection, distribution, ranges, created_at, updated_at \
+                 FROM collection_distributions WHERE tenant = $1 ORDER BY collection",
+            )
+            .bind(tenant.as_str())
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            rows.iter().map(collection_row).collect()
+        })
+        .await
+    }
 }
 
 /// Stores `row`'s distribution in `tx` (a `tenant` distribution removes the row).

@@ -287,6 +287,19 @@ impl Catalog {
         .await
     }
 
+    /// How many jobs there are of each kind in each state: `(kind, state, jobs)`.
+    pub async fn count_jobs(&self) -> Result<Vec<(String, String, u64)>, Error> {
+        self.guarded(async {
+            let rows: Vec<(String, String, i64)> =
+                sqlx::query_as("SELECT kind, state, COUNT(*) FROM jobs GROUP BY kind, state")
+                    .fetch_all(&self.db.pool)
+                    .await
+                    .map_err(catalog_err)?;
+            Ok(rows.into_iter().map(|(kind, state, jobs)| (kind, state, u64::try_from(jobs).unwrap_or(0))).collect())
+        })
+        .await
+    }
+
     /// Every row `sql` (a statement without parameters) selects, read by its columns' names.
     async fn all_rows<T>(&self, sql: &str) -> Result<Vec<T>, Error>
     where

@@ -112,6 +112,24 @@ pub struct AuditEntry {
     pub request_id: String,
 }
 
+/// Which audit entries a listing reads, and in which order ([`Catalog::list_audit`]).
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Only this action, or, when it ends in `.` (`tenant.`), every action it begins.
+    pub action: Option<String>,
+    /// Only this actor.
+    pub actor: Option<String>,
+    /// Newest first instead of oldest first.
+    pub newest_first: bool,
+}
+
+impl AuditFilter {
+    /// Whether `action` is a prefix (it ends in `.`) rather than one action.
+    fn action_is_prefix(&self) -> bool {
+        self.action.as_deref().is_some_and(|a| a.ends_with('.'))
+    }
+}
+
 /// The catalog's change counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CatalogHeads {
@@ -395,30 +413,46 @@ impl Catalog {
         Ok(tx)
     }
 
-    /// Audit entries with id greater than `after`, oldest first, at most `limit`.
-    pub async fn list_audit(&self, after: i64, limit: u32) -> Result<Vec<AuditEntry>, Error> {
+    /// Audit entries that `filter` selects, in its order, after the entry `after` (the id of the
+    /// last entry of the previous page: later entries oldest first, earlier ones newest first),
+    /// at most `limit`.
+    pub async fn list_audit(
+        &self,
+        filter: &AuditFilter,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<AuditEntry>, Error> {
+        let (beyond, order) = if filter.newest_first { ("id < $1", "DESC") } else { ("id > $1", "ASC") };
+        let after = after.unwrap_or(if filter.newest_first { i64::MAX } else { 0 });
         self.guarded(async {
-        let rows = sqlx::query(
-            "SELECT id, at, actor, tenant, action, target, request_id FROM audit_log WHERE id > $1 ORDER BY id LIMIT $2",
-        )
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.db.pool)
-        .await
-        .map_err(catalog_err)?;
-        rows.iter()
-            .map(|row| {
-                Ok(AuditEntry {
-                    id: column(row, 0)?,
-                    at_ms: column(row, 1)?,
-                    actor: column(row, 2)?,
-                    tenant: column(row, 3)?,
-                    action: column(row, 4)?,
-                    target: column(row, 5)?,
-                    request_id: column(row, 6)?,
+            let rows = sqlx::query(&format!(
+                "SELECT id, at, actor, tenant, action, target, request_id FROM audit_log \
+             WHERE {beyond} \
+             AND ($2 IS NULL OR action = $2 OR ($3 AND substr(action, 1, length(CAST($2 AS TEXT))) = $2)) \
+             AND ($4 IS NULL OR actor = $4) \
+             ORDER BY id {order} LIMIT $5"
+            ))
+            .bind(after)
+            .bind(filter.action.as_deref())
+            .bind(filter.action_is_prefix())
+            .bind(filter.actor.as_deref())
+            .bind(i64::from(limit))
+            .fetch_all(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(AuditEntry {
+                        id: column(row, 0)?,
+                        at_ms: column(row, 1)?,
+                        actor: column(row, 2)?,
+                        tenant: column(row, 3)?,
+                        action: column(row, 4)?,
+                        target: column(row, 5)?,
+                        request_id: column(row, 6)?,
+                    })
                 })
-            })
-            .collect()
+                .collect()
         })
         .await
     }

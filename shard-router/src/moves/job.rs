@@ -5,6 +5,7 @@
 //! collection's distribution ([`crate::moves::redistribute`]) are such jobs.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -32,6 +33,35 @@ pub const RANGE_MOVE_JOB: &str = "range.move";
 
 /// The kind of a job changing a non-empty collection's distribution.
 pub const REDISTRIBUTE_JOB: &str = "collection.redistribute";
+
+/// The kinds of job the [`crate::moves::mover::Mover`] runs (and adopts when their instance
+/// stopped): the jobs that copy rows between shards.
+pub const MOVE_JOB_KINDS: [&str; 4] = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB, REDISTRIBUTE_JOB];
+
+/// The bytes the copies of the jobs this instance ran took since it started, by kind of job
+/// ([`MOVE_JOB_KINDS`]), as their progress counts them (`bytes_copied`). Each instance counts
+/// the copies it ran; `/metrics` shows them.
+#[derive(Debug, Default)]
+pub struct CopiedBytes {
+    by_kind: [AtomicU64; MOVE_JOB_KINDS.len()],
+    /// Bytes of a kind not in the list (none is run: kept apart, never shown).
+    other: AtomicU64,
+}
+
+impl CopiedBytes {
+    /// The counter of jobs of `kind`.
+    pub(crate) fn of(&self, kind: &str) -> &AtomicU64 {
+        match MOVE_JOB_KINDS.iter().position(|k| *k == kind) {
+            Some(i) => &self.by_kind[i],
+            None => &self.other,
+        }
+    }
+
+    /// Each kind of job with the bytes its copies took.
+    pub fn by_kind(&self) -> [(&'static str, u64); MOVE_JOB_KINDS.len()] {
+        std::array::from_fn(|i| (MOVE_JOB_KINDS[i], self.by_kind[i].load(Ordering::Relaxed)))
+    }
+}
 
 /// Catch-up ends when a pass took at most this many rows, or after [`MAX_CATCH_UP_PASSES`].
 pub(crate) const SMALL_DELTA_ROWS: u64 = 1_000;
@@ -225,9 +255,16 @@ pub(crate) struct JobHandle<'m> {
     /// This instance's name in job leases.
     pub(crate) owner: &'m str,
     pub(crate) id: &'m str,
+    /// The counter of the bytes the copies of jobs of its kind took ([`CopiedBytes::of`]).
+    pub(crate) copied: &'m AtomicU64,
 }
 
 impl JobHandle<'_> {
+    /// Counts `bytes` more copied by the job (for `/metrics`; its progress counts them too).
+    pub(crate) fn count_copied(&self, bytes: u64) {
+        self.copied.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// Stores `progress` and renews the lease; `true` if an operator asked to cancel.
     /// [`Error::JobLost`] if another instance holds the job now.
     pub(crate) async fn heartbeat(&self, progress: &impl Serialize) -> Result<bool, Error> {

@@ -53,10 +53,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-pub use crate::moves::job::{Announce, Checksums, MOVE_JOB, Phase, RANGE_MOVE_JOB, REDISTRIBUTE_JOB, VSHARD_MOVE_JOB};
-
-/// The kinds of job the [`Mover`] runs (and adopts when their instance stopped).
-pub const MOVE_JOB_KINDS: [&str; 4] = [MOVE_JOB, VSHARD_MOVE_JOB, RANGE_MOVE_JOB, REDISTRIBUTE_JOB];
+pub use crate::moves::job::{
+    Announce, Checksums, CopiedBytes, MOVE_JOB, MOVE_JOB_KINDS, Phase, RANGE_MOVE_JOB, REDISTRIBUTE_JOB,
+    VSHARD_MOVE_JOB,
+};
 
 use crate::catalog::{Audit, CollectionRow, JobRow, Placement, RangeRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
@@ -64,8 +64,8 @@ use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
-    Checksum, CopyMethod, CopyTable, INDEX_ENTRIES, Pace, PaceReport, Part, Pass, RowKey, SPREAD_RECORDS, Selection,
-    Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, count_rows, purge_rows,
+    Checksum, CopyMethod, CopySize, CopyTable, INDEX_ENTRIES, Pace, PaceReport, Part, Pass, RowKey, SPREAD_RECORDS,
+    Selection, Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch, copy_rows, copy_size, purge_rows,
     split_checksums,
 };
 use crate::moves::job::{
@@ -134,6 +134,11 @@ pub struct MoveProgress {
     /// `rows_copied`, how far the copy phase is (the catch-up passes copy more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows_to_copy: Option<u64>,
+    /// The bytes of those rows (blob chunks, record values and the rest of the rows, as
+    /// `bytes_copied` counts them), counted with them: with `bytes_copied`, how far the copy
+    /// phase is and how long it will take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_to_copy: Option<u64>,
     /// The pace of the copy and its changes, stored after each batch and pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
@@ -198,6 +203,7 @@ impl MoveProgress {
             range: None,
             first_copy: None,
             rows_to_copy: None,
+            bytes_to_copy: None,
             pace: None,
         }
     }
@@ -211,6 +217,8 @@ pub struct Mover {
     pub(crate) announce: Announce,
     /// Jobs running here.
     pub(crate) running: Mutex<HashSet<String>>,
+    /// The bytes the copies of the jobs run here took, by kind.
+    pub(crate) copied: Arc<CopiedBytes>,
 }
 
 impl std::fmt::Debug for Mover {
@@ -220,10 +228,11 @@ impl std::fmt::Debug for Mover {
 }
 
 impl Mover {
-    /// A mover on `router` that announces pin switches with `announce`.
-    pub fn new(router: Arc<ShardRouter>, announce: Announce) -> Arc<Self> {
+    /// A mover on `router` that announces pin switches with `announce` and counts the bytes
+    /// its jobs copy in `copied`.
+    pub fn new(router: Arc<ShardRouter>, announce: Announce, copied: Arc<CopiedBytes>) -> Arc<Self> {
         let owner = format!("instance-{}", uuid::Uuid::new_v4().simple());
-        Arc::new(Self { router, owner, announce, running: Mutex::new(HashSet::new()) })
+        Arc::new(Self { router, owner, announce, running: Mutex::new(HashSet::new()), copied })
     }
 
     /// Starts moving `tenant` to shard `to`: records the job (claiming the tenant, and the
@@ -411,7 +420,7 @@ impl Mover {
     async fn run(&self, job: JobRow) -> Result<(), Error> {
         if job.kind == REDISTRIBUTE_JOB {
             return crate::moves::redistribute::run(
-                JobHandle { router: &self.router, owner: &self.owner, id: &job.id },
+                JobHandle { router: &self.router, owner: &self.owner, id: &job.id, copied: self.copied.of(&job.kind) },
                 &self.announce,
                 &job,
             )
@@ -515,6 +524,15 @@ enum Subject {
 }
 
 impl Subject {
+    /// The kind of job that moves it.
+    fn kind(&self) -> &'static str {
+        match self {
+            Subject::Tenant(_) => MOVE_JOB,
+            Subject::Vshards { .. } => VSHARD_MOVE_JOB,
+            Subject::Range { .. } => RANGE_MOVE_JOB,
+        }
+    }
+
     fn borrowed(&self) -> MoveSubject<'_> {
         match self {
             Subject::Tenant(tenant) => MoveSubject::Tenant(tenant),
@@ -629,12 +647,13 @@ impl Run<'_> {
             let margin = self.router().move_config().clock_margin;
             let began = Since::now(FencedShard::new(&source, &from), margin).await?;
             self.progress.first_copy = Some(FirstCopy { began, table: 0, after: None });
-            let mut total = 0;
+            let mut total = CopySize::default();
             for (table, selection) in self.copied_tables() {
                 let pass = Pass { selection, window: Window::All, pace: None };
-                total += count_rows(table, FencedShard::new(&source, &from), &pass).await?;
+                total.add(copy_size(table, FencedShard::new(&source, &from), &pass).await?);
             }
-            self.progress.rows_to_copy = Some(total);
+            self.progress.rows_to_copy = Some(total.rows);
+            self.progress.bytes_to_copy = Some(total.bytes);
             self.progress.pass_started_ms = Some(now_ms());
             self.progress.copied.lag_rows = 0;
         }
@@ -651,6 +670,7 @@ impl Run<'_> {
                 let batch_bytes = self.router().move_config().copy_batch_bytes;
                 copy_batch(table, sides, &pass, at.after.as_ref(), batch_bytes, method).await?
             };
+            self.job().count_copied(batch.copied.bytes);
             let progress = &mut self.progress;
             progress.pace = Some(self.pace.report());
             progress.copied.rows_copied += batch.copied.read;
@@ -723,6 +743,7 @@ impl Run<'_> {
             used = Some(copied.method);
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.job().count_copied(bytes);
         self.progress.pace = Some(self.pace.report());
         self.progress.method = used.or(self.progress.method);
         self.progress.pass_started_ms = Some(started);
@@ -770,6 +791,7 @@ impl Run<'_> {
                 copy_rows(&INDEX_ENTRIES, source, target, &pass, CopyMethod::best(&source_db, &target_db)).await?;
             self.progress.copied.rows_copied += copied.read;
             self.progress.copied.bytes_copied += copied.bytes;
+            self.job().count_copied(copied.bytes);
         }
         self.retire_orphan_uploads(&target).await?;
         steps.took(&mut self.progress.cut_over, "last_delta");
@@ -879,6 +901,7 @@ impl Run<'_> {
         let rows = deltas.iter().map(|(copied, _)| copied.read).sum();
         let bytes = deltas.iter().map(|(copied, _)| copied.bytes).sum();
         self.progress.copied.count_pass(rows, bytes);
+        self.job().count_copied(bytes);
         Ok(deltas.into_iter().filter_map(|(_, compared)| compared).collect())
     }
 
@@ -961,7 +984,8 @@ impl Run<'_> {
     }
 
     fn job(&self) -> JobHandle<'_> {
-        JobHandle { router: &self.mover.router, owner: &self.mover.owner, id: &self.id }
+        let copied = self.mover.copied.of(self.subject.kind());
+        JobHandle { router: &self.mover.router, owner: &self.mover.owner, id: &self.id, copied }
     }
 
     /// Stores the progress and renews the lease; `true` if an operator asked to cancel.

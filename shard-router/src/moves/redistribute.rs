@@ -53,8 +53,9 @@ use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::hash::{stable_hash, tenant_vshard, vshard_of};
 use crate::map::{Distribution, MapSnapshot, range_of};
 use crate::moves::copy::{
-    Checksum, CopyTable, Owned, Pace, PaceReport, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since, Window,
-    add_checksums, additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, sum_by_keys,
+    Checksum, CopySize, CopyTable, Owned, Pace, PaceReport, Part, Pass, RECORDS, SPREAD_RECORDS, Selection, Since,
+    Window, add_checksums, additive_checksum, changed_keys_and_sum, copy_placed, copy_placed_and_compare, copy_size,
+    sum_by_keys,
 };
 use crate::moves::job::{
     Announce, Checksums, CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, Phase, PhasedJob,
@@ -105,6 +106,13 @@ pub struct RedistributeProgress {
     /// Rows and bytes copied, passes made.
     #[serde(flatten)]
     pub copied: CopyCounters,
+    /// The rows the first pass takes, counted on the sources as it begins: with `rows_copied`,
+    /// how far the copy phase is (the catch-up passes copy more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_to_copy: Option<u64>,
+    /// The bytes of those rows, as `bytes_copied` counts them, counted with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_to_copy: Option<u64>,
     /// Per source, the moment the last pass began at there: the next pass takes the rows
     /// changed since.
     pub pass_since: Vec<Since>,
@@ -148,6 +156,8 @@ impl RedistributeProgress {
             sources: Vec::new(),
             targets: Vec::new(),
             copied: CopyCounters::default(),
+            rows_to_copy: None,
+            bytes_to_copy: None,
             pass_since: Vec::new(),
             settled: None,
             settled_since: None,
@@ -376,6 +386,12 @@ impl PhasedJob for Run<'_> {
         self.purge(&to).await?;
         self.progress.sources = from.ids();
         self.progress.targets = to.ids();
+        let mut total = CopySize::default();
+        for (i, source) in from.fenced().into_iter().enumerate() {
+            total.add(copy_size(from.table, source, &from.pass(i, self.subject(), None, None)).await?);
+        }
+        self.progress.rows_to_copy = Some(total.rows);
+        self.progress.bytes_to_copy = Some(total.bytes);
         self.heartbeat().await?;
         self.pass(&from, &to, false).await?;
         self.progress.phase = Phase::CatchUp;
@@ -602,6 +618,7 @@ impl Run<'_> {
             bytes += copied.bytes;
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.handle.count_copied(bytes);
         self.progress.pace = Some(self.pace.report());
         self.progress.pass_since = began;
         Ok(())
@@ -688,6 +705,7 @@ impl Run<'_> {
             }
         }
         self.progress.copied.count_pass(rows, bytes);
+        self.handle.count_copied(bytes);
         let (ours, theirs) = (add_checksums(&ours)?, add_checksums(&theirs)?);
         let matched = ours == theirs;
         let name = format!("{} -> {} (last delta)", from.table.name, to.table.name);

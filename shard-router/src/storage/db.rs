@@ -144,6 +144,17 @@ pub struct Database {
     charge: Charge,
 }
 
+/// A pool's connections at one moment ([`Database::connections`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolConnections {
+    /// Connections open (in use or idle).
+    pub open: u32,
+    /// Connections open and idle.
+    pub idle: u32,
+    /// The most connections the pool opens.
+    pub max: u32,
+}
+
 /// Connections of a database's native PostgreSQL pool: bulk copies are few and long.
 const NATIVE_CONNECTIONS: u32 = 2;
 
@@ -181,6 +192,16 @@ impl Database {
     /// The most connections its pool opens.
     pub fn max_connections(&self) -> u32 {
         self.pool.options().get_max_connections()
+    }
+
+    /// Its pool's connections now: open, idle among them, and the most it opens (the native
+    /// PostgreSQL pool of bulk copies is not counted).
+    pub fn connections(&self) -> PoolConnections {
+        PoolConnections {
+            open: self.pool.size(),
+            idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX),
+            max: self.max_connections(),
+        }
     }
 
     fn open_with(url: &SecretString, config: &PoolConfig, health: Option<Arc<Health>>) -> Result<Self, Error> {

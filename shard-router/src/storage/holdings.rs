@@ -1,6 +1,7 @@
 //! What a shard database holds, measured cheaply: its size on disk and its rows from the
-//! database's own statistics (for `/metrics`, sampled), and one tenant's records and blobs
-//! (counted on demand through the tenant's index, for the admin API).
+//! database's own statistics (for `/metrics`, sampled), and one tenant's records and blobs, and
+//! its collections with their records (counted on demand through the tenant's index, for the
+//! admin API).
 
 use crate::error::Error;
 use crate::ids::TenantId;
@@ -70,4 +71,35 @@ pub async fn tenant_holding(shard: &FencedShard<'_>, tenant: &TenantId) -> Resul
     }
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     Ok(TenantHolding { records: count(records), blobs: count(blobs), blob_bytes: count(blob_bytes) })
+}
+
+/// Which table of a shard holds the records a count reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordTable {
+    /// `records`: the data of collections distributed `tenant`, on the tenant's home shard.
+    Home,
+    /// `spread_records`: the records of collections distributed `hash` or `range`.
+    Spread,
+}
+
+/// The collections of `tenant` that have live records in `table` on `shard`, each with their
+/// number, by name.
+pub async fn tenant_collection_records(
+    shard: &FencedShard<'_>,
+    tenant: &TenantId,
+    table: RecordTable,
+) -> Result<Vec<(String, u64)>, Error> {
+    let sql = match table {
+        RecordTable::Home => {
+            "SELECT collection, COUNT(*) FROM records WHERE tenant = $1 AND deleted = 0 \
+             GROUP BY collection ORDER BY collection"
+        }
+        RecordTable::Spread => {
+            "SELECT collection, COUNT(*) FROM spread_records WHERE tenant = $1 AND deleted = 0 \
+             GROUP BY collection ORDER BY collection"
+        }
+    };
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as(sql).bind(tenant.as_str()).fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(rows.into_iter().map(|(collection, n)| (collection, u64::try_from(n).unwrap_or(0))).collect())
 }

@@ -2,7 +2,8 @@
 //! catalog transaction that makes it: registering, changing the state of and removing shards
 //! (`shards.rs`, with their statistics), creating, changing and deleting tenants (`tenants.rs`),
 //! and setting a collection's distribution, with the settling of rows written under the old one
-//! while it changed (`distribution.rs`).
+//! while it changed (`distribution.rs`). Also what a tenant holds and its collections, read from
+//! the shards for the admin API (`collections.rs`).
 //!
 //! Each change takes the router's admin lock (`ShardRouter::lock_admin`), changes the catalog
 //! first (a new epoch), then the shard databases' fences and the router's in-memory map and
@@ -15,10 +16,12 @@ use crate::router::ShardRouter;
 use crate::storage::holdings::{TenantHolding, tenant_holding};
 use crate::storage::shard::FencedShard;
 
+mod collections;
 mod distribution;
 mod shards;
 mod tenants;
 
+pub use collections::{TenantCollection, TenantCollections};
 pub use shards::ShardStats;
 
 /// The admin changes of shards, tenants and distributions, made on `router`'s catalog, map and

@@ -8,6 +8,7 @@ use crate::clock::now_ms;
 use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::{ShardEntry, ShardState};
+use crate::storage::db::PoolConnections;
 use crate::storage::health::HealthReport;
 use crate::storage::holdings::shard_size;
 use crate::storage::records::RecordStore;
@@ -31,6 +32,8 @@ pub struct ShardStats {
     pub bytes: Option<u64>,
     /// Its database's health on this instance; `None` when no pool is open for it.
     pub health: Option<HealthReport>,
+    /// Its pool's connections on this instance; `None` when no pool is open for it.
+    pub connections: Option<PoolConnections>,
     /// Why this instance does not use it, if it does not (its database carries another shard's
     /// identity marker).
     pub problem: Option<String>,
@@ -112,15 +115,19 @@ impl Topology<'_> {
             .into_iter()
             .zip(counts)
             .zip(measured)
-            .map(|((shard, (vshards, tenants, pinned_tenants)), (records, bytes))| ShardStats {
-                health: self.router.shard_db(&shard.id).ok().map(|db| db.health().report()),
-                problem: self.router.pools().problem(&shard.id),
-                shard,
-                vshards,
-                tenants,
-                pinned_tenants,
-                records,
-                bytes,
+            .map(|((shard, (vshards, tenants, pinned_tenants)), (records, bytes))| {
+                let db = self.router.shard_db(&shard.id).ok();
+                ShardStats {
+                    health: db.as_ref().map(|db| db.health().report()),
+                    connections: db.as_ref().map(|db| db.connections()),
+                    problem: self.router.pools().problem(&shard.id),
+                    shard,
+                    vshards,
+                    tenants,
+                    pinned_tenants,
+                    records,
+                    bytes,
+                }
             })
             .collect())
     }

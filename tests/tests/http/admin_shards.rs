@@ -28,6 +28,11 @@ fn assert_shard_shape(shard: &Value, engine: &str) {
     assert!(shard["tenants"].is_u64(), "{shard}");
     assert!(shard["pinned_tenants"].is_u64(), "{shard}");
     assert!(shard["records"].is_u64() || shard["records"].is_null(), "{shard}");
+    let connections = &shard["connections"];
+    if !connections.is_null() {
+        let count = |field: &str| connections[field].as_u64().unwrap_or_else(|| panic!("{field}: {shard}"));
+        assert!(count("idle") <= count("open") && count("open") <= count("max") && count("max") >= 1, "{shard}");
+    }
     assert!(is_rfc3339(shard["created_at"].as_str().unwrap_or("")), "{shard}");
     assert!(is_rfc3339(shard["updated_at"].as_str().unwrap_or("")), "{shard}");
 }
@@ -173,6 +178,12 @@ async fn shard_statistics_count_live_records_and_tenants(app: TestApp) {
     assert_eq!(stats["tenants"], 1, "{stats}");
     assert_eq!(stats["pinned_tenants"], 0, "{stats}");
     assert_eq!(stats["records"], 3, "three live records (one deleted): {stats}");
+    // Its pool on this instance: connections were opened for the writes and the counts.
+    assert_shard_shape(&stats, app.backend().engine());
+    assert!(stats["connections"]["open"].as_u64().unwrap() >= 1, "{stats}");
+    if app.backend() == Backend::Sqlite {
+        assert!(stats["connections"]["max"].as_u64().unwrap() <= 4, "SQLite pools open at most 4: {stats}");
+    }
     for other in SEEDED_SHARDS.iter().filter(|s| **s != home) {
         let stats =
             expect_json(app.admin(Method::GET, &format!("/v1/admin/shards/{other}"), None).await, StatusCode::OK).await;
@@ -282,8 +293,10 @@ async fn shard_identity_markers_are_checked_when_an_instance_opens_its_shards(mu
     let stats = expect_json(app.admin(Method::GET, "/v1/admin/shards/shard-1", None).await, StatusCode::OK).await;
     assert!(stats["problem"].as_str().unwrap().contains("shard shard-2"), "{stats}");
     assert!(stats["breaker"].is_null() && stats["records"].is_null(), "{stats}");
+    assert!(stats["connections"].is_null(), "no pool is open for it: {stats}");
     let healthy = expect_json(app.admin(Method::GET, "/v1/admin/shards/shard-0", None).await, StatusCode::OK).await;
     assert!(healthy["problem"].is_null(), "{healthy}");
+    assert!(healthy["connections"]["max"].as_u64().unwrap() >= 1, "{healthy}");
     let problem =
         expect_problem(app.get_record("one", "docs", "d1").await, StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable")
             .await;

@@ -1,11 +1,13 @@
 //! Every admin action is in the audit log, with who did it, to what, and the request id; failed
-//! actions leave nothing behind.
+//! actions leave nothing behind. The log reads oldest or newest first, filtered by action (or a
+//! prefix of actions) and by actor, in pages either way.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shardgate_tests::{TestApp, expect_json, expect_problem};
+use shardgate_tests::{Backend, TestApp, expect_json, expect_problem};
 
 shardgate_tests::conformance!(admin_actions_are_audited_with_actor_target_and_request_id);
+shardgate_tests::on_both_engines!(the_audit_log_reads_newest_first_filtered_by_action_and_actor);
 
 async fn audit_page(app: &TestApp, query: &str) -> Value {
     expect_json(app.admin(Method::GET, &format!("/v1/admin/audit?{query}"), None).await, StatusCode::OK).await
@@ -92,4 +94,101 @@ async fn admin_actions_are_audited_with_actor_target_and_request_id(app: TestApp
     let tenant_token = app.rw_token("acme");
     let response = app.send(Method::GET, "/v1/admin/audit", Some(&tenant_token), None, &[]).await;
     expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
+}
+
+/// Every page of `query`, following the cursor: the records' `(action, target, actor)`, with the
+/// ids in the order read.
+async fn audit_pages(app: &TestApp, query: &str) -> (Vec<i64>, Vec<(String, String, String)>) {
+    let (mut ids, mut records) = (Vec::new(), Vec::new());
+    let mut next = query.to_owned();
+    loop {
+        let page = audit_page(app, &next).await;
+        for e in page["items"].as_array().unwrap() {
+            ids.push(e["id"].as_i64().unwrap());
+            let text = |field: &str| e[field].as_str().unwrap().to_owned();
+            records.push((text("action"), text("target"), text("actor")));
+        }
+        match page["next_cursor"].as_str() {
+            Some(cursor) => next = format!("{query}&cursor={cursor}"),
+            None => return (ids, records),
+        }
+    }
+}
+
+async fn the_audit_log_reads_newest_first_filtered_by_action_and_actor(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    // What start-up recorded (the seeded shards) stays out of the expectations below.
+    let (earlier, _) = audit_pages(&app, "limit=1000").await;
+    let other = app.admin_token_for("operator-2");
+    app.create_tenant("alpha").await;
+    app.create_tenant("beta").await;
+    let path = "/v1/admin/tenants/alpha";
+    admin_action(&app, Method::PATCH, path, Some(&json!({"tier": "premium"})), StatusCode::OK).await;
+    app.set_shard_state("shard-1", "read_only").await;
+    app.set_shard_state("shard-1", "active").await;
+    let response = app.send(Method::POST, "/v1/admin/tenants", Some(&other), Some(&json!({"id": "gamma"})), &[]).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let response = app.send(Method::DELETE, "/v1/admin/tenants/beta", Some(&other), None, &[]).await;
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+
+    let ours = |(ids, records): (Vec<i64>, Vec<(String, String, String)>)| -> Vec<(String, String, String)> {
+        ids.iter().zip(records).filter(|(id, _)| !earlier.contains(*id)).map(|(_, r)| r).collect()
+    };
+    let record = |action: &str, target: &str, actor: &str| (action.to_owned(), target.to_owned(), actor.to_owned());
+    let oldest_first = vec![
+        record("tenant.create", "tenant:alpha", "tester"),
+        record("tenant.create", "tenant:beta", "tester"),
+        record("tenant.update", "tenant:alpha", "tester"),
+        record("shard.state", "shard:shard-1 read_only", "tester"),
+        record("shard.state", "shard:shard-1 active", "tester"),
+        record("tenant.create", "tenant:gamma", "operator-2"),
+        record("tenant.delete", "tenant:beta", "operator-2"),
+    ];
+    let newest_first: Vec<_> = oldest_first.iter().rev().cloned().collect();
+    assert_eq!(ours(audit_pages(&app, "limit=1000").await), oldest_first);
+    assert_eq!(ours(audit_pages(&app, "limit=1000&order=oldest").await), oldest_first);
+
+    // Newest first, whole and in pages of two: the same records, the other way round, each once.
+    let (all_newest, _) = audit_pages(&app, "order=newest&limit=1000").await;
+    let (all_oldest, _) = audit_pages(&app, "limit=1000").await;
+    assert_eq!(all_newest, all_oldest.iter().rev().copied().collect::<Vec<_>>());
+    assert_eq!(ours(audit_pages(&app, "order=newest&limit=2").await), newest_first);
+    assert_eq!(audit_pages(&app, "order=newest&limit=2").await.0, all_newest);
+
+    // One action exactly; a prefix ending in `.`; a prefix without its `.` names no action.
+    let created = |actor_filter: fn(&(String, String, String)) -> bool| -> Vec<_> {
+        oldest_first.iter().filter(|r| r.0 == "tenant.create" && actor_filter(r)).cloned().collect()
+    };
+    assert_eq!(ours(audit_pages(&app, "action=tenant.create").await), created(|_| true));
+    let tenant_actions: Vec<_> = oldest_first.iter().filter(|r| r.0.starts_with("tenant.")).cloned().collect();
+    assert_eq!(ours(audit_pages(&app, "action=tenant.&limit=2").await), tenant_actions);
+    let newest_tenant_actions: Vec<_> = tenant_actions.iter().rev().cloned().collect();
+    assert_eq!(ours(audit_pages(&app, "action=tenant.&order=newest&limit=2").await), newest_tenant_actions);
+    assert!(audit_pages(&app, "action=tenant.creat").await.1.is_empty());
+    assert!(audit_pages(&app, "action=tenant").await.1.is_empty());
+
+    // By actor, alone and with an action, in either order.
+    let by_other: Vec<_> = oldest_first.iter().filter(|r| r.2 == "operator-2").cloned().collect();
+    assert_eq!(audit_pages(&app, "actor=operator-2").await.1, by_other);
+    assert_eq!(
+        audit_pages(&app, "actor=operator-2&action=tenant.&order=newest&limit=1").await.1,
+        by_other.iter().rev().cloned().collect::<Vec<_>>()
+    );
+    assert_eq!(audit_pages(&app, "actor=operator-2&action=tenant.create").await.1, created(|r| r.2 == "operator-2"));
+    assert!(audit_pages(&app, "actor=operator").await.1.is_empty());
+
+    // Values the log cannot mean are refused, saying what is expected.
+    for (query, expects) in [
+        ("order=sideways", "newest"),
+        ("order=", "newest"),
+        ("action=Tenant.create", "prefix"),
+        ("action=tenant.%25", "prefix"),
+        ("action=.", "prefix"),
+        ("action=", "prefix"),
+        ("actor=", "actor"),
+    ] {
+        let response = app.admin(Method::GET, &format!("/v1/admin/audit?{query}"), None).await;
+        let problem = expect_problem(response, StatusCode::BAD_REQUEST, "invalid_query").await;
+        assert!(problem["detail"].as_str().unwrap().contains(expects), "{query}: {problem}");
+    }
 }

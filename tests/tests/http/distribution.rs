@@ -1,5 +1,6 @@
 //! Distributed collections: `hash` and `range` distributions set by an admin, records routed
-//! one by one, listings that read each shard once and merge by key, partial answers.
+//! one by one, listings that read each shard once and merge by key, partial answers; a tenant's
+//! collections listed with their distributions and records.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,6 +26,7 @@ shardgate_tests::conformance!(
     a_cursor_without_a_record_key_is_refused_on_every_distribution,
     a_deleted_tenant_leaves_no_distributed_record_behind,
     an_index_finds_the_records_of_a_hash_collection,
+    a_tenants_collections_are_listed_with_their_distribution_and_records,
 );
 
 async fn distribute(app: &TestApp, tenant: &str, collection: &str, body: &Value) -> reqwest::Response {
@@ -653,4 +655,63 @@ async fn an_empty_collection_switching_between_hash_and_range_keeps_the_writes_m
         assert_eq!(listed, written, "attempt {attempts}: every acknowledged key is listed, once");
     }
     assert!(raced > 0, "no attempt in {attempts} switched with writes in flight: the test did not test the race");
+}
+
+async fn collections_of(app: &TestApp, tenant: &str) -> reqwest::Response {
+    app.admin(Method::GET, &format!("/v1/admin/tenants/{tenant}/collections"), None).await
+}
+
+async fn a_tenants_collections_are_listed_with_their_distribution_and_records(app: TestApp) {
+    let list = |tenant: &'static str| collections_of(&app, tenant);
+    expect_problem(list("nobody").await, StatusCode::NOT_FOUND, "tenant_not_found").await;
+    app.create_tenant("acme").await;
+    let empty = expect_json(list("acme").await, StatusCode::OK).await;
+    assert_eq!(empty, json!({"tenant": "acme", "collections": [], "complete": true, "unreachable_shards": []}));
+
+    // Collections distributed `tenant` have no catalog row: they are found by their records.
+    let strings = |keys: &[&str]| keys.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
+    app.put_many("acme", "orders", &strings(&["o1", "o2", "o3"])).await;
+    app.put_many("acme", "notes", &strings(&["n1"])).await;
+    assert_eq!(app.delete_record("acme", "notes", "n1").await.status(), StatusCode::NO_CONTENT);
+    // Another tenant's records are not acme's.
+    app.create_tenant("other").await;
+    app.put_many("other", "orders", &strings(&["x1", "x2"])).await;
+    app.put_many("other", "private", &strings(&["p1"])).await;
+
+    let ranges = json!([{"from": "", "shard": "shard-0"}, {"from": "m", "shard": "shard-1"}]);
+    for (collection, body) in [
+        ("events", json!({"distribution": "hash"})),
+        ("later", json!({"distribution": "hash"})),
+        ("names", json!({"distribution": "range", "ranges": ranges.clone()})),
+    ] {
+        expect_json(distribute(&app, "acme", collection, &body).await, StatusCode::OK).await;
+    }
+    let events: Vec<String> = (0..40).map(|i| format!("e{i:02}")).collect();
+    app.put_many("acme", "events", &events).await;
+    app.put_many("acme", "names", &strings(&["alice", "zed"])).await;
+
+    let listed = expect_json(list("acme").await, StatusCode::OK).await;
+    assert_eq!(
+        listed,
+        json!({
+            "tenant": "acme",
+            "collections": [
+                {"name": "events", "distribution": "hash", "records": 40},
+                {"name": "later", "distribution": "hash", "records": 0},
+                {"name": "names", "distribution": "range", "ranges": ranges, "records": 2},
+                {"name": "orders", "distribution": "tenant", "records": 3},
+            ],
+            "complete": true,
+            "unreachable_shards": [],
+        }),
+        "a collection of tombstones only (notes) is not listed"
+    );
+    let other = expect_json(list("other").await, StatusCode::OK).await;
+    let names: Vec<&str> =
+        other["collections"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["orders", "private"]);
+
+    let tenant_token = app.rw_token("acme");
+    let response = app.send(Method::GET, "/v1/admin/tenants/acme/collections", Some(&tenant_token), None, &[]).await;
+    expect_problem(response, StatusCode::FORBIDDEN, "insufficient_scope").await;
 }

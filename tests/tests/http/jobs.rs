@@ -1,16 +1,20 @@
 //! `GET /v1/admin/jobs`: every job, newest first, filtered by state and kind, in pages; a
 //! filter that names no state or kind is refused with what it may be. A move's progress says how
-//! many rows its copy takes.
+//! many rows and bytes its copy takes; `/metrics` counts jobs by kind and state, and the bytes
+//! moves copied.
 
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shardgate_tests::{TestApp, expect_json, expect_problem};
+use shardgate_tests::{TestApp, eventually, expect_json, expect_problem, metric};
 
 use crate::moves::{ended, spawn};
 
 shardgate_tests::on_both_engines!(jobs_are_listed_newest_first_by_state_and_kind_in_pages);
+
+/// The size of the blob the first tenant moves with: more than one chunk (256 KiB).
+const BLOB_BYTES: u64 = 300_000;
 
 async fn list(app: &TestApp, query: &str) -> reqwest::Response {
     app.admin(Method::GET, &format!("/v1/admin/jobs{query}"), None).await
@@ -30,6 +34,15 @@ async fn jobs_are_listed_newest_first_by_state_and_kind_in_pages(backend: shardg
         app.create_tenant(tenant).await;
         if tenant == "first" {
             app.put_many(tenant, "c", &["a".to_owned(), "b".to_owned(), "c".to_owned()]).await;
+            let blob = app
+                .client
+                .put(app.url("/v1/tenants/first/blobs/photo.bin"))
+                .bearer_auth(app.rw_token(tenant))
+                .body(vec![7u8; BLOB_BYTES as usize])
+                .send()
+                .await
+                .unwrap();
+            assert!(blob.status().is_success(), "{}", blob.status());
         }
         let home = app.route(tenant, "c", "k").await["shard"].as_str().unwrap().to_owned();
         let to = shards.iter().find(|s| **s != home).unwrap();
@@ -43,12 +56,39 @@ async fn jobs_are_listed_newest_first_by_state_and_kind_in_pages(backend: shardg
     for id in &started[..2] {
         assert_eq!(ended(&app, id, Duration::from_secs(60)).await["state"], "done");
     }
-    // A move's progress says how many rows its copy takes, counted as it began.
+    // A move's progress says how many rows and bytes its copy takes, counted as it began: the
+    // three records, and the blob (its row, its upload and its chunks) with the blob's bytes and
+    // a little more for the rows around them. What the copy and its catch-up passes copied
+    // reaches the totals (the passes copy again what changed shortly before the copy began).
     let first = ended(&app, &started[0], Duration::from_secs(60)).await;
-    assert_eq!(first["progress"]["rows_to_copy"], 3, "{first:#}");
-    assert!(first["progress"]["rows_copied"].as_u64().unwrap() >= 3, "{first:#}");
+    let count =
+        |job: &Value, field: &str| job["progress"][field].as_u64().unwrap_or_else(|| panic!("{field}: {job:#}"));
+    assert!(count(&first, "rows_to_copy") >= 3 + 2, "{first:#}");
+    let bytes_to_copy = count(&first, "bytes_to_copy");
+    assert!((BLOB_BYTES..BLOB_BYTES + 4096).contains(&bytes_to_copy), "{first:#}");
+    assert!(count(&first, "rows_copied") >= count(&first, "rows_to_copy"), "{first:#}");
+    assert!(count(&first, "bytes_copied") >= bytes_to_copy, "{first:#}");
     let second = ended(&app, &started[1], Duration::from_secs(60)).await;
-    assert_eq!(second["progress"]["rows_to_copy"], 0, "{second:#}");
+    assert_eq!((count(&second, "rows_to_copy"), count(&second, "bytes_to_copy")), (0, 0), "{second:#}");
+    assert_eq!(count(&second, "rows_copied"), 0, "nothing to copy, nothing copied: {second:#}");
+
+    // `/metrics` counts the jobs by kind and state (the catalog's, read every few seconds; every
+    // kind and state has its series) and the bytes the move jobs this instance ran copied.
+    let done_moves = r#"shardgate_jobs{kind="tenant.move",state="done"}"#;
+    let listed = eventually(Duration::from_secs(30), async || {
+        let text =
+            app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+        let done = text.lines().find_map(|line| line.strip_prefix(done_moves)?.trim().parse::<f64>().ok());
+        done.is_some_and(|done| done >= 2.0).then_some(text)
+    })
+    .await
+    .expect("the two moves done are counted in /metrics");
+    assert!(listed.contains(r#"shardgate_jobs{kind="index.backfill",state="failed"} 0"#), "{listed}");
+    let copied =
+        metric(&app.client, app.metrics_base(), r#"shardgate_job_bytes_copied_total{kind="tenant.move"}"#).await;
+    assert!(copied >= count(&first, "bytes_copied") as f64, "{copied} bytes: {first:#}");
+    let none = metric(&app.client, app.metrics_base(), r#"shardgate_job_bytes_copied_total{kind="range.move"}"#).await;
+    assert_eq!(none, 0.0);
     let newest_first: Vec<String> = started.iter().rev().cloned().collect();
     let all = expect_json(list(&app, "").await, StatusCode::OK).await;
     assert_eq!(ids(&all), newest_first, "{all:#}");

@@ -200,6 +200,13 @@ async fn redistributions_that_cannot_be_made_are_refused_and_a_cancelled_one_rol
     assert_eq!((settled["matched"].as_bool(), fenced["matched"].as_bool()), (Some(true), Some(true)), "{progress}");
     assert_eq!(settled["tables"][0][1]["rows"], 30, "{progress}");
     assert_eq!(settled["tables"][0][1], settled["tables"][0][2], "{progress}");
+    // Its progress said what the first pass would take: every row, the tombstone too, and their
+    // bytes; the passes copied that much at least.
+    let count = |field: &str| progress[field].as_u64().unwrap_or_else(|| panic!("{field}: {progress}"));
+    assert_eq!(count("rows_to_copy"), 30, "{progress}");
+    assert!(count("bytes_to_copy") > 30 * "k00".len() as u64, "{progress}");
+    assert!(count("rows_copied") >= count("rows_to_copy"), "{progress}");
+    assert!(count("bytes_copied") >= count("bytes_to_copy"), "{progress}");
     assert_eq!((fenced["tables"][0][1]["rows"].as_u64(), fenced["tables"][0][2]["rows"].as_u64()), (Some(0), Some(0)));
     assert_eq!(rows_in(&app, "spread_records").await, 30, "every row, the tombstone too");
     assert_eq!(rows_in(&app, "records").await, 0);

@@ -1,5 +1,6 @@
-//! `/v1/admin/tenants/{id}/collections/{collection}`: a collection's distribution (`tenant`,
-//! `hash` or `range` with its ranges). The routing is [`shardgate_shard_router::map`]'s; the
+//! `/v1/admin/tenants/{id}/collections`: a tenant's collections, each with its distribution and
+//! records. `/v1/admin/tenants/{id}/collections/{collection}`: a collection's distribution
+//! (`tenant`, `hash` or `range` with its ranges). The routing is [`shardgate_shard_router::map`]'s; the
 //! change is [`shardgate_shard_router::mover::Mover::redistribute`] (a catalog change, or a
 //! `collection.redistribute` job when records change table). `.../split` splits a
 //! range ([`shardgate_shard_router::mover::Mover::split_range`]: a catalog change, or a
@@ -17,6 +18,78 @@ use crate::server::extract::{Admin, ApiJson, ApiPath};
 use crate::wire::envelope::Job;
 use crate::wire::error::{ApiError, Code, invalid_path, tenant_in_path};
 use crate::wire::openapi::errors;
+
+/// Path of a tenant's collections.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct CollectionsPath {
+    /// Tenant id.
+    id: String,
+}
+
+/// One collection of a tenant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CollectionSummary {
+    /// The collection's name.
+    pub name: String,
+    /// `tenant` (the whole collection on the tenant's home shard), `hash` or `range`.
+    #[schema(value_type = String, example = "tenant")]
+    pub distribution: Distribution,
+    /// For `range`: the ranges in ascending `from` order; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranges: Option<Vec<RangeView>>,
+    /// Its live records, counted now on the shards that answered.
+    pub records: u64,
+}
+
+/// A tenant's collections.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TenantCollectionsView {
+    /// The tenant.
+    pub tenant: String,
+    /// Its collections, by name (byte order).
+    pub collections: Vec<CollectionSummary>,
+    /// Whether every shard read answered; when not, `records` misses the parts of
+    /// `unreachable_shards`, and if the tenant's home shard is among them, the collections
+    /// distributed `tenant` are missing.
+    pub complete: bool,
+    /// Shards that did not answer in time (or are offline).
+    pub unreachable_shards: Vec<String>,
+}
+
+errors!(ListCollectionsErrors: TenantNotFound, CatalogUnavailable);
+
+/// A tenant's collections: those distributed `hash` or `range` (with their ranges), and those
+/// distributed `tenant` (the default, which the catalog does not record) that hold live records
+/// on the tenant's home shard, each with its live records, counted now (a statement on each
+/// shard that may hold some, through the tenant's index; a shard that does not answer within
+/// `storage.pool.probe_timeout` is named and left out).
+#[utoipa::path(get, path = "/v1/admin/tenants/{id}/collections", params(CollectionsPath), responses(
+    (status = 200, description = "The tenant's collections", body = TenantCollectionsView),
+    ListCollectionsErrors,
+))]
+pub async fn list_collections(
+    Admin { app, .. }: Admin,
+    ApiPath(path): ApiPath<CollectionsPath>,
+) -> Result<axum::Json<TenantCollectionsView>, ApiError> {
+    let tenant = tenant_in_path(&path.id)?;
+    app.router.catalog().get_tenant(&tenant).await?.ok_or_else(ApiError::tenant_not_found)?;
+    let listed = app.topology().tenant_collections(&tenant).await?;
+    Ok(axum::Json(TenantCollectionsView {
+        tenant: tenant.to_string(),
+        collections: listed
+            .collections
+            .into_iter()
+            .map(|c| CollectionSummary {
+                ranges: (c.distribution == Distribution::Range).then(|| range_views(&c.ranges)),
+                name: c.name,
+                distribution: c.distribution,
+                records: c.records,
+            })
+            .collect(),
+        complete: listed.unreachable.is_empty(),
+        unreachable_shards: listed.unreachable.iter().map(ToString::to_string).collect(),
+    }))
+}
 
 /// Path of a tenant's collection.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -236,10 +309,12 @@ fn checked_ranges(distribution: Distribution, ranges: Option<&[RangeView]>) -> R
 fn view(row: &CollectionRow) -> CollectionDistribution {
     CollectionDistribution {
         distribution: row.distribution,
-        ranges: (row.distribution == Distribution::Range).then(|| {
-            row.ranges.iter().map(|r| RangeView { from: r.from.clone(), shard: r.shard.to_string() }).collect()
-        }),
+        ranges: (row.distribution == Distribution::Range).then(|| range_views(&row.ranges)),
     }
+}
+
+fn range_views(ranges: &[RangeRow]) -> Vec<RangeView> {
+    ranges.iter().map(|r| RangeView { from: r.from.clone(), shard: r.shard.to_string() }).collect()
 }
 
 #[cfg(test)]

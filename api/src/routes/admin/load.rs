@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::Strategy;
 use shardgate_shard_router::balance::{self, HeatMap, LoadPicture};
 use shardgate_shard_router::storage::meter::{Counters, NO_VSHARD, Work};
 use utoipa::{IntoParams, ToSchema};
@@ -164,6 +165,10 @@ pub struct VshardLoadView {
 pub struct TenantLoadView {
     /// The tenant.
     pub tenant: String,
+    /// Its home vshard (`h(tenant) mod V`, whose shard holds its data), on this instance's
+    /// shard map: the heat map's row its home load falls in. `null` when it is pinned to a
+    /// shard (its load is charged to no vshard) or no longer exists.
+    pub vshard: Option<u32>,
     /// The shards its load landed on.
     pub shards: Vec<String>,
     /// Its request load.
@@ -237,10 +242,15 @@ pub async fn get_load(
     }
     let span = span_of(&app.load, length, step);
     let picture = balance::picture(&app.router, span, top).await?;
-    Ok(axum::Json(load_view(&picture)))
+    let homes: Vec<Option<u32>> = app.router.with_map(|map| {
+        let home = |tenant: &str| map.route_tenant(tenant).ok().filter(|r| r.strategy == Strategy::Hash);
+        picture.tenants.iter().map(|t| home(&t.tenant).map(|route| route.vshard)).collect()
+    });
+    Ok(axum::Json(load_view(&picture, homes)))
 }
 
-fn load_view(picture: &LoadPicture) -> LoadView {
+/// The view of `picture`; `homes` has the home vshard of each of its tenants, in order.
+fn load_view(picture: &LoadPicture, homes: Vec<Option<u32>>) -> LoadView {
     let span = picture.span;
     let seconds = span.seconds();
     let step_s = span.step_ms.map(|s| s as f64 / 1000.0);
@@ -285,8 +295,10 @@ fn load_view(picture: &LoadPicture) -> LoadView {
         tenants: picture
             .tenants
             .iter()
-            .map(|t| TenantLoadView {
+            .zip(homes)
+            .map(|(t, vshard)| TenantLoadView {
                 tenant: t.tenant.clone(),
+                vshard,
                 shards: t.shards.clone(),
                 load: Measures::of(&t.load, seconds),
                 overcount_ms: t.overcount_us as f64 / 1000.0,

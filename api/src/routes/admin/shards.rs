@@ -5,6 +5,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::db::PoolConnections;
 use shardgate_shard_router::health::{BreakerState, HealthReport};
 use shardgate_shard_router::topology::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
@@ -40,6 +41,9 @@ pub struct Shard {
     /// Its database's circuit breaker and bulkhead on the instance that answered; `null` when
     /// the instance has no pool open for it.
     pub breaker: Option<Breaker>,
+    /// Its database's connection pool on the instance that answered; `null` when the instance
+    /// has no pool open for it.
+    pub connections: Option<Connections>,
     /// Why the instance that answered does not use the shard, if it does not: its database
     /// carries another shard's identity marker (requests for it get 503 `shard_unavailable`).
     /// `null` normally.
@@ -72,6 +76,25 @@ pub struct Breaker {
     pub retries: u64,
 }
 
+/// A shard database's connection pool, as one instance sees it. Pools open connections when
+/// statements need them and close them when idle, up to `max` (`storage.pool.max_connections`,
+/// shared among the shards of one PostgreSQL server, at most 4 for SQLite).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Connections {
+    /// Connections open (in use or idle).
+    pub open: u32,
+    /// Connections open and idle; `open - idle` are in use.
+    pub idle: u32,
+    /// The most connections the pool opens.
+    pub max: u32,
+}
+
+impl From<PoolConnections> for Connections {
+    fn from(c: PoolConnections) -> Self {
+        Self { open: c.open, idle: c.idle, max: c.max }
+    }
+}
+
 impl From<HealthReport> for Breaker {
     fn from(h: HealthReport) -> Self {
         Self {
@@ -98,6 +121,7 @@ impl From<ShardStats> for Shard {
             records: s.records,
             bytes: s.bytes,
             breaker: s.health.map(Breaker::from),
+            connections: s.connections.map(Connections::from),
             problem: s.problem,
             created_at: rfc3339(s.shard.created_at_ms),
             updated_at: rfc3339(s.shard.updated_at_ms),

@@ -409,14 +409,6 @@ pub(super) fn digest_rows(rows: &[Vec<Value>]) -> Checksum {
     Checksum { rows: rows.len() as u64, digest: format!("rows:{}", hex::encode(hash.finalize())) }
 }
 
-/// How many rows of `table` `pass` takes on `shard` (a copy's total, for its progress).
-pub async fn count_rows(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<u64, Error> {
-    use crate::storage::shard::OnShard;
-    let sql = format!("SELECT COUNT(*) FROM {} WHERE {}", table.name, pass.condition(table));
-    let rows: i64 = sqlx::query_scalar(&sql).fetch_one(shard.pool()).reading_on(&shard).await?;
-    Ok(u64::try_from(rows).unwrap_or(0))
-}
-
 /// The [`Checksum`] of the rows of `table` that `pass` takes on `shard` (its pace is not kept).
 pub async fn checksum(table: &CopyTable, shard: FencedShard<'_>, pass: &Pass<'_>) -> Result<Checksum, Error> {
     checksum_where(table, shard, &pass.condition(table)).await

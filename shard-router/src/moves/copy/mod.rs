@@ -22,8 +22,8 @@
 //! (which rows, as a `WHERE` condition), `pace.rs` (how fast: a feedback loop on the shards'
 //! request latency, below a ceiling), `driver.rs` (the copies the jobs run), `method.rs`,
 //! `binary.rs` and `pages.rs` (the two ways rows travel), `placed.rs` (into another layout),
-//! `checksums.rs` (comparing the sides) and `fenced.rs` (the last delta, copied and compared in
-//! one read).
+//! `checksums.rs` (comparing the sides), `fenced.rs` (the last delta, copied and compared in
+//! one read) and `size.rs` (how much a copy takes, for a job's progress).
 //!
 //! It is the row-level SQL of the moves room: it reaches the shards through
 //! [`crate::storage::shard::FencedShard`] and knows nothing of jobs, phases or the router.
@@ -37,11 +37,12 @@ mod pace;
 mod pages;
 mod placed;
 mod selection;
+mod size;
 mod tables;
 
 pub use checksums::{
-    Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, count_rows,
-    split_checksums, sum_by_keys,
+    Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, split_checksums,
+    sum_by_keys,
 };
 pub use driver::{Batch, KeyValue, RowKey, copy_batch, copy_rows, purge_rows};
 pub use fenced::{copy_and_compare, copy_placed_and_compare};
@@ -49,6 +50,7 @@ pub use method::{Copied, CopyMethod};
 pub use pace::{Pace, PaceReport, PaceSettings};
 pub use placed::copy_placed;
 pub use selection::{Owned, Pass, Selection, Since, Window};
+pub use size::{CopySize, copy_size};
 pub use tables::{
     BLOB_CHUNKS, BLOB_UPLOADS, BLOBS, ColumnKind, CopyTable, INDEX_ENTRIES, RECORDS, RowFilter, SPREAD_RECORDS,
     TENANT_TABLES,
