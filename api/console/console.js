@@ -167,7 +167,7 @@ function status(text) {
 // Replaces a container's children, keeping keyboard focus on the control that had it.
 function replace(container, ...children) {
   const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.key : null;
-  container.replaceChildren(...children.flat());
+  container.replaceChildren(...children.flat().filter((child) => child !== null && child !== undefined && child !== false));
   if (focused) {
     const again = container.querySelector(`[data-key="${CSS.escape(focused)}"]`);
     if (again) again.focus();
@@ -870,7 +870,7 @@ function tenantDetails(tenant, holdings, collections) {
   parts.push(el("h2", { text: "Collections" }));
   if (collections.failed) parts.push(problemBox(collections.failed));
   else {
-    const items = collections.items || [];
+    const items = collections.collections || [];
     parts.push(
       items.length
         ? table(
@@ -880,9 +880,9 @@ function tenantDetails(tenant, holdings, collections) {
               el(
                 "tr",
                 {},
-                el("td", { text: c.collection }),
+                el("td", { text: c.name }),
                 el("td", { text: c.distribution }),
-                el("td", { text: c.ranges ? c.ranges.map((r) => `${r.from ?? "…"}–${r.until ?? "…"} → ${r.shard}`).join("; ") : "–" }),
+                el("td", { text: c.ranges ? c.ranges.map((r) => `from ${r.from === null || r.from === undefined ? "the start" : JSON.stringify(r.from)} on ${r.shard}`).join("; ") : "–" }),
                 el("td", { class: "num", text: fmt(c.records) }),
               ),
             ),

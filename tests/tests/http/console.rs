@@ -64,7 +64,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
         assert!(reason.as_str().unwrap().starts_with("Refused: "), "{reason}");
         assert!(browser.find("#nav:not([hidden])").await.is_none(), "no view without a good token");
     }
-    browser.screenshot(&shots.join("sign-in-refused.png")).await;
+    shot(&browser, &shots.join("sign-in-refused.png")).await;
     let refusals = browser.log("browser").await;
     for entry in &refusals {
         assert!(
@@ -100,7 +100,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
     browser
         .wait_until("the hot shard marked overfull", &format!("const c = document.querySelector('article[data-shard=\"{hot}\"]'); return c && c.dataset.marks.includes('overfull');"), WAIT)
         .await;
-    browser.screenshot(&shots.join("fleet.png")).await;
+    shot(&browser, &shots.join("fleet.png")).await;
 
     // The heat map, by writes (each tenant got as many): every loaded vshard's row is drawn in
     // its shard's group at the bright end of the scale, an idle one at the dark end, and the
@@ -156,7 +156,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
             "{vshard} of {hottest} was written to: {written:?}"
         );
     }
-    browser.screenshot(&shots.join("heatmap.png")).await;
+    shot(&browser, &shots.join("heatmap.png")).await;
 
     // The balancer: switched to propose, run, and its proposal approved, from the page.
     browser.goto(&format!("{page}#/balancer")).await;
@@ -175,7 +175,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
             WAIT,
         )
         .await;
-    browser.screenshot(&shots.join("balancer.png")).await;
+    shot(&browser, &shots.join("balancer.png")).await;
     browser.click_now(&format!("button[data-key=\"approve-{}\"]", proposal.as_str().unwrap())).await;
     confirm(&browser).await;
     let approved = browser.wait_until("the approval's job", "const n = document.querySelector('#view .notice'); return n && n.innerText.startsWith('Approved') && n.innerText;", WAIT).await;
@@ -214,7 +214,15 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
         .unwrap()
         .to_owned();
     assert_ne!(to, home);
-    browser.screenshot(&shots.join("tenant.png")).await;
+    let collections = browser
+        .wait_until(
+            "acme's collections",
+            "const r = document.querySelectorAll('#tenant-collections tbody tr'); return r.length && Array.from(r).map(t => t.innerText);",
+            WAIT,
+        )
+        .await;
+    assert_eq!(collections, json!(["c\ttenant\t–\t20"]), "acme's one collection, its distribution and records");
+    shot(&browser, &shots.join("tenant.png")).await;
     browser.click_on("#move-tenant").await;
     confirm(&browser).await;
     let started = browser
@@ -229,7 +237,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
     assert!(started.as_str().unwrap().contains(&move_job), "{started}");
     browser.click_on("#view .notice a").await;
     wait_for_job(&browser, &move_job, "done").await;
-    browser.screenshot(&shots.join("jobs.png")).await;
+    shot(&browser, &shots.join("jobs.png")).await;
     assert_eq!(app.route("acme", "c", "k1").await["shard"], to.as_str(), "acme lives on the shard chosen");
 
     // A job cancelled from the jobs page rolls back.
@@ -255,7 +263,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
     for wanted in ["balancer.mode", "balancer.approve"] {
         assert!(actions.as_array().unwrap().iter().any(|a| a == wanted), "{wanted} in {actions}");
     }
-    browser.screenshot(&shots.join("audit.png")).await;
+    shot(&browser, &shots.join("audit.png")).await;
 
     // Nothing but the gateway was asked for, and nothing went wrong on the page.
     let origin = app.base_url.clone();
@@ -286,6 +294,16 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
         "{reason}"
     );
     assert_eq!(browser.execute("return sessionStorage.length;", json!([])).await, 0, "the expired token is forgotten");
+}
+
+/// Checks that the view shows no value the page failed to format, then saves a screenshot.
+async fn shot(browser: &Browser, path: &std::path::Path) {
+    let text = browser.text_of("#main").await;
+    for word in ["undefined", "NaN", "[object Object]"] {
+        assert!(!text.contains(word), "the page shows {word}:\n{text}");
+    }
+    assert!(!text.lines().any(|line| line.trim() == "null"), "the page shows a bare null:\n{text}");
+    browser.screenshot(path).await;
 }
 
 /// Pastes `token` into the sign-in field (typing a token key by key takes seconds) and signs in.
