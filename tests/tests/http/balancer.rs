@@ -83,6 +83,18 @@ async fn a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves
     assert_eq!(app.epoch().await, epoch, "the map did not change");
 }
 
+/// One-second load windows, every read reaching its shard, any excess above the threshold
+/// counting however short, a minute of load planned over, and only the runs a test asks for.
+pub(crate) fn balancer_on_demand(config: &mut shardgate_api::Config) {
+    config.storage.load.window = Duration::from_secs(1);
+    config.cache.enabled = false;
+    config.balancer.min_load_ms_per_s = 0.0;
+    config.balancer.sustained = 0.0;
+    config.balancer.window = Duration::from_secs(60);
+    config.balancer.interval = Duration::from_secs(3600);
+    config.storage.moves.cleanup_grace = Duration::from_millis(200);
+}
+
 /// Tenants placed by their vshards, twelve on one shard and four on each other one, all sent the
 /// same traffic: that shard carries three times each other's load. Gives it and its tenants'
 /// vshards.
@@ -155,17 +167,7 @@ async fn approve(app: &TestApp, id: &Value) -> reqwest::Response {
 }
 
 async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_cool_down(backend: Backend) {
-    let app = TestApp::spawn_with(backend, |config| {
-        config.storage.load.window = Duration::from_secs(1);
-        config.cache.enabled = false;
-        config.balancer.min_load_ms_per_s = 0.0;
-        config.balancer.sustained = 0.0;
-        config.balancer.window = Duration::from_secs(60);
-        // Only the runs the test asks for.
-        config.balancer.interval = Duration::from_secs(3600);
-        config.storage.moves.cleanup_grace = Duration::from_millis(200);
-    })
-    .await;
+    let app = TestApp::spawn_with(backend, balancer_on_demand).await;
     // Without a token, and with a tenant's token, nothing of it answers.
     let mode = json!({"mode": "apply"});
     let anonymous = app.client.put(app.url("/v1/admin/balancer/mode")).json(&mode).send().await.unwrap();

@@ -19,7 +19,7 @@ use shardgate_gatekeeper::Scope;
 use shardgate_tests::browser::{Browser, screenshot_dir};
 use shardgate_tests::{Backend, TestApp, eventually, expect_json, tokens};
 
-use crate::balancer::skew;
+use crate::balancer::{balancer_on_demand, skew};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -27,13 +27,7 @@ shardgate_tests::on_both_engines!(an_operator_runs_the_fleet_from_the_console);
 
 async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
     let app = TestApp::spawn_with(backend, |config| {
-        config.storage.load.window = Duration::from_secs(1);
-        config.cache.enabled = false;
-        config.balancer.min_load_ms_per_s = 0.0;
-        config.balancer.sustained = 0.0;
-        config.balancer.window = Duration::from_secs(60);
-        config.balancer.interval = Duration::from_secs(3600);
-        config.storage.moves.cleanup_grace = Duration::from_millis(200);
+        balancer_on_demand(config);
         // Moves wait at each phase boundary, long enough to cancel one from the page.
         config.storage.moves.phase_pause = Duration::from_secs(2);
     })
