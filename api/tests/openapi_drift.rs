@@ -51,3 +51,32 @@ fn every_operation_documents_its_errors_as_problem_json() {
     }
     assert!(checked >= 15, "only {checked} operations documented");
 }
+
+#[test]
+fn every_reference_resolves_to_a_component() {
+    let doc: serde_json::Value = serde_json::from_str(&shardgate_api::openapi_document().to_json().unwrap()).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().expect("components.schemas");
+    let mut references = Vec::new();
+    collect_references(&doc, &mut references);
+    assert!(references.len() > 100, "the walk finds the document's references: {}", references.len());
+    let dangling: Vec<_> = references
+        .iter()
+        .filter(|r| r.strip_prefix("#/components/schemas/").is_none_or(|name| !schemas.contains_key(name)))
+        .collect();
+    assert!(dangling.is_empty(), "references to no component (a client generator stops on them): {dangling:?}");
+}
+
+fn collect_references(value: &serde_json::Value, into: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("$ref", serde_json::Value::String(target)) => into.push(target.clone()),
+                    _ => collect_references(value, into),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| collect_references(item, into)),
+        _ => {}
+    }
+}

@@ -55,6 +55,7 @@ pub struct AuditQuery {
     actor: Option<String>,
     /// `oldest` (the default) or `newest` first. A cursor continues in the order it was made in:
     /// send the same `order`, `action` and `actor` with it.
+    #[param(inline)]
     order: Option<AuditOrder>,
     /// Page size: default 100, capped at 1000.
     #[param(minimum = 1)]
