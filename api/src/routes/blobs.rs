@@ -19,7 +19,7 @@ use crate::app::App;
 use crate::blobs::service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
 use crate::server::extract::{ApiPath, ApiQuery, Caller};
 use crate::wire::error::ApiError;
-use crate::wire::openapi::errors;
+use crate::wire::openapi::{Binary, errors};
 use crate::wire::pagination::{Page, decode_cursor};
 use crate::wire::preconditions::{Precondition, precondition};
 use crate::wire::routed_epoch::RoutedEpoch;
@@ -94,7 +94,7 @@ errors!(PutBlobErrors:
         ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags: write only if the blob has one of them"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only"),
     ),
-    request_body(content = Vec<u8>, description = "The bytes (any media type; stored as given by Content-Type)", content_type = "application/octet-stream"),
+    request_body(content = Binary, description = "The bytes (any media type; stored as given by Content-Type)", content_type = "application/octet-stream"),
     responses(
         (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
@@ -129,8 +129,8 @@ errors!(GetBlobErrors: InvalidPath, TenantNotFound, BlobNotFound, RangeNotSatisf
         ("If-Range" = Option<String>, Header, description = "Quoted ETag: honour `Range` only if it still matches"),
     ),
     responses(
-        (status = 200, description = "The blob", content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
-        (status = 206, description = "The requested range", content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
+        (status = 200, description = "The blob", body = Binary, content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
+        (status = 206, description = "The requested range", body = Binary, content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
         (status = 304, description = "Not modified"),
         GetBlobErrors,
     )

@@ -186,7 +186,7 @@ errors!(PutRecordErrors:
         ("If-Match" = Option<String>, Header, description = "`*` or quoted versions: write only if the record has one of them"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only, fail if the record exists"),
     ),
-    request_body(content = Object, description = "Any JSON value (at most `limits.max_record_bytes`, default 1 MiB, nested at most `limits.max_json_depth` deep) that reads back as sent: numbers finite as a 64-bit double, strings of Unicode text (no lone surrogate escapes), no object with a key twice (400 `invalid_body` names the place otherwise)", content_type = "application/json"),
+    request_body(content = Value, description = "Any JSON value (an object, an array, a string, a number, `true`, `false` or `null` (at most `limits.max_record_bytes`, default 1 MiB, nested at most `limits.max_json_depth` deep) that reads back as sent: numbers finite as a 64-bit double, strings of Unicode text (no lone surrogate escapes), no object with a key twice (400 `invalid_body` names the place otherwise)", content_type = "application/json"),
     responses(
         (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
         (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),

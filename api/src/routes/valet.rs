@@ -16,7 +16,7 @@ use utoipa::IntoParams;
 use crate::app::App;
 use crate::server::extract::ApiPath;
 use crate::valet::service::transfer;
-use crate::wire::openapi::errors;
+use crate::wire::openapi::{Binary, errors};
 
 /// Path of a valet URL.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -35,8 +35,8 @@ errors!(ValetGetErrors:
 
 /// Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 #[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")), responses(
-    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one; active content such as HTML, SVG or scripts as an attachment unless the key signed a disposition, always with `Content-Security-Policy: sandbox`)", content_type = "application/octet-stream"),
-    (status = 206, description = "The requested range", content_type = "application/octet-stream"),
+    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one; active content such as HTML, SVG or scripts as an attachment unless the key signed a disposition, always with `Content-Security-Policy: sandbox`)", body = Binary, content_type = "application/octet-stream"),
+    (status = 206, description = "The requested range", body = Binary, content_type = "application/octet-stream"),
     (status = 304, description = "Not modified"),
     ValetGetErrors,
 ))]
@@ -69,7 +69,7 @@ errors!(ValetPutErrors:
 );
 
 /// Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
-#[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute), request_body(content = Vec<u8>, description = "The bytes", content_type = "application/octet-stream"), responses(
+#[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute), request_body(content = Binary, description = "The bytes", content_type = "application/octet-stream"), responses(
     (status = 200, description = "Replaced"),
     (status = 201, description = "Created"),
     ValetPutErrors,

@@ -48,7 +48,10 @@ pub struct IssueValetKey {
 pub struct ValetKey {
     /// Grant id (revoke with `DELETE .../valet-keys/{id}`).
     pub id: String,
-    /// The signed URL: no other credential is needed.
+    /// The signed URL: no other credential is needed. Opaque: use it exactly as issued (its
+    /// query is signed, and a URL taken apart and rebuilt, re-encoded or with a parameter added,
+    /// is refused with 403).
+    #[schema(format = "uri")]
     pub url: String,
     /// The method it allows (`GET`, which includes `HEAD`, or `PUT`).
     pub method: &'static str,

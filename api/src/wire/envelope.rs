@@ -21,8 +21,9 @@ pub struct RecordEnvelope {
     pub version: i64,
     /// Time of the last write, RFC 3339.
     pub updated_at: String,
-    /// The stored JSON value, as written.
-    #[schema(value_type = Object)]
+    /// The stored JSON value, as written: any JSON value (object, array, string, number,
+    /// boolean or null).
+    #[schema(value_type = Value)]
     pub value: Box<RawValue>,
 }
 

@@ -13,6 +13,13 @@ use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use crate::wire::error::{Code, Problem};
 use crate::wire::routed_epoch::EPOCH_HEADER;
 
+// In the document a string of format `binary`, which client generators read as a file or a
+// byte stream (a `Vec<u8>` would be an array of numbers).
+/// Bytes, as they are: a blob's body.
+#[derive(Debug, utoipa::ToSchema)]
+#[schema(value_type = String, format = Binary)]
+pub struct Binary(pub Vec<u8>);
+
 /// Declares `$name`, the problem responses of an operation that answers with these codes, for
 /// its `#[utoipa::path(responses(...))]`. Statuses and meanings come from [`Code`]'s table, so
 /// the document cannot give a code another status than the API does.

@@ -42,13 +42,15 @@
 //! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `ADAPTIVE_PACE` (1),
 //! `PACE_TOLERANCE` and `PACE_FLOOR_BYTES_PER_SECOND` (the gateway's defaults, 0.1 and 262144),
 //! `COPY_BATCH_BYTES` (the gateway's default, 16777216), `MOVE` (`tenant`), `BLOB_MIB` (0), `DRAIN`
-//! (1; 0 skips the drain).
+//! (1; 0 skips the drain), `TARGET_PG` (the server of the target shard `s1`, e.g.
+//! `postgres://postgres@127.0.0.1:5433` for a cluster of its own; default the shared one).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
+use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_api::Application;
 use shardgate_bench::{BenchResult, PG, load_records, mint, percentile, production_config};
@@ -63,6 +65,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Debug, Clone)]
 struct Sample {
     mover: bool,
+    /// Whether the tenant is `far` (on the move's target), not `neighbour` (on its source).
+    far: bool,
     write: bool,
     start_ms: f64,
     end_ms: f64,
@@ -105,15 +109,29 @@ async fn main() -> BenchResult<()> {
     let blob_mib = env("BLOB_MIB", 0)?;
     let drain = env("DRAIN", 1)? != 0;
 
+    // The server of the target shard `s1`: the catalog's and `s0`'s unless `TARGET_PG` names
+    // another (a PostgreSQL cluster of its own: its own WAL, checkpointer and buffers).
+    let target_pg = std::env::var("TARGET_PG").unwrap_or_else(|_| PG.to_owned());
+
     let tag = format!("sgbm_{}", std::process::id());
     let names = [format!("{tag}_cat"), format!("{tag}_s0"), format!("{tag}_s1")];
-    let mut admin_db = sqlx::PgConnection::connect(&format!("{PG}/postgres")).await?;
-    for name in &names {
+    let servers = [PG, PG, target_pg.as_str()];
+    for (name, server) in names.iter().zip(servers) {
+        let mut admin_db = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin_db).await?;
     }
-    let outcome =
-        run(&names, &tag, (records, writers, others, before, after, rate), pace, (redistribute, drain), blob_mib).await;
-    for name in &names {
+    let outcome = run(
+        &names,
+        &tag,
+        &target_pg,
+        (records, writers, others, before, after, rate),
+        pace,
+        (redistribute, drain),
+        blob_mib,
+    )
+    .await;
+    for (name, server) in names.iter().zip(servers) {
+        let mut admin_db = sqlx::PgConnection::connect(&format!("{server}/postgres")).await?;
         sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin_db).await?;
     }
     outcome
@@ -122,6 +140,7 @@ async fn main() -> BenchResult<()> {
 async fn run(
     names: &[String; 3],
     tag: &str,
+    target_pg: &str,
     (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
     pace: Pacing,
     (redistribute, drain): (bool, bool),
@@ -135,6 +154,7 @@ async fn run(
     let mut bases = Vec::new();
     for dir in &dirs[..if blob_mib > 0 { 2 } else { 1 }] {
         let mut config = production_config(dir.path(), &names[0], &shards, tag)?;
+        config.storage.shards[1].url = SecretString::from(format!("{target_pg}/{}", names[2]));
         config.storage.moves.copy_bytes_per_second = rate;
         config.storage.moves.adaptive_pace = pace.adaptive;
         config.storage.moves.pace_tolerance = pace.tolerance;
@@ -235,7 +255,16 @@ async fn run(
                     Err(e) => (0, Some(e.to_string())),
                 };
                 let ok = problem.is_none();
-                samples.lock().push(Sample { mover: is_mover, write, start_ms, end_ms, ok, status, problem });
+                samples.lock().push(Sample {
+                    mover: is_mover,
+                    far: tenant == "far",
+                    write,
+                    start_ms,
+                    end_ms,
+                    ok,
+                    status,
+                    problem,
+                });
             }
         });
     }
@@ -347,6 +376,17 @@ async fn run(
         others_copy.len(),
         p_copy / p_before
     );
+    // The same, for each side of the move: `neighbour` on its source, `far` on its target.
+    for (far, side) in [(false, "source s0 (neighbour)"), (true, "target s1 (far)")] {
+        let before = latencies(&samples, |s| !s.mover && s.far == far && s.end_ms < move_started);
+        let copy =
+            latencies(&samples, |s| !s.mover && s.far == far && s.start_ms >= move_started && s.end_ms <= fenced);
+        let (before, copy) = (percentile(&before, 0.99), percentile(&copy, 0.99));
+        println!(
+            "  on the {side}: p99 before {before:.2} ms, during the copy {copy:.2} ms: ratio {:.2}",
+            copy / before
+        );
+    }
     // The other tenants' p99 in each phase before the fence.
     let mut by_phase = Vec::new();
     for (i, (from, phase)) in phases.iter().enumerate() {
