@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# Checks the deployment files offline: the systemd unit with `systemd-analyze verify` (Debian's
-# systemd package, installed if missing) against the binary this checkout builds, and its
-# exposure with `systemd-analyze security`.
+# Checks the deployment files offline:
+# - the systemd unit with `systemd-analyze verify` (Debian's systemd package, installed if
+#   missing) against the binary this checkout builds, and its exposure with
+#   `systemd-analyze security`;
+# - the Kubernetes manifests: every kustomization under deploy/kubernetes/ (each overlay, and
+#   the monitoring rules) rendered with `kubectl kustomize` (scripts/kubectl.sh) and every object
+#   validated strictly against the Kubernetes JSON schemas bundled by kubernetes-validate (PyPI,
+#   pinned, installed into a venv in the user's cache) or, for custom resources, against
+#   deploy/kubernetes/schemas/; then the same validation on a deliberately broken copy, which
+#   must fail (so the check is known to bite);
+# - /metrics: the gateway started on the embedded default, a tenant and a record created, the
+#   scrape in the Prometheus text format checked by `promtool check metrics` (Debian's
+#   prometheus package, installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+KUBERNETES_VERSION=1.32
+KUBERNETES_VALIDATE=1.32.0
 
 if ! command -v systemd-analyze >/dev/null; then
     echo "installing systemd (Debian package) for systemd-analyze"
@@ -14,7 +27,14 @@ target="${CARGO_TARGET_DIR:-target}"
 cargo build -q -p shardgate-api --bin shardgate
 binary="$(cd "$target/debug" && pwd)/shardgate"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+server=""
+cleanup() {
+    if [ -n "$server" ]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- systemd ---------------------------------------------------------------------------------
 # The unit names the installed binary; verify checks that it exists, so point it at this build.
 sed "s|/usr/local/bin/shardgate|$binary|" deploy/systemd/shardgate.service >"$work/shardgate.service"
 # verify exits 0 on settings it ignores (a misspelt value is only a warning): any output fails.
@@ -25,3 +45,77 @@ if ! out="$(systemd-analyze verify "$work/shardgate.service" 2>&1)" || [ -n "$ou
 fi
 systemd-analyze security --offline=yes --threshold=20 "$work/shardgate.service" | tail -n 1
 echo "deploy/systemd/shardgate.service: verified"
+
+# --- Kubernetes ------------------------------------------------------------------------------
+scripts/kubectl.sh
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/kubernetes-validate-$KUBERNETES_VALIDATE"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import kubernetes_validate' 2>/dev/null; then
+    echo "installing kubernetes-validate $KUBERNETES_VALIDATE (PyPI) into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "kubernetes-validate==$KUBERNETES_VALIDATE"
+fi
+validate() { "$venv/bin/python" scripts/validate-kubernetes.py "$KUBERNETES_VERSION" deploy/kubernetes/schemas "$@"; }
+rendered=()
+for kustomization in deploy/kubernetes/overlays/*/kustomization.yaml deploy/kubernetes/monitoring/kustomization.yaml; do
+    dir="$(dirname "$kustomization")"
+    out="$work/$(echo "$dir" | tr / _).yaml"
+    kubectl kustomize "$dir" >"$out"
+    rendered+=("$out")
+done
+validate "${rendered[@]}"
+# The check must bite: a misspelt field in a built-in object and in a custom resource, and an
+# autoscaler reading a metric nothing serves, each make it fail.
+for breakage in 's/readOnlyRootFilesystem:/readOnlyRootFileSystem:/' 's/scrapeTimeout:/scrapeTimout:/' \
+    's/name: shardgate_http_requests_in_flight/name: shardgate_http_requests_inflight/'; do
+    broken=()
+    for file in "${rendered[@]}"; do
+        sed "$breakage" "$file" >"$file.broken"
+        broken+=("$file.broken")
+    done
+    if validate "${broken[@]}" >/dev/null 2>&1; then
+        echo "deploy/kubernetes: the validation passed a broken copy ($breakage)" >&2
+        exit 1
+    fi
+done
+echo "deploy/kubernetes: every overlay renders and validates; broken copies are refused"
+
+# --- /metrics --------------------------------------------------------------------------------
+if ! command -v promtool >/dev/null; then
+    echo "installing prometheus (Debian package) for promtool"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+fi
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+base="http://127.0.0.1:$port"
+data="$work/data"
+SHARDGATE_LOG__FILTER=warn "$binary" serve --data-dir "$data" --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+    if curl -sf "$base/readyz" >/dev/null; then break; fi
+    sleep 0.2
+done
+curl -sf "$base/readyz" >/dev/null || { cat "$work/serve.log" >&2; echo "the gateway did not get ready" >&2; exit 1; }
+admin="$("$binary" token --admin --data-dir "$data")"
+token="$("$binary" token --tenant metrics-check --scopes read,write --data-dir "$data")"
+call() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+expect() { [ "$1" = "$2" ] || { echo "expected $2, got $1 ($3)" >&2; exit 1; }; }
+expect "$(call -X POST "$base/v1/admin/tenants" -H "Authorization: Bearer $admin" \
+    -H 'Content-Type: application/json' -d '{"id": "metrics-check"}')" 201 "create a tenant"
+expect "$(call -X PUT "$base/v1/tenants/metrics-check/collections/orders/records/o-1" \
+    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d '{"total": 1}')" 201 "put a record"
+expect "$(call "$base/v1/tenants/metrics-check/collections/orders/records/o-1" -H "Authorization: Bearer $token")" 200 "get it"
+expect "$(call "$base/v1/tenants/metrics-check/collections/orders/records/none" -H "Authorization: Bearer $token")" 404 "a missing record"
+expect "$(call "$base/v1/tenants/metrics-check/collections/orders/records/o-1")" 401 "no token"
+headers="$work/metrics.headers"
+curl -sf -D "$headers" -H 'Accept: text/plain' "$base/metrics" >"$work/metrics.txt"
+grep -qi '^content-type: text/plain; version=0.0.4' "$headers" || { cat "$headers" >&2; echo "/metrics did not answer text/plain" >&2; exit 1; }
+for series in 'shardgate_http_requests_total{method="PUT",route="/v1/tenants/{tenant}/collections/{collection}/records/{key}",status="201"}' \
+    'shardgate_http_requests_in_flight '; do
+    grep -qF "$series" "$work/metrics.txt" || { echo "/metrics lacks $series" >&2; exit 1; }
+done
+if ! promtool check metrics <"$work/metrics.txt"; then
+    echo "/metrics (Prometheus text format): promtool check metrics complained" >&2
+    exit 1
+fi
+curl -sf "$base/metrics" | tail -n 1 | grep -qx '# EOF' || { echo "/metrics without Accept is not OpenMetrics" >&2; exit 1; }
+echo "/metrics: $(grep -c '^# TYPE' "$work/metrics.txt") families, promtool check metrics clean"

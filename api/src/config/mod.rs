@@ -454,6 +454,11 @@ impl GatekeeperConfig {
     pub fn load(file: Option<&Path>) -> Result<Loaded<Self>, ConfigError> {
         load_layers(file, std::env::vars())
     }
+
+    /// Like [`GatekeeperConfig::load`] but with environment variables taken from `vars`.
+    pub fn load_from(file: Option<&Path>, vars: &[(&str, &str)]) -> Result<Loaded<Self>, ConfigError> {
+        load_layers(file, vars.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())))
+    }
 }
 
 /// The `[cors]` section: which browser origins may call the API.

@@ -1,5 +1,6 @@
-//! Prometheus metrics: request count and latency by method, matched route and status. The
-//! registry belongs to the `App` (no global), so several instances can run in one process.
+//! Prometheus metrics: request count and latency by method, matched route and status, and the
+//! requests in progress (the per-pod load an autoscaler reads). The registry belongs to the `App`
+//! (no global), so several instances can run in one process.
 //!
 //! Every label comes from a closed set, so no client can grow `/metrics` (or the memory behind
 //! it) by sending odd requests: the method is one of the nine standard ones or `other`, the route
@@ -15,8 +16,11 @@ use parking_lot::RwLock;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::observability::exposition::{Format, prometheus_text};
 
 /// A 0/1 gauge of a key set: its name, its help and how to read it.
 type KeySetFlag = (&'static str, &'static str, fn(&shardgate_gatekeeper::KeySetStatus) -> bool);
@@ -120,6 +124,9 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
+    /// Requests admitted and not answered yet (probes and scrapes are not counted): one atomic,
+    /// no label, so it costs a request two atomic additions.
+    in_flight: Gauge,
     /// The counter and histogram of each (method label, route, status) seen, so a request finds
     /// them without building label strings.
     handles: RwLock<HashMap<HandleKey, (Counter, Histogram), foldhash::fast::RandomState>>,
@@ -156,8 +163,14 @@ impl Metrics {
         });
         registry.register("http_requests", "HTTP requests by method, route and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency in seconds", latency.clone());
+        let in_flight = Gauge::default();
+        registry.register(
+            "http_requests_in_flight",
+            "HTTP requests admitted and not answered yet (probes and /metrics are not counted)",
+            in_flight.clone(),
+        );
         register(&mut registry);
-        Self { registry, requests, latency, handles: RwLock::default() }
+        Self { registry, requests, latency, in_flight, handles: RwLock::default() }
     }
 
     /// The Prometheus text exposition.
@@ -169,15 +182,28 @@ impl Metrics {
         out
     }
 
-    /// The `/metrics` response: [`Metrics::render`] as OpenMetrics text.
-    pub fn response(&self) -> axum::response::Response {
+    /// The `/metrics` response in the format `accept` prefers ([`Format::negotiate`]):
+    /// OpenMetrics text, or the Prometheus text format for `text/plain`.
+    pub fn response(&self, accept: Option<&axum::http::HeaderValue>) -> axum::response::Response {
         use axum::response::IntoResponse;
-        let content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-        ([(axum::http::header::CONTENT_TYPE, content_type)], self.render()).into_response()
+        let format = Format::negotiate(accept);
+        let body = match format {
+            Format::OpenMetrics => self.render(),
+            Format::PrometheusText => prometheus_text(&self.render()),
+        };
+        ([(axum::http::header::CONTENT_TYPE, format.content_type())], body).into_response()
     }
 }
 
 impl Metrics {
+    /// Counts one request as in progress until the returned guard is dropped: when it is
+    /// answered, when its handler panicked, or when the client went away and its future was
+    /// dropped half-way.
+    pub(crate) fn request_started(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
     /// Counts and times one request ([`crate::server::edge`] calls it for every response).
     pub(crate) fn observe(&self, method: &Method, route: &str, status: u16, seconds: f64) {
         let method = method_label(method);
@@ -194,6 +220,16 @@ impl Metrics {
         latency.observe(seconds);
         let key = HandleKey { method, route: route.into(), status };
         self.handles.write().insert(key, (count, latency));
+    }
+}
+
+/// One request in progress in [`Metrics`]' `http_requests_in_flight`; dropping it ends it.
+#[derive(Debug)]
+pub(crate) struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -3,6 +3,8 @@
 //! - [`telemetry`]: the logging setup (no headers, tokens or full URIs in a log line);
 //! - [`metrics`]: the Prometheus registry and the request metrics, every label from a closed set
 //!   (the edge records them: [`crate::server::edge`]);
+//! - [`exposition`]: the two text formats of `/metrics` (OpenMetrics, or the Prometheus text
+//!   format when the scraper asks for `text/plain`);
 //! - [`shard_metrics`]: the health of every shard database, read at each scrape;
 //! - [`load_metrics`]: the load this instance put on each shard (its load meter's totals);
 //! - [`job_metrics`]: jobs by kind and state (the catalog's, read at most every few seconds) and
@@ -12,6 +14,7 @@
 //!
 //! Must not know: the routes, or how a request is admitted: the plumbing hands it closed labels.
 
+pub mod exposition;
 pub mod job_metrics;
 pub mod load_metrics;
 pub mod metrics;

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::header::ACCEPT;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use shardgate_cache::CacheHealth;
@@ -184,12 +185,18 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     (status, axum::Json(readiness)).into_response()
 }
 
-/// Prometheus metrics (OpenMetrics text exposition format).
+/// Prometheus metrics, as OpenMetrics or Prometheus text.
+///
+/// OpenMetrics text by default; the Prometheus text format 0.0.4 when `Accept` prefers
+/// `text/plain`. Every family has a `# HELP` line.
 #[utoipa::path(
     get,
     path = "/metrics",
-    responses((status = 200, description = "OpenMetrics text (`application/openmetrics-text; version=1.0.0; charset=utf-8`), which Prometheus reads", body = String, content_type = "application/openmetrics-text"))
+    responses((status = 200, description = "OpenMetrics text (`application/openmetrics-text; version=1.0.0; charset=utf-8`), which Prometheus asks for first; the Prometheus text format (`text/plain; version=0.0.4; charset=utf-8`) when the request's `Accept` weighs `text/plain` above it", content(
+        (String = "application/openmetrics-text"),
+        (String = "text/plain"),
+    )))
 )]
-pub async fn metrics(State(app): State<Arc<App>>) -> Response {
-    app.metrics.response()
+pub async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    app.metrics.response(headers.get(ACCEPT))
 }

@@ -14,6 +14,9 @@
 //!   `request failed` at error level for a 5xx;
 //! - a panic in a handler turned into a 500 problem;
 //! - `x-content-type-options: nosniff` on every response;
+//! - the request counted in `http_requests_in_flight` from its admission until it is answered
+//!   or dropped (a guard, [`InFlight`], so a panic or a client that goes away cannot leave it
+//!   counted); probes and `/metrics` are not, like the shedding above;
 //! - the request counted and timed in [`Metrics`] (by method, matched route and status). A
 //!   refusal answered without a verified caller (a 4xx or 5xx whose response does not carry
 //!   [`VerifiedCaller`], which the front door adds once a token or internal credential named
@@ -40,7 +43,7 @@ use tracing::Span;
 
 use prometheus_client::metrics::counter::Counter;
 
-use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
+use crate::observability::metrics::{InFlight, Metrics, VerifiedCaller, route_label};
 use crate::wire::error::ApiError;
 use crate::wire::probes::is_unthrottled;
 
@@ -129,22 +132,34 @@ where
         } else {
             self.in_flight.clone().try_acquire_owned().map(Some)
         };
-        let (inner, ready, permit) = match admitted {
+        let (inner, ready, permit, counted) = match admitted {
             Ok(permit) => {
+                let counted = permit.as_ref().and(self.metrics.as_ref()).map(|metrics| metrics.request_started());
                 let called = span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))));
                 match called {
-                    Ok(future) => (Some(future), None, permit),
-                    Err(_) => (None, Some(panicked()), None),
+                    Ok(future) => (Some(future), None, permit, counted),
+                    Err(_) => (None, Some(panicked()), None, None),
                 }
             }
             Err(_) => {
                 if let Some(shed) = &self.shed {
                     shed.inc();
                 }
-                (None, Some(ApiError::overloaded().into_response()), None)
+                (None, Some(ApiError::overloaded().into_response()), None, None)
             }
         };
-        EdgeFuture { inner, ready, permit, span, request_id, method, route, started, metrics: self.metrics.clone() }
+        EdgeFuture {
+            inner,
+            ready,
+            permit,
+            counted,
+            span,
+            request_id,
+            method,
+            route,
+            started,
+            metrics: self.metrics.clone(),
+        }
     }
 }
 
@@ -155,6 +170,7 @@ pin_project_lite::pin_project! {
         inner: Option<F>,
         ready: Option<Response>,
         permit: Option<OwnedSemaphorePermit>,
+        counted: Option<InFlight>,
         span: Span,
         request_id: HeaderValue,
         method: Method,
@@ -184,6 +200,7 @@ where
                     Ok(Poll::Ready(Ok(response))) => response,
                     Ok(Poll::Ready(Err(e))) => {
                         this.inner.set(None);
+                        this.counted.take();
                         return Poll::Ready(Err(e));
                     }
                     Err(_) => panicked(),
@@ -192,6 +209,7 @@ where
         };
         this.inner.set(None);
         this.permit.take();
+        this.counted.take();
         let status = response.status();
         let headers = response.headers_mut();
         headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -334,6 +352,76 @@ mod tests {
         }
         assert_eq!(shed.get(), 1);
         held.await.unwrap().unwrap();
+    }
+
+    /// The value of `shardgate_http_requests_in_flight` in the exposition.
+    fn in_flight(metrics: &Metrics) -> String {
+        let text = metrics.render();
+        let line = text.lines().find(|line| line.starts_with("shardgate_http_requests_in_flight "));
+        line.expect("the gauge is exposed").rsplit(' ').next().unwrap().to_owned()
+    }
+
+    #[tokio::test]
+    async fn requests_in_flight_rise_during_a_slow_request_and_fall_back_on_every_ending() {
+        let metrics = Arc::new(Metrics::new(|_| {}));
+        let edge = EdgeLayer::new(8, Some(metrics.clone()));
+        assert_eq!(in_flight(&metrics), "0");
+
+        // Answered.
+        let (release, released) = tokio::sync::watch::channel(false);
+        let handler = held_until(released, |_| Response::default());
+        let slow = tokio::spawn(edge.layer(handler.clone()).oneshot(request()));
+        let also_slow = tokio::spawn(edge.layer(handler.clone()).oneshot(request()));
+        while in_flight(&metrics) != "2" {
+            tokio::task::yield_now().await;
+        }
+        let probe =
+            edge.layer(tower::service_fn(|_: Request<Body>| async { Ok::<Response, Infallible>(Response::default()) }));
+        assert_eq!(probe.oneshot(Request::get("/metrics").body(Body::empty()).unwrap()).await.unwrap().status(), 200);
+        assert_eq!(in_flight(&metrics), "2", "a scrape is not counted");
+        release.send(true).unwrap();
+        assert_eq!(slow.await.unwrap().unwrap().status(), 200);
+        assert_eq!(also_slow.await.unwrap().unwrap().status(), 200);
+        assert_eq!(in_flight(&metrics), "0");
+
+        // The client goes away: its future is dropped half-way.
+        let (_never, never_released) = tokio::sync::watch::channel(false);
+        let abandoned =
+            tokio::spawn(edge.layer(held_until(never_released, |_| Response::default())).oneshot(request()));
+        while in_flight(&metrics) != "1" {
+            tokio::task::yield_now().await;
+        }
+        abandoned.abort();
+        assert!(abandoned.await.unwrap_err().is_cancelled());
+        assert_eq!(in_flight(&metrics), "0", "a dropped request is not counted any more");
+
+        // The handler panics, in its call and in its future.
+        let panics_on_call =
+            tower::service_fn(|_: Request<Body>| -> std::future::Ready<Result<Response, Infallible>> {
+                panic!("in call")
+            });
+        let panics_on_poll = tower::service_fn(|_: Request<Body>| async {
+            if true {
+                panic!("in poll");
+            }
+            Ok::<Response, Infallible>(Response::default())
+        });
+        assert_eq!(edge.layer(panics_on_call).oneshot(request()).await.unwrap().status(), 500);
+        assert_eq!(edge.layer(panics_on_poll).oneshot(request()).await.unwrap().status(), 500);
+        assert_eq!(in_flight(&metrics), "0");
+
+        // Shed requests were never admitted.
+        let full = EdgeLayer::new(1, Some(metrics.clone()));
+        let (release, released) = tokio::sync::watch::channel(false);
+        let held = tokio::spawn(full.layer(held_until(released, |_| Response::default())).oneshot(request()));
+        while in_flight(&metrics) != "1" {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(full.layer(handler).oneshot(request()).await.unwrap().status(), 503);
+        assert_eq!(in_flight(&metrics), "1");
+        release.send(true).unwrap();
+        held.await.unwrap().unwrap();
+        assert_eq!(in_flight(&metrics), "0");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`.
+//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`, `probe`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -73,11 +73,17 @@ enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// GET a probe URL once: exit status 0 on a 2xx answer, 1 otherwise (for health checks in
+    /// images without curl).
+    Probe(crate::startup::probe::ProbeArgs),
 }
 
 impl Cli {
     /// Runs the chosen command.
     pub async fn run(self) -> anyhow::Result<()> {
+        if let Command::Probe(probe) = self.command {
+            return probe.run().await;
+        }
         if let Command::Gatekeeper { upstream, listen } = self.command {
             let Loaded { mut config, unknown_env } =
                 GatekeeperConfig::load(self.config.as_deref()).context("invalid gatekeeper configuration")?;
@@ -135,7 +141,7 @@ impl Cli {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
             }
-            Command::Gatekeeper { .. } => unreachable!("handled above"),
+            Command::Gatekeeper { .. } | Command::Probe(_) => unreachable!("handled above"),
         }
     }
 }

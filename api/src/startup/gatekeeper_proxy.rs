@@ -182,8 +182,8 @@ async fn readyz(State(front): State<Arc<Front>>, request: Request) -> Response {
     (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
 }
 
-async fn serve_metrics(State(front): State<Arc<Front>>) -> Response {
-    front.metrics.response()
+async fn serve_metrics(State(front): State<Arc<Front>>, headers: axum::http::HeaderMap) -> Response {
+    front.metrics.response(headers.get(axum::http::header::ACCEPT))
 }
 
 /// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus what the

@@ -1,12 +1,14 @@
 //! Configuration and start-up: what runs once, before the first request, and the assembly of
 //! every other room into a running process.
 //!
-//! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`);
+//! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`,
+//!   `probe`);
 //! - [`embedded`]: the embedded default's data directory (its generated secret, its lock);
 //! - [`application`]: the gateway: builds the state, binds the listeners, assembles the routes
 //!   and the plumbing around them, serves until shut down;
 //! - [`gatekeeper_proxy`]: the standalone gatekeeper, a front of its own that forwards to a
-//!   trusted gateway.
+//!   trusted gateway;
+//! - [`probe`]: `shardgate probe`, one GET of a probe URL for images without `curl`.
 //!
 //! The top room: it may use every other, and no other room uses it. The configuration it reads
 //! is the lowest room, [`crate::config`].
@@ -15,3 +17,4 @@ pub mod application;
 pub mod cli;
 pub mod embedded;
 pub mod gatekeeper_proxy;
+pub mod probe;
