@@ -1,4 +1,4 @@
-//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`.
+//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`, `admin`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +12,7 @@ use shardgate_shard_router::db::humantime_serde::parse_duration;
 
 use crate::config::{Config, GatekeeperConfig, Loaded, warn_unknown_env};
 use crate::observability::telemetry;
+use crate::startup::admin::AdminArgs;
 use crate::startup::application::{Application, openapi_document};
 use crate::startup::embedded::{DataDirLock, EMBEDDED_ISSUER, load_secret};
 use crate::startup::gatekeeper_proxy::Gatekeeper;
@@ -73,11 +74,16 @@ enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// Administer a running gateway over its admin API (token from SHARDGATE_TOKEN).
+    Admin(AdminArgs),
 }
 
 impl Cli {
     /// Runs the chosen command.
     pub async fn run(self) -> anyhow::Result<()> {
+        if let Command::Admin(admin) = self.command {
+            return Ok(admin.run().await?);
+        }
         if let Command::Gatekeeper { upstream, listen } = self.command {
             let Loaded { mut config, unknown_env } =
                 GatekeeperConfig::load(self.config.as_deref()).context("invalid gatekeeper configuration")?;
@@ -135,7 +141,7 @@ impl Cli {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
             }
-            Command::Gatekeeper { .. } => unreachable!("handled above"),
+            Command::Gatekeeper { .. } | Command::Admin(_) => unreachable!("handled above"),
         }
     }
 }
