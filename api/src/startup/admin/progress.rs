@@ -219,7 +219,7 @@ impl Drawn {
             Progress::Lines => {
                 let moved = self.last.as_ref() != Some(stand);
                 let due = self.last_line_at.is_none_or(|at| at.elapsed() >= LINE_EVERY);
-                if (moved && due) || (last && moved) {
+                if moved && (due || last) {
                     let _ = writeln!(stderr, "{}", render(id, stand, false));
                     self.last = Some(stand.clone());
                     self.last_line_at = Some(Instant::now());
