@@ -13,7 +13,9 @@ async fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
+            // `shardgate admin` tells a refused request from a failed gateway by its exit code.
+            e.downcast_ref::<shardgate_api::startup::admin::Failure>()
+                .map_or(std::process::ExitCode::FAILURE, shardgate_api::startup::admin::Failure::exit_code)
         }
     }
 }

@@ -511,9 +511,10 @@ pub enum LogFormat {
 }
 
 /// Environment variables of shardgate that are not configuration keys: a command-line option,
-/// and the tests' switch that rewrites their committed snapshots (`SHARDGATE_BLESS=1`), which a
-/// shell that ran the tests may still export.
-const NOT_CONFIG_KEYS: &[&str] = &["SHARDGATE_CONFIG", "SHARDGATE_BLESS"];
+/// the tests' switch that rewrites their committed snapshots (`SHARDGATE_BLESS=1`), which a
+/// shell that ran the tests may still export, and the gateway and token of `shardgate admin`,
+/// which an operator's shell exports.
+const NOT_CONFIG_KEYS: &[&str] = &["SHARDGATE_CONFIG", "SHARDGATE_BLESS", "SHARDGATE_URL", "SHARDGATE_TOKEN"];
 
 /// A configuration as loaded, with the `SHARDGATE_*` environment variables that name no
 /// configuration key and were left out.
@@ -798,6 +799,13 @@ mod tests {
     #[test]
     fn the_tests_bless_switch_is_no_configuration_key() {
         let loaded = Config::load_from(None, &[("SHARDGATE_BLESS", "1")]).expect("serve starts with it set");
+        assert!(loaded.unknown_env.is_empty(), "not even a warning: {:?}", loaded.unknown_env);
+    }
+
+    #[test]
+    fn the_admin_clis_variables_are_no_configuration_keys() {
+        let env = [("SHARDGATE_URL", "http://127.0.0.1:8080"), ("SHARDGATE_TOKEN", "a.b.c")];
+        let loaded = Config::load_from(None, &env).expect("serve starts with them set");
         assert!(loaded.unknown_env.is_empty(), "not even a warning: {:?}", loaded.unknown_env);
     }
 

@@ -1,4 +1,5 @@
-//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`, `probe`.
+//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`, `probe`,
+//! `admin`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use shardgate_shard_router::db::humantime_serde::parse_duration;
 
 use crate::config::{Config, GatekeeperConfig, Loaded, warn_unknown_env};
 use crate::observability::telemetry;
+use crate::startup::admin::AdminArgs;
 use crate::startup::application::{Application, openapi_document};
 use crate::startup::embedded::{DataDirLock, EMBEDDED_ISSUER, load_secret};
 use crate::startup::gatekeeper_proxy::Gatekeeper;
@@ -76,6 +78,8 @@ enum Command {
     /// GET a probe URL once: exit status 0 on a 2xx answer, 1 otherwise (for health checks in
     /// images without curl).
     Probe(crate::startup::probe::ProbeArgs),
+    /// Administer a running gateway over its admin API (token from SHARDGATE_TOKEN).
+    Admin(AdminArgs),
 }
 
 impl Cli {
@@ -83,6 +87,9 @@ impl Cli {
     pub async fn run(self) -> anyhow::Result<()> {
         if let Command::Probe(probe) = self.command {
             return probe.run().await;
+        }
+        if let Command::Admin(admin) = self.command {
+            return Ok(admin.run().await?);
         }
         if let Command::Gatekeeper { upstream, listen } = self.command {
             let Loaded { mut config, unknown_env } =
@@ -141,7 +148,7 @@ impl Cli {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
             }
-            Command::Gatekeeper { .. } | Command::Probe(_) => unreachable!("handled above"),
+            Command::Gatekeeper { .. } | Command::Probe(_) | Command::Admin(_) => unreachable!("handled above"),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! every other room into a running process.
 //!
 //! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`,
-//!   `probe`);
+//!   `probe`, `admin`);
+//! - [`admin`]: `shardgate admin`, the operator's command line over the public admin API;
 //! - [`embedded`]: the embedded default's data directory (its generated secret, its lock);
 //! - [`application`]: the gateway: builds the state, binds the listeners, assembles the routes
 //!   and the plumbing around them, serves until shut down;
@@ -13,6 +14,7 @@
 //! The top room: it may use every other, and no other room uses it. The configuration it reads
 //! is the lowest room, [`crate::config`].
 
+pub mod admin;
 pub mod application;
 pub mod cli;
 pub mod embedded;
