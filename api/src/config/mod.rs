@@ -696,19 +696,19 @@ mod tests {
     }
     use std::io::Write;
 
-    /// The README's production example is a configuration this version takes, key for key (its
-    /// files are those of a real host, so only their reading is left to the start-up).
+    /// The operations guide's production example is a configuration this version takes, key for
+    /// key (its files are those of a real host, so only their reading is left to the start-up).
     #[test]
-    fn the_readmes_production_example_loads() {
-        let readme = include_str!("../../../README.md");
-        let section = readme.split("### A production example").nth(1).expect("the README has the section");
+    fn the_operations_guides_production_example_loads() {
+        let guide = include_str!("../../../docs/operations.md");
+        let section = guide.split("### A production example").nth(1).expect("the guide has the section");
         let example =
             section.split("```toml\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a TOML block");
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(example.as_bytes()).unwrap();
         let config = match Config::load_from(Some(file.path()), &[]) {
             Ok(loaded) => loaded.config,
-            Err(e) => panic!("the README's production example does not load: {e}"),
+            Err(e) => panic!("the operations guide's production example does not load: {e}"),
         };
         assert!(config.tls.is_some());
         assert!(config.storage.catalog_url.is_some());
