@@ -542,7 +542,7 @@ impl Walk<'_> {
         // A field serde needs a value for; in a list's element, its default is no default.
         let required = !field.defaulted && !optional;
         let shown_default = |value: Option<&Value>| match value {
-            Some(value) if !value.is_null() && !(required && place.in_list) => {
+            Some(value) if !(value.is_null() || required && place.in_list) => {
                 format!("`{}`", toml_value(value, &name))
             }
             _ if required => "required".to_owned(),
@@ -690,7 +690,7 @@ fn duration(millis: &str) -> String {
     let units = [(86_400_000, "d"), (3_600_000, "h"), (60_000, "m"), (1_000, "s")];
     units
         .iter()
-        .find(|(size, _)| ms >= *size && ms % size == 0)
+        .find(|(size, _)| ms >= *size && ms.is_multiple_of(*size))
         .map_or_else(|| format!("{ms}ms"), |(size, unit)| format!("{}{unit}", ms / size))
 }
 
@@ -795,7 +795,7 @@ fn generate() -> String {
 
     out.push_str("## `shardgate gatekeeper`\n\n");
     let doc = types.get("GatekeeperConfig").map(|t| t.doc.as_str()).unwrap_or_default();
-    let _ = write!(out, "The standalone gatekeeper's configuration (`GatekeeperConfig`). {doc}\n\n");
+    let _ = write!(out, "`GatekeeperConfig`: {doc}\n\n");
     // A top-level key is shared when it and every key under it are `serve`'s, entry for entry.
     let top = |key: &str| key.split(['.', '[']).next().unwrap_or_default().to_owned();
     // (A section's own entry may say what it is for in the gatekeeper in other words.)
