@@ -5,19 +5,20 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use shardgate_shard_router::db::humantime_serde;
 
 use crate::redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Section};
 
 /// Cache settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheConfig {
     /// Cache record reads at all. Default true.
     pub enabled: bool,
     /// Redis (L2, shared by every instance; also carries L1 invalidations). Default: unset, which
     /// means L1 only (the embedded default).
+    #[serde(serialize_with = "shardgate_shard_router::config::redacted_option")]
     pub redis_url: Option<SecretString>,
     /// PEM file of the CA that signs the Redis server's certificate, for a `rediss://` URL whose
     /// server has a private CA. Default: unset, which trusts the built-in Mozilla roots.
@@ -34,7 +35,7 @@ pub struct CacheConfig {
     #[serde(with = "humantime_serde")]
     pub ttl: Duration,
     /// Per-collection TTL overrides, by collection name.
-    #[serde(default, deserialize_with = "durations")]
+    #[serde(default, deserialize_with = "durations", serialize_with = "write_durations")]
     pub collection_ttl: HashMap<String, Duration>,
     /// Timeout of one Redis operation before the cache is bypassed. Default 250 ms.
     #[serde(with = "humantime_serde")]
@@ -82,7 +83,7 @@ impl Default for CacheConfig {
 }
 
 /// The in-process L1 cache.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct L1Config {
     /// Default: on for the embedded default (no Redis, no shared catalog); off with Redis, and off
@@ -100,6 +101,12 @@ impl Default for L1Config {
     fn default() -> Self {
         Self { enabled: None, max_bytes: 64 * 1024 * 1024 }
     }
+}
+
+fn write_durations<S: serde::Serializer>(map: &HashMap<String, Duration>, serializer: S) -> Result<S::Ok, S::Error> {
+    let mut sorted: Vec<_> = map.iter().collect();
+    sorted.sort();
+    serializer.collect_map(sorted.into_iter().map(|(name, ttl)| (name, format!("{}ms", ttl.as_millis()))))
 }
 
 fn durations<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<HashMap<String, Duration>, D::Error> {

@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 
 /// Token verification settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// Trusted token issuers. Default: none, which means the embedded default issuer
@@ -25,7 +25,7 @@ impl Default for AuthConfig {
 
 /// Signature algorithms an issuer may be allowed. `none` and every algorithm not listed here are
 /// always rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum KeyAlgorithm {
     /// HMAC-SHA256 with a shared secret (`secret` only, never from a key set).
     HS256,
@@ -50,7 +50,7 @@ pub enum KeyAlgorithm {
 /// and once more when a token names a `kid` the set lacks (at most once per
 /// `jwks_unknown_kid_refetch_secs`). While the provider cannot be reached the last good set stays
 /// in use, for at most `jwks_max_age_secs` after it was fetched.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IssuerConfig {
     /// The `iss` claim tokens of this issuer carry (required, checked).
@@ -67,6 +67,7 @@ pub struct IssuerConfig {
     #[serde(default)]
     pub audience: Vec<String>,
     /// HS256 shared secret, at least 32 bytes.
+    #[serde(serialize_with = "redacted_option")]
     pub secret: Option<SecretString>,
     /// An RS256, ES256 or EdDSA public key, PEM text.
     pub public_key_pem: Option<String>,
@@ -78,7 +79,8 @@ pub struct IssuerConfig {
     pub jwks_file: Option<PathBuf>,
     /// The URL of the issuer's JSON Web Key Set, fetched at start-up and refreshed (the same
     /// checks as `jwks_file`; a set that fails them is not taken and the last good one stays).
-    /// `https://`, or `http://` to a loopback host only. Redirects are not followed.
+    /// `https://`, or `http://` to a loopback host only. Redirects are not followed, and a fetch
+    /// reads at most 1 MiB.
     #[serde(default)]
     pub jwks_url: Option<String>,
     /// Read the key set's URL from OpenID Connect discovery:
@@ -115,6 +117,16 @@ pub struct IssuerConfig {
     /// Deadline of one fetch (connect, response, body), seconds. Default 5.
     #[serde(default = "defaults::fetch_timeout")]
     pub jwks_fetch_timeout_secs: u64,
+}
+
+/// Writes a secret as `"<redacted>"`, never its value, and an unset one as unset:
+/// configurations serialise (the configuration reference shows their defaults) without their
+/// secrets.
+pub(crate) fn redacted_option<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(_) => serializer.serialize_some("<redacted>"),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// Defaults of the fetched key-set settings.

@@ -132,7 +132,7 @@ impl RateLimit {
 }
 
 /// The `[rate_limits]` configuration section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RateLimitConfig {
     /// Whether requests are throttled at all. Default true.
@@ -146,6 +146,7 @@ pub struct RateLimitConfig {
     pub anonymous: RateLimit,
     /// Redis shared by every instance. Default: `cache.redis_url`; with neither, limits are
     /// enforced per instance.
+    #[serde(serialize_with = "crate::config::redacted_option")]
     pub redis_url: Option<SecretString>,
     /// PEM file of the CA that signs the certificate of `redis_url`'s server (`rediss://`).
     /// Default: unset, which trusts the built-in Mozilla roots (without `redis_url`, the cache's

@@ -38,7 +38,7 @@ mod tests {
         let by_email = IndexName::parse("by_email").unwrap();
         assert_eq!(entry_vshard(&acme, &customers, &by_email, &email, 1024), 790);
         // The number 1's key changed with exact numbers (it was `nbff0000000000000`, vshard 992;
-        // README, "Upgrading"); the hash of a key did not.
+        // `docs/operations.md`, "Upgrading indexes over numbers"); the hash of a key did not.
         let one = ValueKey::from_query("1").unwrap();
         assert_eq!(one.as_str(), "nPb11.");
         let orders = CollectionName::parse("orders").unwrap();

@@ -47,7 +47,7 @@
 //! Before this encoding, a number was `n` + 16 lowercase hex digits of its double. Such keys are
 //! recognised ([`ValueKey::is_legacy_number`]) and never produced again: no record holds them any
 //! more, so a look-up's verification and the drift audit remove them, and the drift audit writes
-//! each record's entry under its new key (README, "Upgrading").
+//! each record's entry under its new key (`docs/operations.md`, "Upgrading indexes over numbers").
 
 use std::ops::Bound;
 
@@ -151,7 +151,7 @@ impl ValueKey {
 
     /// Whether a stored key holds a number in the encoding used before exact numbers (`n` and 16
     /// hex digits of a double): no record has such a key any more, and an index holding it was
-    /// built before the upgrade (README, "Upgrading").
+    /// built before the upgrade (`docs/operations.md`, "Upgrading indexes over numbers").
     pub fn is_legacy_number(raw: &str) -> bool {
         // One key is written by one version, so the first number part tells.
         let mut rest = raw;

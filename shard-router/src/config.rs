@@ -5,17 +5,18 @@
 use std::time::Duration;
 
 use secrecy::SecretString;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::ids::ShardId;
 use crate::storage::db::PoolConfig;
 
 /// The `[storage]` configuration section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     /// Catalog database URL (`postgres://...` or `sqlite://...`). Default: unset, which means the
     /// embedded default: a SQLite catalog at `<data_dir>/catalog.db`.
+    #[serde(serialize_with = "redacted_option")]
     pub catalog_url: Option<SecretString>,
     /// Shards registered at start-up if the catalog does not have them yet. On a new catalog the
     /// vshards are spread evenly over them. Default: none (and, on the embedded default,
@@ -53,7 +54,7 @@ impl Default for StorageConfig {
 }
 
 /// The `[storage.moves]` configuration section: how tenants move between shards.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MoveConfig {
     /// How long a request for a tenant in its cut-over waits for the tenant's new shard before
@@ -147,7 +148,7 @@ impl MoveConfig {
 }
 
 /// The `[storage.load]` configuration section: the load picture (see `crate::balance`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadConfig {
     /// Count the load of every shard statement. Default true.
@@ -208,14 +209,32 @@ impl LoadConfig {
 }
 
 /// A shard named in configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShardSeed {
     /// Its id.
     pub id: ShardId,
     /// Its URL (kept secret).
+    #[serde(serialize_with = "redacted")]
     pub url: SecretString,
 }
+
+/// Writes a secret as `"<redacted>"`, never its value: configurations serialise (the
+/// configuration reference shows their defaults) without their secrets.
+pub fn redacted<S: Serializer>(_secret: &SecretString, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(REDACTED)
+}
+
+/// [`redacted`] for an optional secret: unset stays unset.
+pub fn redacted_option<S: Serializer>(secret: &Option<SecretString>, serializer: S) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(_) => serializer.serialize_some(REDACTED),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// What a serialised secret says instead of its value.
+pub const REDACTED: &str = "<redacted>";
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ use shardgate_shard_router::StorageConfig;
 use self::error::{ConfigError, Origin};
 
 /// A listener's certificate and key files (`tls = { cert_file, key_file }`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListenerTls {
     /// PEM certificate chain, the server's certificate first.
@@ -33,7 +33,7 @@ pub struct ListenerTls {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// Address to listen on. Default `127.0.0.1:8080`. Env `SHARDGATE_LISTEN`, flag `--listen`.
@@ -94,7 +94,7 @@ impl Default for Config {
 }
 
 /// The `[limits]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     /// Longest a request may take before it is answered 504 `request_timeout`. Default 30 s.
@@ -240,7 +240,7 @@ impl LimitsConfig {
 }
 
 /// Caps on the requests in progress of one tenant, by tier (`limits.tenant_concurrent_requests`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TierConcurrency {
     /// A `free` tenant's cap. Default 32.
@@ -271,7 +271,7 @@ impl TierConcurrency {
 
 /// Caps on the index definitions of one collection, by its tenant's tier
 /// (`limits.max_indexes_per_collection`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TierIndexCap {
     /// A `free` tenant's cap. Default 8.
@@ -300,7 +300,7 @@ impl TierIndexCap {
 }
 
 /// The `[blobs]` section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BlobsConfig {
     /// Largest blob of a `free` tenant, in bytes (413 beyond). Default 100 MiB.
@@ -342,7 +342,7 @@ impl BlobsConfig {
 }
 
 /// The `[valet]` section: signed URLs for direct blob transfer.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ValetConfig {
     /// Base URL clients reach the valet endpoint at, put in front of `/valet/...` in issued URLs.
@@ -389,17 +389,18 @@ impl Default for ValetConfig {
 }
 
 /// The `[internal]` section: the secret a standalone gatekeeper and its trusted backends share.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InternalConfig {
     /// HMAC key of the internal credential (at least 32 bytes). Required by `shardgate
     /// gatekeeper` and by `serve --trusted`.
+    #[serde(serialize_with = "shardgate_shard_router::config::redacted_option")]
     pub secret: Option<secrecy::SecretString>,
 }
 
 /// The standalone gatekeeper's configuration (`shardgate gatekeeper`). It holds no shard or
 /// catalog URL and no valet signing key: unknown sections such as `[storage]` are refused.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GatekeeperConfig {
     /// Address to listen on. Default `127.0.0.1:8080`.
@@ -462,7 +463,7 @@ impl GatekeeperConfig {
 }
 
 /// The `[cors]` section: which browser origins may call the API.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CorsConfig {
     /// Origins allowed to call the API from a browser, e.g. `["https://app.example.com"]`.
@@ -695,19 +696,19 @@ mod tests {
     }
     use std::io::Write;
 
-    /// The README's production example is a configuration this version takes, key for key (its
-    /// files are those of a real host, so only their reading is left to the start-up).
+    /// The operations guide's production example is a configuration this version takes, key for
+    /// key (its files are those of a real host, so only their reading is left to the start-up).
     #[test]
-    fn the_readmes_production_example_loads() {
-        let readme = include_str!("../../../README.md");
-        let section = readme.split("### A production example").nth(1).expect("the README has the section");
+    fn the_operations_guides_production_example_loads() {
+        let guide = include_str!("../../../docs/operations.md");
+        let section = guide.split("### A production example").nth(1).expect("the guide has the section");
         let example =
             section.split("```toml\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a TOML block");
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(example.as_bytes()).unwrap();
         let config = match Config::load_from(Some(file.path()), &[]) {
             Ok(loaded) => loaded.config,
-            Err(e) => panic!("the README's production example does not load: {e}"),
+            Err(e) => panic!("the operations guide's production example does not load: {e}"),
         };
         assert!(config.tls.is_some());
         assert!(config.storage.catalog_url.is_some());

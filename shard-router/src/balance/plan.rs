@@ -54,7 +54,7 @@ impl Mode {
 }
 
 /// The `[balancer]` configuration section.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BalancerConfig {
     /// The mode it starts in, until an operator switches it (`PUT /v1/admin/balancer/mode`,

@@ -21,7 +21,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -77,7 +77,7 @@ impl Engine {
 
 /// Connection pool settings, one pool per database (a bulkhead: a slow shard drains only its own
 /// pool).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoolConfig {
     /// Most connections per database. Default: twice the number of CPUs (measured: on two

@@ -61,13 +61,13 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::humantime_serde;
 
 /// The `[storage.pool.breaker]` settings: when a database's circuit breaker opens and closes.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BreakerConfig {
     /// Whether statements are judged at all. Default true.

@@ -154,8 +154,8 @@ async fn tls_failures_at_registration_are_422_saying_what_failed() {
         refused(&app, "wrong-name", &at("wrong_name", &verify_full(&ca)), "not valid for the host name localhost")
             .await;
     assert!(detail.contains("it names db.elsewhere.test:"), "the names the certificate carries: {detail}");
-    // sqlx 0.8 checks the name under verify-ca too (sqlx issue #3793, README): pinned, so that an
-    // upgrade that fixes it is noticed and the README changed.
+    // sqlx 0.8 checks the name under verify-ca too (sqlx issue #3793, docs/security.md): pinned, so that an
+    // upgrade that fixes it is noticed and docs/security.md changed.
     let ca_only = format!("sslmode=verify-ca&sslrootcert={}", ca.cert_path.display());
     refused(&app, "verify-ca", &at("verify_ca", &ca_only), "sslmode=verify-ca checks it too here").await;
     refused(&app, "wrong-ca", &at("wrong_ca", &verify_full(&other_ca)), "not signed by a CA this gateway trusts").await;

@@ -175,7 +175,7 @@ async fn two_instances_share_one_tenant_limit_through_redis_over_tls() {
 }
 
 /// Two instances with the Redis `customize` configures share one tenant's limit (within the
-/// README's bound), every decision taken in Redis.
+/// bound in docs/operations.md, "Rate limits"), every decision taken in Redis.
 async fn share_one_tenant_limit(customize: impl FnOnce(&mut Config)) {
     let app = TestApp::spawn_with(Backend::Sqlite, customize).await;
     app.create_tenant("acme").await;
@@ -208,9 +208,9 @@ async fn share_one_tenant_limit(customize: impl FnOnce(&mut Config)) {
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    // The README's bound: burst plus what the rate refilled meanwhile, plus at most one lease per
-    // instance (admissions leased from Redis and spent later). Each instance alone would have
-    // admitted 10.
+    // The bound of docs/operations.md ("Rate limits"): burst plus what the rate refilled
+    // meanwhile, plus at most one lease per instance (admissions leased from Redis and spent
+    // later). Each instance alone would have admitted 10.
     let lease = RateLimit { per_second: 2, burst: 10 }.lease_size() as f64;
     let bound = 10.0 + (2.0 * elapsed).ceil() + 2.0 * lease;
     assert!(admitted as f64 <= bound, "admitted {admitted} > {bound} in {elapsed:.2} s");
