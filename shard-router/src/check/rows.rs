@@ -105,10 +105,7 @@ fn judge(shard: &ShardUnderCheck, view: &CatalogView, placement: Placement, grou
         return None;
     }
     let owner = view.vshard_owner(vshard);
-    if placement == Placement::Vshard || entry.pin.is_none() {
-        if owner == Some(here) {
-            return None;
-        }
+    if (placement == Placement::Vshard || entry.pin.is_none()) && owner != Some(here) {
         let owner = owner.map_or_else(|| "no shard".to_owned(), |o| format!("shard {o}"));
         return Some(Finding {
             kind: Kind::RowsOffVshardOwner,
@@ -124,9 +121,13 @@ fn judge(shard: &ShardUnderCheck, view: &CatalogView, placement: Placement, grou
             ),
         });
     }
-    let pin = entry.pin.and_then(|i| view.map.shards.get(usize::from(i))).map(|s| &s.id);
-    if pin != Some(here) {
-        let pin = pin.map_or_else(|| "an unknown shard".to_owned(), |p| format!("shard {p}"));
+    if placement == Placement::Vshard {
+        return None;
+    }
+    if let Some(pin) = entry.pin.and_then(|i| view.map.shards.get(usize::from(i))).map(|s| &s.id)
+        && pin != here
+    {
+        let pin = format!("shard {pin}");
         return Some(Finding {
             kind: Kind::RowsOfMovedTenant,
             place,
