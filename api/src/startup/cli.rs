@@ -1,4 +1,4 @@
-//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`.
+//! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`, `check`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -73,6 +73,13 @@ enum Command {
     },
     /// Print the OpenAPI document.
     Openapi,
+    /// Check a restored fleet for consistency and say what to do; changes nothing. Exit status 0:
+    /// clean, 1: findings, 2: something could not be checked (docs/check.md).
+    Check {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Cli {
@@ -134,6 +141,11 @@ impl Cli {
             Command::Openapi => {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
+            }
+            Command::Check { json } => {
+                telemetry::init_with_writer(&config.log, std::io::stderr);
+                warn_unknown_env(&unknown_env);
+                std::process::exit(crate::startup::check::run(&config, json).await)
             }
             Command::Gatekeeper { .. } => unreachable!("handled above"),
         }

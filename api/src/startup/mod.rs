@@ -1,7 +1,9 @@
 //! Configuration and start-up: what runs once, before the first request, and the assembly of
 //! every other room into a running process.
 //!
-//! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`);
+//! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`,
+//!   `check`);
+//! - [`check`]: `shardgate check`, the consistency check of a restored fleet and its report;
 //! - [`embedded`]: the embedded default's data directory (its generated secret, its lock);
 //! - [`application`]: the gateway: builds the state, binds the listeners, assembles the routes
 //!   and the plumbing around them, serves until shut down;
@@ -12,6 +14,7 @@
 //! is the lowest room, [`crate::config`].
 
 pub mod application;
+pub mod check;
 pub mod cli;
 pub mod embedded;
 pub mod gatekeeper_proxy;
