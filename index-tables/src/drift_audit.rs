@@ -1,6 +1,7 @@
 //! The index drift audit (job kind [`DRIFT_AUDIT_JOB`]): every record of the collection must
 //! have its entry (missing ones are written) and every entry must name a record holding its
-//! value (dangling ones are removed). The counts are the job's progress and the drift metrics.
+//! value (dangling ones are removed, by the rule of [`crate::dangling::standing`], which
+//! `shardgate check` reports by). The counts are the job's progress and the drift metrics.
 
 use std::sync::Arc;
 

@@ -12,13 +12,16 @@
 //!   definitions, maintenance around record writes ([`IndexTables::prepare_write`], then
 //!   [`IndexTables::finish_write`]), verified look-ups ([`IndexTables::lookup`], merging the
 //!   sorted pages of a range with [`merge_pages`]), the backfill and drift audit jobs, the purge
-//!   of a tenant's entries and the index metrics ([`IndexMetrics`]).
+//!   of a tenant's entries and the index metrics ([`IndexMetrics`]);
+//! - when an entry is dangling ([`standing`]: the one rule of look-ups, the drift audit and
+//!   `shardgate check`), and the read-only search for dangling entries ([`find_dangling`]).
 //!
 //! It depends on `shard-router` only (never the other way round), for routing, records and the
 //! catalog, and knows nothing of HTTP: it returns [`IndexError`], whose variants say which
 //! status the API answers with.
 
 pub mod backfill;
+pub mod dangling;
 pub mod definition;
 pub mod drift_audit;
 pub mod entry_store;
@@ -38,6 +41,7 @@ pub mod value_key;
 pub mod xorshift;
 
 pub use backfill::BACKFILL_JOB;
+pub use dangling::{Dangling, Standing, find_dangling, standing};
 pub use definition::{EntryChange, IndexDef, Layout, MAX_INCLUDED_FIELDS};
 pub use drift_audit::DRIFT_AUDIT_JOB;
 pub use entry_store::{Claim, EntryAfter, EntryKey, EntryState, IndexEntry, IndexEntryStore, IndexScope, StoredEntry};

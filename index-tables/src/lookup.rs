@@ -9,9 +9,9 @@ use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::records::{Layout, RecordAddress, RecordRead, RecordStore, StoredRecord};
 use shardgate_shard_router::{Access, Error as StoreError, RecordKey, ShardState};
 
+use crate::dangling::{Standing, standing};
 use crate::entry_store::{EntryAfter, IndexEntryStore, StoredEntry};
 use crate::error::IndexError;
-use crate::maintenance::is_in_flight;
 use crate::merge::merge_pages;
 use crate::placement::entry_vshard;
 use crate::registry::LiveIndex;
@@ -126,17 +126,18 @@ impl IndexTables {
         let mut found = Vec::with_capacity(entries.len());
         let mut repaired = 0;
         for (entry, read) in entries.iter().zip(reads) {
-            match read {
-                RecordRead::Live(record)
-                    if index.value_key_of(&record).as_deref() == Some(entry.value_key.as_str()) =>
-                {
-                    found.push(record);
+            match standing(index, entry, &read) {
+                Standing::Holds => {
+                    if let RecordRead::Live(record) = read {
+                        found.push(record);
+                    }
                 }
-                _ => {
-                    if !is_in_flight(entry) && self.repair(index, entry).await {
+                Standing::Dangling => {
+                    if self.repair(index, entry).await {
                         repaired += 1;
                     }
                 }
+                Standing::InFlight => {}
             }
         }
         Ok((found, repaired))

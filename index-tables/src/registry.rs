@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
-use shardgate_shard_router::catalog::Catalog;
+use shardgate_shard_router::catalog::{Catalog, IndexDefRow};
 use shardgate_shard_router::records::StoredRecord;
 use shardgate_shard_router::{CollectionName, RecordKey, TenantId, now_ms};
 
@@ -65,6 +65,34 @@ pub struct LiveIndex {
 }
 
 impl LiveIndex {
+    /// The index a catalog row defines; `None` if the row cannot be read.
+    pub fn from_row(row: &IndexDefRow) -> Option<Self> {
+        let (Ok(def), Ok(tenant), Ok(collection), Ok(incarnation)) = (
+            serde_json::from_str::<IndexDef>(&row.definition),
+            TenantId::parse(&row.tenant),
+            CollectionName::parse(&row.collection),
+            u64::try_from(row.incarnation),
+        ) else {
+            return None;
+        };
+        let state = match row.state.as_str() {
+            "active" => IndexState::Active,
+            "failed" => IndexState::Failed,
+            _ => IndexState::Building,
+        };
+        let failure = row.failure.as_deref().and_then(|f| serde_json::from_str::<BuildFailure>(f).ok());
+        Some(LiveIndex {
+            tenant,
+            collection,
+            def,
+            state,
+            failure,
+            job_id: row.job_id.clone(),
+            created_at_ms: row.created_at_ms,
+            incarnation,
+        })
+    }
+
     /// The index's scope in the entry store.
     pub fn scope(&self) -> IndexScope<'_> {
         IndexScope { tenant: &self.tenant, collection: &self.collection, index: self.def.name().as_str() }
@@ -134,30 +162,9 @@ impl IndexRegistry {
         let rows = catalog.index_defs().await?;
         let mut by_collection = ByCollection::new();
         for row in rows {
-            let (Ok(def), Ok(tenant), Ok(collection), Ok(incarnation)) = (
-                serde_json::from_str::<IndexDef>(&row.definition),
-                TenantId::parse(&row.tenant),
-                CollectionName::parse(&row.collection),
-                u64::try_from(row.incarnation),
-            ) else {
+            let Some(index) = LiveIndex::from_row(&row) else {
                 tracing::error!(tenant = row.tenant, index = row.name, "unreadable index definition in the catalog");
                 continue;
-            };
-            let state = match row.state.as_str() {
-                "active" => IndexState::Active,
-                "failed" => IndexState::Failed,
-                _ => IndexState::Building,
-            };
-            let failure = row.failure.as_deref().and_then(|f| serde_json::from_str::<BuildFailure>(f).ok());
-            let index = LiveIndex {
-                tenant,
-                collection,
-                def,
-                state,
-                failure,
-                job_id: row.job_id,
-                created_at_ms: row.created_at_ms,
-                incarnation,
             };
             by_collection.entry(row.tenant).or_default().entry(row.collection).or_default().push(Arc::new(index));
         }

@@ -18,7 +18,9 @@
 //! - [`moves`]: jobs that move data: copy, tenant, vshard and range moves, redistribution,
 //!   rebalance planning, rebalances and drains;
 //! - [`balance`]: the load picture (windows of the load each instance's meter counted, stored
-//!   in the catalog and read back by shard, vshard, tenant and time).
+//!   in the catalog and read back by shard, vshard, tenant and time);
+//! - [`check`]: the consistency checks of a restored fleet (`shardgate check`): identity
+//!   markers, vshard ownership, pinned and unknown tenants' rows, fences; reads only.
 //!
 //! Below every room are the crate-wide basics: [`ids`], [`claims`] (what a job owns), the
 //! [`Clock`] and [`humantime_serde`]. The one [`Error`] type sits with `storage` (it wraps
@@ -27,6 +29,7 @@
 
 pub mod balance;
 pub mod catalog;
+pub mod check;
 pub mod claims;
 mod clock;
 pub mod config;

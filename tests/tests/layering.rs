@@ -81,6 +81,7 @@ const ROOMS: [(&str, &[&[&str]]); 2] = [
             &["config", "pools", "router", "fanout", "topology", "startup"],
             &["moves"],
             &["balance"],
+            &["check"],
         ],
     ),
     (

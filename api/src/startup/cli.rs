@@ -1,5 +1,5 @@
 //! The `shardgate` command line: `serve`, `gatekeeper`, `migrate`, `token`, `openapi`, `probe`,
-//! `admin`.
+//! `admin`, `check`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -80,6 +80,13 @@ enum Command {
     Probe(crate::startup::probe::ProbeArgs),
     /// Administer a running gateway over its admin API (token from SHARDGATE_TOKEN).
     Admin(AdminArgs),
+    /// Check a restored fleet for consistency and say what to do; changes nothing. Exit status 0:
+    /// clean, 1: findings, 2: something could not be checked (docs/check.md).
+    Check {
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Cli {
@@ -147,6 +154,11 @@ impl Cli {
             Command::Openapi => {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
+            }
+            Command::Check { json } => {
+                telemetry::init_with_writer(&config.log, std::io::stderr);
+                warn_unknown_env(&unknown_env);
+                std::process::exit(crate::startup::check::run(&config, json).await)
             }
             Command::Gatekeeper { .. } | Command::Probe(_) | Command::Admin(_) => unreachable!("handled above"),
         }

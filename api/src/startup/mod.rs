@@ -2,8 +2,9 @@
 //! every other room into a running process.
 //!
 //! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`,
-//!   `probe`, `admin`);
+//!   `probe`, `admin`, `check`);
 //! - [`admin`]: `shardgate admin`, the operator's command line over the public admin API;
+//! - [`check`]: `shardgate check`, the consistency check of a restored fleet and its report;
 //! - [`embedded`]: the embedded default's data directory (its generated secret, its lock);
 //! - [`application`]: the gateway: builds the state, binds the listeners, assembles the routes
 //!   and the plumbing around them, serves until shut down;
@@ -16,6 +17,7 @@
 
 pub mod admin;
 pub mod application;
+pub mod check;
 pub mod cli;
 pub mod embedded;
 pub mod gatekeeper_proxy;
