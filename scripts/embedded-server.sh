@@ -1,14 +1,19 @@
-# Sourced by the scripts that check a running gateway (schemathesis.sh, docs-page.sh): builds the
-# debug binary, makes a work directory removed on exit, and `start_embedded_server` starts the
-# embedded default there on a free loopback port. Sets `shardgate` (the binary), `work`, `port`,
-# `base` and `server_pid` (the server's own process); the server's log is `$work/server.log`.
+# Sourced by the scripts that check a running gateway (schemathesis.sh, client-tour.sh,
+# deploy-check.sh, docs-page.sh): builds the debug binary, makes a work directory removed on exit,
+# and `start_embedded_server` starts the embedded default there on a free loopback port. Sets
+# `shardgate` (the binary), `work`, `port`, `base` and `server_pid` (the server's own process);
+# the server's log is `$work/server.log`.
 #
 # On exit the server is stopped (SIGTERM, then SIGKILL after 10 s) and waited for; if a server
 # started from the work directory is still alive afterwards, the sourcing script fails.
 # `scripts/check-embedded-server.sh` checks this.
 
 TARGET="${CARGO_TARGET_DIR:-target}"
-cargo build --quiet --bin shardgate
+# Built as the test command builds it (`cargo nextest run --workspace` is `cargo test --no-run
+# --workspace`, then the tests): with the features of every crate and test of the workspace
+# unified, so after scripts/test.sh this builds nothing. `cargo build --bin shardgate` would
+# resolve other features and compile a dozen crates again (about 7 minutes on two cores).
+cargo test --workspace --no-run --quiet
 shardgate="$PWD/$TARGET/debug/shardgate"
 [ -x "$shardgate" ] || shardgate="$TARGET/debug/shardgate"
 

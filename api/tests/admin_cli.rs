@@ -5,11 +5,10 @@
 //! The gateway is the embedded default (four SQLite shards in a temporary directory); the CLI is
 //! the built binary, run as an operator would, with `SHARDGATE_URL` and `SHARDGATE_TOKEN`.
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use support::{Process, shardgate};
+use support::{Process, finish, shardgate};
 
 mod support;
 
@@ -38,7 +37,7 @@ impl Gateway {
 
     /// `shardgate admin <args>` against this gateway with its admin token.
     fn admin(&self, args: &[&str]) -> Output {
-        run(cli(args).env("SHARDGATE_URL", &self.process.base).env("SHARDGATE_TOKEN", &self.token))
+        finish(cli(args).env("SHARDGATE_URL", &self.process.base).env("SHARDGATE_TOKEN", &self.token))
     }
 
     /// [`Gateway::admin`] that must succeed; answers its standard output.
@@ -58,7 +57,7 @@ impl Gateway {
 
 /// `shardgate token <args>` for the embedded default in `dir`.
 fn mint(dir: &std::path::Path, args: &[&str]) -> String {
-    let output = run(&mut shardgate(&[&["token"], args].concat(), dir));
+    let output = finish(&mut shardgate(&[&["token"], args].concat(), dir));
     assert!(output.status.success(), "shardgate token {args:?}: {}", stderr(&output));
     stdout(&output).trim().to_owned()
 }
@@ -69,20 +68,6 @@ fn cli(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_shardgate"));
     command.arg("admin").args(args).env_remove("SHARDGATE_URL").env_remove("SHARDGATE_TOKEN");
     command
-}
-
-/// Runs `command` to its end, for at most 30 s.
-fn run(command: &mut Command) -> Output {
-    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the shardgate binary starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{command:?} did not end within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
 }
 
 fn stdout(output: &Output) -> String {
@@ -266,19 +251,19 @@ async fn problems_are_one_line_on_standard_error_with_an_exit_code_by_their_caus
 
     // A token the gateway does not accept.
     let forged =
-        run(cli(&["shards"]).env("SHARDGATE_URL", &gateway.process.base).env("SHARDGATE_TOKEN", "not-a-token"));
+        finish(cli(&["shards"]).env("SHARDGATE_URL", &gateway.process.base).env("SHARDGATE_TOKEN", "not-a-token"));
     assert_eq!(forged.status.code(), Some(3), "{}", stderr(&forged));
     assert!(stderr(&forged).contains("HTTP 401)"), "{}", stderr(&forged));
 
     // No token: nothing is sent, and the message names the variable.
-    let no_token = run(cli(&["shards"]).env("SHARDGATE_URL", &gateway.process.base));
+    let no_token = finish(cli(&["shards"]).env("SHARDGATE_URL", &gateway.process.base));
     assert_eq!(no_token.status.code(), Some(1), "{}", stderr(&no_token));
     assert!(stderr(&no_token).starts_with("error: no admin token: set SHARDGATE_TOKEN"), "{}", stderr(&no_token));
 
     // No gateway at the URL: exit 4, naming the URL.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let nowhere = format!("http://127.0.0.1:{port}");
-    let unreachable = run(cli(&["--url", &nowhere, "jobs"]).env("SHARDGATE_TOKEN", &gateway.token));
+    let unreachable = finish(cli(&["--url", &nowhere, "jobs"]).env("SHARDGATE_TOKEN", &gateway.token));
     assert_eq!(unreachable.status.code(), Some(4), "{}", stderr(&unreachable));
     let message = stderr(&unreachable);
     assert!(message.starts_with(&format!("error: cannot reach the gateway at {nowhere}: ")), "{message}");

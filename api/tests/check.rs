@@ -6,35 +6,16 @@
 //! clean fleet passes with 0, also right after a completed move, and while a move waits out its
 //! cleanup grace (the rows it still holds are not findings).
 
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use sqlx::{AnyConnection, Connection};
-use support::{Process, shardgate};
+use support::{Process, finish, shardgate};
 
 mod shared_catalog;
 mod support;
 
 use shared_catalog::{Databases, token};
-
-/// Runs `command` to its end, for at most 30 s.
-fn finish(command: &mut std::process::Command) -> Output {
-    let mut child = command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the shardgate binary starts");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the command did not end within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// Where a fleet's databases are.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

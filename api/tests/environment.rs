@@ -4,6 +4,7 @@
 
 use support::Process;
 
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

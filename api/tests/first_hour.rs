@@ -5,7 +5,7 @@
 use std::process::Output;
 use std::time::Duration;
 
-use support::{Process, shardgate};
+use support::{Process, finish, shardgate};
 
 mod support;
 
@@ -16,24 +16,6 @@ fn stderr(output: &Output) -> String {
 fn free_listen() -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     format!("127.0.0.1:{port}")
-}
-
-/// Runs `command` to its end, for at most 30 s.
-fn finish(command: &mut std::process::Command) -> Output {
-    let mut child = command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("the shardgate binary starts");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the command did not end within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,6 +5,7 @@
 use serde_json::json;
 use support::{Process, shardgate};
 
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 const INTERNAL: &str = "gatekeeper-process-internal-secret-0123456789";

@@ -14,6 +14,7 @@ use shared_catalog::{Databases, token};
 use support::Process;
 
 mod shared_catalog;
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 /// Windows of one second, no record cache (every read reaches its shard), rate limits in

@@ -15,6 +15,7 @@ use sqlx::Connection;
 use support::Process;
 
 mod shared_catalog;
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 /// Where to kill the instance running the move.

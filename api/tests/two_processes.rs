@@ -6,6 +6,7 @@ use shared_catalog::{Databases, token};
 use support::Process;
 
 mod shared_catalog;
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

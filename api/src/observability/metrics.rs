@@ -9,14 +9,16 @@
 //! of unknown paths, 405, 400 `invalid_path`, 414, 429...) are all counted under the route
 //! [`UNAUTHENTICATED_ROUTE`] (`route_label`).
 
+use std::sync::Arc;
+
 use axum::http::{Method, StatusCode};
 use hashbrown::{Equivalent, HashMap};
 use parking_lot::RwLock;
+use tokio::sync::Semaphore;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -124,9 +126,8 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
-    /// Requests admitted and not answered yet (probes and scrapes are not counted): one atomic,
-    /// no label, so it costs a request two atomic additions.
-    in_flight: Gauge,
+    /// The admission limits of the listeners, whose taken places are the requests in progress.
+    in_flight: Admissions,
     /// The counter and histogram of each (method label, route, status) seen, so a request finds
     /// them without building label strings.
     handles: RwLock<HashMap<HandleKey, (Counter, Histogram), foldhash::fast::RandomState>>,
@@ -163,12 +164,8 @@ impl Metrics {
         });
         registry.register("http_requests", "HTTP requests by method, route and status", requests.clone());
         registry.register("http_request_duration_seconds", "HTTP request latency in seconds", latency.clone());
-        let in_flight = Gauge::default();
-        registry.register(
-            "http_requests_in_flight",
-            "HTTP requests admitted and not answered yet (probes and /metrics are not counted)",
-            in_flight.clone(),
-        );
+        let in_flight = Admissions::default();
+        registry.register_collector(Box::new(in_flight.clone()));
         register(&mut registry);
         Self { registry, requests, latency, in_flight, handles: RwLock::default() }
     }
@@ -196,12 +193,12 @@ impl Metrics {
 }
 
 impl Metrics {
-    /// Counts one request as in progress until the returned guard is dropped: when it is
-    /// answered, when its handler panicked, or when the client went away and its future was
-    /// dropped half-way.
-    pub(crate) fn request_started(&self) -> InFlight {
-        self.in_flight.inc();
-        InFlight(self.in_flight.clone())
+    /// Counts the places taken in `limit` (of `capacity`) as requests in progress: the edge of a
+    /// listener holds one for each request it admitted until the request is answered, its
+    /// handler panicked or its client went away, so the gauge is read off the limits at each
+    /// scrape and cannot drift from them.
+    pub(crate) fn count_in_flight(&self, limit: Arc<Semaphore>, capacity: usize) {
+        self.in_flight.0.write().push((limit, capacity));
     }
 
     /// Counts and times one request ([`crate::server::edge`] calls it for every response).
@@ -223,13 +220,28 @@ impl Metrics {
     }
 }
 
-/// One request in progress in [`Metrics`]' `http_requests_in_flight`; dropping it ends it.
-#[derive(Debug)]
-pub(crate) struct InFlight(Gauge);
+/// `http_requests_in_flight`: the places taken in the admission limit of each listener
+/// ([`Metrics::count_in_flight`]), summed at each scrape.
+#[derive(Debug, Default, Clone)]
+struct Admissions(Arc<RwLock<Vec<AdmissionLimit>>>);
 
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.dec();
+/// A listener's admission limit and how many places it has.
+type AdmissionLimit = (Arc<Semaphore>, usize);
+
+impl prometheus_client::collector::Collector for Admissions {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        use prometheus_client::metrics::MetricType;
+        use prometheus_client::metrics::gauge::ConstGauge;
+        let taken: usize =
+            self.0.read().iter().map(|(limit, capacity)| capacity.saturating_sub(limit.available_permits())).sum();
+        let family = encoder.encode_descriptor(
+            "http_requests_in_flight",
+            "HTTP requests admitted and not answered yet (probes and /metrics are not counted)",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(i64::try_from(taken).unwrap_or(i64::MAX)).encode(family)
     }
 }
 

@@ -15,8 +15,9 @@
 //! - a panic in a handler turned into a 500 problem;
 //! - `x-content-type-options: nosniff` on every response;
 //! - the request counted in `http_requests_in_flight` from its admission until it is answered
-//!   or dropped (a guard, [`InFlight`], so a panic or a client that goes away cannot leave it
-//!   counted); probes and `/metrics` are not, like the shedding above;
+//!   or dropped: the gauge reads the places taken in the shedding limit above, whose permit the
+//!   request's future holds (so a panic or a client that goes away cannot leave it counted);
+//!   probes and `/metrics` are not counted, as they are not shed;
 //! - the request counted and timed in [`Metrics`] (by method, matched route and status). A
 //!   refusal answered without a verified caller (a 4xx or 5xx whose response does not carry
 //!   [`VerifiedCaller`], which the front door adds once a token or internal credential named
@@ -43,7 +44,7 @@ use tracing::Span;
 
 use prometheus_client::metrics::counter::Counter;
 
-use crate::observability::metrics::{InFlight, Metrics, VerifiedCaller, route_label};
+use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
 use crate::wire::error::ApiError;
 use crate::wire::probes::is_unthrottled;
 
@@ -64,7 +65,12 @@ pub struct EdgeLayer {
 impl EdgeLayer {
     /// At most `max_in_flight` requests at once (at least one), recorded in `metrics` if given.
     pub fn new(max_in_flight: usize, metrics: Option<Arc<Metrics>>) -> Self {
-        Self { in_flight: Arc::new(Semaphore::new(max_in_flight.max(1))), metrics, shed: None }
+        let capacity = max_in_flight.max(1);
+        let in_flight = Arc::new(Semaphore::new(capacity));
+        if let Some(metrics) = &metrics {
+            metrics.count_in_flight(in_flight.clone(), capacity);
+        }
+        Self { in_flight, metrics, shed: None }
     }
 
     /// Counts each request shed for the limit in `shed`.
@@ -132,34 +138,22 @@ where
         } else {
             self.in_flight.clone().try_acquire_owned().map(Some)
         };
-        let (inner, ready, permit, counted) = match admitted {
+        let (inner, ready, permit) = match admitted {
             Ok(permit) => {
-                let counted = permit.as_ref().and(self.metrics.as_ref()).map(|metrics| metrics.request_started());
                 let called = span.in_scope(|| std::panic::catch_unwind(AssertUnwindSafe(|| self.inner.call(request))));
                 match called {
-                    Ok(future) => (Some(future), None, permit, counted),
-                    Err(_) => (None, Some(panicked()), None, None),
+                    Ok(future) => (Some(future), None, permit),
+                    Err(_) => (None, Some(panicked()), None),
                 }
             }
             Err(_) => {
                 if let Some(shed) = &self.shed {
                     shed.inc();
                 }
-                (None, Some(ApiError::overloaded().into_response()), None, None)
+                (None, Some(ApiError::overloaded().into_response()), None)
             }
         };
-        EdgeFuture {
-            inner,
-            ready,
-            permit,
-            counted,
-            span,
-            request_id,
-            method,
-            route,
-            started,
-            metrics: self.metrics.clone(),
-        }
+        EdgeFuture { inner, ready, permit, span, request_id, method, route, started, metrics: self.metrics.clone() }
     }
 }
 
@@ -170,7 +164,6 @@ pin_project_lite::pin_project! {
         inner: Option<F>,
         ready: Option<Response>,
         permit: Option<OwnedSemaphorePermit>,
-        counted: Option<InFlight>,
         span: Span,
         request_id: HeaderValue,
         method: Method,
@@ -200,7 +193,7 @@ where
                     Ok(Poll::Ready(Ok(response))) => response,
                     Ok(Poll::Ready(Err(e))) => {
                         this.inner.set(None);
-                        this.counted.take();
+                        this.permit.take();
                         return Poll::Ready(Err(e));
                     }
                     Err(_) => panicked(),
@@ -209,7 +202,6 @@ where
         };
         this.inner.set(None);
         this.permit.take();
-        this.counted.take();
         let status = response.status();
         let headers = response.headers_mut();
         headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -277,22 +269,27 @@ mod tests {
         })
     }
 
-    #[tokio::test]
-    async fn a_panicking_handler_answers_500_with_the_edge_headers() {
-        let panics_on_call =
-            tower::service_fn(|_: Request<Body>| -> std::future::Ready<Result<Response, Infallible>> {
-                panic!("in call")
-            });
-        let panics_on_poll = tower::service_fn(|_: Request<Body>| async {
+    /// A handler that panics when called, before it has a future.
+    fn panics_on_call() -> impl Service<Request<Body>, Response = Response, Error = Infallible> {
+        tower::service_fn(|_: Request<Body>| -> std::future::Ready<Result<Response, Infallible>> { panic!("in call") })
+    }
+
+    /// A handler whose future panics when polled.
+    fn panics_on_poll() -> impl Service<Request<Body>, Response = Response, Error = Infallible> {
+        tower::service_fn(|_: Request<Body>| async {
             if true {
                 panic!("in poll");
             }
             Ok::<Response, Infallible>(Response::default())
-        });
+        })
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_with_the_edge_headers() {
         let edge = EdgeLayer::new(4, None);
         let answers = [
-            edge.layer(panics_on_call).oneshot(request()).await.unwrap(),
-            edge.layer(panics_on_poll).oneshot(request()).await.unwrap(),
+            edge.layer(panics_on_call()).oneshot(request()).await.unwrap(),
+            edge.layer(panics_on_poll()).oneshot(request()).await.unwrap(),
         ];
         for response in answers {
             assert_eq!(response.status(), 500);
@@ -396,18 +393,8 @@ mod tests {
         assert_eq!(in_flight(&metrics), "0", "a dropped request is not counted any more");
 
         // The handler panics, in its call and in its future.
-        let panics_on_call =
-            tower::service_fn(|_: Request<Body>| -> std::future::Ready<Result<Response, Infallible>> {
-                panic!("in call")
-            });
-        let panics_on_poll = tower::service_fn(|_: Request<Body>| async {
-            if true {
-                panic!("in poll");
-            }
-            Ok::<Response, Infallible>(Response::default())
-        });
-        assert_eq!(edge.layer(panics_on_call).oneshot(request()).await.unwrap().status(), 500);
-        assert_eq!(edge.layer(panics_on_poll).oneshot(request()).await.unwrap().status(), 500);
+        assert_eq!(edge.layer(panics_on_call()).oneshot(request()).await.unwrap().status(), 500);
+        assert_eq!(edge.layer(panics_on_poll()).oneshot(request()).await.unwrap().status(), 500);
         assert_eq!(in_flight(&metrics), "0");
 
         // Shed requests were never admitted.

@@ -4,15 +4,30 @@
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `shardgate <args> --data-dir <data_dir>`, not started yet.
 pub fn shardgate(args: &[&str], data_dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_shardgate"));
     command.args(args).arg("--data-dir").arg(data_dir);
     command
+}
+
+/// Runs `command` to its end, for at most 30 s (then kills it and fails the test), and returns
+/// its status and output.
+pub fn finish(command: &mut Command) -> Output {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the shardgate binary starts");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{command:?} did not end within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// A running `shardgate` process, killed when dropped. Its log (standard output, at `warn`) is
@@ -32,8 +47,18 @@ impl Process {
         K: AsRef<OsStr>,
         V: AsRef<OsStr>,
     {
+        Self::start_command(shardgate(args, data_dir), envs)
+    }
+
+    /// Starts `command` (a `shardgate` command line: `serve`, `gatekeeper`) on a free port with
+    /// the environment `envs`.
+    pub fn start_command<K, V>(mut command: Command, envs: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut child = shardgate(args, data_dir)
+        let mut child = command
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env("SHARDGATE_LOG__FILTER", "warn")
             .envs(envs)
