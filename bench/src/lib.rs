@@ -1,5 +1,7 @@
 //! What the bench binaries share.
 
+pub mod delay;
+
 /// A whole number from the environment variable `name`, or `default` when it is unset; an error
 /// that names the variable when it is set to something else.
 pub fn env_number<T: std::str::FromStr>(name: &str, default: T) -> Result<T, String> {

@@ -7,19 +7,33 @@
 //! For each shard count it creates a PostgreSQL catalog and that many shard databases (dropped
 //! afterwards), starts a gateway in this process in the production configuration (Redis cache
 //! and rate limits, limits raised so the limiter never refuses, fan-out admission raised above
-//! the clients and no fan-out budget), creates tenant `wide` with collection `items` distributed `hash`, loads
-//! `RECORDS` records of about 200 bytes, then runs `CLIENTS` clients listing pages of `LIMIT`
-//! records from random start keys for `SECS` seconds. Reported per shard count: requests, p50
-//! and p99 of a listing, and the p99 as a ratio of the one-shard p99 (the goal: at most
-//! 1.5 at 16 shards).
+//! the clients and no fan-out budget), creates tenant `wide` with collection `items` distributed
+//! `hash`, loads `RECORDS` records of about 200 bytes, then lists pages of `LIMIT` records from
+//! random start keys for `SECS` seconds. Reported per shard count: requests, p50 and p99 of a
+//! listing, and the p99 as a ratio of the one-shard p99 (the goal: at most 1.5 at 16 shards).
 //!
-//! Settings: `RECORDS` (20000), `CLIENTS` (4), `SECS` (10), `LIMIT` (100), `SHARD_COUNTS`
-//! (`1,2,4,8,16`).
+//! On this machine every shard database shares two cores with the gateway and the load, so a
+//! plain run measures the cores more than the fan-out. Two settings make it measure
+//! parallelism instead:
+//! - `RTT_MS`: each shard is reached through its own [`DelayProxy`] that holds every chunk for
+//!   half of this in each direction (an injected network round trip per shard, as a database
+//!   on another machine would have; the catalog is reached directly). The round trip measured
+//!   through a proxy (`SELECT 1`, median) is printed. Each shard then counts as its own database
+//!   server for the connection budget, as it would be.
+//! - `RATE`: requests per second sent open-loop (each at its time whether or not the ones before
+//!   were answered, its latency counted from that time), instead of `CLIENTS` clients each
+//!   waiting for its answer. A light rate keeps the machine far from busy.
+//!
+//! Settings: `RECORDS` (20000), `CLIENTS` (4), `RATE` (0: closed loop), `RTT_MS` (0), `SECS`
+//! (10), `LIMIT` (100), `SHARD_COUNTS` (`1,2,4,8,16`). The measure:
+//! `RTT_MS=2 RATE=20 cargo run --release -p shardgate-bench --bin fanout`, beside a plain run.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use secrecy::{ExposeSecret, SecretString};
+use shardgate_bench::delay::{DelayProxy, median_round_trip};
 use shardgate_bench::{BenchResult, Gateway, load_records, mint, percentile};
 use shardgate_gatekeeper::Scope;
 
@@ -30,6 +44,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Settings {
     records: usize,
     clients: usize,
+    /// Open-loop requests per second; 0 for `clients` closed-loop clients.
+    rate: usize,
+    /// Injected round trip per shard, in milliseconds.
+    rtt_ms: u64,
     secs: u64,
     limit: usize,
 }
@@ -40,6 +58,8 @@ async fn main() -> BenchResult<()> {
     let settings = Settings {
         records: env("RECORDS", 20_000)?,
         clients: env("CLIENTS", 4)?,
+        rate: env("RATE", 0)?,
+        rtt_ms: env("RTT_MS", 0)? as u64,
         secs: env("SECS", 10)? as u64,
         limit: env("LIMIT", 100)?,
     };
@@ -48,22 +68,40 @@ async fn main() -> BenchResult<()> {
         .split(',')
         .map(|n| n.trim().parse().map_err(|_| format!("SHARD_COUNTS must list whole numbers, got {n:?}")))
         .collect::<Result<_, _>>()?;
+    let load = match settings.rate {
+        0 => format!("{} clients", settings.clients),
+        rate => format!("{rate} requests/s open-loop"),
+    };
     println!(
-        "{} records of ~200 bytes, {} clients, {} s per shard count, pages of {}",
-        settings.records, settings.clients, settings.secs, settings.limit
+        "{} records of ~200 bytes, {load}, {} s per shard count, pages of {}, injected round trip per shard {} ms",
+        settings.records, settings.secs, settings.limit, settings.rtt_ms
     );
     println!("shards  requests  p50 ms  p99 ms  p99 / p99(first)");
     let mut first_p99 = None;
     for shards in counts {
         let tag = format!("sgbf_{}_{shards}", std::process::id());
-        let clients = settings.clients;
+        let admitted = if settings.rate > 0 { 1024 } else { settings.clients.max(1) * 2 };
+        let mut proxies = Vec::new();
+        if settings.rtt_ms > 0 {
+            for _ in 0..shards {
+                let upstream = "127.0.0.1:5432".parse()?;
+                proxies.push(DelayProxy::start(upstream, Duration::from_micros(settings.rtt_ms * 500)).await?);
+            }
+            let through = format!("postgres://postgres@{}/postgres", proxies[0].addr);
+            println!("        a statement's round trip through a proxy: {:?}", median_round_trip(&through).await?);
+        }
         let gateway = Gateway::start(&tag, shards, |config| {
-            config.limits.tenant_concurrent_fan_outs = clients.max(1) * 2;
+            config.limits.tenant_concurrent_fan_outs = admitted;
             config.limits.tenant_fan_out_shard_reads_per_second = 0;
+            for (seed, proxy) in config.storage.shards.iter_mut().zip(&proxies) {
+                let url = seed.url.expose_secret().replace("127.0.0.1:5432", &proxy.addr.to_string());
+                seed.url = SecretString::from(url);
+            }
         })
         .await?;
         let outcome = run(&gateway.base, &settings).await;
         gateway.stop().await?;
+        drop(proxies);
         let (requests, mut latencies) = outcome?;
         latencies.sort_by(f64::total_cmp);
         let p99 = percentile(&latencies, 0.99);
@@ -82,6 +120,9 @@ async fn run(base: &str, settings: &Settings) -> BenchResult<(usize, Vec<f64>)> 
     let token = mint("fanout-bench", Some("wide"), &[Scope::Read, Scope::Write])?;
     load_records(&client, &base, &token, ("wide", "items"), settings.records).await?;
 
+    if settings.rate > 0 {
+        return open_loop(&client, &base, &token, settings).await;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let mut clients = tokio::task::JoinSet::new();
     for i in 0..settings.clients {
@@ -121,6 +162,54 @@ async fn run(base: &str, settings: &Settings) -> BenchResult<(usize, Vec<f64>)> 
         let (mine, mine_failed) = done?;
         latencies.extend(mine);
         failed += mine_failed;
+    }
+    if failed > 0 {
+        return Err(format!("{failed} listings failed").into());
+    }
+    Ok((latencies.len(), latencies))
+}
+
+/// `settings.rate` listings a second for `settings.secs` seconds, each sent at its time whether
+/// or not the ones before were answered; its latency counts from that time (so a slow answer
+/// is never hidden by the requests it delayed).
+async fn open_loop(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    settings: &Settings,
+) -> BenchResult<(usize, Vec<f64>)> {
+    let interval = Duration::from_secs_f64(1.0 / settings.rate as f64);
+    let total = settings.rate * settings.secs as usize;
+    let start = tokio::time::Instant::now();
+    let mut requests = tokio::task::JoinSet::new();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    for n in 0..total {
+        let at = start + interval * n as u32;
+        tokio::time::sleep_until(at).await;
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let url = format!(
+            "{base}/v1/tenants/wide/collections/items/records?start=k{:06}&limit={}",
+            seed % settings.records.max(1) as u64,
+            settings.limit
+        );
+        let (client, token) = (client.clone(), token.to_owned());
+        requests.spawn(async move {
+            let ok = match client.get(&url).bearer_auth(&token).send().await {
+                Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
+                _ => false,
+            };
+            ok.then(|| at.elapsed().as_secs_f64() * 1000.0)
+        });
+    }
+    let mut latencies = Vec::with_capacity(total);
+    let mut failed = 0;
+    while let Some(done) = requests.join_next().await {
+        match done? {
+            Some(ms) => latencies.push(ms),
+            None => failed += 1,
+        }
     }
     if failed > 0 {
         return Err(format!("{failed} listings failed").into());
