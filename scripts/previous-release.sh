@@ -19,10 +19,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Exit status 3 when there is no history to build from (the test then says it could not run).
+if [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
+    git fetch --quiet --unshallow 2>/dev/null || true
+fi
 if [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" != false ]; then
-    echo "scripts/previous-release.sh: this checkout has no full git history (a shallow clone, or no" \
-        "repository), so the previous release cannot be found; clone with history" >&2
-    exit 1
+    echo "scripts/previous-release.sh: this checkout has no full git history (a shallow clone that" \
+        "cannot be deepened, or no repository), so the previous release cannot be built; clone" \
+        "with history" >&2
+    exit 3
 fi
 if [ -n "${PREVIOUS_RELEASE:-}" ]; then
     commit=$(git rev-parse --verify "$PREVIOUS_RELEASE^{commit}")

@@ -25,8 +25,10 @@ mod shared_catalog;
 mod support;
 
 /// The previous release's `shardgate`, built by `scripts/previous-release.sh` (scripts/test.sh
-/// builds it before the tests; run alone, this builds it, for at most 20 minutes).
-fn previous_release() -> PathBuf {
+/// builds it before the tests; run alone, this builds it, for at most 20 minutes). `None` when
+/// the checkout has no git history to build it from (the script's exit status 3, which it
+/// explains on standard error).
+fn previous_release() -> Option<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/previous-release.sh");
     let mut child = Command::new(&script)
         .stdout(Stdio::piped())
@@ -42,10 +44,13 @@ fn previous_release() -> PathBuf {
         std::thread::sleep(Duration::from_millis(200));
     }
     let output = child.wait_with_output().unwrap();
+    if output.status.code() == Some(3) {
+        return None;
+    }
     assert!(output.status.success(), "scripts/previous-release.sh failed (its errors are above)");
     let binary = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
     assert!(binary.is_file(), "scripts/previous-release.sh printed {}, which is no file", binary.display());
-    binary
+    Some(binary)
 }
 
 /// `<binary> serve --data-dir <dir>`, not started yet.
@@ -85,7 +90,10 @@ fn keys(page: &Value) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_of_the_previous_release_keeps_serving_beside_one_that_migrated() {
-    let previous = previous_release();
+    let Some(previous) = previous_release() else {
+        eprintln!("NOT RUN: no git history to build the previous release from (see above)");
+        return;
+    };
     let databases = Databases::create("sgup", 2).await;
     let mut envs = databases.envs(true);
     // A move's source rows are removed 2 s after its switch, not a minute.
