@@ -6,6 +6,12 @@
 //!
 //! The same idea as CockroachDB's artificial latency map for its multi-region tests, or `tc
 //! netem delay` on a real interface, but in the bench's own process and without privileges.
+//!
+//! The holding is done by one thread of its own ([`DelayLine`]), not by tokio's timers: those
+//! tick in whole milliseconds and round a hold up to the next tick, which made a 1 ms hold
+//! 1 to 2 ms (a "2 ms" round trip measured 4.3 to 4.8 ms). The thread sleeps to each chunk's
+//! time with the operating system's precision (tens of microseconds) and hands it to its
+//! connection's writer.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -14,7 +20,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 /// A proxy from a loopback port to `upstream` that delays each direction by `one_way`; stops
 /// listening when dropped (connections already made end with their ends).
@@ -26,23 +31,76 @@ pub struct DelayProxy {
 }
 
 impl DelayProxy {
-    /// Listens on a free loopback port.
-    pub async fn start(upstream: SocketAddr, one_way: Duration) -> std::io::Result<Self> {
+    /// Listens on a free loopback port; chunks are held on `line`.
+    pub async fn start(upstream: SocketAddr, one_way: Duration, line: &DelayLine) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
+        let line = line.clone();
         let listening = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                let line = line.clone();
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(upstream).await else { return };
                     let _ = client.set_nodelay(true);
                     let _ = server.set_nodelay(true);
                     let (client_read, client_write) = client.into_split();
                     let (server_read, server_write) = server.into_split();
-                    tokio::join!(pump(client_read, server_write, one_way), pump(server_read, client_write, one_way));
+                    tokio::join!(
+                        pump(client_read, server_write, one_way, &line),
+                        pump(server_read, client_write, one_way, &line)
+                    );
                 });
             }
         });
         Ok(Self { addr, listening })
+    }
+}
+
+/// A chunk held until its time, and the writer it goes to then.
+struct Held {
+    at: std::time::Instant,
+    chunk: Vec<u8>,
+    to: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+/// The thread that holds every chunk of the [`DelayProxy`]s given it until its time; ends
+/// when the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct DelayLine(std::sync::mpsc::Sender<Held>);
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held").field("at", &self.at).field("bytes", &self.chunk.len()).finish()
+    }
+}
+
+impl DelayLine {
+    /// Starts the thread.
+    pub fn start() -> Self {
+        let (hold, held) = std::sync::mpsc::channel::<Held>();
+        std::thread::spawn(move || {
+            // Chunks arrive in the order they were read, and the proxies on one line hold
+            // them equally long (give each hold a line of its own), so a queue in arrival order
+            // is in time order too.
+            let mut queue = std::collections::VecDeque::<Held>::new();
+            loop {
+                let now = std::time::Instant::now();
+                while queue.front().is_some_and(|first| first.at <= now) {
+                    let Held { chunk, to, .. } = queue.pop_front().expect("just seen");
+                    let _ = to.send(chunk);
+                }
+                let next = match queue.front() {
+                    Some(first) => held.recv_timeout(first.at.saturating_duration_since(now)),
+                    None => held.recv().map_err(|_| std::sync::mpsc::RecvTimeoutError::Disconnected),
+                };
+                match next {
+                    Ok(chunk) => queue.push_back(chunk),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        });
+        Self(hold)
     }
 }
 
@@ -52,21 +110,21 @@ impl Drop for DelayProxy {
     }
 }
 
-/// Passes what `from` reads to `to`, each chunk `delay` after it was read; shuts `to` down
-/// when `from` ends.
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration) {
-    let (held, mut due) = mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
+/// Passes what `from` reads to `to`, each chunk `delay` after it was read (held on `line`);
+/// shuts `to` down when `from` ends.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration, line: &DelayLine) {
+    let (ready, mut due) = mpsc::unbounded_channel::<Vec<u8>>();
     let read = async move {
         let mut buffer = vec![0u8; 64 * 1024];
         while let Ok(n @ 1..) = from.read(&mut buffer).await {
-            if held.send((Instant::now() + delay, buffer[..n].to_vec())).is_err() {
+            let held = Held { at: std::time::Instant::now() + delay, chunk: buffer[..n].to_vec(), to: ready.clone() };
+            if line.0.send(held).is_err() {
                 break;
             }
         }
     };
     let write = async move {
-        while let Some((at, chunk)) = due.recv().await {
-            tokio::time::sleep_until(at).await;
+        while let Some(chunk) = due.recv().await {
             if to.write_all(&chunk).await.is_err() {
                 break;
             }

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use secrecy::{ExposeSecret, SecretString};
-use shardgate_bench::delay::{DelayProxy, median_round_trip};
+use shardgate_bench::delay::{DelayLine, DelayProxy, median_round_trip};
 use shardgate_bench::{BenchResult, Gateway, load_records, mint, percentile};
 use shardgate_gatekeeper::Scope;
 
@@ -83,9 +83,10 @@ async fn main() -> BenchResult<()> {
         let admitted = if settings.rate > 0 { 1024 } else { settings.clients.max(1) * 2 };
         let mut proxies = Vec::new();
         if settings.rtt_ms > 0 {
+            let line = DelayLine::start();
             for _ in 0..shards {
                 let upstream = "127.0.0.1:5432".parse()?;
-                proxies.push(DelayProxy::start(upstream, Duration::from_micros(settings.rtt_ms * 500)).await?);
+                proxies.push(DelayProxy::start(upstream, Duration::from_micros(settings.rtt_ms * 500), &line).await?);
             }
             let through = format!("postgres://postgres@{}/postgres", proxies[0].addr);
             println!("        a statement's round trip through a proxy: {:?}", median_round_trip(&through).await?);
