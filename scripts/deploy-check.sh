@@ -25,11 +25,10 @@ if ! command -v systemd-analyze >/dev/null; then
 fi
 # The binary (`$shardgate`), a work directory removed on exit, and `start_embedded_server`.
 source scripts/embedded-server.sh
-binary="$(cd "$(dirname "$shardgate")" && pwd)/shardgate"
 
 # --- systemd ---------------------------------------------------------------------------------
 # The unit names the installed binary; verify checks that it exists, so point it at this build.
-sed "s|/usr/local/bin/shardgate|$binary|" deploy/systemd/shardgate.service >"$work/shardgate.service"
+sed "s|/usr/local/bin/shardgate|$shardgate|" deploy/systemd/shardgate.service >"$work/shardgate.service"
 # verify exits 0 on settings it ignores (a misspelt value is only a warning): any output fails.
 if ! out="$(systemd-analyze verify "$work/shardgate.service" 2>&1)" || [ -n "$out" ]; then
     echo "$out" >&2
@@ -79,14 +78,14 @@ if ! command -v promtool >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 start_embedded_server
-admin="$("$binary" token --admin --data-dir "$work/data")"
+admin="$("$shardgate" token --admin --data-dir "$work/data")"
 call() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 expect() { [ "$1" = "$2" ] || { echo "expected $2, got $1 ($3)" >&2; exit 1; }; }
 expect "$(call -X POST "$base/v1/admin/tenants" -H "Authorization: Bearer $admin" \
     -H 'Content-Type: application/json' -d '{"id": "metrics-check"}')" 201 "create a tenant"
 # Signed once the tenant exists: a token dated before its tenant's creation is refused (401
 # token_predates_tenant), which a slow machine sees when the two fall in different seconds.
-token="$("$binary" token --tenant metrics-check --scopes read,write --data-dir "$work/data")"
+token="$("$shardgate" token --tenant metrics-check --scopes read,write --data-dir "$work/data")"
 expect "$(call -X PUT "$base/v1/tenants/metrics-check/collections/orders/records/o-1" \
     -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d '{"total": 1}')" 201 "put a record"
 expect "$(call "$base/v1/tenants/metrics-check/collections/orders/records/o-1" -H "Authorization: Bearer $token")" 200 "get it"

@@ -40,19 +40,20 @@ fi
 target="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)"
 home="$target/previous-release/$commit"
 binary="$home/target/debug/shardgate"
-if [ -x "$binary" ] && [ -f "$home/built" ]; then
-    echo "$binary"
-    exit 0
-fi
+# Prints the binary and ends the script if it was built already.
+done_if_built() {
+    if [ -x "$binary" ] && [ -f "$home/built" ]; then
+        echo "$binary"
+        exit 0
+    fi
+}
+done_if_built
 
 # One build at a time per commit (two test processes may ask together).
 mkdir -p "$home"
 exec 9>"$home/lock"
 flock 9
-if [ -x "$binary" ] && [ -f "$home/built" ]; then
-    echo "$binary"
-    exit 0
-fi
+done_if_built
 rm -rf "$home/source"
 mkdir -p "$home/source" "$home/target/debug"
 git archive "$commit" | tar -x -C "$home/source"

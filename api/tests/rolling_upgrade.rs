@@ -13,13 +13,13 @@
 //! 5. the old instance stops: the new one serves everything either wrote.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared_catalog::{Databases, token};
 use sqlx::Connection;
-use support::{Process, finish, shardgate};
+use support::{Process, finish, finish_within, shardgate};
 
 mod shared_catalog;
 mod support;
@@ -30,24 +30,13 @@ mod support;
 /// explains on standard error).
 fn previous_release() -> Option<PathBuf> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/previous-release.sh");
-    let mut child = Command::new(&script)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("scripts/previous-release.sh starts");
-    let deadline = Instant::now() + Duration::from_secs(20 * 60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("scripts/previous-release.sh did not build the previous release within 20 minutes");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let output = child.wait_with_output().unwrap();
+    let output = finish_within(&mut Command::new(&script), Duration::from_secs(20 * 60));
+    let said = String::from_utf8_lossy(&output.stderr);
     if output.status.code() == Some(3) {
+        eprintln!("{said}");
         return None;
     }
-    assert!(output.status.success(), "scripts/previous-release.sh failed (its errors are above)");
+    assert!(output.status.success(), "scripts/previous-release.sh failed: {said}");
     let binary = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
     assert!(binary.is_file(), "scripts/previous-release.sh printed {}, which is no file", binary.display());
     Some(binary)
@@ -91,7 +80,7 @@ fn keys(page: &Value) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_of_the_previous_release_keeps_serving_beside_one_that_migrated() {
     let Some(previous) = previous_release() else {
-        eprintln!("NOT RUN: no git history to build the previous release from (see above)");
+        eprintln!("NOT RUN: no git history to build the previous release from");
         return;
     };
     let databases = Databases::create("sgup", 2).await;

@@ -56,6 +56,12 @@ impl DelayProxy {
     }
 }
 
+impl Drop for DelayProxy {
+    fn drop(&mut self) {
+        self.listening.abort();
+    }
+}
+
 /// A chunk held until its time, and the writer it goes to then.
 struct Held {
     at: std::time::Instant,
@@ -63,16 +69,16 @@ struct Held {
     to: mpsc::UnboundedSender<Vec<u8>>,
 }
 
-/// The thread that holds every chunk of the [`DelayProxy`]s given it until its time; ends
-/// when the last handle is dropped.
-#[derive(Debug, Clone)]
-pub struct DelayLine(std::sync::mpsc::Sender<Held>);
-
 impl std::fmt::Debug for Held {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Held").field("at", &self.at).field("bytes", &self.chunk.len()).finish()
     }
 }
+
+/// The thread that holds every chunk of the [`DelayProxy`]s given it until its time; ends
+/// when the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct DelayLine(std::sync::mpsc::Sender<Held>);
 
 impl DelayLine {
     /// Starts the thread.
@@ -101,12 +107,6 @@ impl DelayLine {
             }
         });
         Self(hold)
-    }
-}
-
-impl Drop for DelayProxy {
-    fn drop(&mut self) {
-        self.listening.abort();
     }
 }
 

@@ -18,12 +18,17 @@ pub fn shardgate(args: &[&str], data_dir: &Path) -> Command {
 /// Runs `command` to its end, for at most 30 s (then kills it and fails the test), and returns
 /// its status and output.
 pub fn finish(command: &mut Command) -> Output {
-    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the shardgate binary starts");
-    let deadline = Instant::now() + Duration::from_secs(30);
+    finish_within(command, Duration::from_secs(30))
+}
+
+/// [`finish`] for at most `bound`.
+pub fn finish_within(command: &mut Command, bound: Duration) -> Output {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("the command starts");
+    let deadline = Instant::now() + bound;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("{command:?} did not end within 30 s");
+            panic!("{command:?} did not end within {bound:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }

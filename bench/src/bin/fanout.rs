@@ -134,19 +134,9 @@ async fn run(base: &str, settings: &Settings) -> BenchResult<(usize, Vec<f64>)> 
             let mut failed = 0usize;
             let mut seed = (i as u64 + 11).wrapping_mul(0x9E37_79B9_7F4A_7C15);
             while !stop.load(Ordering::Relaxed) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let url = format!(
-                    "{base}/v1/tenants/wide/collections/items/records?start=k{:06}&limit={limit}",
-                    seed % records
-                );
+                let url = listing_url(&base, &mut seed, records, limit);
                 let started = Instant::now();
-                let ok = match client.get(&url).bearer_auth(&token).send().await {
-                    Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
-                    _ => false,
-                };
-                if ok {
+                if list(&client, &url, &token).await {
                     latencies.push(started.elapsed().as_secs_f64() * 1000.0);
                 } else {
                     failed += 1;
@@ -187,22 +177,9 @@ async fn open_loop(
     for n in 0..total {
         let at = start + interval * n as u32;
         tokio::time::sleep_until(at).await;
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let url = format!(
-            "{base}/v1/tenants/wide/collections/items/records?start=k{:06}&limit={}",
-            seed % settings.records.max(1) as u64,
-            settings.limit
-        );
+        let url = listing_url(base, &mut seed, settings.records.max(1) as u64, settings.limit);
         let (client, token) = (client.clone(), token.to_owned());
-        requests.spawn(async move {
-            let ok = match client.get(&url).bearer_auth(&token).send().await {
-                Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
-                _ => false,
-            };
-            ok.then(|| at.elapsed().as_secs_f64() * 1000.0)
-        });
+        requests.spawn(async move { list(&client, &url, &token).await.then(|| at.elapsed().as_secs_f64() * 1000.0) });
     }
     let mut latencies = Vec::with_capacity(total);
     let mut failed = 0;
@@ -216,4 +193,21 @@ async fn open_loop(
         return Err(format!("{failed} listings failed").into());
     }
     Ok((latencies.len(), latencies))
+}
+
+/// The URL of a listing of `wide`'s `items` from a random start key (`seed` advances, xorshift)
+/// among `records`, `limit` records long.
+fn listing_url(base: &str, seed: &mut u64, records: u64, limit: usize) -> String {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    format!("{base}/v1/tenants/wide/collections/items/records?start=k{:06}&limit={limit}", *seed % records)
+}
+
+/// Sends one listing and reads its body; whether it was answered 200.
+async fn list(client: &reqwest::Client, url: &str, token: &str) -> bool {
+    match client.get(url).bearer_auth(token).send().await {
+        Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
+        _ => false,
+    }
 }
