@@ -285,9 +285,72 @@ async fn the_last_delta_is_copied_and_compared_at_once(pair: Pair) {
     pair.drop_dbs().await;
 }
 
+/// A catch-up pass and a comparison scan in pages of the key ([`KeyPages`]) so that the pace can
+/// rest between them: the pages together take every row once, also rows written after the
+/// bounds were read (at either end of the key space, and between two bounds), and the paged
+/// comparison says what the one-statement comparison says.
+async fn a_scan_in_pages_takes_every_row_once(pair: Pair) {
+    use shardgate_shard_router::copy::{
+        KeyPages, Part, Pass, RECORDS, Since, Window, copy_rows_in_pages, split_checksums, split_checksums_in_pages,
+    };
+    let (source, target) = (&pair.source.db, &pair.target.db);
+    let written = seed(source).await;
+    let (acme, from, to) = (tenant("acme"), shard("s-src"), shard("s-dst"));
+    let selection = Selection::Tenant(&acme);
+    let method = CopyMethod::best(source, target);
+    let (src, dst) = (FencedShard::new(source, &from), FencedShard::new(target, &to));
+    let pages = KeyPages::of(&RECORDS, src, selection, 97).await.unwrap();
+    let conditions = pages.conditions(&RECORDS).unwrap();
+    assert_eq!(conditions.len(), written / 97 + 1, "{conditions:?}");
+    // Written after the bounds were read: before the first, after the last, between two.
+    for key in ["!first", "~last", "a5x"] {
+        put(source, "acme", "Users", key, 1, "{\"late\":true}").await;
+    }
+    let all = Pass { selection, window: Window::All, pace: None };
+    let copied = copy_rows_in_pages(&RECORDS, (src, dst), &all, method, &pages).await.unwrap();
+    assert_eq!(copied.read as usize, written + 3, "each row read once");
+    assert_eq!(rows(target, None).await, rows(source, Some("acme")).await);
+    // A moment, then changes: the paged pass since it takes them, and only them.
+    let since = Since::now(src, std::time::Duration::ZERO).await.unwrap();
+    if matches!(since, Since::Time(_)) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let now = shardgate_shard_router::now_ms();
+    for key in ["!first", "B1", "🦀5"] {
+        put_at(source, ("acme", "Users", key), 1, "{\"again\":true}", now).await;
+    }
+    let since = &since;
+    let settled = |pages: &KeyPages| {
+        let pages = pages.clone();
+        async move {
+            split_checksums_in_pages(&RECORDS, (src, dst), selection, (since, Part::Settled), (&pages, None)).await
+        }
+    };
+    let (a, b) = settled(&pages).await.unwrap().unwrap();
+    assert_eq!(
+        (a.clone(), b.clone()),
+        split_checksums(&RECORDS, (src, dst), selection, since, Part::Settled).await.unwrap().unwrap()
+    );
+    assert_eq!(a, b, "the settled rows are on the target");
+    assert_eq!(a.rows as usize, written, "all but the three changed since");
+    let delta = Pass { selection, window: Window::ChangedSince(since), pace: None };
+    let copied = copy_rows_in_pages(&RECORDS, (src, dst), &delta, method, &pages).await.unwrap();
+    assert_eq!((copied.read, copied.written), (3, 3));
+    assert_eq!(rows(target, None).await, rows(source, Some("acme")).await);
+    // A settled row that differs is found by the paged comparison too.
+    sqlx::query("UPDATE records SET value = '{\"tampered\":true}' WHERE key = 'a5x'")
+        .execute(&target.pool)
+        .await
+        .unwrap();
+    let (a, b) = settled(&pages).await.unwrap().unwrap();
+    assert_ne!(a, b);
+    pair.drop_dbs().await;
+}
+
 shardgate_shard_router::on_both_engines!(
     sqlite: Pair::sqlite(),
     postgres: Pair::postgres();
+    a_scan_in_pages_takes_every_row_once,
     a_split_at_a_moment_compares_settled_and_changed_rows,
     the_last_delta_is_copied_and_compared_at_once,
     a_tenant_is_copied_whole_and_alone,

@@ -12,7 +12,7 @@
 //! `mover` and tenant `neighbour` to `s0` and tenant `far` to `s1`, loads `RECORDS` records of
 //! about 200 bytes into `mover`, then runs `WRITERS` writers of `mover` (unconditional `PUT`s of
 //! random keys) and `OTHERS` clients of each other tenant (half `PUT`, half `GET`) for
-//! `BEFORE_SECS` seconds, starts the move of `mover` to `s1`, and keeps the traffic going until
+//! `WARMUP_SECS` and `BEFORE_SECS` seconds, starts the move of `mover` to `s1`, and keeps the traffic going until
 //! the move is done and `AFTER_SECS` more. Every request's start and end are kept.
 //!
 //! Reported: the moving tenant's write latency (p50, p99, max) inside the cut-over window
@@ -38,7 +38,13 @@
 //! (`progress.pace`). With `ADAPTIVE_PACE=0` the copy runs at `COPY_BYTES_PER_SECOND`
 //! throughout, as it did before adaptive pacing.
 //!
-//! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `BEFORE_SECS` (5), `AFTER_SECS`
+//! The level "before" is the other tenants' requests in the last `BEFORE_SECS` before the move,
+//! after `WARMUP_SECS` of the same traffic: right after the load, the shards' latency drifts for
+//! a while (one run: p99 per 5 s rising from 5.6 to 18 ms before any move), and a level taken
+//! then says more about that drift than about the move. The report adds the p99 per 5 s over
+//! the whole run, so drift shows.
+//!
+//! Settings: `RECORDS` (100000), `WRITERS` (4), `OTHERS` (2), `WARMUP_SECS` (10), `BEFORE_SECS` (10), `AFTER_SECS`
 //! (2), `COPY_BYTES_PER_SECOND` (4194304, the gateway's default), `ADAPTIVE_PACE` (1),
 //! `PACE_TOLERANCE` and `PACE_FLOOR_BYTES_PER_SECOND` (the gateway's defaults, 0.1 and 262144),
 //! `COPY_BATCH_BYTES` (the gateway's default, 16777216), `MOVE` (`tenant`), `BLOB_MIB` (0), `DRAIN`
@@ -80,6 +86,11 @@ fn now_ms() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
 }
 
+/// Whether `sample` started and ended within `(from, until)` (ms since the Unix epoch).
+fn in_window(sample: &Sample, (from, until): (f64, f64)) -> bool {
+    sample.start_ms >= from && sample.end_ms < until
+}
+
 fn latencies(samples: &[Sample], keep: impl Fn(&Sample) -> bool) -> Vec<f64> {
     let mut out: Vec<f64> = samples.iter().filter(|s| keep(s)).map(|s| s.end_ms - s.start_ms).collect();
     out.sort_by(f64::total_cmp);
@@ -92,7 +103,8 @@ async fn main() -> BenchResult<()> {
     let records = env("RECORDS", 100_000)?;
     let writers = env("WRITERS", 4)?;
     let others = env("OTHERS", 2)?;
-    let before = Duration::from_secs(env("BEFORE_SECS", 5)? as u64);
+    let warmup = Duration::from_secs(env("WARMUP_SECS", 10)? as u64);
+    let before = Duration::from_secs(env("BEFORE_SECS", 10)? as u64);
     let after = Duration::from_secs(env("AFTER_SECS", 2)? as u64);
     let rate = env("COPY_BYTES_PER_SECOND", 4 << 20)? as u64;
     let defaults = shardgate_shard_router::MoveConfig::default();
@@ -124,7 +136,7 @@ async fn main() -> BenchResult<()> {
         &names,
         &tag,
         &target_pg,
-        (records, writers, others, before, after, rate),
+        (records, writers, others, (warmup, before), after, rate),
         pace,
         (redistribute, drain),
         blob_mib,
@@ -141,7 +153,14 @@ async fn run(
     names: &[String; 3],
     tag: &str,
     target_pg: &str,
-    (records, writers, others, before, after, rate): (usize, usize, usize, Duration, Duration, u64),
+    (records, writers, others, (warmup, before), after, rate): (
+        usize,
+        usize,
+        usize,
+        (Duration, Duration),
+        Duration,
+        u64,
+    ),
     pace: Pacing,
     (redistribute, drain): (bool, bool),
     blob_mib: usize,
@@ -268,8 +287,10 @@ async fn run(
             }
         });
     }
-    tokio::time::sleep(before).await;
+    tokio::time::sleep(warmup + before).await;
     let move_started = now_ms();
+    // The window "before" compares with: the last `before` of the traffic, after its warm-up.
+    let before_window = (move_started - before.as_secs_f64() * 1000.0, move_started);
     let started = if redistribute {
         // The collection spreads over both shards instead: its rows change table too.
         client.put(format!("{base}/v1/admin/tenants/mover/collections/c")).json(&json!({"distribution": "hash"}))
@@ -302,7 +323,7 @@ async fn run(
             let _ = server.await;
         }
         let samples = samples.lock().clone();
-        return report_large(&job, &samples, &phases, move_started, blob_mib);
+        return report_large(&job, &samples, &phases, before_window, blob_mib);
     }
     // Then shard s1, which holds the moved tenant's records now, is drained under the same
     // traffic: its vshards and both tenants pinned to it go to s0.
@@ -332,7 +353,7 @@ async fn run(
         .collect();
     ends.sort_by(f64::total_cmp);
     let gap = ends.windows(2).filter(|w| w[1] >= window.0 && w[0] <= window.1).map(|w| w[1] - w[0]).fold(0.0, f64::max);
-    let others_before = latencies(&samples, |s| !s.mover && s.end_ms < move_started);
+    let others_before = latencies(&samples, |s| !s.mover && in_window(s, before_window));
     let others_copy = latencies(&samples, |s| !s.mover && s.start_ms >= move_started && s.end_ms <= fenced);
     let bytes = progress["bytes_copied"].as_f64().unwrap_or(0.0);
     let copy_secs = (fenced - move_started) / 1000.0;
@@ -378,7 +399,7 @@ async fn run(
     );
     // The same, for each side of the move: `neighbour` on its source, `far` on its target.
     for (far, side) in [(false, "source s0 (neighbour)"), (true, "target s1 (far)")] {
-        let before = latencies(&samples, |s| !s.mover && s.far == far && s.end_ms < move_started);
+        let before = latencies(&samples, |s| !s.mover && s.far == far && in_window(s, before_window));
         let copy =
             latencies(&samples, |s| !s.mover && s.far == far && s.start_ms >= move_started && s.end_ms <= fenced);
         let (before, copy) = (percentile(&before, 0.99), percentile(&copy, 0.99));
@@ -402,6 +423,19 @@ async fn run(
         }
     }
     println!("other tenants, p99 by phase before the fence: {}", by_phase.join(", "));
+    // Over time, to tell drift (a table growing, dead rows) from the move's own weight.
+    let first = samples.iter().map(|s| s.start_ms).fold(f64::INFINITY, f64::min);
+    let last = samples.iter().map(|s| s.end_ms).fold(0.0, f64::max);
+    let mut timeline = Vec::new();
+    let mut from = first;
+    while from < last {
+        let slice = latencies(&samples, |s| !s.mover && s.end_ms >= from && s.end_ms < from + 5000.0);
+        if !slice.is_empty() {
+            timeline.push(format!("{:+.0} s {:.2}", (from - move_started) / 1000.0, percentile(&slice, 0.99)));
+        }
+        from += 5000.0;
+    }
+    println!("other tenants, p99 ms per 5 s from the move's start: {}", timeline.join(", "));
     println!(
         "copy: {:.1} MB in {copy_secs:.1} s = {:.1} MB/s ({} rows, {} passes, method {}); start to switch {:.1} s",
         bytes / 1e6,
@@ -455,9 +489,10 @@ fn report_large(
     job: &Value,
     samples: &[Sample],
     phases: &[(f64, String)],
-    move_started: f64,
+    before_window: (f64, f64),
     blob_mib: usize,
 ) -> BenchResult<()> {
+    let move_started = before_window.1;
     if job["state"] != "done" {
         return Err(format!("the move ended {}: {job}", job["state"]).into());
     }
@@ -465,7 +500,7 @@ fn report_large(
     let copied_until = phases.iter().find(|(_, phase)| phase != "copy").map_or(f64::NAN, |(t, _)| *t);
     let copy_secs = (copied_until - move_started) / 1000.0;
     let failed = samples.iter().filter(|s| !s.ok).count();
-    let others_before = latencies(samples, |s| !s.mover && s.end_ms < move_started);
+    let others_before = latencies(samples, |s| !s.mover && in_window(s, before_window));
     let others_copy = latencies(samples, |s| !s.mover && s.start_ms >= move_started && s.end_ms <= copied_until);
     let (p_before, p_copy) = (percentile(&others_before, 0.99), percentile(&others_copy, 0.99));
     let switched = progress["switched_at_ms"].as_f64().unwrap_or(f64::NAN);

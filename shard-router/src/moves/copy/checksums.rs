@@ -6,6 +6,8 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
+use super::driver::KeyPages;
+use super::pace::Pace;
 use super::pages::{Pages, Value, column_list};
 use super::selection::{Pass, Selection, Since, Window};
 use super::tables::{CopyTable, RowFilter};
@@ -287,12 +289,56 @@ pub enum Part<'a> {
 /// rows are always compared whole).
 pub async fn split_checksums(
     table: &CopyTable,
-    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    sides: (FencedShard<'_>, FencedShard<'_>),
     selection: Selection<'_>,
     since: &Since,
     part: Part<'_>,
 ) -> Result<Option<(Checksum, Checksum)>, Error> {
-    let selected = selection.inline_condition();
+    split_within(table, sides, selection, (since, part), "").await
+}
+
+/// [`split_checksums`] a page at a time ([`KeyPages`]), resting after each as `pace` says
+/// ([`Pace::rest`]), when both shards are PostgreSQL (whose checksums add up) and the table's
+/// rows carry their change (else in one go). Each page is compared from a snapshot of its own,
+/// so a row that changes between two pages is left out of the settled part on the source only:
+/// the checksums then differ (and the cut-over compares everything), never agree wrongly.
+pub async fn split_checksums_in_pages(
+    table: &CopyTable,
+    sides: (FencedShard<'_>, FencedShard<'_>),
+    selection: Selection<'_>,
+    (since, part): (&Since, Part<'_>),
+    (pages, pace): (&KeyPages, Option<&Pace>),
+) -> Result<Option<(Checksum, Checksum)>, Error> {
+    let both_postgres = sides.0.db().postgres().is_some() && sides.1.db().postgres().is_some();
+    if !both_postgres || !matches!(table.rows, RowFilter::Changed(_)) {
+        return split_checksums(table, sides, selection, since, part).await;
+    }
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for page in pages.conditions(table)? {
+        let started = std::time::Instant::now();
+        let Some((mine, yours)) = split_within(table, sides, selection, (since, part), &page).await? else {
+            return Ok(None);
+        };
+        ours.push(mine);
+        theirs.push(yours);
+        if let Some(pace) = pace {
+            pace.rest(started.elapsed()).await;
+        }
+    }
+    Ok(Some((add_checksums(&ours)?, add_checksums(&theirs)?)))
+}
+
+/// [`split_checksums`] of the rows within `page` of the key (a condition; "" for all, the only
+/// page of a table whose rows do not carry their change).
+async fn split_within(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    selection: Selection<'_>,
+    (since, part): (&Since, Part<'_>),
+    page: &str,
+) -> Result<Option<(Checksum, Checksum)>, Error> {
+    let within = |condition: String| if page.is_empty() { condition } else { format!("{condition} AND {page}") };
+    let selected = within(selection.inline_condition());
     // Each key changed since, and whether it changed since the later moment too (those are
     // left out of an `Until` part on both sides).
     let later = |column: &str| match part {
@@ -325,7 +371,7 @@ pub async fn split_checksums(
         Part::Changed => Window::ChangedSince(since),
         Part::Until(until) => Window::Between(since, until),
     };
-    let ours_condition = Pass { selection, window, pace: None }.condition(table);
+    let ours_condition = within(Pass { selection, window, pace: None }.condition(table));
     let width = columns.split(", ").count();
     let (keys, ours) = match source.db().postgres() {
         Some(_) => {
@@ -349,7 +395,7 @@ pub async fn split_checksums(
     if keys.len() > MAX_CHANGED_KEYS {
         return Ok(None);
     }
-    let mut theirs_condition = Pass { selection, window: Window::All, pace: None }.condition(table);
+    let mut theirs_condition = within(Pass { selection, window: Window::All, pace: None }.condition(table));
     let mut tuples = Vec::with_capacity(keys.len());
     for row in &keys {
         let changed_later: i64 = row.try_get(width).map_err(|e| source.err(e))?;

@@ -25,6 +25,39 @@ pub async fn copy_rows(
     copy_where(table, (source, target), &Rows { condition: pass.condition(table), pace: pass.pace }, method).await
 }
 
+/// [`copy_rows`] a page at a time ([`KeyPages`]), resting after each as the pass's pace says
+/// ([`super::Pace::rest`]): a catch-up pass reads every row of its selection to find the few
+/// changed since, and in one statement that read would take the shards at once.
+pub async fn copy_rows_in_pages(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    pass: &Pass<'_>,
+    method: CopyMethod,
+    pages: &KeyPages,
+) -> Result<Copied, Error> {
+    let condition = pass.condition(table);
+    let mut copied: Option<Copied> = None;
+    for page in pages.conditions(table)? {
+        let started = std::time::Instant::now();
+        let condition = if page.is_empty() { condition.clone() } else { format!("{condition} AND {page}") };
+        let rows = Rows { condition, pace: pass.pace };
+        let this = copy_where(table, (source, target), &rows, method).await?;
+        copied = Some(match copied {
+            None => this,
+            Some(so_far) => Copied {
+                method: this.method,
+                read: so_far.read + this.read,
+                written: so_far.written + this.written,
+                bytes: so_far.bytes + this.bytes,
+            },
+        });
+        if let Some(pace) = pass.pace {
+            pace.rest(started.elapsed()).await;
+        }
+    }
+    Ok(copied.expect("one page at least"))
+}
+
 /// [`copy_rows`] of the rows `rows` takes.
 async fn copy_where(
     table: &CopyTable,
@@ -122,16 +155,70 @@ async fn batch_end(
     let sql = format!("SELECT {key} FROM {} WHERE {condition} ORDER BY {key} LIMIT 1 OFFSET {}", table.name, rows - 1);
     let row = sqlx::query(&sql).fetch_optional(source.pool()).await.map_err(|e| source.err(e))?;
     let Some(row) = row else { return Ok(None) };
+    read_key(table, &row).map(Some).map_err(|e| source.err(e))
+}
+
+/// The key of `table` a row read from its key columns (in key order) holds.
+fn read_key(table: &CopyTable, row: &sqlx::any::AnyRow) -> Result<RowKey, sqlx::Error> {
     let kinds = key_positions(table).into_iter().map(|i| table.columns[i].1);
-    let values = kinds
+    kinds
         .enumerate()
         .map(|(i, kind)| match kind {
             ColumnKind::Int => row.try_get(i).map(KeyValue::Int),
             _ => row.try_get(i).map(KeyValue::Text),
         })
-        .collect::<Result<RowKey, _>>()
-        .map_err(|e| source.err(e))?;
-    Ok(Some(values))
+        .collect()
+}
+
+/// About how many rows a page of a scan holds ([`KeyPages`]).
+pub const SCAN_PAGE_ROWS: u64 = 10_000;
+
+/// Where a scan of the rows a selection takes of a table (a catch-up pass, a comparison) is cut
+/// into pages, each one statement that the pace can rest after ([`super::Pace::rest`]): every
+/// `rows`-th key on the source, in key order. Any sorted list of keys cuts the key space into
+/// pages that together hold every row, so bounds taken once serve every later scan, however the
+/// rows changed since; stale bounds only make pages bigger or smaller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyPages {
+    bounds: Vec<RowKey>,
+}
+
+impl KeyPages {
+    /// The bounds of the pages of about `rows` rows of `table` that `selection` takes on
+    /// `source`, read in one statement over the key columns.
+    pub async fn of(
+        table: &CopyTable,
+        source: FencedShard<'_>,
+        selection: Selection<'_>,
+        rows: u64,
+    ) -> Result<Self, Error> {
+        let key = table.key.join(", ");
+        let condition = Pass { selection, window: Window::All, pace: None }.condition(table);
+        let sql = format!(
+            "SELECT {key} FROM (SELECT {key}, ROW_NUMBER() OVER (ORDER BY {key}) AS page_row FROM {} WHERE {condition}) t \
+             WHERE page_row % {} = 0 ORDER BY {key}",
+            table.name,
+            rows.max(1)
+        );
+        let found = sqlx::query(&sql).fetch_all(source.pool()).await.map_err(|e| source.err(e))?;
+        let bounds =
+            found.iter().map(|row| read_key(table, row)).collect::<Result<_, _>>().map_err(|e| source.err(e))?;
+        Ok(Self { bounds })
+    }
+
+    /// Each page's condition on `table`'s key, to be added to a condition with `AND`: the first
+    /// from the smallest key, the last up to the largest; "" for the one page of no bounds.
+    pub fn conditions(&self, table: &CopyTable) -> Result<Vec<String>, Error> {
+        let key = table.key.join(", ");
+        let bounds = self.bounds.iter().map(|bound| inline_key(table, bound)).collect::<Result<Vec<_>, _>>()?;
+        Ok((0..=bounds.len())
+            .map(|i| {
+                let after = i.checked_sub(1).map(|j| format!("({key}) > ({})", bounds[j]));
+                let until = bounds.get(i).map(|bound| format!("({key}) <= ({bound})"));
+                after.into_iter().chain(until).collect::<Vec<_>>().join(" AND ")
+            })
+            .collect())
+    }
 }
 
 /// `key` as SQL literals, in the order of `table`'s key (a `COPY` takes no parameters).

@@ -42,9 +42,11 @@ mod tables;
 
 pub use checksums::{
     Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, split_checksums,
-    sum_by_keys,
+    split_checksums_in_pages, sum_by_keys,
 };
-pub use driver::{Batch, KeyValue, RowKey, copy_batch, copy_rows, purge_rows};
+pub use driver::{
+    Batch, KeyPages, KeyValue, RowKey, SCAN_PAGE_ROWS, copy_batch, copy_rows, copy_rows_in_pages, purge_rows,
+};
 pub use fenced::{copy_and_compare, copy_placed_and_compare};
 pub use method::{Copied, CopyMethod};
 pub use pace::{Pace, PaceReport, PaceSettings};

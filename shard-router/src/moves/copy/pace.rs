@@ -259,6 +259,23 @@ impl Pace {
         }
     }
 
+    /// After a page of a scan (a catch-up pass, a comparison) kept the shards busy for `busy`,
+    /// waits so that scans take the shards for at most the pace's share of the ceiling: `busy`
+    /// times (ceiling ÷ pace − 1). A scan reads far more rows than it copies, and its pages are
+    /// single statements [`Pace::take`] cannot spread; this spreads them. At the ceiling (and
+    /// with a fixed pace) it does not wait.
+    pub async fn rest(&self, busy: Duration) {
+        let wait = {
+            let mut state = self.state.lock();
+            let now = Instant::now();
+            self.steer(&mut state, now);
+            rest_for(busy, state.rate, self.settings.ceiling)
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+
     /// Once an interval has passed, feeds the loop what the watched shards' requests saw.
     fn steer(&self, state: &mut State, now: Instant) {
         let Some(meter) = &self.meter else { return };
@@ -302,6 +319,15 @@ impl State {
         self.rate = rate;
         record_change(&mut self.changes, (now_ms(), rate));
     }
+}
+
+/// How long a scan that was busy for `busy` rests at pace `rate` below `ceiling`: so that it is
+/// busy for `rate ÷ ceiling` of the time. No rest at the ceiling, without a limit or at 0.
+fn rest_for(busy: Duration, rate: u64, ceiling: u64) -> Duration {
+    if rate == 0 || ceiling == 0 || rate >= ceiling {
+        return Duration::ZERO;
+    }
+    busy.mul_f64(ceiling as f64 / rate as f64 - 1.0)
 }
 
 /// Adds `change` to `changes`, dropping the oldest beyond [`MAX_CHANGES`].
@@ -396,6 +422,16 @@ mod tests {
         let rate = controller.observe(&[seen(100, 1000), seen(50, 3000)]);
         assert_eq!(controller.baselines(), &[Some(1000.0), Some(3000.0)], "measured over the floor's interval");
         assert_eq!(rate, MIB / 4 + MIB / 2);
+    }
+
+    #[test]
+    fn a_scan_rests_so_that_it_is_busy_for_the_paces_share_of_the_ceiling() {
+        let busy = Duration::from_millis(20);
+        assert_eq!(rest_for(busy, 4 * MIB, 4 * MIB), Duration::ZERO, "at the ceiling it never rests");
+        assert_eq!(rest_for(busy, MIB, 4 * MIB), Duration::from_millis(60), "a quarter of the time busy");
+        assert_eq!(rest_for(busy, MIB / 4, 4 * MIB), Duration::from_millis(300), "at the floor, a sixteenth");
+        assert_eq!(rest_for(busy, 0, 0), Duration::ZERO, "no limit");
+        assert_eq!(rest_for(busy, MIB, 0), Duration::ZERO, "no limit");
     }
 
     #[test]
