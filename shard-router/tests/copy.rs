@@ -285,13 +285,13 @@ async fn the_last_delta_is_copied_and_compared_at_once(pair: Pair) {
     pair.drop_dbs().await;
 }
 
-/// A catch-up pass and a comparison scan in pages of the key ([`KeyPages`]) so that the pace can
-/// rest between them: the pages together take every row once, also rows written after the
-/// bounds were read (at either end of the key space, and between two bounds), and the paged
-/// comparison says what the one-statement comparison says.
-async fn a_scan_in_pages_takes_every_row_once(pair: Pair) {
+/// The comparison of a move's settled rows scans in pages of the key ([`KeyPages`]) so that the
+/// pace can rest between them: the pages together count every row once, rows written after
+/// the bounds were read too (at either end of the key space, and between two bounds), and the
+/// paged comparison says what the one-statement comparison says (on SQLite it is that one).
+async fn a_comparison_in_pages_counts_every_row_once(pair: Pair) {
     use shardgate_shard_router::copy::{
-        KeyPages, Part, Pass, RECORDS, Since, Window, copy_rows_in_pages, split_checksums, split_checksums_in_pages,
+        KeyPages, Part, Pass, RECORDS, Since, Window, copy_rows, split_checksums, split_checksums_in_pages,
     };
     let (source, target) = (&pair.source.db, &pair.target.db);
     let written = seed(source).await;
@@ -307,10 +307,10 @@ async fn a_scan_in_pages_takes_every_row_once(pair: Pair) {
         put(source, "acme", "Users", key, 1, "{\"late\":true}").await;
     }
     let all = Pass { selection, window: Window::All, pace: None };
-    let copied = copy_rows_in_pages(&RECORDS, (src, dst), &all, method, &pages).await.unwrap();
-    assert_eq!(copied.read as usize, written + 3, "each row read once");
+    let copied = copy_rows(&RECORDS, src, dst, &all, method).await.unwrap();
+    assert_eq!(copied.read as usize, written + 3);
     assert_eq!(rows(target, None).await, rows(source, Some("acme")).await);
-    // A moment, then changes: the paged pass since it takes them, and only them.
+    // A moment, then changes: the settled part leaves them out.
     let since = Since::now(src, std::time::Duration::ZERO).await.unwrap();
     if matches!(since, Since::Time(_)) {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
@@ -334,7 +334,7 @@ async fn a_scan_in_pages_takes_every_row_once(pair: Pair) {
     assert_eq!(a, b, "the settled rows are on the target");
     assert_eq!(a.rows as usize, written, "all but the three changed since");
     let delta = Pass { selection, window: Window::ChangedSince(since), pace: None };
-    let copied = copy_rows_in_pages(&RECORDS, (src, dst), &delta, method, &pages).await.unwrap();
+    let copied = copy_rows(&RECORDS, src, dst, &delta, method).await.unwrap();
     assert_eq!((copied.read, copied.written), (3, 3));
     assert_eq!(rows(target, None).await, rows(source, Some("acme")).await);
     // A settled row that differs is found by the paged comparison too.
@@ -350,7 +350,7 @@ async fn a_scan_in_pages_takes_every_row_once(pair: Pair) {
 shardgate_shard_router::on_both_engines!(
     sqlite: Pair::sqlite(),
     postgres: Pair::postgres();
-    a_scan_in_pages_takes_every_row_once,
+    a_comparison_in_pages_counts_every_row_once,
     a_split_at_a_moment_compares_settled_and_changed_rows,
     the_last_delta_is_copied_and_compared_at_once,
     a_tenant_is_copied_whole_and_alone,

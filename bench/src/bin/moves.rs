@@ -312,6 +312,18 @@ async fn run(
         if job["state"] != "running" {
             break job;
         }
+        let running_ms = now_ms() - move_started;
+        if running_ms % 30_000.0 < 100.0 && running_ms > 1000.0 {
+            // A move that takes long says where it is.
+            let progress = &job["progress"];
+            eprintln!(
+                "still running after {:.0} s: phase {}, passes {}, pace {} B/s",
+                running_ms / 1000.0,
+                progress["phase"],
+                progress["passes"],
+                progress["pace"]["bytes_per_second"]
+            );
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     tokio::time::sleep(after).await;

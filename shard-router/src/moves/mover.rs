@@ -16,10 +16,7 @@
 //!    copied row replaces an older version of its key and never a newer one, so any pass can
 //!    be repeated.
 //! 2. `catch_up`: passes over the rows changed since the previous pass began, until one finds
-//!    few. A pass reads every row of the subject to find those, so it reads in pages of the key
-//!    ([`crate::moves::copy::KeyPages`], bounds read once per run), each read and merged as
-//!    values, resting after each as the pace says ([`crate::moves::copy::Pace::rest`]), and so
-//!    does the comparison of the settled rows. "Since" is a moment on the source ([`crate::moves::copy::Since`]): on PostgreSQL the
+//!    few. "Since" is a moment on the source ([`crate::moves::copy::Since`]): on PostgreSQL the
 //!    transactions not yet committed then (each row's `xmin` says which wrote it), exact
 //!    whatever the instances' clocks; on SQLite the rows' change times, less a margin for
 //!    instance clocks that differ (`moves.clock_margin`, 1 s). Then the settled rows (not changed
@@ -69,7 +66,7 @@ use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
     Checksum, CopyMethod, CopySize, CopyTable, INDEX_ENTRIES, KeyPages, Pace, PaceReport, Part, Pass, RowKey,
     SCAN_PAGE_ROWS, SPREAD_RECORDS, Selection, Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch,
-    copy_rows, copy_rows_in_pages, copy_size, purge_rows, split_checksums, split_checksums_in_pages,
+    copy_rows, copy_size, purge_rows, split_checksums, split_checksums_in_pages,
 };
 use crate::moves::job::{
     CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, copy_pace, drive,
@@ -574,14 +571,6 @@ struct Run<'m> {
     pages: parking_lot::Mutex<std::collections::BTreeMap<&'static str, KeyPages>>,
 }
 
-/// Whether a pass runs while the source still changes, its scans in pages with rests between
-/// them, or under the fence, where every moment of the copy keeps the subject's writes waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Scan {
-    Paced,
-    Fenced,
-}
-
 impl Run<'_> {
     fn router(&self) -> &ShardRouter {
         &self.mover.router
@@ -708,7 +697,7 @@ impl Run<'_> {
     async fn catch_up(&mut self) -> Result<(), Error> {
         while self.progress.copied.passes < MAX_CATCH_UP_PASSES + 1 {
             let since = self.since();
-            self.pass(since, Scan::Paced).await?;
+            self.pass(since).await?;
             if self.progress.copied.lag_rows <= SMALL_DELTA_ROWS {
                 break;
             }
@@ -757,7 +746,7 @@ impl Run<'_> {
     }
 
     /// One pass over every table of the tenant (rows changed since `since`, or all).
-    async fn pass(&mut self, since: Option<Since>, scan: Scan) -> Result<(), Error> {
+    async fn pass(&mut self, since: Option<Since>) -> Result<(), Error> {
         let ((from, source), (to, target)) = self.shards()?;
         let started = now_ms();
         let began = Since::now(FencedShard::new(&source, &from), self.router().move_config().clock_margin).await?;
@@ -767,16 +756,7 @@ impl Run<'_> {
         for (table, selection) in self.copied_tables() {
             let pass = Pass { selection, window, pace: Some(&self.pace) };
             let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
-            let copied = match scan {
-                Scan::Paced => {
-                    let pages = self.pages_of(table, selection, sides.0).await?;
-                    // A page of a catch-up pass finds few changed rows: read and merged as
-                    // values, they spare the target a staging table per page.
-                    let method = if since.is_some() { CopyMethod::Pages } else { method };
-                    copy_rows_in_pages(table, sides, &pass, method, &pages).await?
-                }
-                Scan::Fenced => copy_rows(table, sides.0, sides.1, &pass, method).await?,
-            };
+            let copied = copy_rows(table, sides.0, sides.1, &pass, method).await?;
             rows += copied.read;
             bytes += copied.bytes;
             used = Some(copied.method);
@@ -795,7 +775,7 @@ impl Run<'_> {
         let (source, target) = (FencedShard::new(&source_db, &from), FencedShard::new(&target_db, &to));
         // A pass just before the fence leaves the one under it little to copy, and what it
         // copied is compared now, outside the fence.
-        self.pass(self.since(), Scan::Paced).await?;
+        self.pass(self.since()).await?;
         if let (Some(compared), Some(until)) = (self.progress.settled_since.clone(), self.since()) {
             self.retire_orphan_uploads(&target).await?;
             let between = self.compare_part((source, target), &compared, Part::Until(&until), &[]).await?;
@@ -819,7 +799,7 @@ impl Run<'_> {
             Some(since) if compared.as_ref() == Some(&since) => {
                 checked = self.last_delta((source, target), &since).await?;
             }
-            since => self.pass(since, Scan::Fenced).await?,
+            since => self.pass(since).await?,
         }
         let vshards = self.subject.borrowed().vshards();
         if !vshards.is_empty() {
@@ -848,7 +828,7 @@ impl Run<'_> {
                 job = self.id,
                 "checksums differ after the last delta; copying and comparing everything once more"
             );
-            self.pass(None, Scan::Fenced).await?;
+            self.pass(None).await?;
             self.retire_orphan_uploads(&target).await?;
             checksums = self.compare_all(&source, &target).await?;
         }

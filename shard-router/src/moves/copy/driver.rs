@@ -25,39 +25,6 @@ pub async fn copy_rows(
     copy_where(table, (source, target), &Rows { condition: pass.condition(table), pace: pass.pace }, method).await
 }
 
-/// [`copy_rows`] a page at a time ([`KeyPages`]), resting after each as the pass's pace says
-/// ([`super::Pace::rest`]): a catch-up pass reads every row of its selection to find the few
-/// changed since, and in one statement that read would take the shards at once.
-pub async fn copy_rows_in_pages(
-    table: &CopyTable,
-    (source, target): (FencedShard<'_>, FencedShard<'_>),
-    pass: &Pass<'_>,
-    method: CopyMethod,
-    pages: &KeyPages,
-) -> Result<Copied, Error> {
-    let condition = pass.condition(table);
-    let mut copied: Option<Copied> = None;
-    for page in pages.conditions(table)? {
-        let started = std::time::Instant::now();
-        let condition = if page.is_empty() { condition.clone() } else { format!("{condition} AND {page}") };
-        let rows = Rows { condition, pace: pass.pace };
-        let this = copy_where(table, (source, target), &rows, method).await?;
-        copied = Some(match copied {
-            None => this,
-            Some(so_far) => Copied {
-                method: this.method,
-                read: so_far.read + this.read,
-                written: so_far.written + this.written,
-                bytes: so_far.bytes + this.bytes,
-            },
-        });
-        if let Some(pace) = pass.pace {
-            pace.rest(started.elapsed()).await;
-        }
-    }
-    Ok(copied.expect("one page at least"))
-}
-
 /// [`copy_rows`] of the rows `rows` takes.
 async fn copy_where(
     table: &CopyTable,
@@ -173,8 +140,8 @@ fn read_key(table: &CopyTable, row: &sqlx::any::AnyRow) -> Result<RowKey, sqlx::
 /// About how many rows a page of a scan holds ([`KeyPages`]).
 pub const SCAN_PAGE_ROWS: u64 = 10_000;
 
-/// Where a scan of the rows a selection takes of a table (a catch-up pass, a comparison) is cut
-/// into pages, each one statement that the pace can rest after ([`super::Pace::rest`]): every
+/// Where a scan of the rows a selection takes of a table (the comparison of a move's settled
+/// rows) is cut into pages, each one statement that the pace can rest after ([`super::Pace::rest`]): every
 /// `rows`-th key on the source, in key order. Any sorted list of keys cuts the key space into
 /// pages that together hold every row, so bounds taken once serve every later scan, however the
 /// rows changed since; stale bounds only make pages bigger or smaller.

@@ -259,11 +259,12 @@ impl Pace {
         }
     }
 
-    /// After a page of a scan (a catch-up pass, a comparison) kept the shards busy for `busy`,
-    /// waits so that scans take the shards for at most the pace's share of the ceiling: `busy`
-    /// times (ceiling ÷ pace − 1). A scan reads far more rows than it copies, and its pages are
-    /// single statements [`Pace::take`] cannot spread; this spreads them. At the ceiling (and
-    /// with a fixed pace) it does not wait.
+    /// After a page of a scan (the comparison of a move's settled rows) kept the shards busy for
+    /// `busy`, waits so that the scan takes the shards for at most the pace's share of the
+    /// ceiling: `busy` times (ceiling ÷ pace − 1). A scan copies nothing that [`Pace::take`]
+    /// could count, and in one statement it would take the shards at once; this spreads it. At
+    /// the ceiling (and with a fixed pace) it does not wait. `busy` must not hold a wait of the
+    /// pace's own, or each rest would grow with the last.
     pub async fn rest(&self, busy: Duration) {
         let wait = {
             let mut state = self.state.lock();
