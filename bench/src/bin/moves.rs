@@ -301,6 +301,7 @@ async fn run(
     let id = job["id"].as_str().ok_or_else(|| format!("no job: {job}"))?.to_owned();
     // When each phase was first seen (as stored at the job's heartbeats, polled every 100 ms).
     let mut phases: Vec<(f64, String)> = vec![(move_started, "copy".to_owned())];
+    let mut next_report_ms = 30_000.0;
     let job = loop {
         let job: Value =
             client.get(format!("{base}/v1/admin/jobs/{id}")).bearer_auth(&admin).send().await?.json().await?;
@@ -313,7 +314,8 @@ async fn run(
             break job;
         }
         let running_ms = now_ms() - move_started;
-        if running_ms % 30_000.0 < 100.0 && running_ms > 1000.0 {
+        if running_ms >= next_report_ms {
+            next_report_ms += 30_000.0;
             // A move that takes long says where it is.
             let progress = &job["progress"];
             eprintln!(

@@ -65,8 +65,8 @@ use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
     Checksum, CopyMethod, CopySize, CopyTable, INDEX_ENTRIES, KeyPages, Pace, PaceReport, Part, Pass, RowKey,
-    SCAN_PAGE_ROWS, SPREAD_RECORDS, Selection, Since, TENANT_TABLES, Window, checksums, copy_and_compare, copy_batch,
-    copy_rows, copy_size, purge_rows, split_checksums, split_checksums_in_pages,
+    SCAN_PAGE_ROWS, SPREAD_RECORDS, Selection, Since, TENANT_TABLES, Window, checksums, compared_in_pages,
+    copy_and_compare, copy_batch, copy_rows, copy_size, purge_rows, split_checksums, split_checksums_in_pages,
 };
 use crate::moves::job::{
     CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, copy_pace, drive,
@@ -459,8 +459,7 @@ impl Mover {
                 Subject::Vshards { vshards, tenants }
             }
         };
-        let pace = copy_pace(&self.router);
-        let mut run = Run { mover: self, id: job.id, subject, progress, pace, pages: Default::default() };
+        let mut run = Run { mover: self, id: job.id, subject, progress, pace: copy_pace(&self.router) };
         drive(&mut run).await
     }
 }
@@ -567,8 +566,6 @@ struct Run<'m> {
     subject: Subject,
     progress: MoveProgress,
     pace: Pace,
-    /// Where the scans of each table (by name) are cut into pages, read once per run.
-    pages: parking_lot::Mutex<std::collections::BTreeMap<&'static str, KeyPages>>,
 }
 
 impl Run<'_> {
@@ -727,22 +724,6 @@ impl Run<'_> {
     /// Where the next pass begins: the moment the last one began at.
     fn since(&self) -> Option<Since> {
         self.progress.pass_since.clone()
-    }
-
-    /// Where scans of `table`'s rows that `selection` takes on `source` are cut into pages:
-    /// read once per run of the job, as any bounds serve (see [`KeyPages`]).
-    async fn pages_of(
-        &self,
-        table: &'static CopyTable,
-        selection: Selection<'_>,
-        source: FencedShard<'_>,
-    ) -> Result<KeyPages, Error> {
-        if let Some(pages) = self.pages.lock().get(table.name) {
-            return Ok(pages.clone());
-        }
-        let pages = KeyPages::of(table, source, selection, SCAN_PAGE_ROWS).await?;
-        self.pages.lock().insert(table.name, pages.clone());
-        Ok(pages)
     }
 
     /// One pass over every table of the tenant (rows changed since `since`, or all).
@@ -944,13 +925,13 @@ impl Run<'_> {
             if (whole && part != Part::Changed) || compared.iter().any(|(name, _, _)| name == table.name) {
                 continue;
             }
-            let split = if part == Part::Changed {
-                // Under the fence: in one go.
-                split_checksums(table, (source, target), selection, since, part).await?
-            } else {
-                let pages = self.pages_of(table, selection, source).await?;
+            // Outside the fence, in pages the pace rests between; under it, in one go.
+            let split = if part != Part::Changed && compared_in_pages(table, (source, target)) {
+                let pages = KeyPages::of(table, source, selection, SCAN_PAGE_ROWS).await?;
                 split_checksums_in_pages(table, (source, target), selection, (since, part), (&pages, Some(&self.pace)))
                     .await?
+            } else {
+                split_checksums(table, (source, target), selection, since, part).await?
             };
             let pair = match split {
                 Some(pair) => Some(pair),

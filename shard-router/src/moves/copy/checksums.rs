@@ -309,8 +309,7 @@ pub async fn split_checksums_in_pages(
     (since, part): (&Since, Part<'_>),
     (pages, pace): (&KeyPages, Option<&Pace>),
 ) -> Result<Option<(Checksum, Checksum)>, Error> {
-    let both_postgres = sides.0.db().postgres().is_some() && sides.1.db().postgres().is_some();
-    if !both_postgres || !matches!(table.rows, RowFilter::Changed(_)) {
+    if !compared_in_pages(table, sides) {
         return split_checksums(table, sides, selection, since, part).await;
     }
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
@@ -326,6 +325,13 @@ pub async fn split_checksums_in_pages(
         }
     }
     Ok(Some((add_checksums(&ours)?, add_checksums(&theirs)?)))
+}
+
+/// Whether [`split_checksums_in_pages`] compares `table` between `sides` page by page: both
+/// PostgreSQL (whose checksums add up) and rows that carry their change; else in one go, so
+/// reading [`KeyPages`] for it would be wasted.
+pub fn compared_in_pages(table: &CopyTable, (source, target): (FencedShard<'_>, FencedShard<'_>)) -> bool {
+    source.db().postgres().is_some() && target.db().postgres().is_some() && matches!(table.rows, RowFilter::Changed(_))
 }
 
 /// [`split_checksums`] of the rows within `page` of the key (a condition; "" for all, the only

@@ -41,8 +41,8 @@ mod size;
 mod tables;
 
 pub use checksums::{
-    Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, split_checksums,
-    split_checksums_in_pages, sum_by_keys,
+    Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, compared_in_pages,
+    split_checksums, split_checksums_in_pages, sum_by_keys,
 };
 pub use driver::{Batch, KeyPages, KeyValue, RowKey, SCAN_PAGE_ROWS, copy_batch, copy_rows, purge_rows};
 pub use fenced::{copy_and_compare, copy_placed_and_compare};
