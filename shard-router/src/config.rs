@@ -8,6 +8,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::ids::ShardId;
+use crate::storage::batch::BatchingConfig;
 use crate::storage::db::PoolConfig;
 
 /// The `[storage]` configuration section.
@@ -36,6 +37,8 @@ pub struct StorageConfig {
     pub fan_out_deadline: Duration,
     /// The load picture: how the load on the shards is counted and kept.
     pub load: LoadConfig,
+    /// How point operations that meet on one shard are batched (see `crate::storage::batch`).
+    pub batching: BatchingConfig,
 }
 
 impl Default for StorageConfig {
@@ -49,6 +52,7 @@ impl Default for StorageConfig {
             moves: MoveConfig::default(),
             fan_out_deadline: Duration::from_secs(2),
             load: LoadConfig::default(),
+            batching: BatchingConfig::default(),
         }
     }
 }

@@ -48,8 +48,9 @@ pub mod topology;
 // The paths the crates above have used since before the rooms.
 pub use map::hash;
 pub use moves::{copy, job, mover, rebalance, rebalancer, redistribute};
-pub use storage::{blobs, db, health, pg_tls, records, registration, shard};
+pub use storage::{batch, blobs, db, health, pg_tls, records, registration, shard};
 
+pub use batch::BatchingConfig;
 pub use blobs::{
     BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobMeta, BlobPath, BlobRead, BlobStore, CommitOutcome, Upload,
     UploadState,

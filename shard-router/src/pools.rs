@@ -17,6 +17,7 @@ use crate::catalog::{Catalog, ShardRow};
 use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::{MapSnapshot, ShardState};
+use crate::storage::batch::BatchingConfig;
 use crate::storage::db::{Database, Engine, PoolConfig, Schema, server_of};
 use crate::storage::meter::LoadMeter;
 use crate::storage::registration::{Claim, claim_identity, release_identity};
@@ -36,6 +37,8 @@ pub struct ShardPools {
     config: PoolConfig,
     /// Counts the statements of every pool, if the load picture is on.
     meter: Option<Arc<LoadMeter>>,
+    /// How every pool batches point operations (`storage.batching`).
+    batching: BatchingConfig,
 }
 
 impl ShardPools {
@@ -45,10 +48,10 @@ impl ShardPools {
         quarantined: HashMap<ShardId, String>,
         catalog_id: String,
         config: PoolConfig,
-        meter: Option<Arc<LoadMeter>>,
+        (meter, batching): (Option<Arc<LoadMeter>>, BatchingConfig),
     ) -> Self {
-        let pools = pools.into_iter().map(|(id, db)| (id, metered(db, meter.as_ref()))).collect();
-        Self { pools: RwLock::new(pools), quarantined: RwLock::new(quarantined), catalog_id, config, meter }
+        let pools = pools.into_iter().map(|(id, db)| (id, prepared(db, meter.as_ref(), batching))).collect();
+        Self { pools: RwLock::new(pools), quarantined: RwLock::new(quarantined), catalog_id, config, meter, batching }
     }
 
     /// The meter counting the statements on the shards, if the load picture is on.
@@ -109,7 +112,7 @@ impl ShardPools {
 
     /// Adds the pool of a newly registered shard.
     pub(crate) fn insert(&self, id: ShardId, db: Database) {
-        self.pools.write().insert(id, metered(db, self.meter.as_ref()));
+        self.pools.write().insert(id, prepared(db, self.meter.as_ref(), self.batching));
     }
 
     /// Forgets an unregistered shard; returns its pool, if it had one.
@@ -139,7 +142,7 @@ impl ShardPools {
             for row in rows.into_iter().filter(|r| missing.contains(&r.id)) {
                 match Database::open(&row.url, &self.config) {
                     Ok(db) => {
-                        self.pools.write().insert(row.id, metered(db, self.meter.as_ref()));
+                        self.pools.write().insert(row.id, prepared(db, self.meter.as_ref(), self.batching));
                     }
                     Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
                 }
@@ -201,8 +204,9 @@ impl ShardPools {
     }
 }
 
-/// `db`, counted by `meter` if there is one.
-fn metered(db: Database, meter: Option<&Arc<LoadMeter>>) -> Database {
+/// `db`, batching as `batching` says and counted by `meter` if there is one.
+fn prepared(db: Database, meter: Option<&Arc<LoadMeter>>, batching: BatchingConfig) -> Database {
+    let db = db.batching(batching);
     match meter {
         Some(meter) => db.metered(meter.clone()),
         None => db,

@@ -1,5 +1,6 @@
 //! The health of every shard database in `/metrics`, read at each scrape: its circuit breaker's
-//! state, how often it opened, and the statements in progress, refused and retried. Labelled by
+//! state, how often it opened, the statements in progress, refused and retried, and the sizes of
+//! the batches its point operations were sent in. Labelled by
 //! shard id (one series per registered shard: bounded). The catalog's breaker has its own two
 //! families (`catalog_breaker_state`, `catalog_breaker_opens`).
 
@@ -11,6 +12,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use shardgate_shard_router::ShardRouter;
+use shardgate_shard_router::batch::{BatchKind, SIZE_BUCKETS};
 use shardgate_shard_router::health::{BreakerState, HealthReport};
 
 /// The [`Collector`] of shard health metrics.
@@ -71,6 +73,31 @@ impl Collector for ShardHealthMetrics {
         for (shard, report) in &shards {
             ConstGauge::new(i64::from(report.in_progress))
                 .encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+        }
+
+        let dbs = self.0.shard_dbs();
+        let mut family = encoder.encode_descriptor(
+            "shard_batch_size",
+            "Operations per batch sent to each shard database, by kind of operation (read: point reads; \
+             write: unconditional writes); a batch of 1 is an operation that found its shard idle",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (id, _, db) in &dbs {
+            let shard = id.to_string();
+            for kind in BatchKind::ALL {
+                let (counts, sum) = db.batches().sizes(kind);
+                let mut buckets: Vec<(f64, u64)> =
+                    SIZE_BUCKETS.iter().zip(&counts).map(|(bound, count)| (*bound as f64, *count)).collect();
+                buckets.push((f64::INFINITY, counts.last().copied().unwrap_or(0)));
+                let labels = [("shard", shard.as_str()), ("kind", kind.as_str())];
+                family.encode_family(&labels)?.encode_histogram::<()>(
+                    sum as f64,
+                    counts.iter().sum(),
+                    &buckets,
+                    None,
+                )?;
+            }
         }
 
         let catalog = self.0.catalog().database().health().report();

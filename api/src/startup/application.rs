@@ -373,6 +373,7 @@ impl Application {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
         config.storage.load.validate().map_err(anyhow::Error::msg)?;
         config.storage.moves.validate().map_err(anyhow::Error::msg)?;
+        config.storage.batching.validate().map_err(anyhow::Error::msg)?;
         let moves = &config.storage.moves;
         if moves.adaptive_pace && moves.pace_floor() < moves.pace_floor_bytes_per_second {
             tracing::warn!(

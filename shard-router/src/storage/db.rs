@@ -29,6 +29,7 @@ use sqlx::{AnyPool, ConnectOptions, PgPool};
 
 use crate::error::Error;
 use crate::ids::ShardId;
+use crate::storage::batch::{Batches, BatchingConfig};
 use crate::storage::health::{BreakerConfig, Health, ProbeConnect};
 pub use crate::storage::health::{Ping, PingFailure};
 use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
@@ -142,6 +143,8 @@ pub struct Database {
     meter: Option<Arc<LoadMeter>>,
     /// What its statements are charged to.
     charge: Charge,
+    /// Its batchers of point operations, shared by every clone ([`crate::storage::batch`]).
+    batches: Arc<Batches>,
 }
 
 /// A pool's connections at one moment ([`Database::connections`]).
@@ -186,7 +189,7 @@ impl Database {
     /// pool; the old pool closes when its last user drops it) and the same [`Health`].
     pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
         let db = Self::open_with(url, config, Some(self.health.clone()))?;
-        Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), ..db })
+        Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db })
     }
 
     /// The most connections its pool opens.
@@ -284,7 +287,8 @@ impl Database {
         };
         let pools = (pool.clone(), native.clone());
         health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
-        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default() })
+        let batches = Arc::new(Batches::new(BatchingConfig::default()));
+        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default(), batches })
     }
 
     /// Opens one new connection of each of its pools (the engine-neutral one and, on
@@ -326,6 +330,18 @@ impl Database {
     pub fn metered(mut self, meter: Arc<LoadMeter>) -> Self {
         self.meter = Some(meter);
         self
+    }
+
+    /// This database with its point operations batched as `config` says (by default they are:
+    /// [`BatchingConfig::default`]).
+    pub fn batching(mut self, config: BatchingConfig) -> Self {
+        self.batches = Arc::new(Batches::new(config));
+        self
+    }
+
+    /// Its batchers of point operations.
+    pub fn batches(&self) -> &Arc<Batches> {
+        &self.batches
     }
 
     /// This database with its statements charged as `charge` says.

@@ -1,6 +1,6 @@
 //! One shard database and what is stored on it: the connection pools ([`db`], with TLS as
 //! libpq takes it: [`pg_tls`]), each database's health (deadlines, bulkhead, breaker:
-//! [`health`]), the load its statements put on it ([`meter`]), what a database holds ([`holdings`]), the write fences ([`shard`]), records ([`records`]) and blobs ([`blobs`]), and
+//! [`health`]), the load its statements put on it ([`meter`]), what a database holds ([`holdings`]), the batching of point operations ([`batch`]), the write fences ([`shard`]), records ([`records`]) and blobs ([`blobs`]), and
 //! what makes a database safe to be a shard ([`registration`]). The catalog's database is opened
 //! with the same [`db::Database`].
 //!
@@ -8,6 +8,7 @@
 //! pool, a shard id and the epoch a request was routed on, and answers for that one database.
 //! The shard map's values ([`crate::map`]) are the only room below it.
 
+pub mod batch;
 pub mod blobs;
 pub mod db;
 pub mod health;

@@ -14,6 +14,8 @@ use crate::ids::{CollectionName, RecordKey, TenantId};
 use std::sync::LazyLock;
 
 use crate::map::{Route, Strategy};
+use crate::storage::batch::{BatchOutcome, BatchReply, Batcher, RowKey, RowRead, RowWrite, Written};
+use crate::storage::db::{Database, Engine};
 use crate::storage::meter::Sample;
 use crate::storage::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
 
@@ -48,6 +50,14 @@ impl Layout {
         }
     }
 
+    /// Its table's place in [`crate::storage::batch::Batches`]: `records`, then `spread_records`.
+    fn table_index(self) -> usize {
+        match self {
+            Layout::Home => 0,
+            Layout::Hash(_) | Layout::Range => 1,
+        }
+    }
+
     fn statements(self) -> &'static Statements {
         match self {
             Layout::Home => &HOME,
@@ -61,7 +71,6 @@ struct Statements {
     insert_or_nothing: String,
     insert_or_update: String,
     read: String,
-    current: String,
     update: String,
     delete: String,
     delete_version: String,
@@ -70,6 +79,25 @@ struct Statements {
     purge_tenant: String,
     count_collection: String,
     purge_collection: String,
+    /// The batch of unconditional writes ([`crate::storage::batch`]): `$1` the writes as a JSON
+    /// array of [`RowWrite`], each key once. Returns each written row's tenant, collection, key,
+    /// version and the version it last became live at; a write a fence refused returns no row.
+    /// SQLite's, then PostgreSQL's.
+    batch_write: [String; 2],
+    /// The batch of point reads: `$1` the addresses as a JSON array of [`RowKey`]. Returns the
+    /// tenant and collection, then the columns of `read`, of each row found.
+    batch_read: [String; 2],
+}
+
+/// The statement prefix that makes the JSON array `$1` the table `u` with `columns` (name and
+/// PostgreSQL type) on SQLite, then on PostgreSQL.
+fn json_rows(columns: &[(&str, &str)]) -> [String; 2] {
+    let sqlite: Vec<String> = columns.iter().map(|(n, _)| format!("json_extract(j.value, '$.{n}') AS {n}")).collect();
+    let postgres: Vec<String> = columns.iter().map(|(n, t)| format!("{n} {t}")).collect();
+    [
+        format!("WITH u AS (SELECT {} FROM json_each($1) AS j)", sqlite.join(", ")),
+        format!("WITH u AS (SELECT * FROM json_to_recordset($1::json) AS j({}))", postgres.join(", ")),
+    ]
 }
 
 /// The home table's statements: writes are refused while the tenant is fenced (`$T` is the
@@ -131,25 +159,50 @@ impl Statements {
              AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) AND {} RETURNING version",
             fence(["$5", "$6", "$7", &format!("{table}.vshard")])
         );
+        let upsert = format!(
+            "ON CONFLICT (tenant, collection, key) DO UPDATE SET \
+             version = {table}.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
+             vshard = excluded.vshard, \
+             live_since = CASE WHEN {table}.deleted = 1 THEN {table}.version + 1 ELSE {table}.live_since END, \
+             deleted = 0"
+        );
+        let writes = json_rows(&[
+            ("t", "text"),
+            ("c", "text"),
+            ("k", "text"),
+            ("v", "bigint"),
+            ("n", "bigint"),
+            ("val", "text"),
+            ("e", "bigint"),
+        ]);
+        let batch_write = writes.map(|rows| {
+            format!(
+                "{rows} INSERT INTO {table} {columns} SELECT u.t, u.c, u.k, u.v, 1, u.n, 0, u.val, 1 FROM u \
+                 WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} {upsert} \
+                 RETURNING tenant, collection, key, version, live_since",
+                fence(["u.t", "u.c", "u.k", "u.v"])
+            )
+        });
+        let row_fence =
+            read_fence.replace("$1", &format!("{table}.tenant")).replace("$2", &format!("{table}.collection"));
+        let batch_read = json_rows(&[("t", "text"), ("c", "text"), ("k", "text")]).map(|rows| {
+            format!(
+                "{rows} SELECT {table}.tenant, {table}.collection, {table}.key, version, updated_at, value, deleted \
+                 FROM u JOIN {table} ON {table}.tenant = u.t AND {table}.collection = u.c AND {table}.key = u.k \
+                 WHERE {row_fence}"
+            )
+        });
         Self {
             insert_or_nothing: format!("{insert} ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version"),
             // Also bumps an existing row's version (reviving a tombstone). Returns the version
             // and the version it last became live at.
-            insert_or_update: format!(
-                "{insert} ON CONFLICT (tenant, collection, key) DO UPDATE SET \
-                 version = {table}.version + 1, updated_at = excluded.updated_at, value = excluded.value, \
-                 vshard = excluded.vshard, \
-                 live_since = CASE WHEN {table}.deleted = 1 THEN {table}.version + 1 ELSE {table}.live_since END, \
-                 deleted = 0 RETURNING version, live_since"
-            ),
+            // Also bumps an existing row's version (reviving a tombstone). Returns the version
+            // and the version it last became live at.
+            insert_or_update: format!("{insert} {upsert} RETURNING version, live_since"),
             // `$1`–`$3`: tenant, collection, key.
             read: format!(
                 "SELECT key, version, updated_at, value, deleted FROM {table} \
                  WHERE tenant = $1 AND collection = $2 AND key = $3 AND {read_fence}"
-            ),
-            current: format!(
-                "SELECT version, deleted FROM {table} WHERE tenant = $1 AND collection = $2 AND key = $3 \
-                 AND {read_fence}"
             ),
             update,
             // `$1` now, `$2`–`$4` tenant, collection, key, `$5` map epoch.
@@ -175,6 +228,8 @@ impl Statements {
             purge_tenant: format!("DELETE FROM {table} WHERE tenant = $1"),
             count_collection: format!("SELECT COUNT(*) FROM {table} WHERE tenant = $1 AND collection = $2"),
             purge_collection: format!("DELETE FROM {table} WHERE tenant = $1 AND collection = $2"),
+            batch_write,
+            batch_read,
         }
     }
 }
@@ -442,29 +497,73 @@ impl<'a> RecordStore<'a> {
             .await
     }
 
-    /// Runs the read `sql`, whose parameters are `$1` tenant, `$2` collection, `$3` key, for one
-    /// row (once more on another connection if the first broke: [`FencedShard::read`]). `sql`
-    /// excludes tenants that moved away: when no row comes back, [`Error::TenantMoved`] if the tenant has
-    /// moved to another shard, so a stale copy is never read as the record.
-    async fn fetch_one_record_row(
-        &self,
-        sql: &str,
-        addr: RecordAddress<'_>,
-    ) -> Result<Option<sqlx::any::AnyRow>, Error> {
-        let row = self
-            .shard
-            .read(|| {
-                sqlx::query(sql)
-                    .bind(addr.tenant.as_str())
-                    .bind(addr.collection.as_str())
-                    .bind(addr.key.as_str())
-                    .fetch_optional(self.shard.pool())
-            })
-            .await?;
+    /// The row at `addr`, tombstone or not, read in a batch with other point reads of this shard
+    /// ([`crate::storage::batch`]) or alone (once more on another connection if the first broke:
+    /// [`FencedShard::read`]). The read excludes records whose tenant, vshard, key range or
+    /// collection moved away: when no row comes back, [`RecordStore::check_moved`] tells whether
+    /// that is why, so a stale copy is never read as the record.
+    async fn read_row(&self, addr: RecordAddress<'_>) -> Result<Option<RowRead>, Error> {
+        let key = RowKey {
+            tenant: addr.tenant.as_str().to_owned(),
+            collection: addr.collection.as_str().to_owned(),
+            key: addr.key.as_str().to_owned(),
+        };
+        let batcher = &self.shard.db().batches().reads[self.layout.table_index()];
+        let db = self.shard.db().clone();
+        let sql = self.sql();
+        let row = match self.batched(batcher, key, false, move |keys| read_batch(db.clone(), sql, keys)).await? {
+            Some(row) => row,
+            None => {
+                let row = self
+                    .shard
+                    .read(|| {
+                        sqlx::query(&sql.read)
+                            .bind(addr.tenant.as_str())
+                            .bind(addr.collection.as_str())
+                            .bind(addr.key.as_str())
+                            .fetch_optional(self.shard.pool())
+                    })
+                    .await?;
+                row.as_ref().map(|row| row_read(row, 0)).transpose().map_err(|e| self.err(e))?
+            }
+        };
         if row.is_none() {
             self.check_moved(addr).await?;
         }
         Ok(row)
+    }
+
+    /// `op` sent through `batcher` when this shard batches (`run` runs a batch); `None` when it
+    /// is to run alone (batching is off, or the batch's statement was refused by the database).
+    /// The operation is counted for the load picture with its share of the batch's time.
+    async fn batched<Op, Out, F, Fut>(
+        &self,
+        batcher: &std::sync::Arc<Batcher<Op, Out>>,
+        op: Op,
+        write: bool,
+        run: F,
+    ) -> Result<Option<Out>, Error>
+    where
+        Op: Send + 'static,
+        Out: Send + 'static,
+        F: Fn(Vec<Op>) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = (BatchOutcome<Out>, std::time::Duration)> + Send + 'static,
+    {
+        let limit = self.shard.db().batches().config().limit();
+        if limit <= 1 {
+            return Ok(None);
+        }
+        match batcher.submit(op, limit, run).await {
+            BatchReply::Done(out, share) => {
+                self.shard.measure_share(write, share, false);
+                Ok(Some(out))
+            }
+            BatchReply::Refused(refusal, share) => {
+                self.shard.measure_share(write, share, true);
+                Err(self.shard.refused(refusal))
+            }
+            BatchReply::Alone => Ok(None),
+        }
     }
 
     /// The live record at `addr`, if any.
@@ -477,13 +576,18 @@ impl<'a> RecordStore<'a> {
 
     /// What the shard holds at `addr`, tombstones included (their version bounds caches).
     pub async fn read(&self, addr: RecordAddress<'_>) -> Result<RecordRead, Error> {
-        let Some(row) = self.fetch_one_record_row(&self.sql().read, addr).await? else { return Ok(RecordRead::Absent) };
-        let deleted: i64 = row.try_get(4).map_err(|e| self.err(e))?;
-        if deleted != 0 {
-            let version: i64 = row.try_get(1).map_err(|e| self.err(e))?;
-            return Ok(RecordRead::Gone(version));
+        let Some(row) = self.read_row(addr).await? else { return Ok(RecordRead::Absent) };
+        if row.deleted {
+            return Ok(RecordRead::Gone(row.version));
         }
-        Ok(RecordRead::Live(self.record(&row)?))
+        self.shard.count(Sample::rows_read(1, row.value.len() as u64));
+        Ok(RecordRead::Live(StoredRecord {
+            key: row.key,
+            version: row.version,
+            updated_at_ms: row.updated_at,
+            value: RawValue::from_string(row.value)
+                .map_err(|e| Error::Corrupt(format!("record value on shard {}: {e}", self.shard.id())))?,
+        }))
     }
 
     fn record(&self, row: &sqlx::any::AnyRow) -> Result<StoredRecord, Error> {
@@ -500,13 +604,7 @@ impl<'a> RecordStore<'a> {
 
     /// The current version of `addr` and whether it is a tombstone.
     async fn current(&self, addr: RecordAddress<'_>) -> Result<Option<(i64, bool)>, Error> {
-        let row = self.fetch_one_record_row(&self.sql().current, addr).await?;
-        row.map(|r| -> Result<(i64, bool), Error> {
-            let version: i64 = r.try_get(0).map_err(|e| self.err(e))?;
-            let deleted: i64 = r.try_get(1).map_err(|e| self.err(e))?;
-            Ok((version, deleted != 0))
-        })
-        .transpose()
+        Ok(self.read_row(addr).await?.map(|row| (row.version, row.deleted)))
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.
@@ -566,17 +664,34 @@ impl<'a> RecordStore<'a> {
         value: &RawValue,
         now_ms: i64,
     ) -> Result<PutOutcome, Error> {
-        let row = self
-            .insert_new(&self.sql().insert_or_update, addr, vshard, value, now_ms)
-            .fetch_optional(self.shard.pool())
-            .on_shard(&self.shard)
-            .await?;
-        let Some(row) = row else {
+        let write = RowWrite {
+            tenant: addr.tenant.as_str().to_owned(),
+            collection: addr.collection.as_str().to_owned(),
+            key: addr.key.as_str().to_owned(),
+            tag: self.tag(vshard),
+            now_ms,
+            value: value.get().to_owned(),
+            epoch: self.shard.map_epoch(),
+        };
+        let batcher = &self.shard.db().batches().writes[self.layout.table_index()];
+        let db = self.shard.db().clone();
+        let sql = self.sql();
+        let written =
+            match self.batched(batcher, write, true, move |writes| write_batch(db.clone(), sql, writes)).await? {
+                Some(written) => written,
+                None => {
+                    let row = self
+                        .insert_new(&self.sql().insert_or_update, addr, vshard, value, now_ms)
+                        .fetch_optional(self.shard.pool())
+                        .on_shard(&self.shard)
+                        .await?;
+                    row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).transpose().map_err(|e| self.err(e))?
+                }
+            };
+        let Some((version, live_since)) = written else {
             self.check_write_fences(addr).await?;
             return Err(Error::StaleMap(self.shard.id().clone()));
         };
-        let version: i64 = row.try_get(0).map_err(|e| self.err(e))?;
-        let live_since: i64 = row.try_get(1).map_err(|e| self.err(e))?;
         self.shard.count(Sample::rows_written(1, value.get().len() as u64));
         Ok(PutOutcome { created: version == live_since, record: StoredRecord::written(addr, version, value, now_ms) })
     }
@@ -929,4 +1044,151 @@ fn vshard_runs_condition(runs: &[(u32, u32)]) -> String {
     }
     let parts: Vec<String> = runs.iter().map(|(first, last)| format!("vshard BETWEEN {first} AND {last}")).collect();
     format!("({})", parts.join(" OR "))
+}
+
+/// The row a point read returned, its columns from `first` on: key, version, updated_at, value,
+/// deleted.
+fn row_read(row: &sqlx::any::AnyRow, first: usize) -> Result<RowRead, sqlx::Error> {
+    let deleted: i64 = row.try_get(first + 4)?;
+    Ok(RowRead {
+        key: row.try_get(first)?,
+        version: row.try_get(first + 1)?,
+        updated_at: row.try_get(first + 2)?,
+        value: row.try_get(first + 3)?,
+        deleted: deleted != 0,
+    })
+}
+
+/// `sql`'s statement for `db`'s engine (SQLite's first).
+fn for_engine<'a>(db: &Database, sql: &'a [String; 2]) -> &'a str {
+    match db.engine {
+        Engine::Sqlite => &sql[0],
+        Engine::Postgres => &sql[1],
+    }
+}
+
+/// Runs a batch of point reads as one statement through `db`'s health (a read: once more on
+/// another connection if the first broke). A batch of one runs the lone read; each address is
+/// asked once however many reads name it.
+async fn read_batch(
+    db: Database,
+    sql: &'static Statements,
+    keys: Vec<RowKey>,
+) -> (BatchOutcome<Option<RowRead>>, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let outcome = if let [key] = keys.as_slice() {
+        let read =
+            || sqlx::query(&sql.read).bind(&key.tenant).bind(&key.collection).bind(&key.key).fetch_optional(&db.pool);
+        db.health()
+            .run_idempotent(read)
+            .await
+            .and_then(|row| Ok(vec![row.as_ref().map(|row| row_read(row, 0)).transpose()?]))
+    } else {
+        let mut unique: Vec<&RowKey> = keys.iter().collect();
+        unique.sort_by(|a, b| (&a.tenant, &a.collection, &a.key).cmp(&(&b.tenant, &b.collection, &b.key)));
+        unique.dedup();
+        let json = serde_json::to_string(&unique).unwrap_or_default();
+        let statement = for_engine(&db, &sql.batch_read);
+        let read = || sqlx::query(statement).bind(&json).fetch_all(&db.pool);
+        db.health().run_idempotent(read).await.and_then(|rows| {
+            let mut found = std::collections::HashMap::with_capacity(rows.len());
+            for row in &rows {
+                let address: (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                let read = row_read(row, 2)?;
+                found.insert((address.0, address.1, read.key.clone()), read);
+            }
+            Ok(keys
+                .iter()
+                .map(|k| found.get(&(k.tenant.clone(), k.collection.clone(), k.key.clone())).cloned())
+                .collect())
+        })
+    };
+    (outcome, started.elapsed())
+}
+
+/// Runs a batch of unconditional writes through `db`'s health as one statement, or, when it
+/// writes one key more than once, as one statement per round (each key at most once per round,
+/// in the order the writes came) in one transaction: PostgreSQL lets one statement change a row
+/// only once. Either way the batch commits once. A batch of one runs the lone write.
+async fn write_batch(
+    db: Database,
+    sql: &'static Statements,
+    writes: Vec<RowWrite>,
+) -> (BatchOutcome<Written>, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let outcome = if let [w] = writes.as_slice() {
+        let write = sqlx::query(&sql.insert_or_update)
+            .bind(&w.tenant)
+            .bind(&w.collection)
+            .bind(&w.key)
+            .bind(w.tag)
+            .bind(w.now_ms)
+            .bind(&w.value)
+            .bind(w.epoch)
+            .fetch_optional(&db.pool);
+        db.health().run(write).await.and_then(|row| {
+            Ok(vec![row.map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?))).transpose()?])
+        })
+    } else {
+        let rounds = rounds_by_key(&writes);
+        let statement = for_engine(&db, &sql.batch_write);
+        let run = async {
+            let mut written = vec![None; writes.len()];
+            if let [round] = rounds.as_slice() {
+                write_round(&db.pool, statement, &writes, round, &mut written).await?;
+            } else {
+                let mut tx = db.pool.begin().await?;
+                for round in &rounds {
+                    write_round(&mut *tx, statement, &writes, round, &mut written).await?;
+                }
+                tx.commit().await?;
+            }
+            Ok(written)
+        };
+        db.health().run(run).await
+    };
+    (outcome, started.elapsed())
+}
+
+/// The writes of `writes` (by index) in rounds where each key appears at most once, in order:
+/// a key's n-th write is in the n-th round.
+fn rounds_by_key(writes: &[RowWrite]) -> Vec<Vec<usize>> {
+    let mut seen: std::collections::HashMap<(&str, &str, &str), usize> = std::collections::HashMap::new();
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    for (i, w) in writes.iter().enumerate() {
+        let n = seen.entry((&w.tenant, &w.collection, &w.key)).or_insert(0);
+        if rounds.len() <= *n {
+            rounds.push(Vec::new());
+        }
+        rounds[*n].push(i);
+        *n += 1;
+    }
+    rounds
+}
+
+/// Runs one round of a write batch: the writes of `round` in one statement; each one's version
+/// and live-since version go to its place in `written` (none for a write a fence refused).
+async fn write_round<'e, E>(
+    executor: E,
+    statement: &str,
+    writes: &[RowWrite],
+    round: &[usize],
+    written: &mut [Written],
+) -> Result<(), sqlx::Error>
+where
+    E: sqlx::Executor<'e, Database = sqlx::Any>,
+{
+    let json = serde_json::to_string(&round.iter().map(|&i| &writes[i]).collect::<Vec<_>>())
+        .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    let rows = sqlx::query(statement).bind(json).fetch_all(executor).await?;
+    let mut returned = std::collections::HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let address: (String, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        returned.insert(address, (row.try_get(3)?, row.try_get(4)?));
+    }
+    for &i in round {
+        let w = &writes[i];
+        written[i] = returned.remove(&(w.tenant.clone(), w.collection.clone(), w.key.clone()));
+    }
+    Ok(())
 }

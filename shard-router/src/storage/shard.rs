@@ -90,6 +90,14 @@ impl<'a> FencedShard<'a> {
         result.map_err(|r| self.refused(r))
     }
 
+    /// Counts an operation's share `elapsed` of a batch's statement time for this shard (see
+    /// [`crate::storage::batch`]): the load picture counts each operation, not each batch.
+    pub(crate) fn measure_share(&self, write: bool, elapsed: std::time::Duration, failed: bool) {
+        if self.db.is_metered() {
+            self.db.record(self.id, Sample::statement(write, elapsed, failed));
+        }
+    }
+
     /// Counts a statement that began at `started` (if the database is metered) for this shard.
     fn measure(&self, write: bool, started: Option<Instant>, failed: bool) {
         if let Some(started) = started {
