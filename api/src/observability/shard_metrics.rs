@@ -91,7 +91,7 @@ impl Collector for ShardHealthMetrics {
                     SIZE_BUCKETS.iter().zip(&counts).map(|(bound, count)| (*bound as f64, *count)).collect();
                 buckets.push((f64::INFINITY, counts.last().copied().unwrap_or(0)));
                 let labels = [("shard", shard.as_str()), ("kind", kind.as_str())];
-                family.encode_family(&labels)?.encode_histogram::<()>(
+                family.encode_family(&labels)?.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
                     sum as f64,
                     counts.iter().sum(),
                     &buckets,

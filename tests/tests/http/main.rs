@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod balancer;
 mod blobs;
+mod batching;
 mod breaker;
 mod bulkheads;
 mod cache;
