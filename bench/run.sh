@@ -150,10 +150,11 @@ bad="$(one_pass PUT)"
 declare -A RPS P50 P99 NOTE
 
 # run_wrk NAME URL SCRIPT: fills RPS/P50/P99 (ms) for NAME.
-run_wrk() {
-    local name="$1" url="$2" script="$3" out line
-    log "wrk: $name ($DURATION, $CONNECTIONS connections, $THREADS threads)"
-    out="$(wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$script" "$url")"
+run_wrk() { # name url script [connections]
+    local name="$1" url="$2" script="$3" connections="${4:-$CONNECTIONS}" out line threads="$THREADS"
+    [[ "$connections" -ge "$threads" ]] || threads="$connections"
+    log "wrk: $name ($DURATION, $connections connections, $threads threads)"
+    out="$(wrk -t"$threads" -c"$connections" -d"$DURATION" --latency -s "$script" "$url")"
     printf '%s\n' "$out" >"$WORK/wrk-$name.txt"
     line="$(grep '^SGBENCH ' <<<"$out" || true)"
     [[ -n "$line" ]] || die "wrk printed no summary for $name: $out"
@@ -195,14 +196,26 @@ cache_gateway() {
 }
 [[ -z "$NO_CACHE_SETTINGS" ]] || REJECTED="$NO_CACHE_SETTINGS"
 
-# (c) uncached GET (the gateway started above has the cache disabled).
+# (c) uncached GET (the gateway started above has the cache disabled), and one client's.
 run_wrk get_uncached "$GW_URL" bench/wrk/get.lua
+run_wrk get_uncached_c1 "$GW_URL" bench/wrk/get.lua 1
 [[ -z "$NO_CACHE_SETTINGS" ]] || NOTE[get_uncached]="run with the cache variables omitted (this build rejects them)"
 
 # (b) GET from Redis, L1 off; (d) PUT with the same settings.
 if cache_gateway get_redis "${CACHE_REDIS[@]}"; then
     run_wrk get_redis "$GW_URL" bench/wrk/get.lua
     run_wrk put "$GW_URL" bench/wrk/put.lua
+    run_wrk put_c1 "$GW_URL" bench/wrk/put.lua 1
+    # The same with smart batching off: what batching gains, as a ratio within one run.
+    log "restarting the gateway: batching off"
+    start_gateway "${CACHE_REDIS[@]}" SHARDGATE_STORAGE__BATCHING__ENABLED=false \
+        || die "the gateway does not start with batching off: $GW_FAILURE"
+    run_wrk put_unbatched "$GW_URL" bench/wrk/put.lua
+    run_wrk put_unbatched_c1 "$GW_URL" bench/wrk/put.lua 1
+    start_gateway "${CACHE_OFF[@]}" SHARDGATE_STORAGE__BATCHING__ENABLED=false \
+        || die "the gateway does not start with batching off: $GW_FAILURE"
+    run_wrk get_uncached_unbatched "$GW_URL" bench/wrk/get.lua
+    run_wrk get_uncached_unbatched_c1 "$GW_URL" bench/wrk/get.lua 1
 else
     LABEL_PUT="PUT (cache settings rejected: run with the cache off)"
     start_gateway "${CACHE_OFF[@]}" || die "the gateway does not start: $GW_FAILURE"
@@ -299,6 +312,12 @@ declare -A LABEL=(
     [get_redis]="GET, Redis cache (L1 off)"
     [get_uncached]="GET, uncached"
     [put]="PUT (Redis cache, L1 off)"
+    [put_c1]="PUT, 1 client"
+    [put_unbatched]="PUT, batching off"
+    [put_unbatched_c1]="PUT, 1 client, batching off"
+    [get_uncached_c1]="GET, uncached, 1 client"
+    [get_uncached_unbatched]="GET, uncached, batching off"
+    [get_uncached_unbatched_c1]="GET, uncached, 1 client, batching off"
     [ceiling]="HTTP ceiling (axum, fixed body)"
     [redis_get]="redis-benchmark GET"
     [pg_select]="pgbench -S"
@@ -313,7 +332,8 @@ echo "$DURATION per run, $CONNECTIONS connections/clients, $THREADS threads; $KE
 echo
 echo "| scenario | req/s | p50 ms | p99 ms | baseline | baseline req/s | baseline p50 ms | baseline p99 ms | ratio | target | meets |"
 echo "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"
-for pair in "get_l1 ceiling 0.6" "get_redis redis_get 0.4" "get_uncached pg_select 0.6" "put pg_put 0.6" "get_l1 get_l1_unlimited 0.95"; do
+for pair in "get_l1 ceiling 0.6" "get_redis redis_get 0.4" "get_uncached pg_select 0.6" "put pg_put 1.0" \
+    "put_unbatched pg_put 0.6" "put put_unbatched 1.0" "get_uncached get_uncached_unbatched 1.0" "get_l1 get_l1_unlimited 0.95"; do
     read -r s b t <<<"$pair"
     r="$(ratio "${RPS[$s]}" "${RPS[$b]}")"
     echo "| ${LABEL[$s]} | $(fmt_rps "${RPS[$s]}") | ${P50[$s]} | ${P99[$s]} | ${LABEL[$b]} | $(fmt_rps "${RPS[$b]}") | ${P50[$b]} | ${P99[$b]} | $r | ≥ $t | $(meets "$r" ">=" "$t") |"
@@ -321,9 +341,20 @@ done
 for s in get_l1 get_redis; do
     echo "| p99 of ${LABEL[$s]} | | | ${P99[$s]} | latency target | | | 2 | | ≤ 2 ms | $(meets "${P99[$s]}" "<=" 2) |"
 done
+# One client: batching must cost nothing at low load (an idle shard sends a lone operation at
+# once). p50 and p99 with batching on ÷ off: within 1.1.
+for pair in "put_c1 put_unbatched_c1" "get_uncached_c1 get_uncached_unbatched_c1"; do
+    read -r s b <<<"$pair"
+    for q in P50 P99; do
+        declare -n on="$q"
+        r="$(ratio "${on[$s]:-n/a}" "${on[$b]:-n/a}")"
+        echo "| ${q,,} of ${LABEL[$s]} | | | ${on[$s]:-n/a} | ${LABEL[$b]} | | | ${on[$b]:-n/a} | $r | ≤ 1.1 | $(meets "$r" "<=" 1.1) |"
+        unset -n on
+    done
+done
 echo
-echo "ratio = gateway req/s ÷ baseline req/s (tps for pgbench)."
-for s in get_l1 get_l1_unlimited get_redis get_uncached put ceiling pg_select pg_put redis_get; do
+echo "ratio = gateway req/s ÷ baseline req/s (tps for pgbench); for the one-client rows, latency with batching on ÷ off."
+for s in get_l1 get_l1_unlimited get_redis get_uncached get_uncached_c1 get_uncached_unbatched get_uncached_unbatched_c1 put put_c1 put_unbatched put_unbatched_c1 ceiling pg_select pg_put redis_get; do
     [[ -z "${NOTE[$s]:-}" ]] || echo "- ${LABEL[$s]}: ${NOTE[$s]}"
 done
 [[ -z "$REJECTED" ]] || echo "- the gateway rejected the cache settings: $(tr '`' "'" <<<"$REJECTED")"

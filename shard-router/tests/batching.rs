@@ -208,8 +208,12 @@ async fn reads_in_one_batch_keep_their_own_outcomes(test: TestDb) {
     let db = &test.db;
     let id = shard_id();
     let store = RecordStore::new(db, &id);
-    let (live, gone, absent, away) =
-        (Addr::new("acme", "live"), Addr::new("acme", "gone"), Addr::new("acme", "absent"), Addr::new("gone-away", "k"));
+    let (live, gone, absent, away) = (
+        Addr::new("acme", "live"),
+        Addr::new("acme", "gone"),
+        Addr::new("acme", "absent"),
+        Addr::new("gone-away", "k"),
+    );
     let (matching, other) = (Addr::new("acme", "matching"), Addr::new("acme", "other"));
     for addr in [&live, &gone, &away, &matching, &other] {
         store.put(addr.get(), 3, &value(0), &WriteCondition::Always, 1).await.unwrap();

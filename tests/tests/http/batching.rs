@@ -28,8 +28,7 @@ async fn app_with_a_shard_on(cluster: &PgCluster, customize: impl FnOnce(&mut sh
 
 /// The value of the `/metrics` sample whose line holds every one of `parts` (0 if none).
 async fn sample(app: &TestApp, parts: &[&str]) -> f64 {
-    let text =
-        app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+    let text = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
     text.lines()
         .filter(|line| !line.starts_with('#') && parts.iter().all(|p| line.contains(p)))
         .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
