@@ -33,10 +33,13 @@ use crate::storage::health::{Refusal, is_health_failure};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BatchingConfig {
-    /// Batch point reads and unconditional writes of records that meet on one shard. Default
-    /// true.
+    /// Batch point reads and unconditional writes of records that meet on one shard: while a
+    /// batch is in flight on a shard, the next operations queue and leave together as one
+    /// statement and one commit when it returns; an operation that finds its shard idle leaves
+    /// at once. False: every operation is sent alone. Default true.
     pub enabled: bool,
-    /// Most operations in one batch. At least 1, at most 1000. Default 64.
+    /// Most operations in one batch. At least 1 (1: every operation alone), at most 1000.
+    /// Default 64.
     pub max_batch: u32,
 }
 
