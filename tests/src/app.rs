@@ -46,6 +46,18 @@ impl TestApp {
         Self::spawn_with(backend, |_| {}).await
     }
 
+    /// A fresh server on PostgreSQL whose seeded shard `shard` lives in the database at `url`
+    /// (say, on a cluster the test starts, stops and freezes itself); `customize` may change the
+    /// rest of the configuration before it starts.
+    pub async fn spawn_with_shard_at(shard: &str, url: String, customize: impl FnOnce(&mut Config)) -> Self {
+        Self::spawn_with(Backend::Postgres, |config| {
+            let seed = config.storage.shards.iter_mut().find(|s| s.id.as_str() == shard).expect("a seeded shard");
+            seed.url = SecretString::from(url);
+            customize(config);
+        })
+        .await
+    }
+
     /// A fresh server on `backend`; `customize` may change the configuration before it starts.
     pub async fn spawn_with(backend: Backend, customize: impl FnOnce(&mut Config)) -> Self {
         let data_dir = tempfile::tempdir().expect("temp dir");

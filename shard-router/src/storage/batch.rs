@@ -297,10 +297,9 @@ fn replicate(refusal: &Refusal) -> Refusal {
     }
 }
 
-/// A record's address and the values of an unconditional write of it (owned: it waits in a
-/// queue).
-#[derive(Debug, Clone, Serialize)]
-pub struct RowWrite {
+/// A record's address, for a point read.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct RowKey {
     /// Tenant.
     #[serde(rename = "t")]
     pub tenant: String,
@@ -310,6 +309,15 @@ pub struct RowWrite {
     /// Key.
     #[serde(rename = "k")]
     pub key: String,
+}
+
+/// A record's address and the values of an unconditional write of it (owned: it waits in a
+/// queue).
+#[derive(Debug, Clone, Serialize)]
+pub struct RowWrite {
+    /// The record.
+    #[serde(flatten)]
+    pub address: RowKey,
     /// The row's vshard tag.
     #[serde(rename = "v")]
     pub tag: i64,
@@ -322,20 +330,6 @@ pub struct RowWrite {
     /// The map epoch it was routed on.
     #[serde(rename = "e")]
     pub epoch: i64,
-}
-
-/// A record's address, for a point read.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct RowKey {
-    /// Tenant.
-    #[serde(rename = "t")]
-    pub tenant: String,
-    /// Collection.
-    #[serde(rename = "c")]
-    pub collection: String,
-    /// Key.
-    #[serde(rename = "k")]
-    pub key: String,
 }
 
 /// A record's row as a point read returns it.

@@ -355,6 +355,17 @@ pub struct RecordAddress<'a> {
     pub key: &'a RecordKey,
 }
 
+impl RecordAddress<'_> {
+    /// The address as a batched operation holds it.
+    fn owned(&self) -> RowKey {
+        RowKey {
+            tenant: self.tenant.as_str().to_owned(),
+            collection: self.collection.as_str().to_owned(),
+            key: self.key.as_str().to_owned(),
+        }
+    }
+}
+
 /// Record operations on one shard database, in one [`Layout`] (home data unless told otherwise).
 #[derive(Debug, Clone, Copy)]
 pub struct RecordStore<'a> {
@@ -503,11 +514,7 @@ impl<'a> RecordStore<'a> {
     /// collection moved away: when no row comes back, [`RecordStore::check_moved`] tells whether
     /// that is why, so a stale copy is never read as the record.
     async fn read_row(&self, addr: RecordAddress<'_>) -> Result<Option<RowRead>, Error> {
-        let key = RowKey {
-            tenant: addr.tenant.as_str().to_owned(),
-            collection: addr.collection.as_str().to_owned(),
-            key: addr.key.as_str().to_owned(),
-        };
+        let key = addr.owned();
         let batcher = &self.shard.db().batches().reads[self.layout.table_index()];
         let db = self.shard.db().clone();
         let sql = self.sql();
@@ -665,9 +672,7 @@ impl<'a> RecordStore<'a> {
         now_ms: i64,
     ) -> Result<PutOutcome, Error> {
         let write = RowWrite {
-            tenant: addr.tenant.as_str().to_owned(),
-            collection: addr.collection.as_str().to_owned(),
-            key: addr.key.as_str().to_owned(),
+            address: addr.owned(),
             tag: self.tag(vshard),
             now_ms,
             value: value.get().to_owned(),
@@ -1085,7 +1090,7 @@ async fn read_batch(
             .and_then(|row| Ok(vec![row.as_ref().map(|row| row_read(row, 0)).transpose()?]))
     } else {
         let mut unique: Vec<&RowKey> = keys.iter().collect();
-        unique.sort_by(|a, b| (&a.tenant, &a.collection, &a.key).cmp(&(&b.tenant, &b.collection, &b.key)));
+        unique.sort();
         unique.dedup();
         let json = serde_json::to_string(&unique).unwrap_or_default();
         let statement = for_engine(&db, &sql.batch_read);
@@ -1093,14 +1098,11 @@ async fn read_batch(
         db.health().run_idempotent(read).await.and_then(|rows| {
             let mut found = std::collections::HashMap::with_capacity(rows.len());
             for row in &rows {
-                let address: (String, String) = (row.try_get(0)?, row.try_get(1)?);
                 let read = row_read(row, 2)?;
-                found.insert((address.0, address.1, read.key.clone()), read);
+                let address = RowKey { tenant: row.try_get(0)?, collection: row.try_get(1)?, key: read.key.clone() };
+                found.insert(address, read);
             }
-            Ok(keys
-                .iter()
-                .map(|k| found.get(&(k.tenant.clone(), k.collection.clone(), k.key.clone())).cloned())
-                .collect())
+            Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
         })
     };
     (outcome, started.elapsed())
@@ -1118,9 +1120,9 @@ async fn write_batch(
     let started = std::time::Instant::now();
     let outcome = if let [w] = writes.as_slice() {
         let write = sqlx::query(&sql.insert_or_update)
-            .bind(&w.tenant)
-            .bind(&w.collection)
-            .bind(&w.key)
+            .bind(&w.address.tenant)
+            .bind(&w.address.collection)
+            .bind(&w.address.key)
             .bind(w.tag)
             .bind(w.now_ms)
             .bind(&w.value)
@@ -1153,10 +1155,10 @@ async fn write_batch(
 /// The writes of `writes` (by index) in rounds where each key appears at most once, in order:
 /// a key's n-th write is in the n-th round.
 fn rounds_by_key(writes: &[RowWrite]) -> Vec<Vec<usize>> {
-    let mut seen: std::collections::HashMap<(&str, &str, &str), usize> = std::collections::HashMap::new();
+    let mut seen: std::collections::HashMap<&RowKey, usize> = std::collections::HashMap::new();
     let mut rounds: Vec<Vec<usize>> = Vec::new();
     for (i, w) in writes.iter().enumerate() {
-        let n = seen.entry((&w.tenant, &w.collection, &w.key)).or_insert(0);
+        let n = seen.entry(&w.address).or_insert(0);
         if rounds.len() <= *n {
             rounds.push(Vec::new());
         }
@@ -1183,12 +1185,11 @@ where
     let rows = sqlx::query(statement).bind(json).fetch_all(executor).await?;
     let mut returned = std::collections::HashMap::with_capacity(rows.len());
     for row in &rows {
-        let address: (String, String, String) = (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        let address = RowKey { tenant: row.try_get(0)?, collection: row.try_get(1)?, key: row.try_get(2)? };
         returned.insert(address, (row.try_get(3)?, row.try_get(4)?));
     }
     for &i in round {
-        let w = &writes[i];
-        written[i] = returned.remove(&(w.tenant.clone(), w.collection.clone(), w.key.clone()));
+        written[i] = returned.remove(&writes[i].address);
     }
     Ok(())
 }

@@ -7,21 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use secrecy::SecretString;
 use serde_json::json;
 use shardgate_tests::pg_cluster::PgCluster;
-use shardgate_tests::{Backend, TestApp, eventually, expect_json};
+use shardgate_tests::{TestApp, eventually, expect_json};
 
 /// An app whose `shard-3` lives on `cluster`, with tenant `sick` pinned there; `customize` may
 /// change its configuration.
 async fn app_with_a_shard_on(cluster: &PgCluster, customize: impl FnOnce(&mut shardgate_api::Config)) -> TestApp {
     let url = cluster.create_database("batch_shard").await;
-    let app = TestApp::spawn_with(Backend::Postgres, |config| {
-        let seed = config.storage.shards.iter_mut().find(|s| s.id.as_str() == "shard-3").expect("shard-3 is seeded");
-        seed.url = SecretString::from(url);
-        customize(config);
-    })
-    .await;
+    let app = TestApp::spawn_with_shard_at("shard-3", url, customize).await;
     app.create_tenant_with(&json!({"id": "sick", "shard": "shard-3"})).await;
     app
 }

@@ -15,12 +15,7 @@ use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem,
 /// on `shard-0`, each holding `docs/d1`; `customize` may change its configuration.
 async fn app_with_a_shard_on(cluster: &PgCluster, customize: impl FnOnce(&mut Config)) -> TestApp {
     let url = cluster.create_database("sick_shard").await;
-    let app = TestApp::spawn_with(Backend::Postgres, |config| {
-        let seed = config.storage.shards.iter_mut().find(|s| s.id.as_str() == "shard-3").expect("shard-3 is seeded");
-        seed.url = SecretString::from(url);
-        customize(config);
-    })
-    .await;
+    let app = TestApp::spawn_with_shard_at("shard-3", url, customize).await;
     app.create_tenant_with(&json!({"id": "sick", "shard": "shard-3"})).await;
     app.create_tenant_with(&json!({"id": "well", "shard": "shard-0"})).await;
     for tenant in ["sick", "well"] {
