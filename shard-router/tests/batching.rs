@@ -174,6 +174,9 @@ enum Answer {
     Absent,
     Moved,
     Written(i64),
+    Deleted(i64),
+    NotFound,
+    Fenced,
     PreconditionFailed,
     Other(String),
 }
@@ -258,6 +261,86 @@ async fn reads_in_one_batch_keep_their_own_outcomes(test: TestDb) {
     test.drop_db().await;
 }
 
+fn delete_if(db: &Database, addr: &Addr, condition: WriteCondition) -> futures::future::BoxFuture<'static, Answer> {
+    let (db, addr) = (db.clone(), addr.clone());
+    Box::pin(async move {
+        let id = shard_id();
+        match RecordStore::new(&db, &id).delete(addr.get(), &condition, 10).await {
+            Ok(version) => Answer::Deleted(version),
+            Err(Error::RecordNotFound) => Answer::NotFound,
+            Err(Error::PreconditionFailed) => Answer::PreconditionFailed,
+            Err(e) => Answer::Other(e.to_string()),
+        }
+    })
+}
+
+async fn conditional_writes_and_deletes_in_one_batch_keep_their_own_outcomes(test: TestDb) {
+    let db = &test.db;
+    let id = shard_id();
+    let store = RecordStore::new(db, &id);
+    let [lead, a, b, c, d, fresh, absent] =
+        ["lead", "a", "b", "c", "d", "fresh", "absent"].map(|k| Addr::new("acme", k));
+    let frozen = Addr::new("moving", "x");
+    for addr in [&lead, &a, &b, &c, &d] {
+        store.put(addr.get(), 3, &value(0), &WriteCondition::Always, 1).await.unwrap();
+    }
+    store.delete(d.get(), &WriteCondition::Always, 2).await.unwrap();
+    FencedShard::new(db, &id).freeze(MoveSubject::Tenant(&frozen.tenant), "job-1", 1).await.unwrap();
+    let (before, _) = batches(db, BatchKind::Conditional, 1);
+
+    let fenced = {
+        let (db, frozen) = (db.clone(), frozen.clone());
+        Box::pin(async move {
+            let id = shard_id();
+            match RecordStore::new(&db, &id).put(frozen.get(), 3, &value(1), &WriteCondition::Absent, 10).await {
+                Err(Error::TenantFenced { .. }) => Answer::Fenced,
+                other => Answer::Other(format!("{:?}", other.map(|o| o.record.version))),
+            }
+        })
+    };
+    let answers = in_one_batch(
+        db,
+        delete_if(db, &lead, WriteCondition::Always),
+        vec![
+            delete_if(db, &c, WriteCondition::Always),
+            delete_if(db, &absent, WriteCondition::Always),
+            delete_if(db, &d, WriteCondition::Always),
+            put_if(db, &a, WriteCondition::VersionIn(vec![1])),
+            put_if(db, &b, WriteCondition::VersionIn(vec![5])),
+            put_if(db, &fresh, WriteCondition::Absent),
+            delete_if(db, &b, WriteCondition::VersionIn(vec![1])),
+            fenced,
+        ],
+    )
+    .await;
+    assert_eq!(
+        answers,
+        [
+            Answer::Deleted(2),
+            Answer::Deleted(2),
+            Answer::NotFound,
+            Answer::NotFound,
+            Answer::Written(2),
+            Answer::PreconditionFailed,
+            Answer::Written(1),
+            Answer::Deleted(2),
+            Answer::Fenced,
+        ],
+        "each conditional write and delete decided on its own row: 200, 201, 404, 412, its fence"
+    );
+    let (after, big) = batches(db, BatchKind::Conditional, 2);
+    assert!(after - before >= 2 && big >= 1, "the writes that waited met in batches ({big} of {})", after - before);
+    for (addr, version) in [(&a, 2), (&fresh, 1)] {
+        let read = store.read(addr.get()).await.unwrap();
+        assert!(matches!(&read, RecordRead::Live(r) if r.version == version), "{read:?}");
+    }
+    for addr in [&lead, &b, &c] {
+        assert!(matches!(store.read(addr.get()).await.unwrap(), RecordRead::Gone(2)));
+    }
+    assert!(matches!(store.read(frozen.get()).await.unwrap(), RecordRead::Absent));
+    test.drop_db().await;
+}
+
 /// Many writers of a few keys through the batchers at once: every acknowledged write has its own
 /// version, no version is skipped, and each key ends at its last acknowledged write.
 async fn concurrent_writers_lose_nothing_in_batches(test: TestDb) {
@@ -305,5 +388,6 @@ shardgate_shard_router::on_both_engines!(
     postgres: TestDb::postgres("sg_batch");
     writes_in_one_batch_keep_their_own_outcomes,
     reads_in_one_batch_keep_their_own_outcomes,
+    conditional_writes_and_deletes_in_one_batch_keep_their_own_outcomes,
     concurrent_writers_lose_nothing_in_batches,
 );

@@ -33,7 +33,7 @@ use crate::storage::health::{Refusal, is_health_failure};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BatchingConfig {
-    /// Batch point reads and unconditional writes of records that meet on one shard: while a
+    /// Batch point reads and writes of records that meet on one shard: while a
     /// batch is in flight on a shard, the next operations queue and leave together as one
     /// statement and one commit when it returns; an operation that finds its shard idle leaves
     /// at once. False: every operation is sent alone. Default true.
@@ -90,17 +90,20 @@ pub enum BatchKind {
     Read,
     /// Unconditional writes of records.
     Write,
+    /// Conditional writes (the compare-and-swap after the read) and deletes of records.
+    Conditional,
 }
 
 impl BatchKind {
-    /// Both kinds.
-    pub const ALL: [BatchKind; 2] = [BatchKind::Read, BatchKind::Write];
+    /// Every kind.
+    pub const ALL: [BatchKind; 3] = [BatchKind::Read, BatchKind::Write, BatchKind::Conditional];
 
     /// As named in `/metrics`.
     pub fn as_str(self) -> &'static str {
         match self {
             BatchKind::Read => "read",
             BatchKind::Write => "write",
+            BatchKind::Conditional => "conditional",
         }
     }
 }
@@ -332,6 +335,50 @@ pub struct RowWrite {
     pub epoch: i64,
 }
 
+/// What a compare-and-swap write does to a record: the write a conditional put or a delete sends
+/// once it has read the record (or, for an unconditional delete, without reading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Swap {
+    /// Insert it (version 1) unless the key exists.
+    #[serde(rename = "i")]
+    Insert,
+    /// Write the value over version `from` (reviving a tombstone).
+    #[serde(rename = "u")]
+    Update,
+    /// Tombstone version `from`.
+    #[serde(rename = "d")]
+    Delete,
+    /// Tombstone it if it is live, whatever its version.
+    #[serde(rename = "a")]
+    DeleteLive,
+}
+
+/// A compare-and-swap write of one record (owned: it waits in a queue).
+#[derive(Debug, Clone, Serialize)]
+pub struct RowSwap {
+    /// The record.
+    #[serde(flatten)]
+    pub address: RowKey,
+    /// What the write does.
+    #[serde(rename = "x")]
+    pub swap: Swap,
+    /// The version it must find ([`Swap::Update`], [`Swap::Delete`]).
+    #[serde(rename = "ver")]
+    pub from: Option<i64>,
+    /// The value (JSON text) it writes ([`Swap::Insert`], [`Swap::Update`]).
+    #[serde(rename = "val")]
+    pub value: Option<String>,
+    /// The row's vshard tag.
+    #[serde(rename = "v")]
+    pub tag: i64,
+    /// The write's time (ms).
+    #[serde(rename = "n")]
+    pub now_ms: i64,
+    /// The map epoch it was routed on.
+    #[serde(rename = "e")]
+    pub epoch: i64,
+}
+
 /// A record's row as a point read returns it.
 #[derive(Debug, Clone)]
 pub struct RowRead {
@@ -360,12 +407,15 @@ pub struct Batches {
     pub(crate) reads: [Arc<Batcher<RowKey, Option<RowRead>>>; 2],
     /// Unconditional writes of `records` and of `spread_records`.
     pub(crate) writes: [Arc<Batcher<RowWrite, Written>>; 2],
+    /// Compare-and-swap writes of `records` and of `spread_records`: the new version, `None`
+    /// when the version was not the one expected or a fence refused.
+    pub(crate) swaps: [Arc<Batcher<RowSwap, Option<i64>>>; 2],
 }
 
 impl Batches {
     /// Batchers configured by `config`.
     pub fn new(config: BatchingConfig) -> Self {
-        Self { config, reads: Default::default(), writes: Default::default() }
+        Self { config, reads: Default::default(), writes: Default::default(), swaps: Default::default() }
     }
 
     /// Their settings.
@@ -378,6 +428,7 @@ impl Batches {
         let histograms: Vec<&SizeHistogram> = match kind {
             BatchKind::Read => self.reads.iter().map(|b| b.sizes()).collect(),
             BatchKind::Write => self.writes.iter().map(|b| b.sizes()).collect(),
+            BatchKind::Conditional => self.swaps.iter().map(|b| b.sizes()).collect(),
         };
         let mut buckets = vec![0; SIZE_BUCKETS.len() + 1];
         let mut sum = 0;

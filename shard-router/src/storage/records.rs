@@ -14,7 +14,7 @@ use crate::ids::{CollectionName, RecordKey, TenantId};
 use std::sync::LazyLock;
 
 use crate::map::{Route, Strategy};
-use crate::storage::batch::{BatchOutcome, BatchReply, Batcher, RowKey, RowRead, RowWrite, Written};
+use crate::storage::batch::{BatchOutcome, BatchReply, Batcher, RowKey, RowRead, RowSwap, RowWrite, Swap, Written};
 use crate::storage::db::{Database, Engine};
 use crate::storage::meter::Sample;
 use crate::storage::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
@@ -87,6 +87,10 @@ struct Statements {
     /// The batch of point reads: `$1` the addresses as a JSON array of [`RowKey`]. Returns the
     /// tenant and collection, then the columns of `read`, of each row found.
     batch_read: [String; 2],
+    /// The batch of compare-and-swap writes ([`RowSwap`], each key once): first the inserts
+    /// ([`Swap::Insert`]), then the updates and tombstones (the other kinds), each returning the
+    /// tenant, collection, key and new version of every row it changed.
+    batch_swap: [[String; 2]; 2],
 }
 
 /// The statement prefix that makes the JSON array `$1` the table `u` with `columns` (name and
@@ -183,6 +187,46 @@ impl Statements {
                 fence(["u.t", "u.c", "u.k", "u.v"])
             )
         });
+        let swaps = json_rows(&[
+            ("t", "text"),
+            ("c", "text"),
+            ("k", "text"),
+            ("x", "text"),
+            ("ver", "bigint"),
+            ("val", "text"),
+            ("v", "bigint"),
+            ("n", "bigint"),
+            ("e", "bigint"),
+        ]);
+        let batch_swap = [
+            swaps.clone().map(|rows| {
+                format!(
+                    "{rows} INSERT INTO {table} {columns} SELECT u.t, u.c, u.k, u.v, 1, u.n, 0, u.val, 1 FROM u \
+                     WHERE u.x = 'i' AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
+                     ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING tenant, collection, key, version",
+                    fence(["u.t", "u.c", "u.k", "u.v"])
+                )
+            }),
+            // `u` (update), `d` (tombstone from a version) and `a` (tombstone if live).
+            swaps.map(|rows| {
+                format!(
+                    "{rows} UPDATE {table} SET \
+                     version = CASE WHEN u.x = 'a' THEN {table}.version + 1 ELSE u.ver + 1 END, \
+                     updated_at = u.n, \
+                     value = CASE WHEN u.x = 'u' THEN u.val ELSE 'null' END, \
+                     vshard = CASE WHEN u.x = 'u' THEN u.v ELSE {table}.vshard END, \
+                     live_since = CASE WHEN u.x = 'u' AND {table}.deleted = 1 THEN u.ver + 1 \
+                     ELSE {table}.live_since END, \
+                     deleted = CASE WHEN u.x = 'u' THEN 0 ELSE 1 END \
+                     FROM u WHERE u.x <> 'i' AND {table}.tenant = u.t AND {table}.collection = u.c \
+                     AND {table}.key = u.k \
+                     AND ((u.x = 'a' AND {table}.deleted = 0) OR (u.x <> 'a' AND {table}.version = u.ver)) \
+                     AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
+                     RETURNING {table}.tenant, {table}.collection, {table}.key, {table}.version",
+                    fence(["u.t", "u.c", "u.k", &format!("{table}.vshard")])
+                )
+            }),
+        ];
         let row_fence =
             read_fence.replace("$1", &format!("{table}.tenant")).replace("$2", &format!("{table}.collection"));
         let batch_read = json_rows(&[("t", "text"), ("c", "text"), ("k", "text")]).map(|rows| {
@@ -230,6 +274,7 @@ impl Statements {
             purge_collection: format!("DELETE FROM {table} WHERE tenant = $1 AND collection = $2"),
             batch_write,
             batch_read,
+            batch_swap,
         }
     }
 }
@@ -487,27 +532,6 @@ impl<'a> RecordStore<'a> {
         self.shard.err(source)
     }
 
-    /// Runs a fenced compare-and-swap on a record's version, whose last parameters are
-    /// `WHERE tenant = .. AND collection = .. AND key = .. AND version = ..` and the map epoch
-    /// (`shard_fence WHERE epoch > ..`), and which returns the new version; `None` if it changed
-    /// nothing (a lost race, or the fence: see [`FencedShard::unless_fenced_out`]).
-    async fn swap_version<'q>(
-        &self,
-        query: sqlx::query::QueryScalar<'q, sqlx::Any, i64, sqlx::any::AnyArguments<'q>>,
-        addr: RecordAddress<'q>,
-        version: i64,
-    ) -> Result<Option<i64>, Error> {
-        query
-            .bind(addr.tenant.as_str())
-            .bind(addr.collection.as_str())
-            .bind(addr.key.as_str())
-            .bind(version)
-            .bind(self.shard.map_epoch())
-            .fetch_optional(self.shard.pool())
-            .on_shard(&self.shard)
-            .await
-    }
-
     /// The row at `addr`, tombstone or not, read in a batch with other point reads of this shard
     /// ([`crate::storage::batch`]) or alone (once more on another connection if the first broke:
     /// [`FencedShard::read`]). The read excludes records whose tenant, vshard, key range or
@@ -614,6 +638,37 @@ impl<'a> RecordStore<'a> {
         Ok(self.read_row(addr).await?.map(|row| (row.version, row.deleted)))
     }
 
+    /// Runs one compare-and-swap write of the record at `addr` (in a batch with others of this
+    /// shard, or alone): `swap` from version `from`, writing `value` placed at `vshard` at
+    /// `now_ms`. The new version, or `None` if it changed nothing (a lost race, a missing or
+    /// deleted record, or a fence: see [`RecordStore::unless_fenced_out`]).
+    async fn swap(
+        &self,
+        addr: RecordAddress<'_>,
+        swap: Swap,
+        from: Option<i64>,
+        value: Option<&RawValue>,
+        (vshard, now_ms): (u32, i64),
+    ) -> Result<Option<i64>, Error> {
+        let op = RowSwap {
+            address: addr.owned(),
+            swap,
+            from,
+            value: value.map(|v| v.get().to_owned()),
+            tag: self.tag(vshard),
+            now_ms,
+            epoch: self.shard.map_epoch(),
+        };
+        let batcher = &self.shard.db().batches().swaps[self.layout.table_index()];
+        let (db, sql) = (self.shard.db().clone(), self.sql());
+        if let Some(written) =
+            self.batched(batcher, op.clone(), true, move |ops| swap_batch(db.clone(), sql, ops)).await?
+        {
+            return Ok(written);
+        }
+        lone_swap(self.shard.db(), self.sql(), &op).on_shard(&self.shard).await
+    }
+
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.
     pub async fn put(
         &self,
@@ -633,24 +688,11 @@ impl<'a> RecordStore<'a> {
             if !condition.allows(live) {
                 return Err(Error::PreconditionFailed);
             }
-            let written = match current {
-                None => {
-                    let row = self
-                        .insert_new(&self.sql().insert_or_nothing, addr, vshard, value, now_ms)
-                        .fetch_optional(self.shard.pool())
-                        .on_shard(&self.shard)
-                        .await?;
-                    row.map(|r| r.try_get::<i64, _>(0)).transpose().map_err(|e| self.err(e))?
-                }
-                Some((version, _)) => {
-                    let update = sqlx::query_scalar(&self.sql().update)
-                        .bind(version + 1)
-                        .bind(now_ms)
-                        .bind(value.get())
-                        .bind(self.tag(vshard));
-                    self.swap_version(update, addr, version).await?
-                }
+            let (swap, from) = match current {
+                None => (Swap::Insert, None),
+                Some((version, _)) => (Swap::Update, Some(version)),
             };
+            let written = self.swap(addr, swap, from, Some(value), (vshard, now_ms)).await?;
             if let Some(version) = self.unless_fenced_out(addr, written).await? {
                 self.shard.count(Sample::rows_written(1, value.get().len() as u64));
                 return Ok(PutOutcome {
@@ -705,15 +747,7 @@ impl<'a> RecordStore<'a> {
     /// version.
     pub async fn delete(&self, addr: RecordAddress<'_>, condition: &WriteCondition, now_ms: i64) -> Result<i64, Error> {
         if *condition == WriteCondition::Always {
-            let version = sqlx::query_scalar::<_, i64>(&self.sql().delete)
-                .bind(now_ms)
-                .bind(addr.tenant.as_str())
-                .bind(addr.collection.as_str())
-                .bind(addr.key.as_str())
-                .bind(self.shard.map_epoch())
-                .fetch_optional(self.shard.pool())
-                .on_shard(&self.shard)
-                .await?;
+            let version = self.swap(addr, Swap::DeleteLive, None, None, (0, now_ms)).await?;
             let version = self.unless_fenced_out(addr, version).await?.ok_or(Error::RecordNotFound)?;
             self.shard.count(Sample::rows_written(1, 0));
             return Ok(version);
@@ -726,8 +760,7 @@ impl<'a> RecordStore<'a> {
             if !condition.allows(Some(version)) {
                 return Err(Error::PreconditionFailed);
             }
-            let delete = sqlx::query_scalar(&self.sql().delete_version).bind(version + 1).bind(now_ms);
-            let written = self.swap_version(delete, addr, version).await?;
+            let written = self.swap(addr, Swap::Delete, Some(version), None, (0, now_ms)).await?;
             if let Some(version) = self.unless_fenced_out(addr, written).await? {
                 self.shard.count(Sample::rows_written(1, 0));
                 return Ok(version);
@@ -1132,16 +1165,16 @@ async fn write_batch(
             Ok(vec![row.map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?))).transpose()?])
         })
     } else {
-        let rounds = rounds_by_key(&writes);
+        let rounds = rounds_by_key(&writes.iter().map(|w| &w.address).collect::<Vec<_>>());
         let statement = for_engine(&db, &sql.batch_write);
         let run = async {
             let mut written = vec![None; writes.len()];
             if let [round] = rounds.as_slice() {
-                write_round(&db.pool, statement, &writes, round, &mut written).await?;
+                run_round(&db.pool, statement, &writes, round, &mut written).await?;
             } else {
                 let mut tx = db.pool.begin().await?;
                 for round in &rounds {
-                    write_round(&mut *tx, statement, &writes, round, &mut written).await?;
+                    run_round(&mut *tx, statement, &writes, round, &mut written).await?;
                 }
                 tx.commit().await?;
             }
@@ -1152,13 +1185,13 @@ async fn write_batch(
     (outcome, started.elapsed())
 }
 
-/// The writes of `writes` (by index) in rounds where each key appears at most once, in order:
+/// The operations on `addresses` (by index) in rounds where each key appears at most once, in order:
 /// a key's n-th write is in the n-th round.
-fn rounds_by_key(writes: &[RowWrite]) -> Vec<Vec<usize>> {
+fn rounds_by_key(addresses: &[&RowKey]) -> Vec<Vec<usize>> {
     let mut seen: std::collections::HashMap<&RowKey, usize> = std::collections::HashMap::new();
     let mut rounds: Vec<Vec<usize>> = Vec::new();
-    for (i, w) in writes.iter().enumerate() {
-        let n = seen.entry(&w.address).or_insert(0);
+    for (i, address) in addresses.iter().enumerate() {
+        let n = seen.entry(*address).or_insert(0);
         if rounds.len() <= *n {
             rounds.push(Vec::new());
         }
@@ -1168,28 +1201,145 @@ fn rounds_by_key(writes: &[RowWrite]) -> Vec<Vec<usize>> {
     rounds
 }
 
-/// Runs one round of a write batch: the writes of `round` in one statement; each one's version
-/// and live-since version go to its place in `written` (none for a write a fence refused).
-async fn write_round<'e, E>(
+/// A write a batch sends in rounds: its record, and what its statement returns for it (after
+/// the tenant, collection and key that name its row).
+trait RoundWrite: serde::Serialize {
+    type Out;
+    fn address(&self) -> &RowKey;
+    fn decode(row: &sqlx::any::AnyRow) -> Result<Self::Out, sqlx::Error>;
+}
+
+impl RoundWrite for RowWrite {
+    /// Version and live-since version.
+    type Out = (i64, i64);
+    fn address(&self) -> &RowKey {
+        &self.address
+    }
+    fn decode(row: &sqlx::any::AnyRow) -> Result<Self::Out, sqlx::Error> {
+        Ok((row.try_get(3)?, row.try_get(4)?))
+    }
+}
+
+impl RoundWrite for RowSwap {
+    /// The new version.
+    type Out = i64;
+    fn address(&self) -> &RowKey {
+        &self.address
+    }
+    fn decode(row: &sqlx::any::AnyRow) -> Result<Self::Out, sqlx::Error> {
+        row.try_get(3)
+    }
+}
+
+/// Runs the writes `round` (indexes into `ops`, each key at most once) in one `statement`; what
+/// it returns for each goes to its place in `written` (nothing for a write that changed no
+/// row).
+async fn run_round<'e, E, W: RoundWrite>(
     executor: E,
     statement: &str,
-    writes: &[RowWrite],
+    ops: &[W],
     round: &[usize],
-    written: &mut [Written],
+    written: &mut [Option<W::Out>],
 ) -> Result<(), sqlx::Error>
 where
     E: sqlx::Executor<'e, Database = sqlx::Any>,
 {
-    let json = serde_json::to_string(&round.iter().map(|&i| &writes[i]).collect::<Vec<_>>())
+    let json = serde_json::to_string(&round.iter().map(|&i| &ops[i]).collect::<Vec<_>>())
         .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
     let rows = sqlx::query(statement).bind(json).fetch_all(executor).await?;
     let mut returned = std::collections::HashMap::with_capacity(rows.len());
     for row in &rows {
         let address = RowKey { tenant: row.try_get(0)?, collection: row.try_get(1)?, key: row.try_get(2)? };
-        returned.insert(address, (row.try_get(3)?, row.try_get(4)?));
+        returned.insert(address, W::decode(row)?);
     }
     for &i in round {
-        written[i] = returned.remove(&writes[i].address);
+        written[i] = returned.remove(ops[i].address());
     }
     Ok(())
+}
+
+/// The lone statement of one compare-and-swap write, as an unbatched write runs it.
+fn lone_swap<'q>(
+    db: &'q Database,
+    sql: &'static Statements,
+    op: &'q RowSwap,
+) -> impl std::future::Future<Output = Result<Option<i64>, sqlx::Error>> + Send + 'q {
+    let RowKey { tenant, collection, key } = &op.address;
+    let value = op.value.as_deref().unwrap_or("null");
+    let from = op.from.unwrap_or(0);
+    let query = match op.swap {
+        Swap::Insert => sqlx::query_scalar(&sql.insert_or_nothing)
+            .bind(tenant)
+            .bind(collection)
+            .bind(key)
+            .bind(op.tag)
+            .bind(op.now_ms)
+            .bind(value)
+            .bind(op.epoch),
+        Swap::Update => sqlx::query_scalar(&sql.update)
+            .bind(from + 1)
+            .bind(op.now_ms)
+            .bind(value)
+            .bind(op.tag)
+            .bind(tenant)
+            .bind(collection)
+            .bind(key)
+            .bind(from)
+            .bind(op.epoch),
+        Swap::Delete => sqlx::query_scalar(&sql.delete_version)
+            .bind(from + 1)
+            .bind(op.now_ms)
+            .bind(tenant)
+            .bind(collection)
+            .bind(key)
+            .bind(from)
+            .bind(op.epoch),
+        Swap::DeleteLive => {
+            sqlx::query_scalar(&sql.delete).bind(op.now_ms).bind(tenant).bind(collection).bind(key).bind(op.epoch)
+        }
+    };
+    query.fetch_optional(&db.pool)
+}
+
+/// Runs a batch of compare-and-swap writes through `db`'s health: per round (each key at most
+/// once, in the order the writes came), the inserts in one statement and the updates and
+/// tombstones in another; in one transaction when that is more than one statement. A batch of
+/// one runs the lone statement.
+async fn swap_batch(
+    db: Database,
+    sql: &'static Statements,
+    swaps: Vec<RowSwap>,
+) -> (BatchOutcome<Option<i64>>, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let outcome = if let [op] = swaps.as_slice() {
+        db.health().run(lone_swap(&db, sql, op)).await.map(|written| vec![written])
+    } else {
+        let addresses: Vec<&RowKey> = swaps.iter().map(|s| &s.address).collect();
+        let rounds = rounds_by_key(&addresses);
+        // Per round, the statements it needs: the inserts', the updates'.
+        let statements: Vec<(&str, Vec<usize>)> = rounds
+            .iter()
+            .flat_map(|round| {
+                let (inserts, others): (Vec<usize>, Vec<usize>) =
+                    round.iter().partition(|&&i| swaps[i].swap == Swap::Insert);
+                [(for_engine(&db, &sql.batch_swap[0]), inserts), (for_engine(&db, &sql.batch_swap[1]), others)]
+            })
+            .filter(|(_, ops)| !ops.is_empty())
+            .collect();
+        let run = async {
+            let mut written = vec![None; swaps.len()];
+            if let [(statement, ops)] = statements.as_slice() {
+                run_round(&db.pool, statement, &swaps, ops, &mut written).await?;
+            } else {
+                let mut tx = db.pool.begin().await?;
+                for (statement, ops) in &statements {
+                    run_round(&mut *tx, statement, &swaps, ops, &mut written).await?;
+                }
+                tx.commit().await?;
+            }
+            Ok(written)
+        };
+        db.health().run(run).await
+    };
+    (outcome, started.elapsed())
 }
