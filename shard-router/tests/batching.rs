@@ -6,7 +6,8 @@
 //! To put operations into one batch, a test takes every connection of the shard's pool: the
 //! first operation's batch then waits for a connection, the operations sent meanwhile queue
 //! behind it, and when the test gives the connections back they leave together as the next batch
-//! (the batch size histogram shows it).
+//! (the batch size histogram shows it). The shard runs one batch of a kind at a time here
+//! (`max_in_flight = 1`), so which operations meet is certain.
 
 mod common;
 
@@ -18,7 +19,9 @@ use serde_json::value::RawValue;
 use shardgate_shard_router::batch::BatchKind;
 use shardgate_shard_router::records::{PutOutcome, RecordAddress, RecordRead, RecordStore, WriteCondition};
 use shardgate_shard_router::shard::{FencedShard, MoveSubject};
-use shardgate_shard_router::{CollectionName, Database, Error, RecordKey, ShardId, ShardStore, TenantId};
+use shardgate_shard_router::{
+    BatchingConfig, CollectionName, Database, Error, RecordKey, ShardId, ShardStore, TenantId,
+};
 
 fn value(n: usize) -> Box<RawValue> {
     RawValue::from_string(format!("{{\"n\":{n}}}")).unwrap()
@@ -44,6 +47,11 @@ impl Addr {
     fn get(&self) -> RecordAddress<'_> {
         RecordAddress { tenant: &self.tenant, collection: &self.collection, key: &self.key }
     }
+}
+
+/// `test`'s shard database, running one batch of a kind at a time.
+fn one_in_flight(test: &TestDb) -> Database {
+    test.db.clone().batching(BatchingConfig { max_in_flight: 1, ..BatchingConfig::default() })
 }
 
 fn shard_id() -> ShardId {
@@ -97,7 +105,7 @@ fn put(db: &Database, addr: &Addr, n: usize, epoch: u64) -> futures::future::Box
 }
 
 async fn writes_in_one_batch_keep_their_own_outcomes(test: TestDb) {
-    let db = &test.db;
+    let db = &one_in_flight(&test);
     let id = shard_id();
     let store = RecordStore::new(db, &id);
     let (old, gone, fresh, twice) =
@@ -208,7 +216,7 @@ fn put_if(db: &Database, addr: &Addr, condition: WriteCondition) -> futures::fut
 }
 
 async fn reads_in_one_batch_keep_their_own_outcomes(test: TestDb) {
-    let db = &test.db;
+    let db = &one_in_flight(&test);
     let id = shard_id();
     let store = RecordStore::new(db, &id);
     let (live, gone, absent, away) = (
@@ -275,7 +283,7 @@ fn delete_if(db: &Database, addr: &Addr, condition: WriteCondition) -> futures::
 }
 
 async fn conditional_writes_and_deletes_in_one_batch_keep_their_own_outcomes(test: TestDb) {
-    let db = &test.db;
+    let db = &one_in_flight(&test);
     let id = shard_id();
     let store = RecordStore::new(db, &id);
     let [lead, a, b, c, d, fresh, absent] =

@@ -79,7 +79,8 @@ impl Collector for ShardHealthMetrics {
         let mut family = encoder.encode_descriptor(
             "shard_batch_size",
             "Operations per batch sent to each shard database, by kind of operation (read: point reads; \
-             write: unconditional writes); a batch of 1 is an operation that found its shard idle",
+             write: unconditional writes; conditional: conditional writes and deletes); a batch of 1 is an \
+             operation that found its shard idle",
             None,
             MetricType::Histogram,
         )?;

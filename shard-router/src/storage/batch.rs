@@ -41,11 +41,15 @@ pub struct BatchingConfig {
     /// Most operations in one batch. At least 1 (1: every operation alone), at most 1000.
     /// Default 64.
     pub max_batch: u32,
+    /// Most batches of one kind in flight on one shard at once: operations queue while this
+    /// many are. 1 to 64. Default 2 (a shard database runs one batch on one core; two keep two
+    /// of its cores busy).
+    pub max_in_flight: u32,
 }
 
 impl Default for BatchingConfig {
     fn default() -> Self {
-        Self { enabled: true, max_batch: 64 }
+        Self { enabled: true, max_batch: 64, max_in_flight: 2 }
     }
 }
 
@@ -55,10 +59,18 @@ impl BatchingConfig {
         if self.enabled { usize::try_from(self.max_batch.clamp(1, MAX_BATCH)).unwrap_or(1) } else { 1 }
     }
 
+    /// The most batches of one kind in flight on one shard.
+    pub fn in_flight(&self) -> usize {
+        usize::try_from(self.max_in_flight.clamp(1, 64)).unwrap_or(1)
+    }
+
     /// Checks the settings; the message names the setting.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=MAX_BATCH).contains(&self.max_batch) {
             return Err(format!("storage.batching.max_batch must be from 1 to {MAX_BATCH}, not {}", self.max_batch));
+        }
+        if !(1..=64).contains(&self.max_in_flight) {
+            return Err(format!("storage.batching.max_in_flight must be from 1 to 64, not {}", self.max_in_flight));
         }
         Ok(())
     }
@@ -148,8 +160,8 @@ struct Pending<Op, Out> {
 
 struct Queue<Op, Out> {
     waiting: VecDeque<Pending<Op, Out>>,
-    /// Whether a batch is in flight (a task is draining the queue).
-    running: bool,
+    /// Batches in flight (tasks draining the queue).
+    running: usize,
 }
 
 /// Gathers the operations of one kind on one shard into batches: see the module's doc.
@@ -166,7 +178,7 @@ impl<Op, Out> std::fmt::Debug for Batcher<Op, Out> {
 
 impl<Op, Out> Default for Batcher<Op, Out> {
     fn default() -> Self {
-        Self { queue: Mutex::new(Queue { waiting: VecDeque::new(), running: false }), sizes: SizeHistogram::default() }
+        Self { queue: Mutex::new(Queue { waiting: VecDeque::new(), running: 0 }), sizes: SizeHistogram::default() }
     }
 }
 
@@ -176,14 +188,14 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         &self.sizes
     }
 
-    /// Queues `op` and waits for its answer. If no batch is in flight, a task starts draining
-    /// the queue: it sends what is queued (at most `limit` operations) as one batch through
-    /// `run`, hands out the answers, and goes on while operations wait. An operation whose caller
-    /// gave up before its batch left is not sent.
+    /// Queues `op` and waits for its answer. If fewer than `in_flight` batches are in flight, a
+    /// task starts draining the queue: it sends what is queued (at most `limit` operations) as
+    /// one batch through `run`, hands out the answers, and goes on while operations wait. An
+    /// operation whose caller gave up before its batch left is not sent.
     ///
     /// `run` answers a batch with one reply per operation, in order, or fails it as a whole
     /// ([`BatchOutcome`]); it is given the batch's operations and runs them as one statement.
-    pub async fn submit<F, Fut>(self: &Arc<Self>, op: Op, limit: usize, run: F) -> BatchReply<Out>
+    pub async fn submit<F, Fut>(self: &Arc<Self>, op: Op, (limit, in_flight): (usize, usize), run: F) -> BatchReply<Out>
     where
         F: Fn(Vec<Op>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = (BatchOutcome<Out>, Duration)> + Send + 'static,
@@ -192,7 +204,11 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         let start = {
             let mut queue = self.queue.lock();
             queue.waiting.push_back(Pending { op, reply });
-            !std::mem::replace(&mut queue.running, true)
+            let start = queue.running < in_flight.max(1);
+            if start {
+                queue.running += 1;
+            }
+            start
         };
         if start {
             tokio::spawn(self.clone().drain(limit.max(1), run));
@@ -215,13 +231,13 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         F: Fn(Vec<Op>) -> Fut,
         Fut: Future<Output = (BatchOutcome<Out>, Duration)>,
     {
-        // If `run` panics, the queue is not left marked as running forever: the next operation
-        // starts a new drain.
+        // If `run` panics, the drain is not counted as running forever: the next operation
+        // starts a new one.
         struct Stop<'a, Op, Out>(&'a Mutex<Queue<Op, Out>>);
         impl<Op, Out> Drop for Stop<'_, Op, Out> {
             fn drop(&mut self) {
                 if std::thread::panicking() {
-                    self.0.lock().running = false;
+                    self.0.lock().running -= 1;
                 }
             }
         }
@@ -238,7 +254,7 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
                     }
                 }
                 if batch.is_empty() {
-                    queue.running = false;
+                    queue.running -= 1;
                     return;
                 }
                 batch
@@ -467,7 +483,7 @@ mod tests {
         let batcher: Arc<Batcher<u64, u64>> = Arc::default();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let run = doubling(Duration::from_millis(50), seen.clone());
-        match batcher.submit(1, 64, run).await {
+        match batcher.submit(1, (64, 1), run).await {
             BatchReply::Done(2, _) => {}
             other => panic!("{other:?}"),
         }
@@ -475,7 +491,7 @@ mod tests {
         let answers = futures::future::join_all((0..10u64).map(|i| {
             let batcher = batcher.clone();
             let run = doubling(Duration::from_millis(50), seen.clone());
-            async move { batcher.submit(i, 4, run).await }
+            async move { batcher.submit(i, (4, 1), run).await }
         }))
         .await;
         for (i, answer) in answers.into_iter().enumerate() {
@@ -498,18 +514,18 @@ mod tests {
     async fn a_batch_refused_as_a_whole_refuses_each_operation_the_same_way() {
         let batcher: Arc<Batcher<u64, u64>> = Arc::default();
         let deadline = |_: Vec<u64>| async { (Err(Refusal::Deadline(Duration::from_secs(5))), Duration::from_secs(5)) };
-        let answers = futures::future::join_all((0..3).map(|i| batcher.submit(i, 64, deadline))).await;
+        let answers = futures::future::join_all((0..3).map(|i| batcher.submit(i, (64, 1), deadline))).await;
         for answer in answers {
             assert!(matches!(answer, BatchReply::Refused(Refusal::Deadline(_), _)), "{answer:?}");
         }
         let constraint =
             |_: Vec<u64>| async { (Err(Refusal::Sql(sqlx::Error::RowNotFound)), Duration::from_millis(1)) };
-        let alone = batcher.submit(0, 64, constraint).await;
+        let alone = batcher.submit(0, (64, 1), constraint).await;
         assert!(
             matches!(alone, BatchReply::Refused(Refusal::Sql(sqlx::Error::RowNotFound), _)),
             "a batch of one is a lone statement: its answer stands"
         );
-        let answers = futures::future::join_all((0..3).map(|i| batcher.submit(i, 64, constraint))).await;
+        let answers = futures::future::join_all((0..3).map(|i| batcher.submit(i, (64, 1), constraint))).await;
         for answer in &answers {
             assert!(matches!(answer, BatchReply::Alone), "the database refused the batch: each runs alone: {answer:?}");
         }
@@ -521,17 +537,17 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let first = tokio::spawn({
             let (batcher, run) = (batcher.clone(), doubling(Duration::from_millis(100), seen.clone()));
-            async move { batcher.submit(1, 64, run).await }
+            async move { batcher.submit(1, (64, 1), run).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         let gave_up = tokio::time::timeout(
             Duration::from_millis(10),
-            batcher.submit(2, 64, doubling(Duration::from_millis(100), seen.clone())),
+            batcher.submit(2, (64, 1), doubling(Duration::from_millis(100), seen.clone())),
         )
         .await;
         assert!(gave_up.is_err());
         assert!(matches!(first.await.unwrap(), BatchReply::Done(2, _)));
-        let last = batcher.submit(3, 64, doubling(Duration::from_millis(1), seen.clone())).await;
+        let last = batcher.submit(3, (64, 1), doubling(Duration::from_millis(1), seen.clone())).await;
         assert!(matches!(last, BatchReply::Done(6, _)));
         assert_eq!(*seen.lock(), [1, 1], "the operation given up on was never sent");
     }
@@ -549,9 +565,10 @@ mod tests {
 
     #[test]
     fn batching_off_sends_every_operation_alone() {
-        assert_eq!(BatchingConfig { enabled: false, max_batch: 64 }.limit(), 1);
+        assert_eq!(BatchingConfig { enabled: false, ..BatchingConfig::default() }.limit(), 1);
         assert_eq!(BatchingConfig::default().limit(), 64);
-        assert!(BatchingConfig { enabled: true, max_batch: 0 }.validate().is_err());
-        assert!(BatchingConfig { enabled: true, max_batch: 1001 }.validate().is_err());
+        assert!(BatchingConfig { max_batch: 0, ..BatchingConfig::default() }.validate().is_err());
+        assert!(BatchingConfig { max_batch: 1001, ..BatchingConfig::default() }.validate().is_err());
+        assert!(BatchingConfig { max_in_flight: 0, ..BatchingConfig::default() }.validate().is_err());
     }
 }

@@ -580,11 +580,12 @@ impl<'a> RecordStore<'a> {
         F: Fn(Vec<Op>) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = (BatchOutcome<Out>, std::time::Duration)> + Send + 'static,
     {
-        let limit = self.shard.db().batches().config().limit();
+        let config = self.shard.db().batches().config();
+        let limit = config.limit();
         if limit <= 1 {
             return Ok(None);
         }
-        match batcher.submit(op, limit, run).await {
+        match batcher.submit(op, (limit, config.in_flight()), run).await {
             BatchReply::Done(out, share) => {
                 self.shard.measure_share(write, share, false);
                 Ok(Some(out))
