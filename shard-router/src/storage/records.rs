@@ -187,7 +187,7 @@ impl Statements {
                 fence(["u.t", "u.c", "u.k", "u.v"])
             )
         });
-        let swaps = json_rows(&[
+        let [sqlite_swaps, postgres_swaps] = json_rows(&[
             ("t", "text"),
             ("c", "text"),
             ("k", "text"),
@@ -198,44 +198,64 @@ impl Statements {
             ("n", "bigint"),
             ("e", "bigint"),
         ]);
+        let inserts = |rows: &str| {
+            format!(
+                "{rows} INSERT INTO {table} {columns} SELECT u.t, u.c, u.k, u.v, 1, u.n, 0, u.val, 1 FROM u \
+                 WHERE u.x = 'i' AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
+                 ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING tenant, collection, key, version",
+                fence(["u.t", "u.c", "u.k", "u.v"])
+            )
+        };
+        // `u` (update), `d` (tombstone from a version) and `a` (tombstone if live), the rows of
+        // `u` joined to the table by `from`.
+        let updates = |rows: &str, from: &str| {
+            format!(
+                "{rows} UPDATE {table} SET \
+                 version = CASE WHEN u.x = 'a' THEN {table}.version + 1 ELSE u.ver + 1 END, \
+                 updated_at = u.n, \
+                 value = CASE WHEN u.x = 'u' THEN u.val ELSE 'null' END, \
+                 vshard = CASE WHEN u.x = 'u' THEN u.v ELSE {table}.vshard END, \
+                 live_since = CASE WHEN u.x = 'u' AND {table}.deleted = 1 THEN u.ver + 1 \
+                 ELSE {table}.live_since END, \
+                 deleted = CASE WHEN u.x = 'u' THEN 0 ELSE 1 END \
+                 {from} u.x <> 'i' AND {table}.tenant = u.t AND {table}.collection = u.c AND {table}.key = u.k \
+                 AND ((u.x = 'a' AND {table}.deleted = 0) OR (u.x <> 'a' AND {table}.version = u.ver)) \
+                 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
+                 RETURNING {table}.tenant, {table}.collection, {table}.key, {table}.version",
+                fence(["u.t", "u.c", "u.k", &format!("{table}.vshard")])
+            )
+        };
+        // On PostgreSQL each row is found by its key first, in a lateral subquery the planner
+        // cannot turn into a scan of the table (it expects a hundred rows of `u`), then updated
+        // by its place. A row another statement changed meanwhile has moved and is not updated:
+        // a lost race, which the writer retries after reading again.
+        let by_place = format!(
+            "FROM u CROSS JOIN LATERAL (SELECT l.ctid AS place FROM {table} l WHERE l.tenant = u.t \
+             AND l.collection = u.c AND l.key = u.k LIMIT 1) found WHERE {table}.ctid = found.place AND"
+        );
         let batch_swap = [
-            swaps.clone().map(|rows| {
-                format!(
-                    "{rows} INSERT INTO {table} {columns} SELECT u.t, u.c, u.k, u.v, 1, u.n, 0, u.val, 1 FROM u \
-                     WHERE u.x = 'i' AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
-                     ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING tenant, collection, key, version",
-                    fence(["u.t", "u.c", "u.k", "u.v"])
-                )
-            }),
-            // `u` (update), `d` (tombstone from a version) and `a` (tombstone if live).
-            swaps.map(|rows| {
-                format!(
-                    "{rows} UPDATE {table} SET \
-                     version = CASE WHEN u.x = 'a' THEN {table}.version + 1 ELSE u.ver + 1 END, \
-                     updated_at = u.n, \
-                     value = CASE WHEN u.x = 'u' THEN u.val ELSE 'null' END, \
-                     vshard = CASE WHEN u.x = 'u' THEN u.v ELSE {table}.vshard END, \
-                     live_since = CASE WHEN u.x = 'u' AND {table}.deleted = 1 THEN u.ver + 1 \
-                     ELSE {table}.live_since END, \
-                     deleted = CASE WHEN u.x = 'u' THEN 0 ELSE 1 END \
-                     FROM u WHERE u.x <> 'i' AND {table}.tenant = u.t AND {table}.collection = u.c \
-                     AND {table}.key = u.k \
-                     AND ((u.x = 'a' AND {table}.deleted = 0) OR (u.x <> 'a' AND {table}.version = u.ver)) \
-                     AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
-                     RETURNING {table}.tenant, {table}.collection, {table}.key, {table}.version",
-                    fence(["u.t", "u.c", "u.k", &format!("{table}.vshard")])
-                )
-            }),
+            [inserts(&sqlite_swaps), inserts(&postgres_swaps)],
+            [updates(&sqlite_swaps, "FROM u WHERE"), updates(&postgres_swaps, &by_place)],
         ];
         let row_fence =
             read_fence.replace("$1", &format!("{table}.tenant")).replace("$2", &format!("{table}.collection"));
-        let batch_read = json_rows(&[("t", "text"), ("c", "text"), ("k", "text")]).map(|rows| {
+        // Each address is looked up by its key: on PostgreSQL in a lateral subquery, which the
+        // planner cannot turn into a scan of the table (it expects a hundred rows of `u`).
+        let [sqlite_rows, postgres_rows] = json_rows(&[("t", "text"), ("c", "text"), ("k", "text")]);
+        let row = format!(
+            "SELECT {table}.tenant, {table}.collection, {table}.key, version, updated_at, value, deleted FROM {table}"
+        );
+        let batch_read = [
             format!(
-                "{rows} SELECT {table}.tenant, {table}.collection, {table}.key, version, updated_at, value, deleted \
-                 FROM u JOIN {table} ON {table}.tenant = u.t AND {table}.collection = u.c AND {table}.key = u.k \
-                 WHERE {row_fence}"
-            )
-        });
+                "{sqlite_rows} SELECT {table}.tenant, {table}.collection, {table}.key, version, updated_at, value, \
+                 deleted FROM u JOIN {table} ON {table}.tenant = u.t AND {table}.collection = u.c \
+                 AND {table}.key = u.k WHERE {row_fence}"
+            ),
+            format!(
+                "{postgres_rows} SELECT found.* FROM u CROSS JOIN LATERAL ({row} WHERE {table}.tenant = u.t \
+                 AND {table}.collection = u.c AND {table}.key = u.k AND {row_fence} LIMIT 1) found"
+            ),
+        ];
         Self {
             insert_or_nothing: format!("{insert} ON CONFLICT (tenant, collection, key) DO NOTHING RETURNING version"),
             // Also bumps an existing row's version (reviving a tombstone). Returns the version
@@ -748,10 +768,20 @@ impl<'a> RecordStore<'a> {
     /// version.
     pub async fn delete(&self, addr: RecordAddress<'_>, condition: &WriteCondition, now_ms: i64) -> Result<i64, Error> {
         if *condition == WriteCondition::Always {
-            let version = self.swap(addr, Swap::DeleteLive, None, None, (0, now_ms)).await?;
-            let version = self.unless_fenced_out(addr, version).await?.ok_or(Error::RecordNotFound)?;
-            self.shard.count(Sample::rows_written(1, 0));
-            return Ok(version);
+            for attempt in 0..MAX_WRITE_ATTEMPTS {
+                backoff(attempt).await;
+                let written = self.swap(addr, Swap::DeleteLive, None, None, (0, now_ms)).await?;
+                if let Some(version) = self.unless_fenced_out(addr, written).await? {
+                    self.shard.count(Sample::rows_written(1, 0));
+                    return Ok(version);
+                }
+                // Nothing deleted: no live record, or (in a batch on PostgreSQL, which finds the
+                // row before it changes it) another write changed it meanwhile.
+                if !matches!(self.current(addr).await?, Some((_, false))) {
+                    return Err(Error::RecordNotFound);
+                }
+            }
+            return Err(Error::WriteContention);
         }
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
