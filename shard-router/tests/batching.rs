@@ -391,6 +391,44 @@ async fn concurrent_writers_lose_nothing_in_batches(test: TestDb) {
     test.drop_db().await;
 }
 
+/// Every batch statement of a PostgreSQL shard finds its rows by key, never by a scan of the
+/// table: the planner expects a hundred rows of a batch's JSON array, and on a table of some
+/// thousands of rows a hash join over a scan of it looked cheaper.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_batches_look_rows_up_by_key() {
+    let test = TestDb::postgres("sg_batch_plans").await;
+    for table in ["records", "spread_records"] {
+        let fill = format!(
+            "INSERT INTO {table} (tenant, collection, key, vshard, version, updated_at, deleted, value, live_since) \
+             SELECT 'acme', 'things', 'k' || i, 3, 1, 0, 0, '{{}}', 1 FROM generate_series(1, 20000) AS i"
+        );
+        sqlx::query(&fill).execute(&test.db.pool).await.unwrap();
+        sqlx::query(&format!("ANALYZE {table}")).execute(&test.db.pool).await.unwrap();
+    }
+    let batch = serde_json::json!([
+        {"t": "acme", "c": "things", "k": "k5", "x": "u", "ver": 1, "val": "{}", "v": 3, "n": 1, "e": 1},
+        {"t": "acme", "c": "things", "k": "k7", "x": "a", "v": 3, "n": 1, "e": 1},
+    ])
+    .to_string();
+    for (table, statement) in shardgate_shard_router::records::postgres_batch_sql() {
+        // A plan for the values bound, and the generic plan a prepared statement may end up with.
+        let mut plans = Vec::new();
+        let mut conn = test.db.pool.acquire().await.unwrap();
+        for mode in ["auto", "force_generic_plan"] {
+            sqlx::query(&format!("SET plan_cache_mode = {mode}")).execute(&mut *conn).await.unwrap();
+            let sql = format!("EXPLAIN {statement}");
+            let lines: Vec<String> = sqlx::query_scalar(&sql).bind(&batch).fetch_all(&mut *conn).await.unwrap();
+            plans.push(lines.join("\n"));
+        }
+        sqlx::query("RESET plan_cache_mode").execute(&mut *conn).await.unwrap();
+        for plan in plans {
+            assert!(!plan.contains(&format!("Seq Scan on {table}")), "{statement}\n{plan}");
+            assert!(plan.contains("Index"), "{statement}\n{plan}");
+        }
+    }
+    test.drop_db().await;
+}
+
 shardgate_shard_router::on_both_engines!(
     sqlite: TestDb::sqlite(),
     postgres: TestDb::postgres("sg_batch");

@@ -207,8 +207,8 @@ impl Statements {
             )
         };
         // `u` (update), `d` (tombstone from a version) and `a` (tombstone if live), the rows of
-        // `u` joined to the table by `from`.
-        let updates = |rows: &str, from: &str| {
+        // `u` joined to the table by `from` (which ends with `AND`).
+        let updates = |rows: &str, from: &str, vshard: &str| {
             format!(
                 "{rows} UPDATE {table} SET \
                  version = CASE WHEN u.x = 'a' THEN {table}.version + 1 ELSE u.ver + 1 END, \
@@ -218,24 +218,36 @@ impl Statements {
                  live_since = CASE WHEN u.x = 'u' AND {table}.deleted = 1 THEN u.ver + 1 \
                  ELSE {table}.live_since END, \
                  deleted = CASE WHEN u.x = 'u' THEN 0 ELSE 1 END \
-                 {from} u.x <> 'i' AND {table}.tenant = u.t AND {table}.collection = u.c AND {table}.key = u.k \
+                 {from} u.x <> 'i' \
                  AND ((u.x = 'a' AND {table}.deleted = 0) OR (u.x <> 'a' AND {table}.version = u.ver)) \
                  AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > u.e) AND {} \
                  RETURNING {table}.tenant, {table}.collection, {table}.key, {table}.version",
-                fence(["u.t", "u.c", "u.k", &format!("{table}.vshard")])
+                fence(["u.t", "u.c", "u.k", vshard])
             )
         };
         // On PostgreSQL each row is found by its key first, in a lateral subquery the planner
         // cannot turn into a scan of the table (it expects a hundred rows of `u`), then updated
-        // by its place. A row another statement changed meanwhile has moved and is not updated:
-        // a lost race, which the writer retries after reading again.
+        // by its place (and only so: with the key's columns compared too, the planner is back to
+        // a scan). A row another statement changed meanwhile has moved and is not updated: a
+        // lost race, which the writer retries after reading again.
         let by_place = format!(
-            "FROM u CROSS JOIN LATERAL (SELECT l.ctid AS place FROM {table} l WHERE l.tenant = u.t \
+            "FROM u CROSS JOIN LATERAL (SELECT l.ctid AS place, l.vshard FROM {table} l WHERE l.tenant = u.t \
              AND l.collection = u.c AND l.key = u.k LIMIT 1) found WHERE {table}.ctid = found.place AND"
         );
         let batch_swap = [
             [inserts(&sqlite_swaps), inserts(&postgres_swaps)],
-            [updates(&sqlite_swaps, "FROM u WHERE"), updates(&postgres_swaps, &by_place)],
+            [
+                updates(
+                    &sqlite_swaps,
+                    &format!(
+                        "FROM u WHERE {table}.tenant = u.t AND {table}.collection = u.c AND {table}.key = u.k AND"
+                    ),
+                    &format!("{table}.vshard"),
+                ),
+                // The row's vshard as the lookup found it (the same row: its place is): the
+                // fences are then asked per row of `u`, after the lookup.
+                updates(&postgres_swaps, &by_place, "found.vshard"),
+            ],
         ];
         let row_fence =
             read_fence.replace("$1", &format!("{table}.tenant")).replace("$2", &format!("{table}.collection"));
@@ -304,6 +316,20 @@ impl Statements {
 /// version and the version the record last became live at.
 pub fn home_upsert_sql() -> &'static str {
     &HOME.insert_or_update
+}
+
+/// The batch statements of PostgreSQL shards, each with its table: the point reads, the
+/// unconditional writes, the inserts and the updates of compare-and-swap writes (for the test
+/// that checks their plans look rows up by key, whatever the table's size).
+#[doc(hidden)]
+pub fn postgres_batch_sql() -> Vec<(&'static str, &'static str)> {
+    [("records", &*HOME), ("spread_records", &*SPREAD)]
+        .into_iter()
+        .flat_map(|(table, sql)| {
+            [&sql.batch_read[1], &sql.batch_write[1], &sql.batch_swap[0][1], &sql.batch_swap[1][1]]
+                .map(|statement| (table, statement.as_str()))
+        })
+        .collect()
 }
 
 /// How many times a write re-reads after losing a race before giving up with
