@@ -158,6 +158,14 @@ struct Pending<Op, Out> {
     reply: oneshot::Sender<BatchReply<Out>>,
 }
 
+/// How an operation enters a batcher.
+enum Entry<Op, Out> {
+    /// Sent at once, alone, from its caller's task.
+    Alone(Op),
+    /// Queued: its answer comes from a drain task.
+    Queued(oneshot::Receiver<BatchReply<Out>>),
+}
+
 struct Queue<Op, Out> {
     waiting: VecDeque<Pending<Op, Out>>,
     /// Batches in flight (tasks draining the queue).
@@ -188,10 +196,12 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         &self.sizes
     }
 
-    /// Queues `op` and waits for its answer. If fewer than `in_flight` batches are in flight, a
-    /// task starts draining the queue: it sends what is queued (at most `limit` operations) as
-    /// one batch through `run`, hands out the answers, and goes on while operations wait. An
-    /// operation whose caller gave up before its batch left is not sent.
+    /// Sends `op` and waits for its answer. If fewer than `in_flight` batches are in flight,
+    /// `op` is sent at once, alone, from the caller's own task (a lone operation costs what it
+    /// costs unbatched); otherwise it queues. When a batch returns and operations wait, a task
+    /// drains the queue: it sends what waits (at most `limit` operations) as one batch through
+    /// `run`, hands out the answers, and goes on while operations wait. An operation whose
+    /// caller gave up before its batch left is not sent.
     ///
     /// `run` answers a batch with one reply per operation, in order, or fails it as a whole
     /// ([`BatchOutcome`]); it is given the batch's operations and runs them as one statement.
@@ -200,19 +210,30 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         F: Fn(Vec<Op>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = (BatchOutcome<Out>, Duration)> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel();
-        let start = {
+        let entry = {
             let mut queue = self.queue.lock();
-            queue.waiting.push_back(Pending { op, reply });
-            let start = queue.running < in_flight.max(1);
-            if start {
+            if queue.running < in_flight.max(1) {
                 queue.running += 1;
+                Entry::Alone(op)
+            } else {
+                let (reply, answer) = oneshot::channel();
+                queue.waiting.push_back(Pending { op, reply });
+                Entry::Queued(answer)
             }
-            start
         };
-        if start {
-            tokio::spawn(self.clone().drain(limit.max(1), run));
-        }
+        let answer = match entry {
+            Entry::Queued(answer) => answer,
+            Entry::Alone(op) => {
+                // Sent alone, from here; whatever queues meanwhile is handed to a drain task
+                // when this batch ends (or is given up on: the hand-over is the guard's drop).
+                self.sizes.observe(1);
+                let statement = run(vec![op]);
+                let turn = Turn { batcher: self.clone(), limit: limit.max(1), run: Some(run) };
+                let (outcome, elapsed) = statement.await;
+                drop(turn);
+                return replies(outcome, elapsed, 1).pop().unwrap_or(BatchReply::Alone);
+            }
+        };
         // The drain task answers every operation it takes; an operation it dropped unanswered
         // (it panicked) is told what a statement abandoned in flight is told.
         answer.await.unwrap_or_else(|_| {
@@ -226,6 +247,7 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         })
     }
 
+    /// Sends what waits, batch after batch, until nothing does; then this batch in flight ends.
     async fn drain<F, Fut>(self: Arc<Self>, limit: usize, run: F)
     where
         F: Fn(Vec<Op>) -> Fut,
@@ -245,14 +267,7 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
         loop {
             let batch: Vec<Pending<Op, Out>> = {
                 let mut queue = self.queue.lock();
-                let mut batch = Vec::with_capacity(limit.min(queue.waiting.len()));
-                while batch.len() < limit
-                    && let Some(pending) = queue.waiting.pop_front()
-                {
-                    if !pending.reply.is_closed() {
-                        batch.push(pending);
-                    }
-                }
+                let batch = queue.take(limit);
                 if batch.is_empty() {
                     queue.running -= 1;
                     return;
@@ -260,35 +275,84 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
                 batch
             };
             self.sizes.observe(batch.len());
-            let (ops, replies): (Vec<Op>, Vec<_>) = batch.into_iter().map(|p| (p.op, p.reply)).unzip();
-            let count = replies.len();
+            let (ops, senders): (Vec<Op>, Vec<_>) = batch.into_iter().map(|p| (p.op, p.reply)).unzip();
+            let count = senders.len();
             let (outcome, elapsed) = run(ops).await;
-            let share = elapsed / u32::try_from(count).unwrap_or(u32::MAX);
-            match outcome {
-                Ok(outs) => {
-                    for (reply, out) in replies.into_iter().zip(outs) {
-                        let _ = reply.send(BatchReply::Done(out, share));
-                    }
-                }
-                // The database answered the statement with an error of its own: each operation
-                // is tried alone, so each gets the answer that is its own.
-                Err(Refusal::Sql(e)) if count > 1 && !is_health_failure(&e) => {
-                    tracing::debug!(error = %e, operations = count, "a batch failed; its operations run alone");
-                    for reply in replies {
-                        let _ = reply.send(BatchReply::Alone);
-                    }
-                }
-                Err(refusal) => {
-                    let mut replies = replies.into_iter();
-                    let last = replies.next_back();
-                    for reply in replies {
-                        let _ = reply.send(BatchReply::Refused(replicate(&refusal), share));
-                    }
-                    if let Some(reply) = last {
-                        let _ = reply.send(BatchReply::Refused(refusal, share));
-                    }
-                }
+            for (sender, reply) in senders.into_iter().zip(replies(outcome, elapsed, count)) {
+                let _ = sender.send(reply);
             }
+        }
+    }
+}
+
+impl<Op, Out> Queue<Op, Out> {
+    /// The next batch: at most `limit` waiting operations whose callers still wait.
+    fn take(&mut self, limit: usize) -> Vec<Pending<Op, Out>> {
+        let mut batch = Vec::with_capacity(limit.min(self.waiting.len()));
+        while batch.len() < limit
+            && let Some(pending) = self.waiting.pop_front()
+        {
+            if !pending.reply.is_closed() {
+                batch.push(pending);
+            }
+        }
+        batch
+    }
+}
+
+/// A batch sent from its caller's task: when it ends (or its caller gives up on it), what
+/// queued meanwhile goes on in a drain task, which takes over its place in flight; if nothing
+/// did, the place is free.
+struct Turn<Op, Out, F, Fut>
+where
+    Op: Send + 'static,
+    Out: Send + 'static,
+    F: Fn(Vec<Op>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = (BatchOutcome<Out>, Duration)> + Send + 'static,
+{
+    batcher: Arc<Batcher<Op, Out>>,
+    limit: usize,
+    run: Option<F>,
+}
+
+impl<Op, Out, F, Fut> Drop for Turn<Op, Out, F, Fut>
+where
+    Op: Send + 'static,
+    Out: Send + 'static,
+    F: Fn(Vec<Op>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = (BatchOutcome<Out>, Duration)> + Send + 'static,
+{
+    fn drop(&mut self) {
+        let mut queue = self.batcher.queue.lock();
+        let waiting = queue.waiting.iter().any(|p| !p.reply.is_closed());
+        match (waiting, self.run.take(), tokio::runtime::Handle::try_current()) {
+            (true, Some(run), Ok(runtime)) => {
+                drop(queue);
+                runtime.spawn(self.batcher.clone().drain(self.limit, run));
+            }
+            _ => queue.running -= 1,
+        }
+    }
+}
+
+/// The replies to the `count` operations of a batch that ran with `outcome` in `elapsed`:
+/// each operation's own answer and its share of the time; for a batch refused as a whole, the
+/// same refusal for each; for a batch whose statement the database refused (an answer, not a
+/// failure of its health), [`BatchReply::Alone`] for each, so each gets the answer that is its
+/// own.
+fn replies<Out>(outcome: BatchOutcome<Out>, elapsed: Duration, count: usize) -> Vec<BatchReply<Out>> {
+    let share = elapsed / u32::try_from(count.max(1)).unwrap_or(u32::MAX);
+    match outcome {
+        Ok(outs) => outs.into_iter().map(|out| BatchReply::Done(out, share)).collect(),
+        Err(Refusal::Sql(e)) if count > 1 && !is_health_failure(&e) => {
+            tracing::debug!(error = %e, operations = count, "a batch failed; its operations run alone");
+            (0..count).map(|_| BatchReply::Alone).collect()
+        }
+        Err(refusal) => {
+            let mut replies: Vec<BatchReply<Out>> =
+                (1..count).map(|_| BatchReply::Refused(replicate(&refusal), share)).collect();
+            replies.push(BatchReply::Refused(refusal, share));
+            replies
         }
     }
 }
@@ -505,9 +569,12 @@ mod tests {
         }
         let sizes = seen.lock().clone();
         assert_eq!(sizes.iter().sum::<usize>(), 11);
-        // All ten were queued before the task that sends them ran (one thread).
-        assert_eq!(&sizes[1..], [4, 4, 2], "operations that wait leave in batches of at most 4");
-        assert_eq!(batcher.sizes().count(), 4);
+        assert_eq!(
+            &sizes[1..],
+            [1, 4, 4, 1],
+            "the first of the ten leaves at once, alone; the nine that waited in batches of at most 4"
+        );
+        assert_eq!(batcher.sizes().count(), 5);
     }
 
     #[tokio::test]
@@ -518,15 +585,18 @@ mod tests {
         for answer in answers {
             assert!(matches!(answer, BatchReply::Refused(Refusal::Deadline(_), _)), "{answer:?}");
         }
-        let constraint =
-            |_: Vec<u64>| async { (Err(Refusal::Sql(sqlx::Error::RowNotFound)), Duration::from_millis(1)) };
+        let constraint = |_: Vec<u64>| async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            (Err(Refusal::Sql(sqlx::Error::RowNotFound)), Duration::from_millis(10))
+        };
         let alone = batcher.submit(0, (64, 1), constraint).await;
         assert!(
             matches!(alone, BatchReply::Refused(Refusal::Sql(sqlx::Error::RowNotFound), _)),
             "a batch of one is a lone statement: its answer stands"
         );
         let answers = futures::future::join_all((0..3).map(|i| batcher.submit(i, (64, 1), constraint))).await;
-        for answer in &answers {
+        assert!(matches!(answers[0], BatchReply::Refused(Refusal::Sql(sqlx::Error::RowNotFound), _)), "alone");
+        for answer in &answers[1..] {
             assert!(matches!(answer, BatchReply::Alone), "the database refused the batch: each runs alone: {answer:?}");
         }
     }
