@@ -19,6 +19,7 @@ use serde_json::value::RawValue;
 use shardgate_shard_router::batch::BatchKind;
 use shardgate_shard_router::records::{PutOutcome, RecordAddress, RecordRead, RecordStore, WriteCondition};
 use shardgate_shard_router::shard::{FencedShard, MoveSubject};
+use shardgate_shard_router::storage::meter::{LoadMeter, MeterConfig, Work};
 use shardgate_shard_router::{
     BatchingConfig, CollectionName, Database, Error, RecordKey, ShardId, ShardStore, TenantId,
 };
@@ -355,9 +356,12 @@ async fn concurrent_writers_lose_nothing_in_batches(test: TestDb) {
     const WRITERS: usize = 16;
     const WRITES: usize = 20;
     let keys: Arc<Vec<Addr>> = Arc::new((0..4).map(|k| Addr::new("acme", &format!("k{k}"))).collect());
+    // Counted as requests are, so the load picture's totals show what it counted.
+    let meter = Arc::new(LoadMeter::new(MeterConfig { window: Duration::from_secs(10), top_tenants: 10 }));
+    let metered = test.db.clone().metered(meter.clone()).working_as(Work::Request);
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
-        let (db, keys) = (test.db.clone(), keys.clone());
+        let (db, keys) = (metered.clone(), keys.clone());
         tasks.push(tokio::spawn(async move {
             let id = shard_id();
             let store = RecordStore::new(&db, &id);
@@ -388,6 +392,11 @@ async fn concurrent_writers_lose_nothing_in_batches(test: TestDb) {
     }
     let (batches, big) = batches(&test.db, BatchKind::Write, 2);
     assert!(big > 0, "some writes met in batches ({big} of {batches})");
+    // The load picture counts each write, not each batch, with its share of the time.
+    let counted = meter.requests_on(&id);
+    let writes = (WRITERS * WRITES) as u64;
+    assert_eq!((counted.writes, counted.rows_written), (writes, writes), "{counted:?}");
+    assert!(counted.statement_us > 0 && batches < writes, "{counted:?}, {batches} batches");
     test.drop_db().await;
 }
 
