@@ -1222,24 +1222,33 @@ async fn write_batch(
             Ok(vec![row.map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?))).transpose()?])
         })
     } else {
-        let rounds = rounds_by_key(&writes.iter().map(|w| &w.address).collect::<Vec<_>>());
         let statement = for_engine(&db, &sql.batch_write);
-        let run = async {
-            let mut written = vec![None; writes.len()];
-            if let [round] = rounds.as_slice() {
-                run_round(&db.pool, statement, &writes, round, &mut written).await?;
-            } else {
-                let mut tx = db.pool.begin().await?;
-                for round in &rounds {
-                    run_round(&mut *tx, statement, &writes, round, &mut written).await?;
-                }
-                tx.commit().await?;
-            }
-            Ok(written)
-        };
-        db.health().run(run).await
+        let rounds = rounds_by_key(&writes.iter().map(|w| &w.address).collect::<Vec<_>>());
+        let statements: Vec<(&str, Vec<usize>)> = rounds.into_iter().map(|round| (statement, round)).collect();
+        db.health().run(run_statements(&db, &statements, &writes)).await
     };
     (outcome, started.elapsed())
+}
+
+/// Runs `statements` (each a statement and the writes of `ops` it takes, by index) in order:
+/// alone if there is one, else in one transaction. What each write's statement returned for it,
+/// in the order of `ops` (nothing for a write that changed no row).
+async fn run_statements<W: RoundWrite>(
+    db: &Database,
+    statements: &[(&str, Vec<usize>)],
+    ops: &[W],
+) -> Result<Vec<Option<W::Out>>, sqlx::Error> {
+    let mut written: Vec<Option<W::Out>> = ops.iter().map(|_| None).collect();
+    if let [(statement, round)] = statements {
+        run_round(&db.pool, statement, ops, round, &mut written).await?;
+    } else {
+        let mut tx = db.pool.begin().await?;
+        for (statement, round) in statements {
+            run_round(&mut *tx, statement, ops, round, &mut written).await?;
+        }
+        tx.commit().await?;
+    }
+    Ok(written)
 }
 
 /// The operations on `addresses` (by index) in rounds where each key appears at most once, in order:
@@ -1383,20 +1392,7 @@ async fn swap_batch(
             })
             .filter(|(_, ops)| !ops.is_empty())
             .collect();
-        let run = async {
-            let mut written = vec![None; swaps.len()];
-            if let [(statement, ops)] = statements.as_slice() {
-                run_round(&db.pool, statement, &swaps, ops, &mut written).await?;
-            } else {
-                let mut tx = db.pool.begin().await?;
-                for (statement, ops) in &statements {
-                    run_round(&mut *tx, statement, &swaps, ops, &mut written).await?;
-                }
-                tx.commit().await?;
-            }
-            Ok(written)
-        };
-        db.health().run(run).await
+        db.health().run(run_statements(&db, &statements, &swaps)).await
     };
     (outcome, started.elapsed())
 }
