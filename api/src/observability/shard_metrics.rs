@@ -27,8 +27,9 @@ const STATES: [BreakerState; 4] =
 
 impl Collector for ShardHealthMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let dbs = self.0.shard_dbs();
         let shards: Vec<(String, HealthReport)> =
-            self.0.shard_dbs().into_iter().map(|(id, _, db)| (id.to_string(), db.health().report())).collect();
+            dbs.iter().map(|(id, _, db)| (id.to_string(), db.health().report())).collect();
 
         let mut family = encoder.encode_descriptor(
             "shard_breaker_state",
@@ -75,7 +76,6 @@ impl Collector for ShardHealthMetrics {
                 .encode(family.encode_family(&[("shard", shard.as_str())])?)?;
         }
 
-        let dbs = self.0.shard_dbs();
         let mut family = encoder.encode_descriptor(
             "shard_batch_size",
             "Operations per batch sent to each shard database, by kind of operation (read: point reads; \

@@ -433,6 +433,13 @@ pub enum Swap {
     DeleteLive,
 }
 
+impl RowKey {
+    /// Tenant, collection and key, as a lone statement binds them.
+    pub(crate) fn borrowed(&self) -> [&str; 3] {
+        [&self.tenant, &self.collection, &self.key]
+    }
+}
+
 /// A compare-and-swap write of one record (owned: it waits in a queue).
 #[derive(Debug, Clone, Serialize)]
 pub struct RowSwap {

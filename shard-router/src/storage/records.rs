@@ -447,6 +447,11 @@ pub struct RecordAddress<'a> {
 }
 
 impl RecordAddress<'_> {
+    /// Tenant, collection and key, as a lone statement binds them.
+    fn borrowed(&self) -> [&str; 3] {
+        [self.tenant.as_str(), self.collection.as_str(), self.key.as_str()]
+    }
+
     /// The address as a batched operation holds it.
     fn owned(&self) -> RowKey {
         RowKey {
@@ -555,25 +560,6 @@ impl<'a> RecordStore<'a> {
     fn sql(&self) -> &'static Statements {
         self.layout.statements()
     }
-    /// Binds a new row's values to one of the insert statements.
-    fn insert_new<'q>(
-        &self,
-        sql: &'q str,
-        addr: RecordAddress<'q>,
-        vshard: u32,
-        value: &'q RawValue,
-        now_ms: i64,
-    ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-        sqlx::query(sql)
-            .bind(addr.tenant.as_str())
-            .bind(addr.collection.as_str())
-            .bind(addr.key.as_str())
-            .bind(self.tag(vshard))
-            .bind(now_ms)
-            .bind(value.get())
-            .bind(self.shard.map_epoch())
-    }
-
     fn err(&self, source: sqlx::Error) -> Error {
         self.shard.err(source)
     }
@@ -584,26 +570,14 @@ impl<'a> RecordStore<'a> {
     /// collection moved away: when no row comes back, [`RecordStore::check_moved`] tells whether
     /// that is why, so a stale copy is never read as the record.
     async fn read_row(&self, addr: RecordAddress<'_>) -> Result<Option<RowRead>, Error> {
-        let key = addr.owned();
         let batcher = &self.shard.db().batches().reads[self.layout.table_index()];
         let db = self.shard.db().clone();
         let sql = self.sql();
-        let row = match self.batched(batcher, key, false, move |keys| read_batch(db.clone(), sql, keys)).await? {
-            Some(row) => row,
-            None => {
-                let row = self
-                    .shard
-                    .read(|| {
-                        sqlx::query(&sql.read)
-                            .bind(addr.tenant.as_str())
-                            .bind(addr.collection.as_str())
-                            .bind(addr.key.as_str())
-                            .fetch_optional(self.shard.pool())
-                    })
-                    .await?;
-                row.as_ref().map(|row| row_read(row, 0)).transpose().map_err(|e| self.err(e))?
-            }
-        };
+        let row =
+            match self.batched(batcher, addr.owned(), false, move |keys| read_batch(db.clone(), sql, keys)).await? {
+                Some(row) => row,
+                None => self.shard.read(|| lone_read(self.shard.db(), sql, addr.borrowed())).await?,
+            };
         if row.is_none() {
             self.check_moved(addr).await?;
         }
@@ -774,12 +748,8 @@ impl<'a> RecordStore<'a> {
             match self.batched(batcher, write, true, move |writes| write_batch(db.clone(), sql, writes)).await? {
                 Some(written) => written,
                 None => {
-                    let row = self
-                        .insert_new(&self.sql().insert_or_update, addr, vshard, value, now_ms)
-                        .fetch_optional(self.shard.pool())
-                        .on_shard(&self.shard)
-                        .await?;
-                    row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).transpose().map_err(|e| self.err(e))?
+                    let write = (self.tag(vshard), now_ms, value.get(), self.shard.map_epoch());
+                    lone_write(self.shard.db(), sql, addr.borrowed(), write).on_shard(&self.shard).await?
                 }
             };
         let Some((version, live_since)) = written else {
@@ -1162,6 +1132,37 @@ fn for_engine<'a>(db: &Database, sql: &'a [String; 2]) -> &'a str {
     }
 }
 
+/// The lone point read of the record at `[tenant, collection, key]`.
+async fn lone_read(
+    db: &Database,
+    sql: &'static Statements,
+    [tenant, collection, key]: [&str; 3],
+) -> Result<Option<RowRead>, sqlx::Error> {
+    let row = sqlx::query(&sql.read).bind(tenant).bind(collection).bind(key).fetch_optional(&db.pool).await?;
+    row.as_ref().map(|row| row_read(row, 0)).transpose()
+}
+
+/// The lone unconditional write of the record at `[tenant, collection, key]`: its vshard tag,
+/// time, value and map epoch.
+async fn lone_write(
+    db: &Database,
+    sql: &'static Statements,
+    [tenant, collection, key]: [&str; 3],
+    (tag, now_ms, value, epoch): (i64, i64, &str, i64),
+) -> Result<Written, sqlx::Error> {
+    let row = sqlx::query(&sql.insert_or_update)
+        .bind(tenant)
+        .bind(collection)
+        .bind(key)
+        .bind(tag)
+        .bind(now_ms)
+        .bind(value)
+        .bind(epoch)
+        .fetch_optional(&db.pool)
+        .await?;
+    row.map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).transpose()
+}
+
 /// Runs a batch of point reads as one statement through `db`'s health (a read: once more on
 /// another connection if the first broke). A batch of one runs the lone read; each address is
 /// asked once however many reads name it.
@@ -1172,12 +1173,7 @@ async fn read_batch(
 ) -> (BatchOutcome<Option<RowRead>>, std::time::Duration) {
     let started = std::time::Instant::now();
     let outcome = if let [key] = keys.as_slice() {
-        let read =
-            || sqlx::query(&sql.read).bind(&key.tenant).bind(&key.collection).bind(&key.key).fetch_optional(&db.pool);
-        db.health()
-            .run_idempotent(read)
-            .await
-            .and_then(|row| Ok(vec![row.as_ref().map(|row| row_read(row, 0)).transpose()?]))
+        db.health().run_idempotent(|| lone_read(&db, sql, key.borrowed())).await.map(|row| vec![row])
     } else {
         let mut unique: Vec<&RowKey> = keys.iter().collect();
         unique.sort();
@@ -1209,18 +1205,8 @@ async fn write_batch(
 ) -> (BatchOutcome<Written>, std::time::Duration) {
     let started = std::time::Instant::now();
     let outcome = if let [w] = writes.as_slice() {
-        let write = sqlx::query(&sql.insert_or_update)
-            .bind(&w.address.tenant)
-            .bind(&w.address.collection)
-            .bind(&w.address.key)
-            .bind(w.tag)
-            .bind(w.now_ms)
-            .bind(&w.value)
-            .bind(w.epoch)
-            .fetch_optional(&db.pool);
-        db.health().run(write).await.and_then(|row| {
-            Ok(vec![row.map(|row| Ok::<_, sqlx::Error>((row.try_get(0)?, row.try_get(1)?))).transpose()?])
-        })
+        let write = lone_write(&db, sql, w.address.borrowed(), (w.tag, w.now_ms, &w.value, w.epoch));
+        db.health().run(write).await.map(|written| vec![written])
     } else {
         let statement = for_engine(&db, &sql.batch_write);
         let rounds = rounds_by_key(&writes.iter().map(|w| &w.address).collect::<Vec<_>>());
