@@ -121,6 +121,13 @@ static HOME: LazyLock<Statements> = LazyLock::new(|| {
 /// The distributed collections' statements: a row's own vshard fence guards it (range-placed
 /// rows, tagged -1, have none; their key range's fence does), and so does its collection's
 /// fence over spread rows (the collection changes its distribution).
+///
+/// A read's vshard and collection fences are `NOT IN` a list of the fences that moved, asked
+/// once per statement, not `NOT EXISTS` per row: PostgreSQL turns `NOT EXISTS` into an anti
+/// join, and once the (empty) fence tables have been analyzed it expects that join to leave
+/// one row, so a listing sorted every row of the collection after its start key instead of
+/// reading the key index in order (141 ms instead of 0.03 ms for 16 rows of 200,000). The
+/// fence tables' key columns are `NOT NULL`, so `NOT IN` means the same as `NOT EXISTS`.
 static SPREAD: LazyLock<Statements> = LazyLock::new(|| {
     Statements::new(
         "spread_records",
@@ -128,13 +135,13 @@ static SPREAD: LazyLock<Statements> = LazyLock::new(|| {
          (SELECT 1 FROM range_fences r WHERE r.tenant = $T AND r.collection = $C AND r.from_key <= $K \
          AND (r.until_key IS NULL OR $K < r.until_key))) AND NOT EXISTS (SELECT 1 FROM collection_fences c \
          WHERE c.tenant = $T AND c.collection = $C AND c.layout = 'spread')",
-        "NOT EXISTS (SELECT 1 FROM vshard_fences f WHERE f.vshard = spread_records.vshard AND f.state = 'moved') \
+        "spread_records.vshard NOT IN (SELECT f.vshard FROM vshard_fences f WHERE f.state = 'moved') \
          AND (spread_records.vshard <> -1 OR NOT EXISTS (SELECT 1 FROM range_fences r \
          WHERE r.tenant = spread_records.tenant AND r.collection = spread_records.collection \
          AND r.state = 'moved' AND r.from_key <= spread_records.key \
          AND (r.until_key IS NULL OR spread_records.key < r.until_key))) \
-         AND NOT EXISTS (SELECT 1 FROM collection_fences c WHERE c.tenant = spread_records.tenant \
-         AND c.collection = spread_records.collection AND c.layout = 'spread' AND c.state = 'moved')",
+         AND (spread_records.tenant, spread_records.collection) NOT IN (SELECT c.tenant, c.collection \
+         FROM collection_fences c WHERE c.layout = 'spread' AND c.state = 'moved')",
     )
 });
 
@@ -819,9 +826,8 @@ impl<'a> RecordStore<'a> {
         limit: u32,
         runs: &[(u32, u32)],
     ) -> Result<(Vec<StoredRecord>, bool), Error> {
-        let runs_condition = vshard_runs_condition(runs);
-        let moved = format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {runs_condition}");
-        self.list_checking(tenant, collection, bounds, limit, &runs_condition, &moved).await
+        let (condition, moved) = in_vshards(runs);
+        self.list_checking(tenant, collection, bounds, limit, &condition, &moved).await
     }
 
     /// [`RecordStore::list`] of a range-distributed collection's records within the key
@@ -869,12 +875,7 @@ impl<'a> RecordStore<'a> {
         condition: &str,
         moved: &str,
     ) -> Result<(Vec<StoredRecord>, bool), Error> {
-        let moved = format!(
-            "SELECT ({moved}) + (SELECT COUNT(*) FROM collection_fences WHERE tenant = $1 AND collection = $2 \
-             AND layout = 'spread' AND state = 'moved')"
-        );
-        // The listing's select list, and the count as a fifth column.
-        let sql = self.sql().list.replacen(" FROM ", &format!(", ({moved}) AS moved FROM "), 1);
+        let (sql, moved) = checking_select(self.sql(), moved);
         let rows = self.fetch_list(&sql, tenant, collection, bounds, limit, &format!(" AND {condition}")).await?;
         let Some(first) = rows.first() else {
             let count: i64 = self
@@ -919,29 +920,7 @@ impl<'a> RecordStore<'a> {
         limit: u32,
         condition: &str,
     ) -> Result<Vec<sqlx::any::AnyRow>, Error> {
-        let mut sql = select.to_owned();
-        sql.push_str(condition);
-        let mut binds: Vec<String> = Vec::new();
-        let mut push = |sql: &mut String, op: &str, value: String| {
-            binds.push(value);
-            sql.push_str(&format!(" AND key {op} ${}", binds.len() + 2));
-        };
-        if let Some(prefix) = &bounds.prefix {
-            push(&mut sql, ">=", prefix.clone());
-            // No valid key contains U+10FFFF (a noncharacter), so every key with this prefix sorts
-            // below prefix + U+10FFFF.
-            push(&mut sql, "<", format!("{prefix}\u{10FFFF}"));
-        }
-        if let Some(start) = &bounds.start {
-            push(&mut sql, ">=", start.clone());
-        }
-        if let Some(end) = &bounds.end {
-            push(&mut sql, "<", end.clone());
-        }
-        if let Some(after) = &bounds.after {
-            push(&mut sql, ">", after.clone());
-        }
-        sql.push_str(&format!(" ORDER BY key LIMIT ${}", binds.len() + 3));
+        let (sql, binds) = bounded(select, condition, bounds);
         let mut query = sqlx::query(&sql).bind(tenant.as_str()).bind(collection.as_str());
         for value in binds {
             query = query.bind(value);
@@ -1103,6 +1082,66 @@ pub(crate) fn keys_within(intervals: &[(String, Option<String>)]) -> String {
 }
 
 /// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.
+/// The listing statement `select` with `condition` and `bounds`' key bounds appended, ordered by
+/// key, its limit the last parameter; and the values of the key bounds, bound after the tenant
+/// (`$1`) and the collection (`$2`), before the limit.
+fn bounded(select: &str, condition: &str, bounds: &ListBounds) -> (String, Vec<String>) {
+    let mut sql = select.to_owned();
+    sql.push_str(condition);
+    let mut binds: Vec<String> = Vec::new();
+    let mut push = |sql: &mut String, op: &str, value: String| {
+        binds.push(value);
+        sql.push_str(&format!(" AND key {op} ${}", binds.len() + 2));
+    };
+    if let Some(prefix) = &bounds.prefix {
+        push(&mut sql, ">=", prefix.clone());
+        // No valid key contains U+10FFFF (a noncharacter), so every key with this prefix sorts
+        // below prefix + U+10FFFF.
+        push(&mut sql, "<", format!("{prefix}\u{10FFFF}"));
+    }
+    if let Some(start) = &bounds.start {
+        push(&mut sql, ">=", start.clone());
+    }
+    if let Some(end) = &bounds.end {
+        push(&mut sql, "<", end.clone());
+    }
+    if let Some(after) = &bounds.after {
+        push(&mut sql, ">", after.clone());
+    }
+    sql.push_str(&format!(" ORDER BY key LIMIT ${}", binds.len() + 3));
+    (sql, binds)
+}
+
+/// The condition of a listing of the vshard `runs` a shard holds, and the count of those that
+/// have moved away (a listing asks both in one statement: [`checking_select`]).
+fn in_vshards(runs: &[(u32, u32)]) -> (String, String) {
+    let condition = vshard_runs_condition(runs);
+    let moved = format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {condition}");
+    (condition, moved)
+}
+
+/// A listing's select of `statements`' table with `moved` (a count, not zero when the caller's
+/// map is out of date) and the count of the collection's moved fence over spread rows added as
+/// a fifth column; and that sum alone, for when no row is listed.
+fn checking_select(statements: &Statements, moved: &str) -> (String, String) {
+    let moved = format!(
+        "SELECT ({moved}) + (SELECT COUNT(*) FROM collection_fences WHERE tenant = $1 AND collection = $2 \
+         AND layout = 'spread' AND state = 'moved')"
+    );
+    let sql = statements.list.replacen(" FROM ", &format!(", ({moved}) AS moved FROM "), 1);
+    (sql, moved)
+}
+
+/// The statement a listing of a hash-distributed collection runs on a shard holding the vshard
+/// `runs`, and the values of its key bounds (bound after the tenant and the collection, before
+/// the limit): for the test that checks its plan reads the key index in order.
+#[doc(hidden)]
+pub fn listing_in_vshards_sql(runs: &[(u32, u32)], bounds: &ListBounds) -> (String, Vec<String>) {
+    let (condition, moved) = in_vshards(runs);
+    let (select, _) = checking_select(&SPREAD, &moved);
+    bounded(&select, &format!(" AND {condition}"), bounds)
+}
+
 fn vshard_runs_condition(runs: &[(u32, u32)]) -> String {
     if runs.is_empty() {
         return "1 = 0".to_owned();
