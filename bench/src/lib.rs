@@ -193,6 +193,20 @@ impl Gateway {
         }
     }
 
+    /// Vacuums and analyzes each of its databases (the catalog and every shard), so that what
+    /// is measured after a load does not meet autovacuum's first pass over what was loaded:
+    /// with many shards on one machine, that pass runs once per database, each a burst of work
+    /// on the cores the measurement shares.
+    pub async fn settle(&self) -> BenchResult<()> {
+        use sqlx::Connection;
+        for name in &self.names {
+            let mut db = sqlx::PgConnection::connect(&format!("{PG}/{name}")).await?;
+            sqlx::query("VACUUM (ANALYZE)").execute(&mut db).await?;
+            db.close().await?;
+        }
+        Ok(())
+    }
+
     /// Stops the gateway and drops its databases.
     pub async fn stop(self) -> BenchResult<()> {
         use sqlx::Connection;
