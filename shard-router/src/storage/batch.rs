@@ -42,16 +42,14 @@ pub struct BatchingConfig {
     /// Default 64.
     pub max_batch: u32,
     /// Most batches of one kind in flight on one shard at once: operations queue while this
-    /// many are. 1 to 64. Default 1: while a batch is in flight, what arrives waits for it and
-    /// leaves with the next (measured on two cores, 1 served 13 to 25% more `PUT`s and 12% more
-    /// uncached `GET`s than 2; 4 and 8 fewer still). A shard on a database server with many
-    /// cores, or far away, may serve more with 2 or more.
+    /// many are. 1 to 64. Default 2 (a shard database runs one batch on one core; two keep two
+    /// of its cores busy). On two cores, 1 served more `PUT`s (see `docs/operations.md`).
     pub max_in_flight: u32,
 }
 
 impl Default for BatchingConfig {
     fn default() -> Self {
-        Self { enabled: true, max_batch: 64, max_in_flight: 1 }
+        Self { enabled: true, max_batch: 64, max_in_flight: 2 }
     }
 }
 
