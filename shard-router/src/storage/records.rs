@@ -1081,7 +1081,6 @@ pub(crate) fn keys_within(intervals: &[(String, Option<String>)]) -> String {
     format!("({})", keys.join(" OR "))
 }
 
-/// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.
 /// The listing statement `select` with `condition` and `bounds`' key bounds appended, ordered by
 /// key, its limit the last parameter; and the values of the key bounds, bound after the tenant
 /// (`$1`) and the collection (`$2`), before the limit.
@@ -1142,6 +1141,7 @@ pub fn listing_in_vshards_sql(runs: &[(u32, u32)], bounds: &ListBounds) -> (Stri
     bounded(&select, &format!(" AND {condition}"), bounds)
 }
 
+/// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.
 fn vshard_runs_condition(runs: &[(u32, u32)]) -> String {
     if runs.is_empty() {
         return "1 = 0".to_owned();
