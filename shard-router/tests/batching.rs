@@ -461,7 +461,7 @@ async fn postgres_listings_read_the_key_index_in_order() {
     ];
     let mut conn = test.db.pool.acquire().await.unwrap();
     for bounds in pages {
-        let (statement, binds) = shardgate_shard_router::records::listing_in_vshards_sql(&[(0, 1023)], &bounds);
+        let (statement, binds) = shardgate_shard_router::records::listing_in_vshards_sql(&[(0, 1023)], &bounds).bounded;
         for mode in ["auto", "force_generic_plan"] {
             sqlx::query(&format!("SET plan_cache_mode = {mode}")).execute(&mut *conn).await.unwrap();
             let sql = format!("EXPLAIN {statement}");

@@ -11,8 +11,10 @@
 //! `hash`, loads `RECORDS` records of about 200 bytes, vacuums and analyzes every database (so
 //! that autovacuum's first pass over the load, once per database, does not fall into the
 //! measurement), then lists pages of `LIMIT` records from random start keys for `SECS` seconds.
-//! Reported per shard count: requests, p50 and p99 of a listing, and the p99 as a ratio of the
-//! one-shard p99 (the goal: at most 1.5 at 16 shards).
+//! Reported per shard count: requests, p50 and p99 of a listing, the p99 as a ratio of the
+//! one-shard p99 (the goal: at most 1.5 at 16 shards), and the machine's CPU time per listing
+//! (every core's busy time during the measurement, from `/proc/stat`, divided by the listings
+//! served: the databases', the gateway's and the load's, and anything else the machine ran).
 //!
 //! On this machine every shard database shares two cores with the gateway and the load, so a
 //! plain run measures the cores more than the fan-out. Two settings make it measure
@@ -79,7 +81,7 @@ async fn main() -> BenchResult<()> {
         "{} records of ~200 bytes, {load}, {} s per shard count, pages of {}, injected round trip per shard {} ms",
         settings.records, settings.secs, settings.limit, settings.rtt_ms
     );
-    println!("shards  requests  p50 ms  p99 ms  p99 / p99(first)");
+    println!("shards  requests  p50 ms  p99 ms  p99 / p99(first)  CPU ms / listing");
     let mut first_p99 = None;
     for shards in counts {
         let tag = format!("sgbf_{}_{shards}", std::process::id());
@@ -106,17 +108,23 @@ async fn main() -> BenchResult<()> {
         let outcome = run(&gateway, &settings).await;
         gateway.stop().await?;
         drop(proxies);
-        let (requests, mut latencies) = outcome?;
+        let (requests, mut latencies, busy_ms) = outcome?;
         latencies.sort_by(f64::total_cmp);
         let p99 = percentile(&latencies, 0.99);
         let first = *first_p99.get_or_insert(p99);
-        println!("{shards:>6}  {requests:>8}  {:>6.2}  {p99:>6.2}  {:>6.2}", percentile(&latencies, 0.5), p99 / first);
+        let cpu = busy_ms.map_or_else(|| "-".to_owned(), |ms| format!("{:.2}", ms as f64 / requests.max(1) as f64));
+        println!(
+            "{shards:>6}  {requests:>8}  {:>6.2}  {p99:>6.2}  {:>16.2}  {cpu:>16}",
+            percentile(&latencies, 0.5),
+            p99 / first
+        );
     }
     Ok(())
 }
 
-/// One shard count: the number of listings and their latencies (ms).
-async fn run(gateway: &Gateway, settings: &Settings) -> BenchResult<(usize, Vec<f64>)> {
+/// One shard count: the number of listings, their latencies (ms), and the machine's busy CPU
+/// time while they were measured (ms; `None` without `/proc/stat`).
+async fn run(gateway: &Gateway, settings: &Settings) -> BenchResult<(usize, Vec<f64>, Option<u64>)> {
     let client = reqwest::Client::new();
     let base = gateway.base.clone();
     shardgate_bench::create_tenant(&client, &base, "wide").await?;
@@ -125,13 +133,28 @@ async fn run(gateway: &Gateway, settings: &Settings) -> BenchResult<(usize, Vec<
     load_records(&client, &base, &token, ("wide", "items"), settings.records).await?;
     gateway.settle().await?;
 
-    if settings.rate > 0 {
-        return open_loop(&client, &base, &token, settings).await;
-    }
+    let busy_before = busy_cpu_ms();
+    let (requests, latencies) = if settings.rate > 0 {
+        open_loop(&client, &base, &token, settings).await?
+    } else {
+        closed_loop(&client, &base, &token, settings).await?
+    };
+    let busy = busy_cpu_ms().zip(busy_before).map(|(after, before)| after.saturating_sub(before));
+    Ok((requests, latencies, busy))
+}
+
+/// `settings.clients` clients, each sending its next listing when the one before was answered,
+/// for `settings.secs` seconds: the number of listings and their latencies (ms).
+async fn closed_loop(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    settings: &Settings,
+) -> BenchResult<(usize, Vec<f64>)> {
     let stop = Arc::new(AtomicBool::new(false));
     let mut clients = tokio::task::JoinSet::new();
     for i in 0..settings.clients {
-        let (client, base, token, stop) = (client.clone(), base.clone(), token.clone(), stop.clone());
+        let (client, base, token, stop) = (client.clone(), base.to_owned(), token.to_owned(), stop.clone());
         let (records, limit) = (settings.records.max(1) as u64, settings.limit);
         clients.spawn(async move {
             let mut latencies = Vec::new();
@@ -215,6 +238,17 @@ fn pacer(interval: Duration, total: usize) -> tokio::sync::mpsc::UnboundedReceiv
         }
     });
     ticks
+}
+
+/// Every core's busy time since boot (user, nice, system, irq, softirq and steal; not idle or
+/// iowait), in ms, from the first line of `/proc/stat`; `None` where it cannot be read. Its unit
+/// is `USER_HZ`, which Linux fixes at 100 a second for user space.
+fn busy_cpu_ms() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line.split_whitespace().take(8).map(|n| n.parse().ok()).collect::<Option<_>>()?;
+    let busy: u64 = ticks.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, n)| n).sum();
+    Some(busy * 10)
 }
 
 /// The URL of a listing of `wide`'s `items` from a random start key (`seed` advances, xorshift)

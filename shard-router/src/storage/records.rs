@@ -826,8 +826,8 @@ impl<'a> RecordStore<'a> {
         limit: u32,
         runs: &[(u32, u32)],
     ) -> Result<(Vec<StoredRecord>, bool), Error> {
-        let (condition, moved) = in_vshards(runs);
-        self.list_checking(tenant, collection, bounds, limit, &condition, &moved).await
+        let listing = vshard_listing(self.sql(), runs, bounds);
+        self.list_checking(tenant, collection, limit, listing).await
     }
 
     /// [`RecordStore::list`] of a range-distributed collection's records within the key
@@ -859,29 +859,24 @@ impl<'a> RecordStore<'a> {
             "SELECT COUNT(*) FROM range_fences WHERE tenant = $1 AND collection = $2 AND state = 'moved' AND ({})",
             if overlapping.is_empty() { "1 = 0".to_owned() } else { overlapping.join(" OR ") }
         );
-        self.list_checking(tenant, collection, bounds, limit, &keys, &moved).await
+        self.list_checking(tenant, collection, limit, checking_listing(self.sql(), &keys, &moved, bounds)).await
     }
 
-    /// The listing of the rows meeting `condition`, with `moved` (a count that is not zero
-    /// when the caller's map is out of date; it may name the tenant and collection as `$1` and
-    /// `$2`) asked in the same statement, or alone when no row is listed. The collection's
-    /// own fence over spread rows counts too (its distribution changed).
+    /// Runs `listing` (a [`checking_listing`]): the rows it lists, and whether the caller's map
+    /// is out of date, asked in the same statement, or alone when no row is listed.
     async fn list_checking(
         &self,
         tenant: &TenantId,
         collection: &CollectionName,
-        bounds: &ListBounds,
         limit: u32,
-        condition: &str,
-        moved: &str,
+        listing: CheckingListing,
     ) -> Result<(Vec<StoredRecord>, bool), Error> {
-        let (sql, moved) = checking_select(self.sql(), moved);
-        let rows = self.fetch_list(&sql, tenant, collection, bounds, limit, &format!(" AND {condition}")).await?;
+        let rows = self.fetch_list(&listing.bounded, tenant, collection, limit).await?;
         let Some(first) = rows.first() else {
             let count: i64 = self
                 .shard
                 .read(|| {
-                    sqlx::query_scalar(&moved)
+                    sqlx::query_scalar(&listing.moved)
                         .bind(tenant.as_str())
                         .bind(collection.as_str())
                         .fetch_one(self.shard.pool())
@@ -901,7 +896,7 @@ impl<'a> RecordStore<'a> {
         limit: u32,
         condition: &str,
     ) -> Result<Vec<StoredRecord>, Error> {
-        let rows = self.fetch_list(&self.sql().list, tenant, collection, bounds, limit, condition).await?;
+        let rows = self.fetch_list(&bounded(&self.sql().list, condition, bounds), tenant, collection, limit).await?;
         if rows.is_empty() && self.layout == Layout::Home {
             self.shard.check_moved(tenant).await?;
             self.check_collection_moved(tenant, collection).await?;
@@ -909,21 +904,18 @@ impl<'a> RecordStore<'a> {
         rows.iter().map(|r| self.record(r)).collect()
     }
 
-    /// Runs the listing statement `select` (binding the tenant as `$1` and the collection as
-    /// `$2`) with `condition` and the key bounds appended, ordered by key, at most `limit` rows.
+    /// Runs the listing statement `sql` (a [`bounded`] one: the tenant bound as `$1`, the
+    /// collection as `$2`, then the key bounds' values, then `limit`).
     async fn fetch_list(
         &self,
-        select: &str,
+        (sql, binds): &(String, Vec<String>),
         tenant: &TenantId,
         collection: &CollectionName,
-        bounds: &ListBounds,
         limit: u32,
-        condition: &str,
     ) -> Result<Vec<sqlx::any::AnyRow>, Error> {
-        let (sql, binds) = bounded(select, condition, bounds);
-        let mut query = sqlx::query(&sql).bind(tenant.as_str()).bind(collection.as_str());
+        let mut query = sqlx::query(sql).bind(tenant.as_str()).bind(collection.as_str());
         for value in binds {
-            query = query.bind(value);
+            query = query.bind(value.as_str());
         }
         query.bind(i64::from(limit)).fetch_all(self.shard.pool()).reading_on(&self.shard).await
     }
@@ -1111,34 +1103,43 @@ fn bounded(select: &str, condition: &str, bounds: &ListBounds) -> (String, Vec<S
     (sql, binds)
 }
 
-/// The condition of a listing of the vshard `runs` a shard holds, and the count of those that
-/// have moved away (a listing asks both in one statement: [`checking_select`]).
-fn in_vshards(runs: &[(u32, u32)]) -> (String, String) {
-    let condition = vshard_runs_condition(runs);
-    let moved = format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {condition}");
-    (condition, moved)
+/// A listing that also asks whether the caller's map is out of date: the [`bounded`] statement
+/// and its key bounds' values, with the count of moved fences as a fifth column; and that count
+/// alone, for when no row is listed.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct CheckingListing {
+    pub bounded: (String, Vec<String>),
+    pub moved: String,
 }
 
-/// A listing's select of `statements`' table with `moved` (a count, not zero when the caller's
-/// map is out of date) and the count of the collection's moved fence over spread rows added as
-/// a fifth column; and that sum alone, for when no row is listed.
-fn checking_select(statements: &Statements, moved: &str) -> (String, String) {
+/// The listing of `statements`' table of the rows meeting `condition` within `bounds`, with
+/// `moved` (a count, not zero when the caller's map is out of date; it may name the tenant and
+/// collection as `$1` and `$2`) and the count of the collection's moved fence over spread rows
+/// (its distribution changed) added as a fifth column.
+fn checking_listing(statements: &Statements, condition: &str, moved: &str, bounds: &ListBounds) -> CheckingListing {
     let moved = format!(
         "SELECT ({moved}) + (SELECT COUNT(*) FROM collection_fences WHERE tenant = $1 AND collection = $2 \
          AND layout = 'spread' AND state = 'moved')"
     );
-    let sql = statements.list.replacen(" FROM ", &format!(", ({moved}) AS moved FROM "), 1);
-    (sql, moved)
+    let select = statements.list.replacen(" FROM ", &format!(", ({moved}) AS moved FROM "), 1);
+    CheckingListing { bounded: bounded(&select, &format!(" AND {condition}"), bounds), moved }
 }
 
-/// The statement a listing of a hash-distributed collection runs on a shard holding the vshard
-/// `runs`, and the values of its key bounds (bound after the tenant and the collection, before
-/// the limit): for the test that checks its plan reads the key index in order.
+/// The listing on a shard of the records placed by the vshard `runs` it holds, asking whether
+/// one of them has moved away in the same statement.
+fn vshard_listing(statements: &Statements, runs: &[(u32, u32)], bounds: &ListBounds) -> CheckingListing {
+    let condition = vshard_runs_condition(runs);
+    let moved = format!("SELECT COUNT(*) FROM vshard_fences WHERE state = 'moved' AND {condition}");
+    checking_listing(statements, &condition, &moved, bounds)
+}
+
+/// The listing a hash-distributed collection's listing runs on a shard holding the vshard
+/// `runs` (the very statement [`RecordStore::list_in_vshards`] runs): for the test that checks
+/// its plan reads the key index in order.
 #[doc(hidden)]
-pub fn listing_in_vshards_sql(runs: &[(u32, u32)], bounds: &ListBounds) -> (String, Vec<String>) {
-    let (condition, moved) = in_vshards(runs);
-    let (select, _) = checking_select(&SPREAD, &moved);
-    bounded(&select, &format!(" AND {condition}"), bounds)
+pub fn listing_in_vshards_sql(runs: &[(u32, u32)], bounds: &ListBounds) -> CheckingListing {
+    vshard_listing(&SPREAD, runs, bounds)
 }
 
 /// `(vshard BETWEEN a AND b OR ...)` for inclusive `runs`, or a condition no row meets for none.
