@@ -244,9 +244,16 @@ fn pacer(interval: Duration, total: usize) -> tokio::sync::mpsc::UnboundedReceiv
 /// iowait), in ms, from the first line of `/proc/stat`; `None` where it cannot be read. Its unit
 /// is `USER_HZ`, which Linux fixes at 100 a second for user space.
 fn busy_cpu_ms() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    busy_ms(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// The busy time in ms that the `/proc/stat` text `stat` gives for all cores.
+fn busy_ms(stat: &str) -> Option<u64> {
     let line = stat.lines().next()?.strip_prefix("cpu ")?;
     let ticks: Vec<u64> = line.split_whitespace().take(8).map(|n| n.parse().ok()).collect::<Option<_>>()?;
+    if ticks.len() < 8 {
+        return None;
+    }
     let busy: u64 = ticks.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, n)| n).sum();
     Some(busy * 10)
 }
@@ -265,5 +272,20 @@ async fn list(client: &reqwest::Client, url: &str, token: &str) -> bool {
     match client.get(url).bearer_auth(token).send().await {
         Ok(response) if response.status() == 200 => response.bytes().await.is_ok(),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::busy_ms;
+
+    #[test]
+    fn busy_time_counts_every_state_but_idle_and_iowait() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        let stat = "cpu  100 2 30 5000 40 1 7 0 0 0\ncpu0 50 1 15 2500 20 0 3 0 0 0\n";
+        assert_eq!(busy_ms(stat), Some((100 + 2 + 30 + 1 + 7) * 10));
+        assert_eq!(busy_ms("cpu0 1 2 3 4 5 6 7 8\n"), None, "the first line must be the sum of all cores");
+        assert_eq!(busy_ms("cpu  1 2 3\n"), None, "a line too short to hold every state");
+        assert_eq!(busy_ms(""), None);
     }
 }
