@@ -149,12 +149,31 @@ bad="$(one_pass PUT)"
 # ---------------------------------------------------------------------------------------------
 declare -A RPS P50 P99 NOTE
 
+# Where the CPU of the runs named in SPLIT goes, by process: bench/cpu_split.py samples the
+# middle of the run (from 2 s after its start to 2 s before its end) into CPU_SPLIT[name].
+declare -A CPU_SPLIT
+SPLIT=" get_uncached put put_unbatched pg_select pg_put "
+CPU_PID=""
+split_start() { # name
+    CPU_PID=""
+    [[ "$SPLIT" == *" $1 "* && "$SECS" -gt 6 ]] || return 0
+    (sleep 2 && python3 "$ROOT/bench/cpu_split.py" "$((SECS - 4))" >"$WORK/cpu-$1.txt") &
+    CPU_PID=$!
+}
+split_end() { # name
+    [[ -n "$CPU_PID" ]] || return 0
+    wait "$CPU_PID" || true
+    CPU_SPLIT[$1]="$(grep '^SGCPU ' "$WORK/cpu-$1.txt" 2>/dev/null || true)"
+}
+
 # run_wrk NAME URL SCRIPT: fills RPS/P50/P99 (ms) for NAME.
 run_wrk() { # name url script [connections]
     local name="$1" url="$2" script="$3" connections="${4:-$CONNECTIONS}" out line threads="$THREADS"
     [[ "$connections" -ge "$threads" ]] || threads="$connections"
     log "wrk: $name ($DURATION, $connections connections, $threads threads)"
+    split_start "$name"
     out="$(wrk -t"$threads" -c"$connections" -d"$DURATION" --latency -s "$script" "$url")"
+    split_end "$name"
     printf '%s\n' "$out" >"$WORK/wrk-$name.txt"
     line="$(grep '^SGBENCH ' <<<"$out" || true)"
     [[ -n "$line" ]] || die "wrk printed no summary for $name: $out"
@@ -264,8 +283,10 @@ run_pgbench() { # name args...
     local name="$1" out tps p
     shift
     log "pgbench: $name ($SECS s, $CONNECTIONS clients, $THREADS threads)"
+    split_start "$name"
     out="$(cd "$WORK" && pgbench "${PG[@]}" -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "$SECS" \
         -l --log-prefix="$WORK/pg-$name" "$@" "$HOME_DB" 2>&1)" || die "pgbench $name failed: $out"
+    split_end "$name"
     printf '%s\n' "$out" >"$WORK/pgbench-$name.txt"
     tps="$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time).*/\1/p' <<<"$out")"
     [[ -n "$tps" ]] || tps="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | tail -n 1)"
@@ -362,3 +383,19 @@ for s in get_l1 get_l1_unlimited get_redis get_uncached get_uncached_c1 get_unca
     [[ -z "${NOTE[$s]:-}" ]] || echo "- ${LABEL[$s]}: ${NOTE[$s]}"
 done
 [[ -z "$REJECTED" ]] || echo "- the gateway rejected the cache settings: $(tr '`' "'" <<<"$REJECTED")"
+echo
+echo "### CPU per request, by process"
+echo
+echo "Each process's CPU time in the middle of the run (bench/cpu_split.py) ÷ the requests served, in µs; other: every other process, the kernel's threads included."
+echo
+echo "| scenario | req/s | gateway | PostgreSQL | Redis | load generator | other | total |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for s in put put_unbatched pg_put get_uncached pg_select; do
+    line="${CPU_SPLIT[$s]:-}"
+    [[ -n "$line" && "${RPS[$s]:-n/a}" != n/a ]] || continue
+    row="$(awk -v rps="${RPS[$s]}" -v line="$line" 'BEGIN {
+        n = split(line, parts, " "); total = 0; out = ""
+        for (i = 2; i <= n; i++) { split(parts[i], kv, "="); us = kv[2] * 1000 / rps; total += us; out = out sprintf(" %.0f |", us) }
+        printf "%s %.0f |", out, total }')"
+    echo "| ${LABEL[$s]} | $(fmt_rps "${RPS[$s]}") |$row"
+done

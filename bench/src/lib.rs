@@ -253,3 +253,16 @@ async fn drop_databases(admin_db: &mut sqlx::PgConnection, names: &[String]) -> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    /// `bench/cpu_split.py`, which `bench/run.sh` uses to split a run's CPU by process, checks its
+    /// own parsing and arithmetic.
+    #[test]
+    fn the_cpu_split_script_passes_its_self_test() {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/cpu_split.py");
+        let out = std::process::Command::new("python3").arg(script).arg("--selftest").output().expect("python3 runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    }
+}
