@@ -149,14 +149,15 @@ bad="$(one_pass PUT)"
 # ---------------------------------------------------------------------------------------------
 declare -A RPS P50 P99 NOTE
 
-# Where the CPU of the runs named in SPLIT goes, by process: bench/cpu_split.py samples the
-# middle of the run (from 2 s after its start to 2 s before its end) into CPU_SPLIT[name].
+# Where the CPU of the runs named in SPLIT (in the order of their table) goes, by process:
+# bench/cpu_split.py samples the middle of the run (from 2 s after its start to 2 s before its
+# end) into CPU_SPLIT[name].
 declare -A CPU_SPLIT
-SPLIT=" get_uncached put put_unbatched pg_select pg_put "
+SPLIT=(put put_unbatched pg_put get_uncached pg_select)
 CPU_PID=""
 split_start() { # name
     CPU_PID=""
-    [[ "$SPLIT" == *" $1 "* && "$SECS" -gt 6 ]] || return 0
+    [[ " ${SPLIT[*]} " == *" $1 "* && "$SECS" -gt 6 ]] || return 0
     (sleep 2 && python3 "$ROOT/bench/cpu_split.py" "$((SECS - 4))" >"$WORK/cpu-$1.txt") &
     CPU_PID=$!
 }
@@ -390,7 +391,7 @@ echo "Each process's CPU time in the middle of the run (bench/cpu_split.py) ÷ t
 echo
 echo "| scenario | req/s | gateway | PostgreSQL | Redis | load generator | other | total |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-for s in put put_unbatched pg_put get_uncached pg_select; do
+for s in "${SPLIT[@]}"; do
     line="${CPU_SPLIT[$s]:-}"
     [[ -n "$line" && "${RPS[$s]:-n/a}" != n/a ]] || continue
     row="$(awk -v rps="${RPS[$s]}" -v line="$line" 'BEGIN {
