@@ -181,6 +181,20 @@ pub async fn picture(router: &ShardRouter, span: Span, top: usize) -> Result<Loa
     let vshard_rows = catalog.load_rows(LoadScope::Vshard, span.since_ms, span.until_ms).await?;
     let tenant_rows = catalog.load_rows(LoadScope::Tenant, span.since_ms, span.until_ms).await?;
     let (map_shards, owners) = shards_and_owners(router);
+    Ok(picture_of(span, &vshard_rows, &tenant_rows, &map_shards, &owners, top))
+}
+
+/// The load picture of `span` from the stored rows (`vshard_rows` and `tenant_rows`), given the
+/// map's shards in order and each vshard's owner (`owners[v]`), keeping the `top` heaviest
+/// vshards and tenants. Pure: [`picture`] reads its inputs.
+pub fn picture_of(
+    span: Span,
+    vshard_rows: &[LoadRow],
+    tenant_rows: &[LoadRow],
+    map_shards: &[String],
+    owners: &[String],
+    top: usize,
+) -> LoadPicture {
     let mut instances = BTreeSet::new();
     let mut fleet = WorkLoad::default();
     let mut shards: BTreeMap<String, ShardLoad> = BTreeMap::new();
@@ -240,14 +254,14 @@ pub async fn picture(router: &ShardRouter, span: Span, top: usize) -> Result<Loa
         })
         .collect();
     ordered.extend(shards.into_values());
-    Ok(LoadPicture {
+    LoadPicture {
         span,
         instances: instances.into_iter().collect(),
         fleet,
         shards: ordered,
         vshards: heaviest(vshards.into_values().collect(), top, |v| &v.load),
         tenants: heaviest(tenants.into_values().collect(), top, |t| &t.load),
-    })
+    }
 }
 
 /// The map's shards in order, and each vshard's owner.

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::picture::{Span, picture};
+use super::picture::{LoadPicture, Span, picture};
 use super::policy::{Decision, Movable, Policy, ShardInput, Subject};
 use crate::claims::{tenant_subject, vshard_subject};
 use crate::error::Error;
@@ -143,6 +143,8 @@ pub struct Plan {
     pub span: Span,
     /// Each shard's load and whether it is held.
     pub shards: Vec<ShardInput>,
+    /// What may move off the overfull shards, with its load and whether it is held.
+    pub movables: Vec<Movable>,
     /// The decision.
     pub decision: Decision,
 }
@@ -171,22 +173,106 @@ pub struct Context {
     pub cooling: HashMap<String, i64>,
 }
 
+/// Where a tenant is now, as the map says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantPlace {
+    /// The shard its home data is on.
+    pub shard: String,
+    /// The vshard it hashes to.
+    pub vshard: u32,
+    /// Whether it is pinned to its shard (a tenant move pins it) rather than placed by its vshard.
+    pub pinned: bool,
+}
+
+/// What the plan knows of the map and of this instance's pools, as values.
+#[derive(Debug, Clone, Default)]
+pub struct FleetNow {
+    /// Where each tenant of the picture is now.
+    pub places: HashMap<String, TenantPlace>,
+    /// Why each shard may neither send nor receive now (`None`: it may); a shard missing here
+    /// has no pool on this instance.
+    pub held: HashMap<String, Option<String>>,
+}
+
+/// The policy's inputs: each shard as the policy sees it, and what sits on each shard with its
+/// load, attributed to where it will land.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attributed {
+    /// The registered shards, in the map's order.
+    pub shards: Vec<ShardInput>,
+    /// The vshards and tenants, each with the shard it lands on and its load there (ms/s).
+    pub on_shards: Vec<(Subject, String, f64)>,
+}
+
 /// What the balancer would do now over the load of `span`, knowing `context`.
 pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &Context) -> Result<Plan, Error> {
     let length = span.until_ms - span.since_ms;
     let step_ms = if context.step_ms > 0 { context.step_ms.min(length.max(1)) } else { length.max(1) };
     let stepped = Span { step_ms: Some(step_ms), ..span };
     let load = picture(router, stepped, usize::MAX).await?;
+    let held = router
+        .shard_dbs()
+        .into_iter()
+        .map(|(id, state, db)| {
+            let why = match (state, db.health().state()) {
+                (ShardState::Active, BreakerState::Closed) => None,
+                (ShardState::Active, _) => Some("its breaker is open".to_owned()),
+                (state, _) => Some(format!("it is {}", state.as_str())),
+            };
+            (id.to_string(), why)
+        })
+        .collect();
+    let mut places = HashMap::new();
+    for t in &load.tenants {
+        let Ok(tenant) = TenantId::parse(&t.tenant) else { continue };
+        let Ok(route) = router.route_tenant(&tenant) else { continue };
+        let pinned = route.strategy != crate::map::Strategy::Hash;
+        places.insert(t.tenant.clone(), TenantPlace { shard: route.shard.to_string(), vshard: route.vshard, pinned });
+    }
+    let Attributed { shards, on_shards } = attribute(&load, &FleetNow { places, held }, context, policy);
+    // Only what sits on an overfull shard can be chosen: ask the catalog about those alone.
+    let mean = shards.iter().map(|s| s.load).sum::<f64>() / shards.len().max(1) as f64;
+    let overfull: Vec<&str> =
+        shards.iter().filter(|s| s.load > policy.overfull_above(mean)).map(|s| s.shard.as_str()).collect();
+    let now = crate::clock::now_ms();
+    let mut movables = Vec::new();
+    for (subject, shard, load) in on_shards {
+        if !overfull.contains(&shard.as_str()) {
+            continue;
+        }
+        let claim = match &subject {
+            Subject::Vshard { vshard } => vshard_subject(*vshard),
+            Subject::Tenant { tenant } => match TenantId::parse(tenant) {
+                Ok(id) => tenant_subject(&id),
+                Err(_) => continue,
+            },
+        };
+        let held = match context.cooling.get(&claim) {
+            Some(&until) if until > now => {
+                Some(format!("moved recently: cools down for {} s more", (until - now + 999) / 1000))
+            }
+            _ => router.catalog().job_claiming(&claim).await?.map(|job| format!("is claimed by job {job}")),
+        };
+        movables.push(Movable { subject, shard, load, held });
+    }
+    let decision = policy.decide(&shards, &movables);
+    Ok(Plan { span, shards, movables, decision })
+}
+
+/// The policy's inputs from the load picture `load` (read with a step), attributed to where the
+/// load will land (see the module's comment) by what `fleet` says of the map now and the moves
+/// in flight of `context`. Pure.
+pub fn attribute(load: &LoadPicture, fleet: &FleetNow, context: &Context, policy: &Policy) -> Attributed {
+    let span = load.span;
+    let step_ms = span.step_ms.filter(|s| *s > 0).unwrap_or((span.until_ms - span.since_ms).max(1));
     let seconds = span.seconds();
     let rate = |c: &Counters| if seconds > 0.0 { c.statement_us as f64 / 1000.0 / seconds } else { 0.0 };
     let step_rate = |c: &Counters| c.statement_us as f64 / step_ms as f64;
-    let pools: HashMap<String, (ShardState, BreakerState)> =
-        router.shard_dbs().into_iter().map(|(id, state, db)| (id.to_string(), (state, db.health().state()))).collect();
     // Each shard's load, attributed to where it will land (see the module's comment), over the
     // span and per step.
     let mut loads: HashMap<String, f64> =
         load.shards.iter().filter(|s| s.registered).map(|s| (s.shard.clone(), rate(&s.load.request))).collect();
-    let mut steps: HashMap<String, Vec<f64>> = loads.keys().map(|k| (k.clone(), vec![0.0; stepped.points()])).collect();
+    let mut steps: HashMap<String, Vec<f64>> = loads.keys().map(|k| (k.clone(), vec![0.0; span.points()])).collect();
     let mut shift = |from: &str, to: &str, amount: f64| {
         if from != to && loads.contains_key(from) && loads.contains_key(to) {
             *loads.entry(from.to_owned()).or_default() -= amount;
@@ -217,19 +303,18 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &C
     let mut on_shards: Vec<(Subject, String, f64)> =
         vshards.into_iter().map(|(vshard, (shard, load))| (Subject::Vshard { vshard }, shard, load)).collect();
     for t in &load.tenants {
-        let (Ok(tenant), [shard]) = (TenantId::parse(&t.tenant), t.shards.as_slice()) else { continue };
+        let (Some(place), [shard]) = (fleet.places.get(&t.tenant), t.shards.as_slice()) else { continue };
         let subject = Subject::Tenant { tenant: t.tenant.clone() };
-        let Ok(route) = router.route_tenant(&tenant) else { continue };
-        let now = route.shard.to_string();
+        let now = place.shard.as_str();
         // A tenant placed by its vshard went with it (shifted above); a pinned one moves alone.
-        let lands = flight_of(&subject, &now).unwrap_or(&now).to_owned();
-        if route.strategy != crate::map::Strategy::Hash {
+        let lands = flight_of(&subject, now).unwrap_or(now).to_owned();
+        if place.pinned {
             shift(shard, &lands, rate(&t.load));
         }
         on_shards.push((subject, lands, rate(&t.load)));
     }
     let hot_share = hot_shares(&steps, policy);
-    let shards: Vec<ShardInput> = load
+    let shards = load
         .shards
         .iter()
         .filter(|s| s.registered)
@@ -237,41 +322,13 @@ pub async fn plan(router: &ShardRouter, span: Span, policy: &Policy, context: &C
             shard: s.shard.clone(),
             load: loads.get(&s.shard).copied().unwrap_or(0.0).max(0.0),
             hot_share: hot_share.get(&s.shard).copied().unwrap_or(0.0),
-            held: match pools.get(&s.shard) {
+            held: match fleet.held.get(&s.shard) {
                 None => Some("this instance has no pool for it".to_owned()),
-                Some((ShardState::Active, BreakerState::Closed)) => None,
-                Some((ShardState::Active, _)) => Some("its breaker is open".to_owned()),
-                Some((state, _)) => Some(format!("it is {}", state.as_str())),
+                Some(why) => why.clone(),
             },
         })
         .collect();
-    // Only what sits on an overfull shard can be chosen: ask the catalog about those alone.
-    let mean = shards.iter().map(|s| s.load).sum::<f64>() / shards.len().max(1) as f64;
-    let overfull: Vec<&str> =
-        shards.iter().filter(|s| s.load > policy.overfull_above(mean)).map(|s| s.shard.as_str()).collect();
-    let now = crate::clock::now_ms();
-    let mut movables = Vec::new();
-    for (subject, shard, load) in on_shards {
-        if !overfull.contains(&shard.as_str()) {
-            continue;
-        }
-        let claim = match &subject {
-            Subject::Vshard { vshard } => vshard_subject(*vshard),
-            Subject::Tenant { tenant } => match TenantId::parse(tenant) {
-                Ok(id) => tenant_subject(&id),
-                Err(_) => continue,
-            },
-        };
-        let held = match context.cooling.get(&claim) {
-            Some(&until) if until > now => {
-                Some(format!("moved recently: cools down for {} s more", (until - now + 999) / 1000))
-            }
-            _ => router.catalog().job_claiming(&claim).await?.map(|job| format!("is claimed by job {job}")),
-        };
-        movables.push(Movable { subject, shard, load, held });
-    }
-    let decision = policy.decide(&shards, &movables);
-    Ok(Plan { span, shards, decision })
+    Attributed { shards, on_shards }
 }
 
 /// Per shard, the share of the steps in which it was overfull (above that step's line).

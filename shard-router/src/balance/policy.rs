@@ -194,6 +194,22 @@ impl Policy {
         decision(None, reasons.join("; "))
     }
 
+    /// The standing proposal to move `subject` to `to`, as a choice, if it still stands against
+    /// `best` (what the policy decides now over `shards` and `movables`); otherwise why not.
+    pub fn keeps(
+        &self,
+        _shards: &[ShardInput],
+        _movables: &[Movable],
+        best: &Decision,
+        subject: &Subject,
+        to: &str,
+    ) -> Result<Choice, String> {
+        match &best.choice {
+            Some(choice) if choice.subject == *subject && choice.to == to => Ok(choice.clone()),
+            _ => Err(format!("the balancer now decides: {}", best.reason)),
+        }
+    }
+
     /// The candidate that lowers the hottest excess the most, if one lowers it enough and (a
     /// vshard) leaves its target not overfull.
     fn best(

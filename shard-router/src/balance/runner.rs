@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::picture::Span;
 use super::plan::{BalancerConfig, Context, InFlight, Mode, Plan, plan};
-use super::policy::{Decision, ShardInput, Subject};
+use super::policy::{Choice, Decision, ShardInput, Subject};
 use crate::catalog::{Audit, BalancerRow, JobRow, REBALANCE_SUBJECT, RunRow, tenant_subject, vshard_subject};
 use crate::clock::now_ms;
 use crate::error::Error;
@@ -230,7 +230,23 @@ impl Balancer {
         };
         let catalog = self.router().catalog();
         let pending = catalog.pending_proposals().await?;
-        let Some(choice) = &plan.decision.choice else {
+        // In `propose` mode, a pending proposal that still stands is what the run decides.
+        let kept = match mode {
+            Mode::Propose => self.standing(&pending, plan),
+            Mode::Off | Mode::Apply => None,
+        };
+        let decision = match &kept {
+            Some((standing, choice)) => Decision {
+                choice: Some(choice.clone()),
+                reason: format!("{} (still proposed as proposal {})", plan.decision.reason, standing.id),
+                ..plan.decision.clone()
+            },
+            None => plan.decision.clone(),
+        };
+        run.reason = decision.reason.clone();
+        let record = RunDecision { decision: decision.clone(), ..record };
+        run.decision = serde_json::to_string(&record).map_err(|e| Error::Corrupt(format!("balancer run: {e}")))?;
+        let Some(choice) = &decision.choice else {
             run.outcome = if plan.decision.reason.starts_with("balanced") { "balanced" } else { "nothing" }.to_owned();
             self.expire(&pending, &format!("the load changed: the balancer now decides: {}", run.reason)).await?;
             return Ok(run);
@@ -254,25 +270,20 @@ impl Balancer {
         }
         match mode {
             // (`run_once` never decides while off.)
-            Mode::Off | Mode::Propose => {
-                let same =
-                    |p: &&RunRow| p.subject.as_deref() == Some(&claim) && p.to_shard.as_deref() == Some(&choice.to);
-                match pending.iter().find(same) {
-                    Some(standing) => {
-                        run.outcome = "proposed".to_owned();
-                        run.reason = format!("{} (still proposed as proposal {})", run.reason, standing.id);
-                        let others: Vec<RunRow> = pending.iter().filter(|p| p.id != standing.id).cloned().collect();
-                        self.expire(&others, &format!("the load changed: run now proposes: {}", plan.decision.reason))
-                            .await?;
-                    }
-                    None => {
-                        run.outcome = "proposed".to_owned();
-                        run.proposal = Some("pending".to_owned());
-                        self.expire(&pending, &format!("the load changed: run now proposes: {}", plan.decision.reason))
-                            .await?;
-                    }
+            Mode::Off | Mode::Propose => match kept.as_ref().map(|(standing, _)| standing) {
+                Some(standing) => {
+                    run.outcome = "proposed".to_owned();
+                    let others: Vec<RunRow> = pending.iter().filter(|p| p.id != standing.id).cloned().collect();
+                    self.expire(&others, &format!("the load changed: run now proposes: {}", plan.decision.reason))
+                        .await?;
                 }
-            }
+                None => {
+                    run.outcome = "proposed".to_owned();
+                    run.proposal = Some("pending".to_owned());
+                    self.expire(&pending, &format!("the load changed: run now proposes: {}", plan.decision.reason))
+                        .await?;
+                }
+            },
             Mode::Apply => {
                 self.expire(&pending, "the balancer was switched to apply mode").await?;
                 let audit = Audit {
@@ -295,6 +306,18 @@ impl Balancer {
             }
         }
         Ok(run)
+    }
+
+    /// The oldest of the `pending` proposals that still stands against `plan`, with its move
+    /// as a choice ([`super::policy::Policy::keeps`]).
+    fn standing(&self, pending: &[RunRow], plan: &Plan) -> Option<(RunRow, Choice)> {
+        let policy = self.config.policy();
+        pending.iter().find_map(|p| {
+            let subject = subject_of(p.subject.as_deref()?)?;
+            let to = p.to_shard.as_deref()?;
+            let choice = policy.keeps(&plan.shards, &plan.movables, &plan.decision, &subject, to).ok()?;
+            Some((p.clone(), choice))
+        })
     }
 
     async fn expire(&self, proposals: &[RunRow], why: &str) -> Result<(), Error> {
@@ -333,10 +356,8 @@ impl Balancer {
         let (Some(claim), Some(to)) = (run.subject.clone(), run.to_shard.clone()) else { return Err(settled(&run)) };
         let subject = subject_of(&claim).ok_or_else(|| Error::Corrupt(format!("balancer run {id}: {claim}")))?;
         let now = self.plan(None).await?;
-        let still = now.decision.choice.as_ref().is_some_and(|c| c.subject == subject && c.to == to);
-        if !still {
-            let why =
-                format!("the load it was based on has changed; the balancer now decides: {}", now.decision.reason);
+        if let Err(why) = self.config.policy().keeps(&now.shards, &now.movables, &now.decision, &subject, &to) {
+            let why = format!("the load it was based on has changed: {why}");
             catalog.settle_proposal(id, ("pending", "expired"), &why, None, None).await?;
             return Err(Error::ProposalStale(format!("proposal {id} is stale: {why}")));
         }
