@@ -50,7 +50,10 @@ pub enum KeyAlgorithm {
 /// and once more when a token names a `kid` the set lacks (at most once per
 /// `jwks_unknown_kid_refetch_secs`). While the provider cannot be reached the last good set stays
 /// in use, for at most `jwks_max_age_secs` after it was fetched.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+///
+/// `Debug` shows `jwks_url` as [`crate::shown_url`] does (no credentials, no query) and no
+/// secret.
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IssuerConfig {
     /// The `iss` claim tokens of this issuer carry (required, checked).
@@ -117,6 +120,23 @@ pub struct IssuerConfig {
     /// Deadline of one fetch (connect, response, body), seconds. Default 5.
     #[serde(default = "defaults::fetch_timeout")]
     pub jwks_fetch_timeout_secs: u64,
+}
+
+impl std::fmt::Debug for IssuerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuerConfig")
+            .field("issuer", &self.issuer)
+            .field("algorithm", &self.algorithm)
+            .field("algorithms", &self.algorithms)
+            .field("audience", &self.audience)
+            .field("secret", &self.secret)
+            .field("public_key_file", &self.public_key_file)
+            .field("jwks_file", &self.jwks_file)
+            .field("jwks_url", &self.jwks_url.as_deref().map(crate::key_set_url::shown_url_text))
+            .field("discovery", &self.discovery)
+            .field("jwks_ca_file", &self.jwks_ca_file)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Writes a secret as `"<redacted>"`, never its value, and an unset one as unset:

@@ -7,6 +7,10 @@
 //! anyone mint tokens); a discovered `jwks_uri` on the issuer's host unless the configuration
 //! allows any host; redirects are not followed. Every fetch is bounded: a deadline for the whole
 //! exchange and [`MAX_BODY_BYTES`] of body.
+//!
+//! A URL is only ever shown through [`KeySetUrl`] or [`shown_url_text`] (scheme, host, port and
+//! path): errors and logs never carry its credentials or query, and neither does a reqwest error
+//! (taken [`reqwest::Error::without_url`]).
 
 use std::path::Path;
 use std::time::Duration;
@@ -16,6 +20,7 @@ use reqwest::header::{CACHE_CONTROL, HeaderMap};
 use serde::Deserialize;
 
 use crate::config::IssuerConfig;
+use crate::key_set_url::{KeySetUrl, shown_url_text};
 
 /// The largest key set or discovery document read; a larger body fails the fetch.
 pub(crate) const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -83,9 +88,9 @@ pub(crate) struct Fetched {
 #[derive(Debug, Clone)]
 enum Location {
     /// `jwks_url`.
-    Configured(Url),
+    Configured(KeySetUrl),
     /// `<issuer>/.well-known/openid-configuration`, then its `jwks_uri`.
-    Discovery { document: Url, issuer: String, any_host: bool },
+    Discovery { document: KeySetUrl, issuer: String, any_host: bool },
 }
 
 /// Fetches one issuer's key set.
@@ -94,7 +99,7 @@ pub(crate) struct KeySetFetcher {
     client: reqwest::Client,
     location: Location,
     /// The `jwks_uri` discovery found, reused until a fetch from it fails.
-    discovered: parking_lot::Mutex<Option<Url>>,
+    discovered: parking_lot::Mutex<Option<KeySetUrl>>,
 }
 
 /// The part of a discovery document read here.
@@ -112,16 +117,20 @@ impl KeySetFetcher {
             (Some(url), false) => Location::Configured(checked_url("jwks_url", url)?),
             (None, _) => {
                 let base = checked_url("issuer (with discovery = true)", &issuer.issuer)?;
-                let mut document = base.clone();
+                let mut document = base.to_fetch().clone();
                 if !document.path().ends_with('/') {
                     document.set_path(&format!("{}/", document.path()));
                 }
                 let document = document.join(DISCOVERY_PATH).map_err(|e| LocationError::NotAUrl {
                     key: "issuer",
-                    url: issuer.issuer.clone(),
+                    url: shown_url_text(&issuer.issuer),
                     reason: e.to_string(),
                 })?;
-                Location::Discovery { document, issuer: issuer.issuer.clone(), any_host: issuer.jwks_uri_any_host }
+                Location::Discovery {
+                    document: KeySetUrl::new(document),
+                    issuer: issuer.issuer.clone(),
+                    any_host: issuer.jwks_uri_any_host,
+                }
             }
         };
         let timeout = Duration::from_secs(issuer.jwks_fetch_timeout_secs.max(1));
@@ -141,8 +150,9 @@ impl KeySetFetcher {
         Ok(Self { client, location, discovered: parking_lot::Mutex::new(None) })
     }
 
-    /// The configured URL (`jwks_url`, or the discovery document's), for logs and the banner.
-    pub(crate) fn configured_url(&self) -> &Url {
+    /// The configured URL (`jwks_url`, or the discovery document's), for logs and the banner
+    /// (shown without credentials or query).
+    pub(crate) fn configured_url(&self) -> &KeySetUrl {
         match &self.location {
             Location::Configured(url) | Location::Discovery { document: url, .. } => url,
         }
@@ -173,7 +183,7 @@ impl KeySetFetcher {
     }
 
     /// Reads the discovery document and checks the `jwks_uri` it names.
-    async fn discover(&self, document: &Url, issuer: &str, any_host: bool) -> Result<Url, FetchError> {
+    async fn discover(&self, document: &KeySetUrl, issuer: &str, any_host: bool) -> Result<KeySetUrl, FetchError> {
         let refused = |reason: String| FetchError::Discovery { url: document.to_string(), reason };
         let body = self.get(document).await?.body;
         let parsed: DiscoveryDocument =
@@ -185,8 +195,9 @@ impl KeySetFetcher {
         let url = checked_url("jwks_uri", &jwks_uri).map_err(|e| refused(e.to_string()))?;
         if !any_host && url.host_str() != document.host_str() {
             return Err(refused(format!(
-                "its jwks_uri {jwks_uri:?} is not on the issuer's host {:?} (set `jwks_uri_any_host = true` to \
+                "its jwks_uri {:?} is not on the issuer's host {:?} (set `jwks_uri_any_host = true` to \
                  allow it)",
+                url.to_string(),
                 document.host_str().unwrap_or_default()
             )));
         }
@@ -194,12 +205,13 @@ impl KeySetFetcher {
     }
 
     /// `GET url`: a success status and at most [`MAX_BODY_BYTES`] of body.
-    async fn get(&self, url: &Url) -> Result<Fetched, FetchError> {
+    async fn get(&self, url: &KeySetUrl) -> Result<Fetched, FetchError> {
         let shown = || url.to_string();
-        let unreachable = |e: reqwest::Error| FetchError::Unreachable { url: shown(), reason: error_chain(&e) };
+        let unreachable =
+            |e: reqwest::Error| FetchError::Unreachable { url: shown(), reason: error_chain(&e.without_url()) };
         let mut response = self
             .client
-            .get(url.clone())
+            .get(url.to_fetch().clone())
             .header(reqwest::header::ACCEPT, "application/json")
             .send()
             .await
@@ -224,15 +236,16 @@ impl KeySetFetcher {
     }
 }
 
-/// `url` parsed, if it is `https://`, or `http://` to a loopback host.
-fn checked_url(key: &'static str, url: &str) -> Result<Url, LocationError> {
-    let parsed =
-        Url::parse(url).map_err(|e| LocationError::NotAUrl { key, url: url.to_owned(), reason: e.to_string() })?;
+/// `url` parsed, if it is `https://`, or `http://` to a loopback host. The errors show it as
+/// [`shown_url_text`] does.
+fn checked_url(key: &'static str, url: &str) -> Result<KeySetUrl, LocationError> {
+    let shown = || shown_url_text(url);
+    let parsed = Url::parse(url).map_err(|e| LocationError::NotAUrl { key, url: shown(), reason: e.to_string() })?;
     match parsed.scheme() {
-        "https" => Ok(parsed),
-        "http" if is_loopback(&parsed) => Ok(parsed),
-        "http" => Err(LocationError::PlainHttp { key, url: url.to_owned() }),
-        other => Err(LocationError::Scheme { key, url: url.to_owned(), scheme: other.to_owned() }),
+        "https" => Ok(KeySetUrl::new(parsed)),
+        "http" if is_loopback(&parsed) => Ok(KeySetUrl::new(parsed)),
+        "http" => Err(LocationError::PlainHttp { key, url: shown() }),
+        other => Err(LocationError::Scheme { key, url: shown(), scheme: other.to_owned() }),
     }
 }
 

@@ -13,6 +13,7 @@ mod config;
 mod fetch;
 pub mod internal;
 mod jwks;
+mod key_set_url;
 mod principal;
 mod remote_key_set;
 pub mod request;
@@ -21,5 +22,6 @@ mod verification_key;
 
 pub use auth::{AuthError, Authenticator, FetchedKeySets, KeySources, TokenRequest, mint_token};
 pub use config::{AuthConfig, IssuerConfig, KeyAlgorithm};
+pub use key_set_url::{KeySetUrl, shown_url};
 pub use principal::{Principal, Scope, ScopeClaimError, Scopes};
 pub use remote_key_set::{FETCH_OUTCOMES, KeySetStatus};
