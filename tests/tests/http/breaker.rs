@@ -224,12 +224,12 @@ async fn a_frozen_catalog_costs_a_bounded_time_and_leaves_the_data_path_serving(
     // Tenants keep reading and writing: routing works from the map every instance holds.
     expect_json(app.get_record("acme", "docs", "d1").await, StatusCode::OK).await;
     expect_json(app.put_record("acme", "docs", "d1", &json!({"n": 2})).await, StatusCode::OK).await;
-    // The instance says it cannot serve admin changes: readiness follows the catalog.
+    // The instance stays ready (it serves tenants), and says the catalog is degraded.
     let ready = tokio::time::timeout(Duration::from_secs(30), app.send(Method::GET, "/readyz", None, None, &[]))
         .await
         .expect("readiness answers");
-    let ready = expect_json(ready, StatusCode::SERVICE_UNAVAILABLE).await;
-    assert_eq!(ready["components"]["catalog"]["status"], "down", "{ready}");
+    let ready = expect_json(ready, StatusCode::OK).await;
+    assert_eq!(ready["components"]["catalog"]["status"], "degraded", "{ready}");
     assert_eq!(ready["components"]["catalog"]["breaker"], "open", "{ready}");
     let open = metric(&app.client, app.metrics_base(), "shardgate_catalog_breaker_state{state=\"open\"}").await;
     assert_eq!(open, 1.0);
@@ -331,7 +331,17 @@ async fn fill_the_pool(app: &TestApp, cluster: &PgCluster, connections: i64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_shards_database_restarts_one_broken_connection_retires_the_others() {
     let cluster = PgCluster::start().await;
-    let app = app_with_a_shard_on(&cluster, |config| config.storage.pool.max_connections = 4).await;
+    // The first failure (a dead connection) makes the breaker probe the database with a new
+    // connection of its own; a probe that misses its deadline (500 ms by default) opens the
+    // breaker, as it must for a frozen database. On a busy machine a fresh connection to a
+    // PostgreSQL that just restarted can take longer than that, and every later write was then
+    // refused by the open breaker (six 503s, under load only). This story is about retiring
+    // broken connections, not about how fast a probe answers: the probe gets ample time here.
+    let app = app_with_a_shard_on(&cluster, |config| {
+        config.storage.pool.max_connections = 4;
+        config.storage.pool.breaker.probe_timeout = Duration::from_secs(30);
+    })
+    .await;
     fill_the_pool(&app, &cluster, 3).await;
 
     // The operator restarts the shard's PostgreSQL: every pooled connection is dead now.
@@ -345,7 +355,10 @@ async fn after_a_shards_database_restarts_one_broken_connection_retires_the_othe
         outcomes.push((status, response.text().await.unwrap()));
     }
     let failed: Vec<usize> = (0..outcomes.len()).filter(|&i| !outcomes[i].0.is_success()).collect();
-    assert!(failed.is_empty() || failed == [0], "only the first write may fail: {outcomes:#?}");
+    if !(failed.is_empty() || failed == [0]) {
+        let breaker = shard(&app, "shard-3").await["breaker"].clone();
+        panic!("only the first write may fail: {outcomes:#?}\nthe breaker: {breaker}");
+    }
     let read = expect_json(app.get_record("sick", "docs", "d1").await, StatusCode::OK).await;
     assert_eq!(read["value"]["n"], 15, "the last write is there");
     assert_eq!(shard(&app, "shard-3").await["breaker"]["state"], "closed");
