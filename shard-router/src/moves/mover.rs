@@ -65,8 +65,8 @@ use crate::ids::{CollectionName, ShardId, TenantId};
 use crate::map::{Distribution, ShardState};
 use crate::moves::copy::{
     Checksum, CopyMethod, CopySize, CopyTable, INDEX_ENTRIES, KeyPages, Pace, PaceReport, Part, Pass, RowKey,
-    SCAN_PAGE_ROWS, SPREAD_RECORDS, Selection, Since, TENANT_TABLES, Window, checksums, compared_in_pages,
-    copy_and_compare, copy_batch, copy_rows, copy_size, purge_rows, split_checksums, split_checksums_in_pages,
+    SCAN_PAGE_ROWS, SPREAD_RECORDS, Selection, Since, TENANT_TABLES, Tally, Window, checksums, compared_in_pages,
+    copy_and_compare, copy_batch_counted, copy_rows, copy_size, purge_rows, split_checksums, split_checksums_in_pages,
 };
 use crate::moves::job::{
     CopyCounters, CutOverRecord, JobHandle, MAX_CATCH_UP_PASSES, PhasedJob, SMALL_DELTA_ROWS, copy_pace, drive,
@@ -209,6 +209,13 @@ impl MoveProgress {
     }
 }
 
+/// How often, at most, a move's first copy stores its progress within a batch.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How often, at most, a move's first copy looks for a cancellation within a batch whose
+/// progress has not moved (its pace holds it).
+const CANCEL_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Runs move jobs on this instance.
 pub struct Mover {
     pub(crate) router: Arc<ShardRouter>,
@@ -255,6 +262,7 @@ impl Mover {
         self.check_target(to)?;
         let mut progress = MoveProgress::new(&route.shard, to);
         progress.parent = parent.map(str::to_owned);
+        self.count_to_copy(&mut progress, &Subject::Tenant(tenant.clone())).await;
         let mut subjects = vec![tenant_subject(tenant)];
         if route.strategy == crate::map::Strategy::Hash {
             // A move of its vshard would take the tenant along.
@@ -291,6 +299,9 @@ impl Mover {
         let mut progress = MoveProgress::new(&from, to);
         progress.vshards = Some(vshards.to_vec());
         progress.parent = parent.map(str::to_owned);
+        // The tenants the vshards place now: the job lists them again once it holds its claim.
+        let tenants = self.router.with_map(|map| map.unpinned_tenants_of(vshards));
+        self.count_to_copy(&mut progress, &Subject::Vshards { vshards: vshards.to_vec(), tenants }).await;
         let target = format!("{} vshards ({}): {from} -> {to}", vshards.len(), vshard_list(vshards));
         let subjects: Vec<String> = vshards.iter().map(|v| vshard_subject(*v)).collect();
         self.launch(VSHARD_MOVE_JOB, None, target, &progress, &subjects, audit).await
@@ -344,9 +355,28 @@ impl Mover {
             ranges_after,
         };
         let target = format!("{}: {owner} -> {to}", range_name(tenant, &range));
+        self.count_to_copy(&mut progress, &Subject::Range { tenant: tenant.clone(), range: range.clone() }).await;
         progress.range = Some(range);
         let subjects = [tenant_subject(tenant)];
         Ok(RangeSplit::Moving(self.launch(RANGE_MOVE_JOB, Some(tenant), target, &progress, &subjects, audit).await?))
+    }
+
+    /// Counts the rows and bytes the first copy of `subject` will take into `progress`, before
+    /// the job is recorded, so that its progress has them from its first answer. The copy
+    /// counts them again as it begins (rows may change meanwhile). A count that fails leaves
+    /// them to the copy.
+    async fn count_to_copy(&self, progress: &mut MoveProgress, subject: &Subject) {
+        let counted = match ShardId::parse(&progress.from) {
+            Ok(from) => size_to_copy(&self.router, subject.borrowed(), &from, Window::All).await,
+            Err(e) => Err(Error::Corrupt(e.to_string())),
+        };
+        match counted {
+            Ok(size) => {
+                progress.rows_to_copy = Some(size.rows);
+                progress.bytes_to_copy = Some(size.bytes);
+            }
+            Err(e) => tracing::warn!(subject = %subject, error = %e, "cannot count the rows a move will copy"),
+        }
     }
 
     /// A move may only go to a registered, `active` shard this instance can reach.
@@ -595,19 +625,9 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The tables a pass copies, with the rows it takes of each: the tenants' home data, and
-    /// for vshards the records of hash-distributed collections their keys place there.
+    /// The tables a pass copies, with the rows it takes of each ([`copied_tables`]).
     fn copied_tables(&self) -> Vec<(&'static CopyTable, Selection<'_>)> {
-        if let MoveSubject::Range(range) = self.subject() {
-            return vec![(&SPREAD_RECORDS, Selection::Range(range))];
-        }
-        let mut tables: Vec<(&'static CopyTable, Selection<'_>)> =
-            TENANT_TABLES.iter().map(|t| (*t, Selection::from(self.subject()))).collect();
-        let vshards = self.subject().vshards();
-        if !vshards.is_empty() {
-            tables.push((&SPREAD_RECORDS, Selection::Vshards(vshards)));
-        }
-        tables
+        copied_tables(self.subject())
     }
 
     /// The tables compared: those a pass copies, and index entries (copied whole under the
@@ -647,11 +667,7 @@ impl Run<'_> {
             let margin = self.router().move_config().clock_margin;
             let began = Since::now(FencedShard::new(&source, &from), margin).await?;
             self.progress.first_copy = Some(FirstCopy { began, table: 0, after: None });
-            let mut total = CopySize::default();
-            for (table, selection) in self.copied_tables() {
-                let pass = Pass { selection, window: Window::All, pace: None };
-                total.add(copy_size(table, FencedShard::new(&source, &from), &pass).await?);
-            }
+            let total = size_to_copy(self.router(), self.subject(), &from, Window::All).await?;
             self.progress.rows_to_copy = Some(total.rows);
             self.progress.bytes_to_copy = Some(total.bytes);
             self.progress.pass_started_ms = Some(now_ms());
@@ -662,20 +678,28 @@ impl Run<'_> {
         self.heartbeat().await?;
         let method = CopyMethod::best(&source, &target);
         while let Some(at) = self.progress.first_copy.clone() {
+            let tally = Tally::default();
             let batch = {
                 let tables = self.copied_tables();
                 let Some(&(table, selection)) = tables.get(at.table) else { break };
                 let pass = Pass { selection, window: Window::All, pace: Some(&self.pace) };
                 let sides = (FencedShard::new(&source, &from), FencedShard::new(&target, &to));
                 let batch_bytes = self.router().move_config().copy_batch_bytes;
-                copy_batch(table, sides, &pass, at.after.as_ref(), batch_bytes, method).await?
+                let batch =
+                    copy_batch_counted(table, sides, &pass, (at.after.as_ref(), batch_bytes), method, Some(&tally));
+                // The batch's progress is shown as it goes ([`PROGRESS_EVERY`]); a
+                // cancellation seen then ends the batch there.
+                tokio::select! {
+                    biased;
+                    batch = batch => batch?,
+                    stopped = self.show_progress_within(&tally) => return Err(stopped),
+                }
             };
             self.job().count_copied(batch.copied.bytes);
             let progress = &mut self.progress;
             progress.pace = Some(self.pace.report());
             progress.copied.rows_copied += batch.copied.read;
             progress.copied.bytes_copied += batch.copied.bytes;
-            progress.copied.lag_rows += batch.copied.read;
             progress.method = Some(batch.copied.method);
             progress.first_copy = Some(match batch.last {
                 Some(last) => FirstCopy { after: Some(last), ..at },
@@ -687,8 +711,41 @@ impl Run<'_> {
         }
         self.progress.copied.passes += 1;
         self.progress.pass_since = self.progress.first_copy.as_ref().map(|at| at.began.clone());
+        // How far behind the target is now: the rows changed on the source since the copy
+        // began (the first catch-up pass takes them), not the rows the copy took.
+        if let Some(since) = self.progress.pass_since.clone() {
+            let changed = size_to_copy(self.router(), self.subject(), &from, Window::ChangedSince(&since)).await?;
+            self.progress.copied.lag_rows = changed.rows;
+        }
         self.progress.phase = Phase::CatchUp;
         Ok(())
+    }
+
+    /// While a batch of the first copy runs, stores the progress with what `tally` has counted
+    /// of the batch so far, every [`PROGRESS_EVERY`] when it moved, else every
+    /// [`CANCEL_CHECK_EVERY`] (to see a cancellation): a catalog write per interval, never per
+    /// row. Ends only when the job must stop: an operator asked to cancel, or another instance
+    /// holds the job.
+    async fn show_progress_within(&self, tally: &Tally) -> Error {
+        let (mut shown, mut stored) = ((0, 0), tokio::time::Instant::now());
+        loop {
+            tokio::time::sleep(PROGRESS_EVERY).await;
+            let (rows, bytes) = tally.read();
+            if (rows, bytes) == shown && stored.elapsed() < CANCEL_CHECK_EVERY {
+                continue;
+            }
+            (shown, stored) = ((rows, bytes), tokio::time::Instant::now());
+            let mut progress = self.progress.clone();
+            progress.copied.rows_copied += rows;
+            progress.copied.bytes_copied += bytes;
+            progress.pace = Some(self.pace.report());
+            match self.job().heartbeat(&progress).await {
+                Ok(false) => {}
+                Ok(true) => return Error::MoveRefused("cancelled".to_owned()),
+                Err(e @ Error::JobLost(_)) => return e,
+                Err(e) => tracing::warn!(job = self.id, error = %e, "cannot store a move's progress"),
+            }
+        }
     }
 
     async fn catch_up(&mut self) -> Result<(), Error> {
@@ -1066,6 +1123,39 @@ fn range_name(tenant: &TenantId, range: &RangeMove) -> String {
         Some(until) => format!("{tenant}/{} [{:?}, {until:?})", range.collection, range.from),
         None => format!("{tenant}/{} [{:?}, end)", range.collection, range.from),
     }
+}
+
+/// The tables a pass of a move of `subject` copies, with the rows it takes of each: the
+/// tenants' home data, and for vshards the records of hash-distributed collections their keys
+/// place there.
+fn copied_tables(subject: MoveSubject<'_>) -> Vec<(&'static CopyTable, Selection<'_>)> {
+    if let MoveSubject::Range(range) = subject {
+        return vec![(&SPREAD_RECORDS, Selection::Range(range))];
+    }
+    let mut tables: Vec<(&'static CopyTable, Selection<'_>)> =
+        TENANT_TABLES.iter().map(|t| (*t, Selection::from(subject))).collect();
+    let vshards = subject.vshards();
+    if !vshards.is_empty() {
+        tables.push((&SPREAD_RECORDS, Selection::Vshards(vshards)));
+    }
+    tables
+}
+
+/// The rows and bytes the first copy of `subject` takes from shard `from`, each table's rows
+/// in the `window` given, counted in one statement per table ([`copy_size`]).
+async fn size_to_copy(
+    router: &ShardRouter,
+    subject: MoveSubject<'_>,
+    from: &ShardId,
+    window: Window<'_>,
+) -> Result<CopySize, Error> {
+    let source = router.shard_db(from)?.working_as(Work::Move);
+    let mut total = CopySize::default();
+    for (table, selection) in copied_tables(subject) {
+        let pass = Pass { selection, window, pace: None };
+        total.add(copy_size(table, FencedShard::new(&source, from), &pass).await?);
+    }
+    Ok(total)
 }
 
 /// `vshards` as an operator reads them: `3, 4, 9`.

@@ -394,6 +394,14 @@ impl PhasedJob for Run<'_> {
         self.progress.bytes_to_copy = Some(total.bytes);
         self.heartbeat().await?;
         self.pass(&from, &to, false).await?;
+        // How far behind the new layout is now: the rows changed on the sources since the pass
+        // began (the first catch-up pass takes them), not the rows the pass took.
+        let mut changed = 0;
+        for (i, source) in from.fenced().into_iter().enumerate() {
+            let since = self.progress.pass_since.get(i);
+            changed += copy_size(from.table, source, &from.pass(i, self.subject(), since, None)).await?.rows;
+        }
+        self.progress.copied.lag_rows = changed;
         self.progress.phase = Phase::CatchUp;
         Ok(())
     }

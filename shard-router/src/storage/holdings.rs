@@ -1,5 +1,6 @@
-//! What a shard database holds, measured cheaply: its size on disk and its rows from the
-//! database's own statistics (for `/metrics`, sampled), and one tenant's records and blobs, and
+//! What a shard database holds, measured cheaply: its size on disk, its data's size and its
+//! rows from the database's own statistics (for `/metrics`, sampled, and the admin API), the
+//! live records of each tenant it holds, and one tenant's records and blobs, and
 //! its collections with their records (counted on demand through the tenant's index, for the
 //! admin API).
 
@@ -13,6 +14,10 @@ use crate::storage::shard::{FencedShard, OnShard};
 pub struct ShardSize {
     /// Bytes on disk (PostgreSQL: `pg_database_size`; SQLite: pages × page size).
     pub bytes: u64,
+    /// Bytes of its data: the shard's tables with their indexes and TOAST (PostgreSQL:
+    /// `pg_total_relation_size` of each table, without the database's catalogs, which take
+    /// several MiB of an empty database; SQLite: the pages in use, free pages left out).
+    pub data_bytes: u64,
     /// Rows of records (home and spread, tombstones included): PostgreSQL's statistics
     /// (`pg_stat_user_tables.n_live_tup`, as of its last analysis), SQLite's count.
     pub record_rows: u64,
@@ -23,16 +28,32 @@ pub async fn shard_size(shard: &FencedShard<'_>) -> Result<ShardSize, Error> {
     let sql = match shard.db().engine {
         Engine::Postgres => {
             "SELECT pg_database_size(current_database()), \
+             (SELECT COALESCE(SUM(pg_total_relation_size(relid)), 0)::BIGINT FROM pg_stat_user_tables \
+              WHERE schemaname = ANY (current_schemas(false))), \
              (SELECT COALESCE(SUM(n_live_tup), 0)::BIGINT FROM pg_stat_user_tables \
               WHERE relname IN ('records', 'spread_records'))"
         }
         Engine::Sqlite => {
             "SELECT (SELECT page_count FROM pragma_page_count()) * (SELECT page_size FROM pragma_page_size()), \
+             ((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count())) \
+               * (SELECT page_size FROM pragma_page_size()), \
              (SELECT COUNT(*) FROM records) + (SELECT COUNT(*) FROM spread_records)"
         }
     };
-    let (bytes, rows): (i64, i64) = sqlx::query_as(sql).fetch_one(shard.pool()).reading_on(shard).await?;
-    Ok(ShardSize { bytes: u64::try_from(bytes).unwrap_or(0), record_rows: u64::try_from(rows).unwrap_or(0) })
+    let (bytes, data_bytes, rows): (i64, i64, i64) =
+        sqlx::query_as(sql).fetch_one(shard.pool()).reading_on(shard).await?;
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(ShardSize { bytes: count(bytes), data_bytes: count(data_bytes), record_rows: count(rows) })
+}
+
+/// The live records of each tenant in the `records` table of `shard` (its tenants' home data),
+/// one row per tenant there: the caller keeps those of the tenants the catalog places on the
+/// shard, so a tenant's copy on a shard it is moving to or has just left (until the move's
+/// clean-up) is not counted twice.
+pub async fn home_records_by_tenant(shard: &FencedShard<'_>) -> Result<Vec<(String, u64)>, Error> {
+    let sql = "SELECT tenant, COUNT(*) FROM records WHERE deleted = 0 GROUP BY tenant";
+    let rows: Vec<(String, i64)> = sqlx::query_as(sql).fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(rows.into_iter().map(|(tenant, n)| (tenant, u64::try_from(n).unwrap_or(0))).collect())
 }
 
 /// What one tenant holds on one shard.

@@ -10,10 +10,9 @@ use crate::ids::ShardId;
 use crate::map::{ShardEntry, ShardState};
 use crate::storage::db::PoolConnections;
 use crate::storage::health::HealthReport;
-use crate::storage::holdings::shard_size;
-use crate::storage::records::RecordStore;
+use crate::storage::holdings::{ShardSize, home_records_by_tenant, shard_size};
 use crate::storage::registration::{Claim, check_shard_url};
-use crate::storage::shard::{FencedShard, ShardStore};
+use crate::storage::shard::FencedShard;
 
 /// A registered shard with its statistics.
 #[derive(Debug, Clone)]
@@ -26,10 +25,15 @@ pub struct ShardStats {
     pub tenants: u64,
     /// Tenants pinned to it.
     pub pinned_tenants: u64,
-    /// Live records on it; `None` when it cannot be counted (offline or unreachable).
+    /// Live records of the tenants whose home it is (a tenant's copy left until a move's
+    /// clean-up, or made before its switch, is counted where the catalog places the tenant);
+    /// `None` when they cannot be counted (offline or unreachable).
     pub records: Option<u64>,
     /// Its database's size on disk (bytes); `None` when it cannot be measured.
     pub bytes: Option<u64>,
+    /// The size of its data: its tables with their indexes (bytes); `None` when it cannot be
+    /// measured.
+    pub data_bytes: Option<u64>,
     /// Its database's health on this instance; `None` when no pool is open for it.
     pub health: Option<HealthReport>,
     /// Its pool's connections on this instance; `None` when no pool is open for it.
@@ -115,7 +119,7 @@ impl Topology<'_> {
             .into_iter()
             .zip(counts)
             .zip(measured)
-            .map(|((shard, (vshards, tenants, pinned_tenants)), (records, bytes))| {
+            .map(|((shard, (vshards, tenants, pinned_tenants)), (records, size))| {
                 let db = self.router.shard_db(&shard.id).ok();
                 ShardStats {
                     health: db.as_ref().map(|db| db.health().report()),
@@ -126,24 +130,33 @@ impl Topology<'_> {
                     tenants,
                     pinned_tenants,
                     records,
-                    bytes,
+                    bytes: size.map(|s| s.bytes),
+                    data_bytes: size.map(|s| s.data_bytes),
                 }
             })
             .collect())
     }
 
-    /// Live records on a shard and its size on disk; each `None` when the shard is offline or
-    /// does not answer in time.
-    async fn measure(&self, shard: &ShardRow) -> (Option<u64>, Option<u64>) {
+    /// Live records of the tenants a shard is home to, and its sizes; each `None` when the
+    /// shard is offline or does not answer in time. Rows of a tenant the catalog places
+    /// elsewhere (the old copy of a moved tenant until its clean-up, the copy a move is making)
+    /// are left out, so that totals over the fleet count each tenant once.
+    async fn measure(&self, shard: &ShardRow) -> (Option<u64>, Option<ShardSize>) {
         if shard.state == ShardState::Offline {
             return (None, None);
         }
         let Ok(db) = self.router.shard_db(&shard.id) else { return (None, None) };
-        let (fenced, store) = (FencedShard::new(&db, &shard.id), RecordStore::new(&db, &shard.id));
-        let records = self.within_probe(&shard.id, "count records", store.count_live());
+        let fenced = FencedShard::new(&db, &shard.id);
+        let by_tenant = self.within_probe(&shard.id, "count records", home_records_by_tenant(&fenced));
         let size = self.within_probe(&shard.id, "measure the database", shard_size(&fenced));
-        let (records, size) = futures::join!(records, size);
-        (records, size.map(|s| s.bytes))
+        let (by_tenant, size) = futures::join!(by_tenant, size);
+        let records = by_tenant.map(|by_tenant| {
+            self.router.with_map(|map| {
+                let placed_here = |tenant: &str| map.route_tenant(tenant).is_ok_and(|route| route.shard == shard.id);
+                by_tenant.iter().filter(|(tenant, _)| placed_here(tenant)).map(|(_, n)| n).sum()
+            })
+        });
+        (records, size)
     }
 
     /// Changes a shard's state; requests see it at once.

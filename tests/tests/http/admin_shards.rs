@@ -18,6 +18,7 @@ shardgate_tests::conformance!(
     registering_a_bad_shard_fails_without_leaking_its_url,
     shard_statistics_count_live_records_and_tenants,
     shards_in_use_or_unknown_cannot_be_deleted,
+    fleet_totals_count_a_moved_tenant_once_and_shards_show_their_datas_size,
 );
 
 fn assert_shard_shape(shard: &Value, engine: &str) {
@@ -332,4 +333,81 @@ async fn unsafe_seeded_shards_stop_the_start_up() {
         }
         assert!(!app.data_dir().join("seeded.db").exists());
     }
+}
+
+/// Bytes that do not compress (a blob of one repeated byte would take a few bytes in
+/// PostgreSQL's TOAST).
+fn noise(len: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The records of every shard, added up as the console's fleet totals do.
+async fn fleet_records(app: &TestApp) -> (u64, Value) {
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    let total = list["items"].as_array().unwrap().iter().map(|s| s["records"].as_u64().unwrap_or(0)).sum();
+    (total, list)
+}
+
+/// A shard shows the size of its data (its tables and their indexes: `data_bytes`) beside its
+/// database's (`bytes`, which an empty PostgreSQL database makes several MiB); and the fleet's
+/// totals count a tenant once, where the catalog places it: while a moved tenant's old copy
+/// waits out the cleanup grace on its old shard (`storage.moves.cleanup_grace`, 60 s here), only
+/// its new home counts its records.
+async fn fleet_totals_count_a_moved_tenant_once_and_shards_show_their_datas_size(app: TestApp) {
+    let list = expect_json(app.admin(Method::GET, "/v1/admin/shards", None).await, StatusCode::OK).await;
+    for shard in list["items"].as_array().unwrap() {
+        let (data, all) = (shard["data_bytes"].as_u64(), shard["bytes"].as_u64());
+        let (data, all) = (data.unwrap_or_else(|| panic!("data_bytes: {shard}")), all.unwrap());
+        assert!(data <= all, "the data is part of the database: {shard}");
+        if app.backend() == Backend::Postgres {
+            assert!(data < 1 << 20, "an empty shard holds little data, whatever its database's size: {shard}");
+        }
+    }
+    let tenant = app.create_tenant("acme").await;
+    let home = tenant["shard"].as_str().unwrap().to_owned();
+    let data_of = async |id: &str| {
+        let shard =
+            expect_json(app.admin(Method::GET, &format!("/v1/admin/shards/{id}"), None).await, StatusCode::OK).await;
+        shard["data_bytes"].as_u64().unwrap_or_else(|| panic!("data_bytes: {shard}"))
+    };
+    let empty = data_of(&home).await;
+    let blob = app
+        .client
+        .put(app.url("/v1/tenants/acme/blobs/noise.bin"))
+        .bearer_auth(app.rw_token("acme"))
+        .body(noise(600_000))
+        .send()
+        .await
+        .unwrap();
+    assert!(blob.status().is_success(), "{}", blob.status());
+    for key in ["a", "b", "c", "d", "e"] {
+        expect_json(app.put_record("acme", "docs", key, &json!(1)).await, StatusCode::CREATED).await;
+    }
+    let held = data_of(&home).await;
+    assert!(held >= empty + 500_000, "the blob's bytes show in the data's size: {empty} then {held}");
+    assert_eq!(fleet_records(&app).await.0, 5);
+
+    let to = SEEDED_SHARDS.iter().find(|s| **s != home).unwrap();
+    let job = app.admin(Method::POST, "/v1/admin/tenants/acme/move", Some(&json!({"to": to}))).await;
+    let id = expect_json(job, StatusCode::ACCEPTED).await["id"].as_str().unwrap().to_owned();
+    let switched = shardgate_tests::eventually(std::time::Duration::from_secs(60), async || {
+        let job =
+            expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{id}"), None).await, StatusCode::OK).await;
+        assert_eq!(job["state"], "running", "{job}");
+        (job["progress"]["phase"] == "cleanup").then_some(job)
+    })
+    .await;
+    assert!(switched.is_some(), "the move switches and waits out its cleanup grace");
+    let (total, list) = fleet_records(&app).await;
+    assert_eq!(total, 5, "the moved tenant counts once, on its new shard, during its cleanup grace: {list:#}");
+    let on = |id: &str| list["items"].as_array().unwrap().iter().find(|s| s["id"] == id).unwrap()["records"].clone();
+    assert_eq!((on(&home), on(to)), (json!(0), json!(5)), "{list:#}");
 }

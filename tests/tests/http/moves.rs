@@ -20,6 +20,8 @@ shardgate_tests::on_both_engines!(
     a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version,
     a_move_past_its_switch_refuses_a_cancellation_and_finishes,
     a_moves_progress_reports_the_pace_it_chose,
+    a_moves_progress_counts_its_rows_from_the_start_and_its_lag_by_what_changed,
+    a_moves_copy_reports_progress_within_a_batch_and_can_be_cancelled_there,
 );
 
 /// Keys the load test spreads its clients over.
@@ -554,4 +556,97 @@ async fn a_blob_replaced_just_before_the_cut_over_moves_in_its_new_version(backe
     let read = app.client.get(&blob).bearer_auth(&token).send().await.unwrap();
     assert_eq!(read.status(), StatusCode::OK);
     assert_eq!(read.bytes().await.unwrap().as_ref(), vec![2u8; 90_000].as_slice());
+}
+
+/// A move's progress says from its first answer how many rows and bytes its copy takes (the
+/// first line of a client following it is never "0 of 0"); `lag_rows` counts the rows changed
+/// since the copy's snapshot, not the rows the copy took (nothing is written during this move:
+/// the catch-up starts 0 rows behind); once the placement has switched, the job (still running,
+/// removing the old copy) says so: phase `cleanup`, with `switched_at_ms` and the `epoch`.
+async fn a_moves_progress_counts_its_rows_from_the_start_and_its_lag_by_what_changed(
+    backend: shardgate_tests::Backend,
+) {
+    let app = TestApp::spawn_with(backend, |config| {
+        config.cache.l1.enabled = Some(false);
+        // The move pauses at each phase boundary, long enough to be seen there.
+        config.storage.moves.phase_pause = Duration::from_secs(2);
+        config.storage.moves.cleanup_grace = Duration::from_secs(60);
+        config.storage.moves.lease = Duration::from_secs(2);
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let (_, to) = another_shard(&app, "acme").await;
+    app.put_many("acme", "c", &(0..40).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+
+    let started = start_move(&app, "acme", &to).await;
+    let id = started["id"].as_str().unwrap().to_owned();
+    let progress = &started["progress"];
+    assert_eq!(progress["phase"], "copy", "{started:#}");
+    assert_eq!(progress["rows_to_copy"], 40, "the rows to copy are known from the first answer: {started:#}");
+    assert!(progress["bytes_to_copy"].as_u64().is_some_and(|b| b > 0), "{started:#}");
+
+    let catching_up = eventually(Duration::from_secs(60), async || {
+        let job = job(&app, &id).await;
+        assert_eq!(job["state"], "running", "{job:#}");
+        (job["progress"]["phase"] == "catch_up").then_some(job)
+    })
+    .await
+    .expect("the move pauses before its catch-up");
+    let progress = &catching_up["progress"];
+    assert_eq!(progress["rows_copied"], 40, "{catching_up:#}");
+    assert_eq!(
+        progress["lag_rows"], 0,
+        "nothing changed since the copy began, so the target is not behind: {catching_up:#}"
+    );
+
+    let switched = eventually(Duration::from_secs(60), async || {
+        let job = job(&app, &id).await;
+        (job["progress"]["phase"] == "cleanup").then_some(job)
+    })
+    .await
+    .expect("the move switches");
+    assert_eq!(switched["state"], "running", "the old copy is still to be removed: {switched:#}");
+    assert!(switched["progress"]["switched_at_ms"].is_i64(), "{switched:#}");
+    assert!(switched["progress"]["epoch"].is_u64(), "{switched:#}");
+    assert_eq!(app.route("acme", "c", "k1").await["shard"], to.as_str());
+}
+
+/// A move's first copy reports its progress as it goes, not only when a batch of
+/// `moves.copy_batch_bytes` ends: at a pace of 500 bytes per second the batch of the tenant's
+/// 600 records (about 40 kB) takes over a minute, yet the job shows the rows and bytes copied
+/// so far, fewer than the whole, within seconds; a cancellation is seen there too, and the move
+/// rolls back.
+async fn a_moves_copy_reports_progress_within_a_batch_and_can_be_cancelled_there(backend: shardgate_tests::Backend) {
+    let app = TestApp::spawn_with(backend, |config| {
+        config.cache.l1.enabled = Some(false);
+        config.storage.moves.adaptive_pace = false;
+        config.storage.moves.copy_bytes_per_second = 500;
+        config.storage.moves.lease = Duration::from_secs(2);
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let (_, to) = another_shard(&app, "acme").await;
+    app.put_many("acme", "c", &(0..600).map(|i| format!("k{i:04}")).collect::<Vec<_>>()).await;
+
+    let started = start_move(&app, "acme", &to).await;
+    let id = started["id"].as_str().unwrap().to_owned();
+    let moving = eventually(Duration::from_secs(30), async || {
+        let job = job(&app, &id).await;
+        assert_eq!(job["state"], "running", "{job:#}");
+        job["progress"]["rows_copied"].as_u64().is_some_and(|rows| rows > 0).then_some(job)
+    })
+    .await
+    .expect("the job shows no progress within the first batch of its copy");
+    let progress = &moving["progress"];
+    assert_eq!(progress["phase"], "copy", "{moving:#}");
+    assert!(progress["first_copy"]["after"].is_null(), "still in the first batch: {moving:#}");
+    let (copied, total) = (progress["bytes_copied"].as_u64().unwrap(), progress["bytes_to_copy"].as_u64().unwrap());
+    assert!(copied < total, "part of the batch: {moving:#}");
+    assert!(progress["rows_copied"].as_u64().unwrap() < 600, "{moving:#}");
+
+    let cancel = app.admin(reqwest::Method::POST, &format!("/v1/admin/jobs/{id}/cancel"), None).await;
+    assert_eq!(cancel.status(), StatusCode::ACCEPTED);
+    let cancelled = ended(&app, &id, Duration::from_secs(30)).await;
+    assert_eq!(cancelled["state"], "cancelled", "{cancelled:#}");
+    assert_eq!(app.route("acme", "c", "k0001").await["shard"], started["progress"]["from"]);
 }

@@ -33,11 +33,19 @@ pub struct Shard {
     pub tenants: u64,
     /// Tenants pinned to it.
     pub pinned_tenants: u64,
-    /// Live records on it; `null` when it cannot be counted (offline or unreachable).
+    /// Live records of the tenants whose home it is; `null` when they cannot be counted
+    /// (offline or unreachable). A tenant is counted where the catalog places it: the copy a
+    /// move makes before its switch, and the old copy it leaves until its clean-up, are not
+    /// counted, so a sum over the shards counts each tenant once.
     pub records: Option<u64>,
-    /// Its database's size on disk in bytes (PostgreSQL's `pg_database_size`, SQLite's pages);
-    /// `null` when it cannot be measured.
+    /// Its database's size on disk in bytes (PostgreSQL's `pg_database_size`, which counts the
+    /// database's own catalogs: several MiB when empty; SQLite's pages); `null` when it cannot
+    /// be measured.
     pub bytes: Option<u64>,
+    /// The size of its data in bytes: its tables with their indexes (PostgreSQL's
+    /// `pg_total_relation_size` of each; SQLite's pages in use), part of `bytes`. A moved
+    /// tenant's old copy counts here until its clean-up. `null` when it cannot be measured.
+    pub data_bytes: Option<u64>,
     /// Its database's circuit breaker and bulkhead on the instance that answered; `null` when
     /// the instance has no pool open for it.
     pub breaker: Option<Breaker>,
@@ -120,6 +128,7 @@ impl From<ShardStats> for Shard {
             pinned_tenants: s.pinned_tenants,
             records: s.records,
             bytes: s.bytes,
+            data_bytes: s.data_bytes,
             breaker: s.health.map(Breaker::from),
             connections: s.connections.map(Connections::from),
             problem: s.problem,

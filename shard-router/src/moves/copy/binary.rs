@@ -8,6 +8,7 @@ use super::method::{Copied, CopyMethod};
 use super::pages::{Replace, column_list, merge_sql};
 use super::selection::Rows;
 use super::tables::CopyTable;
+use super::tally::TupleCounter;
 use crate::error::Error;
 use crate::storage::shard::FencedShard;
 
@@ -93,6 +94,7 @@ async fn pump(
         .map_err(|e| target.err(e))?;
     let query = format!("COPY (SELECT {columns} FROM {name} WHERE {}) TO STDOUT (FORMAT binary)", rows.condition);
     let mut total = 0u64;
+    let mut tuples = TupleCounter::default();
     // A unique violation into the table itself: `None`, the transaction rolls back.
     let conflict =
         |e: sqlx::Error| if into == Landing::Table && is_unique_violation(&e) { None } else { Some(target.err(e)) };
@@ -101,6 +103,9 @@ async fn pump(
         while let Some(data) = bytes.try_next().await.map_err(|e| source.err(e))? {
             let len = data.len() as u64;
             total += len;
+            if let Some(tally) = rows.tally {
+                tally.add(tuples.feed(&data), len);
+            }
             if let Err(e) = sink.send(data).await {
                 return conflict(e).map_or(Ok(None), Err);
             }

@@ -9,6 +9,7 @@ use super::method::{Copied, CopyMethod};
 use super::pages::{copy_pages, key_positions};
 use super::selection::{Pass, Rows, Selection, Window};
 use super::tables::{ColumnKind, CopyTable, RECORDS};
+use super::tally::Tally;
 use crate::error::Error;
 use crate::storage::records::{RecordStore, sql_text};
 use crate::storage::shard::FencedShard;
@@ -22,7 +23,13 @@ pub async fn copy_rows(
     pass: &Pass<'_>,
     method: CopyMethod,
 ) -> Result<Copied, Error> {
-    copy_where(table, (source, target), &Rows { condition: pass.condition(table), pace: pass.pace }, method).await
+    copy_where(
+        table,
+        (source, target),
+        &Rows { condition: pass.condition(table), pace: pass.pace, tally: None },
+        method,
+    )
+    .await
 }
 
 /// [`copy_rows`] of the rows `rows` takes.
@@ -91,11 +98,25 @@ pub struct Batch {
 /// taken over resumes after it, never from the start.
 pub async fn copy_batch(
     table: &CopyTable,
-    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    sides: (FencedShard<'_>, FencedShard<'_>),
     pass: &Pass<'_>,
     after: Option<&RowKey>,
     batch_bytes: u64,
     method: CopyMethod,
+) -> Result<Batch, Error> {
+    copy_batch_counted(table, sides, pass, (after, batch_bytes), method, None).await
+}
+
+/// [`copy_batch`] of the batch of about `batch_bytes` after `after`, counting the rows and bytes
+/// it reads in `tally` as they pass (a page, a chunk of the binary stream), so that the job can
+/// show how far the batch is before it ends.
+pub async fn copy_batch_counted(
+    table: &CopyTable,
+    (source, target): (FencedShard<'_>, FencedShard<'_>),
+    pass: &Pass<'_>,
+    (after, batch_bytes): (Option<&RowKey>, u64),
+    method: CopyMethod,
+    tally: Option<&Tally>,
 ) -> Result<Batch, Error> {
     let mut condition = pass.condition(table);
     if let Some(after) = after {
@@ -106,7 +127,8 @@ pub async fn copy_batch(
     if let Some(last) = &last {
         condition = format!("{condition} AND ({}) <= ({})", table.key.join(", "), inline_key(table, last)?);
     }
-    let copied = copy_where_into_empty(table, (source, target), &Rows { condition, pace: pass.pace }, method).await?;
+    let copied =
+        copy_where_into_empty(table, (source, target), &Rows { condition, pace: pass.pace, tally }, method).await?;
     Ok(Batch { copied, last })
 }
 

@@ -23,7 +23,8 @@
 //! request latency, below a ceiling), `driver.rs` (the copies the jobs run), `method.rs`,
 //! `binary.rs` and `pages.rs` (the two ways rows travel), `placed.rs` (into another layout),
 //! `checksums.rs` (comparing the sides), `fenced.rs` (the last delta, copied and compared in
-//! one read) and `size.rs` (how much a copy takes, for a job's progress).
+//! one read), `size.rs` (how much a copy takes, for a job's progress) and `tally.rs` (how much
+//! it has read so far, as its rows pass).
 //!
 //! It is the row-level SQL of the moves room: it reaches the shards through
 //! [`crate::storage::shard::FencedShard`] and knows nothing of jobs, phases or the router.
@@ -39,12 +40,15 @@ mod placed;
 mod selection;
 mod size;
 mod tables;
+mod tally;
 
 pub use checksums::{
     Checksum, Part, add_checksums, additive_checksum, changed_keys_and_sum, checksum, checksums, compared_in_pages,
     split_checksums, split_checksums_in_pages, sum_by_keys,
 };
-pub use driver::{Batch, KeyPages, KeyValue, RowKey, SCAN_PAGE_ROWS, copy_batch, copy_rows, purge_rows};
+pub use driver::{
+    Batch, KeyPages, KeyValue, RowKey, SCAN_PAGE_ROWS, copy_batch, copy_batch_counted, copy_rows, purge_rows,
+};
 pub use fenced::{copy_and_compare, copy_placed_and_compare};
 pub use method::{Copied, CopyMethod};
 pub use pace::{Pace, PaceReport, PaceSettings};
@@ -55,3 +59,4 @@ pub use tables::{
     BLOB_CHUNKS, BLOB_UPLOADS, BLOBS, ColumnKind, CopyTable, INDEX_ENTRIES, RECORDS, RowFilter, SPREAD_RECORDS,
     TENANT_TABLES,
 };
+pub use tally::Tally;

@@ -100,6 +100,9 @@ pub(super) async fn copy_pages(
         copied.read += values.len() as u64;
         copied.written += written;
         copied.bytes += bytes;
+        if let Some(tally) = rows.tally {
+            tally.add(values.len() as u64, bytes);
+        }
         if let Some(pace) = rows.pace {
             pace.take(bytes).await;
         }

@@ -4,6 +4,7 @@
 
 use super::pace::Pace;
 use super::tables::{CopyTable, RowFilter};
+use super::tally::Tally;
 use crate::error::Error;
 use crate::ids::{CollectionName, TenantId};
 use crate::storage::db::Engine;
@@ -225,10 +226,12 @@ fn vshard_condition(vshards: &[u32]) -> String {
     format!("vshard IN ({list})")
 }
 
-/// The rows of a table a copy takes: a `WHERE` condition, values inlined, and the pace to keep.
+/// The rows of a table a copy takes: a `WHERE` condition, values inlined, the pace to keep, and
+/// where to count them as they pass, if anywhere.
 pub(super) struct Rows<'a> {
     pub(super) condition: String,
     pub(super) pace: Option<&'a Pace>,
+    pub(super) tally: Option<&'a Tally>,
 }
 
 #[cfg(test)]
