@@ -309,7 +309,8 @@ function fleet(shards, load, plan) {
     el("div", {}, el("span", { class: "muted", text: "vshards" }), el("strong", { text: fmt(total("vshards")) })),
     el("div", {}, el("span", { class: "muted", text: "tenants" }), el("strong", { text: fmt(total("tenants")) })),
     el("div", {}, el("span", { class: "muted", text: "records" }), el("strong", { text: fmt(total("records")) })),
-    el("div", {}, el("span", { class: "muted", text: "size" }), el("strong", { text: bytes(total("bytes")) })),
+    el("div", {}, el("span", { class: "muted", text: "data" }), el("strong", { text: bytes(total("data_bytes")) })),
+    el("div", {}, el("span", { class: "muted", text: "databases" }), el("strong", { text: bytes(total("bytes")) })),
     el("div", {}, el("span", { class: "muted", text: "request load (statement ms/s)" }), el("strong", { text: plan && !plan.failed ? ms(fleetLoad) : "–" })),
   );
   const cards = el("div", { class: "cards" });
@@ -349,8 +350,8 @@ function fleet(shards, load, plan) {
           el("dd", { text: `${fmt(shard.vshards)} / ${fmt(shard.tenants)}` }),
           el("dt", { text: "records" }),
           el("dd", { text: fmt(shard.records) }),
-          el("dt", { text: "size" }),
-          el("dd", { text: bytes(shard.bytes) }),
+          el("dt", { text: "data / database" }),
+          el("dd", { text: `${bytes(shard.data_bytes)} / ${bytes(shard.bytes)}` }),
           el("dt", { text: "load now (ms/s)" }),
           el("dd", { text: planned ? ms(planned.statement_ms_per_s) : "–" }),
         ),

@@ -123,6 +123,19 @@ pub struct TenantLoad {
     pub overcount_us: u64,
     /// Per step.
     pub series: Vec<Counters>,
+    /// Its load on each shard it landed on, in shard order.
+    pub by_shard: Vec<TenantShare>,
+}
+
+/// A tenant's request load on one shard over the span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantShare {
+    /// The shard.
+    pub shard: String,
+    /// Its load there.
+    pub load: Counters,
+    /// Per step.
+    pub series: Vec<Counters>,
 }
 
 /// The fleet's load over a span.
@@ -233,6 +246,7 @@ pub fn picture_of(
             load: Counters::default(),
             overcount_us: 0,
             series: span.series(),
+            by_shard: Vec::new(),
         });
         if !entry.shards.contains(&row.shard) {
             entry.shards.push(row.shard.clone());
@@ -241,6 +255,16 @@ pub fn picture_of(
         entry.load.add(&row.counters);
         entry.overcount_us += row.overcount_us;
         span.add_to(&mut entry.series, row);
+        let at = match entry.by_shard.binary_search_by(|s| s.shard.cmp(&row.shard)) {
+            Ok(at) => at,
+            Err(at) => {
+                let share = TenantShare { shard: row.shard.clone(), load: Counters::default(), series: span.series() };
+                entry.by_shard.insert(at, share);
+                at
+            }
+        };
+        entry.by_shard[at].load.add(&row.counters);
+        span.add_to(&mut entry.by_shard[at].series, row);
     }
     let mut ordered: Vec<ShardLoad> = map_shards
         .iter()

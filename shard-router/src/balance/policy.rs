@@ -10,12 +10,17 @@
 //!   moves nothing: an average alone cannot tell a short burst from a steady excess.
 //! - Candidates move load off the hottest overfull shard: a vshard to the coolest shard that may
 //!   receive, or, when one tenant carries more than `tenant_share` of the shard, that tenant.
-//! - A candidate is taken only if the hottest excess after it (predicted by moving the
-//!   candidate's load) is lower than before by at least `min_improvement` of it (hysteresis: a
-//!   move that merely swaps which shard is hot improves nothing), and a vshard never if its
-//!   target would become overfull. A tenant is indivisible: one heavier than the line makes any
-//!   shard overfull, so isolating it is allowed to, as long as its target then carries less than
-//!   its source did (by the hysteresis).
+//! - A candidate is taken only if it carries load there now, and the hottest excess after it
+//!   (predicted by moving the candidate's load) is lower than before by at least
+//!   `min_improvement` of it (hysteresis: a move that merely swaps which shard is hot improves
+//!   nothing), and a vshard never if its target would become overfull. A tenant is indivisible:
+//!   one heavier than the line makes any shard overfull, and one that is most of its shard may
+//!   lower the hottest excess little wherever it goes; isolating it is still taken when it spares
+//!   its neighbours: its target carries less than its neighbours on its source do, by
+//!   `min_improvement` of theirs (so the hottest shard never gets hotter either).
+//! - A pending proposal stands ([`Policy::keeps`]) while it is still valid and its predicted
+//!   hottest excess is within `min_improvement` of the current excess of the best choice's, so
+//!   near-equal candidates do not replace each other run after run.
 //! - Nothing cooling down (moved within the cooldown) or claimed by another job moves; no shard
 //!   whose breaker is open, that is draining or not active, sends or receives.
 //!
@@ -196,22 +201,129 @@ impl Policy {
 
     /// The standing proposal to move `subject` to `to`, as a choice, if it still stands against
     /// `best` (what the policy decides now over `shards` and `movables`); otherwise why not.
+    ///
+    /// It stands while it is still valid (its source is overfull, sustained and not held, its
+    /// target may receive, what it moves is not held and still on its source, and the move
+    /// passes the rules a new choice must pass) and within a margin of the best choice: its
+    /// predicted hottest excess is at most `min_improvement` of the current hottest excess
+    /// above the best choice's. An alternative must be better by what a move must be worth on
+    /// its own to unseat it, so near-equal candidates do not replace each other run after run.
     pub fn keeps(
         &self,
-        _shards: &[ShardInput],
-        _movables: &[Movable],
+        shards: &[ShardInput],
+        movables: &[Movable],
         best: &Decision,
         subject: &Subject,
         to: &str,
     ) -> Result<Choice, String> {
-        match &best.choice {
-            Some(choice) if choice.subject == *subject && choice.to == to => Ok(choice.clone()),
-            _ => Err(format!("the balancer now decides: {}", best.reason)),
+        let loads: Vec<f64> = shards.iter().map(|s| s.load.max(0.0)).collect();
+        let mean = if loads.is_empty() { 0.0 } else { loads.iter().sum::<f64>() / loads.len() as f64 };
+        let what = describe(subject);
+        let candidate = movables
+            .iter()
+            .find(|m| m.subject == *subject)
+            .ok_or_else(|| format!("{what} is no longer on an overfull shard"))?;
+        let index = |id: &str| shards.iter().position(|s| s.shard == id);
+        let (Some(source), Some(target)) = (index(&candidate.shard), index(to)) else {
+            return Err(format!("{what} or {to} is no longer in the fleet"));
+        };
+        let from = &shards[source];
+        if loads[source] <= self.overfull_above(mean) {
+            return Err(format!("{} is no longer overfull", from.shard));
         }
+        if let Some(why) = &from.held {
+            return Err(format!("{} may not send: {why}", from.shard));
+        }
+        if from.hot_share < self.sustained {
+            return Err(format!("{} was overfull for only {:.0}% of the window", from.shard, from.hot_share * 100.0));
+        }
+        if source == target {
+            return Err(format!("{what} is on {to} already"));
+        }
+        if let Some(why) = &shards[target].held {
+            return Err(format!("{to} may not receive: {why}"));
+        }
+        let (after, choice) = self.judge(shards, &loads, mean, source, target, candidate)?;
+        if let Some(better) = &best.choice {
+            let best_after = hottest_excess(&better.predicted, mean);
+            let margin = self.min_improvement * hottest_excess(&loads, mean);
+            if after > best_after + margin {
+                return Err(format!(
+                    "moving {} to {} predicts a hottest excess of {best_after:.1} ms/s, {what} to {to} {after:.1}: \
+                     better by more than the margin ({margin:.1} ms/s, {:.0}% of the excess now)",
+                    describe(&better.subject),
+                    better.to,
+                    self.min_improvement * 100.0
+                ));
+            }
+        }
+        Ok(choice)
     }
 
-    /// The candidate that lowers the hottest excess the most, if one lowers it enough and (a
-    /// vshard) leaves its target not overfull.
+    /// Whether moving `candidate` from `source` to `target` is worth making, with the hottest
+    /// excess it predicts: it must carry load; a vshard must leave its target not overfull and
+    /// lower the hottest excess by `min_improvement` of it; a tenant (indivisible) must lower
+    /// the hottest excess so, or, isolated, spare its neighbours: its target must carry less
+    /// than its neighbours on its source do, by `min_improvement` of theirs, so the hottest
+    /// shard never gets hotter and the move never merely trades its neighbours for others.
+    fn judge(
+        &self,
+        shards: &[ShardInput],
+        loads: &[f64],
+        mean: f64,
+        source: usize,
+        target: usize,
+        candidate: &Movable,
+    ) -> Result<(f64, Choice), String> {
+        let what = describe(&candidate.subject);
+        if let Some(why) = &candidate.held {
+            return Err(format!("{what} {why}"));
+        }
+        if candidate.load <= 0.0 {
+            return Err(format!("{what} carries no load on {} now", shards[source].shard));
+        }
+        let mut predicted = loads.to_vec();
+        predicted[source] -= candidate.load;
+        predicted[target] += candidate.load;
+        let before = hottest_excess(loads, mean);
+        let after = hottest_excess(&predicted, mean);
+        let improves = after < before && before - after >= self.min_improvement * before;
+        let (from, to) = (&shards[source].shard, &shards[target].shard);
+        match candidate.subject {
+            Subject::Vshard { .. } if predicted[target] > self.overfull_above(mean) => {
+                return Err(format!("moving {what} would make {to} overfull"));
+            }
+            Subject::Vshard { .. } if !improves => {
+                return Err(format!(
+                    "moving {what} does not improve the hottest excess by {:.0}%",
+                    self.min_improvement * 100.0
+                ));
+            }
+            Subject::Tenant { .. } if !improves => {
+                let neighbours = loads[source] - candidate.load;
+                let joined = loads[target];
+                let spares = neighbours > 0.0 && neighbours - joined >= self.min_improvement * neighbours;
+                if !spares {
+                    return Err(format!(
+                        "isolating {what} on {to} would not spare its neighbours: {to} carries {joined:.1} ms/s, \
+                         its neighbours on {from} {neighbours:.1}"
+                    ));
+                }
+            }
+            _ => {}
+        }
+        let choice = Choice {
+            subject: candidate.subject.clone(),
+            from: from.clone(),
+            to: to.clone(),
+            load: candidate.load,
+            predicted,
+        };
+        Ok((after, choice))
+    }
+
+    /// The candidate that lowers the hottest excess the most among those worth making
+    /// ([`Policy::judge`]), or why none is.
     fn best(
         &self,
         shards: &[ShardInput],
@@ -224,41 +336,27 @@ impl Policy {
         if candidates.is_empty() {
             return Err("nothing on it can move".to_owned());
         }
-        let before = hottest_excess(loads, mean);
-        let overfull_above = self.overfull_above(mean);
         let mut held = Vec::new();
+        let mut refused = Vec::new();
         let mut best: Option<(f64, Choice)> = None;
         for candidate in candidates {
             if let Some(why) = &candidate.held {
                 held.push(format!("{} {why}", describe(&candidate.subject)));
                 continue;
             }
-            let mut predicted = loads.to_vec();
-            predicted[source] -= candidate.load;
-            predicted[target] += candidate.load;
-            // A tenant is indivisible: one heavier than the line makes any shard it lands on
-            // overfull. Isolating it is still worth it when its target then carries less than its
-            // source did (the hysteresis below); a vshard never makes its target overfull.
-            let isolating = matches!(candidate.subject, Subject::Tenant { .. });
-            if predicted[target] > overfull_above && !isolating {
-                continue;
-            }
-            let after = hottest_excess(&predicted, mean);
-            if best.as_ref().is_none_or(|(b, _)| after < *b) {
-                let choice = Choice {
-                    subject: candidate.subject.clone(),
-                    from: shards[source].shard.clone(),
-                    to: shards[target].shard.clone(),
-                    load: candidate.load,
-                    predicted,
-                };
-                best = Some((after, choice));
+            match self.judge(shards, loads, mean, source, target, candidate) {
+                Ok((after, choice)) if best.as_ref().is_none_or(|(b, _)| after < *b) => best = Some((after, choice)),
+                Ok(_) => {}
+                Err(why) => refused.push(why),
             }
         }
         match best {
-            Some((after, choice)) if before - after >= self.min_improvement * before && after < before => Ok(choice),
+            Some((_, choice)) => Ok(choice),
             None if !held.is_empty() => Err(held.join(", ")),
-            _ => Err(format!(
+            None if matches!(candidates, [one] if matches!(one.subject, Subject::Tenant { .. })) => {
+                Err(refused.join("; "))
+            }
+            None => Err(format!(
                 "no move improves the hottest excess by {:.0}% without making {} overfull",
                 self.min_improvement * 100.0,
                 shards[target].shard
@@ -376,6 +474,69 @@ mod tests {
         let shards = [shard("a", 900.0), shard("b", 300.0), shard("c", 300.0), shard("d", 300.0)];
         let decision = policy.decide(&shards, &[tenant("hot", "a", 600.0)]);
         assert!(decision.choice.is_none(), "{decision:?}");
+    }
+
+    #[test]
+    fn a_tenant_making_nine_tenths_of_its_shard_is_isolated_when_its_neighbours_gain() {
+        let policy = Policy::default();
+        // Mean 28.75, overfull above 78.75. The tenant (90 of a's 100) makes any shard overfull:
+        // on b the hottest excess falls from 71.25 to 66.25 only (7%), but its neighbours on a
+        // are spared 90 ms/s, and b's tenants (5) carry less than its neighbours (10) did.
+        let shards = [shard("a", 100.0), shard("b", 5.0), shard("c", 5.0), shard("d", 5.0)];
+        let movables = [tenant("hot", "a", 90.0), vshard(1, "a", 92.0), vshard(2, "a", 8.0)];
+        let decision = policy.decide(&shards, &movables);
+        let choice = decision.choice.unwrap_or_else(|| panic!("isolated: {}", decision.reason));
+        assert_eq!(choice.subject, Subject::Tenant { tenant: "hot".to_owned() });
+        assert_eq!((choice.from.as_str(), choice.to.as_str()), ("a", "b"));
+        assert_eq!(choice.predicted, vec![10.0, 95.0, 5.0, 5.0]);
+        // Onto shards that carry more than its neighbours do, it would only trade them: it stays.
+        let shards = [shard("a", 100.0), shard("b", 20.0), shard("c", 20.0), shard("d", 20.0)];
+        let decision = policy.decide(&shards, &movables);
+        assert!(decision.choice.is_none(), "{decision:?}");
+        assert!(decision.reason.contains("neighbours"), "{}", decision.reason);
+    }
+
+    #[test]
+    fn a_vshard_that_carries_nothing_now_is_never_chosen() {
+        let policy = Policy { min_improvement: 0.0, min_load_ms_per_s: 0.0, ..Policy::default() };
+        let shards = [shard("a", 100.0), shard("b", 0.0)];
+        let decision = policy.decide(&shards, &[vshard(7, "a", 0.0)]);
+        assert!(decision.choice.is_none(), "{decision:?}");
+    }
+
+    /// A proposal to move vshard 1 (100) from a to b, against what the policy decides now.
+    fn keeps(policy: &Policy, shards: &[ShardInput], movables: &[Movable]) -> Result<Choice, String> {
+        let best = policy.decide(shards, movables);
+        policy.keeps(shards, movables, &best, &Subject::Vshard { vshard: 1 }, "b")
+    }
+
+    #[test]
+    fn a_standing_proposal_stands_while_valid_and_within_the_margin_of_the_best_choice() {
+        let policy = Policy::default();
+        // Mean 200, the hottest excess 200 (a), the margin 10% of it: 20 ms/s. Vshard 2 (105)
+        // is the best choice (a predicted at 295); the proposed vshard 1 (100) leaves a at 300.
+        let shards = [shard("a", 400.0), shard("b", 100.0), shard("c", 150.0), shard("d", 150.0)];
+        let near = [vshard(1, "a", 100.0), vshard(2, "a", 105.0), vshard(3, "a", 40.0)];
+        assert_eq!(policy.decide(&shards, &near).choice.unwrap().subject, Subject::Vshard { vshard: 2 });
+        let kept = keeps(&policy, &shards, &near).expect("a near-equal alternative does not unseat it");
+        assert_eq!((kept.subject, kept.to.as_str()), (Subject::Vshard { vshard: 1 }, "b"));
+        assert_eq!(kept.predicted, vec![300.0, 200.0, 150.0, 150.0]);
+        // A clearly better choice (vshard 4: a at 260, 40 ms/s less excess) unseats it.
+        let better = [vshard(1, "a", 100.0), vshard(4, "a", 140.0)];
+        assert!(keeps(&policy, &shards, &better).is_err());
+        // So does its source no longer being overfull, its target no longer receiving, its vshard
+        // being held, or its move making the target overfull.
+        let cooled = [shard("a", 190.0), shard("b", 100.0), shard("c", 150.0), shard("d", 150.0)];
+        assert!(keeps(&policy, &cooled, &near).is_err());
+        let mut broken = shard("b", 100.0);
+        broken.held = Some("its breaker is open".to_owned());
+        let shards_broken = [shard("a", 400.0), broken, shard("c", 150.0), shard("d", 150.0)];
+        assert!(keeps(&policy, &shards_broken, &near).is_err());
+        let mut claimed = near.clone();
+        claimed[0].held = Some("is claimed by job j".to_owned());
+        assert!(keeps(&policy, &shards, &claimed).is_err());
+        let fuller = [shard("a", 400.0), shard("b", 180.0), shard("c", 110.0), shard("d", 110.0)];
+        assert!(keeps(&policy, &fuller, &near).is_err(), "b would carry 280, above the line 250");
     }
 
     #[test]

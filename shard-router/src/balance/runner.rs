@@ -4,16 +4,19 @@
 //! logic) and, by its mode, records the decision only, proposes the move for an operator to
 //! approve, or starts it as an ordinary move job (the scaler), within its limits:
 //!
-//! - at most `balancer.max_concurrent_moves` of its moves run at once, and none while an
+//! - at most `balancer.max_concurrent_moves` of its moves run at once (until their switch: a
+//!   move cleaning up its source during its grace no longer counts), and none while an
 //!   operator's rebalance or drain runs;
 //! - a vshard or tenant it moved does not move again within `balancer.cooldown`;
 //! - what its moves carry counts on their targets while they run (the plan's context), so a run
 //!   during a move does not move more off a shard that is about to cool.
 //!
 //! Every run is recorded with its inputs, its decision and the predicted effect, or why it did
-//! nothing. A proposal stays pending while later runs would choose the same move; it expires when
-//! one would not (the load it was based on changed), and an approval re-plans first: a stale
-//! proposal is refused ([`Error::ProposalStale`]) rather than carried out.
+//! nothing. A proposal stays pending while it is still valid and within a margin of what later
+//! runs would choose ([`super::policy::Policy::keeps`]: hysteresis, so near-equal choices do not
+//! replace each other); it expires when it is not (the load it was based on changed), and an
+//! approval re-plans first: a stale proposal is refused ([`Error::ProposalStale`]) rather than
+//! carried out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,13 +152,16 @@ impl Balancer {
     pub async fn context(&self) -> Result<Context, Error> {
         let cooldown = millis(self.config.cooldown);
         let mut context = Context::default();
-        for (run, job_state) in self.router().catalog().balancer_moves(now_ms() - cooldown).await? {
+        for a_move in self.router().catalog().balancer_moves(now_ms() - cooldown).await? {
+            let run = &a_move.run;
             let Some(claim) = run.subject.clone() else { continue };
             let started = run.settled_at_ms.unwrap_or(run.at_ms);
             let until = context.cooling.entry(claim.clone()).or_insert(0);
             *until = (*until).max(started + cooldown);
-            if job_state == "running"
-                && let (Some(subject), Ok(record)) = (subject_of(&claim), move_of(&run))
+            // Past its switch, the map places what it moved on its target already, and its
+            // cleanup's grace no longer takes one of the moves it may run at once.
+            if a_move.before_switch()
+                && let (Some(subject), Ok(record)) = (subject_of(&claim), move_of(run))
             {
                 context.in_flight.push(InFlight { subject, from: record.0, to: record.1 });
             }

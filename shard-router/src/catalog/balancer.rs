@@ -4,6 +4,7 @@
 
 use sqlx::any::AnyRow;
 
+use super::phase::Phase;
 use super::{Audit, Catalog, catalog_err, column};
 use crate::clock::now_ms;
 use crate::error::Error;
@@ -264,19 +265,84 @@ impl Catalog {
 
     /// The runs whose move job (started by the run or by the approval of its proposal) began
     /// at or after `since_ms`, or is still running: the moves cooling down and in flight.
-    pub async fn balancer_moves(&self, since_ms: i64) -> Result<Vec<(RunRow, String)>, Error> {
+    pub async fn balancer_moves(&self, since_ms: i64) -> Result<Vec<BalancerMove>, Error> {
         let columns = RUN_COLUMNS.split(", ").map(|c| format!("r.{c}")).collect::<Vec<_>>().join(", ");
         self.guarded(async {
             let rows = sqlx::query(&format!(
-                "SELECT {columns}, j.state FROM balancer_runs r JOIN jobs j ON j.id = r.job \
+                "SELECT {columns}, j.state, j.progress FROM balancer_runs r JOIN jobs j ON j.id = r.job \
                  WHERE j.state = 'running' OR COALESCE(r.settled_at_ms, r.at_ms) >= $1 ORDER BY r.id"
             ))
             .bind(since_ms)
             .fetch_all(&self.db.pool)
             .await
             .map_err(catalog_err)?;
-            rows.iter().map(|row| Ok((read_run(row)?, column::<String>(row, 13)?))).collect()
+            rows.iter()
+                .map(|row| {
+                    let progress: Option<String> = column(row, 14)?;
+                    let phase =
+                        progress.and_then(|p| serde_json::from_str::<ProgressPhase>(&p).ok()).and_then(|p| p.phase);
+                    Ok(BalancerMove { run: read_run(row)?, job_state: column(row, 13)?, phase })
+                })
+                .collect()
         })
         .await
+    }
+}
+
+/// A move the balancer started (or whose proposal was approved), with its job's state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BalancerMove {
+    /// The run that chose it.
+    pub run: RunRow,
+    /// Its job's state (`running`, `done`, ...).
+    pub job_state: String,
+    /// Its job's phase, as its stored progress says, if it says.
+    pub phase: Option<Phase>,
+}
+
+impl BalancerMove {
+    /// Whether its job runs and has not switched the placement yet: past the switch (cleaning
+    /// up the source during its grace period) the move no longer counts as one in flight.
+    pub fn before_switch(&self) -> bool {
+        self.job_state == "running" && !matches!(self.phase, Some(Phase::Cleanup | Phase::Done))
+    }
+}
+
+/// The phase in a job's stored progress.
+#[derive(serde::Deserialize)]
+struct ProgressPhase {
+    phase: Option<Phase>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a_move(job_state: &str, phase: Option<Phase>) -> BalancerMove {
+        let run = RunRow {
+            id: 1,
+            at_ms: 0,
+            instance: "i".to_owned(),
+            mode: "apply".to_owned(),
+            outcome: "started".to_owned(),
+            reason: String::new(),
+            decision: String::new(),
+            subject: Some("vshard:7".to_owned()),
+            to_shard: Some("b".to_owned()),
+            proposal: None,
+            settled: None,
+            settled_at_ms: None,
+            job: Some("j".to_owned()),
+        };
+        BalancerMove { run, job_state: job_state.to_owned(), phase }
+    }
+
+    #[test]
+    fn a_move_counts_as_in_flight_until_its_switch_not_until_its_cleanup_ends() {
+        for phase in [None, Some(Phase::Copy), Some(Phase::CatchUp), Some(Phase::CutOver)] {
+            assert!(a_move("running", phase).before_switch(), "{phase:?}");
+        }
+        assert!(!a_move("running", Some(Phase::Cleanup)).before_switch());
+        assert!(!a_move("done", Some(Phase::Done)).before_switch());
     }
 }
