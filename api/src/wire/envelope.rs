@@ -50,12 +50,16 @@ pub struct Job {
     /// (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
     /// (`copy`, `catch_up`, `cut_over`, `cleanup`, `done` or `rolled_back`), `from`, `to`,
     /// `rows_to_copy` and `bytes_to_copy` (the rows the first copy takes and their bytes, blobs'
-    /// and records', counted on the source as it begins: with `rows_copied` and `bytes_copied`, a
-    /// percentage and a rate; the catch-up passes copy more), `rows_copied`,
-    /// `bytes_copied`, `passes`, `lag_rows` (rows the last pass took), `method`,
+    /// and records', counted on the source before the job is recorded, so the answer that starts
+    /// it has them, and again as the copy begins: with `rows_copied` and `bytes_copied`, a
+    /// percentage and a rate; the catch-up passes copy more), `rows_copied` and `bytes_copied`
+    /// (within a batch of the first copy too, stored at most every 250 ms), `passes`, `lag_rows`
+    /// (how far the target is behind: 0 during the first copy, then the rows changed on the
+    /// source since its snapshot, then the rows each catch-up pass took), `method`,
     /// `settled` and `checksums` (per table, source and target, and `matched`: the rows not
     /// changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
-    /// `switched_at_ms`, `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch`,
+    /// `switched_at_ms` (set, with `epoch`, once the new placement is in force: the phase is
+    /// `cleanup` from then on), `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch`,
     /// `rolled_back` (why) and `pace` (the copy's: `adaptive`, `ceiling_bytes_per_second`,
     /// `bytes_per_second` now, `baseline_us`, each shard's request statement latency before the
     /// copy, and `changes`, the latest 120 changes as `[ms, bytes_per_second]`). A vshard move: the same, with `vshards`, `tenants` (the unpinned
