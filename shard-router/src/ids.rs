@@ -6,7 +6,7 @@
 //! | [`TenantId`] | `[a-z0-9][a-z0-9-]{0,62}` (1–63 characters) |
 //! | [`ShardId`] | `[a-z0-9][a-z0-9-]{0,62}` (1–63 characters) |
 //! | [`CollectionName`] | `[A-Za-z0-9][A-Za-z0-9_.-]{0,63}` (1–64 characters) |
-//! | [`RecordKey`] | 1–512 bytes of UTF-8 without control characters (U+0000–U+001F, U+007F–U+009F) or Unicode noncharacters |
+//! | [`RecordKey`] | 1–512 bytes of UTF-8 without control characters (U+0000–U+001F, U+007F–U+009F), bidirectional controls (U+202A–U+202E, U+2066–U+2069) or Unicode noncharacters |
 
 /// Why an identifier was rejected. The message names the broken rule and states the whole rule
 /// of the identifier, so a client can fix its input in one go.
@@ -33,7 +33,7 @@ fn full_rule(kind: &str) -> &'static str {
             " (a collection name is 1 to 64 characters, each an ASCII letter, a digit, '_', '.' or '-', the first a letter or a digit)"
         }
         "record key" => {
-            " (a record key is 1 to 512 bytes of UTF-8 without control characters or Unicode noncharacters)"
+            " (a record key is 1 to 512 bytes of UTF-8 without control characters, bidirectional controls or Unicode noncharacters)"
         }
         _ => "",
     }
@@ -179,10 +179,18 @@ fn check_record_key(value: &str) -> Result<(), InvalidId> {
     check_key_text("record key", value)
 }
 
-/// Whether `c` is allowed inside record keys (and key bounds such as prefixes).
+/// Whether `c` is allowed inside record keys (and key bounds such as prefixes, and blob paths):
+/// not a control character, not a Unicode noncharacter, and not a bidirectional control, which
+/// makes a name read differently than it is (`"admin\u{202e}gnp.exe"` shows as `adminexe.png`).
 pub fn is_key_char(c: char) -> bool {
     let cp = u32::from(c);
-    !(c.is_control() || (0xFDD0..=0xFDEF).contains(&cp) || (cp & 0xFFFE) == 0xFFFE)
+    !(c.is_control() || is_bidi_control(c) || (0xFDD0..=0xFDEF).contains(&cp) || (cp & 0xFFFE) == 0xFFFE)
+}
+
+/// Whether `c` is a bidirectional control: an embedding, override or pop (U+202A–U+202E) or an
+/// isolate (U+2066–U+2069).
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Validates a key or a key bound (prefix, start, end): the record key rules, but `kind` names
@@ -202,7 +210,9 @@ pub(crate) fn check_key_chars(kind: &'static str, value: &str, max_bytes: usize)
         return Err(bad(format!("must be at most {max_bytes} bytes of UTF-8")));
     }
     if !value.chars().all(is_key_char) {
-        return Err(bad("must not contain control characters or Unicode noncharacters".to_owned()));
+        return Err(bad(
+            "must not contain control characters, bidirectional controls or Unicode noncharacters".to_owned()
+        ));
     }
     Ok(())
 }
@@ -242,6 +252,19 @@ mod tests {
             &["user/42 ünïcode ✓", &"k".repeat(512)],
             &[&"k".repeat(513), "", "a\nb", "a\u{0}b", "a\u{10FFFF}", "a\u{FDD0}"],
         );
+    }
+
+    #[test]
+    fn record_keys_refuse_bidirectional_controls() {
+        let bidi = [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}',
+        ];
+        for c in bidi {
+            let err = RecordKey::parse(&format!("admin{c}gnp.exe")).unwrap_err();
+            assert!(err.to_string().contains("bidirectional controls"), "{err}");
+        }
+        // Their neighbours are ordinary text.
+        assert_parses(RecordKey::parse, &["a\u{2029}b", "a\u{206A}b", "a\u{2065}b", "a\u{200F}b"], &[]);
     }
 
     #[test]

@@ -79,6 +79,21 @@ impl ShardRouter {
                 seeds.push(ShardSeed { id, url: sqlite_url(&dir.join(format!("shard-{i}.db"))) });
             }
         }
+        // A shard removed through the API stays removed, though `storage.shards` still lists it.
+        let removed = catalog.removed_shards().await?;
+        seeds.retain(|seed| {
+            let skip = removed.iter().any(|id| id == seed.id.as_str()) && !registered.iter().any(|r| r.id == seed.id);
+            if skip {
+                tracing::warn!(
+                    shard = %seed.id,
+                    "shard {} was removed through the API (DELETE /v1/admin/shards/{}) and is not registered again; \
+                     delete its entry from storage.shards (or register it again with POST /v1/admin/shards)",
+                    seed.id,
+                    seed.id
+                );
+            }
+            !skip
+        });
         let now = now_ms();
         let mut new_rows = Vec::new();
         for seed in &seeds {

@@ -1,7 +1,8 @@
 //! The two text formats `/metrics` speaks, chosen by the scraper's `Accept`: OpenMetrics 1.0
 //! (what `prometheus_client` writes, and what Prometheus asks for first) and the older Prometheus
 //! text format 0.0.4 (`text/plain`, which `promtool check metrics`, older scrapers and `curl`
-//! read). The registry encodes OpenMetrics; [`prometheus_text`] rewrites it, since the two differ
+//! read). As in Prometheus' own client libraries, the text format is the default: OpenMetrics
+//! only when the scraper names it (and weighs it at least as much as `text/plain`). The registry encodes OpenMetrics; [`prometheus_text`] rewrites it, since the two differ
 //! only in three ways for the counters, gauges and histograms shardgate exposes: a counter
 //! family is named with its `_total` suffix in `# HELP` and `# TYPE`, there is no `# UNIT` line,
 //! and no `# EOF` at the end.
@@ -24,12 +25,13 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format an `Accept` header prefers: `text/plain` when it weighs that above
-    /// `application/openmetrics-text` (or names only it), else OpenMetrics (also without an
-    /// `Accept`, or with `*/*`: what `/metrics` always answered).
+    /// The format an `Accept` header prefers: OpenMetrics when it names
+    /// `application/openmetrics-text` (with a weight above 0) and weighs `text/plain` no more,
+    /// else the Prometheus text format (also without an `Accept`, or with `*/*`: what `curl`
+    /// sends, and what `promtool check metrics` reads).
     pub fn negotiate(accept: Option<&HeaderValue>) -> Self {
         let Some(accept) = accept.and_then(|value| value.to_str().ok()) else {
-            return Self::OpenMetrics;
+            return Self::PrometheusText;
         };
         let (mut openmetrics, mut text) = (None::<f32>, None::<f32>);
         for range in accept.split(',') {
@@ -48,9 +50,9 @@ impl Format {
             *slot = Some(slot.map_or(quality, |q| q.max(quality)));
         }
         match (openmetrics, text) {
-            (None, Some(t)) if t > 0.0 => Self::PrometheusText,
-            (Some(o), Some(t)) if t > o => Self::PrometheusText,
-            _ => Self::OpenMetrics,
+            (Some(o), None) if o > 0.0 => Self::OpenMetrics,
+            (Some(o), Some(t)) if o > 0.0 && o >= t => Self::OpenMetrics,
+            _ => Self::PrometheusText,
         }
     }
 
@@ -124,9 +126,9 @@ mod tests {
     }
 
     #[test]
-    fn the_scraper_chooses_the_format_and_openmetrics_is_the_default() {
-        assert_eq!(Format::negotiate(None), Format::OpenMetrics);
-        assert_eq!(accept("*/*"), Format::OpenMetrics);
+    fn the_scraper_chooses_the_format_and_the_text_format_is_the_default() {
+        assert_eq!(Format::negotiate(None), Format::PrometheusText);
+        assert_eq!(accept("*/*"), Format::PrometheusText);
         assert_eq!(accept("text/plain"), Format::PrometheusText);
         assert_eq!(accept("text/plain; version=0.0.4"), Format::PrometheusText);
         assert_eq!(accept("application/openmetrics-text"), Format::OpenMetrics);
@@ -139,7 +141,8 @@ mod tests {
             Format::OpenMetrics
         );
         assert_eq!(accept("application/openmetrics-text;q=0.2, text/plain;q=0.9"), Format::PrometheusText);
-        assert_eq!(accept("text/plain;q=0"), Format::OpenMetrics, "q=0 means not acceptable");
+        assert_eq!(accept("text/plain;q=0, application/openmetrics-text;q=0.1"), Format::OpenMetrics);
+        assert_eq!(accept("application/openmetrics-text;q=0"), Format::PrometheusText, "q=0 means not acceptable");
     }
 
     #[test]

@@ -180,7 +180,7 @@ impl Metrics {
     }
 
     /// The `/metrics` response in the format `accept` prefers ([`Format::negotiate`]):
-    /// OpenMetrics text, or the Prometheus text format for `text/plain`.
+    /// the Prometheus text format, or OpenMetrics text when the scraper asks for it.
     pub fn response(&self, accept: Option<&axum::http::HeaderValue>) -> axum::response::Response {
         use axum::response::IntoResponse;
         let format = Format::negotiate(accept);

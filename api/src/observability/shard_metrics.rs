@@ -119,6 +119,14 @@ impl Collector for ShardHealthMetrics {
             MetricType::Counter,
         )?;
         ConstCounter::new(catalog.opens).encode(family)?;
+        let family = encoder.encode_descriptor(
+            "catalog_degraded",
+            "1 while the catalog database's circuit breaker on this instance is not closed: the instance \
+             serves on the shard map it holds and admin changes fail (it stays ready)",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(i64::from(catalog.breaker != BreakerState::Closed)).encode(family)?;
         Ok(())
     }
 }

@@ -32,12 +32,14 @@ pub async fn healthz() -> axum::Json<Health> {
 /// One dependency's readiness.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ComponentStatus {
-    /// `up`, `down`, `offline` (a shard an operator took offline), `degraded` (the cache: Redis
-    /// does not answer, reads go to the shards; rate limits: Redis does not answer, each instance
-    /// limits alone), `local` (rate limits without Redis) or `disabled`. Only the catalog being
-    /// `down` makes the instance not ready: a shard that is down fails only its own tenants'
-    /// requests, on every instance alike, so taking this instance out of a load balancer would
-    /// not help them and would hurt everybody else.
+    /// `up`, `down`, `offline` (a shard an operator took offline), `degraded` (the catalog: it
+    /// does not answer, this instance serves on the shard map it holds and admin changes get
+    /// 503 `catalog_unavailable`; the cache: Redis does not answer, reads go to the shards; rate
+    /// limits: Redis does not answer, each instance limits alone), `local` (rate limits without
+    /// Redis) or `disabled`. No component makes the instance not ready: a shard that is down fails
+    /// only its own tenants' requests, and a catalog that is down only admin changes, on every
+    /// instance alike, so taking this instance out of a load balancer would not help them and
+    /// would hurt everybody else.
     pub status: &'static str,
     /// How long the probe took, in milliseconds.
     pub latency_ms: u64,
@@ -125,22 +127,28 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
     ComponentStatus { status, latency_ms: ping.latency_ms, error, breaker: None }
 }
 
-/// Readiness: whether this instance can serve (each database is pinged at most once a second,
-/// however many probes arrive). 503 only when the catalog does not answer
-/// `SELECT 1` within the probe timeout (`storage.pool.probe_timeout`, default 2 s); the catalog is
-/// pinged whatever its circuit breaker says, and the breaker's state is reported. Every shard
-/// not taken offline is probed the same way and reported (with its circuit breaker), but a shard
-/// that is down does not make the instance unready. An issuer whose keys are fetched and that
-/// has no key set yet makes it unready too (`key_sets`).
+/// Readiness: whether this instance can serve traffic (each database is pinged at most once a
+/// second, however many probes arrive). The catalog is pinged whatever its circuit breaker
+/// says, and the breaker's state is reported; when it does not answer `SELECT 1` within the probe
+/// timeout (`storage.pool.probe_timeout`, default 2 s) it is `degraded`, and the instance stays
+/// ready: it routes on the shard map it holds (loaded at start, so an instance never runs
+/// without one). Every shard not taken offline is probed the same way and reported (with its
+/// circuit breaker), but a shard that is down does not make the instance unready either. 503
+/// only while an issuer whose keys are fetched has no key set yet (`key_sets`).
 #[utoipa::path(get, path = "/readyz", responses(
     (status = 200, description = "Ready", body = Readiness),
-    (status = 503, description = "Not ready: the catalog is down, or an issuer's key set has not been fetched yet", body = Readiness),
+    (status = 503, description = "Not ready: an issuer's key set has not been fetched yet", body = Readiness),
 ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> Response {
     let timeout = app.probe_timeout;
     let catalog_db = app.router.catalog().database().clone();
     let catalog_breaker = Some(catalog_db.health().state().as_str());
-    let catalog = async move { ComponentStatus { breaker: catalog_breaker, ..probe(catalog_db, timeout).await } };
+    let catalog = async move {
+        let probed = probe(catalog_db, timeout).await;
+        // Requests keep being routed on the map this instance holds: degraded, not down.
+        let status = if probed.status == "down" { "degraded" } else { probed.status };
+        ComponentStatus { status, breaker: catalog_breaker, ..probed }
+    };
     let shards = app.router.shard_dbs();
     let shard_probes = futures::future::join_all(shards.into_iter().map(|(id, state, db)| async move {
         let health = db.health().report();
@@ -163,7 +171,7 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
         CacheHealth::Degraded => "degraded",
     };
     let (key_sets, all_key_sets_fetched) = key_sets(&app.gate.auth);
-    let ready = catalog.status != "down" && all_key_sets_fetched;
+    let ready = all_key_sets_fetched;
     let mut components = BTreeMap::new();
     components.insert("catalog".to_owned(), catalog);
     components.extend(shard_probes);
@@ -187,14 +195,15 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
 
 /// Prometheus metrics, as OpenMetrics or Prometheus text.
 ///
-/// OpenMetrics text by default; the Prometheus text format 0.0.4 when `Accept` prefers
-/// `text/plain`. Every family has a `# HELP` line.
+/// The Prometheus text format 0.0.4 by default (what `curl` gets and `promtool check metrics`
+/// reads); OpenMetrics text when `Accept` asks for it, as Prometheus does. Every family has a
+/// `# HELP` line.
 #[utoipa::path(
     get,
     path = "/metrics",
-    responses((status = 200, description = "OpenMetrics text (`application/openmetrics-text; version=1.0.0; charset=utf-8`), which Prometheus asks for first; the Prometheus text format (`text/plain; version=0.0.4; charset=utf-8`) when the request's `Accept` weighs `text/plain` above it", content(
-        (String = "application/openmetrics-text"),
+    responses((status = 200, description = "The Prometheus text format (`text/plain; version=0.0.4; charset=utf-8`), also without an `Accept` or with `*/*`; OpenMetrics text (`application/openmetrics-text; version=1.0.0; charset=utf-8`) when the request's `Accept` names it and weighs `text/plain` no more (what Prometheus sends)", content(
         (String = "text/plain"),
+        (String = "application/openmetrics-text"),
     )))
 )]
 pub async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {

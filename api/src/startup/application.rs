@@ -607,10 +607,13 @@ impl Application {
             .route("/console", axum::routing::get(console::page))
             .route("/console/console.js", axum::routing::get(console::script))
             .route("/console/console.css", axum::routing::get(console::style))
-            .merge(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()).config(
-                // No validator: Swagger UI would send the document's URL to validator.swagger.io.
-                utoipa_swagger_ui::Config::default().validator_url("none"),
-            ))
+            .merge(
+                Router::from(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()).config(
+                    // No validator: Swagger UI would send the document's URL to validator.swagger.io.
+                    utoipa_swagger_ui::Config::default().validator_url("none"),
+                ))
+                .layer(axum::middleware::map_response(console::forbid_framing)),
+            )
             .fallback(not_found)
             .method_not_allowed_fallback(method_not_allowed);
         let routes = routes

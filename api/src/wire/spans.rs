@@ -44,18 +44,34 @@ pub fn span_length(load: &LoadConfig, raw: Option<&str>, name: &str, default: Du
     Ok(length - length % window)
 }
 
-/// The step `raw` asks for over a span of `length`: a whole number of windows, at most
-/// [`MAX_POINTS`] points.
+/// The step `raw` asks for over a span of `length`: a whole number of windows (rounded down), at
+/// most [`MAX_POINTS`] points of the rounded step.
 pub fn step_length(load: &LoadConfig, raw: &str, length: i64) -> Result<i64, ApiError> {
     let step = millis(parse_duration(raw).map_err(|e| ApiError::new(Code::InvalidQuery, format!("step: {e}")))?);
     let window = window_ms(load);
-    if step < window || step > length || (length + step - 1) / step > MAX_POINTS {
-        return Err(ApiError::new(
+    let refused = || {
+        ApiError::new(
             Code::InvalidQuery,
-            format!("step: from {}s (storage.load.window) to the span, at most {MAX_POINTS} points", window / 1000),
-        ));
+            format!(
+                "step: from {}s (storage.load.window) to the span, in whole windows, at most {MAX_POINTS} points",
+                window / 1000
+            ),
+        )
+    };
+    if step < window || step > length {
+        return Err(refused());
     }
-    Ok(step - step % window)
+    // The points are counted with the step as it is used, not as it was written.
+    let step = step - step % window;
+    if points(length, step) > MAX_POINTS {
+        return Err(refused());
+    }
+    Ok(step)
+}
+
+/// How many points of `step` a span of `length` has (the last one may be partial).
+fn points(length: i64, step: i64) -> i64 {
+    (length + step - 1) / step
 }
 
 /// About 60 columns of whole windows over a span of `length`.
@@ -69,4 +85,24 @@ pub fn default_step(load: &LoadConfig, length: i64) -> i64 {
 pub fn span_of(load: &LoadConfig, length: i64, step: Option<i64>) -> Span {
     // The meter's clock: windows are aligned on the wall clock.
     Span::ending_before(shardgate_shard_router::now_ms(), window_ms(load), length, step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load() -> LoadConfig {
+        LoadConfig { window: Duration::from_secs(10), retention: Duration::from_secs(3600), ..LoadConfig::default() }
+    }
+
+    #[test]
+    fn the_point_cap_counts_the_step_after_rounding() {
+        let load = load();
+        // 2,878 windows of 10 s: a step written as 19,999 ms is used as 10 s, 2,878 points.
+        assert!(step_length(&load, "19999ms", 28_780_000).is_err());
+        assert_eq!(step_length(&load, "20s", 28_780_000).unwrap(), 20_000);
+        assert_eq!(step_length(&load, "25s", 600_000).unwrap(), 20_000, "rounded down to whole windows");
+        assert!(step_length(&load, "9s", 600_000).is_err(), "shorter than a window");
+        assert!(step_length(&load, "11m", 600_000).is_err(), "longer than the span");
+    }
 }

@@ -331,6 +331,18 @@ impl Catalog {
         self.guarded(self.shard_rows()).await
     }
 
+    /// The shards removed through the API ([`Catalog::delete_shard`]) and not registered again
+    /// since: start-up does not register them from `storage.shards`.
+    pub async fn removed_shards(&self) -> Result<Vec<String>, Error> {
+        self.guarded(async {
+            sqlx::query_scalar("SELECT id FROM removed_shards ORDER BY id")
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(catalog_err)
+        })
+        .await
+    }
+
     async fn shard_rows(&self) -> Result<Vec<ShardRow>, Error> {
         let rows = sqlx::query("SELECT id, url, engine, state, created_at, updated_at FROM shards ORDER BY id")
             .fetch_all(&self.db.pool)
@@ -470,6 +482,12 @@ impl Catalog {
             if !insert_shard_row(&mut tx, shard).await? {
                 return Err(Error::ShardExists(shard.id.clone()));
             }
+            // Registered through the API again: start-up registers it from `storage.shards` again.
+            sqlx::query("DELETE FROM removed_shards WHERE id = $1")
+                .bind(shard.id.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(catalog_err)?;
             let mut took_vshards = false;
             if owns_all_if_first {
                 let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM vshards")
@@ -554,6 +572,16 @@ impl Catalog {
                     pinned_tenants: pins as u64,
                 });
             }
+            // Remembered, so that start-up does not register it again from `storage.shards`.
+            sqlx::query(
+                "INSERT INTO removed_shards (id, removed_at) VALUES ($1, $2) \
+                 ON CONFLICT (id) DO UPDATE SET removed_at = excluded.removed_at",
+            )
+            .bind(id.as_str())
+            .bind(crate::clock::now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(catalog_err)?;
             if !commit_if_changed(tx, sqlx::query("DELETE FROM shards WHERE id = $1").bind(id.as_str())).await? {
                 return Err(Error::ShardNotFound(id.clone()));
             }

@@ -293,3 +293,71 @@ fn response_complete(response: &[u8]) -> bool {
         .and_then(|(_, v)| v.trim().parse::<usize>().ok());
     length.is_some_and(|length| body.len() >= length)
 }
+
+/// Bidirectional control characters (U+202A–202E, U+2066–2069) make a name read differently
+/// than it is (`"admin\u{202e}gnp.exe"` shows as `adminexe.png`): refused with a 400 in record
+/// keys, key bounds and blob paths (tenant ids, shard ids, collection and index names are ASCII).
+#[tokio::test]
+async fn names_with_bidirectional_controls_are_refused() {
+    let app = TestApp::spawn(shardgate_tests::Backend::Sqlite).await;
+    app.create_tenant("acme").await;
+    let tenant = app.rw_token("acme");
+    let records = "/v1/tenants/acme/collections/docs/records";
+    let mut failures = Vec::new();
+    for control in
+        ['\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}']
+    {
+        let name = shardgate_tests::encode_segment(&format!("admin{control}gnp.exe"));
+        let cases = [
+            (Method::PUT, format!("{records}/{name}"), "application/json", "1".to_owned()),
+            (Method::GET, format!("{records}?prefix={name}"), "application/json", String::new()),
+            (Method::PUT, format!("/v1/tenants/acme/blobs/dir/{name}"), "application/octet-stream", "x".to_owned()),
+        ];
+        for (method, path, content_type, body) in cases {
+            let response = app
+                .client
+                .request(method.clone(), app.url(&path))
+                .bearer_auth(&tenant)
+                .header("content-type", content_type)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let text = response.text().await.unwrap();
+            if status != reqwest::StatusCode::BAD_REQUEST {
+                failures.push(format!("{method} {path}: expected 400, got {status}: {}", clip(&text)));
+            }
+        }
+    }
+    for (i, control) in ['\u{202E}', '\u{2067}'].into_iter().enumerate() {
+        let body = serde_json::json!({"id": format!("bidi-{i}"), "name": format!("admin{control}gnp.exe")});
+        let status = app.admin(Method::POST, "/v1/admin/tenants", Some(&body)).await.status();
+        if status != reqwest::StatusCode::BAD_REQUEST {
+            failures.push(format!("POST /v1/admin/tenants with name {body}: expected 400, got {status}"));
+        }
+        let body = serde_json::json!({"name": format!("admin{control}gnp.exe")});
+        let status = app.admin(Method::PATCH, "/v1/admin/tenants/acme", Some(&body)).await.status();
+        if status != reqwest::StatusCode::BAD_REQUEST {
+            failures.push(format!("PATCH /v1/admin/tenants/acme with name {body}: expected 400, got {status}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} names with bidi controls were taken:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The 1,440-point cap of the load series and the heat map holds for the step as it is used
+/// (rounded down to whole windows), not as it was written: `step=19999ms` is a 10 s step.
+#[tokio::test]
+async fn the_point_cap_holds_after_the_step_is_rounded_down() {
+    let app = TestApp::spawn(shardgate_tests::Backend::Sqlite).await;
+    for path in ["/v1/admin/load/heatmap?since=28790s&step=19999ms", "/v1/admin/load?window=28790s&step=19999ms"] {
+        let response = app.admin(Method::GET, path, None).await;
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, reqwest::StatusCode::BAD_REQUEST, "{path}: {}", clip(&text));
+        assert!(text.contains("1440 points"), "{path}: {text}");
+    }
+    // Within the cap after rounding: 28,780 s in steps of 20 s is 1,439 points.
+    let response = app.admin(Method::GET, "/v1/admin/load/heatmap?since=28790s&step=20s", None).await;
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+}

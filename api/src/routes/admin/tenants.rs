@@ -129,8 +129,12 @@ pub struct TenantListQuery {
 const MAX_NAME_CHARS: usize = 200;
 
 fn check_name(name: &str) -> Result<(), ApiError> {
-    if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(ApiError::new(Code::InvalidBody, "name must be 1–200 characters without control characters"));
+    let control = |c: char| c.is_control() || shardgate_shard_router::ids::is_bidi_control(c);
+    if name.trim().is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(control) {
+        return Err(ApiError::new(
+            Code::InvalidBody,
+            "name must be 1–200 characters without control characters (bidirectional ones too)",
+        ));
     }
     Ok(())
 }
