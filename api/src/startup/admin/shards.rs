@@ -69,7 +69,7 @@ fn shard_path(id: &str) -> String {
 
 fn shard_table(list: &Value) -> String {
     let mut table =
-        Table::new(&["ID", "ENGINE", "STATE", "VSHARDS", "TENANTS", "PINNED", "RECORDS", "SIZE", "BREAKER"]);
+        Table::new(&["ID", "ENGINE", "STATE", "VSHARDS", "TENANTS", "PINNED", "RECORDS", "DATA", "SIZE", "BREAKER"]);
     for shard in super::output::items(list) {
         let breaker = shard.get("breaker").map_or_else(|| "-".to_owned(), |b| cell(b, "state"));
         table.row(vec![
@@ -80,6 +80,7 @@ fn shard_table(list: &Value) -> String {
             cell(shard, "tenants"),
             cell(shard, "pinned_tenants"),
             cell(shard, "records"),
+            bytes_cell(shard, "data_bytes"),
             bytes_cell(shard, "bytes"),
             breaker,
         ]);
@@ -97,6 +98,7 @@ fn shard_fields(shard: &Value) -> String {
         .add("tenants", cell(shard, "tenants"))
         .add("pinned tenants", cell(shard, "pinned_tenants"))
         .add("records", cell(shard, "records"))
+        .add("data", bytes_cell(shard, "data_bytes"))
         .add("size", bytes_cell(shard, "bytes"));
     if let Some(breaker) = shard.get("breaker").filter(|b| !b.is_null()) {
         let reason = breaker.get("reason").and_then(Value::as_str).map(|r| format!(" ({r})")).unwrap_or_default();
