@@ -166,9 +166,9 @@ impl App {
         if ended.is_ok() {
             return;
         }
-        match self.router.catalog().bump_cache_generation().await {
-            Ok(generation) => self.cache.set_generation(generation),
-            Err(e) => log_generation_failure(&e),
+        // Once per Redis outage (see `RecordCache::move_generation_on`), not once per write.
+        if let Err(e) = self.cache.move_generation_on(self.router.catalog().bump_cache_generation()).await {
+            log_generation_failure(&e);
         }
     }
 }

@@ -10,7 +10,7 @@
 //! first 64 bytes of a slot (its kind and version), never a cached record's body.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
@@ -79,8 +79,38 @@ return 1
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unavailable;
 
+/// What a Redis connection is used for, as its log lines say it: the record cache's, or the
+/// rate limits' alone (the standalone gatekeeper has no cache).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedisUse {
+    /// The record cache (and whatever shares its connection).
+    Cache,
+    /// Rate limits shared across instances.
+    RateLimits,
+}
+
+impl RedisUse {
+    fn reachable(self) -> &'static str {
+        match self {
+            Self::Cache => "redis reachable: cache in use",
+            Self::RateLimits => "redis reachable: rate limits shared across instances",
+        }
+    }
+
+    fn unreachable(self) -> &'static str {
+        match self {
+            Self::Cache => "redis unreachable: cache bypassed, reads go to the shards",
+            Self::RateLimits => "redis unreachable: rate limits decided by this instance alone until it answers",
+        }
+    }
+}
+
 /// The shared cache.
 pub struct L2 {
+    uses: RedisUse,
+    /// How many times Redis answered again after not answering: the number of the current
+    /// outage, or of the last one.
+    recoveries: AtomicU64,
     client: redis::Client,
     connection: ArcSwapOption<ConnectionManager>,
     healthy: AtomicBool,
@@ -102,9 +132,11 @@ impl std::fmt::Debug for L2 {
 impl L2 {
     /// Prepares a client for `endpoint` (no connection yet: [`L2::probe_once`] makes and keeps
     /// it).
-    pub fn new(endpoint: &RedisEndpoint, timeout: Duration) -> Result<Arc<Self>, RedisConfigError> {
+    pub fn new(endpoint: &RedisEndpoint, timeout: Duration, uses: RedisUse) -> Result<Arc<Self>, RedisConfigError> {
         let client = endpoint.client()?;
         Ok(Arc::new(Self {
+            uses,
+            recoveries: AtomicU64::new(0),
             client,
             connection: ArcSwapOption::empty(),
             healthy: AtomicBool::new(false),
@@ -124,6 +156,11 @@ impl L2 {
     /// Why the last connection attempt failed, while no connection is up.
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().clone()
+    }
+
+    /// How many times Redis answered again after an outage: it changes when an outage ends.
+    pub fn recoveries(&self) -> u64 {
+        self.recoveries.load(Ordering::Acquire)
     }
 
     /// Whether Redis answered the last operation or probe.
@@ -260,9 +297,10 @@ impl L2 {
         };
         let was = self.healthy.swap(alive, Ordering::AcqRel);
         if alive && !was {
-            tracing::info!("redis reachable: cache in use");
+            self.recoveries.fetch_add(1, Ordering::AcqRel);
+            tracing::info!("{}", self.uses.reachable());
         } else if !alive && was {
-            tracing::warn!("redis unreachable: cache bypassed, reads go to the shards");
+            tracing::warn!("{}", self.uses.unreachable());
         }
     }
 }

@@ -26,7 +26,10 @@
 //!   is no Redis at all); on losing the subscription L1 is cleared and bypassed until it is back.
 //! - Redis failures never fail a request: the cache is bypassed until Redis answers a probe. If an
 //!   invalidation cannot reach Redis, the caller moves the *cache generation* on (stored in the
-//!   catalog, part of every key): old entries are never read again. Other instances learn the new
+//!   catalog, part of every key): old entries are never read again. It moves once per Redis
+//!   outage, not once per write: the first failed invalidation of an outage moves it (later ones
+//!   wait for that move), and once more when Redis answers again if invalidations failed
+//!   meanwhile (dropping what instances that still reached Redis filled). Other instances learn the new
 //!   generation within one poll interval of the catalog (500 ms); that is the bound on serving an
 //!   old value from Redis after an invalidation failed.
 
@@ -51,7 +54,7 @@ pub use config::{CacheConfig, L1Config};
 pub use entry::{CachedRecord, Slot};
 use flight::SingleFlight;
 use l1::L1;
-use l2::L2;
+use l2::{L2, RedisUse};
 pub use redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Section, install_crypto_provider};
 
 /// The shortest life of an invalidation marker.
@@ -133,6 +136,15 @@ const WRITE_BEGINS: &str = "w";
 #[error("cache invalidation did not reach Redis")]
 pub struct InvalidationFailed;
 
+/// The generation moves made for invalidations that did not reach Redis.
+#[derive(Debug, Default)]
+struct GenerationMoves {
+    /// The Redis outage ([`L2::recoveries`] during it) the generation last moved on in.
+    moved_in: Option<u64>,
+    /// An invalidation failed after that move, in the same outage.
+    missed_since: bool,
+}
+
 /// Readiness of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheHealth {
@@ -164,6 +176,9 @@ pub struct RecordCache {
     l2: Option<Arc<L2>>,
     l1_trusted: AtomicBool,
     generation: AtomicU64,
+    /// Serialises moves of the generation for failed invalidations, and remembers the Redis
+    /// outage the last one was made in.
+    generation_moves: tokio::sync::Mutex<GenerationMoves>,
     flights: SingleFlight<LoadResult>,
     metrics: CacheMetrics,
     epoch_hint: Notify,
@@ -177,7 +192,7 @@ impl RecordCache {
     pub fn start(config: CacheConfig, generation: u64, registry: &mut Registry) -> Result<Arc<Self>, RedisConfigError> {
         let endpoint = config.redis_endpoint()?;
         let l2 = match &endpoint {
-            Some(endpoint) if config.enabled => Some(L2::new(endpoint, config.redis_timeout)?),
+            Some(endpoint) if config.enabled => Some(L2::new(endpoint, config.redis_timeout, RedisUse::Cache)?),
             _ => None,
         };
         let metrics = CacheMetrics::default();
@@ -198,6 +213,7 @@ impl RecordCache {
         let cache = Arc::new(Self {
             l1_trusted: AtomicBool::new(l2.is_none()),
             generation: AtomicU64::new(generation),
+            generation_moves: tokio::sync::Mutex::new(GenerationMoves::default()),
             flights: SingleFlight::default(),
             epoch_hint: Notify::new(),
             invalidation_channel: format!("{prefix}:invalidate"),
@@ -380,6 +396,46 @@ impl RecordCache {
         }
     }
 
+    /// An invalidation did not reach Redis ([`InvalidationFailed`]): moves the cache generation
+    /// on with `bump` (the catalog's counter, which returns the new generation), once per Redis
+    /// outage. The first failed invalidation of an outage moves it; later ones in the same
+    /// outage wait for that move and add none (no entry of the new generation can be filled
+    /// while Redis does not answer), and [`RecordCache::move_generation_on_after_outage`]
+    /// moves it once more when the outage ends, for entries other instances may have filled
+    /// meanwhile. A failed `bump` is retried by the next failed invalidation.
+    pub async fn move_generation_on<F>(&self, bump: F) -> Result<(), StoreError>
+    where
+        F: std::future::Future<Output = Result<u64, StoreError>>,
+    {
+        let mut moves = self.generation_moves.lock().await;
+        let outage = self.l2.as_ref().map(|l2| l2.recoveries());
+        if outage.is_some() && moves.moved_in == outage {
+            moves.missed_since = true;
+            return Ok(());
+        }
+        self.set_generation(bump.await?);
+        *moves = GenerationMoves { moved_in: outage, missed_since: false };
+        Ok(())
+    }
+
+    /// Once Redis answers again after an outage in which invalidations failed after the
+    /// generation moved on: moves it on once more with `bump` (see
+    /// [`RecordCache::move_generation_on`]). Does nothing otherwise; called on every catalog poll.
+    pub async fn move_generation_on_after_outage<F>(&self, bump: F) -> Result<(), StoreError>
+    where
+        F: std::future::Future<Output = Result<u64, StoreError>>,
+    {
+        let Some(l2) = &self.l2 else { return Ok(()) };
+        let mut moves = self.generation_moves.lock().await;
+        let ended = l2.is_healthy() && moves.moved_in.is_some_and(|outage| outage != l2.recoveries());
+        if !(ended && moves.missed_since) {
+            return Ok(());
+        }
+        self.set_generation(bump.await?);
+        *moves = GenerationMoves::default();
+        Ok(())
+    }
+
     /// The generation in use.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
@@ -463,7 +519,7 @@ impl LinkScript {
 impl RedisLink {
     /// Connects to `endpoint` in the background and keeps probing it.
     pub fn start(endpoint: &RedisEndpoint, timeout: Duration) -> Result<Self, RedisConfigError> {
-        let l2 = L2::new(endpoint, timeout)?;
+        let l2 = L2::new(endpoint, timeout, RedisUse::RateLimits)?;
         tokio::spawn(supervise(Arc::downgrade(&l2)));
         Ok(Self(l2))
     }

@@ -321,6 +321,11 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
             }
             Err(e) => tracing::warn!(error = %e, "cannot poll the catalog for shard map changes"),
         }
+        let after_outage =
+            strong.cache.move_generation_on_after_outage(strong.router.catalog().bump_cache_generation());
+        if let Err(e) = after_outage.await {
+            tracing::warn!(error = %e, "cannot move the cache generation on after a Redis outage; retried next poll");
+        }
         let hint = strong.cache.clone();
         drop(strong);
         tokio::select! {

@@ -587,3 +587,41 @@ async fn a_hung_dependency_costs_a_timeout_and_excess_load_is_shed() {
     }
     redis.resume();
 }
+
+/// With Redis frozen every write's invalidation fails; the cache generation moves on once when
+/// the outage begins, not once per write (a catalog write each), and no read after the thaw is
+/// older than a write made during the outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_outage_moves_the_cache_generation_on_once_not_per_write() {
+    let redis = RedisServer::start().await;
+    let redis_url = redis.url();
+    let app = TestApp::spawn_with(Backend::Postgres, |c| with_redis(c, &redis_url, "one-move", false)).await;
+    app.create_tenant("acme").await;
+    let (client, base, token) = (app.client.clone(), app.base_url.clone(), app.rw_token("acme"));
+    let up = async || (cache_status(&client, &base).await == "up").then_some(());
+    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "the cache connects to Redis");
+    let catalog = shardgate_tests::open_shard(&app.catalog_url()).await;
+    let generation = async || {
+        let (generation,): (i64,) =
+            sqlx::query_as("SELECT cache_generation FROM shard_map WHERE id = 1").fetch_one(&catalog).await.unwrap();
+        generation
+    };
+    let before = generation().await;
+
+    redis.pause();
+    let mut last = std::collections::BTreeMap::new();
+    for n in 0..40 {
+        let key = format!("k{}", n % 5);
+        let version = put_version(&client, &base, &token, &key, n).await.expect("writes succeed while Redis is frozen");
+        last.insert(key, version);
+    }
+    let moved = generation().await - before;
+    assert_eq!(moved, 1, "40 writes during one outage moved the cache generation on {moved} times");
+
+    redis.resume();
+    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "the cache is up again after the thaw");
+    for (key, version) in &last {
+        assert_eq!(version_at(&client, &base, &token, key).await, Ok(*version), "no older value after the thaw");
+    }
+    catalog.close().await;
+}
