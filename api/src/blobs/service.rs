@@ -2,7 +2,8 @@
 //! ([`store_blob`]: streaming an upload into chunks, hashing as it goes, with a size limit and
 //! nothing left behind on failure) and serving one ([`serve_blob`]: `ETag`, `If-None-Match`, a
 //! single `Range`, chunks streamed a window at a time through the
-//! [`ChunkCache`]), and the [`BlobInfo`] both answer with.
+//! [`ChunkCache`], a damaged blob refused before its headers), and the [`BlobInfo`] both answer
+//! with.
 //!
 //! Paths: the raw (percent-encoded) path after `/blobs/` or `/valet/{tenant}/` is decoded once
 //! into a [`BlobPath`]; `%2F` is therefore the same as `/` (a separator, not part of a segment
@@ -126,9 +127,54 @@ pub async fn serve_blob(
     let (route, db) = app.router.resolve(tenant, Access::Read)?;
     tracing::Span::current().record("shard", route.shard.as_str());
     let store = BlobStore::new(&db, &route.shard);
-    let meta = store.head(tenant, path).await.and_then(|meta| meta.ok_or(StoreError::BlobNotFound));
-    let answer = meta.map(|meta| download(&app.chunks, (&db, &route.shard), &meta, headers, head));
-    RoutedEpoch::of(&route).stamp(answer.map_err(ApiError::from))
+    let answer = async {
+        let meta = store.head(tenant, path).await?.ok_or(StoreError::BlobNotFound)?;
+        let meta = whole_blob(&store, meta).await?;
+        Ok::<_, ApiError>(download(&app.chunks, (&db, &route.shard), &meta, headers, head))
+    };
+    RoutedEpoch::of(&route).stamp(answer.await)
+}
+
+/// `meta` if every one of its chunks is stored at its length ([`BlobStore::tally_chunks`]: one
+/// aggregate statement), checked before any header of a download goes out, so that GET, a range,
+/// `If-None-Match` and HEAD all refuse a damaged blob alike instead of answering 200 and stopping
+/// short. Otherwise 500 `blob_damaged` naming the blob, logged at ERROR. A blob replaced since
+/// the look-up (the old upload's chunks collected after the grace period) is looked up again and
+/// judged as it is now; 404 if it was deleted.
+async fn whole_blob(store: &BlobStore<'_>, mut meta: BlobMeta) -> Result<BlobMeta, ApiError> {
+    const LOOK_UPS: usize = 3;
+    let mut tally = store.tally_chunks(&meta).await?;
+    for _ in 1..LOOK_UPS {
+        if tally.is_whole() {
+            return Ok(meta);
+        }
+        match store.head(&meta.tenant, &meta.path).await? {
+            Some(now) if now.upload_id != meta.upload_id => meta = now,
+            Some(_) => break,
+            None => return Err(ApiError::from(&StoreError::BlobNotFound)),
+        }
+        tally = store.tally_chunks(&meta).await?;
+    }
+    if tally.is_whole() {
+        return Ok(meta);
+    }
+    let (tenant, path) = (&meta.tenant, &meta.path);
+    tracing::error!(
+        tenant = %tenant,
+        blob.path = %path,
+        blob.upload_id = %meta.upload_id,
+        blob.chunks_expected = tally.expected,
+        blob.chunks_present = tally.present,
+        blob.chunks_wrong_length = tally.wrong_length,
+        "blob damaged: its chunk rows do not hold its bytes, so it is not served; `shardgate check` lists it"
+    );
+    Err(ApiError::new(
+        Code::BlobDamaged,
+        format!(
+            "blob {path} of tenant {tenant} is damaged: {tally}; nothing of it is served until it is written again \
+             or restored"
+        ),
+    ))
 }
 
 /// 404 `blob_not_found` unless a live blob is at `path` (what a download of it would answer).
@@ -334,6 +380,7 @@ pub fn download(
     if head || range.is_empty() {
         return (status, response_headers).into_response();
     }
+    let (tenant, path) = (meta.tenant.clone(), meta.path.clone());
     let chunk_size = u64::from(meta.chunk_size);
     let seqs = meta.chunks_covering(range.clone());
     let first_offset = seqs.start * chunk_size;
@@ -362,7 +409,16 @@ pub fn download(
             });
             std::future::ready(Some(out))
         })
-        .map_err(|e| std::io::Error::other(e.to_string()));
+        .map_err(move |e| {
+            // The status is sent: all that is left is to cut the body short, and to say so.
+            tracing::error!(
+                error = %e,
+                tenant = %tenant,
+                blob.path = %path,
+                "a blob download stopped short: a window of chunks could not be read"
+            );
+            std::io::Error::other(e.to_string())
+        });
     let mut response = (status, response_headers, Body::from_stream(body)).into_response();
     response.extensions_mut().insert(LongTransfer);
     response

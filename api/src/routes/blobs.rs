@@ -116,7 +116,9 @@ pub async fn put_blob(
     store_blob(&app, blob, &parts.headers, body).await
 }
 
-errors!(GetBlobErrors: InvalidPath, TenantNotFound, BlobNotFound, RangeNotSatisfiable, ShardOffline, ShardUnavailable, ShardBusy);
+errors!(GetBlobErrors:
+    InvalidPath, TenantNotFound, BlobNotFound, RangeNotSatisfiable, BlobDamaged, ShardOffline, ShardUnavailable, ShardBusy
+);
 
 /// Download a blob (or a single byte range of it).
 #[utoipa::path(
@@ -146,7 +148,7 @@ pub async fn get_blob(
     serve_blob(&app, &tenant, &path, request.headers(), head).await
 }
 
-errors!(HeadBlobErrors: TenantNotFound, BlobNotFound);
+errors!(HeadBlobErrors: TenantNotFound, BlobNotFound, BlobDamaged);
 
 /// A blob's headers (`ETag`, `Content-Length`, `Content-Type`, `Accept-Ranges`) without its bytes.
 #[utoipa::path(head, path = "/v1/tenants/{tenant}/blobs/{*path}", params(BlobRoute), responses(

@@ -30,7 +30,7 @@ pub struct ValetRoute {
 
 errors!(ValetGetErrors:
     ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
-    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound, RangeNotSatisfiable
+    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound, RangeNotSatisfiable, BlobDamaged
 );
 
 /// Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
@@ -46,7 +46,7 @@ pub async fn valet_get(State(app): State<Arc<App>>, ApiPath(route): ApiPath<Vale
 
 errors!(ValetHeadErrors:
     ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
-    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound
+    ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound, BlobDamaged
 );
 
 /// The valet URL's blob headers, without its bytes.

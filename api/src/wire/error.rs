@@ -157,6 +157,7 @@ codes! {
     AnonymousConcurrencyLimit = ("anonymous_concurrency_limit", TOO_MANY_REQUESTS, "requests without a valid token already fill the requests in progress they may hold together; see `Retry-After`"),
     HeadersTooLarge = ("headers_too_large", REQUEST_HEADER_FIELDS_TOO_LARGE, "the request head (request line and header fields) is larger than 64 KiB or has more than 100 header fields (answered before any routing; the connection is closed)"),
     Internal = ("internal", INTERNAL_SERVER_ERROR, "an unexpected failure, logged by the server"),
+    BlobDamaged = ("blob_damaged", INTERNAL_SERVER_ERROR, "the blob's stored chunks are missing or of the wrong length (its shard's database was damaged or restored from backups of different moments): nothing of it is served, the server logs it at ERROR and `shardgate check` lists it as `blob_damaged`; write the blob again, or have an operator restore it"),
     UpstreamUnavailable = ("upstream_unavailable", BAD_GATEWAY, "the gatekeeper's backend cannot be reached"),
     ShardReadOnly = ("shard_read_only", SERVICE_UNAVAILABLE, "the shard is read-only: writes are refused"),
     ShardOffline = ("shard_offline", SERVICE_UNAVAILABLE, "the shard is offline"),

@@ -63,6 +63,15 @@
 //! - `aborted` and `superseded` uploads that changed state before the cut-off lose their chunks
 //!   (in batches, so SQLite's write lock is never held for long) and then their row.
 //!
+//! # Damage
+//!
+//! A `blobs` row promises `chunk_count` chunks of known lengths. A restore from backups of
+//! different moments, or rows deleted by hand, can break that promise; sealing cannot prevent
+//! it. [`BlobStore::tally_chunks`] compares the chunk rows of one blob with the promise in one
+//! aggregate statement (lengths are read without reading the bytes), so a download can refuse a
+//! damaged blob before any of its headers go out, and `shardgate check` makes the same
+//! comparison over a whole shard ([`CHUNK_WRONG_LENGTH_SQL`]).
+//!
 //! `live` uploads are never collected. A superseded upload keeps its chunks for the grace period
 //! so that a reader that looked up the old blob can finish streaming it; after that a chunk read
 //! answers [`Error::BlobNotFound`]. [`BlobStore::abort`] deletes an upload's chunks at once
@@ -106,6 +115,13 @@ const DELETE_BATCH_CHUNKS: i64 = 64;
 
 /// How many uploads the garbage collector picks per round.
 const GARBAGE_BATCH_UPLOADS: i64 = 64;
+
+/// For a row `c` of `blob_chunks` of the blob row `b` (its `size`, `chunk_size` and
+/// `chunk_count`): 1 when the chunk is not the length its position calls for (every chunk but
+/// the last is `chunk_size` long, the last holds the rest), else 0. `length` of a `BYTEA` or a
+/// `BLOB` reads the stored length, not the bytes, on both engines.
+pub const CHUNK_WRONG_LENGTH_SQL: &str = "CASE WHEN length(c.data) = CASE WHEN c.seq = b.chunk_count - 1 \
+                                          THEN b.size - c.seq * b.chunk_size ELSE b.chunk_size END THEN 0 ELSE 1 END";
 
 /// The columns of `blobs` that [`BlobStore::meta`] reads, in its order.
 const META_COLUMNS: &str = "tenant, path, vshard, version, upload_id, size, sha256, content_type, \
@@ -235,6 +251,32 @@ impl BlobMeta {
             Some(next) if next == self.chunk_count => usize::try_from(self.size - seq * size).ok(),
             _ => None,
         }
+    }
+}
+
+/// A blob's chunk rows against what its `blobs` row promises ([`BlobStore::tally_chunks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkTally {
+    /// The chunks the blob has: its `chunk_count`.
+    pub expected: u64,
+    /// How many of chunks `0..expected` have a row.
+    pub present: u64,
+    /// How many of those present are not the length their position calls for.
+    pub wrong_length: u64,
+}
+
+impl ChunkTally {
+    /// Whether every chunk is there at its length: the blob's bytes can be served.
+    pub fn is_whole(&self) -> bool {
+        self.present == self.expected && self.wrong_length == 0
+    }
+}
+
+impl fmt::Display for ChunkTally {
+    /// "2 of its 3 chunks are present, 1 of the wrong length".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { expected, present, wrong_length } = self;
+        write!(f, "{present} of its {expected} chunks are present, {wrong_length} of the wrong length")
     }
 }
 
@@ -774,6 +816,33 @@ impl<'a> BlobStore<'a> {
             created_at_ms: int(10)?,
             updated_at_ms: int(11)?,
         })
+    }
+
+    /// How many of `blob`'s chunks have a row, and how many of those are not the length their
+    /// position calls for, in one aggregate statement that reads lengths, not bytes: what a
+    /// download checks before it answers ([`ChunkTally::is_whole`]). A blob replaced or deleted
+    /// since it was looked up, whose chunks were collected after the grace period, tallies as
+    /// missing chunks too: look the blob up again before calling it damaged.
+    pub async fn tally_chunks(&self, blob: &BlobMeta) -> Result<ChunkTally, Error> {
+        let expected = blob.chunk_count;
+        if expected == 0 {
+            return Ok(ChunkTally { expected, present: 0, wrong_length: 0 });
+        }
+        let last = expected - 1;
+        let last_len = blob.chunk_len(last).unwrap_or(0);
+        let (present, wrong_length): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), COALESCE(SUM(CASE WHEN length(data) = CASE WHEN seq = $2 THEN $3 ELSE $4 END \
+             THEN 0 ELSE 1 END), 0) FROM blob_chunks WHERE upload_id = $1 AND seq >= 0 AND seq <= $2",
+        )
+        .bind(&blob.upload_id)
+        .bind(to_i64(last)?)
+        .bind(to_i64(last_len as u64)?)
+        .bind(i64::from(blob.chunk_size))
+        .fetch_one(self.shard.pool())
+        .on_shard(&self.shard)
+        .await?;
+        let count = |n: i64| u64::try_from(n).map_err(|_| Error::Corrupt(format!("a chunk count of {n}")));
+        Ok(ChunkTally { expected, present: count(present)?, wrong_length: count(wrong_length)? })
     }
 
     /// Chunk `seq` of `blob` (a value from [`BlobStore::head`] or [`BlobStore::list`]).

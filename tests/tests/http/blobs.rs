@@ -1,6 +1,7 @@
 //! Blobs: streamed in and out in chunks, a SHA-256 `ETag`, conditional writes, single ranges,
 //! listing, path rules, tier size limits, nothing left behind by a failed upload, and cold
-//! downloads that read each window of chunks from the shard once, however many run at once.
+//! downloads that read each window of chunks from the shard once, however many run at once; a
+//! blob whose chunk rows are damaged answers 500 `blob_damaged` before any header of a download.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -10,7 +11,8 @@ use shardgate_tests::{Backend, TestApp, expect_json, expect_problem, metric};
 shardgate_tests::conformance!(
     blobs_round_trip_with_ranges_and_conditions,
     blob_paths_and_listing,
-    a_burst_of_cold_downloads_reads_each_window_once
+    a_burst_of_cold_downloads_reads_each_window_once,
+    a_blob_with_a_missing_or_short_chunk_answers_a_problem_not_a_truncated_200
 );
 
 /// Bytes that differ everywhere (so a misplaced chunk shows).
@@ -267,4 +269,49 @@ async fn an_interrupted_upload_leaves_nothing_behind() {
     expect_problem(get_blob(&app, &token, "cut", &[]).await, StatusCode::NOT_FOUND, "blob_not_found").await;
     let response = app.send(Method::GET, "/v1/tenants/acme/blobs", Some(&token), None, &[]).await;
     assert_eq!(expect_json(response, StatusCode::OK).await["items"], json!([]));
+}
+
+/// Runs `sql` (a statement with `RETURNING`) on every shard; how many rows it touched.
+async fn damage_chunks(app: &TestApp, sql: &str) -> usize {
+    app.rows_on_every_shard::<(i64,)>(sql).await.len()
+}
+
+/// What every download of a damaged blob answers: GET, a range within a chunk that is still
+/// there, `If-None-Match` and HEAD alike, 500 `blob_damaged` naming the blob, never a 200 cut off.
+async fn assert_damaged(app: &TestApp, token: &str, path: &str) {
+    for headers in [&[][..], &[("range", "bytes=0-9")][..], &[("if-none-match", "\"other\"")][..]] {
+        let response = get_blob(app, token, path, headers).await;
+        let problem = expect_problem(response, StatusCode::INTERNAL_SERVER_ERROR, "blob_damaged").await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains(path) && detail.contains("acme"), "the problem names the blob: {problem}");
+    }
+    let url = app.url(&format!("/v1/tenants/acme/blobs/{path}"));
+    let head = app.client.head(url).bearer_auth(token).send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::INTERNAL_SERVER_ERROR, "HEAD agrees with GET");
+}
+
+async fn a_blob_with_a_missing_or_short_chunk_answers_a_problem_not_a_truncated_200(app: TestApp) {
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    // Three chunks each: 256 KiB, 256 KiB and the rest.
+    for path in ["hole.bin", "short.bin", "whole.bin"] {
+        let created = put_blob(&app, &token, path, pattern(700_000, 5), &[]).await;
+        assert_eq!(created.status(), StatusCode::CREATED, "{path}");
+    }
+    let of =
+        |path: &str| format!("upload_id IN (SELECT upload_id FROM blobs WHERE tenant = 'acme' AND path = '{path}')");
+    let sql = format!("DELETE FROM blob_chunks WHERE seq = 1 AND {} RETURNING seq", of("hole.bin"));
+    assert_eq!(damage_chunks(&app, &sql).await, 1, "one chunk row deleted");
+    let sql = format!(
+        "UPDATE blob_chunks SET data = substr(data, 1, 10) WHERE seq = 2 AND {} RETURNING seq",
+        of("short.bin")
+    );
+    assert_eq!(damage_chunks(&app, &sql).await, 1, "one chunk row shortened");
+
+    assert_damaged(&app, &token, "hole.bin").await;
+    assert_damaged(&app, &token, "short.bin").await;
+    // A whole blob beside them is served as ever.
+    let response = get_blob(&app, &token, "whole.bin", &[]).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response.bytes().await.unwrap().as_ref() == pattern(700_000, 5).as_slice());
 }
