@@ -11,6 +11,10 @@
 //! standing one starts the move, a second approval is refused; the moved vshard then cools down
 //! and counts on its new shard; in `apply` mode a run starts its move itself. Mode switches and
 //! approvals are audited.
+//!
+//! Hysteresis and limits (PostgreSQL): a pending proposal survives runs that see a near-equal
+//! alternative (another vshard of the hot shard a little heavier); with one move at a time, a
+//! move frees its slot at its switch, not at the end of its cleanup grace.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -99,6 +103,12 @@ pub(crate) fn balancer_on_demand(config: &mut shardgate_api::Config) {
 /// same traffic: that shard carries three times each other's load. Gives it and its tenants'
 /// vshards.
 pub(crate) async fn skew(app: &TestApp) -> (String, Vec<Value>) {
+    let (hot, tenants) = skew_tenants(app).await;
+    (hot, tenants.into_iter().map(|(_, vshard)| vshard).collect())
+}
+
+/// [`skew`], giving the hot shard's tenants with their vshards.
+async fn skew_tenants(app: &TestApp) -> (String, Vec<(String, Value)>) {
     // Tenants placed by their vshards: twelve on the first one's shard, four on each other shard.
     let mut by_shard: HashMap<String, Vec<String>> = HashMap::new();
     let mut hot = None;
@@ -119,35 +129,46 @@ pub(crate) async fn skew(app: &TestApp) -> (String, Vec<Value>) {
     }
     let hot = hot.unwrap();
     assert_eq!(by_shard.values().map(Vec::len).sum::<usize>(), 24, "tenants found for every shard: {by_shard:?}");
-    let hot_vshards: Vec<Value> = {
+    let hot_vshards: Vec<(String, Value)> = {
         let mut vshards = Vec::new();
         for tenant in &by_shard[&hot] {
-            vshards.push(app.route(tenant, "c", "k").await["vshard"].clone());
+            vshards.push((tenant.clone(), app.route(tenant, "c", "k").await["vshard"].clone()));
         }
         vshards
     };
     // The same traffic per tenant: the hot shard carries three times each other's, enough
     // statements that a stalled one on a busy machine does not turn the picture around.
-    for round in 0..ROUNDS {
-        for tenants in by_shard.values() {
-            for tenant in tenants {
-                let key = format!("k{}", round % 5);
-                assert!(app.put_record(tenant, "c", &key, &json!({"round": round})).await.status().is_success());
-                assert_eq!(app.get_record(tenant, "c", &key).await.status(), StatusCode::OK);
-            }
+    let all: Vec<String> = by_shard.values().flatten().cloned().collect();
+    traffic(app, &all, ROUNDS).await;
+    (hot, hot_vshards)
+}
+
+/// `rounds` rounds of a write and a read for each of `tenants`, then waits until the load
+/// picture holds them.
+async fn traffic(app: &TestApp, tenants: &[String], rounds: u64) {
+    let fleet = async || {
+        let load = expect_json(app.admin(Method::GET, "/v1/admin/load?window=1m", None).await, StatusCode::OK).await;
+        let request = &load["fleet"]["request"];
+        (request["writes"].as_u64().unwrap_or(0), request["reads"].as_u64().unwrap_or(0))
+    };
+    let (writes, reads) = fleet().await;
+    let before = writes.min(reads);
+    for round in 0..rounds {
+        for tenant in tenants {
+            let key = format!("k{}", round % 5);
+            assert!(app.put_record(tenant, "c", &key, &json!({"round": round})).await.status().is_success());
+            assert_eq!(app.get_record(tenant, "c", &key).await.status(), StatusCode::OK);
         }
     }
     // Every window of that traffic is stored before anything plans on it (a plan over part of
     // it may see another shard as the hot one).
-    let sent = ROUNDS * by_shard.values().map(Vec::len).sum::<usize>() as u64;
+    let sent = before + rounds * tenants.len() as u64;
     let stored = eventually(Duration::from_secs(20), async || {
-        let load = expect_json(app.admin(Method::GET, "/v1/admin/load?window=1m", None).await, StatusCode::OK).await;
-        let request = &load["fleet"]["request"];
-        (request["writes"].as_u64() >= Some(sent) && request["reads"].as_u64() >= Some(sent)).then_some(())
+        let (writes, reads) = fleet().await;
+        (writes >= sent && reads >= sent).then_some(())
     })
     .await;
     assert!(stored.is_some(), "the load of {sent} writes and reads is stored within 20 s");
-    (hot, hot_vshards)
 }
 
 /// Rounds of traffic the skewed tenants get.
@@ -278,4 +299,74 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
     for action in ["balancer.mode", "balancer.approve", "balancer.move"] {
         assert!(actions.contains(&action), "{action} audited: {actions:?}");
     }
+}
+
+/// A pending proposal stands while it is still valid and within the margin of the best choice:
+/// more traffic for another of the hot shard's tenants (its vshard now a little better a choice
+/// than the proposed one) does not replace it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_proposal_survives_runs_that_see_a_near_equal_alternative() {
+    let app = TestApp::spawn_with(Backend::Postgres, balancer_on_demand).await;
+    set_mode(&app, "propose").await;
+    let (_, hot_tenants) = skew_tenants(&app).await;
+    let proposed = eventually(Duration::from_secs(20), async || {
+        let body = expect_json(run(&app).await, StatusCode::OK).await;
+        (body["outcome"] == "proposed").then_some(body)
+    })
+    .await
+    .expect("a run proposes a move once the load is stored");
+    assert_eq!(proposed["proposal"], "pending", "{proposed:#}");
+    // A third more traffic for one other hot tenant alone on its vshard: its vshard is now the
+    // heaviest of the hot shard, but by less than the margin (10% of the hottest excess, about
+    // 60% of one tenant's load here).
+    let alone = |vshard: &Value| hot_tenants.iter().filter(|(_, v)| v == vshard).count() == 1;
+    let (other, _) = hot_tenants
+        .iter()
+        .find(|(_, v)| *v != proposed["move"]["vshard"] && alone(v))
+        .expect("another hot tenant alone on its vshard");
+    traffic(&app, std::slice::from_ref(other), ROUNDS / 3).await;
+    for _ in 0..3 {
+        let again = expect_json(run(&app).await, StatusCode::OK).await;
+        assert_eq!(again["outcome"], "proposed", "{again:#}");
+        assert!(again["proposal"].is_null(), "no second proposal: {again:#}");
+        let standing = format!("still proposed as proposal {}", proposed["id"]);
+        assert!(again["reason"].as_str().unwrap().contains(&standing), "{again:#}");
+        for field in ["kind", "vshard", "from", "to"] {
+            assert_eq!(again["move"][field], proposed["move"][field], "the proposed move stands: {again:#}");
+        }
+    }
+    let status = expect_json(app.admin(Method::GET, "/v1/admin/balancer", None).await, StatusCode::OK).await;
+    assert_eq!(status["proposals"].as_array().unwrap().len(), 1, "{status:#}");
+    assert_eq!(status["proposals"][0]["id"], proposed["id"]);
+}
+
+/// With one move at a time, a move frees its slot at its switch: the next run starts the next
+/// move while the first cleans up its source (a grace far longer than the test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_balancer_move_frees_its_slot_at_its_switch_not_after_its_cleanup_grace() {
+    let app = TestApp::spawn_with(Backend::Postgres, |config| {
+        balancer_on_demand(config);
+        config.balancer.max_concurrent_moves = 1;
+        config.storage.moves.cleanup_grace = Duration::from_secs(600);
+    })
+    .await;
+    set_mode(&app, "apply").await;
+    skew(&app).await;
+    let first = eventually(Duration::from_secs(20), async || {
+        let body = expect_json(run(&app).await, StatusCode::OK).await;
+        (body["outcome"] == "started").then_some(body)
+    })
+    .await
+    .expect("a run starts a move once the load is stored");
+    let job = first["job"].as_str().unwrap().to_owned();
+    let cleaning = eventually(Duration::from_secs(60), async || {
+        let path = format!("/v1/admin/jobs/{job}");
+        let job = expect_json(app.admin(Method::GET, &path, None).await, StatusCode::OK).await;
+        (job["progress"]["phase"] == "cleanup").then_some(job)
+    })
+    .await;
+    assert!(cleaning.is_some(), "the move reaches its cleanup within 60 s");
+    let next = expect_json(run(&app).await, StatusCode::OK).await;
+    assert_eq!(next["outcome"], "started", "the first move's slot is free at its switch: {next:#}");
+    assert_ne!(next["move"], first["move"], "{next:#}");
 }
