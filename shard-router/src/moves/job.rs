@@ -92,7 +92,9 @@ pub struct CopyCounters {
     pub bytes_copied: u64,
     /// Passes made.
     pub passes: u32,
-    /// Rows the last pass took: how far the target was behind when it began.
+    /// How far the target is behind: 0 during a move's first copy, then the rows changed on the
+    /// source since the copy's snapshot (counted as it ends), then the rows the last catch-up
+    /// pass took (how far the target was behind when it began).
     pub lag_rows: u64,
 }
 

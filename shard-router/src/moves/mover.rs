@@ -130,8 +130,10 @@ pub struct MoveProgress {
     /// over resumes it there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_copy: Option<FirstCopy>,
-    /// The rows the first, full copy takes, counted on the source as it begins: with
-    /// `rows_copied`, how far the copy phase is (the catch-up passes copy more).
+    /// The rows the first, full copy takes, counted on the source before the job is recorded
+    /// (so the answer that starts it has them) and again as the copy begins: with
+    /// `rows_copied`, which moves within a batch too, how far the copy phase is (the catch-up
+    /// passes copy more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows_to_copy: Option<u64>,
     /// The bytes of those rows (blob chunks, record values and the rest of the rows, as
