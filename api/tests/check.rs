@@ -521,3 +521,83 @@ async fn index_entries_without_records_are_found_by_the_drift_audits_rule() {
     assert!(text.contains("index_entry_without_record  shard="), "{text}");
     assert!(text.contains("  do:    "), "{text}");
 }
+
+/// A blob whose chunk rows are short or missing (a shard restored from a backup taken while its
+/// chunks were being written or collected).
+async fn damaged_blobs(engine: Engine) {
+    let fleet = Fleet::build(engine, "100ms", "done").await;
+    let (home, vshard) = fleet.acme.clone();
+    let chunks_of_the_blob =
+        "upload_id IN (SELECT upload_id FROM blobs WHERE tenant = 'acme' AND path = 'docs/a.txt' AND deleted = 0)";
+    fleet
+        .on_shard(&home, &format!("UPDATE blob_chunks SET data = substr(data, 1, 2) WHERE {chunks_of_the_blob}"))
+        .await;
+    let (status, report) = fleet.check();
+    assert_eq!(status, 1, "{report:#}");
+    let short = assert_finding(
+        &report,
+        "blob_damaged",
+        json!({"shard": home, "tenant": "acme", "vshard": vshard, "table": "blob_chunks"}),
+    );
+    assert!(short["found"].as_str().unwrap().contains("docs/a.txt"), "{short}");
+    assert!(short["found"].as_str().unwrap().contains("1 of the wrong length"), "{short}");
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1, "nothing else: {report:#}");
+
+    fleet.on_shard(&home, &format!("DELETE FROM blob_chunks WHERE {chunks_of_the_blob}")).await;
+    let (status, report) = fleet.check();
+    assert_eq!(status, 1, "{report:#}");
+    let missing = assert_finding(&report, "blob_damaged", json!({"shard": home, "tenant": "acme"}));
+    assert!(missing["found"].as_str().unwrap().contains("0 of its 1 chunks"), "{missing}");
+    fleet.drop_databases().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blobs_with_short_or_missing_chunks_are_found_on_sqlite() {
+    damaged_blobs(Engine::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blobs_with_short_or_missing_chunks_are_found_on_postgres() {
+    damaged_blobs(Engine::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_restored_from_another_shards_backup_is_one_finding_with_its_consequences_nested() {
+    let fleet = Fleet::build(Engine::Sqlite, "100ms", "done").await;
+    // Shard `source` (acme's home, with rows, an index's entries and a blob) is restored into
+    // shard `wrong`'s place.
+    let (source, _) = fleet.acme.clone();
+    let wrong = fleet.shard_ids().await.into_iter().find(|id| *id != source).unwrap();
+    let shards = fleet.dir.path().join("shards");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(shards.join(format!("{wrong}.db{suffix}")));
+    }
+    let target = shards.join(format!("{wrong}.db"));
+    fleet.on_shard(&source, &format!("VACUUM INTO '{}'", target.display())).await;
+
+    let (status, report) = fleet.check();
+    assert_eq!(status, 1, "{report:#}");
+    let cause = assert_finding(&report, "identity_other_shard", json!({"shard": wrong}));
+    let consequences = cause["consequences"].as_array().unwrap_or_else(|| panic!("nested consequences: {cause:#}"));
+    assert!(
+        consequences.iter().any(|f| f["kind"] == "rows_off_vshard_owner" && f["where"]["tenant"] == "acme"),
+        "acme's rows on {wrong} are a consequence: {cause:#}"
+    );
+    for consequence in consequences {
+        assert_eq!(consequence["where"]["shard"], wrong.as_str(), "only findings on {wrong}: {consequence}");
+        assert!(!consequence["found"].as_str().unwrap().is_empty() && consequence["consequences"].is_null());
+    }
+    let top_level = report["findings"].as_array().unwrap();
+    assert!(
+        top_level.iter().all(|f| f["where"]["shard"] != wrong.as_str() || f["kind"] == "identity_other_shard"),
+        "no finding on {wrong} stands beside its cause: {report:#}"
+    );
+    assert_eq!(report["consequences"], consequences.len(), "the report counts them: {report:#}");
+
+    // The text report indents them under their cause.
+    let text = finish(shardgate(&["check"], fleet.dir.path()).envs(fleet.envs.clone()));
+    let text = String::from_utf8_lossy(&text.stdout);
+    let cause_line = text.lines().position(|l| l.starts_with("identity_other_shard")).expect("the cause");
+    assert!(text.lines().skip(cause_line).any(|l| l.starts_with("    rows_off_vshard_owner  shard=")), "{text}");
+    assert!(text.contains("consequences of it"), "{text}");
+}

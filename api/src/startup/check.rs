@@ -16,7 +16,7 @@ use shardgate_index_tables::{LiveIndex, find_dangling};
 use shardgate_shard_router::ShardId;
 use shardgate_shard_router::check::fleet::Fleet;
 use shardgate_shard_router::check::{
-    CatalogView, Finding, Findings, Kind, Place, ShardUnderCheck, vshard_owners_unregistered,
+    CatalogView, Finding, Findings, Grouped, Kind, Place, ShardUnderCheck, group, vshard_owners_unregistered,
 };
 use shardgate_shard_router::db::Database;
 
@@ -47,11 +47,20 @@ pub struct Report {
     /// Why the check stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// The findings.
-    pub findings: Vec<Finding>,
+    /// The findings, each with the findings it causes nested under it as `consequences`
+    /// (see [`group`]).
+    pub findings: Vec<Grouped>,
+    /// How many findings are nested as consequences (not counted in `findings`' length).
+    pub consequences: usize,
 }
 
 impl Report {
+    /// Takes `findings`, with consequences nested under their causes.
+    fn set_findings(&mut self, findings: Findings) {
+        self.findings = group(findings.into_list());
+        self.consequences = self.findings.iter().map(|g| g.consequences.len()).sum();
+    }
+
     /// The exit status this report calls for.
     pub fn exit_status(&self) -> i32 {
         if !self.complete {
@@ -92,12 +101,13 @@ pub async fn check_fleet(config: &Config) -> Report {
         shards_checked: 0,
         stopped: None,
         findings: Vec::new(),
+        consequences: 0,
     };
     let fleet = match Fleet::open(&config.storage, &config.data_dir, &mut findings).await {
         Ok(fleet) => fleet,
         Err(e) => {
             report.stopped = Some(format!("the catalog could not be read: {e}"));
-            report.findings = findings.into_list();
+            report.set_findings(findings);
             return report;
         }
     };
@@ -113,7 +123,7 @@ pub async fn check_fleet(config: &Config) -> Report {
         Ok(view) => view,
         Err(e) => {
             report.stopped = Some(format!("the catalog's map could not be read, so no shard was checked: {e}"));
-            report.findings = findings.into_list();
+            report.set_findings(findings);
             return report;
         }
     };
@@ -123,7 +133,7 @@ pub async fn check_fleet(config: &Config) -> Report {
         report.stopped = Some(format!("the index definitions could not be read: {e}"));
     }
     report.complete = report.stopped.is_none() && !findings.incomplete();
-    report.findings = findings.into_list();
+    report.set_findings(findings);
     report.clean = report.complete && report.findings.is_empty();
     report
 }
@@ -189,11 +199,17 @@ fn write_text(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
             report.shards_registered, report.shards_checked
         )?;
     }
-    for finding in &report.findings {
+    for grouped in &report.findings {
         writeln!(out)?;
-        writeln!(out, "{}  {}", finding.kind.as_str(), where_text(&finding.place))?;
-        writeln!(out, "  found: {}", finding.found)?;
-        writeln!(out, "  do:    {}", finding.action)?;
+        write_finding(out, &grouped.finding, "")?;
+        let consequences = grouped.consequences.len();
+        if consequences > 0 {
+            writeln!(out, "  {consequences} consequences of it (deal with the cause first; they may go with it):")?;
+            for consequence in &grouped.consequences {
+                writeln!(out)?;
+                write_finding(out, consequence, "    ")?;
+            }
+        }
     }
     if let Some(stopped) = &report.stopped {
         writeln!(out)?;
@@ -202,8 +218,23 @@ fn write_text(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
     writeln!(out)?;
     match report.exit_status() {
         CLEAN => writeln!(out, "clean: no inconsistency found"),
-        FOUND => writeln!(out, "{} findings", report.findings.len()),
-        _ => writeln!(out, "{} findings; the check is incomplete (see above)", report.findings.len()),
+        FOUND => writeln!(out, "{}", count_text(report)),
+        _ => writeln!(out, "{}; the check is incomplete (see above)", count_text(report)),
+    }
+}
+
+/// One finding as text, each line after `indent`.
+fn write_finding(out: &mut impl Write, finding: &Finding, indent: &str) -> std::io::Result<()> {
+    writeln!(out, "{indent}{}  {}", finding.kind.as_str(), where_text(&finding.place))?;
+    writeln!(out, "{indent}  found: {}", finding.found)?;
+    writeln!(out, "{indent}  do:    {}", finding.action)
+}
+
+/// "3 findings", and the consequences nested under them if any.
+fn count_text(report: &Report) -> String {
+    match report.consequences {
+        0 => format!("{} findings", report.findings.len()),
+        n => format!("{} findings, and {n} consequences nested under them", report.findings.len()),
     }
 }
 

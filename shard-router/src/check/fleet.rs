@@ -9,6 +9,7 @@ use std::time::Duration;
 use secrecy::ExposeSecret;
 
 use crate::catalog::{Catalog, ShardRow};
+use crate::check::blobs::check_blobs;
 use crate::check::fences::check_fences;
 use crate::check::identity::{check_marker, shared_databases, sqlite_path};
 use crate::check::rows::check_rows;
@@ -65,7 +66,7 @@ impl Fleet {
         Ok(Self { catalog, catalog_id, rows, shards })
     }
 
-    /// Runs the identity, row and fence checks on every reachable shard. A shard that fails
+    /// Runs the identity, row, blob and fence checks on every reachable shard. A shard that fails
     /// midway is reported as unreachable, and the others are still checked.
     pub async fn check_shards(&self, view: &CatalogView, findings: &mut Findings) {
         let pairs: Vec<(&ShardRow, &ShardUnderCheck)> = self
@@ -79,6 +80,7 @@ impl Fleet {
             let checked = async {
                 check_marker(shard, &self.catalog_id, in_shared, findings).await?;
                 check_rows(shard, view, findings).await?;
+                check_blobs(shard, view, findings).await?;
                 check_fences(shard, view, findings).await
             }
             .await;

@@ -10,6 +10,7 @@
 //! - [`rows`]: where rows sit against where the catalog places them: vshard ownership of
 //!   unpinned tenants' home rows, spread records and index entries; pinned tenants' rows off their
 //!   pin; rows of tenants the catalog does not know; rows older than their tenant's incarnation;
+//! - [`blobs`]: live blobs whose chunk rows are missing or of the wrong length;
 //! - [`fences`]: fences left on a shard that no running job holds, and a write fence ahead of
 //!   the catalog's epoch;
 //! - [`fleet`]: opening the catalog and every registered shard without changing them, and running
@@ -29,6 +30,7 @@
 //! table (fences), and its rows are streamed, so a large shard costs time, not memory; the
 //! findings themselves are capped per kind and shard ([`Findings`]).
 
+pub mod blobs;
 pub mod fences;
 pub mod fleet;
 pub mod identity;
@@ -77,6 +79,8 @@ pub enum Kind {
     WriteFenceAhead,
     /// An index entry whose record does not exist, is deleted, or no longer holds its value.
     IndexEntryWithoutRecord,
+    /// A live blob whose chunk rows are missing or of the wrong length: it cannot be served.
+    BlobDamaged,
     /// More findings of one kind on one shard than are listed.
     MoreFindings,
 }
@@ -99,9 +103,67 @@ impl Kind {
             Kind::FenceOnOwner => "fence_on_owner",
             Kind::WriteFenceAhead => "write_fence_ahead",
             Kind::IndexEntryWithoutRecord => "index_entry_without_record",
+            Kind::BlobDamaged => "blob_damaged",
             Kind::MoreFindings => "more_findings",
         }
     }
+}
+
+impl Kind {
+    /// Whether a finding of this kind says that the database on its shard is not the one the
+    /// catalog registers there (another shard's, another catalog's, or one database registered
+    /// twice): every other finding on that shard follows from it ([`group`]).
+    pub fn is_wrong_database(self) -> bool {
+        matches!(self, Kind::IdentityOtherShard | Kind::IdentityOtherCatalog | Kind::IdentitySharedDatabase)
+    }
+}
+
+/// A finding with the findings that follow from it nested under it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grouped {
+    /// The finding (the cause, when it has consequences).
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// The findings it causes, in the order found; deal with the cause first, and they may go
+    /// with it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub consequences: Vec<Finding>,
+}
+
+/// Nests the consequences of a wrong database under their cause. The rule: a finding of a
+/// kind that [`Kind::is_wrong_database`] (`identity_other_shard`, `identity_other_catalog`,
+/// `identity_shared_database`) is the cause of every other finding placed on its shard, except
+/// `shard_unreachable` and the other identity findings: what lies in a database that is not the
+/// shard's says nothing about the shard until the right database is in place. Nothing else is
+/// nested, and the order of the causes and the other findings is kept.
+pub fn group(findings: Vec<Finding>) -> Vec<Grouped> {
+    let causes: Vec<Option<String>> =
+        findings.iter().filter(|f| f.kind.is_wrong_database()).map(|f| f.place.shard.clone()).collect();
+    let follows = |f: &Finding| {
+        !f.kind.is_wrong_database()
+            && !matches!(
+                f.kind,
+                Kind::ShardUnreachable
+                    | Kind::IdentityMissing
+                    | Kind::IdentityOtherCatalog
+                    | Kind::IdentityOtherShard
+                    | Kind::IdentitySharedDatabase
+            )
+            && f.place.shard.is_some()
+            && causes.contains(&f.place.shard)
+    };
+    let (consequences, standing): (Vec<Finding>, Vec<Finding>) = findings.into_iter().partition(|f| follows(f));
+    let mut grouped: Vec<Grouped> =
+        standing.into_iter().map(|finding| Grouped { finding, consequences: Vec::new() }).collect();
+    for consequence in consequences {
+        if let Some(cause) = grouped
+            .iter_mut()
+            .find(|g| g.finding.kind.is_wrong_database() && g.finding.place.shard == consequence.place.shard)
+        {
+            cause.consequences.push(consequence);
+        }
+    }
+    grouped
 }
 
 /// Where a finding is: whichever of these apply.
