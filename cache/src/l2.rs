@@ -111,6 +111,8 @@ pub struct L2 {
     /// How many times Redis answered again after not answering: the number of the current
     /// outage, or of the last one.
     recoveries: AtomicU64,
+    /// Probes completed (whatever their outcome), so start-up can wait for the first.
+    probes: tokio::sync::watch::Sender<u64>,
     client: redis::Client,
     connection: ArcSwapOption<ConnectionManager>,
     healthy: AtomicBool,
@@ -137,6 +139,7 @@ impl L2 {
         Ok(Arc::new(Self {
             uses,
             recoveries: AtomicU64::new(0),
+            probes: tokio::sync::watch::Sender::new(0),
             client,
             connection: ArcSwapOption::empty(),
             healthy: AtomicBool::new(false),
@@ -161,6 +164,13 @@ impl L2 {
     /// How many times Redis answered again after an outage: it changes when an outage ends.
     pub fn recoveries(&self) -> u64 {
         self.recoveries.load(Ordering::Acquire)
+    }
+
+    /// Waits (at most `within`) until a first probe has ended, well or not: then
+    /// [`L2::last_error`] says why Redis cannot be reached, if it cannot.
+    pub async fn first_probe(&self, within: Duration) {
+        let mut probes = self.probes.subscribe();
+        let _ = tokio::time::timeout(within, probes.wait_for(|count| *count > 0)).await;
     }
 
     /// Whether Redis answered the last operation or probe.
@@ -302,6 +312,7 @@ impl L2 {
         } else if !alive && was {
             tracing::warn!("{}", self.uses.unreachable());
         }
+        self.probes.send_modify(|count| *count += 1);
     }
 }
 

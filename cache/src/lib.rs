@@ -436,6 +436,15 @@ impl RecordCache {
         Ok(())
     }
 
+    /// Waits (at most `within`) for the first connection attempt to Redis to end, so that the
+    /// first `/readyz` already says why the cache is degraded (a refused certificate, a refused
+    /// connection), as its log line does. Returns at once without Redis.
+    pub async fn first_probe(&self, within: Duration) {
+        if let Some(l2) = &self.l2 {
+            l2.first_probe(within).await;
+        }
+    }
+
     /// The generation in use.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)

@@ -338,6 +338,10 @@ async fn follow_catalog(app: std::sync::Weak<App>) {
 /// How long the start-up waits for the first fetch of the issuers' key sets.
 pub(crate) const FIRST_KEY_SETS_WAIT: Duration = Duration::from_secs(10);
 
+/// How long start-up waits for the cache's first connection attempt to Redis (which gives up
+/// after 2 s, then pings): a Redis that does not answer by then does not stop the start-up.
+const FIRST_REDIS_PROBE_WAIT: Duration = Duration::from_secs(3);
+
 /// The token verifier of `auth` (the embedded issuer, with its secret in `data_dir`, when no
 /// issuer is configured) and the key sets it fetches. An issuer's keys fetched from its identity
 /// provider are fetched in the background; starting with them saves the first requests a wait.
@@ -458,6 +462,8 @@ impl Application {
         let (parts, indexes, chunks, valet_audit, connections, bulkheads, fan_outs, transfers, tls_reloads) =
             registered;
         let (cache, gate) = parts?;
+        // The first /readyz then says why Redis cannot be reached, if it cannot.
+        cache.first_probe(FIRST_REDIS_PROBE_WAIT).await;
         let connections = connections?;
         let tls = acceptor(config.tls.as_ref(), Listener::Api, &tls_reloads)?;
         let valet_tls = match config.valet.listen {

@@ -625,3 +625,24 @@ async fn a_redis_outage_moves_the_cache_generation_on_once_not_per_write() {
     }
     catalog.close().await;
 }
+
+/// A `rediss://` server whose certificate the configured CA does not sign: the very first
+/// `/readyz` after start-up already says why the cache is degraded (the start waits for the
+/// first connection attempt, bounded), not only a later one.
+#[tokio::test]
+async fn the_first_readyz_names_a_refused_redis_certificate() {
+    let ca = shardgate_tests::TestCa::new("redis CA");
+    let other = shardgate_tests::TestCa::new("another CA");
+    let redis = RedisServer::start_tls(&ca).await;
+    let url = redis.url();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        with_redis(c, &url, "first-probe", false);
+        c.cache.redis_ca_file = Some(other.cert_path.clone());
+    })
+    .await;
+    let body: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    let cache = &body["components"]["cache"];
+    assert_eq!(cache["status"], "degraded", "{body}");
+    let error = cache["error"].as_str().unwrap_or_else(|| panic!("the first /readyz names no error: {body}"));
+    assert!(error.contains("UnknownIssuer"), "{error}");
+}
