@@ -376,6 +376,7 @@ mod tests {
             action: "test",
             target: "tenant:acme".into(),
             request_id: "r".into(),
+            client_request_id: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         let collection = CollectionName::parse("events").unwrap();

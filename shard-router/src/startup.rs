@@ -123,6 +123,7 @@ impl ShardRouter {
                 action: "shard.bootstrap",
                 target: new_rows.iter().map(|r| format!("shard:{}", r.id)).collect::<Vec<_>>().join(" "),
                 request_id: "start-up".to_owned(),
+                client_request_id: None,
             };
             catalog.bootstrap_shards(&new_rows, &owners, &audit).await?;
         }

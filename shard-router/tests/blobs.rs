@@ -554,6 +554,7 @@ async fn deleting_a_tenant_deletes_its_blobs() {
         action,
         target: "tenant:acme".into(),
         request_id: "r".into(),
+        client_request_id: None,
     };
     let topology = Topology::of(&router);
     topology.create_tenant(acme(), "Acme".into(), Tier::Standard, None, None, &audit("tenant.create")).await.unwrap();

@@ -7,8 +7,11 @@
 //!   counter, if given). Probes and `/metrics` ([`is_unthrottled`]) are never counted nor
 //!   shed, so a liveness probe does not fail because the instance is full;
 //! - `Authorization` marked sensitive (never printed by a `Debug` of the headers);
-//! - a request id (kept if the client sent a valid one, else random), on the request and echoed
-//!   on the response as `x-request-id`;
+//! - a request id of the server's own (random, never the client's: any caller could send the id
+//!   of another's request), on the request's extensions ([`RequestIds`]) and on the response as
+//!   `x-request-id`; a valid `x-request-id` the client sent is kept beside it (in [`RequestIds`],
+//!   the span's `client_request_id` and the audit log), and left on the request as it came, so
+//!   the standalone gatekeeper passes the client's own id on to the backend;
 //! - one trace span per request (method, route, request id; tenant, shard and cache are filled
 //!   in by the handlers), and one event when it ends: `request finished` at debug level, or
 //!   `request failed` at error level for a 5xx;
@@ -51,8 +54,29 @@ use crate::wire::probes::is_unthrottled;
 /// The request id header.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The longest request id kept from a client; a longer one is replaced.
+/// The longest request id kept from a client; a longer one is not kept.
 const MAX_REQUEST_ID_BYTES: usize = 128;
+
+/// A request's ids, on its extensions: the server's own, and the client's if it sent a valid one.
+#[derive(Debug, Clone)]
+pub struct RequestIds {
+    /// The server's own id (random): unique, the one the response and the logs name.
+    pub server: HeaderValue,
+    /// The `x-request-id` the client sent, if short and visible ASCII: the client's to choose.
+    pub client: Option<HeaderValue>,
+}
+
+impl RequestIds {
+    /// The server's id and the client's, as text, of the request whose extensions these are
+    /// (empty and none on a request that did not pass the edge).
+    pub fn of(extensions: &axum::http::Extensions) -> (String, Option<String>) {
+        let text = |v: &HeaderValue| v.to_str().unwrap_or_default().to_owned();
+        match extensions.get::<RequestIds>() {
+            Some(ids) => (text(&ids.server), ids.client.as_ref().map(text)),
+            None => (String::new(), None),
+        }
+    }
+}
 
 /// The [`Edge`] of one listener.
 #[derive(Debug, Clone)]
@@ -114,24 +138,23 @@ where
         if let Some(authorization) = headers.get_mut(AUTHORIZATION) {
             authorization.set_sensitive(true);
         }
-        let request_id = match headers.get(&REQUEST_ID) {
-            Some(id) if is_valid_request_id(id) => id.clone(),
-            _ => {
-                let id = random_request_id();
-                headers.insert(REQUEST_ID, id.clone());
-                id
-            }
-        };
+        let client_request_id = headers.get(&REQUEST_ID).filter(|id| is_valid_request_id(id)).cloned();
+        let request_id = random_request_id();
         let route = request.extensions().get::<MatchedPath>().cloned();
         let span = tracing::info_span!(
             "request",
             method = %request.method(),
             route = route.as_ref().map_or("unmatched", MatchedPath::as_str),
             request_id = request_id.to_str().unwrap_or(""),
+            client_request_id = tracing::field::Empty,
             tenant = tracing::field::Empty,
             shard = tracing::field::Empty,
             cache = tracing::field::Empty,
         );
+        if let Some(client) = client_request_id.as_ref().and_then(|id| id.to_str().ok()) {
+            span.record("client_request_id", client);
+        }
+        request.extensions_mut().insert(RequestIds { server: request_id.clone(), client: client_request_id });
         let method = request.method().clone();
         let admitted = if is_unthrottled(request.uri().path()) {
             Ok(None)
@@ -300,11 +323,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn beyond_its_limit_a_request_is_refused_at_once_and_ids_are_echoed() {
+    async fn beyond_its_limit_a_request_is_refused_at_once_and_a_clients_id_is_kept_beside_the_servers() {
         let (release, released) = tokio::sync::watch::channel(false);
         let handler = held_until(released, |request| {
             let sensitive = request.headers()[AUTHORIZATION].is_sensitive();
-            format!("sensitive={sensitive}").into_response()
+            let (server, client) = RequestIds::of(request.extensions());
+            format!("sensitive={sensitive} server={server} client={}", client.unwrap_or_default()).into_response()
         });
         let edge = EdgeLayer::new(1, None);
         let mut held = request();
@@ -318,9 +342,15 @@ mod tests {
         assert_eq!(refused.headers()["retry-after"], "1");
         release.send(true).unwrap();
         let served = first.await.unwrap().unwrap();
-        assert_eq!(served.headers()[REQUEST_ID], "client-id-1");
+        let id = served.headers()[REQUEST_ID].to_str().unwrap().to_owned();
+        assert_ne!(id, "client-id-1", "the response names the server's own id, never the client's");
+        assert!(is_valid_request_id(&served.headers()[REQUEST_ID]));
         let body = axum::body::to_bytes(served.into_body(), 1024).await.unwrap();
-        assert_eq!(&body[..], b"sensitive=true");
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            format!("sensitive=true server={id} client=client-id-1"),
+            "the handler sees the server's id and the client's beside it"
+        );
         assert_eq!(edge.layer(handler).oneshot(request()).await.unwrap().status(), 200, "the place is free again");
     }
 

@@ -191,16 +191,23 @@ impl FromRequestParts<Arc<App>> for Admin {
     }
 }
 
-/// The request's `x-request-id` (always set by the request-id layer before handlers run).
+/// The request's ids as the edge gave them ([`crate::server::edge::RequestIds`]): the server's
+/// own, which the audit log keeps as the request id, and the client's `x-request-id`, kept beside
+/// it (a client may send any id, another request's too).
 #[derive(Debug, Clone)]
-pub struct RequestIdHeader(pub String);
+pub struct RequestIdHeader {
+    /// The server's own id (the response's `x-request-id`).
+    pub id: String,
+    /// The `x-request-id` the client sent, if it sent a valid one.
+    pub client: Option<String>,
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for RequestIdHeader {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        let id = parts.headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
-        Ok(Self(id.to_owned()))
+        let (id, client) = crate::server::edge::RequestIds::of(&parts.extensions);
+        Ok(Self { id, client })
     }
 }
 
@@ -222,7 +229,8 @@ impl Caller {
             tenant: tenant.map(str::to_owned),
             action,
             target,
-            request_id: request.0.clone(),
+            request_id: request.id.clone(),
+            client_request_id: request.client.clone(),
         }
     }
 }

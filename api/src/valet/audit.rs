@@ -273,6 +273,7 @@ mod tests {
             action: "valet.download",
             target: format!("/valet/acme/file-{i}"),
             request_id: format!("req-{i}"),
+            client_request_id: None,
         }
     }
 

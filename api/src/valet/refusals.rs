@@ -95,6 +95,7 @@ fn summary(code: &'static str, window: Window) -> Option<Audit> {
             rfc3339(window.minute * MINUTE_MS)
         ),
         request_id: String::new(),
+        client_request_id: None,
     })
 }
 

@@ -177,7 +177,7 @@ pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, 
 /// Answers a request to `/valet/{tenant}/...`: the download or upload its URL grants, or the
 /// refusal. Either way the outcome is audited (off the request's path); a refusal is counted.
 pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<Response, ApiError> {
-    let id = request_id(request.headers());
+    let (id, client_id) = crate::server::edge::RequestIds::of(request.extensions());
     let target = request.uri().path().to_owned();
     let outcome = match authorize(app, request.method().as_str(), request.uri(), tenant).await {
         Ok((grant, slot)) => {
@@ -198,7 +198,7 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
     };
     match outcome {
         Ok((response, action)) => {
-            record(app, tenant, action, target, &id);
+            record(app, tenant, action, target, id, client_id);
             Ok(response)
         }
         Err(refusal) => {
@@ -211,6 +211,7 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
                     action: "valet.refused",
                     target: format!("{target} {}", refusal.code()),
                     request_id: id,
+                    client_request_id: client_id,
                 },
                 refusal.code(),
             );
@@ -294,18 +295,22 @@ async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, 
 
 /// Records a valet request in the audit log, off the request's path: queued for the batching
 /// writer ([`crate::valet::audit`]), dropped and counted when its queue is full.
-fn record(app: &App, tenant: &str, action: &'static str, target: String, request_id: &str) {
+fn record(
+    app: &App,
+    tenant: &str,
+    action: &'static str,
+    target: String,
+    request_id: String,
+    client_request_id: Option<String>,
+) {
     app.valet_audit.record(Audit {
         actor: "valet".into(),
         tenant: Some(tenant.to_owned()),
         action,
         target,
-        request_id: request_id.to_owned(),
+        request_id,
+        client_request_id,
     });
-}
-
-fn request_id(headers: &HeaderMap) -> String {
-    headers.get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
 }
 
 #[cfg(test)]

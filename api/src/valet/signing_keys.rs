@@ -74,6 +74,7 @@ impl SigningKeys {
             action: "valet.key.rotate",
             target: "valet signing key".into(),
             request_id: request_id.to_owned(),
+            client_request_id: None,
         };
         Ok(self.rotate_key(catalog, &audit).await?.1)
     }

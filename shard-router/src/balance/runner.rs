@@ -298,6 +298,7 @@ impl Balancer {
                     action: "balancer.move",
                     target: claim.clone(),
                     request_id: String::new(),
+                    client_request_id: None,
                 };
                 match self.start(&choice.subject, &choice.to, &audit).await {
                     Ok(job) => {

@@ -89,8 +89,10 @@ pub struct Audit {
     pub action: &'static str,
     /// What it was done to, e.g. `tenant:acme`, `shard:shard-2 read_only`.
     pub target: String,
-    /// The request's `x-request-id`.
+    /// The request's id: the server's own (never one a client chose).
     pub request_id: String,
+    /// The `x-request-id` the client sent, if any: kept beside the server's own.
+    pub client_request_id: Option<String>,
 }
 
 /// One recorded admin action.
@@ -108,8 +110,10 @@ pub struct AuditEntry {
     pub action: String,
     /// The target.
     pub target: String,
-    /// The request id.
+    /// The request id (the server's own).
     pub request_id: String,
+    /// The request id the client sent, if any.
+    pub client_request_id: Option<String>,
 }
 
 /// Which audit entries a listing reads, and in which order ([`Catalog::list_audit`]).
@@ -411,7 +415,8 @@ impl Catalog {
     async fn begin_audited(&self, audit: &Audit) -> Result<Transaction<'static, Any>, Error> {
         let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
         sqlx::query(
-            "INSERT INTO audit_log (at, actor, tenant, action, target, request_id) VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(crate::clock::now_ms())
         .bind(&audit.actor)
@@ -419,6 +424,7 @@ impl Catalog {
         .bind(audit.action)
         .bind(&audit.target)
         .bind(&audit.request_id)
+        .bind(audit.client_request_id.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(catalog_err)?;
@@ -438,7 +444,7 @@ impl Catalog {
         let after = after.unwrap_or(if filter.newest_first { i64::MAX } else { 0 });
         self.guarded(async {
             let rows = sqlx::query(&format!(
-                "SELECT id, at, actor, tenant, action, target, request_id FROM audit_log \
+                "SELECT id, at, actor, tenant, action, target, request_id, client_request_id FROM audit_log \
              WHERE {beyond} \
              AND ($2 IS NULL OR action = $2 OR ($3 AND substr(action, 1, length(CAST($2 AS TEXT))) = $2)) \
              AND ($4 IS NULL OR actor = $4) \
@@ -462,6 +468,7 @@ impl Catalog {
                         action: column(row, 4)?,
                         target: column(row, 5)?,
                         request_id: column(row, 6)?,
+                        client_request_id: column(row, 7)?,
                     })
                 })
                 .collect()

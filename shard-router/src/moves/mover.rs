@@ -905,8 +905,14 @@ impl Run<'_> {
                 format!("{} shard:{to}", range_name(tenant, range)),
             ),
         };
-        let audit =
-            Audit { actor: "system".to_owned(), tenant, action, target, request_id: format!("job-{}", self.id) };
+        let audit = Audit {
+            actor: "system".to_owned(),
+            tenant,
+            action,
+            target,
+            request_id: format!("job-{}", self.id),
+            client_request_id: None,
+        };
         let progress = self.encoded()?;
         let epoch =
             self.router().catalog().switch_placement(placement, &self.id, &self.mover.owner, &progress, &audit).await?;

@@ -559,6 +559,7 @@ impl Rebalancer {
             action: "rebalance.step",
             target: step_name(step),
             request_id: format!("job-{parent}"),
+            client_request_id: None,
         };
         let started = match (step.vshards.as_slice(), &step.tenant) {
             ([], Some(tenant)) if step.range.is_some() => {
@@ -615,6 +616,7 @@ impl Rebalancer {
             action: "job.cancel",
             target: format!("steps of job:{parent}"),
             request_id: format!("job-{parent}"),
+            client_request_id: None,
         };
         for step in &mut progress.steps {
             match (step.state, &step.job) {

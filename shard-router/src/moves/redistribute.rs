@@ -527,6 +527,7 @@ impl PhasedJob for Run<'_> {
             action: "collection.redistribute.switch",
             target: format!("collection:{collection} distribution:{}", row.distribution.as_str()),
             request_id: format!("job-{}", self.handle.id),
+            client_request_id: None,
         };
         let progress = encoded(&self.progress)?;
         let catalog = self.router().catalog();

@@ -8,6 +8,7 @@ use shardgate_tests::{Backend, TestApp, expect_json, expect_problem};
 
 shardgate_tests::conformance!(admin_actions_are_audited_with_actor_target_and_request_id);
 shardgate_tests::on_both_engines!(the_audit_log_reads_newest_first_filtered_by_action_and_actor);
+shardgate_tests::conformance!(a_clients_request_id_is_kept_beside_the_servers_own_never_instead_of_it);
 
 async fn audit_page(app: &TestApp, query: &str) -> Value {
     expect_json(app.admin(Method::GET, &format!("/v1/admin/audit?{query}"), None).await, StatusCode::OK).await
@@ -191,4 +192,42 @@ async fn the_audit_log_reads_newest_first_filtered_by_action_and_actor(backend: 
         let problem = expect_problem(response, StatusCode::BAD_REQUEST, "invalid_query").await;
         assert!(problem["detail"].as_str().unwrap().contains(expects), "{query}: {problem}");
     }
+}
+
+/// A client's `x-request-id` is the client's to choose, so any caller could send the id of another
+/// caller's request: the audit log keeps the server's own id (unique, the one the response gives)
+/// as the entry's request id, and the client's beside it.
+async fn a_clients_request_id_is_kept_beside_the_servers_own_never_instead_of_it(app: TestApp) {
+    let token = app.admin_token();
+    let borrowed = "the-id-of-someone-elses-request";
+    let mut ids = Vec::new();
+    for tenant in ["first", "second"] {
+        let body = json!({"id": tenant});
+        let response = app
+            .send(Method::POST, "/v1/admin/tenants", Some(&token), Some(&body), &[("x-request-id", borrowed)])
+            .await;
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert_ne!(id, borrowed, "the response names the server's own request id, not the one the client sent");
+        ids.push(id);
+    }
+    assert_ne!(ids[0], ids[1], "two requests that sent one id still have ids of their own");
+    let page = audit_page(&app, "action=tenant.create&order=newest&limit=2").await;
+    let mut entries: Vec<(String, Value)> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["request_id"].as_str().unwrap().to_owned(), e["client_request_id"].clone()))
+        .collect();
+    entries.reverse();
+    assert_eq!(
+        entries,
+        vec![(ids[0].clone(), json!(borrowed)), (ids[1].clone(), json!(borrowed))],
+        "each entry has the server's id as its request id and the client's beside it"
+    );
+    // Without a client id, there is none beside the server's.
+    let response = app.admin(Method::POST, "/v1/admin/tenants", Some(&json!({"id": "third"}))).await;
+    assert_eq!(response.status(), StatusCode::CREATED);
+    let page = audit_page(&app, "action=tenant.create&order=newest&limit=1").await;
+    assert_eq!(page["items"][0]["client_request_id"], Value::Null);
 }

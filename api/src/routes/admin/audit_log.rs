@@ -28,8 +28,11 @@ pub struct AuditRecord {
     pub action: String,
     /// What it was done to, e.g. `tenant:acme` or `shard:shard-2 read_only`.
     pub target: String,
-    /// The `x-request-id` of the request that did it.
+    /// The id of the request that did it: the server's own, as its response's `x-request-id` gave it.
     pub request_id: String,
+    /// The `x-request-id` the client sent with that request, if any: the client's to choose (it
+    /// may name another request), so it is kept beside the server's id, never instead of it.
+    pub client_request_id: Option<String>,
 }
 
 /// The order of an audit listing.
@@ -136,6 +139,7 @@ pub async fn list_audit(
             action: e.action,
             target: e.target,
             request_id: e.request_id,
+            client_request_id: e.client_request_id,
         },
     );
     Ok(axum::Json(page))
