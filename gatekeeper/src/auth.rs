@@ -262,9 +262,9 @@ impl Authenticator {
 
     /// Verifies a compact JWT. A token of an issuer whose keys are fetched, that the set in use
     /// cannot verify for want of its key (an unknown `kid`, or no usable set), makes the set be
-    /// fetched again (at most once per the issuer's `jwks_unknown_kid_refetch_secs`; a fetch
-    /// already under way is waited for, within the fetch deadline) and is verified against the
-    /// new set.
+    /// fetched again (at most once per the issuer's `jwks_unknown_kid_refetch_secs`; when one is
+    /// due, a fetch already under way is waited for, within the fetch deadline) and is verified
+    /// against the new set. A token that is not due a fetch is refused at once.
     pub async fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
         let outcome = self.verify_now(token);
         if let Err(AuthError::UnknownKey | AuthError::KeySetUnavailable | AuthError::KeySetExpired) = &outcome
@@ -408,6 +408,25 @@ impl FetchedKeySets {
     /// Each set's state, in the order the issuers are configured.
     pub fn statuses(&self) -> Vec<KeySetStatus> {
         self.0.iter().map(|set| set.status()).collect()
+    }
+
+    /// Fetches every set now, all at once (see `RemoteKeySet::fetch_now`), and answers each
+    /// one's outcome with its state after the fetch, in the order the issuers are configured.
+    pub async fn fetch_all_now(&self) -> Vec<(KeySetStatus, Result<(), String>)> {
+        let fetches: Vec<_> = self
+            .0
+            .iter()
+            .map(|set| {
+                let set = set.clone();
+                tokio::spawn(async move { set.fetch_now().await })
+            })
+            .collect();
+        let mut outcomes = Vec::with_capacity(fetches.len());
+        for (set, fetch) in self.0.iter().zip(fetches) {
+            let outcome = fetch.await.unwrap_or_else(|_| Err("the fetch ended without an answer".to_owned()));
+            outcomes.push((set.status(), outcome));
+        }
+        outcomes
     }
 }
 

@@ -13,8 +13,14 @@
 //!   first set arrives they are refused too ([`KeysNow::Unavailable`]).
 //! - One fetch at a time (single flight), and a token with an unknown `kid` starts one at most
 //!   once per `jwks_unknown_kid_refetch_secs`: a flood of forged `kid`s costs the provider at most
-//!   one request per interval, whatever its size. A request that arrives while a fetch is under
-//!   way waits for that fetch (bounded by the fetch deadline) and uses its result.
+//!   one request per interval, whatever its size. A token whose unknown `kid` is due a fetch
+//!   waits for it (and for a fetch already under way first, using its result), bounded by the
+//!   fetch deadline; a token that is not due one (a fetch for an unknown `kid` was started within
+//!   the interval) is answered at once with what the set in use says, never kept waiting for a
+//!   slow provider.
+//! - An operator may fetch every set at once ([`RemoteKeySet::fetch_now`], the admin API's
+//!   `POST /v1/admin/key-sets/refresh`): a key removed from the provider's set (a compromised
+//!   key) stops working as soon as that fetch takes the new set, not at the next scheduled one.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,22 +198,41 @@ impl RemoteKeySet {
     /// way is waited for, not repeated. Bounded by the fetch deadline.
     pub(crate) async fn refetch_for_unknown_kid(&self) -> bool {
         let seen = *self.completed.borrow();
+        {
+            // Not due: answered at once, not after a fetch under way (a slow provider would hold
+            // every such token for its deadline).
+            let mut last = self.last_unknown_kid_fetch.lock();
+            if last.is_some_and(|at| at.elapsed() < self.schedule.unknown_kid_interval) {
+                return false;
+            }
+            *last = Some(Instant::now());
+        }
         let refetch = async {
             let _one_at_a_time = self.fetch_lock.lock().await;
             if *self.completed.borrow() != seen {
                 return true;
             }
-            {
-                let mut last = self.last_unknown_kid_fetch.lock();
-                if last.is_some_and(|at| at.elapsed() < self.schedule.unknown_kid_interval) {
-                    return false;
-                }
-                *last = Some(Instant::now());
-            }
             self.fetch_locked().await.is_ok()
         };
         let bound = self.schedule.fetch_timeout + Duration::from_secs(1);
         tokio::time::timeout(bound, refetch).await.unwrap_or(false)
+    }
+
+    /// Fetches the set now, whatever the schedule and the unknown-`kid` interval (after a fetch
+    /// already under way, which it does not count as its own), bounded by the fetch deadline:
+    /// `Ok` once the new set is in use, or why it was not taken (the last good set stays).
+    pub(crate) async fn fetch_now(&self) -> Result<(), String> {
+        let fetch = async {
+            let _one_at_a_time = self.fetch_lock.lock().await;
+            self.fetch_locked()
+                .await
+                .map(|_| ())
+                .map_err(|()| self.last_error.lock().clone().unwrap_or_else(|| "the key set was not taken".to_owned()))
+        };
+        let bound = self.schedule.fetch_timeout * 2 + Duration::from_secs(1);
+        tokio::time::timeout(bound, fetch)
+            .await
+            .unwrap_or_else(|_| Err(format!("no key set within {} s", bound.as_secs())))
     }
 
     /// What `/readyz` and the metrics report.

@@ -1,7 +1,8 @@
 //! [`KeyServer`]: an identity provider's key-set endpoint that a test runs on loopback (plain
 //! HTTP, or HTTPS with a [`crate::TestCa`] certificate): it serves a JWKS the test changes, an
-//! OpenID Connect discovery document if the test sets one, counts the requests of each path, and
-//! can be stopped and started again on the same port, as a provider that goes down and returns.
+//! OpenID Connect discovery document if the test sets one, counts the requests of each path,
+//! can be stopped and started again on the same port, as a provider that goes down and returns,
+//! and can stall: take requests and answer none until it is told to go on.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -37,6 +38,8 @@ pub struct KeyServer {
     served: Arc<Mutex<Served>>,
     tls: Option<TlsAcceptor>,
     task: Option<JoinHandle<()>>,
+    /// While `true`, requests are read and counted but not answered.
+    stalled: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl KeyServer {
@@ -65,8 +68,9 @@ impl KeyServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
         let addr = listener.local_addr().expect("its address");
         let served = Arc::new(Mutex::new(Served { jwks: jwks.to_string(), ..Served::default() }));
-        let task = Some(tokio::spawn(serve(listener, served.clone(), tls.clone())));
-        Self { addr, served, tls, task }
+        let stalled = Arc::new(tokio::sync::watch::Sender::new(false));
+        let task = Some(tokio::spawn(serve(listener, served.clone(), tls.clone(), stalled.clone())));
+        Self { addr, served, tls, task, stalled }
     }
 
     /// `http://127.0.0.1:<port>` (or `https://`).
@@ -100,6 +104,17 @@ impl KeyServer {
         self.served.lock().unwrap().requests.get(path).copied().unwrap_or_default()
     }
 
+    /// From now on, reads and counts requests but answers none (a provider that hangs), until
+    /// [`KeyServer::go_on`]; requests held meanwhile are answered then.
+    pub fn stall(&self) {
+        self.stalled.send_replace(true);
+    }
+
+    /// Answers again, the requests it held first.
+    pub fn go_on(&self) {
+        self.stalled.send_replace(false);
+    }
+
     /// Every request so far, whatever its path.
     pub fn all_requests(&self) -> usize {
         self.served.lock().unwrap().requests.values().sum()
@@ -123,7 +138,7 @@ impl KeyServer {
         })
         .await
         .expect("the port is free again");
-        self.task = Some(tokio::spawn(serve(listener, self.served.clone(), self.tls.clone())));
+        self.task = Some(tokio::spawn(serve(listener, self.served.clone(), self.tls.clone(), self.stalled.clone())));
     }
 }
 
@@ -141,26 +156,37 @@ impl Drop for KeyServer {
     }
 }
 
-async fn serve(listener: TcpListener, served: Arc<Mutex<Served>>, tls: Option<TlsAcceptor>) {
+async fn serve(
+    listener: TcpListener,
+    served: Arc<Mutex<Served>>,
+    tls: Option<TlsAcceptor>,
+    stalled: Arc<tokio::sync::watch::Sender<bool>>,
+) {
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
         let served = served.clone();
         let tls = tls.clone();
+        let go_on = stalled.subscribe();
         tokio::spawn(async move {
             match tls {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        answer(stream, &served).await;
+                        answer(stream, &served, go_on).await;
                     }
                 }
-                None => answer(stream, &served).await,
+                None => answer(stream, &served, go_on).await,
             }
         });
     }
 }
 
-/// Reads one request head and answers it; the connection closes after.
-async fn answer(mut stream: impl AsyncRead + AsyncWrite + Unpin, served: &Mutex<Served>) {
+/// Reads one request head and answers it (once the server is not stalled); the connection
+/// closes after.
+async fn answer(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    served: &Mutex<Served>,
+    mut go_on: tokio::sync::watch::Receiver<bool>,
+) {
     let mut head = Vec::new();
     let mut buffer = [0u8; 1024];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
@@ -171,9 +197,11 @@ async fn answer(mut stream: impl AsyncRead + AsyncWrite + Unpin, served: &Mutex<
     }
     let head = String::from_utf8_lossy(&head);
     let path = head.split(' ').nth(1).unwrap_or_default().to_owned();
+    // Counted as it arrives, so a test sees a request that a stalled server holds.
+    *served.lock().unwrap().requests.entry(path.clone()).or_default() += 1;
+    let _ = go_on.wait_for(|stalled| !*stalled).await;
     let (status, body, cache_control) = {
-        let mut served = served.lock().unwrap();
-        *served.requests.entry(path.clone()).or_default() += 1;
+        let served = served.lock().unwrap();
         match path.as_str() {
             JWKS_PATH => ("200 OK", served.jwks.clone(), served.cache_control.clone()),
             DISCOVERY_PATH => match &served.discovery {

@@ -18,6 +18,7 @@
 //! | `/v1/tenants/{tenant}/valet-keys[/{id}]` | `valet_keys.rs` |
 //! | `/valet/{tenant}/{path}` (no token: the signature is the credential) | `valet.rs` |
 //! | `/v1/admin/valet/signing-keys[/rotate \| /{id}]` | `admin/signing_keys.rs` |
+//! | `/v1/admin/key-sets/refresh` | `admin/key_sets.rs` |
 //! | `/healthz`, `/readyz`, `/metrics` | `ops.rs` |
 //! | `/console` (the operator's page; its files are in `api/console/`) | `console.rs` |
 //!

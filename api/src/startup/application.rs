@@ -123,6 +123,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::signing_keys::list_signing_keys))
         .routes(routes!(admin::signing_keys::rotate_signing_key))
         .routes(routes!(admin::signing_keys::retire_signing_key))
+        .routes(routes!(admin::key_sets::refresh_key_sets))
 }
 
 /// Probes, metrics.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm};
+use shardgate_gatekeeper::{IssuerConfig, KeyAlgorithm, Scope};
 use shardgate_tests::key_server::{DISCOVERY_PATH, JWKS_PATH};
 use shardgate_tests::{
     Backend, KeyServer, TestApp, TestCa, eventually, expect_any_problem, issuer_named, metric, records_path,
@@ -357,4 +357,86 @@ async fn a_refused_or_oversized_set_leaves_the_last_good_one_in_use() {
         let line = format!(r#"shardgate_key_set_fetches_total{{issuer="{IDP}",outcome="{outcome}"}} "#);
         assert!(text.lines().any(|l| l.starts_with(&line) && !l.ends_with(" 0")), "{line} in:\n{text}");
     }
+}
+
+#[tokio::test]
+async fn a_token_not_due_a_fetch_is_refused_at_once_while_the_provider_hangs() {
+    let server = KeyServer::start(&old_set()).await;
+    let app = app_trusting(fetched_issuer(&server, |issuer| {
+        issuer.jwks_unknown_kid_refetch_secs = 3600;
+        // A hung provider holds a fetch this long: far beyond the bound the test gives a refusal.
+        issuer.jwks_fetch_timeout_secs = 60;
+    }))
+    .await;
+    assert_eq!(list_as(&app, &old_token(IDP)).await, accepted());
+    assert_eq!(server.requests(JWKS_PATH), 1, "one fetch at start-up");
+
+    // The provider hangs; a token with a new kid is due a fetch and waits for it.
+    server.stall();
+    let waiting = {
+        let (client, url, token) = (app.client.clone(), app.url(&records_path("acme", "docs")), new_token(IDP));
+        tokio::spawn(async move { client.get(url).bearer_auth(token).send().await.unwrap().status() })
+    };
+    let under_way = eventually(Duration::from_secs(10), async || (server.requests(JWKS_PATH) == 2).then_some(())).await;
+    assert!(under_way.is_some(), "the due fetch reached the provider");
+
+    // Another unknown kid within the interval is due no fetch: it is answered while the provider
+    // still hangs (the fetch under way could hold it for a minute), without asking again.
+    let forged = token_with(IDP, "forged", "rs256-other-private.pem", Header::default());
+    let answered = tokio::time::timeout(Duration::from_secs(20), list_as(&app, &forged)).await;
+    assert_eq!(answered.ok(), Some(refused("invalid_token")), "a token not due a fetch waited for the hung one");
+    assert_eq!(server.requests(JWKS_PATH), 2, "no second fetch");
+
+    // The provider answers again, with the new key: the waiting token gets it.
+    server.set_jwks(&new_set());
+    server.go_on();
+    let status = tokio::time::timeout(Duration::from_secs(20), waiting).await.expect("answered").unwrap();
+    assert_eq!(status, StatusCode::OK, "the token that was due the fetch is verified with its result");
+}
+
+#[tokio::test]
+async fn an_operator_refresh_stops_a_removed_key_at_once() {
+    let server = KeyServer::start(&old_set()).await;
+    let app = app_trusting(fetched_issuer(&server, |issuer| {
+        // Neither the schedule nor an unknown kid fetches again within the test.
+        issuer.jwks_refresh_min_secs = 3600;
+        issuer.jwks_unknown_kid_refetch_secs = 3600;
+    }))
+    .await;
+    assert_eq!(list_as(&app, &old_token(IDP)).await, accepted());
+
+    // The provider drops the compromised key; the set in use still has it.
+    server.set_jwks(&new_set());
+    assert_eq!(list_as(&app, &old_token(IDP)).await, accepted(), "the removed key works until a fetch");
+    let before = server.requests(JWKS_PATH);
+
+    // Without an admin token: refused.
+    let token = app.token("acme", &[Scope::Read, Scope::Write]);
+    let response = app.client.post(app.url("/v1/admin/key-sets/refresh")).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert_eq!(server.requests(JWKS_PATH), before, "a refused call fetches nothing");
+
+    let response = app.admin(reqwest::Method::POST, "/v1/admin/key-sets/refresh", None).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    let sets = body["key_sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 1, "{body}");
+    assert_eq!(sets[0]["issuer"], IDP);
+    assert_eq!(sets[0]["refreshed"], true, "{body}");
+    assert_eq!(server.requests(JWKS_PATH), before + 1, "fetched at once");
+    assert_eq!(list_as(&app, &old_token(IDP)).await, refused("invalid_token"), "the removed key stops at once");
+    assert_eq!(list_as(&app, &new_token(IDP)).await, accepted());
+
+    // A refresh while the provider is down says so and keeps the last good set.
+    let mut server = server;
+    server.stop().await;
+    let body: Value = app.admin(reqwest::Method::POST, "/v1/admin/key-sets/refresh", None).await.json().await.unwrap();
+    assert_eq!(body["key_sets"][0]["refreshed"], false, "{body}");
+    assert!(body["key_sets"][0]["error"].as_str().is_some_and(|e| !e.is_empty()), "{body}");
+    assert_eq!(list_as(&app, &new_token(IDP)).await, accepted(), "the last good set stays in use");
+
+    // Both refreshes are in the audit log.
+    let audit: Value =
+        app.admin(reqwest::Method::GET, "/v1/admin/audit?action=key_sets.refresh", None).await.json().await.unwrap();
+    assert_eq!(audit["items"].as_array().unwrap().len(), 2, "{audit}");
 }

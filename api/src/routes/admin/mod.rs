@@ -6,6 +6,7 @@ pub mod collections;
 pub mod holdings;
 pub mod index_audits;
 pub mod jobs;
+pub mod key_sets;
 pub mod load;
 pub mod moves;
 pub mod rebalance;
