@@ -203,9 +203,8 @@ async fn a_clients_request_id_is_kept_beside_the_servers_own_never_instead_of_it
     let mut ids = Vec::new();
     for tenant in ["first", "second"] {
         let body = json!({"id": tenant});
-        let response = app
-            .send(Method::POST, "/v1/admin/tenants", Some(&token), Some(&body), &[("x-request-id", borrowed)])
-            .await;
+        let response =
+            app.send(Method::POST, "/v1/admin/tenants", Some(&token), Some(&body), &[("x-request-id", borrowed)]).await;
         assert_eq!(response.status(), StatusCode::CREATED);
         let id = response.headers()["x-request-id"].to_str().unwrap().to_owned();
         assert_ne!(id, borrowed, "the response names the server's own request id, not the one the client sent");
