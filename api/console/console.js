@@ -100,6 +100,24 @@ function table(id, headers, rows, caption) {
   return el("table", { id }, caption ? el("caption", { class: "muted", text: caption }) : null, el("thead", {}, el("tr", {}, headers.map(th))), el("tbody", {}, rows));
 }
 
+// A list of numbers in a text (a vshard move's target: "342, 343, 344, 400") said as runs
+// ("342–344, 400").
+function numberRuns(text) {
+  if (typeof text !== "string") return text;
+  return text.replace(/(?<![\w.-])\d+(?:, \d+)+(?![\w-])/g, (list) => {
+    const numbers = list.split(", ").map(Number);
+    const parts = [];
+    let start = 0;
+    for (let i = 0; i < numbers.length; i++) {
+      if (i + 1 === numbers.length || numbers[i + 1] !== numbers[i] + 1) {
+        parts.push(start === i ? `${numbers[i]}` : `${numbers[start]}–${numbers[i]}`);
+        start = i + 1;
+      }
+    }
+    return parts.join(", ");
+  });
+}
+
 function problemBox(problem) {
   return el("p", { class: "problem", role: "alert", text: `${problem.detail} (${problem.code})` });
 }
@@ -252,7 +270,19 @@ function route() {
   }
   const root = $("view");
   root.replaceChildren();
-  const instance = { name: view, args: rest.map(decodeURIComponent) };
+  let args;
+  try {
+    args = rest.map(decodeURIComponent);
+  } catch {
+    // A hand-typed or truncated address (`%E0%A4%A` is no UTF-8): say so instead of a blank page.
+    currentView = { name: view, args: [] };
+    root.append(
+      el("h1", { text: "Unreadable address" }),
+      problemBox({ detail: `The address ${location.hash} is not valid percent-encoded UTF-8.`, code: "malformed_address" }),
+    );
+    return;
+  }
+  const instance = { name: view, args };
   currentView = instance;
   views[view](root, instance);
 }
@@ -991,7 +1021,7 @@ function jobTable(jobs, seen, outcome, reload) {
         { dataset: { job: job.id, state: job.state, phase: p.phase || "" } },
         el("td", { class: "mono", text: job.id.slice(0, 8), title: job.id }),
         el("td", { text: job.kind }),
-        el("td", { text: job.target }),
+        el("td", { text: numberRuns(job.target) }),
         el(
           "td",
           {},
@@ -1003,7 +1033,7 @@ function jobTable(jobs, seen, outcome, reload) {
           {},
           share.fraction === null ? null : progressBar(share.fraction),
           el("span", { class: "muted", text: `${share.text}${eta ? ` · about ${eta} left` : ""}` }),
-          job.error ? el("div", { class: "problem", text: job.error }) : null,
+          job.error ? el("div", { class: "problem", text: numberRuns(job.error) }) : null,
         ),
         el("td", { text: running && rate ? `${bytes(rate)}/s` : "–" }),
         el("td", { text: when(job.created_at) }),
@@ -1020,7 +1050,7 @@ function jobTable(jobs, seen, outcome, reload) {
 async function cancelJob(job, outcome, reload) {
   const sure = await confirmAction(
     `Cancel job ${job.id.slice(0, 8)}?`,
-    `${job.kind} of ${job.target}: a move that has not switched yet rolls back and leaves everything where it was; one past its switch finishes.`,
+    `${job.kind} of ${numberRuns(job.target)}: a move that has not switched yet rolls back and leaves everything where it was; one past its switch finishes.`,
     "Cancel the job",
   );
   if (!sure) return;
@@ -1252,7 +1282,7 @@ function auditTable(rows) {
         el("td", { text: when(r.at) }),
         el("td", { text: r.actor }),
         el("td", { class: "mono", text: r.action }),
-        el("td", { text: r.target }),
+        el("td", { text: numberRuns(r.target) }),
         el("td", { text: r.tenant ?? "–" }),
         el("td", { class: "mono muted", text: r.request_id }),
       ),

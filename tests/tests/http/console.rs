@@ -290,6 +290,67 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
     assert_eq!(browser.execute("return sessionStorage.length;", json!([])).await, 0, "the expired token is forgotten");
 }
 
+/// An address the page cannot decode shows the view's error (not a blank page), and the jobs
+/// page names a vshard move's vshards as ranges (`0–63`), not one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_address_shows_an_error_and_vshard_moves_show_ranges() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let browser = Browser::start().await;
+    let page = app.url("/console");
+    browser.goto(&page).await;
+    sign_in(&browser, &app.admin_token()).await;
+    browser.wait_for("article[data-shard]", WAIT).await;
+
+    // `%E0%A4%A` is no UTF-8: decoding it throws.
+    browser.goto(&format!("{page}#/tenants/%E0%A4%A")).await;
+    let shown = browser
+        .wait_until(
+            "the view's error",
+            "const p = document.querySelector('#view .problem'); return p && p.innerText;",
+            WAIT,
+        )
+        .await;
+    assert!(shown.as_str().unwrap().contains("%E0%A4%A"), "names the address: {shown}");
+    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    assert!(errors.is_empty(), "nothing thrown on the page: {errors:?}");
+
+    // A drain moves the last shard's vshards in batches: each job's target is ranges.
+    let map = app.shard_map().await;
+    let last = map["shards"].as_array().unwrap().last().unwrap()["id"].as_str().unwrap().to_owned();
+    let drain = app.admin(Method::POST, &format!("/v1/admin/shards/{last}/drain"), Some(&json!({}))).await;
+    expect_json(drain, StatusCode::ACCEPTED).await;
+    let job = eventually(WAIT, async || {
+        let jobs = app.admin(Method::GET, "/v1/admin/jobs?kind=vshard.move", None).await;
+        let jobs = expect_json(jobs, StatusCode::OK).await;
+        jobs["items"].as_array().unwrap().first().cloned()
+    })
+    .await
+    .expect("a vshard move starts");
+    let (id, target) = (job["id"].as_str().unwrap(), job["target"].as_str().unwrap());
+    browser.goto(&format!("{page}#/jobs")).await;
+    let script =
+        format!("const r = document.querySelector('tr[data-job=\"{id}\"]'); return r && r.children[2].innerText;");
+    let shown = browser.wait_until("the move's row", &script, WAIT).await;
+    let shown = shown.as_str().unwrap();
+    assert!(
+        shown.contains('\u{2013}') && !lists_consecutive_numbers(shown),
+        "the vshards as ranges: {shown} (the API's: {target})"
+    );
+    assert!(shown.ends_with(target.rsplit_once(": ").unwrap().1), "the shards as the API names them: {shown}");
+}
+
+/// Whether `text` lists two consecutive numbers one after the other (`12, 13`), which a range
+/// (`12–13`) says shorter.
+fn lists_consecutive_numbers(text: &str) -> bool {
+    let parts: Vec<&str> = text.split(", ").collect();
+    parts.windows(2).any(|pair| {
+        let last: Vec<char> = pair[0].chars().rev().take_while(char::is_ascii_digit).collect();
+        let last: String = last.into_iter().rev().collect();
+        let first: String = pair[1].chars().take_while(char::is_ascii_digit).collect();
+        matches!((last.parse::<u64>(), first.parse::<u64>()), (Ok(a), Ok(b)) if a + 1 == b)
+    })
+}
+
 /// Checks that the view shows no value the page failed to format, then saves a screenshot.
 async fn shot(browser: &Browser, path: &std::path::Path) {
     let text = browser.text_of("#main").await;

@@ -7,6 +7,12 @@ use serde_json::Value;
 use super::client::AdminClient;
 use super::failure::Failure;
 use super::output::{Output, Table, cell, items, next_page_hint};
+use super::shape::{Kind, Shape};
+
+/// An audit record.
+const RECORD: Shape = Shape::object("an audit record", &[("id", Kind::Number), ("action", Kind::Text)]);
+/// A page of audit records.
+const RECORD_PAGE: Shape = Shape::page("a page of audit records", &RECORD);
 
 /// Which audit records to print.
 #[derive(Debug, Args)]
@@ -39,7 +45,7 @@ impl AuditCommand {
             ("limit", self.limit.map(|l| l.to_string())),
             ("cursor", self.cursor),
         ];
-        output.print(&client.get("/v1/admin/audit", &query).await?, audit_table);
+        output.print(&client.get("/v1/admin/audit", &query, &RECORD_PAGE).await?, audit_table);
         Ok(())
     }
 }

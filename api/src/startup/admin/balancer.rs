@@ -4,14 +4,28 @@
 
 use std::fmt::Write as _;
 
-use clap::{Subcommand, ValueEnum};
+use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use super::client::{AdminClient, path_segment};
 use super::failure::Failure;
 use super::jobs::follow;
-use super::output::{Fields, Output, Table, cell};
+use super::output::{Fields, Output, Table, cell, number_cell, percent_cell};
 use super::progress::WaitArgs;
+use super::shape::{JOB, Kind, Shape};
+
+/// The balancer's view (`GET /v1/admin/balancer`, and what switching its mode answers).
+const VIEW: Shape =
+    Shape::object("the balancer", &[("mode", Kind::Text), ("proposals", Kind::List), ("runs", Kind::List)]);
+/// What its policy would do now.
+const PLAN: Shape = Shape::object("a balancer plan", &[("shards", Kind::List), ("reason", Kind::Text)]);
+/// One run.
+const RUN: Shape = Shape::object(
+    "a balancer run",
+    &[("id", Kind::Number), ("outcome", Kind::Text), ("shards", Kind::List), ("reason", Kind::Text)],
+);
+/// An approved proposal and the job it started.
+const APPROVAL: Shape = Shape::object("an approval", &[("proposal", Kind::Object), ("job", Kind::Of(&JOB))]);
 
 /// The balancer's modes.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -37,12 +51,9 @@ impl Mode {
 /// What to do with the balancer.
 #[derive(Debug, Subcommand)]
 pub enum BalancerCommand {
-    /// The mode in force, the settings, the pending proposals and the last runs (the default).
-    Show {
-        /// How many of the last runs to show, 1 to 200 (the API's default is 20).
-        #[arg(long)]
-        limit: Option<u32>,
-    },
+    /// The mode in force, the settings, the pending proposals and the last runs (the default:
+    /// `balancer --limit 5` is `balancer show --limit 5`).
+    Show(ShowArgs),
     /// Switch the mode at runtime, for every instance (audited).
     Mode {
         /// `off`, `propose` or `apply`.
@@ -67,29 +78,37 @@ pub enum BalancerCommand {
     },
 }
 
+/// How much of the balancer to show.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// How many of the last runs to show, 1 to 200 (the API's default is 20).
+    #[arg(long)]
+    limit: Option<u32>,
+}
+
 impl BalancerCommand {
     /// Runs the command against `client`, printing through `output`.
     pub async fn run(self, client: &AdminClient, output: Output) -> Result<(), Failure> {
         match self {
-            Self::Show { limit } => {
-                let view = client.get("/v1/admin/balancer", &[("limit", limit.map(|l| l.to_string()))]).await?;
-                output.print(&view, view_text);
+            Self::Show(ShowArgs { limit }) => {
+                let query = [("limit", limit.map(|l| l.to_string()))];
+                output.print(&client.get("/v1/admin/balancer", &query, &VIEW).await?, view_text);
             }
             Self::Mode { mode } => {
-                let view = client.put("/v1/admin/balancer/mode", &json!({"mode": mode.as_str()})).await?;
+                let view = client.put("/v1/admin/balancer/mode", &json!({"mode": mode.as_str()}), &VIEW).await?;
                 output.print(&view, |v| format!("balancer mode: {}\n", cell(v, "mode")));
             }
             Self::Plan { window } => {
-                let plan = client.get("/v1/admin/balancer/plan", &[("window", window)]).await?;
+                let plan = client.get("/v1/admin/balancer/plan", &[("window", window)], &PLAN).await?;
                 output.print(&plan, plan_text);
             }
             Self::Run => {
-                let run = client.post_without_body("/v1/admin/balancer/runs").await?;
+                let run = client.post_without_body("/v1/admin/balancer/runs", &RUN).await?;
                 output.print(&run, |r| format!("run {}: {}\n{}", cell(r, "id"), cell(r, "outcome"), plan_text(r)));
             }
             Self::Approve { id, wait } => {
                 let path = format!("/v1/admin/balancer/proposals/{}/approve", path_segment(&id));
-                let approval = client.post_without_body(&path).await?;
+                let approval = client.post_without_body(&path, &APPROVAL).await?;
                 let job = approval.get("job").cloned().unwrap_or(Value::Null);
                 let started = |j: &Value| format!("approved proposal {id}: job {}\n", cell(j, "id"));
                 if wait.wait {
@@ -122,9 +141,13 @@ fn view_text(view: &Value) -> String {
         fields
             .add(
                 "every",
-                format!("{} s over a window of {} s", cell(settings, "interval_s"), cell(settings, "window_s")),
+                format!(
+                    "{} s over a window of {} s",
+                    number_cell(settings, "interval_s"),
+                    number_cell(settings, "window_s")
+                ),
             )
-            .add("threshold", format!("{} above the mean", cell(settings, "threshold")))
+            .add("threshold", format!("{} above the mean", percent_cell(settings, "threshold")))
             .add("moves at once", cell(settings, "max_concurrent_moves"));
     }
     let mut out = fields.render();
@@ -144,15 +167,23 @@ fn run_table(runs: &[Value]) -> Table {
             cell(run, "at"),
             cell(run, "mode"),
             cell(run, "outcome"),
-            planned_move(run.get("planned").unwrap_or(&Value::Null)),
-            cell(run, "job"),
+            planned_move(run.get("move").unwrap_or(&Value::Null)),
+            job_id(run),
             cell(run, "reason"),
         ]);
     }
     table
 }
 
-/// `vshard 12 shard-0 -> shard-1`, `tenant acme shard-0 -> shard-2`, `-` when none.
+/// The id of the job a run started (the API names it by its path, `/v1/admin/jobs/{id}`), `-`
+/// when none.
+fn job_id(run: &Value) -> String {
+    let job = cell(run, "job");
+    job.rsplit('/').next().unwrap_or(&job).to_owned()
+}
+
+/// The move a plan or run chose (its `move`): `vshard 12 shard-0 -> shard-1`, `tenant acme
+/// shard-0 -> shard-2`, `-` when none.
 fn planned_move(planned: &Value) -> String {
     if planned.is_null() {
         return "-".to_owned();
@@ -171,20 +202,20 @@ fn plan_text(plan: &Value) -> String {
         "load from {} to {}: mean {} ms/s, overfull above {} ms/s",
         cell(plan, "since"),
         cell(plan, "until"),
-        cell(plan, "mean_statement_ms_per_s"),
-        cell(plan, "overfull_above_ms_per_s")
+        number_cell(plan, "mean_statement_ms_per_s"),
+        number_cell(plan, "overfull_above_ms_per_s")
     );
     let mut shards = Table::new(&["SHARD", "LOAD ms/s", "HOT SHARE", "HELD"]);
     for shard in plan.get("shards").and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
         shards.row(vec![
             cell(shard, "shard"),
-            cell(shard, "statement_ms_per_s"),
-            cell(shard, "hot_share"),
+            number_cell(shard, "statement_ms_per_s"),
+            percent_cell(shard, "hot_share"),
             cell(shard, "held"),
         ]);
     }
     out.push_str(&shards.render_or("no shard load"));
-    let _ = writeln!(out, "move: {}", planned_move(plan.get("planned").unwrap_or(&Value::Null)));
+    let _ = writeln!(out, "move: {}", planned_move(plan.get("move").unwrap_or(&Value::Null)));
     let _ = writeln!(out, "why: {}", cell(plan, "reason"));
     out
 }

@@ -9,6 +9,7 @@ use super::failure::Failure;
 use super::jobs::follow;
 use super::output::{Output, cell};
 use super::progress::WaitArgs;
+use super::shape::JOB;
 
 /// A tenant move.
 #[derive(Debug, Args)]
@@ -26,7 +27,7 @@ impl MoveCommand {
     /// Starts the move and prints its job (or follows it with `--wait`).
     pub async fn run(self, client: &AdminClient, output: Output) -> Result<(), Failure> {
         let path = format!("/v1/admin/tenants/{}/move", path_segment(&self.tenant));
-        let job = client.post(&path, &json!({"to": self.to})).await?;
+        let job = client.post(&path, &json!({"to": self.to}), &JOB).await?;
         let (tenant, to) = (self.tenant, self.to);
         follow(client, output, &job, self.wait, &["done"], |j| {
             format!("moving tenant {tenant} to {to}: job {}\n", cell(j, "id"))

@@ -1,9 +1,12 @@
 //! What the admin commands print on standard output: the API's JSON as it came (`--json`, one
 //! document), or for people, aligned tables and `field: value` blocks built from that JSON.
+//! Either way, no control character from an answer reaches the terminal raw ([`printable`]).
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
+
+use super::printable::{self, escaped, escaped_lines};
 
 /// How a command prints its answer.
 #[derive(Debug, Clone, Copy)]
@@ -16,13 +19,23 @@ impl Output {
     /// Prints `answer` as JSON, or what `for_people` makes of it.
     pub fn print(self, answer: &Value, for_people: impl FnOnce(&Value) -> String) {
         if self.json {
-            println!("{}", serde_json::to_string_pretty(answer).unwrap_or_else(|_| answer.to_string()));
+            let text = serde_json::to_string_pretty(answer).unwrap_or_else(|_| answer.to_string());
+            println!("{}", printable::escaped_json(&text));
         } else {
-            let text = for_people(answer);
-            print!("{text}");
-            if !text.is_empty() && !text.ends_with('\n') {
-                println!();
-            }
+            self.say(&for_people(answer));
+        }
+    }
+
+    /// Prints `text` for people (nothing with `--json`), its control characters but newlines
+    /// escaped, ending with a newline.
+    pub fn say(self, text: &str) {
+        if self.json || text.is_empty() {
+            return;
+        }
+        let text = escaped_lines(text);
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
         }
     }
 }
@@ -104,11 +117,12 @@ pub fn cell(value: &Value, key: &str) -> String {
     show(value.get(key).unwrap_or(&Value::Null))
 }
 
-/// A JSON value as a person reads it: strings bare, `null` as `-`, others as JSON.
+/// A JSON value as a person reads it, on one line: strings bare (their control characters
+/// escaped), `null` as `-`, others as JSON.
 pub fn show(value: &Value) -> String {
     match value {
         Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
+        Value::String(s) => escaped(s),
         Value::Bool(true) => "yes".to_owned(),
         Value::Bool(false) => "no".to_owned(),
         other => other.to_string(),
@@ -133,6 +147,98 @@ pub fn bytes(n: u64) -> String {
         unit += 1;
     }
     format!("{size:.1} {}", UNITS[unit])
+}
+
+/// `value[key]`, a number, rounded for people: two decimals below 10, one below 100, none
+/// from 100 on (`3.14`, `12.3`, `250`); `-` when absent.
+pub fn number_cell(value: &Value, key: &str) -> String {
+    value.get(key).and_then(Value::as_f64).map_or_else(|| "-".to_owned(), rounded)
+}
+
+/// A number rounded for people (see [`number_cell`]); whole numbers without decimals.
+pub fn rounded(n: f64) -> String {
+    let decimals = match n.abs() {
+        a if a.fract() == 0.0 => 0,
+        a if a < 10.0 => 2,
+        a if a < 100.0 => 1,
+        _ => 0,
+    };
+    format!("{n:.decimals$}")
+}
+
+/// `value[key]`, a share from 0 to 1, as a whole percentage (`33%`); `-` when absent.
+pub fn percent_cell(value: &Value, key: &str) -> String {
+    value.get(key).and_then(Value::as_f64).map_or_else(|| "-".to_owned(), |share| format!("{:.0}%", share * 100.0))
+}
+
+/// `text` with each list of numbers (`342, 343, 344, 400`) said as runs (`342–344, 400`): a
+/// job's target lists every vshard it moves.
+pub fn number_runs(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        let starts_number = bytes[at].is_ascii_digit() && (at == 0 || !is_word_byte(bytes[at - 1]));
+        if !starts_number {
+            at += 1;
+            continue;
+        }
+        let (numbers, end) = number_list(text, at);
+        if numbers.len() >= 2 {
+            out.push_str(&text[copied..at]);
+            out.push_str(&runs(&numbers));
+            copied = end;
+        }
+        at = end.max(at + 1);
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+}
+
+/// The numbers of the list `N, N, ...` at `start`, and where it ends. A number glued to a word
+/// (`3rd`) ends the list before it.
+fn number_list(text: &str, start: usize) -> (Vec<u64>, usize) {
+    let bytes = text.as_bytes();
+    let (mut numbers, mut end, mut at) = (Vec::new(), start, start);
+    loop {
+        let digits = bytes[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let next = at + digits;
+        let glued = bytes.get(next).is_some_and(|b| is_word_byte(*b) && *b != b'.');
+        match text[at..next].parse::<u64>() {
+            Ok(n) if digits > 0 && !glued => numbers.push(n),
+            _ => break,
+        }
+        end = next;
+        if text[next..].starts_with(", ") && bytes.get(next + 2).is_some_and(u8::is_ascii_digit) {
+            at = next + 2;
+        } else {
+            break;
+        }
+    }
+    (numbers, end)
+}
+
+/// `[1, 2, 3, 7]` as `1–3, 7`.
+fn runs(numbers: &[u64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut run_start = 0;
+    for i in 0..numbers.len() {
+        let ends = i + 1 == numbers.len() || numbers[i + 1] != numbers[i] + 1;
+        if ends {
+            parts.push(if run_start == i {
+                numbers[i].to_string()
+            } else {
+                format!("{}\u{2013}{}", numbers[run_start], numbers[i])
+            });
+            run_start = i + 1;
+        }
+    }
+    parts.join(", ")
 }
 
 /// The items of a page (`items`), or none.
@@ -183,5 +289,32 @@ mod tests {
         assert_eq!(bytes_cell(&v, "size"), "1.5 KiB");
         assert_eq!(bytes(1023), "1023 B");
         assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
+        assert_eq!(show(&json!("a\u{1b}[2J\nb")), r"a\u{1b}[2J\nb");
+    }
+
+    #[test]
+    fn numbers_are_rounded_for_people() {
+        let v = json!({"small": 3.456_789, "mid": 12.345_678, "big": 1234.56, "whole": 30.0, "share": 0.333_3});
+        assert_eq!(
+            [number_cell(&v, "small"), number_cell(&v, "mid"), number_cell(&v, "big"), number_cell(&v, "whole")],
+            ["3.46", "12.3", "1235", "30"]
+        );
+        assert_eq!((percent_cell(&v, "share"), number_cell(&v, "gone")), ("33%".to_owned(), "-".to_owned()));
+    }
+
+    #[test]
+    fn lists_of_numbers_are_said_as_runs() {
+        assert_eq!(
+            number_runs("3 vshards (342, 343, 344): shard-0 -> shard-4"),
+            "3 vshards (342–344): shard-0 -> shard-4"
+        );
+        assert_eq!(
+            number_runs("vshards:1, 2, 3, 7, 9, 10 shard-1 -> shard-2"),
+            "vshards:1–3, 7, 9–10 shard-1 -> shard-2"
+        );
+        assert_eq!(number_runs("shard-0, shard-1: 5 vshards"), "shard-0, shard-1: 5 vshards");
+        assert_eq!(number_runs("1, 2nd, 3"), "1, 2nd, 3");
+        assert_eq!(number_runs("tenant acme: shard-0 -> shard-3"), "tenant acme: shard-0 -> shard-3");
+        assert_eq!(number_runs("4, 5 – Zürich"), "4–5 – Zürich");
     }
 }

@@ -1,7 +1,13 @@
-//! `--wait`: following a job to its end. The job is read (`GET /v1/admin/jobs/{id}`) every
-//! [`POLL`]; on standard error a bar is redrawn in place when it is a terminal, otherwise a line
-//! is written when the job's phase or percentage moves (at most one every [`LINE_EVERY`]) and
-//! always at the end. Ctrl-C stops the waiting, never the job.
+//! `--wait`: following a job to its switch, or with `--until-cleaned` to its end. The job is
+//! read (`GET /v1/admin/jobs/{id}`) every [`POLL`]; on standard error a bar is redrawn in place
+//! when it is a terminal, otherwise a line is written when the job's phase or percentage moves
+//! (at most one every [`LINE_EVERY`]) and always at the end. Ctrl-C stops the waiting, never the
+//! job.
+//!
+//! A move's switch is the moment its new placement is in force: its phase is `cleanup` (the
+//! source's old copy waits out `storage.moves.cleanup_grace`, 60 s by default, and is removed)
+//! or `done`. A rebalance or drain has switched when every one of its steps has (`cleanup` or
+//! `done`). Waiting ends there by default: what follows changes nothing a client sees.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -12,6 +18,8 @@ use serde_json::Value;
 use super::client::{AdminClient, path_segment};
 use super::failure::Failure;
 use super::output::bytes;
+use super::printable::escaped;
+use super::shape::JOB;
 
 /// How often the job is read.
 const POLL: Duration = Duration::from_millis(250);
@@ -44,6 +52,38 @@ pub struct WaitArgs {
     /// How to draw the progress while waiting: `auto` is a bar on a terminal and lines otherwise.
     #[arg(long, value_enum, default_value_t = Progress::Auto)]
     pub progress: Progress,
+    /// With --wait: wait until the job has ended, its cleanup included (by default the waiting
+    /// ends at the switch, when the new placement is in force).
+    #[arg(long, requires = "wait")]
+    pub until_cleaned: bool,
+}
+
+impl WaitArgs {
+    /// Until when `--wait` follows the job.
+    pub fn until(&self) -> Until {
+        if self.until_cleaned { Until::Ended } else { Until::Switched }
+    }
+}
+
+/// Until when a job is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Until {
+    /// Its switch (a job that has none: its end).
+    Switched,
+    /// Its end, cleanup included.
+    Ended,
+}
+
+/// Whether `job`, still running, has switched: a move in `cleanup`, or a rebalance or drain
+/// all of whose steps are (or are done).
+pub fn switched(job: &Value) -> bool {
+    let progress = job.get("progress").unwrap_or(&Value::Null);
+    if let Some(phase) = progress.get("phase").and_then(Value::as_str) {
+        return matches!(phase, "cleanup" | "done");
+    }
+    let steps = progress.get("steps").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    !steps.is_empty()
+        && steps.iter().all(|step| matches!(step.get("state").and_then(Value::as_str), Some("cleanup" | "done")))
 }
 
 /// Where a job stands, as the bar shows it.
@@ -144,6 +184,8 @@ fn share(part: u64, whole: u64) -> f64 {
 /// One progress line: `[####      ]  42% copy 1.2 MiB of 2.9 MiB` with a bar, `42% ...` without.
 pub fn render(job_id: &str, stand: &Stand, with_bar: bool) -> String {
     let percent = percent_text(stand.percent);
+    let (job_id, doing) = (escaped(job_id), escaped(&stand.doing));
+    let stand = Stand { percent: stand.percent, doing };
     if with_bar {
         let filled = stand.percent.map_or(0, |p| ((p.clamp(0.0, 100.0) / 100.0) * BAR_WIDTH as f64).round() as usize);
         format!("[{}{}] {percent} {}", "#".repeat(filled), " ".repeat(BAR_WIDTH - filled), stand.doing)
@@ -152,10 +194,10 @@ pub fn render(job_id: &str, stand: &Stand, with_bar: bool) -> String {
     }
 }
 
-/// Follows the job `id` until it ends, drawing its progress on standard error as `progress`
-/// says, and answers it as it ended (see [`settled`]), or [`Failure::Interrupted`] on Ctrl-C
-/// (the job keeps running).
-pub async fn wait_for_job(client: &AdminClient, id: &str, progress: Progress) -> Result<Value, Failure> {
+/// Follows the job `id` until it switches or ends (`until`), drawing its progress on standard
+/// error as `progress` says, and answers it as it was then (see [`settled`]), or
+/// [`Failure::Interrupted`] on Ctrl-C (the job keeps running).
+pub async fn wait_for_job(client: &AdminClient, id: &str, progress: Progress, until: Until) -> Result<Value, Failure> {
     let path = format!("/v1/admin/jobs/{}", path_segment(id));
     let draw = match progress {
         Progress::Auto if std::io::stderr().is_terminal() => Progress::Bar,
@@ -165,10 +207,11 @@ pub async fn wait_for_job(client: &AdminClient, id: &str, progress: Progress) ->
     let mut drawn = Drawn { kind: draw, last: None, last_line_at: None, bar_shown: false };
     let follow = async {
         loop {
-            let job = client.get(&path, &[]).await?;
+            let job = client.get(&path, &[], &JOB).await?;
             let running = job.get("state").and_then(Value::as_str).is_none_or(|state| state == "running");
-            drawn.show(id, &stand(&job), !running);
-            if !running {
+            let enough = !running || (until == Until::Switched && switched(&job));
+            drawn.show(id, &stand(&job), enough);
+            if enough {
                 return Ok(job);
             }
             tokio::time::sleep(POLL).await;
@@ -184,14 +227,21 @@ pub async fn wait_for_job(client: &AdminClient, id: &str, progress: Progress) ->
     ended
 }
 
-/// Whether an ended job ended as the command wanted (`done`; a cancellation also wants
-/// `cancelled`): says `job <id> ended <state>` on standard error, or answers
-/// [`Failure::JobEnded`] with the job's error.
+/// Whether a job waited for ended as the command wanted (`done`; a cancellation also wants
+/// `cancelled`), or switched while still running: says `job <id> ended <state>` or `job <id>
+/// switched: ...` on standard error, or answers [`Failure::JobEnded`] with the job's error.
 pub fn settled(job: &Value, wanted: &[&str]) -> Result<(), Failure> {
     let text = |key: &str| job.get(key).and_then(Value::as_str).map(str::to_owned);
     let (id, state) = (text("id").unwrap_or_default(), text("state").unwrap_or_default());
-    if wanted.contains(&state.as_str()) {
-        eprintln!("job {id} ended {state}");
+    if state == "running" && switched(job) {
+        let id = escaped(&id);
+        eprintln!(
+            "job {id} switched: the new placement is in force; the old copy is removed after the cleanup grace \
+             (follow that with `shardgate admin jobs wait {id} --until-cleaned`)"
+        );
+        Ok(())
+    } else if wanted.contains(&state.as_str()) {
+        eprintln!("job {} ended {}", escaped(&id), escaped(&state));
         Ok(())
     } else {
         Err(Failure::JobEnded { id, state, error: text("error") })
@@ -247,6 +297,22 @@ mod tests {
         assert_eq!(stand(&cutting).percent, Some(95.0));
         let done = json!({"state": "done", "progress": {"phase": "done", "bytes_copied": 9, "bytes_to_copy": 9}});
         assert_eq!(render("j1", &stand(&done), false), "job j1: 100% done");
+        let odd = json!({"state": "running", "progress": {"phase": "\u{1b}[2J"}});
+        assert_eq!(render("j\u{7}", &stand(&odd), false), r"job j\u{7}:    ? \u{1b}[2J");
+    }
+
+    #[test]
+    fn a_job_has_switched_once_its_new_placement_is_in_force() {
+        let phase = |phase: &str| json!({"state": "running", "progress": {"phase": phase}});
+        assert!(!switched(&phase("copy")) && !switched(&phase("cut_over")) && !switched(&phase("rolled_back")));
+        assert!(switched(&phase("cleanup")) && switched(&phase("done")));
+        let steps = |states: &[&str]| {
+            let steps: Vec<Value> = states.iter().map(|s| json!({"state": s})).collect();
+            json!({"state": "running", "progress": {"pending": 0, "steps": steps}})
+        };
+        assert!(switched(&steps(&["cleanup", "done", "cleanup"])));
+        assert!(!switched(&steps(&["cleanup", "running"])) && !switched(&steps(&["cleanup", "failed"])));
+        assert!(!switched(&steps(&[])) && !switched(&json!({"state": "running", "progress": {"indexed": 3}})));
     }
 
     #[test]

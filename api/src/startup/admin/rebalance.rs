@@ -13,6 +13,11 @@ use super::failure::Failure;
 use super::jobs::follow;
 use super::output::{Output, Table, cell};
 use super::progress::WaitArgs;
+use super::shape::{JOB, Kind, Shape};
+
+/// What a rebalance or drain answers: its plan, and its job (none for a dry run).
+const PLANNED: Shape =
+    Shape::object("a rebalance plan", &[("plan", Kind::Object), ("job", Kind::OrNull(&Kind::Of(&JOB)))]);
 
 /// How a rebalance or drain is planned and run.
 #[derive(Debug, Args)]
@@ -54,7 +59,7 @@ pub struct RebalanceCommand {
 impl RebalanceCommand {
     /// Plans or starts the rebalance and prints the plan (following the job with `--wait`).
     pub async fn run(self, client: &AdminClient, output: Output) -> Result<(), Failure> {
-        let answer = client.post("/v1/admin/vshards/rebalance", &self.plan.body()).await?;
+        let answer = client.post("/v1/admin/vshards/rebalance", &self.plan.body(), &PLANNED).await?;
         carry_out(client, output, &answer, self.plan.wait, "rebalance").await
     }
 }
@@ -72,7 +77,7 @@ impl DrainCommand {
     /// Plans or starts the drain and prints the plan (following the job with `--wait`).
     pub async fn run(self, client: &AdminClient, output: Output) -> Result<(), Failure> {
         let path = format!("/v1/admin/shards/{}/drain", path_segment(&self.shard));
-        let answer = client.post(&path, &self.plan.body()).await?;
+        let answer = client.post(&path, &self.plan.body(), &PLANNED).await?;
         carry_out(client, output, &answer, self.plan.wait, &format!("drain of {}", self.shard)).await
     }
 }
@@ -87,9 +92,7 @@ async fn carry_out(
 ) -> Result<(), Failure> {
     match answer.get("job").filter(|j| !j.is_null()) {
         Some(job) if wait.wait => {
-            if !output.json {
-                print!("{}", plan_text(answer));
-            }
+            output.say(&plan_text(answer));
             follow(client, output, job, wait, &["done"], |j| format!("{what}: job {}\n", cell(j, "id"))).await
         }
         Some(job) => {
@@ -124,8 +127,9 @@ fn plan_text(answer: &Value) -> String {
             ranges.len()
         );
         let mut moves = Table::new(&["MOVES", "FROM", "TO"]);
-        for vshard in vshards {
-            moves.row(vec![format!("vshard {}", cell(vshard, "vshard")), cell(vshard, "from"), cell(vshard, "to")]);
+        for (first, last, from, to) in vshard_runs(vshards) {
+            let what = if first == last { format!("vshard {first}") } else { format!("vshards {first}\u{2013}{last}") };
+            moves.row(vec![what, from, to]);
         }
         for tenant in tenants {
             moves.row(vec![format!("tenant {}", cell(tenant, "tenant")), cell(tenant, "from"), cell(tenant, "to")]);
@@ -149,4 +153,46 @@ fn plan_text(answer: &Value) -> String {
         out.push_str(&loads.render_or(""));
     }
     out
+}
+
+/// The vshard moves of a plan as runs of consecutive vshards between the same two shards:
+/// `(first, last, from, to)`, ordered by source, target and vshard.
+fn vshard_runs(moves: &[Value]) -> Vec<(u64, u64, String, String)> {
+    let mut moves: Vec<(String, String, u64)> =
+        moves.iter().filter_map(|m| Some((cell(m, "from"), cell(m, "to"), m.get("vshard")?.as_u64()?))).collect();
+    moves.sort();
+    let mut runs: Vec<(u64, u64, String, String)> = Vec::new();
+    for (from, to, vshard) in moves {
+        match runs.last_mut() {
+            Some(run) if run.2 == from && run.3 == to && run.1 + 1 == vshard => run.1 = vshard,
+            _ => runs.push((vshard, vshard, from, to)),
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_plan_says_its_vshards_as_runs() {
+        let answer = json!({"plan": {"balance": "count", "vshards": [
+            {"vshard": 342, "from": "shard-0", "to": "shard-4"},
+            {"vshard": 344, "from": "shard-0", "to": "shard-4"},
+            {"vshard": 343, "from": "shard-0", "to": "shard-4"},
+            {"vshard": 345, "from": "shard-1", "to": "shard-4"},
+            {"vshard": 900, "from": "shard-0", "to": "shard-4"},
+        ], "tenants": [], "ranges": [], "loads": []}});
+        assert_eq!(
+            plan_text(&answer),
+            "plan (count balance): 5 vshards, 0 pinned tenants, 0 ranges move\n\
+             MOVES            FROM     TO\n\
+             vshards 342–344  shard-0  shard-4\n\
+             vshard 900       shard-0  shard-4\n\
+             vshard 345       shard-1  shard-4\n"
+        );
+    }
 }

@@ -7,6 +7,12 @@ use serde_json::{Value, json};
 use super::client::{AdminClient, path_segment};
 use super::failure::Failure;
 use super::output::{Fields, Output, Table, bytes_cell, cell};
+use super::shape::{Kind, Shape};
+
+/// A shard.
+const SHARD: Shape = Shape::object("a shard", &[("id", Kind::Text), ("state", Kind::Text)]);
+/// The list of shards.
+const SHARD_LIST: Shape = Shape::page("a list of shards", &SHARD);
 
 /// What to do with shards.
 #[derive(Debug, Subcommand)]
@@ -44,14 +50,14 @@ impl ShardsCommand {
     /// Runs the command against `client`, printing through `output`.
     pub async fn run(self, client: &AdminClient, output: Output) -> Result<(), Failure> {
         match self {
-            Self::List => output.print(&client.get("/v1/admin/shards", &[]).await?, shard_table),
-            Self::Show { id } => output.print(&client.get(&shard_path(&id), &[]).await?, shard_fields),
+            Self::List => output.print(&client.get("/v1/admin/shards", &[], &SHARD_LIST).await?, shard_table),
+            Self::Show { id } => output.print(&client.get(&shard_path(&id), &[], &SHARD).await?, shard_fields),
             Self::Add { id, database_url } => {
-                let shard = client.post("/v1/admin/shards", &json!({"id": id, "url": database_url})).await?;
+                let shard = client.post("/v1/admin/shards", &json!({"id": id, "url": database_url}), &SHARD).await?;
                 output.print(&shard, |s| format!("registered shard {}\n{}", cell(s, "id"), shard_fields(s)));
             }
             Self::State { id, state } => {
-                let shard = client.patch(&shard_path(&id), &json!({"state": state})).await?;
+                let shard = client.patch(&shard_path(&id), &json!({"state": state}), &SHARD).await?;
                 output.print(&shard, |s| format!("shard {} is {}\n", cell(s, "id"), cell(s, "state")));
             }
             Self::Remove { id } => {

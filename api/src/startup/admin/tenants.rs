@@ -1,24 +1,23 @@
 //! `shardgate admin tenants`: list, read and create tenants (`/v1/admin/tenants[/{id}]`).
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use super::client::{AdminClient, path_segment};
 use super::failure::Failure;
 use super::output::{Fields, Output, Table, cell, items, next_page_hint};
+use super::shape::{Kind, Shape};
+
+/// A tenant.
+const TENANT: Shape = Shape::object("a tenant", &[("id", Kind::Text), ("tier", Kind::Text)]);
+/// A page of tenants.
+const TENANT_PAGE: Shape = Shape::page("a page of tenants", &TENANT);
 
 /// What to do with tenants.
 #[derive(Debug, Subcommand)]
 pub enum TenantsCommand {
-    /// List tenants ordered by id (the default).
-    List {
-        /// Page size (the API's default is 100).
-        #[arg(long)]
-        limit: Option<u32>,
-        /// Continue after a previous page (its `next_cursor`).
-        #[arg(long)]
-        cursor: Option<String>,
-    },
+    /// List tenants ordered by id (the default: `tenants --limit 2` is `tenants list --limit 2`).
+    List(ListArgs),
     /// Read one tenant: its home shard, tier and rate limit.
     Show {
         /// Tenant id.
@@ -40,16 +39,27 @@ pub enum TenantsCommand {
     },
 }
 
+/// Which tenants to list.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Page size (the API's default is 100).
+    #[arg(long)]
+    limit: Option<u32>,
+    /// Continue after a previous page (its `next_cursor`).
+    #[arg(long)]
+    cursor: Option<String>,
+}
+
 impl TenantsCommand {
     /// Runs the command against `client`, printing through `output`.
     pub async fn run(self, client: &AdminClient, output: Output) -> Result<(), Failure> {
         match self {
-            Self::List { limit, cursor } => {
+            Self::List(ListArgs { limit, cursor }) => {
                 let query = [("limit", limit.map(|l| l.to_string())), ("cursor", cursor)];
-                output.print(&client.get("/v1/admin/tenants", &query).await?, tenant_table);
+                output.print(&client.get("/v1/admin/tenants", &query, &TENANT_PAGE).await?, tenant_table);
             }
             Self::Show { id } => {
-                let tenant = client.get(&format!("/v1/admin/tenants/{}", path_segment(&id)), &[]).await?;
+                let tenant = client.get(&format!("/v1/admin/tenants/{}", path_segment(&id)), &[], &TENANT).await?;
                 output.print(&tenant, tenant_fields);
             }
             Self::Create { id, name, tier, shard } => {
@@ -60,7 +70,7 @@ impl TenantsCommand {
                         body.insert(key.into(), value.into());
                     }
                 }
-                let tenant = client.post("/v1/admin/tenants", &Value::Object(body)).await?;
+                let tenant = client.post("/v1/admin/tenants", &Value::Object(body), &TENANT).await?;
                 output.print(&tenant, |t| format!("created tenant {}\n{}", cell(t, "id"), tenant_fields(t)));
             }
         }
