@@ -102,5 +102,6 @@ if ! promtool check metrics <"$work/metrics.txt"; then
     echo "/metrics (Prometheus text format): promtool check metrics complained" >&2
     exit 1
 fi
-curl -sf "$base/metrics" | tail -n 1 | grep -qx '# EOF' || { echo "/metrics without Accept is not OpenMetrics" >&2; exit 1; }
+curl -sf "$base/metrics" | promtool check metrics || { echo "/metrics without Accept is not the Prometheus text format promtool reads" >&2; exit 1; }
+curl -sf -H 'Accept: application/openmetrics-text; version=1.0.0' "$base/metrics" | tail -n 1 | grep -qx '# EOF' || { echo "/metrics asked for OpenMetrics does not answer it" >&2; exit 1; }
 echo "/metrics: $(grep -c '^# TYPE' "$work/metrics.txt") families, promtool check metrics clean"
