@@ -64,3 +64,27 @@ fn a_gatekeeper_configured_with_storage_refuses_to_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("storage"), "the error names the refused key: {stderr}");
 }
+
+/// The standalone gatekeeper has no record cache: its Redis link serves the rate limits alone,
+/// and its log says so, not "cache in use".
+#[tokio::test]
+async fn a_gatekeepers_redis_link_says_it_shares_rate_limits_not_a_cache() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+    let internal = ("SHARDGATE_INTERNAL__SECRET", INTERNAL);
+    let backend = Process::start(&["serve", "--trusted"], data_dir.path(), [internal]);
+    backend.wait_until_ok(&client, "/healthz").await;
+    let gatekeeper = Process::start(
+        &["gatekeeper", "--upstream", &backend.base],
+        data_dir.path(),
+        [internal, ("SHARDGATE_LOG__FILTER", "info"), ("SHARDGATE_RATE_LIMITS__REDIS_URL", "redis://127.0.0.1:6379")],
+    );
+    gatekeeper.wait_until_ok(&client, "/healthz").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gatekeeper.log().contains("redis reachable") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let log = gatekeeper.log();
+    assert!(log.contains("redis reachable: rate limits shared across instances"), "{log}");
+    assert!(!log.contains("cache in use"), "the gatekeeper has no cache: {log}");
+}
