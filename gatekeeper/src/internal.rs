@@ -1,13 +1,19 @@
 //! The internal credential: how a trusted backend (`shardgate serve --trusted`) knows a request
 //! comes from the gatekeeper, and whom the gatekeeper verified.
 //!
-//! The gatekeeper adds three headers to every request it forwards:
+//! The gatekeeper adds these headers to every request it forwards:
 //! - `x-shardgate-principal`: the verified principal, base64url (no padding) of its JSON
 //!   `{"iss", "sub", "tenant", "scope", "iat"}` (`iat` only when the token has one), or `-` for a
 //!   request without a valid token;
+//! - `x-shardgate-client`: the client's address as the gatekeeper resolved it (its peer, or what
+//!   its trusted proxies say), so the backend's audit and access logs name the client rather
+//!   than the gatekeeper;
 //! - `x-shardgate-timestamp`: milliseconds since the Unix epoch when it was signed;
 //! - `x-shardgate-signature`: lowercase hex of HMAC-SHA256 with the shared secret over
-//!   `shardgate-internal-v1\n{METHOD}\n{path and query, as sent}\n{timestamp}\n{principal header}`.
+//!   `shardgate-internal-v1\n{METHOD}\n{path and query, as sent}\n{timestamp}\n{principal header}`,
+//!   followed by `\n{client header}` when there is one (a request signed without it verifies
+//!   without it, so a backend accepts an older gatekeeper's requests, naming its peer as the
+//!   client; one cannot be added to or taken from a signed request).
 //!
 //! The backend recomputes the MAC (constant-time comparison) and accepts it within
 //! [`VALIDITY`] of its own clock, either way. The body is not signed: the link between gatekeeper
@@ -28,6 +34,8 @@ use crate::principal::{Principal, Scopes};
 
 /// Header carrying the verified principal.
 pub const PRINCIPAL_HEADER: &str = "x-shardgate-principal";
+/// Header carrying the client's address.
+pub const CLIENT_HEADER: &str = "x-shardgate-client";
 /// Header carrying the signing time.
 pub const TIMESTAMP_HEADER: &str = "x-shardgate-timestamp";
 /// Header carrying the MAC.
@@ -65,21 +73,24 @@ struct Wire {
     iat: Option<u64>,
 }
 
-/// The three header values of one signed request.
+/// The header values of one signed request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedHeaders {
     /// `x-shardgate-principal`.
     pub principal: String,
+    /// `x-shardgate-client`, if the gatekeeper named the client.
+    pub client: Option<String>,
     /// `x-shardgate-timestamp`.
     pub timestamp: String,
     /// `x-shardgate-signature`.
     pub signature: String,
 }
 
-/// The three header values as a request carries them (any of them may be missing).
+/// The header values as a request carries them (any of them may be missing).
 #[derive(Debug, Clone, Copy)]
 struct ReceivedHeaders<'a> {
     principal: Option<&'a str>,
+    client: Option<&'a str>,
     timestamp: Option<&'a str>,
     signature: Option<&'a str>,
 }
@@ -113,7 +124,14 @@ impl InternalKey {
         Ok(Self { secret })
     }
 
-    fn mac(&self, method: &str, path_and_query: &str, timestamp: &str, principal: &str) -> Hmac<Sha256> {
+    fn mac(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        timestamp: &str,
+        principal: &str,
+        client: Option<&str>,
+    ) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(self.secret.expose_secret().as_bytes())
             .expect("HMAC takes keys of any length");
         for part in [CONTEXT, method, path_and_query, timestamp] {
@@ -121,15 +139,34 @@ impl InternalKey {
             mac.update(b"\n");
         }
         mac.update(principal.as_bytes());
+        // Neither the principal header (base64url or `-`) nor an address holds a newline.
+        if let Some(client) = client {
+            mac.update(b"\n");
+            mac.update(client.as_bytes());
+        }
         mac
     }
 
-    /// The headers for forwarding `method path_and_query` on behalf of `principal`.
-    pub fn sign(&self, method: &str, path_and_query: &str, principal: Option<&Principal>) -> SignedHeaders {
-        self.sign_at(method, path_and_query, principal, now_ms())
+    /// The headers for forwarding `method path_and_query` on behalf of `principal`, from
+    /// `client`.
+    pub fn sign(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        principal: Option<&Principal>,
+        client: Option<std::net::IpAddr>,
+    ) -> SignedHeaders {
+        self.sign_at(method, path_and_query, principal, client, now_ms())
     }
 
-    fn sign_at(&self, method: &str, path_and_query: &str, principal: Option<&Principal>, at_ms: u64) -> SignedHeaders {
+    fn sign_at(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        principal: Option<&Principal>,
+        client: Option<std::net::IpAddr>,
+        at_ms: u64,
+    ) -> SignedHeaders {
         let principal = match principal {
             Some(p) => {
                 let wire = Wire {
@@ -144,21 +181,25 @@ impl InternalKey {
             None => "-".to_owned(),
         };
         let timestamp = at_ms.to_string();
-        let signature = hex::encode(self.mac(method, path_and_query, &timestamp, &principal).finalize().into_bytes());
-        SignedHeaders { principal, timestamp, signature }
+        let client = client.map(|ip| ip.to_string());
+        let mac = self.mac(method, path_and_query, &timestamp, &principal, client.as_deref());
+        let signature = hex::encode(mac.finalize().into_bytes());
+        SignedHeaders { principal, client, timestamp, signature }
     }
 
-    /// Verifies the headers of a request; returns the principal the gatekeeper verified (`None`:
-    /// a request without a valid token).
+    /// Verifies the headers of a request (`client`, the client header, is bound by the
+    /// signature when present); returns the principal the gatekeeper verified (`None`: a request
+    /// without a valid token).
     pub fn verify(
         &self,
         method: &str,
         path_and_query: &str,
         principal: Option<&str>,
+        client: Option<&str>,
         timestamp: Option<&str>,
         signature: Option<&str>,
     ) -> Result<Option<Principal>, CredentialError> {
-        self.verify_at(method, path_and_query, ReceivedHeaders { principal, timestamp, signature }, now_ms())
+        self.verify_at(method, path_and_query, ReceivedHeaders { principal, client, timestamp, signature }, now_ms())
     }
 
     fn verify_at(
@@ -168,14 +209,18 @@ impl InternalKey {
         received: ReceivedHeaders<'_>,
         now: u64,
     ) -> Result<Option<Principal>, CredentialError> {
-        let ReceivedHeaders { principal: Some(principal), timestamp: Some(timestamp), signature: Some(signature) } =
-            received
+        let ReceivedHeaders {
+            principal: Some(principal),
+            client,
+            timestamp: Some(timestamp),
+            signature: Some(signature),
+        } = received
         else {
             return Err(CredentialError::Missing);
         };
         let signed_at: u64 = timestamp.parse().map_err(|_| CredentialError::Invalid)?;
         let signature = hex::decode(signature).map_err(|_| CredentialError::Invalid)?;
-        self.mac(method, path_and_query, timestamp, principal)
+        self.mac(method, path_and_query, timestamp, principal, client)
             .verify_slice(&signature)
             .map_err(|_| CredentialError::Invalid)?;
         if now.abs_diff(signed_at) > VALIDITY.as_millis() as u64 {
@@ -205,6 +250,7 @@ mod tests {
         fn received(&self) -> ReceivedHeaders<'_> {
             ReceivedHeaders {
                 principal: Some(&self.principal),
+                client: self.client.as_deref(),
                 timestamp: Some(&self.timestamp),
                 signature: Some(&self.signature),
             }
@@ -231,13 +277,13 @@ mod tests {
     fn a_signed_request_verifies_with_its_principal() {
         let key = key(SECRET);
         let path = "/v1/tenants/acme/collections/c/records/k?x=1";
-        let h = key.sign_at("PUT", path, Some(&principal()), 1_000_000);
+        let h = key.sign_at("PUT", path, Some(&principal()), None, 1_000_000);
         let verified = key.verify_at("PUT", path, h.received(), 1_000_500).unwrap().unwrap();
         assert_eq!(verified.tenant.as_deref(), Some("acme"));
         assert_eq!(verified.subject, "alice");
         assert_eq!(verified.issued_at, Some(1_700_000_000), "the token's iat reaches the backend");
         assert!(verified.scopes.contains(Scope::Write) && !verified.scopes.contains(Scope::Admin));
-        let anonymous = key.sign_at("GET", "/docs", None, 1_000_000);
+        let anonymous = key.sign_at("GET", "/docs", None, None, 1_000_000);
         let verified = key.verify_at("GET", "/docs", anonymous.received(), 1_000_000);
         assert_eq!(verified, Ok(None));
     }
@@ -246,15 +292,19 @@ mod tests {
     fn every_signed_part_is_bound() {
         let key = key(SECRET);
         let path = "/v1/tenants/acme/collections/c/records/k";
-        let h = key.sign_at("GET", path, Some(&principal()), 1_000_000);
+        let h = key.sign_at("GET", path, Some(&principal()), None, 1_000_000);
         let verify = |method: &str, path: &str, principal: &str, timestamp: &str, signature: &str, now: u64| {
-            let received =
-                ReceivedHeaders { principal: Some(principal), timestamp: Some(timestamp), signature: Some(signature) };
+            let received = ReceivedHeaders {
+                principal: Some(principal),
+                client: None,
+                timestamp: Some(timestamp),
+                signature: Some(signature),
+            };
             key.verify_at(method, path, received, now)
         };
         let mut admin = principal();
         admin.scopes = Scopes::of(&[Scope::Admin]);
-        let forged = key.sign_at("GET", path, Some(&admin), 1_000_000).principal;
+        let forged = key.sign_at("GET", path, Some(&admin), None, 1_000_000).principal;
         let cases = [
             ("method", verify("DELETE", path, &h.principal, &h.timestamp, &h.signature, 1_000_000)),
             (
@@ -278,7 +328,7 @@ mod tests {
             assert_eq!(result, Err(CredentialError::Invalid), "{what}");
         }
         let other = self::key("another-internal-secret-0123456789abc");
-        let theirs = other.sign_at("GET", path, Some(&principal()), 1_000_000);
+        let theirs = other.sign_at("GET", path, Some(&principal()), None, 1_000_000);
         assert_eq!(
             verify("GET", path, &theirs.principal, &theirs.timestamp, &theirs.signature, 1_000_000),
             Err(CredentialError::Invalid)
@@ -288,14 +338,32 @@ mod tests {
     #[test]
     fn the_window_is_thirty_seconds_either_way() {
         let key = key(SECRET);
-        let h = key.sign_at("GET", "/x", None, 1_000_000);
+        let h = key.sign_at("GET", "/x", None, None, 1_000_000);
         let at = |now| key.verify_at("GET", "/x", h.received(), now);
         assert_eq!(at(1_000_000 + 30_000), Ok(None));
         assert_eq!(at(1_000_000 - 30_000), Ok(None));
         assert_eq!(at(1_000_000 + 30_001), Err(CredentialError::Expired));
         assert_eq!(at(1_000_000 - 30_001), Err(CredentialError::Expired));
-        let unsigned = ReceivedHeaders { principal: None, timestamp: Some("1"), signature: Some("00") };
+        let unsigned = ReceivedHeaders { principal: None, client: None, timestamp: Some("1"), signature: Some("00") };
         assert_eq!(key.verify_at("GET", "/x", unsigned, 0), Err(CredentialError::Missing));
+    }
+
+    #[test]
+    fn the_client_is_bound_when_named_and_cannot_be_added_or_taken_away() {
+        let key = key(SECRET);
+        let client: std::net::IpAddr = "203.0.113.7".parse().unwrap();
+        let named = key.sign_at("GET", "/valet/x", None, Some(client), 1_000_000);
+        assert_eq!(named.client.as_deref(), Some("203.0.113.7"));
+        assert_eq!(key.verify_at("GET", "/valet/x", named.received(), 1_000_000), Ok(None));
+        let unnamed = key.sign_at("GET", "/valet/x", None, None, 1_000_000);
+        let cases = [
+            ("another client", ReceivedHeaders { client: Some("198.51.100.1"), ..named.received() }),
+            ("the client taken away", ReceivedHeaders { client: None, ..named.received() }),
+            ("a client added", ReceivedHeaders { client: Some("203.0.113.7"), ..unnamed.received() }),
+        ];
+        for (what, received) in cases {
+            assert_eq!(key.verify_at("GET", "/valet/x", received, 1_000_000), Err(CredentialError::Invalid), "{what}");
+        }
     }
 
     #[test]

@@ -116,7 +116,8 @@ impl TestApp {
     }
 
     /// [`TestApp::spawn_via_gatekeeper`] with the backend's configuration changed by `tune`
-    /// first (the gatekeeper takes its `auth`, `rate_limits`, `limits` and `cors`).
+    /// first (the gatekeeper takes its `auth`, `rate_limits`, `limits`, `cors`, `trusted_proxies`,
+    /// `proxy_protocol` and `forwarded_header`).
     pub async fn spawn_via_gatekeeper_with(backend: Backend, tune: impl FnOnce(&mut Config)) -> Self {
         let secret = format!("internal-test-secret-{}", uuid::Uuid::new_v4().simple());
         let mut app = Self::spawn_with(backend, |config| {
@@ -142,6 +143,9 @@ impl TestApp {
             rate_limits: self.config.rate_limits.clone(),
             limits: self.config.limits.clone(),
             cors: self.config.cors.clone(),
+            trusted_proxies: self.config.trusted_proxies.clone(),
+            proxy_protocol: self.config.proxy_protocol,
+            forwarded_header: self.config.forwarded_header,
             log: self.config.log.clone(),
         };
         let gatekeeper = RunningServer::start_gatekeeper(config).await;

@@ -8,6 +8,7 @@
 //! knows none of them (a listener's `tls` is only its file names, [`ListenerTls`]).
 
 pub mod error;
+pub mod proxies;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -67,6 +68,26 @@ pub struct Config {
     /// Serve only requests forwarded by a standalone gatekeeper (`serve --trusted`): every
     /// request must carry its internal credential (401 otherwise), and no token is verified here.
     pub trusted: bool,
+    /// Proxies whose word is taken for the client's address: networks (`10.0.0.0/8`,
+    /// `fd00::/8`) or single addresses. From a peer in them, the client is the rightmost hop of
+    /// `forwarded_header` that is not itself a trusted proxy (with `proxy_protocol`, the PROXY
+    /// header's source first); from any other peer those headers are ignored and the client is
+    /// the peer. The client's address is what per-IP rate limits, the audit log and the access
+    /// log use. As a variable, a list (`["10.0.0.0/8"]`) or comma-separated networks
+    /// (`10.0.0.0/8,fd00::/8`). Default: none (every client is its TCP peer).
+    #[serde(deserialize_with = "proxies::cidr_list")]
+    pub trusted_proxies: Vec<proxies::Cidr>,
+    /// Connections from `trusted_proxies` begin with a PROXY protocol v2 header (an L4 load
+    /// balancer's: TCP over IPv4 or IPv6, or LOCAL for its own health checks), which must
+    /// arrive within `limits.header_read_timeout` and be at most 1 KiB long. Its source address
+    /// is the client (`forwarded_header` is read only when that source is itself a trusted
+    /// proxy). A connection from a trusted proxy without the header is served as its own client,
+    /// its forwarding headers ignored; a PROXY header from any other peer closes the
+    /// connection. Needs `trusted_proxies`. Default `false`.
+    pub proxy_protocol: bool,
+    /// The forwarding header `trusted_proxies` write, and the only one read from them: the other
+    /// is ignored, as a proxy passes it through from its client unchanged.
+    pub forwarded_header: proxies::ForwardedHeader,
     /// Logging.
     pub log: LogConfig,
 }
@@ -88,6 +109,9 @@ impl Default for Config {
             valet: ValetConfig::default(),
             internal: InternalConfig::default(),
             trusted: false,
+            trusted_proxies: Vec::new(),
+            proxy_protocol: false,
+            forwarded_header: proxies::ForwardedHeader::default(),
             log: LogConfig::default(),
         }
     }
@@ -427,6 +451,27 @@ pub struct GatekeeperConfig {
     pub limits: LimitsConfig,
     /// Cross-origin access for browser clients.
     pub cors: CorsConfig,
+    /// Proxies whose word is taken for the client's address: networks (`10.0.0.0/8`,
+    /// `fd00::/8`) or single addresses. From a peer in them, the client is the rightmost hop of
+    /// `forwarded_header` that is not itself a trusted proxy (with `proxy_protocol`, the PROXY
+    /// header's source first); from any other peer those headers are ignored and the client is
+    /// the peer. The client's address is what per-IP rate limits and the access log use, and
+    /// what the gatekeeper tells its backend (for the backend's audit and access logs). As a
+    /// variable, a list (`["10.0.0.0/8"]`) or comma-separated networks (`10.0.0.0/8,fd00::/8`).
+    /// Default: none (every client is its TCP peer).
+    #[serde(deserialize_with = "proxies::cidr_list")]
+    pub trusted_proxies: Vec<proxies::Cidr>,
+    /// Connections from `trusted_proxies` begin with a PROXY protocol v2 header (an L4 load
+    /// balancer's: TCP over IPv4 or IPv6, or LOCAL for its own health checks), which must
+    /// arrive within `limits.header_read_timeout` and be at most 1 KiB long. Its source address
+    /// is the client (`forwarded_header` is read only when that source is itself a trusted
+    /// proxy). A connection from a trusted proxy without the header is served as its own client,
+    /// its forwarding headers ignored; a PROXY header from any other peer closes the
+    /// connection. Needs `trusted_proxies`. Default `false`.
+    pub proxy_protocol: bool,
+    /// The forwarding header `trusted_proxies` write, and the only one read from them: the other
+    /// is ignored, as a proxy passes it through from its client unchanged.
+    pub forwarded_header: proxies::ForwardedHeader,
     /// Logging.
     pub log: LogConfig,
 }
@@ -445,6 +490,9 @@ impl Default for GatekeeperConfig {
             rate_limits: base.rate_limits,
             limits: base.limits,
             cors: base.cors,
+            trusted_proxies: Vec::new(),
+            proxy_protocol: false,
+            forwarded_header: proxies::ForwardedHeader::default(),
             log: base.log,
         }
     }

@@ -44,8 +44,19 @@
 //! connection still shaking hands may be closed to make room like one still sending its head. A
 //! handshake that fails closes the connection.
 //!
+//! **PROXY protocol** (`proxy_protocol`, see [`crate::server::proxy_protocol`]): a connection's
+//! first twelve bytes are looked at (without taking them) before TLS and HTTP. From a trusted
+//! proxy, a PROXY v2 header is read in full (at most
+//! [`MAX_HEADER_BYTES`](crate::server::proxy_protocol::MAX_HEADER_BYTES)) and its source becomes
+//! the connection's client; from any other peer, one closes the connection (a client must not
+//! name its own address). The header counts as part of the first request's head: it must arrive
+//! within the header deadline of the connection's opening (else `header_timeout`), and a
+//! connection still sending it may be closed to make room. A refused header is counted as
+//! `proxy_header_refused`.
+//!
 //! Connections speak HTTP/1.1 with keep-alive (as `axum::serve` did here: HTTP/2 is not enabled).
-//! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo). On shutdown
+//! Each request carries its peer address as [`ConnectInfo<SocketAddr>`](ConnectInfo) and its
+//! client's as [`ClientAddress`] (see [`crate::server::client_address`]). On shutdown
 //! the listeners stop accepting, connections with no request in progress are closed, and requests
 //! in progress get up to [`DRAIN_TIMEOUT`] to finish (their connections close after them).
 
@@ -82,7 +93,9 @@ use tower::ServiceExt;
 use crate::config::LimitsConfig;
 use crate::observability::rate_limited_warning::RateLimitedWarning;
 use crate::server::body_arrival::{Arrival, Arrived};
+use crate::server::client_address::{ClientAddress, ClientNamedByGatekeeper, Proxied, ProxyTrust};
 use crate::server::edge::{REQUEST_ID, random_request_id};
+use crate::server::proxy_protocol::{self, FIXED_BYTES, ProxyHeader};
 use crate::server::tls::ServerTls;
 use crate::wire::error::{ApiError, Code};
 
@@ -128,7 +141,11 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// Why a connection was closed by the gateway rather than by its client (the `reason` label of
 /// `shardgate_connections_closed_total`).
-const CLOSE_REASONS: [&str; 3] = ["header_timeout", "idle_timeout", "crowded_out"];
+const CLOSE_REASONS: [&str; 4] = ["header_timeout", "idle_timeout", "crowded_out", "proxy_header_refused"];
+
+/// While a connection's first bytes are a beginning of the PROXY signature but not all of it,
+/// how long to wait before looking again.
+const PEEK_AGAIN: Duration = Duration::from_millis(10);
 
 /// Labels of the closed-connections counter (a closed set: [`CLOSE_REASONS`]).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -140,6 +157,8 @@ struct CloseLabels {
 #[derive(Debug, Clone)]
 pub struct Connections {
     shared: Arc<Shared>,
+    /// Which peers are trusted proxies, and whether they send PROXY headers.
+    trust: Arc<ProxyTrust>,
 }
 
 /// What the accept loops and the connection tasks share.
@@ -156,6 +175,7 @@ struct Shared {
     closed_header_timeout: Counter,
     closed_idle_timeout: Counter,
     closed_crowded_out: Counter,
+    closed_proxy_refused: Counter,
     /// Warnings about a full connection table or failing accepts, at most one per [`WARN_EVERY`].
     warning: RateLimitedWarning,
 }
@@ -197,11 +217,12 @@ impl Connections {
         max.set(i64::try_from(max_connections).unwrap_or(i64::MAX));
         registry.register("connections_max", "Most client connections open at once (limits.max_connections)", max);
         let closed = Family::<CloseLabels, Counter>::default();
-        let [header_timeout, idle_timeout, crowded_out] =
+        let [header_timeout, idle_timeout, crowded_out, proxy_refused] =
             CLOSE_REASONS.map(|reason| closed.get_or_create(&CloseLabels { reason }).clone());
         registry.register(
             "connections_closed",
-            "Client connections closed by the gateway, by reason (header_timeout, idle_timeout, crowded_out)",
+            "Client connections closed by the gateway, by reason (header_timeout, idle_timeout, crowded_out, \
+             proxy_header_refused)",
             closed,
         );
         Ok(Self {
@@ -217,9 +238,17 @@ impl Connections {
                 closed_header_timeout: header_timeout,
                 closed_idle_timeout: idle_timeout,
                 closed_crowded_out: crowded_out,
+                closed_proxy_refused: proxy_refused,
                 warning: RateLimitedWarning::new(WARN_EVERY),
             }),
+            trust: Arc::new(ProxyTrust::default()),
         })
+    }
+
+    /// These limits, reading clients' addresses as `trust` says (by default, every client is
+    /// its peer).
+    pub fn trusting(self, trust: ProxyTrust) -> Self {
+        Self { trust: Arc::new(trust), ..self }
     }
 
     /// Serves `router` on `listener` (over TLS with `tls`) until `shutdown` completes; then stops
@@ -254,7 +283,7 @@ impl Connections {
                 () = &mut shutdown => break,
                 slot = self.slot() => slot,
             };
-            let connection = Connection { shared: self.shared.clone(), peer, _slot: slot };
+            let connection = Connection { shared: self.shared.clone(), trust: self.trust.clone(), peer, _slot: slot };
             tokio::spawn(connection.serve(stream, tls.clone(), router.clone(), draining.clone()));
         }
         drop(listener);
@@ -360,6 +389,7 @@ fn raise_open_file_limit() -> Option<u64> {
 #[derive(Debug)]
 struct Connection {
     shared: Arc<Shared>,
+    trust: Arc<ProxyTrust>,
     peer: SocketAddr,
     _slot: OwnedSemaphorePermit,
 }
@@ -377,6 +407,18 @@ impl Connection {
     ) {
         self.shared.open.inc();
         let activity = Arc::new(Activity::new());
+        let mut stream = stream;
+        let proxied = if self.trust.proxy_protocol() {
+            match self.proxy_preamble(&mut stream, &activity, &mut draining).await {
+                Some(proxied) => proxied,
+                None => {
+                    self.shared.open.dec();
+                    return;
+                }
+            }
+        } else {
+            Proxied::NotAsked
+        };
         let stream = match tls {
             None => ClientStream::Plain(stream),
             Some(acceptor) => match self.handshake(&acceptor, stream, &activity, &mut draining).await {
@@ -388,7 +430,13 @@ impl Connection {
             },
         };
         let io = TokioIo::new(WatchedStream::new(stream, activity.clone()));
-        let service = ConnectionService { router, peer: self.peer, activity: activity.clone() };
+        let service = ConnectionService {
+            router,
+            peer: self.peer,
+            proxied,
+            trust: self.trust.clone(),
+            activity: activity.clone(),
+        };
         // hyper's own header timeout is off: the watcher below keeps both deadlines.
         let mut connection = hyper::server::conn::http1::Builder::new()
             .keep_alive(true)
@@ -449,6 +497,52 @@ impl Connection {
 }
 
 impl Connection {
+    /// With `proxy_protocol`, before TLS and HTTP: what the peer's PROXY header says, within the
+    /// header deadline of the connection's opening. `None` (the connection closes) for a header
+    /// from a peer that is not a trusted proxy, a malformed or over-long one, one not in time, a
+    /// connection asked to make room, a listener that drains, or a client gone.
+    async fn proxy_preamble(
+        &self,
+        stream: &mut TcpStream,
+        activity: &Activity,
+        draining: &mut watch::Receiver<bool>,
+    ) -> Option<Proxied> {
+        let deadline = activity.instant(millis(self.shared.deadlines.header_read));
+        let trusted = self.trust.trusts(self.peer.ip());
+        let mut read = pin!(read_proxy_header(stream, trusted));
+        loop {
+            tokio::select! {
+                read = &mut read => {
+                    return match read {
+                        Ok(Ok(proxied)) => Some(proxied),
+                        Ok(Err(refused)) => {
+                            self.shared.closed_proxy_refused.inc();
+                            tracing::debug!(peer = %self.peer, reason = %refused, "closing a connection: PROXY header refused");
+                            None
+                        }
+                        Err(e) => {
+                            tracing::debug!(peer = %self.peer, error = %e, "connection ended before its PROXY header");
+                            None
+                        }
+                    };
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    self.shared.closed_header_timeout.inc();
+                    tracing::debug!(peer = %self.peer, "closing a connection: PROXY header not received in time");
+                    return None;
+                }
+                () = self.shared.crowded.notified() => {
+                    if activity.waiting_longer_than(CROWDED_GRACE, activity.now()) {
+                        self.shared.closed_crowded_out.inc();
+                        tracing::debug!(peer = %self.peer, "closing a connection still sending its PROXY header to make room");
+                        return None;
+                    }
+                }
+                _ = draining.changed() => return None,
+            }
+        }
+    }
+
     /// The TLS handshake, within the header deadline of the connection's opening; `None` when
     /// it failed, timed out, the connection was asked to make room, or the listener drains.
     async fn handshake(
@@ -486,6 +580,63 @@ impl Connection {
                 _ = draining.changed() => return None,
             }
         }
+    }
+}
+
+/// Why a connection's PROXY header is refused.
+#[derive(Debug, thiserror::Error)]
+enum PreambleRefused {
+    /// A peer that is not a trusted proxy sent one.
+    #[error("a PROXY header from a peer that is not a trusted proxy")]
+    Untrusted,
+    /// It does not parse, or is too long.
+    #[error(transparent)]
+    Malformed(#[from] proxy_protocol::ProxyHeaderError),
+}
+
+/// Reads a PROXY header from the beginning of `stream` if there is one, and only it: from a
+/// `trusted` proxy, what it says ([`Proxied::NoSource`] without one); from another peer, nothing
+/// ([`Proxied::NotAsked`]) or a refusal.
+async fn read_proxy_header(stream: &mut TcpStream, trusted: bool) -> io::Result<Result<Proxied, PreambleRefused>> {
+    use tokio::io::AsyncReadExt;
+    if !begins_with_proxy_signature(stream).await? {
+        return Ok(Ok(if trusted { Proxied::NoSource } else { Proxied::NotAsked }));
+    }
+    if !trusted {
+        return Ok(Err(PreambleRefused::Untrusted));
+    }
+    let mut fixed = [0u8; FIXED_BYTES];
+    stream.read_exact(&mut fixed).await?;
+    let length = match proxy_protocol::remaining_length(&fixed) {
+        Ok(length) => length,
+        Err(refused) => return Ok(Err(refused.into())),
+    };
+    let mut rest = vec![0u8; length];
+    stream.read_exact(&mut rest).await?;
+    Ok(proxy_protocol::parse(&fixed, &rest).map_err(PreambleRefused::from).map(|header| match header {
+        ProxyHeader::Source(ip) => Proxied::Source(ip),
+        ProxyHeader::NoSource => Proxied::NoSource,
+    }))
+}
+
+/// Whether `stream`'s first bytes are the PROXY v2 signature, looked at without taking them.
+/// While they are only a beginning of it, looks again every [`PEEK_AGAIN`] (the caller's
+/// deadline bounds the wait); fails when the peer closes first.
+async fn begins_with_proxy_signature(stream: &TcpStream) -> io::Result<bool> {
+    let signature = proxy_protocol::SIGNATURE;
+    let mut first = [0u8; 12];
+    loop {
+        let n = stream.peek(&mut first).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if first[..n] != signature[..n] {
+            return Ok(false);
+        }
+        if n == signature.len() {
+            return Ok(true);
+        }
+        tokio::time::sleep(PEEK_AGAIN).await;
     }
 }
 
@@ -872,11 +1023,15 @@ impl AsyncWrite for WatchedStream {
 }
 
 /// The router as one connection's hyper service: each request gets the peer address as
-/// [`ConnectInfo`] and is marked in progress until its response has been sent.
+/// [`ConnectInfo`] and its client's as [`ClientAddress`], and is marked in progress until its
+/// response has been sent.
 #[derive(Debug, Clone)]
 struct ConnectionService {
     router: Router,
     peer: SocketAddr,
+    /// What the connection's PROXY header said.
+    proxied: Proxied,
+    trust: Arc<ProxyTrust>,
     activity: Arc<Activity>,
 }
 
@@ -887,7 +1042,12 @@ impl hyper::service::Service<Request<Incoming>> for ConnectionService {
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         let in_progress = InProgress::start(self.activity.clone());
+        let client = self.trust.client_of(self.peer.ip(), self.proxied, request.headers());
         request.extensions_mut().insert(ConnectInfo(self.peer));
+        request.extensions_mut().insert(ClientAddress(client));
+        if self.trust.is_behind_gatekeeper() {
+            request.extensions_mut().insert(ClientNamedByGatekeeper);
+        }
         let read = Arrived::of(request.body());
         let request = request.map(|inner| read.watch(inner));
         TrackedResponse { inner: self.router.clone().oneshot(request), in_progress: Some(in_progress), read }

@@ -12,7 +12,9 @@
 //!   `x-request-id`; a valid `x-request-id` the client sent is kept beside it (in [`RequestIds`],
 //!   the span's `client_request_id` and the audit log), and left on the request as it came, so
 //!   the standalone gatekeeper passes the client's own id on to the backend;
-//! - one trace span per request (method, route, request id; tenant, shard and cache are filled
+//! - one trace span per request (method, route, request id, the client's address as
+//!   [`crate::server::client_address`] read it — behind a standalone gatekeeper, recorded by the
+//!   front door once it has verified the gatekeeper's word; tenant, shard and cache are filled
 //!   in by the handlers), and one event when it ends: `request finished` at debug level, or
 //!   `request failed` at error level for a 5xx;
 //! - a panic in a handler turned into a 500 problem;
@@ -48,6 +50,7 @@ use tracing::Span;
 use prometheus_client::metrics::counter::Counter;
 
 use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
+use crate::server::client_address::{ClientNamedByGatekeeper, client_address};
 use crate::wire::error::ApiError;
 use crate::wire::probes::is_unthrottled;
 
@@ -147,12 +150,16 @@ where
             route = route.as_ref().map_or("unmatched", MatchedPath::as_str),
             request_id = request_id.to_str().unwrap_or(""),
             client_request_id = tracing::field::Empty,
+            client = tracing::field::Empty,
             tenant = tracing::field::Empty,
             shard = tracing::field::Empty,
             cache = tracing::field::Empty,
         );
         if let Some(client) = client_request_id.as_ref().and_then(|id| id.to_str().ok()) {
             span.record("client_request_id", client);
+        }
+        if request.extensions().get::<ClientNamedByGatekeeper>().is_none() {
+            span.record("client", tracing::field::display(client_address(request.extensions())));
         }
         request.extensions_mut().insert(RequestIds { server: request_id.clone(), client: client_request_id });
         let method = request.method().clone();

@@ -5,10 +5,10 @@
 //! ([`crate::server::transfer_watch`]). Health, readiness and metrics endpoints are never
 //! throttled nor counted: a probe must not fail because a tenant is busy.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Uri};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -19,35 +19,44 @@ use crate::app::App;
 use crate::observability::metrics::VerifiedCaller;
 use crate::server::admission::Authenticated;
 use crate::server::bulkhead::{Compartment, Slot};
+use crate::server::client_address::{ClientAddress, client_address};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::probes::is_unthrottled;
 
-/// The peer address of a request (unspecified when the server was not asked for it).
+/// The client address of a request ([`crate::server::client_address`]: its peer, or what its
+/// trusted proxies or the standalone gatekeeper say).
 pub fn client_ip(request: &Request) -> IpAddr {
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ConnectInfo(addr)| addr.ip())
+    client_address(request.extensions())
 }
 
 /// Behind a standalone gatekeeper: accepts only requests with a valid internal credential (401
-/// `invalid_internal_credential` otherwise), takes the principal the gatekeeper verified, and
-/// tells the gatekeeper the tenant's rate limit in a response header; the request is counted in
-/// its caller's bulkhead as at the front door. (Probes and metrics, which carry no tenant data,
-/// stay open for the orchestrator and the scraper.)
+/// `invalid_internal_credential` otherwise), takes the principal and the client address the
+/// gatekeeper verified, and tells the gatekeeper the tenant's rate limit in a response header;
+/// the request is counted in its caller's bulkhead as at the front door. (Probes and metrics,
+/// which carry no tenant data, stay open for the orchestrator and the scraper.)
 async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: Next) -> Response {
     // In a block: a borrow of the request (whose body is not `Sync`) must not live across an await.
-    let verified = {
+    let (verified, client) = {
         let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
         let path_and_query = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
-        key.verify(
+        let verified = key.verify(
             request.method().as_str(),
             path_and_query,
             header(internal::PRINCIPAL_HEADER),
+            header(internal::CLIENT_HEADER),
             header(internal::TIMESTAMP_HEADER),
             header(internal::SIGNATURE_HEADER),
-        )
+        );
+        // Signed, so the gatekeeper's word; without it (an older gatekeeper), the peer.
+        let named = header(internal::CLIENT_HEADER).and_then(|text| text.parse::<IpAddr>().ok());
+        let client = match (&verified, named) {
+            (Ok(_), Some(named)) => named,
+            _ => client_ip(&request),
+        };
+        (verified, client)
     };
+    tracing::Span::current().record("client", tracing::field::display(client));
+    request.extensions_mut().insert(ClientAddress(client));
     let principal = match verified {
         Ok(principal) => principal.map(Arc::new),
         Err(e) => {

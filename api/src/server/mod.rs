@@ -3,7 +3,9 @@
 //!
 //! In the order a request meets it:
 //! 1. [`connections`]: the accept loop under the process's connection cap, the header and idle
-//!    deadlines, and the request heads hyper refuses answered as problems;
+//!    deadlines, and the request heads hyper refuses answered as problems; with
+//!    `proxy_protocol`, a trusted proxy's PROXY header ([`proxy_protocol`]) read first; each
+//!    request's client address ([`client_address`]) from its peer and what trusted proxies say;
 //! 2. [`tls`]: on a listener with `tls`, the handshake, in the connection's task and within its
 //!    header deadline (certificates reloaded from disk when they change);
 //! 3. (CORS, added by start-up around the edge), then [`edge`]: load shedding, the request id,
@@ -31,6 +33,7 @@
 pub mod admission;
 pub mod body_arrival;
 pub mod bulkhead;
+pub mod client_address;
 pub mod connections;
 pub mod deadline;
 pub mod edge;
@@ -38,5 +41,6 @@ pub mod extract;
 pub mod fan_out_budget;
 pub mod fault_points;
 pub mod front_door;
+pub mod proxy_protocol;
 pub mod tls;
 pub mod transfer_watch;

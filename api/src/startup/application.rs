@@ -32,6 +32,7 @@ use crate::observability::shard_metrics::ShardHealthMetrics;
 use crate::routes::{admin, blobs, console, indexes, ops, records, valet, valet_keys};
 use crate::server::admission::{Gate, RedisBuckets};
 use crate::server::bulkhead::{Bulkheads, Guarded, Limit};
+use crate::server::client_address::ProxyTrust;
 use crate::server::connections::Connections;
 use crate::server::deadline;
 use crate::server::edge::EdgeLayer;
@@ -420,8 +421,10 @@ impl Application {
         let valet_refusals = prometheus_client::metrics::family::Family::default();
         let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
         let copied_bytes = Arc::new(shardgate_shard_router::mover::CopiedBytes::default());
+        let proxies = ProxyTrust::new(config.trusted_proxies.clone(), config.proxy_protocol, config.forwarded_header)?
+            .behind_gatekeeper(config.trusted);
         let (metrics, registered) = metrics_with(|registry| {
-            let connections = Connections::new(&config.limits, registry);
+            let connections = Connections::new(&config.limits, registry).map(|c| c.trusting(proxies));
             let tls_reloads = ReloadCounts::new(registry);
             let bulkheads = Bulkheads::new(registry);
             let fan_outs = Bulkheads::guarding(Guarded::FanOuts, registry);

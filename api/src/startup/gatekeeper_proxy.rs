@@ -9,6 +9,11 @@
 //! has heard, the `standard` tier's limit applies).
 //!
 //! Bodies are read up to their route's limit before forwarding; responses are streamed back.
+//!
+//! The client's address is read as the gateway reads it (its peer, or what `trusted_proxies`
+//! say, [`crate::server::client_address`]): the gatekeeper's per-IP limits use it, and it goes to
+//! the backend in the internal credential (`x-shardgate-client`), for the backend's audit and
+//! access logs.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,6 +33,7 @@ use tokio::net::TcpListener;
 use crate::config::{GatekeeperConfig, LimitsConfig};
 use crate::observability::metrics::Metrics;
 use crate::server::admission::Gate;
+use crate::server::client_address::{ProxyTrust, client_address};
 use crate::server::connections::Connections;
 use crate::server::extract::require_json;
 use crate::server::front_door::{check_request_target, client_ip};
@@ -77,8 +83,9 @@ impl Gatekeeper {
         let key = InternalKey::new(secret)?;
         // As the gateway does: start with the identity providers' key sets when they answer.
         let (auth, key_sets) = authenticator(&config.auth, &config.data_dir).await?;
+        let proxies = ProxyTrust::new(config.trusted_proxies.clone(), config.proxy_protocol, config.forwarded_header)?;
         let (metrics, (gate, connections, tls_reloads)) = metrics_with(|registry| {
-            let connections = Connections::new(&config.limits, registry);
+            let connections = Connections::new(&config.limits, registry).map(|c| c.trusting(proxies));
             let tls_reloads = crate::server::tls::ReloadCounts::new(registry);
             registry.register_collector(Box::new(crate::observability::metrics::KeySetMetrics(key_sets)));
             let gate = rate_limit_store_for(&config.rate_limits, None, None)
@@ -312,7 +319,8 @@ async fn send(
         }
     };
     let path_and_query = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
-    let signed = front.key.sign(parts.method.as_str(), path_and_query, principal.as_deref());
+    let client = client_address(&parts.extensions);
+    let signed = front.key.sign(parts.method.as_str(), path_and_query, principal.as_deref(), Some(client));
     let mut headers = HeaderMap::with_capacity(parts.headers.len() + 4);
     for (name, value) in &parts.headers {
         if forwardable(name) {
@@ -320,11 +328,14 @@ async fn send(
         }
     }
     for (name, value) in [
-        (internal::PRINCIPAL_HEADER, signed.principal),
-        (internal::TIMESTAMP_HEADER, signed.timestamp),
-        (internal::SIGNATURE_HEADER, signed.signature),
+        (internal::PRINCIPAL_HEADER, Some(signed.principal)),
+        (internal::CLIENT_HEADER, signed.client),
+        (internal::TIMESTAMP_HEADER, Some(signed.timestamp)),
+        (internal::SIGNATURE_HEADER, Some(signed.signature)),
     ] {
-        if let Ok(value) = HeaderValue::from_str(&value) {
+        if let Some(value) = value
+            && let Ok(value) = HeaderValue::from_str(&value)
+        {
             headers.insert(HeaderName::from_static(name), value);
         }
     }
