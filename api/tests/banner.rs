@@ -30,7 +30,8 @@ async fn a_jwks_only_configuration_prints_no_token_command() {
     std::fs::write(
         &config,
         format!(
-            "[[auth.issuers]]\nissuer = \"https://idp.example\"\nalgorithm = \"RS256\"\njwks_url = \"{jwks_url}\"\n"
+            "[[auth.issuers]]\nissuer = \"https://idp.example\"\nalgorithm = \"RS256\"\n\
+             audience = [\"shardgate\"]\njwks_url = \"{jwks_url}\"\n"
         ),
     )
     .unwrap();

@@ -56,7 +56,9 @@ impl Fleet {
             Some(databases) => databases.envs(false),
             None => vec![(
                 "SHARDGATE_AUTH__ISSUERS".to_owned(),
-                "[{issuer=\"crash\",algorithm=\"HS256\",secret=\"process-test-secret-0123456789abcdef\"}]".to_owned(),
+                "[{issuer=\"crash\",algorithm=\"HS256\",secret=\"process-test-secret-0123456789abcdef\",\
+                 allow_any_audience=true}]"
+                    .to_owned(),
             )],
         };
         envs.push(("SHARDGATE_STORAGE__MOVES__CLEANUP_GRACE".to_owned(), grace.to_owned()));

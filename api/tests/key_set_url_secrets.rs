@@ -45,9 +45,11 @@ async fn a_key_set_url_s_credentials_and_query_are_never_shown() {
     std::fs::write(
         &config,
         format!(
-            "[[auth.issuers]]\nissuer = \"https://answering.example\"\nalgorithm = \"RS256\"\njwks_url = \"{}\"\n\
+            "[[auth.issuers]]\nissuer = \"https://answering.example\"\nalgorithm = \"RS256\"\n\
+             audience = [\"shardgate\"]\njwks_url = \"{}\"\n\
              jwks_fetch_timeout_secs = 2\n\n\
-             [[auth.issuers]]\nissuer = \"https://closed.example\"\nalgorithm = \"RS256\"\njwks_url = \"{}\"\n\
+             [[auth.issuers]]\nissuer = \"https://closed.example\"\nalgorithm = \"RS256\"\n\
+             audience = [\"shardgate\"]\njwks_url = \"{}\"\n\
              jwks_fetch_timeout_secs = 2\n",
             url(answering),
             url(closed)

@@ -42,7 +42,8 @@ async fn no_log_line_holds_a_token_cookie_or_signature() {
     let dir = tempfile::tempdir().unwrap();
     let mut config =
         Config { listen: "127.0.0.1:0".parse().unwrap(), data_dir: dir.path().to_path_buf(), ..Config::default() };
-    config.auth.issuers = vec![IssuerConfig::hs256("logs", SecretString::from(SECRET))];
+    config.auth.issuers =
+        vec![IssuerConfig { allow_any_audience: true, ..IssuerConfig::hs256("logs", SecretString::from(SECRET)) }];
     let app = Application::build(config).await.unwrap();
     let base = format!("http://127.0.0.1:{}", app.port());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

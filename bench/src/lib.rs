@@ -100,7 +100,8 @@ pub fn production_config(
     for tier in ["free", "standard", "premium"] {
         config.rate_limits.tiers.insert(tier.to_owned(), unlimited);
     }
-    config.auth.issuers = vec![IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))];
+    config.auth.issuers =
+        vec![IssuerConfig { allow_any_audience: true, ..IssuerConfig::hs256(ISSUER, SecretString::from(SECRET)) }];
     config.log = LogConfig { filter: "warn".to_owned(), ..LogConfig::default() };
     Ok(config)
 }

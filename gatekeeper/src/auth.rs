@@ -455,6 +455,13 @@ enum IssuerConfigError {
     BothAlgorithmSettings,
     #[error("set `algorithms` (the allowed signature algorithms) or `algorithm`")]
     NoAlgorithm,
+    #[error(
+        "no `audience`: set `audience` to the `aud` values this gateway accepts, or \
+         `allow_any_audience = true` to accept this issuer's tokens for any audience"
+    )]
+    NoAudience,
+    #[error("set `audience` or `allow_any_audience = true`, not both")]
+    AudienceAndAnyAudience,
     #[error("`algorithms` lists {0:?}, but no key of this issuer is for {0:?}")]
     NoKeyFor(KeyAlgorithm),
     #[error("a `secret` is an HS256 key: set `algorithm = \"HS256\"`")]
@@ -490,6 +497,7 @@ fn config_error(issuer: &IssuerConfig, reason: IssuerConfigError) -> AuthError {
 
 fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, AuthError> {
     let algorithms = allow_list(issuer).map_err(|reason| config_error(issuer, reason))?;
+    audience_rule(issuer).map_err(|reason| config_error(issuer, reason))?;
     let keys = issuer_keys(issuer, &algorithms, leeway_secs).map_err(|reason| config_error(issuer, reason))?;
     let verifier = Verifier { issuer: issuer.issuer.clone(), algorithms, keys };
     if let IssuerKeys::Fetched(set) = &verifier.keys {
@@ -503,6 +511,15 @@ fn build_verifier(issuer: &IssuerConfig, leeway_secs: u64) -> Result<Verifier, A
         }
     }
     Ok(verifier)
+}
+
+/// An audience, or the explicit `allow_any_audience`: exactly one of the two.
+fn audience_rule(issuer: &IssuerConfig) -> Result<(), IssuerConfigError> {
+    match (issuer.audience.is_empty(), issuer.allow_any_audience) {
+        (true, false) => Err(IssuerConfigError::NoAudience),
+        (false, true) => Err(IssuerConfigError::AudienceAndAnyAudience),
+        _ => Ok(()),
+    }
 }
 
 /// `algorithms`, or `[algorithm]`: exactly one of the two, not empty.
@@ -615,6 +632,8 @@ struct MintedClaims<'a> {
     sub: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     tenant: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aud: Option<&'a str>,
     scope: String,
     iat: u64,
     exp: u64,
@@ -623,6 +642,16 @@ struct MintedClaims<'a> {
 /// Signs an HS256 token (used by `shardgate token` and by tests). A token bound to a tenant with
 /// the `admin` scope is refused ([`AuthError::AdminScopeWithTenant`]), as verifying it would be.
 pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<String, AuthError> {
+    mint_token_for_audience(secret, request, None)
+}
+
+/// [`mint_token`], with `aud` set to `audience` when given: `shardgate token` mints for an
+/// HS256 issuer that lists an `audience` with the first one, so that its tokens pass.
+pub fn mint_token_for_audience(
+    secret: &SecretString,
+    request: &TokenRequest,
+    audience: Option<&str>,
+) -> Result<String, AuthError> {
     if request.tenant.is_some() && request.scopes.contains(Scope::Admin) {
         return Err(AuthError::AdminScopeWithTenant);
     }
@@ -631,6 +660,7 @@ pub fn mint_token(secret: &SecretString, request: &TokenRequest) -> Result<Strin
         iss: &request.issuer,
         sub: &request.subject,
         tenant: request.tenant.as_deref(),
+        aud: audience,
         scope: request.scopes.to_claim(),
         iat: now,
         exp: now.saturating_add(request.ttl.as_secs()),
@@ -645,8 +675,9 @@ mod tests {
 
     const SECRET: &str = "0123456789abcdef0123456789abcdef";
 
+    /// An HS256 issuer for any audience.
     fn hs_issuer(name: &str) -> IssuerConfig {
-        IssuerConfig::hs256(name, SecretString::from(SECRET))
+        IssuerConfig { allow_any_audience: true, ..IssuerConfig::hs256(name, SecretString::from(SECRET)) }
     }
 
     fn request(ttl: Duration) -> TokenRequest {
@@ -838,11 +869,13 @@ mod tests {
 
     #[test]
     fn the_algorithm_key_is_a_shorthand_for_an_allow_list_of_one() {
-        let shorthand: IssuerConfig =
-            serde_json::from_value(serde_json::json!({"issuer": "a", "algorithm": "HS256", "secret": SECRET})).unwrap();
-        let list: IssuerConfig = serde_json::from_value(
-            serde_json::json!({"issuer": "b", "algorithms": ["RS256"], "public_key_pem": fixture("rs256-public.pem")}),
+        let shorthand: IssuerConfig = serde_json::from_value(
+            serde_json::json!({"issuer": "a", "algorithm": "HS256", "secret": SECRET, "allow_any_audience": true}),
         )
+        .unwrap();
+        let list: IssuerConfig = serde_json::from_value(serde_json::json!({
+            "issuer": "b", "algorithms": ["RS256"], "public_key_pem": fixture("rs256-public.pem"), "audience": ["api"]
+        }))
         .unwrap();
         assert_eq!(shorthand.allowed_algorithms().collect::<Vec<_>>(), [KeyAlgorithm::HS256]);
         assert!(start(vec![shorthand, list]).is_ok());
@@ -1010,8 +1043,29 @@ mod tests {
     }
 
     #[test]
+    fn an_issuer_starts_with_an_audience_or_the_explicit_opt_out_only() {
+        let no_audience: IssuerConfig = serde_json::from_value(
+            serde_json::json!({"issuer": "https://idp.example", "algorithm": "HS256", "secret": SECRET}),
+        )
+        .unwrap();
+        match start(vec![no_audience.clone()]) {
+            Err(error @ AuthError::Config { .. }) => {
+                let message = error.to_string();
+                assert!(message.contains("https://idp.example"), "names the issuer: {message}");
+                assert!(message.contains("`audience`") && message.contains("`allow_any_audience = true`"), "{message}");
+            }
+            other => panic!("an issuer without an audience started: {other:?}"),
+        }
+        assert!(start(vec![IssuerConfig { audience: vec!["api".into()], ..no_audience.clone() }]).is_ok());
+        assert!(start(vec![IssuerConfig { allow_any_audience: true, ..no_audience.clone() }]).is_ok());
+        let both = IssuerConfig { audience: vec!["api".into()], allow_any_audience: true, ..no_audience };
+        assert_eq!(refusal(both), "set `audience` or `allow_any_audience = true`, not both");
+    }
+
+    #[test]
     fn an_issuer_with_an_audience_requires_aud() {
-        let issuer = IssuerConfig { audience: vec!["shardgate-api".into()], ..hs_issuer("aud") };
+        let issuer =
+            IssuerConfig { audience: vec!["shardgate-api".into()], allow_any_audience: false, ..hs_issuer("aud") };
         let auth = start(vec![issuer]).unwrap();
         let token = |aud: Option<serde_json::Value>| {
             let mut claims = claims_of("aud");

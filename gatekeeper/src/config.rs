@@ -65,10 +65,18 @@ pub struct IssuerConfig {
     /// must be set).
     #[serde(default)]
     pub algorithms: Vec<KeyAlgorithm>,
-    /// Accepted `aud` values. When set, tokens must carry an `aud` naming one of them. Default:
-    /// empty, and `aud` is not checked.
+    /// Accepted `aud` values: tokens must carry an `aud` naming one of them. Default: empty,
+    /// which does not start unless `allow_any_audience = true` says so: an identity provider
+    /// shared with other services signs their tokens with the same keys, and without an
+    /// audience a token minted for another service (with a `tenant` claim) would pass here.
     #[serde(default)]
     pub audience: Vec<String>,
+    /// Accept this issuer's tokens whatever their `aud`, or without one: `audience` is empty on
+    /// purpose. For an issuer whose keys sign tokens for this gateway alone (an HS256 secret no
+    /// other service holds). Default false; not together with `audience`. The embedded
+    /// default's own issuer (`shardgate`, its generated secret) is such an issuer.
+    #[serde(default)]
+    pub allow_any_audience: bool,
     /// HS256 shared secret, at least 32 bytes.
     #[serde(serialize_with = "redacted_option")]
     pub secret: Option<SecretString>,
@@ -129,6 +137,7 @@ impl std::fmt::Debug for IssuerConfig {
             .field("algorithm", &self.algorithm)
             .field("algorithms", &self.algorithms)
             .field("audience", &self.audience)
+            .field("allow_any_audience", &self.allow_any_audience)
             .field("secret", &self.secret)
             .field("public_key_file", &self.public_key_file)
             .field("jwks_file", &self.jwks_file)
@@ -177,6 +186,7 @@ impl IssuerConfig {
             algorithm: None,
             algorithms: Vec::new(),
             audience: Vec::new(),
+            allow_any_audience: false,
             secret: None,
             public_key_pem: None,
             public_key_file: None,
@@ -194,7 +204,8 @@ impl IssuerConfig {
     }
 
     /// An issuer named `issuer` whose tokens are HS256-signed with `secret` (at least 32 bytes,
-    /// checked at start-up), no audience checked.
+    /// checked at start-up), with no audience yet: set `audience`, or `allow_any_audience`, before
+    /// it starts.
     pub fn hs256(issuer: impl Into<String>, secret: SecretString) -> Self {
         Self { algorithm: Some(KeyAlgorithm::HS256), secret: Some(secret), ..Self::named(issuer) }
     }

@@ -20,7 +20,9 @@ pub mod request;
 pub mod throttle;
 mod verification_key;
 
-pub use auth::{AuthError, Authenticator, FetchedKeySets, KeySources, TokenRequest, mint_token};
+pub use auth::{
+    AuthError, Authenticator, FetchedKeySets, KeySources, TokenRequest, mint_token, mint_token_for_audience,
+};
 pub use config::{AuthConfig, IssuerConfig, KeyAlgorithm};
 pub use key_set_url::{KeySetUrl, shown_url};
 pub use principal::{Principal, Scope, ScopeClaimError, Scopes};

@@ -13,15 +13,16 @@ pub const ISSUER: &str = "test";
 /// Its shared secret (at least 32 bytes).
 pub const SECRET: &str = "shardgate-tests-hs256-secret-not-for-production-use";
 
-/// An issuer called `name` with no algorithm, audience or key yet: the start of an
+/// An issuer called `name` with no algorithm or key yet, for tokens of any audience
+/// (`allow_any_audience`; a test of audiences sets `audience` and turns it off): the start of an
 /// `IssuerConfig { .., ..issuer_named(name) }` literal.
 pub fn issuer_named(name: &str) -> IssuerConfig {
-    IssuerConfig::named(name)
+    IssuerConfig { allow_any_audience: true, ..IssuerConfig::named(name) }
 }
 
-/// The HS256 issuer configuration of [`ISSUER`].
+/// The HS256 issuer configuration of [`ISSUER`], for tokens of any audience.
 pub fn hs256_issuer() -> IssuerConfig {
-    IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))
+    IssuerConfig { allow_any_audience: true, ..IssuerConfig::hs256(ISSUER, SecretString::from(SECRET)) }
 }
 
 /// Mints an HS256 token of [`ISSUER`] for the subject `tester`.

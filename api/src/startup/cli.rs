@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 use secrecy::SecretString;
-use shardgate_gatekeeper::{KeyAlgorithm, KeySources, Scope, Scopes, TokenRequest, mint_token};
+use shardgate_gatekeeper::{KeyAlgorithm, KeySources, Scope, Scopes, TokenRequest, mint_token_for_audience};
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
@@ -243,8 +243,9 @@ async fn shutdown_signal() {
 }
 
 fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl: Duration) -> anyhow::Result<String> {
-    let (issuer, secret): (String, SecretString) = if config.auth.issuers.is_empty() {
-        (EMBEDDED_ISSUER.to_owned(), load_secret(&config.data_dir)?)
+    // An issuer that lists audiences accepts only tokens for one of them: mint for the first.
+    let (issuer, secret, audience): (String, SecretString, Option<String>) = if config.auth.issuers.is_empty() {
+        (EMBEDDED_ISSUER.to_owned(), load_secret(&config.data_dir)?, None)
     } else {
         let hs = config
             .auth
@@ -252,7 +253,7 @@ fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl
             .iter()
             .find(|i| i.allowed_algorithms().any(|a| a == KeyAlgorithm::HS256) && i.secret.is_some())
             .context("no HS256 issuer with a secret is configured: tokens for RS256/ES256/EdDSA issuers come from their identity provider")?;
-        (hs.issuer.clone(), hs.secret.clone().context("issuer has no secret")?)
+        (hs.issuer.clone(), hs.secret.clone().context("issuer has no secret")?, hs.audience.first().cloned())
     };
     let (scopes, subject) = if admin {
         (Scopes::of(&[Scope::Admin]), "admin".to_owned())
@@ -273,5 +274,6 @@ fn token(config: &Config, tenant: Option<String>, scopes: &str, admin: bool, ttl
     if let Some(t) = &tenant {
         shardgate_shard_router::TenantId::parse(t)?;
     }
-    Ok(mint_token(&secret, &TokenRequest { issuer, subject, tenant, scopes, ttl })?)
+    let request = TokenRequest { issuer, subject, tenant, scopes, ttl };
+    Ok(mint_token_for_audience(&secret, &request, audience.as_deref())?)
 }

@@ -63,7 +63,7 @@ impl Databases {
             ("SHARDGATE_STORAGE__SHARDS".to_owned(), format!("[{}]", shards.join(","))),
             (
                 "SHARDGATE_AUTH__ISSUERS".to_owned(),
-                format!("[{{issuer=\"{ISSUER}\",algorithm=\"HS256\",secret=\"{SECRET}\"}}]"),
+                format!("[{{issuer=\"{ISSUER}\",algorithm=\"HS256\",secret=\"{SECRET}\",allow_any_audience=true}}]"),
             ),
         ];
         if redis {

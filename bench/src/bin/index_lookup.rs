@@ -149,7 +149,8 @@ fn gateway_config(dir: &std::path::Path) -> BenchResult<Config> {
         });
     }
     std::fs::create_dir_all(dir.join("shards"))?;
-    config.auth.issuers = vec![IssuerConfig::hs256(ISSUER, SecretString::from(SECRET))];
+    config.auth.issuers =
+        vec![IssuerConfig { allow_any_audience: true, ..IssuerConfig::hs256(ISSUER, SecretString::from(SECRET)) }];
     // The limiter still runs on every request; it never refuses one.
     let unlimited = RateLimit { per_second: 1_000_000_000, burst: 1_000_000_000 };
     for tier in ["free", "standard", "premium"] {

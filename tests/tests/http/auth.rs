@@ -121,6 +121,7 @@ async fn app_with_every_issuer() -> TestApp {
             IssuerConfig {
                 algorithms: every,
                 audience: vec![AUDIENCE.into()],
+                allow_any_audience: false,
                 jwks_file: Some(format!("{KEYS}/jwks-other.json").into()),
                 ..issuer_named("partner")
             },
