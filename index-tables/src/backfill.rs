@@ -164,6 +164,7 @@ impl IndexTables {
             target: format!("index:{}", job.target),
             request_id: job.id.clone(),
             client_request_id: None,
+            client_address: None,
         };
         let (tenant, collection, name) = (index.tenant.as_str(), index.collection.as_str(), index.def.name().as_str());
         self.router.catalog().end_index_build(tenant, collection, name, &job.id, failure, &audit).await?;

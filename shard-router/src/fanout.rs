@@ -377,6 +377,7 @@ mod tests {
             target: "tenant:acme".into(),
             request_id: "r".into(),
             client_request_id: None,
+            client_address: None,
         };
         let tenant = TenantId::parse("acme").unwrap();
         let collection = CollectionName::parse("events").unwrap();

@@ -124,6 +124,7 @@ impl ShardRouter {
                 target: new_rows.iter().map(|r| format!("shard:{}", r.id)).collect::<Vec<_>>().join(" "),
                 request_id: "start-up".to_owned(),
                 client_request_id: None,
+                client_address: None,
             };
             catalog.bootstrap_shards(&new_rows, &owners, &audit).await?;
         }

@@ -555,6 +555,7 @@ async fn deleting_a_tenant_deletes_its_blobs() {
         target: "tenant:acme".into(),
         request_id: "r".into(),
         client_request_id: None,
+        client_address: None,
     };
     let topology = Topology::of(&router);
     topology.create_tenant(acme(), "Acme".into(), Tier::Standard, None, None, &audit("tenant.create")).await.unwrap();

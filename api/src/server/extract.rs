@@ -193,13 +193,16 @@ impl FromRequestParts<Arc<App>> for Admin {
 
 /// The request's ids as the edge gave them ([`crate::server::edge::RequestIds`]): the server's
 /// own, which the audit log keeps as the request id, and the client's `x-request-id`, kept beside
-/// it (a client may send any id, another request's too).
+/// it (a client may send any id, another request's too); and its client's address
+/// ([`crate::server::client_address`]), which the audit log keeps too.
 #[derive(Debug, Clone)]
 pub struct RequestIdHeader {
     /// The server's own id (the response's `x-request-id`).
     pub id: String,
     /// The `x-request-id` the client sent, if it sent a valid one.
     pub client: Option<String>,
+    /// The client's address.
+    pub client_address: String,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for RequestIdHeader {
@@ -207,7 +210,8 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestIdHeader {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let (id, client) = crate::server::edge::RequestIds::of(&parts.extensions);
-        Ok(Self { id, client })
+        let client_address = crate::server::client_address::client_address(&parts.extensions).to_string();
+        Ok(Self { id, client, client_address })
     }
 }
 
@@ -231,6 +235,7 @@ impl Caller {
             target,
             request_id: request.id.clone(),
             client_request_id: request.client.clone(),
+            client_address: Some(request.client_address.clone()),
         }
     }
 }

@@ -274,6 +274,7 @@ mod tests {
             target: format!("/valet/acme/file-{i}"),
             request_id: format!("req-{i}"),
             client_request_id: None,
+            client_address: None,
         }
     }
 

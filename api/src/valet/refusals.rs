@@ -96,6 +96,7 @@ fn summary(code: &'static str, window: Window) -> Option<Audit> {
         ),
         request_id: String::new(),
         client_request_id: None,
+        client_address: None,
     })
 }
 

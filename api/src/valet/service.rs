@@ -178,6 +178,7 @@ pub async fn issue(app: &App, issue: Issue<'_>, audit: Audit) -> Result<Issued, 
 /// refusal. Either way the outcome is audited (off the request's path); a refusal is counted.
 pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<Response, ApiError> {
     let (id, client_id) = crate::server::edge::RequestIds::of(request.extensions());
+    let client_address = Some(crate::server::client_address::client_address(request.extensions()).to_string());
     let target = request.uri().path().to_owned();
     let outcome = match authorize(app, request.method().as_str(), request.uri(), tenant).await {
         Ok((grant, slot)) => {
@@ -198,7 +199,7 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
     };
     match outcome {
         Ok((response, action)) => {
-            record(app, tenant, action, target, id, client_id);
+            record(app, tenant, action, target, (id, client_id, client_address));
             Ok(response)
         }
         Err(refusal) => {
@@ -212,6 +213,7 @@ pub async fn transfer(app: &Arc<App>, tenant: &str, request: Request) -> Result<
                     target: format!("{target} {}", refusal.code()),
                     request_id: id,
                     client_request_id: client_id,
+                    client_address,
                 },
                 refusal.code(),
             );
@@ -294,15 +296,16 @@ async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, 
 }
 
 /// Records a valet request in the audit log, off the request's path: queued for the batching
-/// writer ([`crate::valet::audit`]), dropped and counted when its queue is full.
+/// writer ([`crate::valet::audit`]), dropped and counted when its queue is full. `from` is the
+/// request's id, the client's id and the client's address.
 fn record(
     app: &App,
     tenant: &str,
     action: &'static str,
     target: String,
-    request_id: String,
-    client_request_id: Option<String>,
+    from: (String, Option<String>, Option<String>),
 ) {
+    let (request_id, client_request_id, client_address) = from;
     app.valet_audit.record(Audit {
         actor: "valet".into(),
         tenant: Some(tenant.to_owned()),
@@ -310,6 +313,7 @@ fn record(
         target,
         request_id,
         client_request_id,
+        client_address,
     });
 }
 

@@ -75,6 +75,7 @@ impl SigningKeys {
             target: "valet signing key".into(),
             request_id: request_id.to_owned(),
             client_request_id: None,
+            client_address: None,
         };
         Ok(self.rotate_key(catalog, &audit).await?.1)
     }

@@ -299,6 +299,7 @@ impl Balancer {
                     target: claim.clone(),
                     request_id: String::new(),
                     client_request_id: None,
+                    client_address: None,
                 };
                 match self.start(&choice.subject, &choice.to, &audit).await {
                     Ok(job) => {

@@ -93,6 +93,9 @@ pub struct Audit {
     pub request_id: String,
     /// The `x-request-id` the client sent, if any: kept beside the server's own.
     pub client_request_id: Option<String>,
+    /// The client's address (its peer, or what trusted proxies or the gatekeeper said); none for
+    /// actions of the system itself.
+    pub client_address: Option<String>,
 }
 
 /// One recorded admin action.
@@ -114,6 +117,8 @@ pub struct AuditEntry {
     pub request_id: String,
     /// The request id the client sent, if any.
     pub client_request_id: Option<String>,
+    /// The client's address, if the action came from a request.
+    pub client_address: Option<String>,
 }
 
 /// Which audit entries a listing reads, and in which order ([`Catalog::list_audit`]).
@@ -415,8 +420,8 @@ impl Catalog {
     async fn begin_audited(&self, audit: &Audit) -> Result<Transaction<'static, Any>, Error> {
         let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
         sqlx::query(
-            "INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id, client_address) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(crate::clock::now_ms())
         .bind(&audit.actor)
@@ -425,6 +430,7 @@ impl Catalog {
         .bind(&audit.target)
         .bind(&audit.request_id)
         .bind(audit.client_request_id.as_deref())
+        .bind(audit.client_address.as_deref())
         .execute(&mut *tx)
         .await
         .map_err(catalog_err)?;
@@ -444,7 +450,8 @@ impl Catalog {
         let after = after.unwrap_or(if filter.newest_first { i64::MAX } else { 0 });
         self.guarded(async {
             let rows = sqlx::query(&format!(
-                "SELECT id, at, actor, tenant, action, target, request_id, client_request_id FROM audit_log \
+                "SELECT id, at, actor, tenant, action, target, request_id, client_request_id, client_address \
+                 FROM audit_log \
              WHERE {beyond} \
              AND ($2 IS NULL OR action = $2 OR ($3 AND substr(action, 1, length(CAST($2 AS TEXT))) = $2)) \
              AND ($4 IS NULL OR actor = $4) \
@@ -469,6 +476,7 @@ impl Catalog {
                         target: column(row, 5)?,
                         request_id: column(row, 6)?,
                         client_request_id: column(row, 7)?,
+                        client_address: column(row, 8)?,
                     })
                 })
                 .collect()

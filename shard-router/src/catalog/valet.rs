@@ -321,22 +321,16 @@ impl Catalog {
             for batch in entries.chunks(AUDIT_ROWS_PER_INSERT) {
                 let rows = (0..batch.len())
                     .map(|i| {
-                        let n = i * 7;
-                        format!(
-                            "(${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                            n + 1,
-                            n + 2,
-                            n + 3,
-                            n + 4,
-                            n + 5,
-                            n + 6,
-                            n + 7
-                        )
+                        let n = i * 8;
+                        let places: Vec<String> = (1..=8).map(|k| format!("${}", n + k)).collect();
+                        format!("({})", places.join(", "))
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
-                let sql =
-                    format!("INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id) VALUES {rows}");
+                let sql = format!(
+                    "INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id, \
+                     client_address) VALUES {rows}"
+                );
                 let mut insert = sqlx::query(&sql);
                 for TimedAudit { at_ms, audit } in batch {
                     insert = insert
@@ -346,7 +340,8 @@ impl Catalog {
                         .bind(audit.action)
                         .bind(&audit.target)
                         .bind(&audit.request_id)
-                        .bind(audit.client_request_id.as_deref());
+                        .bind(audit.client_request_id.as_deref())
+                        .bind(audit.client_address.as_deref());
                 }
                 insert.execute(&mut *tx).await.map_err(catalog_err)?;
             }
@@ -356,7 +351,7 @@ impl Catalog {
     }
 }
 
-/// The most rows one statement of [`Catalog::append_audits`] inserts (7 parameters each, well
+/// The most rows one statement of [`Catalog::append_audits`] inserts (8 parameters each, well
 /// under the parameter limits of both engines).
 pub const AUDIT_ROWS_PER_INSERT: usize = 100;
 

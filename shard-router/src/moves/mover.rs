@@ -912,6 +912,7 @@ impl Run<'_> {
             target,
             request_id: format!("job-{}", self.id),
             client_request_id: None,
+            client_address: None,
         };
         let progress = self.encoded()?;
         let epoch =

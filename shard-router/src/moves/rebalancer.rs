@@ -560,6 +560,7 @@ impl Rebalancer {
             target: step_name(step),
             request_id: format!("job-{parent}"),
             client_request_id: None,
+            client_address: None,
         };
         let started = match (step.vshards.as_slice(), &step.tenant) {
             ([], Some(tenant)) if step.range.is_some() => {
@@ -617,6 +618,7 @@ impl Rebalancer {
             target: format!("steps of job:{parent}"),
             request_id: format!("job-{parent}"),
             client_request_id: None,
+            client_address: None,
         };
         for step in &mut progress.steps {
             match (step.state, &step.job) {

@@ -528,6 +528,7 @@ impl PhasedJob for Run<'_> {
             target: format!("collection:{collection} distribution:{}", row.distribution.as_str()),
             request_id: format!("job-{}", self.handle.id),
             client_request_id: None,
+            client_address: None,
         };
         let progress = encoded(&self.progress)?;
         let catalog = self.router().catalog();

@@ -12,6 +12,7 @@ mod blobs;
 mod breaker;
 mod bulkheads;
 mod cache;
+mod client_address;
 mod connection_budget;
 mod connections;
 mod console;

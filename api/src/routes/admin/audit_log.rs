@@ -33,6 +33,10 @@ pub struct AuditRecord {
     /// The `x-request-id` the client sent with that request, if any: the client's to choose (it
     /// may name another request), so it is kept beside the server's id, never instead of it.
     pub client_request_id: Option<String>,
+    /// The address of the client that made the request: its TCP peer, or, behind proxies listed
+    /// in `trusted_proxies` or a standalone gatekeeper, the client they named. None for actions
+    /// of the system itself (moves, the balancer, start-up).
+    pub client_address: Option<String>,
 }
 
 /// The order of an audit listing.
@@ -140,6 +144,7 @@ pub async fn list_audit(
             target: e.target,
             request_id: e.request_id,
             client_request_id: e.client_request_id,
+            client_address: e.client_address,
         },
     );
     Ok(axum::Json(page))
