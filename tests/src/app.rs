@@ -143,6 +143,8 @@ impl TestApp {
             rate_limits: self.config.rate_limits.clone(),
             limits: self.config.limits.clone(),
             cors: self.config.cors.clone(),
+            // The backend's admin listener is its own; the gatekeeper forwards the admin plane.
+            admin: shardgate_api::config::AdminListenerConfig::default(),
             trusted_proxies: self.config.trusted_proxies.clone(),
             proxy_protocol: self.config.proxy_protocol,
             forwarded_header: self.config.forwarded_header,

@@ -63,6 +63,8 @@ pub struct Config {
     pub blobs: BlobsConfig,
     /// Valet keys (signed URLs).
     pub valet: ValetConfig,
+    /// The admin plane's own listener.
+    pub admin: AdminListenerConfig,
     /// The credential shared with a standalone gatekeeper.
     pub internal: InternalConfig,
     /// Serve only requests forwarded by a standalone gatekeeper (`serve --trusted`): every
@@ -107,6 +109,7 @@ impl Default for Config {
             rate_limits: RateLimitConfig::default(),
             blobs: BlobsConfig::default(),
             valet: ValetConfig::default(),
+            admin: AdminListenerConfig::default(),
             internal: InternalConfig::default(),
             trusted: false,
             trusted_proxies: Vec::new(),
@@ -412,6 +415,23 @@ impl Default for ValetConfig {
     }
 }
 
+/// The `[admin]` section: a listener of the admin plane's own, so that it can be kept off the
+/// public network.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminListenerConfig {
+    /// A listener of its own for the admin plane: `/v1/admin/*`, `/console` (and its files) and
+    /// `/metrics`, with `/healthz` and `/readyz` for its own probes. When set, the public listener
+    /// answers those paths 404 `not_found`, as it answers any unknown path, and the standalone
+    /// gatekeeper never forwards them (it serves its own `/metrics` here). Admin tokens are still
+    /// required there (also by `serve --trusted`, which verifies them itself on this listener).
+    /// Default: none (the admin plane is served on `listen`, and the gatekeeper forwards it).
+    pub listen: Option<SocketAddr>,
+    /// HTTPS on `admin.listen`: `{ cert_file, key_file }` (PEM), its own certificate, reloaded
+    /// when the files change. Default: unset, plain HTTP.
+    pub tls: Option<ListenerTls>,
+}
+
 /// The `[internal]` section: the secret a standalone gatekeeper and its trusted backends share.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -451,6 +471,9 @@ pub struct GatekeeperConfig {
     pub limits: LimitsConfig,
     /// Cross-origin access for browser clients.
     pub cors: CorsConfig,
+    /// The gatekeeper's admin listener: when set, its own `/metrics` (and probes) are served
+    /// there, and the admin plane is never forwarded.
+    pub admin: AdminListenerConfig,
     /// Proxies whose word is taken for the client's address: networks (`10.0.0.0/8`,
     /// `fd00::/8`) or single addresses. From a peer in them, the client is the rightmost hop of
     /// `forwarded_header` that is not itself a trusted proxy (with `proxy_protocol`, the PROXY
@@ -490,6 +513,7 @@ impl Default for GatekeeperConfig {
             rate_limits: base.rate_limits,
             limits: base.limits,
             cors: base.cors,
+            admin: AdminListenerConfig::default(),
             trusted_proxies: Vec::new(),
             proxy_protocol: false,
             forwarded_header: proxies::ForwardedHeader::default(),

@@ -4,7 +4,7 @@
 //!
 //! - load shedding: at most `max_in_flight` requests in progress; the next one gets 503
 //!   `overloaded` with `Retry-After` at once instead of queueing (and is counted in the refusal
-//!   counter, if given). Probes and `/metrics` ([`is_unthrottled`]) are never counted nor
+//!   counter, if given). Probes and `/metrics` ([`is_unthrottled_here`]) are never counted nor
 //!   shed, so a liveness probe does not fail because the instance is full;
 //! - `Authorization` marked sensitive (never printed by a `Debug` of the headers);
 //! - a request id of the server's own (random, never the client's: any caller could send the id
@@ -51,8 +51,8 @@ use prometheus_client::metrics::counter::Counter;
 
 use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
 use crate::server::client_address::{ClientNamedByGatekeeper, client_address};
+use crate::wire::admin_plane::is_unthrottled_here;
 use crate::wire::error::ApiError;
-use crate::wire::probes::is_unthrottled;
 
 /// The request id header.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -163,7 +163,7 @@ where
         }
         request.extensions_mut().insert(RequestIds { server: request_id.clone(), client: client_request_id });
         let method = request.method().clone();
-        let admitted = if is_unthrottled(request.uri().path()) {
+        let admitted = if is_unthrottled_here(request.uri().path(), request.extensions()) {
             Ok(None)
         } else {
             self.in_flight.clone().try_acquire_owned().map(Some)

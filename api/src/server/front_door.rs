@@ -20,8 +20,8 @@ use crate::observability::metrics::VerifiedCaller;
 use crate::server::admission::Authenticated;
 use crate::server::bulkhead::{Compartment, Slot};
 use crate::server::client_address::{ClientAddress, client_address};
+use crate::wire::admin_plane::{Plane, is_unthrottled_here};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::probes::is_unthrottled;
 
 /// The client address of a request ([`crate::server::client_address`]: its peer, or what its
 /// trusted proxies or the standalone gatekeeper say).
@@ -130,15 +130,18 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
 /// The gateway's front door: authenticate, throttle with the tenant limits of the shard map,
 /// then take the caller's slot in its bulkhead (429 at once when it is full), held until the
 /// response has been sent. In trusted mode the internal credential replaces authentication and
-/// throttling (the gatekeeper did them).
+/// throttling (the gatekeeper did them), except on the admin listener ([`Plane::Admin`]).
 pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
     if let Err(refused) = check_request_target(request.uri()) {
         return refused.into_response();
     }
-    if is_unthrottled(request.uri().path()) {
+    if is_unthrottled_here(request.uri().path(), request.extensions()) {
         return next.run(request).await;
     }
-    if let Some(key) = &app.trusted {
+    // The admin listener is reached directly, never through a gatekeeper: tokens are verified here.
+    if let Some(key) = &app.trusted
+        && Plane::of(request.extensions()) != Some(Plane::Admin)
+    {
         return trusted_door(&app, key, request, next).await;
     }
     let authenticated = app.gate.authenticate(request.headers()).await;

@@ -44,6 +44,8 @@ pub enum Listener {
     Valet,
     /// The standalone gatekeeper (`tls` of its configuration).
     Gatekeeper,
+    /// The admin plane's own listener, the gateway's or the gatekeeper's (`admin.tls`).
+    Admin,
 }
 
 impl Listener {
@@ -52,6 +54,7 @@ impl Listener {
             Listener::Api => "api",
             Listener::Valet => "valet",
             Listener::Gatekeeper => "gatekeeper",
+            Listener::Admin => "admin",
         }
     }
 
@@ -60,6 +63,7 @@ impl Listener {
         match self {
             Listener::Api | Listener::Gatekeeper => "tls",
             Listener::Valet => "valet.tls",
+            Listener::Admin => "admin.tls",
         }
     }
 }

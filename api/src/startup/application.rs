@@ -40,6 +40,8 @@ use crate::server::front_door::front_door;
 use crate::server::tls::{Listener, ReloadCounts, ServerTls, acceptor};
 use crate::server::transfer_watch::TransferWatch;
 use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
+use crate::startup::listeners::{Served, bind, bind_admin, serve_together};
+use crate::wire::admin_plane::Plane;
 use crate::wire::error::{ApiError, Code};
 use crate::wire::openapi::{ApiDoc, add_shared_responses};
 
@@ -51,7 +53,9 @@ pub struct Application {
     /// The API listener's TLS (`tls`), if any.
     tls: Option<ServerTls>,
     /// The valet listener, its routes and its TLS (`valet.tls`).
-    valet: Option<(TcpListener, Router, Option<ServerTls>)>,
+    valet: Option<Served>,
+    /// The admin plane's listener, its routes and its TLS (`admin.tls`).
+    admin: Option<Served>,
     connections: Connections,
     app: Arc<App>,
 }
@@ -129,7 +133,17 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
 
 /// Probes, metrics.
 fn ops_routes() -> OpenApiRouter<Arc<App>> {
-    OpenApiRouter::new().routes(routes!(ops::healthz)).routes(routes!(ops::readyz)).routes(routes!(ops::metrics))
+    probe_routes().merge(metrics_routes())
+}
+
+/// Liveness and readiness, served on every listener of the API.
+fn probe_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(ops::healthz)).routes(routes!(ops::readyz))
+}
+
+/// The scrape, part of the admin plane.
+fn metrics_routes() -> OpenApiRouter<Arc<App>> {
+    OpenApiRouter::new().routes(routes!(ops::metrics))
 }
 
 /// The OpenAPI document of this build (what `shardgate openapi` prints).
@@ -481,13 +495,10 @@ impl Application {
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
         let valet_listener = match config.valet.listen {
-            Some(address) => Some(
-                TcpListener::bind(address)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("cannot listen on {address} (valet.listen): {e}"))?,
-            ),
+            Some(address) => Some(bind(address, "valet.listen").await?),
             None => None,
         };
+        let admin_listener = bind_admin(&config.admin, &tls_reloads).await?;
         let mut valet_config = config.valet.clone();
         if valet_config.public_url.is_none() {
             let address = valet_listener.as_ref().unwrap_or(&listener).local_addr()?;
@@ -579,14 +590,25 @@ impl Application {
             flusher.spawn();
         }
         app.balancer.spawn();
-        let router = Self::router(app.clone(), &config.limits, &config.cors)?;
+        // With an admin listener, each listener serves its own plane; without, the one serves both.
+        let (public, admin) = match admin_listener {
+            Some(_) => (Some(Plane::Public), Some(Plane::Admin)),
+            None => (None, None),
+        };
+        let router = Self::router(app.clone(), &config.limits, &config.cors, public)?;
         let valet = match valet_listener {
             Some(listener) => {
                 Some((listener, Self::valet_router(app.clone(), &config.limits, &config.cors)?, valet_tls))
             }
             None => None,
         };
-        Ok(Self { listener, router, tls, valet, connections, app })
+        let admin = match admin_listener {
+            Some((listener, tls)) => {
+                Some((listener, Self::router(app.clone(), &config.limits, &config.cors, admin)?, tls))
+            }
+            None => None,
+        };
+        Ok(Self { listener, router, tls, valet, admin, connections, app })
     }
 
     /// The valet endpoint alone, for its own listener.
@@ -603,7 +625,10 @@ impl Application {
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
-    fn router(app: Arc<App>, limits: &LimitsConfig, cors: &CorsConfig) -> anyhow::Result<Router> {
+    /// The routes of a listener of the API: with `plane` unset (no admin listener), all of them;
+    /// on [`Plane::Public`], all but the admin plane ([`crate::wire::admin_plane`]), whose paths
+    /// are then unknown there; on [`Plane::Admin`], the admin plane and the probes.
+    fn router(app: Arc<App>, limits: &LimitsConfig, cors: &CorsConfig, plane: Option<Plane>) -> anyhow::Result<Router> {
         // One semaphore for every route: the limit is global to the instance (the caps per
         // tenant are the front door's).
         // Each group of routes has its own deadline and body limit.
@@ -614,29 +639,40 @@ impl Application {
                 .layer(DefaultBodyLimit::max(body_limit))
                 .layer(axum::middleware::from_fn_with_state(timeout, deadline::within))
         };
-        let routes = Router::new()
-            .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))
-            .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
-            .merge(group(blob_routes(), limits.transfer_timeout, usize::MAX))
-            .merge(group(ops_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
-            .route("/console", axum::routing::get(console::page))
-            .route("/console/console.js", axum::routing::get(console::script))
-            .route("/console/console.css", axum::routing::get(console::style))
-            .merge(
-                Router::from(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()).config(
-                    // No validator: Swagger UI would send the document's URL to validator.swagger.io.
-                    utoipa_swagger_ui::Config::default().validator_url("none"),
-                ))
-                .layer(axum::middleware::map_response(console::forbid_framing)),
-            )
-            .fallback(not_found)
-            .method_not_allowed_fallback(method_not_allowed);
+        let mut routes = Router::new().merge(group(probe_routes(), limits.request_timeout, ADMIN_BODY_BYTES));
+        if plane != Some(Plane::Admin) {
+            routes = routes
+                .merge(group(data_routes(), limits.request_timeout, limits.max_record_bytes))
+                .merge(group(blob_routes(), limits.transfer_timeout, usize::MAX))
+                .merge(
+                    Router::from(SwaggerUi::new("/docs").url("/openapi.json", openapi_document()).config(
+                        // No validator: Swagger UI would send the document's URL to validator.swagger.io.
+                        utoipa_swagger_ui::Config::default().validator_url("none"),
+                    ))
+                    .layer(axum::middleware::map_response(console::forbid_framing)),
+                );
+        }
+        if plane != Some(Plane::Public) {
+            routes = routes
+                .merge(group(admin_routes(), limits.admin_timeout, ADMIN_BODY_BYTES))
+                .merge(group(metrics_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
+                .route("/console", axum::routing::get(console::page))
+                .route("/console/console.js", axum::routing::get(console::script))
+                .route("/console/console.css", axum::routing::get(console::style));
+        }
+        let routes = routes.fallback(not_found).method_not_allowed_fallback(method_not_allowed);
         let routes = routes
             .layer(tower::util::MapResponseLayer::new(crate::wire::json_newline::end_json_with_newline))
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
             .counting_shed(app.bulkheads.refusals(Limit::Global));
-        Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
+        let routes = edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?;
+        // Outermost: the edge and the front door read which listener a request came in on.
+        let routes = match plane {
+            Some(plane) => routes.layer(axum::Extension(plane)),
+            None => routes,
+        };
+        Ok(routes.with_state(app))
     }
 
     /// The bound address.
@@ -686,26 +722,15 @@ impl Application {
     }
 
     async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Some((valet_listener, valet_router, valet_tls)) = self.valet else {
-            self.connections.serve_until(self.listener, self.router, self.tls, shutdown).await;
-            return Ok(());
-        };
-        // One shutdown signal for both listeners, and one cap on connections over both.
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            shutdown.await;
-            let _ = stop.send(true);
-        });
-        let signal = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        };
-        let valet_connections = self.connections.clone();
-        let valet_stopped = signal(stopped.clone());
-        let valet = tokio::spawn(async move {
-            valet_connections.serve_until(valet_listener, valet_router, valet_tls, valet_stopped).await;
-        });
-        self.connections.serve_until(self.listener, self.router, self.tls, signal(stopped)).await;
-        Ok(valet.await?)
+        // One shutdown signal for every listener, and one cap on connections over all of them.
+        let others = self.valet.into_iter().chain(self.admin).collect();
+        serve_together(&self.connections, (self.listener, self.router, self.tls), others, shutdown).await
+    }
+
+    /// The admin listener's `http(s)://<address>`, if the admin plane has one (`admin.listen`).
+    pub fn admin_base_url(&self) -> Option<String> {
+        let (listener, _, tls) = self.admin.as_ref()?;
+        crate::startup::listeners::base_url(listener, tls.as_ref())
     }
 
     /// The address of the valet endpoint's own listener, if configured.

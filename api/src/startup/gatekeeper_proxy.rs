@@ -10,6 +10,12 @@
 //!
 //! Bodies are read up to their route's limit before forwarding; responses are streamed back.
 //!
+//! With `admin.listen`, the gatekeeper's own `/metrics` (and its probes) are served there, and
+//! the admin plane (`/v1/admin/*`, `/console`, `/metrics`) is never forwarded: its public
+//! listener checks such a request as it checks any path it does not know (the token of a `/v1`
+//! path, the rate limit) and answers 404 `not_found` itself. Without it, `/metrics` is served
+//! on the one listener and the admin API and console are forwarded, as the backend serves them.
+//!
 //! The client's address is read as the gateway reads it (its peer, or what `trusted_proxies`
 //! say, [`crate::server::client_address`]): the gatekeeper's per-IP limits use it, and it goes to
 //! the backend in the internal credential (`x-shardgate-client`), for the backend's audit and
@@ -40,6 +46,8 @@ use crate::server::front_door::{check_request_target, client_ip};
 use crate::startup::application::{
     ADMIN_BODY_BYTES, authenticator, edge_layers, method_not_allowed, metrics_with, rate_limit_store_for,
 };
+use crate::startup::listeners::{Served, bind_admin, serve_together};
+use crate::wire::admin_plane::{Plane, is_admin_plane, is_unthrottled_here};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::routed_epoch::EPOCH_HEADER;
 
@@ -64,6 +72,8 @@ pub struct Gatekeeper {
     listener: TcpListener,
     router: Router,
     tls: Option<crate::server::tls::ServerTls>,
+    /// The admin listener (`admin.listen`): the gatekeeper's own metrics and probes.
+    admin: Option<Served>,
     connections: Connections,
 }
 
@@ -122,19 +132,29 @@ impl Gatekeeper {
             limits: config.limits.clone(),
             metrics,
         });
-        let routes = Router::new()
+        let probes = Router::new()
             .route("/healthz", axum::routing::get(crate::routes::ops::healthz))
             .route("/readyz", axum::routing::get(readyz))
-            .route("/metrics", axum::routing::get(serve_metrics))
-            .method_not_allowed_fallback(method_not_allowed)
-            .fallback(forward);
-        let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
-        let edge = crate::server::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
-        let router = edge_layers(routes, edge, &config.cors, &valet_origins)?.with_state(front);
+            .method_not_allowed_fallback(method_not_allowed);
+        let metrics = Router::new().route("/metrics", axum::routing::get(serve_metrics));
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.listen))?;
-        Ok(Self { listener, router, tls, connections })
+        let admin_listener = bind_admin(&config.admin, &tls_reloads).await?;
+        let valet_origins = crate::config::ValetConfig::default().cors_allowed_origins;
+        let edge = || crate::server::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
+        let Some((admin_listener, admin_tls)) = admin_listener else {
+            let routes = probes.merge(metrics).fallback(forward);
+            let router = edge_layers(routes, edge(), &config.cors, &valet_origins)?.with_state(front);
+            return Ok(Self { listener, router, tls, admin: None, connections });
+        };
+        // Each listener marked with its plane, outermost: the edge and `forward` read it.
+        let public = probes.clone().fallback(forward);
+        let router = edge_layers(public, edge(), &config.cors, &valet_origins)?.layer(axum::Extension(Plane::Public));
+        let admin = probes.merge(metrics).fallback(crate::startup::application::not_found);
+        let admin = edge_layers(admin, edge(), &config.cors, &valet_origins)?.layer(axum::Extension(Plane::Admin));
+        let admin = Some((admin_listener, admin.with_state(front.clone()), admin_tls));
+        Ok(Self { listener, router: router.with_state(front), tls, admin, connections })
     }
 
     /// The bound address.
@@ -148,10 +168,16 @@ impl Gatekeeper {
         format!("{scheme}://{}", self.local_addr())
     }
 
+    /// The admin listener's `http(s)://<address>`, if it has one (`admin.listen`).
+    pub fn admin_base_url(&self) -> Option<String> {
+        let (listener, _, tls) = self.admin.as_ref()?;
+        crate::startup::listeners::base_url(listener, tls.as_ref())
+    }
+
     /// Serves until `shutdown` completes (then drains, as the gateway does).
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        self.connections.serve_until(self.listener, self.router, self.tls, shutdown).await;
-        Ok(())
+        let main = (self.listener, self.router, self.tls);
+        serve_together(&self.connections, main, self.admin.into_iter().collect(), shutdown).await
     }
 }
 
@@ -254,8 +280,14 @@ async fn forward(State(front): State<Arc<Front>>, request: Request) -> Response 
 async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, Response> {
     let path = request.uri().path().to_owned();
     check_request_target(request.uri()).map_err(IntoResponse::into_response)?;
-    let rule = access(request.method().as_str(), &path);
-    let throttled = !crate::wire::probes::is_unthrottled(&path);
+    // The admin plane, when it has a listener of its own: a path this listener does not know.
+    let hidden = Plane::of(request.extensions()) == Some(Plane::Public) && is_admin_plane(&path);
+    let rule = match hidden {
+        false => access(request.method().as_str(), &path),
+        true if path.starts_with("/v1/") => Access::Authenticated,
+        true => Access::Open,
+    };
+    let throttled = !is_unthrottled_here(&path, request.extensions());
     let authenticated = front.gate.authenticate(request.headers()).await;
     let admission = if throttled {
         front.gate.admit(authenticated.as_ref(), client_ip(&request), |tenant| front.learned.get(tenant)).await?
@@ -263,6 +295,14 @@ async fn admit_and_forward(front: &Front, request: Request) -> Result<Response, 
         None
     };
     authorize(&rule, authenticated.as_ref()).map_err(IntoResponse::into_response)?;
+    if hidden {
+        // Never forwarded: answered as the backend answers a path it does not know.
+        let mut response = ApiError::from(Code::NotFound).into_response();
+        if let Some(admission) = admission {
+            admission.report(response.headers_mut());
+        }
+        return Ok(response);
+    }
     let admin = rule == Access::Admin;
     // Blob bodies stream through (the backend enforces the tenant's size limit); others are read
     // up to their route's limit first.

@@ -10,6 +10,8 @@
 //!   and the plumbing around them, serves until shut down;
 //! - [`gatekeeper_proxy`]: the standalone gatekeeper, a front of its own that forwards to a
 //!   trusted gateway;
+//! - [`listeners`]: the listeners beside the main one (the valet endpoint's, the admin plane's),
+//!   bound and served together;
 //! - [`probe`]: `shardgate probe`, one GET of a probe URL for images without `curl`.
 //!
 //! The top room: it may use every other, and no other room uses it. The configuration it reads
@@ -21,4 +23,5 @@ pub mod check;
 pub mod cli;
 pub mod embedded;
 pub mod gatekeeper_proxy;
+pub mod listeners;
 pub mod probe;

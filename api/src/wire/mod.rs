@@ -12,11 +12,14 @@
 //!   door);
 //! - [`openapi`]: the document's base and each operation's problem responses;
 //! - [`probes`]: the paths no throttle or cap counts (`/healthz`, `/readyz`, `/metrics`);
+//! - [`admin_plane`]: the admin plane's paths, and which listener a request came in on when the
+//!   admin plane has one of its own;
 //! - [`spans`]: spans of time of the load picture as the admin API takes them.
 //!
 //! Must not know: the server's plumbing, the shared state, the routes, the valet and blob
 //! services, or start-up; it sits below all of them and uses only the configuration.
 
+pub mod admin_plane;
 pub mod envelope;
 pub mod error;
 pub mod json_newline;

@@ -2,6 +2,7 @@
 //! module is one area of the API. Stories in `shardgate_tests::conformance!` run on SQLite and on
 //! PostgreSQL.
 
+mod admin_listener;
 mod admin_shards;
 mod admin_tenants;
 mod audit;
