@@ -2,7 +2,7 @@
 # Builds shardgate's container image with podman (Debian's podman, buildah and runc; no Docker
 # daemon, no image pulled from any registry) from Containerfile:
 #
-#   1. the `dist` binary, built on this machine:
+#   1. the `dist` binary, built on this machine (scripts/dist-build.sh):
 #        cargo build --locked --profile dist -p shardgate-api --bin shardgate
 #      with its target directory in the user's cache (SHARDGATE_DIST_TARGET, by default
 #      ~/.cache/shardgate/dist-target), outside the checkout, so the compiled dependencies stay
@@ -22,9 +22,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/podman.sh
+source scripts/dist-build.sh
 
 IMAGE="${SHARDGATE_IMAGE:-localhost/shardgate:dev}"
-DIST_TARGET="${SHARDGATE_DIST_TARGET:-${XDG_CACHE_HOME:-$HOME/.cache}/shardgate/dist-target}"
 
 if [ ! -e /etc/ssl/certs/ca-certificates.crt ]; then
     echo "installing ca-certificates (Debian package)"
@@ -33,8 +33,8 @@ if [ ! -e /etc/ssl/certs/ca-certificates.crt ]; then
 fi
 
 started=$(date +%s)
-CARGO_TARGET_DIR="$DIST_TARGET" cargo build --locked --profile dist -p shardgate-api --bin shardgate
-binary="$DIST_TARGET/dist/shardgate"
+build_dist
+binary="$dist_binary"
 built=$(date +%s)
 
 context=$(mktemp -d)
