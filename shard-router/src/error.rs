@@ -64,6 +64,16 @@ pub enum Error {
         /// Whose marker the database carries, in words.
         holder: String,
     },
+    /// 409 `shard_identity_mismatch`: a new URL for a registered shard reaches a database that
+    /// is not that shard: it carries no identity marker, another shard's, or another catalog's
+    /// (see [`crate::storage::registration`]). Nothing was changed.
+    #[error("the new URL of shard {shard} reaches a database that is not shard {shard}: {found}")]
+    ShardIdentityMismatch {
+        /// The shard whose URL was to change.
+        shard: ShardId,
+        /// What the database reached carries, in words.
+        found: String,
+    },
     /// 503 `shard_unavailable`: this instance does not use the shard, because its database
     /// carries another shard's identity marker (found when the instance opened it).
     #[error("shard {shard} is not used: {reason}")]

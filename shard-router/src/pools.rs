@@ -20,7 +20,9 @@ use crate::map::{MapSnapshot, ShardState};
 use crate::storage::batch::BatchingConfig;
 use crate::storage::db::{Database, Engine, PoolConfig, Schema, server_of};
 use crate::storage::meter::LoadMeter;
-use crate::storage::registration::{Claim, claim_identity, release_identity};
+use crate::storage::registration::{
+    Claim, check_same_shard, claim_identity, read_identity, release_identity, shown_database_url,
+};
 
 /// How long registering a shard may take to connect and migrate it.
 pub(crate) const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -126,8 +128,35 @@ impl ShardPools {
         connect_shard(id, url, &self.config, &self.catalog_id).await
     }
 
+    /// Checks that `url` reaches shard `id`'s own database, before the catalog points the shard
+    /// at it: the URL is opened as a registration opens one (TLS as it asks, first contact on
+    /// its own so that a TLS failure is told as one) and the database must carry `id`'s identity
+    /// marker of this catalog ([`Error::ShardIdentityMismatch`] otherwise). Nothing is written
+    /// to it.
+    pub(crate) async fn check_same_database(&self, id: &ShardId, url: &SecretString) -> Result<(), Error> {
+        let unreachable = |reason: String| Error::ShardUnreachable {
+            shard: id.clone(),
+            reason: reason.replace(url.expose_secret(), "<url>"),
+        };
+        let target = format!("shard {id}");
+        let config = PoolConfig { max_connections: 1, ..self.config.clone() };
+        let db = Database::open(url, &config).map_err(|e| e.tls_to(&target))?;
+        let check = async {
+            db.check_connect(&target).await?;
+            read_identity(&db, id).await
+        };
+        let outcome = tokio::time::timeout(REGISTER_TIMEOUT, check).await;
+        db.close().await;
+        match outcome {
+            Ok(Ok(found)) => check_same_shard(found.as_ref(), id, &self.catalog_id),
+            Ok(Err(e @ Error::Tls { .. })) => Err(e),
+            Ok(Err(e)) => Err(unreachable(e.to_string())),
+            Err(_) => Err(unreachable("timed out connecting".to_owned())),
+        }
+    }
+
     /// Opens pools for shards another instance registered (`catalog` lists their URLs), closes
-    /// pools of removed shards.
+    /// pools of removed shards, and reopens the pools of shards whose URL changed.
     pub(crate) async fn sync(&self, map: &MapSnapshot, catalog: &Catalog) {
         self.quarantined.write().retain(|id, _| map.shard(id.as_str()).is_some());
         let missing: Vec<ShardId> = map
@@ -136,30 +165,62 @@ impl ShardPools {
             .filter(|s| !self.pools.read().contains_key(&s.id) && !self.quarantined.read().contains_key(&s.id))
             .map(|s| s.id.clone())
             .collect();
-        if !missing.is_empty()
-            && let Ok(rows) = catalog.list_shards().await
-        {
-            for row in rows.into_iter().filter(|r| missing.contains(&r.id)) {
-                match Database::open(&row.url, &self.config) {
-                    Ok(db) => {
-                        self.pools.write().insert(row.id, prepared(db, self.meter.as_ref(), self.batching));
+        let mut changed = false;
+        // Read on every change of the map, which is when a URL may have changed.
+        match catalog.list_shards().await {
+            Ok(rows) => {
+                for row in rows.iter().filter(|r| missing.contains(&r.id)) {
+                    match Database::open(&row.url, &self.config) {
+                        Ok(db) => {
+                            self.pools.write().insert(row.id.clone(), prepared(db, self.meter.as_ref(), self.batching));
+                            changed = true;
+                        }
+                        Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
                     }
-                    Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
                 }
+                changed |= self.reopen_moved(&rows);
             }
+            Err(e) => tracing::warn!(error = %e, "cannot list shards to follow the catalog"),
         }
         let removed: Vec<Database> = {
             let mut pools = self.pools.write();
             let gone: Vec<ShardId> = pools.keys().filter(|id| map.shard(id.as_str()).is_none()).cloned().collect();
             gone.iter().filter_map(|id| pools.remove(id)).collect()
         };
-        let changed = !missing.is_empty() || !removed.is_empty();
+        changed |= !removed.is_empty();
         for db in removed {
             db.close().await;
         }
         if changed {
             self.rebalance(catalog).await;
         }
+    }
+
+    /// Replaces the pool of every shard of `rows` whose URL is not the one its pool was opened
+    /// with (`PATCH /v1/admin/shards/{id}` changed it) by a pool to the new URL, with the same
+    /// health, batchers and meter. The old pool is drained, not cut: statements that hold or
+    /// wait for one of its connections finish on it, and it closes when its last user drops it;
+    /// every statement that starts after the swap takes the new pool. Returns whether one was
+    /// replaced.
+    pub(crate) fn reopen_moved(&self, rows: &[ShardRow]) -> bool {
+        let sharing = pools_per_server(rows);
+        let mut replaced = false;
+        let mut pools = self.pools.write();
+        for row in rows {
+            let Some(db) = pools.get(&row.id) else { continue };
+            if db.opened_with(&row.url) {
+                continue;
+            }
+            match db.resized(&row.url, &pool_share(&self.config, &row.url, &sharing)) {
+                Ok(reopened) => {
+                    tracing::info!(shard = %row.id, url = %shown_database_url(&row.url), "shard pool reopened at its new URL");
+                    pools.insert(row.id.clone(), reopened);
+                    replaced = true;
+                }
+                Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot reopen a shard pool at its new URL"),
+            }
+        }
+        replaced
     }
 
     /// Gives every shard pool its share of its server's connection budget again

@@ -130,6 +130,22 @@ impl PgCluster {
         cluster
     }
 
+    /// A cluster where `postgres` is trusted and every other role logs in over TCP with its
+    /// password (`scram-sha-256`): for the stories of rotated credentials.
+    pub async fn start_with_passwords() -> Self {
+        let cluster = Self::init(60);
+        let hba =
+            "local all all trust\nhost all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n";
+        std::fs::write(cluster.data().join("pg_hba.conf"), hba).expect("pg_hba.conf is written");
+        cluster.launch();
+        cluster
+    }
+
+    /// Runs `sql` as `postgres` on database `postgres` (roles, passwords); panics if it fails.
+    pub async fn execute(&self, sql: &str) {
+        self.admin_execute(sql).await;
+    }
+
     fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }

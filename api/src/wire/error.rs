@@ -125,6 +125,7 @@ codes! {
     ShardExists = ("shard_exists", CONFLICT, "a shard with this id exists"),
     ShardInUse = ("shard_in_use", CONFLICT, "the shard still holds data or is still routed to"),
     ShardDatabaseClaimed = ("shard_database_claimed", CONFLICT, "the database already carries another shard's identity marker: one database is never two shards"),
+    ShardIdentityMismatch = ("shard_identity_mismatch", CONFLICT, "the new URL reaches a database that is not this shard (no identity marker, or another shard's or catalog's); nothing was changed"),
     WriteContention = ("write_contention", CONFLICT, "too many concurrent writes to this item; retry"),
     UploadClosed = ("upload_closed", CONFLICT, "the upload was closed before it finished; retry"),
     UniqueViolation = ("unique_violation", CONFLICT, "another record holds this value of a unique index"),
@@ -458,6 +459,7 @@ impl From<&StoreError> for ApiError {
             StoreError::Tls { .. } => Self::new(Code::ShardTlsFailed, e.to_string()),
             StoreError::UnsafeShardUrl(reason) => Self::new(Code::UnsafeShardUrl, reason.clone()),
             StoreError::ShardDatabaseClaimed { .. } => Self::new(Code::ShardDatabaseClaimed, e.to_string()),
+            StoreError::ShardIdentityMismatch { .. } => Self::new(Code::ShardIdentityMismatch, e.to_string()),
             StoreError::ShardQuarantined { .. } => unavailable(Code::ShardUnavailable, e.to_string()),
             StoreError::ShardOffline(id) => unavailable(Code::ShardOffline, format!("shard {id} is offline")),
             StoreError::ShardReadOnly(id) => {

@@ -566,6 +566,31 @@ impl Catalog {
         .await
     }
 
+    /// Points a shard at a new URL (the same database reached another way: a new password, host
+    /// or TLS setting). Moves the epoch on, so every instance reopens its pool. Returns the new
+    /// epoch.
+    pub async fn set_shard_url(
+        &self,
+        id: &ShardId,
+        url: &SecretString,
+        now_ms: i64,
+        audit: &Audit,
+    ) -> Result<u64, Error> {
+        use secrecy::ExposeSecret;
+        self.guarded(async {
+            let (tx, epoch) = self.begin_change(audit).await?;
+            let update = sqlx::query("UPDATE shards SET url = $1, updated_at = $2 WHERE id = $3")
+                .bind(url.expose_secret())
+                .bind(now_ms)
+                .bind(id.as_str());
+            if !commit_if_changed(tx, update).await? {
+                return Err(Error::ShardNotFound(id.clone()));
+            }
+            Ok(epoch)
+        })
+        .await
+    }
+
     /// Removes a shard that owns no vshard and has no pinned tenant. Returns the new epoch.
     pub async fn delete_shard(&self, id: &ShardId, audit: &Audit) -> Result<u64, Error> {
         self.guarded(async {

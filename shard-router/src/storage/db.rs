@@ -145,6 +145,9 @@ pub struct Database {
     charge: Charge,
     /// Its batchers of point operations, shared by every clone ([`crate::storage::batch`]).
     batches: Arc<Batches>,
+    /// The URL it was opened with, so that a pool whose shard's URL changed in the catalog is
+    /// told apart (and replaced).
+    url: Arc<SecretString>,
 }
 
 /// A pool's connections at one moment ([`Database::connections`]).
@@ -190,6 +193,11 @@ impl Database {
     pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
         let db = Self::open_with(url, config, Some(self.health.clone()))?;
         Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db })
+    }
+
+    /// Whether it was opened with `url` (a shard's URL may change: `PATCH /v1/admin/shards/{id}`).
+    pub fn opened_with(&self, url: &SecretString) -> bool {
+        self.url.expose_secret() == url.expose_secret()
     }
 
     /// The most connections its pool opens.
@@ -258,9 +266,15 @@ impl Database {
             });
             probe
         });
-        let health = health.unwrap_or_else(|| {
-            Arc::new(Health::new(config.breaker.clone(), config.statement_timeout, config.max_in_progress, probe))
-        });
+        let health = match health {
+            Some(health) => {
+                health.on_probe(probe);
+                health
+            }
+            None => {
+                Arc::new(Health::new(config.breaker.clone(), config.statement_timeout, config.max_in_progress, probe))
+            }
+        };
         let native = match engine {
             Engine::Sqlite => None,
             Engine::Postgres => {
@@ -288,7 +302,8 @@ impl Database {
         let pools = (pool.clone(), native.clone());
         health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
         let batches = Arc::new(Batches::new(BatchingConfig::default()));
-        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default(), batches })
+        let url = Arc::new(url.clone());
+        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default(), batches, url })
     }
 
     /// Opens one new connection of each of its pools (the engine-neutral one and, on

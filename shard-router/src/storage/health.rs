@@ -271,7 +271,9 @@ pub struct Health {
     config: BreakerConfig,
     statement_timeout: Duration,
     max_in_progress: u32,
-    probe_connect: ProbeConnect,
+    /// How a probe connects: through the database's current URL (a database reopened at a new
+    /// URL sets it again).
+    probe_connect: Mutex<ProbeConnect>,
     /// A [`BreakerState`] as `u8`.
     state: AtomicU8,
     consecutive: AtomicU32,
@@ -350,7 +352,7 @@ impl Health {
             config,
             statement_timeout,
             max_in_progress,
-            probe_connect,
+            probe_connect: Mutex::new(probe_connect),
             state: AtomicU8::new(BreakerState::Closed as u8),
             consecutive: AtomicU32::new(0),
             window: Mutex::new(Window { started: Instant::now(), statements: 0, failures: 0 }),
@@ -373,6 +375,11 @@ impl Health {
             pings: AtomicU64::new(0),
             close_idle: Mutex::new(None),
         }
+    }
+
+    /// How a probe connects (a database reopened at a new URL sets it again).
+    pub(crate) fn on_probe(&self, probe_connect: ProbeConnect) {
+        *self.probe_connect.lock() = probe_connect;
     }
 
     /// What closes the idle connections of the database's pools (its current pools: a resized
@@ -653,7 +660,8 @@ impl Health {
         }
         let health = Arc::clone(self);
         tokio::spawn(async move {
-            let answered = match tokio::time::timeout(health.config.probe_timeout, (health.probe_connect)()).await {
+            let probe = health.probe_connect.lock().clone();
+            let answered = match tokio::time::timeout(health.config.probe_timeout, probe()).await {
                 Ok(Ok(())) => Ok(()),
                 // The server answered, if only to refuse: it is up.
                 Ok(Err(sqlx::Error::Database(_))) => Ok(()),

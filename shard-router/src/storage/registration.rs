@@ -29,6 +29,10 @@
 //! again under any id; if that could not be done (the database was unreachable), it can be
 //! registered again only under its old id. A shard registered before markers existed gets its
 //! marker when an instance opens it.
+//!
+//! A registered shard's URL may change (a rotated password, a new host name): the new URL must
+//! reach a database that carries the shard's own marker ([`read_identity`],
+//! [`check_same_shard`]); nothing is written through it.
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -162,6 +166,68 @@ pub async fn release_identity(db: &Database, shard: &ShardId, catalog_id: &str) 
     Ok(())
 }
 
+/// The marker `db` carries, without writing one: `None` if it carries none (or has no marker
+/// table: it was never a shard). Used to check that a new URL for a registered shard reaches
+/// the same database ([`check_same_shard`]).
+pub async fn read_identity(db: &Database, shard: &ShardId) -> Result<Option<ShardMarker>, Error> {
+    let table = match db.engine {
+        Engine::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'shard_identity'",
+        Engine::Postgres => {
+            "SELECT COUNT(*) FROM pg_catalog.pg_tables WHERE tablename = 'shard_identity' \
+                             AND schemaname = ANY (current_schemas(false))"
+        }
+    };
+    let tables: i64 = sqlx::query_scalar(table).fetch_one(&db.pool).await.map_err(|e| shard_err(shard, e))?;
+    if tables == 0 {
+        return Ok(None);
+    }
+    let found: Option<(String, String)> =
+        sqlx::query_as("SELECT catalog_id, shard_id FROM shard_identity WHERE id = 1")
+            .fetch_optional(&db.pool)
+            .await
+            .map_err(|e| shard_err(shard, e))?;
+    Ok(found.map(|(catalog_id, shard_id)| ShardMarker { catalog_id, shard_id }))
+}
+
+/// [`Error::ShardIdentityMismatch`] unless `found` (what [`read_identity`] read through a new
+/// URL of `shard`) is `shard`'s own marker in catalog `catalog_id`.
+pub fn check_same_shard(found: Option<&ShardMarker>, shard: &ShardId, catalog_id: &str) -> Result<(), Error> {
+    let found = match found {
+        Some(m) if m.catalog_id == catalog_id && m.shard_id == shard.as_str() => return Ok(()),
+        Some(m) if m.catalog_id == catalog_id => format!("it is shard {} of this catalog", m.shard_id),
+        Some(m) => format!("it is shard {} of another shardgate catalog (catalog id {})", m.shard_id, m.catalog_id),
+        None => "it carries no shard identity marker (another database, or one never registered)".to_owned(),
+    };
+    Err(Error::ShardIdentityMismatch { shard: shard.clone(), found })
+}
+
+/// A database URL as it may be shown (in the audit log, a log line): scheme, user, host, port
+/// and database; never the password or the query (which may hold `sslpassword`). A URL that
+/// does not parse is not shown at all.
+pub fn shown_database_url(url: &SecretString) -> String {
+    let raw = url.expose_secret();
+    if raw.starts_with("sqlite:") {
+        let path = raw.split_once('?').map_or(raw, |(path, _)| path);
+        return path.to_owned();
+    }
+    match url::Url::parse(raw) {
+        Ok(parsed) => {
+            let mut shown = format!("{}://", parsed.scheme());
+            if !parsed.username().is_empty() {
+                shown.push_str(parsed.username());
+                shown.push('@');
+            }
+            shown.push_str(parsed.host_str().unwrap_or(""));
+            if let Some(port) = parsed.port() {
+                shown.push_str(&format!(":{port}"));
+            }
+            shown.push_str(parsed.path());
+            shown
+        }
+        Err(_) => "(a URL that is not shown)".to_owned(),
+    }
+}
+
 fn shard_err(shard: &ShardId, source: sqlx::Error) -> Error {
     Error::Database { target: format!("shard {shard}"), source }
 }
@@ -172,6 +238,20 @@ mod tests {
 
     fn check(url: &str, catalog: Engine) -> Result<Engine, Error> {
         check_shard_url(&SecretString::from(url.to_owned()), catalog)
+    }
+
+    #[test]
+    fn a_shown_database_url_has_no_password_and_no_query() {
+        let url = SecretString::from(
+            "postgres://app:s3cr%40t@db.internal:6432/shard4?sslmode=verify-full&sslpassword=k".to_owned(),
+        );
+        assert_eq!(shown_database_url(&url), "postgres://app@db.internal:6432/shard4");
+        let file = SecretString::from("sqlite:///var/lib/s.db?mode=rwc".to_owned());
+        assert_eq!(shown_database_url(&file), "sqlite:///var/lib/s.db");
+        assert_eq!(
+            shown_database_url(&SecretString::from("postgres://u:p@[bad".to_owned())),
+            "(a URL that is not shown)"
+        );
     }
 
     #[test]

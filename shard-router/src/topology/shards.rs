@@ -175,6 +175,37 @@ impl Topology<'_> {
         Ok(())
     }
 
+    /// Points a registered shard at a new URL: the same database reached another way (a rotated
+    /// password, a new host name or TLS setting). The URL is checked as a registration checks
+    /// one ([`check_shard_url`], same engine), and must reach the shard's own database: one that
+    /// carries this shard's identity marker ([`Error::ShardIdentityMismatch`] otherwise). Then
+    /// the catalog stores it (moving the epoch on, so other instances follow on their next
+    /// refresh) and this instance's pool is reopened at it; the old pool drains (see
+    /// [`crate::pools::ShardPools::reopen_moved`]). Nothing changes if a check fails.
+    pub async fn change_shard_url(&self, id: &ShardId, url: SecretString, audit: &Audit) -> Result<ShardRow, Error> {
+        let engine = check_shard_url(&url, self.router.catalog().database().engine)
+            .map_err(|e| e.tls_to(format!("shard {id}")))?;
+        let _guard = self.router.lock_admin().await;
+        let rows = self.router.catalog().list_shards().await?;
+        let Some(row) = rows.iter().find(|r| &r.id == id) else { return Err(Error::ShardNotFound(id.clone())) };
+        if row.engine != engine {
+            return Err(Error::ShardIdentityMismatch {
+                shard: id.clone(),
+                found: format!("the URL names a {} database and the shard is {}", engine.as_str(), row.engine.as_str()),
+            });
+        }
+        self.router.pools().check_same_database(id, &url).await?;
+        let now = now_ms();
+        let epoch = self.router.catalog().set_shard_url(id, &url, now, audit).await?;
+        let rows: Vec<ShardRow> = rows
+            .into_iter()
+            .map(|r| if &r.id == id { ShardRow { url: url.clone(), updated_at_ms: now, ..r } } else { r })
+            .collect();
+        self.router.pools().reopen_moved(&rows);
+        self.router.write_map().epoch = epoch;
+        Ok(rows.into_iter().find(|r| &r.id == id).expect("the shard is in the list"))
+    }
+
     /// Unregisters a shard that owns no vshard and no pinned tenant, and closes its pool.
     pub async fn remove_shard(&self, id: &ShardId, audit: &Audit) -> Result<(), Error> {
         let _guard = self.router.lock_admin().await;

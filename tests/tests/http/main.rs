@@ -39,6 +39,7 @@ mod redistribution;
 mod restart;
 mod routing;
 mod self_balancing;
+mod shard_credentials;
 mod shard_states;
 mod throttling;
 mod timeouts;

@@ -7,6 +7,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::db::PoolConnections;
 use shardgate_shard_router::health::{BreakerState, HealthReport};
+use shardgate_shard_router::registration::shown_database_url;
 use shardgate_shard_router::topology::ShardStats;
 use shardgate_shard_router::{ShardId, ShardState};
 use utoipa::{IntoParams, ToSchema};
@@ -152,13 +153,24 @@ pub struct RegisterShard {
     pub url: SecretString,
 }
 
-/// Body of `PATCH /v1/admin/shards/{id}`.
+/// Body of `PATCH /v1/admin/shards/{id}`: a new state, a new URL, or both (the URL is changed
+/// first).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateShard {
     /// New state.
-    #[schema(value_type = String, example = "read_only")]
-    pub state: ShardState,
+    #[schema(value_type = Option<String>, example = "read_only")]
+    #[serde(default)]
+    pub state: Option<ShardState>,
+    /// New URL of the shard's database: the same database reached another way (a rotated
+    /// password, another host name, other TLS parameters). Checked as a registration checks
+    /// one (the same engine, TLS as it asks: 422 `shard_tls_failed`; reachable: 422
+    /// `shard_unreachable`), and the database must carry this shard's identity marker (409
+    /// `shard_identity_mismatch` otherwise). Stored in the catalog, never returned or logged;
+    /// the audit log keeps it without password or query.
+    #[schema(value_type = Option<String>, example = "postgres://shardgate:new-password@db-4.internal/shard4")]
+    #[serde(default)]
+    pub url: Option<SecretString>,
 }
 
 /// Path of one shard.
@@ -221,11 +233,18 @@ pub async fn get_shard(
     Ok(axum::Json(Shard::from(app.topology().shard_stats(&id).await?)))
 }
 
-errors!(UpdateShardErrors: InvalidBody, InvalidJson, ShardNotFound);
+errors!(UpdateShardErrors:
+    InvalidBody, InvalidJson, ShardNotFound, InvalidDatabaseUrl, ShardUnreachable, ShardTlsFailed, UnsafeShardUrl,
+    ShardIdentityMismatch
+);
 
-/// Change a shard's state (`active`, `read_only`, `offline`, `draining`); enforced on the next
-/// request. `draining` only marks the shard (it serves as `active` does but receives nothing);
-/// `POST /v1/admin/shards/{id}/drain` marks it and moves its data off in one call.
+/// Change a shard's state (`active`, `read_only`, `offline`, `draining`; enforced on the next
+/// request) or its URL, or both. `draining` only marks the shard (it serves as `active` does but
+/// receives nothing); `POST /v1/admin/shards/{id}/drain` marks it and moves its data off in one
+/// call. A new URL must reach the shard's own database (its identity marker); once it is
+/// acknowledged, this instance's statements use it, and every other instance's from its next
+/// catalog refresh (at once when Redis is shared). Pools to the old URL drain: statements under
+/// way finish on them. Audited (`shard.url`) with the URL's user, host, port and database only.
 #[utoipa::path(patch, path = "/v1/admin/shards/{id}", params(ShardPath), request_body = UpdateShard, responses(
     (status = 200, description = "The updated shard", body = Shard),
     UpdateShardErrors,
@@ -236,10 +255,22 @@ pub async fn update_shard(
     ApiJson(body): ApiJson<UpdateShard>,
 ) -> Result<axum::Json<Shard>, ApiError> {
     let id = shard_in_path(&path.id)?;
-    let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} {}", body.state.as_str()));
-    app.topology().set_shard_state(&id, body.state, &audit).await?;
-    app.announce_map_change().await;
-    tracing::info!(shard = %id, state = body.state.as_str(), "shard state changed");
+    if body.state.is_none() && body.url.is_none() {
+        return Err(ApiError::new(Code::InvalidBody, "give state, url or both"));
+    }
+    if let Some(url) = body.url {
+        let shown = shown_database_url(&url);
+        let audit = caller.audit(&request, "shard.url", None, format!("shard:{id} {shown}"));
+        app.topology().change_shard_url(&id, url, &audit).await?;
+        app.announce_map_change().await;
+        tracing::info!(shard = %id, url = %shown, "shard URL changed");
+    }
+    if let Some(state) = body.state {
+        let audit = caller.audit(&request, "shard.state", None, format!("shard:{id} {}", state.as_str()));
+        app.topology().set_shard_state(&id, state, &audit).await?;
+        app.announce_map_change().await;
+        tracing::info!(shard = %id, state = state.as_str(), "shard state changed");
+    }
     Ok(axum::Json(Shard::from(app.topology().shard_stats(&id).await?)))
 }
 

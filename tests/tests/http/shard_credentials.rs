@@ -1,0 +1,207 @@
+//! Credentials that rotate: a shard's PostgreSQL role changes its password while writers run on
+//! two instances, and `PATCH /v1/admin/shards/{id} {"url": ...}` points the shard at the new
+//! one. The new URL must reach the same shard (its identity marker); no acknowledged write is
+//! lost, no request fails once the change is acknowledged, both instances move their pools to
+//! the new URL, and neither password shows in an answer or in the audit log.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_tests::{PgCluster, TestApp, eventually, expect_json, expect_problem, record_path};
+
+const ROLE: &str = "rotor";
+const OLD_PASSWORD: &str = "first-Secret-A1";
+const NEW_PASSWORD: &str = "second-Secret-B2";
+const WRONG_PASSWORD: &str = "wrong-Secret-C3";
+const SHARD: &str = "shard-1";
+const TENANT: &str = "rotating";
+
+/// `postgres://rotor:<password>@127.0.0.1:<port>/<database>`.
+fn role_url(cluster: &PgCluster, password: &str, database: &str) -> String {
+    format!("postgres://{ROLE}:{password}@127.0.0.1:{}/{database}", cluster.port)
+}
+
+async fn patch_url(app: &TestApp, shard: &str, url: &str) -> reqwest::Response {
+    app.admin(Method::PATCH, &format!("/v1/admin/shards/{shard}"), Some(&json!({ "url": url }))).await
+}
+
+/// Backends of the shard's role on the cluster, with whether each started after `since` (a
+/// server timestamp as text).
+async fn role_backends(cluster: &PgCluster, since: &str) -> Vec<bool> {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&cluster.url("postgres")).await.expect("connect to the cluster");
+    let rows: Vec<(bool,)> = sqlx::query_as(
+        "SELECT backend_start > $1::timestamptz FROM pg_stat_activity WHERE usename = $2 AND backend_type = 'client backend'",
+    )
+    .bind(since)
+    .bind(ROLE)
+    .fetch_all(&mut conn)
+    .await
+    .expect("pg_stat_activity");
+    conn.close().await.ok();
+    rows.into_iter().map(|(after,)| after).collect()
+}
+
+async fn server_now(cluster: &PgCluster) -> String {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&cluster.url("postgres")).await.expect("connect to the cluster");
+    let (now,): (String,) = sqlx::query_as("SELECT clock_timestamp()::text").fetch_one(&mut conn).await.unwrap();
+    conn.close().await.ok();
+    now
+}
+
+/// One write a writer made: its key, whether it started after the URL change was acknowledged,
+/// and the status it got (`None`: no answer).
+type Outcome = (String, bool, Option<StatusCode>);
+
+/// Writes records of [`TENANT`] one after another through `base` until `stop`.
+async fn writer(
+    client: reqwest::Client,
+    base: String,
+    token: String,
+    name: String,
+    (acknowledged, stop, acked): (Arc<AtomicBool>, Arc<AtomicBool>, Arc<AtomicUsize>),
+) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    let mut i = 0;
+    while !stop.load(Ordering::Acquire) {
+        let key = format!("{name}-{i}");
+        i += 1;
+        let after = acknowledged.load(Ordering::Acquire);
+        let answer = client
+            .put(format!("{base}{}", record_path(TENANT, "notes", &key)))
+            .bearer_auth(&token)
+            .json(&json!({ "n": i }))
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await;
+        let status = answer.ok().map(|r| r.status());
+        if status.is_some_and(|s| s.is_success()) {
+            acked.fetch_add(1, Ordering::AcqRel);
+        }
+        outcomes.push((key, after, status));
+    }
+    outcomes
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_every_instance() {
+    let cluster = PgCluster::start_with_passwords().await;
+    cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
+    cluster.execute(&format!("CREATE DATABASE rot OWNER {ROLE}")).await;
+    cluster.execute("CREATE DATABASE other_db").await;
+    let app = TestApp::spawn_with_shard_at(SHARD, role_url(&cluster, OLD_PASSWORD, "rot"), |_| {}).await;
+    let peer = app.spawn_peer(|_| {}).await;
+    app.create_tenant_with(&json!({ "id": TENANT, "shard": SHARD })).await;
+
+    // Refusals change nothing and never show the password given.
+    let unknown = patch_url(&app, "shard-9", &role_url(&cluster, OLD_PASSWORD, "rot")).await;
+    expect_problem(unknown, StatusCode::NOT_FOUND, "shard_not_found").await;
+    let refusals = [
+        (role_url(&cluster, WRONG_PASSWORD, "rot"), StatusCode::UNPROCESSABLE_ENTITY, "shard_unreachable"),
+        (role_url(&cluster, OLD_PASSWORD, "other_db"), StatusCode::CONFLICT, "shard_identity_mismatch"),
+        (
+            format!("postgres://{ROLE}:{WRONG_PASSWORD}@127.0.0.1:1/rot"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "shard_unreachable",
+        ),
+        (format!("mysql://{ROLE}:{WRONG_PASSWORD}@127.0.0.1/rot"), StatusCode::BAD_REQUEST, "invalid_database_url"),
+        (
+            format!("postgres://{ROLE}:{WRONG_PASSWORD}@127.0.0.1/rot?sslmode=allow"),
+            StatusCode::BAD_REQUEST,
+            "invalid_database_url",
+        ),
+    ];
+    for (url, status, code) in refusals {
+        let problem = expect_problem(patch_url(&app, SHARD, &url).await, status, code).await;
+        let text = problem.to_string();
+        assert!(!text.contains(WRONG_PASSWORD) && !text.contains(OLD_PASSWORD), "{code}: a password shows: {text}");
+    }
+    let empty = app.admin(Method::PATCH, &format!("/v1/admin/shards/{SHARD}"), Some(&json!({}))).await;
+    expect_problem(empty, StatusCode::BAD_REQUEST, "invalid_body").await;
+
+    // Writers on both instances, one write at a time each, so that the pools they use were
+    // opened before the password changes and need no new connection until the change.
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(AtomicUsize::new(0));
+    let token = app.rw_token(TENANT);
+    let mut writers = tokio::task::JoinSet::new();
+    for (i, base) in [&app.base_url, &peer.base_url, &app.base_url, &peer.base_url].into_iter().enumerate() {
+        let flags = (acknowledged.clone(), stop.clone(), acked.clone());
+        writers.spawn(writer(app.client.clone(), base.clone(), token.clone(), format!("w{i}"), flags));
+    }
+    let warmed =
+        eventually(Duration::from_secs(20), async || (acked.load(Ordering::Acquire) >= 100).then_some(())).await;
+    assert!(warmed.is_some(), "the writers made 100 writes");
+
+    let rotated_at = server_now(&cluster).await;
+    cluster.execute(&format!("ALTER ROLE {ROLE} PASSWORD '{NEW_PASSWORD}'")).await;
+    let changed = patch_url(&app, SHARD, &role_url(&cluster, NEW_PASSWORD, "rot")).await;
+    let shard = expect_json(changed, StatusCode::OK).await;
+    acknowledged.store(true, Ordering::Release);
+    let text = shard.to_string();
+    assert!(!text.contains(NEW_PASSWORD) && !text.contains(OLD_PASSWORD), "a password shows: {text}");
+    assert_eq!(shard["state"], "active");
+
+    // Both instances move to the new URL: every connection of the role is one opened after the
+    // rotation (the old pools drained and closed), and there are some.
+    let acked_at_change = acked.load(Ordering::Acquire);
+    let moved = eventually(Duration::from_secs(15), async || {
+        let backends = role_backends(&cluster, &rotated_at).await;
+        let more = acked.load(Ordering::Acquire) >= acked_at_change + 100;
+        (more && !backends.is_empty() && backends.iter().all(|after| *after)).then_some(())
+    })
+    .await;
+    assert!(
+        moved.is_some(),
+        "connections opened with the old password remain: {:?}",
+        role_backends(&cluster, &rotated_at).await
+    );
+
+    stop.store(true, Ordering::Release);
+    let mut outcomes = Vec::new();
+    while let Some(done) = writers.join_next().await {
+        outcomes.extend(done.expect("a writer ends"));
+    }
+    let after: Vec<&Outcome> = outcomes.iter().filter(|(_, after, _)| *after).collect();
+    assert!(after.len() >= 100, "writes after the change: {}", after.len());
+    let failed: Vec<&&Outcome> = after.iter().filter(|(_, _, s)| !s.is_some_and(|s| s.is_success())).collect();
+    assert!(
+        failed.is_empty(),
+        "{} writes failed after the change was acknowledged: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+
+    // Every acknowledged write is there, read through either instance.
+    let written: Vec<&String> =
+        outcomes.iter().filter(|(_, _, s)| s.is_some_and(|s| s.is_success())).map(|(k, _, _)| k).collect();
+    for (i, key) in written.iter().enumerate() {
+        let base = if i % 2 == 0 { &app.base_url } else { &peer.base_url };
+        let read = app
+            .client
+            .get(format!("{base}{}", record_path(TENANT, "notes", key)))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(read.status(), StatusCode::OK, "acknowledged write {key} is missing");
+    }
+
+    // The audit log names the change, without a password.
+    let audit = expect_json(app.admin(Method::GET, "/v1/admin/audit?limit=100", None).await, StatusCode::OK).await;
+    let text = audit.to_string();
+    for password in [OLD_PASSWORD, NEW_PASSWORD, WRONG_PASSWORD] {
+        assert!(!text.contains(password), "the audit log shows a password: {text}");
+    }
+    let items = audit["items"].as_array().expect("audit items");
+    let change: Vec<&Value> = items.iter().filter(|e| e["action"] == "shard.url").collect();
+    assert_eq!(change.len(), 1, "one URL change audited: {items:?}");
+    let target = change[0]["target"].as_str().unwrap();
+    assert_eq!(target, format!("shard:{SHARD} postgres://{ROLE}@127.0.0.1:{}/rot", cluster.port));
+    peer.stop().await;
+}
