@@ -5,6 +5,7 @@
 //! listener then serves none of these paths, and must answer them exactly as it answers an
 //! unknown path (throttled and counted like one, 404 `not_found`), so that a caller cannot tell
 //! they exist there. Without one, requests carry no mark and everything is as it always was.
+//! The OpenAPI document says so on each operation of the admin plane ([`note_admin_listener`]).
 //! Must not know anything of requests but their path and that mark.
 
 use axum::http::Extensions;
@@ -40,6 +41,24 @@ pub fn is_admin_plane(path: &str) -> bool {
 /// plane is apart, `/metrics` is an unknown path, throttled and counted like any other.
 pub fn is_unthrottled_here(path: &str, extensions: &Extensions) -> bool {
     is_unthrottled(path) && !(Plane::of(extensions) == Some(Plane::Public) && is_admin_plane(path))
+}
+
+/// What the OpenAPI document says on each operation of the admin plane.
+pub const ADMIN_LISTENER_NOTE: &str = "Served on the admin listener (`admin.listen`) when one is configured; \
+     the public listener then answers 404 `not_found`, as for any unknown path.";
+
+/// Adds [`ADMIN_LISTENER_NOTE`] to the description of every operation of the admin plane.
+pub fn note_admin_listener(openapi: &mut utoipa::openapi::OpenApi) {
+    for (_, item) in openapi.paths.paths.iter_mut().filter(|(path, _)| is_admin_plane(path)) {
+        let operations =
+            [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch, &mut item.head];
+        for operation in operations.into_iter().flatten() {
+            operation.description = Some(match operation.description.take() {
+                Some(description) => format!("{description}\n\n{ADMIN_LISTENER_NOTE}"),
+                None => ADMIN_LISTENER_NOTE.to_owned(),
+            });
+        }
+    }
 }
 
 #[cfg(test)]
