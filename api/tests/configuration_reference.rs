@@ -27,6 +27,7 @@ use shardgate_api::config::{Config, GatekeeperConfig};
 /// meets that none of them defines stops the generation, naming it.
 const SOURCES: &[&str] = &[
     "api/src/config/mod.rs",
+    "api/src/config/proxies.rs",
     "shard-router/src/config.rs",
     "shard-router/src/storage/db.rs",
     "shard-router/src/storage/health.rs",
@@ -473,6 +474,7 @@ fn scalar_kind(name: &str) -> Option<&'static str> {
         "Duration" => "duration",
         "SecretString" => "string, secret",
         "ShardId" => "shard id (`[a-z0-9][a-z0-9-]{0,62}`)",
+        "Cidr" => "network (`10.0.0.0/8`, `fd00::/8`, or one address)",
         _ => return None,
     })
 }
