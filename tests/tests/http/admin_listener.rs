@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 use shardgate_api::config::{AdminListenerConfig, GatekeeperConfig, ListenerTls};
-use shardgate_tests::{Backend, Issued, RunningServer, TestApp, TestCa, expect_json, expect_problem, free_port};
+use shardgate_tests::{
+    Backend, Issued, RunningServer, TestApp, TestCa, eventually, expect_json, expect_problem, free_port,
+};
 
 /// The admin plane's three path families, as a client would ask for them.
 const ADMIN_PLANE: [&str; 4] = ["/v1/admin/tenants", "/console", "/console/console.js", "/metrics"];
@@ -142,6 +144,64 @@ async fn the_admin_listener_serves_https_with_a_certificate_of_its_own() {
     // Plain HTTP gets no answer from the admin listener.
     let plain = app.client.get(format!("http://127.0.0.1:{port}/healthz")).send().await;
     assert!(plain.is_err(), "plain HTTP to an HTTPS admin listener: {plain:?}");
+}
+
+/// The certificate `url`'s server presents to a new connection trusting `ca` alone.
+async fn certificate_of(ca: &TestCa, url: &str) -> Option<Vec<u8>> {
+    let client = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
+        .tls_built_in_root_certs(false)
+        .tls_info(true)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let response = client.get(url).send().await.ok()?;
+    Some(response.extensions().get::<reqwest::tls::TlsInfo>()?.peer_certificate()?.to_vec())
+}
+
+/// The DER of the (first) certificate in `pem`.
+fn der(pem: &str) -> Vec<u8> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::from_pem_slice(pem.as_bytes()).unwrap().to_vec()
+}
+
+#[tokio::test]
+async fn the_admin_certificate_is_its_own_and_is_reloaded_when_its_files_change() {
+    let ca = TestCa::new("listeners");
+    let public_certificate = ca.issue("public", &["localhost", "127.0.0.1"]);
+    let first = ca.issue("admin", &["localhost", "127.0.0.1"]);
+    let port = free_port();
+    let app = TestApp::spawn_with(Backend::Sqlite, |c| {
+        c.tls = Some(tls_of(&public_certificate));
+        c.admin.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
+        c.admin.tls = Some(tls_of(&first));
+    })
+    .await;
+    let (public, admin) = (app.url("/healthz"), format!("https://localhost:{port}/healthz"));
+    assert_eq!(certificate_of(&ca, &public).await, Some(der(&public_certificate.cert_pem)));
+    assert_eq!(certificate_of(&ca, &admin).await, Some(der(&first.cert_pem)));
+    let second = ca.issue("admin", &["localhost", "127.0.0.1"]);
+    assert_eq!(second.cert_path, first.cert_path, "the same files, rewritten");
+    let rotated = async || (certificate_of(&ca, &admin).await? == der(&second.cert_pem)).then_some(());
+    assert!(
+        eventually(Duration::from_secs(5), rotated).await.is_some(),
+        "new admin connections get the new certificate"
+    );
+    assert_eq!(
+        certificate_of(&ca, &public).await,
+        Some(der(&public_certificate.cert_pem)),
+        "the public one is unchanged"
+    );
+    let scrape = client_trusting(&ca).get(format!("https://localhost:{port}/metrics")).send().await.unwrap();
+    let scrape = scrape.text().await.unwrap();
+    assert!(
+        scrape.lines().any(|line| line.starts_with("shardgate_tls_certificate_reloads_total{")
+            && line.contains("listener=\"admin\"")
+            && line.contains("result=\"reloaded\"")
+            && !line.ends_with(" 0")),
+        "the admin listener's reload is counted under its own label"
+    );
 }
 
 #[tokio::test]
