@@ -7,8 +7,10 @@
 #   the monitoring rules) rendered with `kubectl kustomize` (scripts/kubectl.sh) and every object
 #   validated strictly against the Kubernetes JSON schemas bundled by kubernetes-validate (PyPI,
 #   pinned, installed into a venv in the user's cache) or, for custom resources, against
-#   deploy/kubernetes/schemas/; then the same validation on a deliberately broken copy, which
-#   must fail (so the check is known to bite);
+#   deploy/kubernetes/schemas/, and the checks across objects (Namespace, Secrets and mounts,
+#   issuers' audiences, topology spread, Ingress with TLS, admin Service, migration Job); then
+#   the same validation on deliberately broken copies, one per rule, each of which must fail (so
+#   every check is known to bite);
 # - /metrics: the gateway started on the embedded default, a tenant and a record created, the
 #   scrape in the Prometheus text format checked by `promtool check metrics` (Debian's
 #   prometheus package, installed if missing).
@@ -55,13 +57,59 @@ for kustomization in deploy/kubernetes/overlays/*/kustomization.yaml deploy/kube
     rendered+=("$out")
 done
 validate "${rendered[@]}"
-# The check must bite: a misspelt field in a built-in object and in a custom resource, and an
-# autoscaler reading a metric nothing serves, each make it fail.
-for breakage in 's/readOnlyRootFilesystem:/readOnlyRootFileSystem:/' 's/scrapeTimeout:/scrapeTimout:/' \
-    's/name: shardgate_http_requests_in_flight/name: shardgate_http_requests_inflight/'; do
+# The check must bite. A breakage is a sed expression applied to every rendered file, or
+# `py:` and a Python statement run on each file's `objects` (its documents, in order), with
+# `spec(o)` a workload's pod spec and `containers(o)` its containers. Each breaks one rule; the
+# validation of the broken copies must fail.
+breakages=(
+    # a misspelt field in a built-in object and in a custom resource
+    's/readOnlyRootFilesystem:/readOnlyRootFileSystem:/'
+    's/scrapeTimeout:/scrapeTimout:/'
+    # an autoscaler reading a metric nothing serves
+    's/name: shardgate_http_requests_in_flight/name: shardgate_http_requests_inflight/'
+    # the Namespace removed
+    'py:objects[:] = [o for o in objects if o["kind"] != "Namespace"]'
+    # the CA mounts removed (the volumes stay, the configured CA files are under no mount)
+    'py:[c.__setitem__("volumeMounts", [m for m in c.get("volumeMounts", []) if not m["name"].endswith("-ca")]) for o in objects if o["kind"] in ("Deployment", "Job") for c in containers(o)]'
+    # a Secret neither rendered nor listed as the operator's (the listeners' certificate)
+    'py:objects[:] = [o for o in objects if not (o["kind"] == "Secret" and o["metadata"]["name"] == "shardgate-tls")]; [o["metadata"]["annotations"].__setitem__("shardgate.io/operator-secrets", o["metadata"]["annotations"]["shardgate.io/operator-secrets"].replace("shardgate-tls,", "")) for o in objects if o["kind"] == "Namespace" and "shardgate.io/operator-secrets" in o["metadata"].get("annotations", {})]'
+    # the issuers' audiences removed (production's are in a ConfigMap; dev's in Secrets)
+    's/audience=\[[^]]*\],//'
+    'py:[o["data"].__setitem__(k, base64.b64encode(re.sub(r"audience=\[[^]]*\],", "", base64.b64decode(v).decode()).encode()).decode()) for o in objects if o["kind"] == "Secret" for k, v in o.get("data", {}).items()]'
+    # the topology spread selecting every shardgate pod (both Deployments)
+    'py:[t["labelSelector"]["matchLabels"].pop("app.kubernetes.io/component") for o in objects if o["kind"] == "Deployment" for t in spec(o).get("topologySpreadConstraints", [])]'
+    # the hostname spread back to DoNotSchedule
+    'py:[t.__setitem__("whenUnsatisfiable", "DoNotSchedule") for o in objects if o["kind"] == "Deployment" for t in spec(o).get("topologySpreadConstraints", []) if t["topologyKey"] == "kubernetes.io/hostname"]'
+    # the Ingress's TLS removed
+    'py:[o["spec"].pop("tls") for o in objects if o["kind"] == "Ingress"]'
+    # the admin Service removed
+    'py:objects[:] = [o for o in objects if not (o["kind"] == "Service" and o["metadata"]["name"] == "shardgate-admin")]'
+    # migrations on start again
+    's/SHARDGATE_STORAGE__MIGRATE_ON_START: "false"/SHARDGATE_STORAGE__MIGRATE_ON_START: "true"/'
+    # the migration Job's ConfigMap left out of its first, label-selected apply
+    'py:[o["metadata"]["labels"].pop("shardgate.io/migration") for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("shardgate-backend-config")]'
+)
+break_copy() {
+    "$venv/bin/python" -c '
+import base64, re, sys, yaml
+statement, source, target = sys.argv[1:]
+with open(source) as f:
+    objects = [o for o in yaml.safe_load_all(f) if o]
+spec = lambda o: o["spec"]["template"]["spec"]
+containers = lambda o: spec(o).get("initContainers", []) + spec(o)["containers"]
+exec(statement)
+with open(target, "w") as f:
+    yaml.safe_dump_all(objects, f)
+' "$@"
+}
+for breakage in "${breakages[@]}"; do
     broken=()
     for file in "${rendered[@]}"; do
-        sed "$breakage" "$file" >"$file.broken"
+        if [[ "$breakage" == py:* ]]; then
+            break_copy "${breakage#py:}" "$file" "$file.broken"
+        else
+            sed "$breakage" "$file" >"$file.broken"
+        fi
         broken+=("$file.broken")
     done
     if validate "${broken[@]}" >/dev/null 2>&1; then
@@ -69,7 +117,7 @@ for breakage in 's/readOnlyRootFilesystem:/readOnlyRootFileSystem:/' 's/scrapeTi
         exit 1
     fi
 done
-echo "deploy/kubernetes: every overlay renders and validates; broken copies are refused"
+echo "deploy/kubernetes: every overlay renders and validates; ${#breakages[@]} broken copies are refused"
 
 # --- /metrics --------------------------------------------------------------------------------
 if ! command -v promtool >/dev/null; then
