@@ -257,6 +257,13 @@ async fn a_gatekeeper_with_an_admin_listener_never_forwards_the_admin_plane() {
     // Forwarded by the gatekeeper without an admin listener: the backend serves the admin plane.
     expect_json(get(&app.client, &app.base_url, "/v1/admin/tenants", Some(&token)).await, StatusCode::OK).await;
     public_knows_nothing_of_the_admin_plane(&app.client, &gatekeeper.base_url, &token).await;
+    // Nor does a spelling of an admin path that is not one reach the backend's admin API.
+    for path in
+        ["/v1/%61dmin/tenants", "/v1//admin/tenants", "/v1/./admin/tenants", "/v1/admin%2Ftenants", "/V1/admin/tenants"]
+    {
+        let status = get(&app.client, &gatekeeper.base_url, path, Some(&token)).await.status();
+        assert!(status == StatusCode::NOT_FOUND || status == StatusCode::BAD_REQUEST, "{path}: {status}");
+    }
     let before = requests_seen(&app.client, &backend).await;
     for path in ADMIN_PLANE {
         for token in [Some(token.as_str()), None] {
