@@ -15,13 +15,23 @@
 //! Hysteresis and limits (PostgreSQL): a pending proposal survives runs that see a near-equal
 //! alternative (another vshard of the hot shard a little heavier); with one move at a time, a
 //! move frees its slot at its switch, not at the end of its cleanup grace.
+//!
+//! Load that has left, or was never served (PostgreSQL, issue 49 items 1 and 2): on two
+//! instances, a hot tenant moved alone by an approved proposal takes its load along, also from
+//! the windows before its move, so no run of either instance moves its old vshard (which carries
+//! nothing) and no vshard move started copies nothing; a shard frozen under traffic and thawed
+//! receives nothing from the runs within a window of the thaw, which show it held for its outage
+//! instead of reading its frozen steps as cool.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem};
+use shardgate_tests::pg_cluster::PgCluster;
+use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem, record_path};
 
 shardgate_tests::on_both_engines!(a_hot_shard_gets_a_plan_that_moves_one_of_its_vshards_and_nothing_moves);
 shardgate_tests::on_both_engines!(proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_cool_down);
@@ -146,23 +156,39 @@ async fn skew_tenants(app: &TestApp) -> (String, Vec<(String, Value)>) {
 /// `rounds` rounds of a write and a read for each of `tenants`, then waits until the load
 /// picture holds them.
 async fn traffic(app: &TestApp, tenants: &[String], rounds: u64) {
+    let weighted: Vec<(String, u64)> = tenants.iter().map(|t| (t.clone(), rounds)).collect();
+    traffic_via(app, &[&app.base_url], &weighted).await;
+}
+
+/// Rounds of a write and a read for each tenant of `weighted` (as many as it says), round by
+/// round, each round of a tenant through the next instance of `bases` (of `app`'s fleet) in
+/// turn; then waits until the load picture holds them.
+async fn traffic_via(app: &TestApp, bases: &[&str], weighted: &[(String, u64)]) {
     let fleet = async || {
-        let load = expect_json(app.admin(Method::GET, "/v1/admin/load?window=1m", None).await, StatusCode::OK).await;
+        // Over ten minutes, so that no traffic of the story leaves it while this waits.
+        let load = expect_json(app.admin(Method::GET, "/v1/admin/load?window=10m", None).await, StatusCode::OK).await;
         let request = &load["fleet"]["request"];
         (request["writes"].as_u64().unwrap_or(0), request["reads"].as_u64().unwrap_or(0))
     };
     let (writes, reads) = fleet().await;
     let before = writes.min(reads);
-    for round in 0..rounds {
-        for tenant in tenants {
-            let key = format!("k{}", round % 5);
-            assert!(app.put_record(tenant, "c", &key, &json!({"round": round})).await.status().is_success());
-            assert_eq!(app.get_record(tenant, "c", &key).await.status(), StatusCode::OK);
+    let tokens: Vec<String> = weighted.iter().map(|(tenant, _)| app.rw_token(tenant)).collect();
+    let most = weighted.iter().map(|(_, rounds)| *rounds).max().unwrap_or(0);
+    for round in 0..most {
+        for ((tenant, rounds), token) in weighted.iter().zip(&tokens) {
+            if round >= *rounds {
+                continue;
+            }
+            let base = bases[round as usize % bases.len()];
+            let url = format!("{base}{}", record_path(tenant, "c", &format!("k{}", round % 5)));
+            let put = app.client.put(&url).bearer_auth(token).json(&json!({"round": round})).send().await.unwrap();
+            assert!(put.status().is_success(), "{url}: {}", put.status());
+            assert_eq!(app.client.get(&url).bearer_auth(token).send().await.unwrap().status(), StatusCode::OK);
         }
     }
     // Every window of that traffic is stored before anything plans on it (a plan over part of
     // it may see another shard as the hot one).
-    let sent = before + rounds * tenants.len() as u64;
+    let sent = before + weighted.iter().map(|(_, rounds)| rounds).sum::<u64>();
     let stored = eventually(Duration::from_secs(20), async || {
         let (writes, reads) = fleet().await;
         (writes >= sent && reads >= sent).then_some(())
@@ -176,6 +202,12 @@ const ROUNDS: u64 = 30;
 
 async fn run(app: &TestApp) -> reqwest::Response {
     app.admin(Method::POST, "/v1/admin/balancer/runs", None).await
+}
+
+/// An admin request to the instance at `base`, one of `app`'s fleet (a peer).
+async fn admin_at(app: &TestApp, base: &str, method: Method, path: &str) -> reqwest::Response {
+    let request = app.client.request(method, format!("{base}{path}")).bearer_auth(app.admin_token());
+    request.send().await.expect("the instance answers")
 }
 
 async fn set_mode(app: &TestApp, mode: &str) -> Value {
@@ -369,4 +401,244 @@ async fn a_balancer_move_frees_its_slot_at_its_switch_not_after_its_cleanup_grac
     let next = expect_json(run(&app).await, StatusCode::OK).await;
     assert_eq!(next["outcome"], "started", "the first move's slot is free at its switch: {next:#}");
     assert_ne!(next["move"], first["move"], "{next:#}");
+}
+
+/// Rounds of traffic a tenant's unit of load is, in the stories of issue 49.
+const UNIT: u64 = 30;
+
+/// Each shard's load as `run` saw it, for the story's output.
+fn loads_seen(run: &Value) -> String {
+    let shards = run["shards"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let each: Vec<String> = shards
+        .iter()
+        .map(|s| {
+            format!("{} {:.2}", s["shard"].as_str().unwrap_or("?"), s["statement_ms_per_s"].as_f64().unwrap_or(0.0))
+        })
+        .collect();
+    each.join(", ")
+}
+
+/// A run's move of `vshard`, if it chose one: proposed, started or held back alike.
+fn moves_vshard(run: &Value, vshard: &Value) -> bool {
+    run["move"]["kind"] == "vshard" && run["move"]["vshard"] == *vshard
+}
+
+/// Issue 49, item 1, on two instances: a hot tenant alone on its vshard, most of its shard's
+/// load, is moved alone by a proposal approved on the other instance. Its load then counts where
+/// it is now, also for the windows from before its move, so in `apply` mode no run of either
+/// instance moves (or proposes) its old vshard, which carries nothing any more; and no vshard
+/// move a run starts copies nothing. Before the fix, the tenant's load of those windows stayed on
+/// its old vshard, and the first run moved that vshard (copying 0 rows) to the coolest shard.
+///
+/// The load, in units of [`UNIT`] rounds: on the hot shard the tenant (6) and three neighbours
+/// (1 each); five tenants on another shard (1 each); nothing on the last two. The tenant goes to
+/// one of those, and its traffic goes on there (5, then half a unit between runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_moved_by_an_approved_proposal_is_never_followed_by_a_move_of_its_old_vshard() {
+    let mut app = TestApp::spawn_with(Backend::Postgres, |config| {
+        balancer_on_demand(config);
+        // Every load window of the story stays in the span planned over.
+        config.balancer.window = Duration::from_secs(600);
+        // Overfull is well above the mean: the shard the tenant left stays overfull by its
+        // neighbours and the load of the tenant's old windows (unless it counts where the
+        // tenant is now), while its old vshard could go to an idle shard without making it so.
+        config.balancer.threshold = 0.5;
+    })
+    .await;
+    let peer = app.spawn_peer(|_| {}).await;
+    set_mode(&app, "propose").await;
+    let placed = crate::self_balancing::place(&app, "i", [4, 0, 0, 5]).await;
+    let (home, hot) = (placed[0].0.clone(), placed[0].1[0].clone());
+    let vshard = app.route(&hot, "c", "k").await["vshard"].clone();
+    let mut weighted = vec![(hot.clone(), 6 * UNIT)];
+    weighted.extend(placed[0].1[1..].iter().chain(&placed[3].1).map(|t| (t.clone(), UNIT)));
+    traffic_via(&app, &[&app.base_url, &peer.base_url], &weighted).await;
+
+    let proposed = eventually(Duration::from_secs(20), async || {
+        let body = expect_json(run(&app).await, StatusCode::OK).await;
+        (body["outcome"] == "proposed").then_some(body)
+    })
+    .await
+    .expect("a run proposes a move once the load is stored");
+    println!("proposed [{}] {}", loads_seen(&proposed), proposed["reason"]);
+    assert_eq!(proposed["move"]["kind"], "tenant", "the hot tenant alone: {proposed:#}");
+    assert_eq!(proposed["move"]["tenant"], hot.as_str(), "{proposed:#}");
+    assert_eq!(proposed["move"]["from"], home.as_str(), "{proposed:#}");
+    let target = proposed["move"]["to"].as_str().unwrap().to_owned();
+    // Approved on the other instance.
+    let path = format!("/v1/admin/balancer/proposals/{}/approve", proposed["id"]);
+    let approved = expect_json(admin_at(&app, &peer.base_url, Method::POST, &path).await, StatusCode::ACCEPTED).await;
+    assert_eq!(approved["job"]["kind"], "tenant.move", "{approved:#}");
+    let job = crate::moves::ended(&app, approved["job"]["id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    assert_eq!(job["state"], "done", "{job:#}");
+    // Both instances route the tenant to its new shard (each polls the catalog for the map).
+    let route = format!("/v1/admin/route?tenant={hot}&collection=c&key=k");
+    for base in [&app.base_url, &peer.base_url] {
+        let known = eventually(Duration::from_secs(10), async || {
+            let now = expect_json(admin_at(&app, base, Method::GET, &route).await, StatusCode::OK).await;
+            (now["shard"] == target.as_str()).then_some(())
+        })
+        .await;
+        assert!(known.is_some(), "{base} routes {hot} to {target}");
+    }
+
+    // In `apply` mode, with the tenant's traffic going on through both instances, runs on each
+    // instance in turn (one holds the lease at a time: the first gives it up as it restarts).
+    set_mode(&app, "apply").await;
+    let more = |rounds: u64| vec![(hot.clone(), rounds)];
+    traffic_via(&app, &[&app.base_url, &peer.base_url], &more(5 * UNIT)).await;
+    for turn in 0..2 {
+        if turn == 1 {
+            app.restart().await;
+        }
+        let base = if turn == 0 { app.base_url.clone() } else { peer.base_url.clone() };
+        for _ in 0..3 {
+            let ran =
+                expect_json(admin_at(&app, &base, Method::POST, "/v1/admin/balancer/runs").await, StatusCode::OK).await;
+            println!("run {} on {base}: {} [{}] {}", ran["id"], ran["outcome"], loads_seen(&ran), ran["reason"]);
+            assert!(!moves_vshard(&ran, &vshard), "vshard {vshard} is moved, which {hot} has left: {ran:#}");
+            traffic_via(&app, &[&app.base_url, &peer.base_url], &more(UNIT / 2)).await;
+        }
+    }
+
+    // Every run of the story, on either instance: never the old vshard; every vshard move
+    // started copied rows.
+    let all = expect_json(app.admin(Method::GET, "/v1/admin/balancer?limit=200", None).await, StatusCode::OK).await;
+    let runs = all["runs"].as_array().unwrap();
+    let instances: std::collections::HashSet<&str> = runs.iter().filter_map(|r| r["instance"].as_str()).collect();
+    assert!(instances.len() >= 2, "runs on both instances: {instances:?}");
+    for ran in runs {
+        assert!(!moves_vshard(ran, &vshard), "vshard {vshard} is moved, which {hot} has left: {ran:#}");
+        if ran["outcome"] == "started" && ran["move"]["kind"] == "vshard" {
+            let job = crate::moves::ended(&app, ran["job"].as_str().unwrap(), Duration::from_secs(60)).await;
+            assert!(job["progress"]["rows_copied"].as_u64().unwrap_or(0) > 0, "a move of nothing: {job:#}");
+        }
+    }
+}
+
+/// The shard of the story of a freeze (the seeded shard that lives on the test's own cluster).
+const FROZEN: &str = "shard-3";
+
+/// A shard's load (ms/s) as a plan or a run shows it.
+fn load_on(shards: &Value, id: &str) -> f64 {
+    shards.as_array().unwrap().iter().find(|s| s["shard"] == id).unwrap()["statement_ms_per_s"].as_f64().unwrap()
+}
+
+/// One client per tenant reading its records `k0` to `k9` until stopped, pausing 20 ms after a
+/// failed read (a frozen shard's are refused at once), counting those.
+struct Readers {
+    stop: Arc<AtomicBool>,
+    clients: Vec<(String, tokio::task::JoinHandle<u64>)>,
+}
+
+impl Readers {
+    fn start(app: &TestApp, tenants: &[String]) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients = tenants
+            .iter()
+            .map(|tenant| {
+                let (stop, token) = (stop.clone(), app.rw_token(tenant));
+                let urls: Vec<String> = (0..10).map(|k| app.url(&record_path(tenant, "c", &format!("k{k}")))).collect();
+                let client = tokio::spawn(async move {
+                    let http = shardgate_tests::http_client();
+                    let mut failed = 0;
+                    for url in urls.iter().cycle() {
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let read = http.get(url).bearer_auth(&token).send().await;
+                        if !read.is_ok_and(|r| r.status() == StatusCode::OK) {
+                            failed += 1;
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                    failed
+                });
+                (tenant.clone(), client)
+            })
+            .collect();
+        Self { stop, clients }
+    }
+
+    /// Stops the clients; each tenant's failed reads.
+    async fn finish(self) -> HashMap<String, u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut failed = HashMap::new();
+        for (tenant, client) in self.clients {
+            failed.insert(tenant, client.await.unwrap());
+        }
+        failed
+    }
+}
+
+/// Issue 49, item 2: a shard carrying a hot share of the load, next to another overfull shard,
+/// is frozen under read traffic for 15 s (every process of its PostgreSQL cluster stopped), then
+/// thawed. The runs after the thaw, within a window, propose nothing onto it and show it held
+/// for its outage: the steps of the freeze read as its average over the others, not as cool.
+/// Before the fix, the freeze's steps (refused statements, taking no time) made it the coolest
+/// shard of the window, and the first run after the thaw proposed a vshard of the overfull shard
+/// onto it.
+///
+/// One client per tenant: five tenants on the shard that freezes, five on another, three on
+/// each other one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_that_thaws_after_a_freeze_receives_nothing_for_a_window() {
+    let cluster = PgCluster::start().await;
+    let url = cluster.create_database("thawing_shard").await;
+    let app = TestApp::spawn_with_shard_at(FROZEN, url, |config| {
+        balancer_on_demand(config);
+        config.balancer.window = Duration::from_secs(30);
+        // The freeze is found out fast, so the statements it catches add little to the window.
+        config.storage.pool.breaker.stall_after = Duration::from_millis(100);
+        config.storage.pool.breaker.probe_timeout = Duration::from_millis(200);
+    })
+    .await;
+    set_mode(&app, "propose").await;
+    let shards = crate::self_balancing::shards(&app).await;
+    let overfull = shards.iter().find(|s| *s != FROZEN).unwrap().clone();
+    let wanted = std::array::from_fn(|i| if [FROZEN, overfull.as_str()].contains(&shards[i].as_str()) { 5 } else { 3 });
+    let placed = crate::self_balancing::place(&app, "f", wanted).await;
+    let tenants: Vec<String> = placed.iter().flat_map(|(_, t)| t.clone()).collect();
+    for tenant in &tenants {
+        let keys: Vec<String> = (0..10).map(|k| format!("k{k}")).collect();
+        app.put_many(tenant, "c", &keys).await;
+    }
+    let readers = Readers::start(&app, &tenants);
+    // It carries a hot share before it freezes.
+    let hot = eventually(Duration::from_secs(30), async || {
+        let plan = expect_json(plan(&app, "?window=5s").await, StatusCode::OK).await;
+        (load_on(&plan["shards"], FROZEN) > plan["mean_statement_ms_per_s"].as_f64().unwrap()).then_some(())
+    })
+    .await;
+    assert!(hot.is_some(), "{FROZEN} carries more than the mean within 30 s");
+
+    cluster.freeze();
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    cluster.thaw();
+    let shard = format!("/v1/admin/shards/{FROZEN}");
+    let back = eventually(Duration::from_secs(20), async || {
+        let shard = expect_json(app.admin(Method::GET, &shard, None).await, StatusCode::OK).await;
+        (shard["breaker"]["state"] == "closed").then_some(())
+    })
+    .await;
+    assert!(back.is_some(), "{FROZEN} serves again within 20 s of the thaw");
+
+    // Runs over four successive spans, every one of them checked.
+    let mut until = Value::Null;
+    for _ in 0..4 {
+        let next = eventually(Duration::from_secs(10), async || {
+            let ran = expect_json(run(&app).await, StatusCode::OK).await;
+            println!("run {}: {} [{}] {}", ran["id"], ran["outcome"], loads_seen(&ran), ran["reason"]);
+            assert_ne!(ran["move"]["to"], FROZEN, "a move onto the shard that just thawed: {ran:#}");
+            let thawed = ran["shards"].as_array().unwrap().iter().find(|s| s["shard"] == FROZEN).unwrap();
+            let why = thawed["held"].as_str().unwrap_or_default();
+            assert!(why.contains("outage"), "{FROZEN} is held for its outage: {ran:#}");
+            (ran["until"] != until).then(|| ran["until"].clone())
+        })
+        .await;
+        until = next.expect("a run over a new span within 10 s");
+    }
+    let failed = readers.finish().await;
+    let on_frozen = &placed.iter().find(|(s, _)| s == FROZEN).unwrap().1;
+    assert!(on_frozen.iter().all(|t| failed[t] > 0), "the freeze refused its tenants' reads: {failed:?}");
 }

@@ -45,14 +45,14 @@ async fn fleet(tune: impl FnOnce(&mut Config)) -> TestApp {
 }
 
 /// The shards in the map's order.
-async fn shards(app: &TestApp) -> Vec<String> {
+pub(crate) async fn shards(app: &TestApp) -> Vec<String> {
     let map = app.shard_map().await;
     map["shards"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect()
 }
 
 /// Creates tenants `{prefix}0`, `{prefix}1`, ... until the i-th shard of the map holds
 /// `wanted[i]` of them (placed by their vshards, each on its own vshard); returns them by shard.
-async fn place(app: &TestApp, prefix: &str, wanted: [usize; 4]) -> Vec<(String, Vec<String>)> {
+pub(crate) async fn place(app: &TestApp, prefix: &str, wanted: [usize; 4]) -> Vec<(String, Vec<String>)> {
     let shards = shards(app).await;
     let mut placed: Vec<(String, Vec<String>)> = shards.iter().map(|s| (s.clone(), Vec::new())).collect();
     let mut vshards = std::collections::HashSet::new();
