@@ -87,10 +87,11 @@ pub fn production_config(
     let mut config = Config { listen: "127.0.0.1:0".parse()?, data_dir: data_dir.to_path_buf(), ..Config::default() };
     config.storage.catalog_url = Some(SecretString::from(format!("{PG}/{catalog}")));
     for (id, database) in shards {
-        config
-            .storage
-            .shards
-            .push(ShardSeed { id: ShardId::parse(id)?, url: SecretString::from(format!("{PG}/{database}")) });
+        config.storage.shards.push(ShardSeed {
+            id: ShardId::parse(id)?,
+            url: SecretString::from(format!("{PG}/{database}")),
+            password_file: None,
+        });
     }
     config.cache.redis_url = Some(SecretString::from("redis://127.0.0.1:6379"));
     config.cache.key_prefix = format!("{tag}-cache");

@@ -2,6 +2,7 @@
 //! them, and how data moves between shards. Read by start-up ([`crate::startup`]) and by the jobs
 //! (through [`crate::router::ShardRouter::move_config`]); it knows nothing else.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -221,6 +222,15 @@ pub struct ShardSeed {
     /// Its URL (kept secret).
     #[serde(serialize_with = "redacted")]
     pub url: SecretString,
+    /// A file holding the password of `url` (a `postgres://` URL), in place of one written in
+    /// the URL: a mounted Kubernetes Secret, say. Read at start-up (a file that cannot be read
+    /// stops it) and again on every catalog poll: when its content changes, the instance
+    /// reopens the shard's pool with the new password (connections open already drain), so a
+    /// rotated secret needs no restart. Its content is the password, a trailing line break
+    /// left out. The catalog keeps `url` as it is given, so a URL without a password keeps the
+    /// password out of the catalog too. Each instance reads its own file. Default: unset.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
 }
 
 /// Writes a secret as `"<redacted>"`, never its value: configurations serialise (the

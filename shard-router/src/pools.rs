@@ -14,12 +14,14 @@ use parking_lot::RwLock;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::catalog::{Catalog, ShardRow};
+use crate::config::ShardSeed;
 use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::{MapSnapshot, ShardState};
 use crate::storage::batch::BatchingConfig;
 use crate::storage::db::{Database, Engine, PoolConfig, Schema, server_of};
 use crate::storage::meter::LoadMeter;
+use crate::storage::password_file::PasswordFile;
 use crate::storage::registration::{
     Claim, check_same_shard, claim_identity, read_identity, release_identity, shown_database_url,
 };
@@ -41,6 +43,40 @@ pub struct ShardPools {
     meter: Option<Arc<LoadMeter>>,
     /// How every pool batches point operations (`storage.batching`).
     batching: BatchingConfig,
+    /// The shards whose password is read from a file (`storage.shards[].password_file`).
+    passwords: ShardPasswords,
+}
+
+/// The password files of shards (`storage.shards[].password_file`), by shard.
+#[derive(Debug, Default)]
+pub(crate) struct ShardPasswords(HashMap<ShardId, PasswordFile>);
+
+impl ShardPasswords {
+    /// The password files of `seeds` that name one.
+    pub(crate) fn of(seeds: &[ShardSeed]) -> Self {
+        Self(
+            seeds
+                .iter()
+                .filter_map(|seed| Some((seed.id.clone(), PasswordFile::new(seed.password_file.clone()?))))
+                .collect(),
+        )
+    }
+
+    /// The URL to open shard `id` with: `url` with its password file's content, if it has one.
+    pub(crate) fn url_for(&self, id: &ShardId, url: &SecretString) -> Result<SecretString, Error> {
+        match self.0.get(id) {
+            Some(file) => file.apply(url).map_err(|e| match e {
+                Error::InvalidDatabaseUrl(reason) => Error::InvalidDatabaseUrl(format!("shard {id}: {reason}")),
+                other => other,
+            }),
+            None => Ok(url.clone()),
+        }
+    }
+
+    /// Whether a file holds another password than when last read.
+    fn changed(&self) -> bool {
+        self.0.values().filter(|file| file.changed()).count() > 0
+    }
 }
 
 impl ShardPools {
@@ -51,9 +87,41 @@ impl ShardPools {
         catalog_id: String,
         config: PoolConfig,
         (meter, batching): (Option<Arc<LoadMeter>>, BatchingConfig),
+        passwords: ShardPasswords,
     ) -> Self {
         let pools = pools.into_iter().map(|(id, db)| (id, prepared(db, meter.as_ref(), batching))).collect();
-        Self { pools: RwLock::new(pools), quarantined: RwLock::new(quarantined), catalog_id, config, meter, batching }
+        Self {
+            pools: RwLock::new(pools),
+            quarantined: RwLock::new(quarantined),
+            catalog_id,
+            config,
+            meter,
+            batching,
+            passwords,
+        }
+    }
+
+    /// The URL this instance opens shard `id` with: `url` with the password of its password
+    /// file, if it has one; `url` as it is (with a warning) if that file cannot be read.
+    fn url_for(&self, id: &ShardId, url: &SecretString) -> SecretString {
+        self.passwords.url_for(id, url).unwrap_or_else(|e| {
+            tracing::warn!(shard = %id, error = %e, "cannot use the shard's password file");
+            url.clone()
+        })
+    }
+
+    /// On each catalog poll: if a shard's password file changed, reopens its pool with the new
+    /// password (the old pool drains, see [`ShardPools::reopen_moved`]).
+    pub(crate) async fn follow_password_files(&self, catalog: &Catalog) {
+        if !self.passwords.changed() {
+            return;
+        }
+        match catalog.list_shards().await {
+            Ok(rows) => {
+                self.reopen_moved(&rows);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot list shards to follow a changed password file"),
+        }
     }
 
     /// The meter counting the statements on the shards, if the load picture is on.
@@ -125,7 +193,7 @@ impl ShardPools {
 
     /// Opens a shard database to register it as `id` (see [`connect_shard`]).
     pub(crate) async fn connect(&self, id: &ShardId, url: &SecretString) -> Result<(Database, Claim), Error> {
-        connect_shard(id, url, &self.config, &self.catalog_id).await
+        connect_shard(id, &self.url_for(id, url), &self.config, &self.catalog_id).await
     }
 
     /// Checks that `url` reaches shard `id`'s own database, before the catalog points the shard
@@ -140,7 +208,7 @@ impl ShardPools {
         };
         let target = format!("shard {id}");
         let config = PoolConfig { max_connections: 1, ..self.config.clone() };
-        let db = Database::open(url, &config).map_err(|e| e.tls_to(&target))?;
+        let db = Database::open(&self.passwords.url_for(id, url)?, &config).map_err(|e| e.tls_to(&target))?;
         let check = async {
             db.check_connect(&target).await?;
             read_identity(&db, id).await
@@ -170,7 +238,7 @@ impl ShardPools {
         match catalog.list_shards().await {
             Ok(rows) => {
                 for row in rows.iter().filter(|r| missing.contains(&r.id)) {
-                    match Database::open(&row.url, &self.config) {
+                    match Database::open(&self.url_for(&row.id, &row.url), &self.config) {
                         Ok(db) => {
                             self.pools.write().insert(row.id.clone(), prepared(db, self.meter.as_ref(), self.batching));
                             changed = true;
@@ -208,12 +276,13 @@ impl ShardPools {
         let mut pools = self.pools.write();
         for row in rows {
             let Some(db) = pools.get(&row.id) else { continue };
-            if db.opened_with(&row.url) {
+            let url = self.url_for(&row.id, &row.url);
+            if db.opened_with(&url) {
                 continue;
             }
-            match db.resized(&row.url, &pool_share(&self.config, &row.url, &sharing)) {
+            match db.resized(&url, &pool_share(&self.config, &row.url, &sharing)) {
                 Ok(reopened) => {
-                    tracing::info!(shard = %row.id, url = %shown_database_url(&row.url), "shard pool reopened at its new URL");
+                    tracing::info!(shard = %row.id, url = %shown_database_url(&row.url), "shard pool reopened: its URL or password changed");
                     pools.insert(row.id.clone(), reopened);
                     replaced = true;
                 }
@@ -243,7 +312,7 @@ impl ShardPools {
             if db.engine != Engine::Postgres || db.max_connections() == config.max_connections {
                 continue;
             }
-            match db.resized(&row.url, &config) {
+            match db.resized(&self.url_for(&row.id, &row.url), &config) {
                 Ok(resized) => {
                     tracing::info!(shard = %row.id, connections = config.max_connections, "shard pool resized");
                     pools.insert(row.id, resized);

@@ -102,9 +102,10 @@ impl ShardRouter {
         &self.pools
     }
 
-    /// Reloads the map from the catalog if the catalog's epoch is newer than the map's. Returns
-    /// the catalog heads.
+    /// Reloads the map from the catalog if the catalog's epoch is newer than the map's, after
+    /// reopening the pools of shards whose password file changed. Returns the catalog heads.
     pub async fn refresh(&self) -> Result<crate::catalog::CatalogHeads, Error> {
+        self.pools.follow_password_files(&self.catalog).await;
         let heads = self.catalog.heads().await?;
         if heads.epoch > self.map.read().epoch {
             let _guard = self.admin.lock().await;

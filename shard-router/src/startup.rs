@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::hash::DEFAULT_VSHARD_COUNT;
 use crate::map::{ShardState, spread_vshards};
-use crate::pools::{REGISTER_TIMEOUT, ShardPools, connect_shard, pool_share, pools_per_server};
+use crate::pools::{REGISTER_TIMEOUT, ShardPasswords, ShardPools, connect_shard, pool_share, pools_per_server};
 use crate::router::ShardRouter;
 use crate::storage::db::{Database, Schema};
 use crate::storage::meter::LoadMeter;
@@ -68,6 +68,7 @@ impl ShardRouter {
             })?;
         }
 
+        let passwords = ShardPasswords::of(&config.shards);
         let registered = catalog.list_shards().await?;
         let mut seeds = config.shards.clone();
         if seeds.is_empty() && embedded && registered.is_empty() {
@@ -76,7 +77,7 @@ impl ShardRouter {
                 .map_err(|e| Error::InvalidDatabaseUrl(format!("cannot create {}: {e}", dir.display())))?;
             for i in 0..config.embedded_shards {
                 let id = ShardId::parse(&format!("shard-{i}")).map_err(|e| Error::Corrupt(e.to_string()))?;
-                seeds.push(ShardSeed { id, url: sqlite_url(&dir.join(format!("shard-{i}.db"))) });
+                seeds.push(ShardSeed { id, url: sqlite_url(&dir.join(format!("shard-{i}.db"))), password_file: None });
             }
         }
         // A shard removed through the API stays removed, though `storage.shards` still lists it.
@@ -100,7 +101,8 @@ impl ShardRouter {
             if registered.iter().any(|r| r.id == seed.id) {
                 continue;
             }
-            let (db, claim) = connect_shard(&seed.id, &seed.url, &config.pool, &catalog_id).await?;
+            let url = passwords.url_for(&seed.id, &seed.url)?;
+            let (db, claim) = connect_shard(&seed.id, &url, &config.pool, &catalog_id).await?;
             db.close().await;
             claim.refuse_other(&seed.id, &catalog_id, |id| registered.iter().any(|r| r.id.as_str() == id))?;
             new_rows.push(ShardRow {
@@ -134,7 +136,8 @@ impl ShardRouter {
         let rows = catalog.list_shards().await?;
         let sharing = pools_per_server(&rows);
         for shard in &rows {
-            let db = Database::open(&shard.url, &pool_share(&config.pool, &shard.url, &sharing))
+            let url = passwords.url_for(&shard.id, &shard.url)?;
+            let db = Database::open(&url, &pool_share(&config.pool, &shard.url, &sharing))
                 .map_err(|e| e.tls_to(format!("shard {}", shard.id)))?;
             if shard.state != ShardState::Offline {
                 if config.migrate_on_start
@@ -153,7 +156,8 @@ impl ShardRouter {
         let map = catalog.load_map().await?;
         tracing::info!(epoch = map.epoch, shards = map.shards.len(), tenants = map.tenants.len(), "shard map loaded");
         let meter = config.load.enabled.then(|| Arc::new(LoadMeter::new(config.load.meter())));
-        let pools = ShardPools::new(pools, quarantined, catalog_id, config.pool.clone(), (meter, config.batching));
+        let pools =
+            ShardPools::new(pools, quarantined, catalog_id, config.pool.clone(), (meter, config.batching), passwords);
         Ok(Self::new(catalog, map, pools, config.moves.clone(), config.fan_out_deadline))
     }
 

@@ -81,10 +81,11 @@ impl TestApp {
                 let mut urls = Vec::new();
                 for (i, id) in SEEDED_SHARDS.iter().enumerate() {
                     let url = pg.create(&db_prefix, &format!("s{i}")).await;
-                    config
-                        .storage
-                        .shards
-                        .push(ShardSeed { id: ShardId::parse(id).unwrap(), url: SecretString::from(url.clone()) });
+                    config.storage.shards.push(ShardSeed {
+                        id: ShardId::parse(id).unwrap(),
+                        url: SecretString::from(url.clone()),
+                        password_file: None,
+                    });
                     urls.push(((*id).to_owned(), url));
                 }
                 urls

@@ -146,6 +146,7 @@ fn gateway_config(dir: &std::path::Path) -> BenchResult<Config> {
         config.storage.shards.push(ShardSeed {
             id: ShardId::parse(&format!("shard-{i}"))?,
             url: SecretString::from(format!("sqlite://{}", path.display())),
+            password_file: None,
         });
     }
     std::fs::create_dir_all(dir.join("shards"))?;

@@ -84,7 +84,11 @@ async fn main() {
         let mut seeds = Vec::new();
         for i in 0..shards {
             let url = cluster.create_database(&format!("n{shards}_s{i}")).await;
-            seeds.push(ShardSeed { id: ShardId::parse(&format!("pg-{i}")).unwrap(), url: SecretString::from(url) });
+            seeds.push(ShardSeed {
+                id: ShardId::parse(&format!("pg-{i}")).unwrap(),
+                url: SecretString::from(url),
+                password_file: None,
+            });
         }
         let app = TestApp::spawn_with(Backend::Postgres, |config| {
             config.storage.shards = seeds;

@@ -321,10 +321,11 @@ async fn unsafe_seeded_shards_stop_the_start_up() {
         for url in urls {
             let mut config = app.config().clone();
             config.listen = "127.0.0.1:0".parse().unwrap();
-            config
-                .storage
-                .shards
-                .push(ShardSeed { id: ShardId::parse("seeded").unwrap(), url: SecretString::from(url.clone()) });
+            config.storage.shards.push(ShardSeed {
+                id: ShardId::parse("seeded").unwrap(),
+                url: SecretString::from(url.clone()),
+                password_file: None,
+            });
             let Err(error) = shardgate_api::Application::build(config).await else {
                 panic!("{backend:?} {url}: the start-up is refused");
             };

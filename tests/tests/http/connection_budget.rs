@@ -20,7 +20,11 @@ async fn sixty_four_shards_on_a_server_with_a_hundred_connections_all_serve_unde
     let mut seeds = Vec::new();
     for i in 0..64 {
         let url = cluster.create_database(&format!("budget_{i}")).await;
-        seeds.push(ShardSeed { id: ShardId::parse(&format!("pg-{i}")).unwrap(), url: SecretString::from(url) });
+        seeds.push(ShardSeed {
+            id: ShardId::parse(&format!("pg-{i}")).unwrap(),
+            url: SecretString::from(url),
+            password_file: None,
+        });
     }
     let app = TestApp::spawn_with(Backend::Postgres, |config| {
         // Only the 64 shards on the test's cluster (the catalog stays on the machine's server).

@@ -60,8 +60,11 @@ async fn catalog_and_shards_over_verify_full_serve_records_blobs_and_moves_with_
         (cluster.gateway_url("localhost", "tls_catalog", &secure), cluster.gateway_url("localhost", "tls_a", &secure));
     let app = TestApp::spawn_with(Backend::Sqlite, |config| {
         config.storage.catalog_url = Some(SecretString::from(catalog));
-        config.storage.shards =
-            vec![ShardSeed { id: ShardId::parse("tls-a").unwrap(), url: SecretString::from(shard_a) }];
+        config.storage.shards = vec![ShardSeed {
+            id: ShardId::parse("tls-a").unwrap(),
+            url: SecretString::from(shard_a),
+            password_file: None,
+        }];
         config.storage.moves.cleanup_grace = Duration::from_millis(200);
     })
     .await;

@@ -205,3 +205,69 @@ async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_eve
     assert_eq!(target, format!("shard:{SHARD} postgres://{ROLE}@127.0.0.1:{}/rot", cluster.port));
     peer.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_shards_password_file_is_read_again_when_it_changes_without_a_restart() {
+    let cluster = PgCluster::start_with_passwords().await;
+    cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
+    cluster.execute(&format!("CREATE DATABASE rot OWNER {ROLE}")).await;
+    let secrets = tempfile::tempdir().unwrap();
+    let file = secrets.path().join("shard-1-password");
+    std::fs::write(&file, format!("{OLD_PASSWORD}\n")).unwrap();
+    // The URL carries no password: the file gives it, and the catalog never holds it.
+    let url = format!("postgres://{ROLE}@127.0.0.1:{}/rot", cluster.port);
+    let password_file = file.clone();
+    let app = TestApp::spawn_with_shard_at(SHARD, url, move |config| {
+        let seed = config.storage.shards.iter_mut().find(|s| s.id.as_str() == SHARD).unwrap();
+        seed.password_file = Some(password_file);
+    })
+    .await;
+    app.create_tenant_with(&json!({ "id": TENANT, "shard": SHARD })).await;
+
+    let acknowledged = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(AtomicUsize::new(0));
+    let token = app.rw_token(TENANT);
+    let mut writers = tokio::task::JoinSet::new();
+    for i in 0..2 {
+        let flags = (acknowledged.clone(), stop.clone(), acked.clone());
+        writers.spawn(writer(app.client.clone(), app.base_url.clone(), token.clone(), format!("f{i}"), flags));
+    }
+    let warmed =
+        eventually(Duration::from_secs(20), async || (acked.load(Ordering::Acquire) >= 50).then_some(())).await;
+    assert!(warmed.is_some(), "the writers made 50 writes");
+
+    // A Secret's rotation: the role's password, then the mounted file (replaced, as the
+    // kubelet swaps a Secret's files), and no call to the gateway.
+    let rotated_at = server_now(&cluster).await;
+    cluster.execute(&format!("ALTER ROLE {ROLE} PASSWORD '{NEW_PASSWORD}'")).await;
+    let staged = secrets.path().join(".staged");
+    std::fs::write(&staged, format!("{NEW_PASSWORD}\n")).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    acknowledged.store(true, Ordering::Release);
+
+    let acked_at_change = acked.load(Ordering::Acquire);
+    let moved = eventually(Duration::from_secs(15), async || {
+        let backends = role_backends(&cluster, &rotated_at).await;
+        let more = acked.load(Ordering::Acquire) >= acked_at_change + 50;
+        (more && !backends.is_empty() && backends.iter().all(|after| *after)).then_some(())
+    })
+    .await;
+    assert!(
+        moved.is_some(),
+        "connections opened with the old password remain: {:?}",
+        role_backends(&cluster, &rotated_at).await
+    );
+    stop.store(true, Ordering::Release);
+    let mut outcomes = Vec::new();
+    while let Some(done) = writers.join_next().await {
+        outcomes.extend(done.expect("a writer ends"));
+    }
+    let failed: Vec<&Outcome> = outcomes.iter().filter(|(_, _, s)| !s.is_some_and(|s| s.is_success())).collect();
+    assert!(failed.is_empty(), "{} writes failed: {:?}", failed.len(), &failed[..failed.len().min(5)]);
+
+    let catalog = shardgate_tests::open_shard(&app.catalog_url()).await;
+    let (stored,): (String,) =
+        sqlx::query_as("SELECT url FROM shards WHERE id = $1").bind(SHARD).fetch_one(&catalog).await.unwrap();
+    assert!(!stored.contains(OLD_PASSWORD) && !stored.contains(NEW_PASSWORD), "the catalog holds a password");
+}
