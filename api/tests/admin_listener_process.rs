@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 
 use support::{Process, finish, shardgate};
 
+#[expect(dead_code, reason = "this test uses part of the process harness")]
 mod support;
 
 /// `shardgate admin <args>` with the token and none of the test's own `SHARDGATE_URL`.
