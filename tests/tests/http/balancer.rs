@@ -160,9 +160,9 @@ async fn traffic(app: &TestApp, tenants: &[String], rounds: u64) {
     traffic_via(app, &[&app.base_url], &weighted).await;
 }
 
-/// Rounds of a write and a read for each tenant of `weighted` (as many as it says), round by
-/// round, each round of a tenant through the next instance of `bases` (of `app`'s fleet) in
-/// turn; then waits until the load picture holds them.
+/// Rounds of a write and a read for each tenant of `weighted` (as many as it says), each round
+/// of a tenant through the next instance of `bases` (of `app`'s fleet) in turn; then waits until
+/// the load picture holds them.
 async fn traffic_via(app: &TestApp, bases: &[&str], weighted: &[(String, u64)]) {
     let fleet = async || {
         // Over ten minutes, so that no traffic of the story leaves it while this waits.
@@ -173,18 +173,21 @@ async fn traffic_via(app: &TestApp, bases: &[&str], weighted: &[(String, u64)]) 
     let (writes, reads) = fleet().await;
     let before = writes.min(reads);
     let tokens: Vec<String> = weighted.iter().map(|(tenant, _)| app.rw_token(tenant)).collect();
-    let most = weighted.iter().map(|(_, rounds)| *rounds).max().unwrap_or(0);
-    for round in 0..most {
-        for ((tenant, rounds), token) in weighted.iter().zip(&tokens) {
-            if round >= *rounds {
-                continue;
-            }
-            let base = bases[round as usize % bases.len()];
-            let url = format!("{base}{}", record_path(tenant, "c", &format!("k{}", round % 5)));
-            let put = app.client.put(&url).bearer_auth(token).json(&json!({"round": round})).send().await.unwrap();
-            assert!(put.status().is_success(), "{url}: {}", put.status());
-            assert_eq!(app.client.get(&url).bearer_auth(token).send().await.unwrap().status(), StatusCode::OK);
-        }
+    // Each tenant's rounds spread evenly over the whole traffic, so that a busier moment of the
+    // machine weighs on every tenant alike.
+    let mut schedule: Vec<(f64, usize, u64)> = weighted
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, rounds))| (0..*rounds).map(move |round| ((round as f64 + 0.5) / *rounds as f64, i, round)))
+        .collect();
+    schedule.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    for (_, i, round) in schedule {
+        let (tenant, token) = (&weighted[i].0, &tokens[i]);
+        let base = bases[round as usize % bases.len()];
+        let url = format!("{base}{}", record_path(tenant, "c", &format!("k{}", round % 5)));
+        let put = app.client.put(&url).bearer_auth(token).json(&json!({"round": round})).send().await.unwrap();
+        assert!(put.status().is_success(), "{url}: {}", put.status());
+        assert_eq!(app.client.get(&url).bearer_auth(token).send().await.unwrap().status(), StatusCode::OK);
     }
     // Every window of that traffic is stored before anything plans on it (a plan over part of
     // it may see another shard as the hot one).
