@@ -20,6 +20,13 @@ pub struct StorageConfig {
     /// embedded default: a SQLite catalog at `<data_dir>/catalog.db`.
     #[serde(serialize_with = "redacted_option")]
     pub catalog_url: Option<SecretString>,
+    /// A file holding the password of `catalog_url` (a `postgres://` URL), in place of one
+    /// written in the URL: a mounted Kubernetes Secret, say. Read at start-up (a file that
+    /// cannot be read stops it) and again on every catalog poll: when its content changes, new
+    /// catalog connections use the new password (those open stay, as PostgreSQL keeps them), so a
+    /// rotated secret needs no restart. Its content is the password, a trailing line break left
+    /// out. Needs `catalog_url`. Default: unset.
+    pub catalog_password_file: Option<PathBuf>,
     /// Shards registered at start-up if the catalog does not have them yet. On a new catalog the
     /// vshards are spread evenly over them. Default: none (and, on the embedded default,
     /// `embedded_shards` SQLite shards in `<data_dir>/shards/`).
@@ -46,6 +53,7 @@ impl Default for StorageConfig {
     fn default() -> Self {
         Self {
             catalog_url: None,
+            catalog_password_file: None,
             shards: Vec::new(),
             embedded_shards: 4,
             pool: PoolConfig::default(),

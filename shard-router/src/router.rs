@@ -103,8 +103,9 @@ impl ShardRouter {
     }
 
     /// Reloads the map from the catalog if the catalog's epoch is newer than the map's, after
-    /// reopening the pools of shards whose password file changed. Returns the catalog heads.
+    /// following the password files (the catalog's, then the shards'). Returns the catalog heads.
     pub async fn refresh(&self) -> Result<crate::catalog::CatalogHeads, Error> {
+        self.catalog.follow_password_file();
         self.pools.follow_password_files(&self.catalog).await;
         let heads = self.catalog.heads().await?;
         if heads.epoch > self.map.read().epoch {

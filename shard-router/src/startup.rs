@@ -24,6 +24,7 @@ use crate::pools::{REGISTER_TIMEOUT, ShardPasswords, ShardPools, connect_shard, 
 use crate::router::ShardRouter;
 use crate::storage::db::{Database, Schema};
 use crate::storage::meter::LoadMeter;
+use crate::storage::password_file::PasswordFile;
 use crate::storage::registration::{Claim, check_shard_url, claim_identity};
 
 impl ShardRouter {
@@ -41,7 +42,23 @@ impl ShardRouter {
             }
         };
         let catalog_target = "the catalog (storage.catalog_url)";
-        let catalog_db = Database::open(&catalog_url, &config.pool).map_err(|e| e.tls_to(catalog_target))?;
+        let catalog_password = match &config.catalog_password_file {
+            Some(_) if embedded => {
+                return Err(Error::InvalidDatabaseUrl(
+                    "storage.catalog_password_file needs storage.catalog_url (a postgres:// URL)".to_owned(),
+                ));
+            }
+            Some(path) => Some(PasswordFile::new(path.clone())),
+            None => None,
+        };
+        let opened_url = match &catalog_password {
+            Some(file) => file.apply(&catalog_url).map_err(|e| match e {
+                Error::InvalidDatabaseUrl(reason) => Error::InvalidDatabaseUrl(format!("the catalog: {reason}")),
+                other => other,
+            })?,
+            None => catalog_url.clone(),
+        };
+        let catalog_db = Database::open(&opened_url, &config.pool).map_err(|e| e.tls_to(catalog_target))?;
         // A TLS failure stops the start with what failed; anything else (the catalog not up
         // yet) is left to the steps below, as before.
         if catalog_db.tls().is_some()
@@ -53,7 +70,10 @@ impl ShardRouter {
         if config.migrate_on_start {
             catalog_db.migrate(Schema::Catalog).await?;
         }
-        let catalog = Catalog::new(catalog_db);
+        let catalog = match catalog_password {
+            Some(file) => Catalog::new(catalog_db).with_password_file(file, catalog_url.clone()),
+            None => Catalog::new(catalog_db),
+        };
         let catalog_id = catalog.identity().await?;
         let catalog_engine = catalog.database().engine;
         for seed in &config.shards {

@@ -11,6 +11,8 @@
 
 pub mod phase;
 
+use std::sync::Arc;
+
 use secrecy::SecretString;
 use sqlx::any::AnyRow;
 use sqlx::{Any, AnyConnection, Row, Transaction};
@@ -19,6 +21,7 @@ use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 use crate::storage::db::{Database, Engine};
+use crate::storage::password_file::PasswordFile;
 
 mod balancer;
 mod collections;
@@ -154,6 +157,9 @@ pub struct CatalogHeads {
 #[derive(Debug, Clone)]
 pub struct Catalog {
     db: Database,
+    /// Where its password is read from, with the URL it completes
+    /// (`storage.catalog_password_file`), if it is.
+    password: Option<Arc<(PasswordFile, SecretString)>>,
 }
 
 fn catalog_err(source: sqlx::Error) -> Error {
@@ -219,7 +225,27 @@ fn corrupt(what: String) -> Error {
 impl Catalog {
     /// Wraps an open (and migrated) catalog database.
     pub fn new(db: Database) -> Self {
-        Self { db }
+        Self { db, password: None }
+    }
+
+    /// This catalog, whose password `file` holds for `url` (`storage.catalog_password_file`):
+    /// [`Catalog::follow_password_file`] reads it again.
+    pub fn with_password_file(self, file: PasswordFile, url: SecretString) -> Self {
+        Self { password: Some(Arc::new((file, url))), ..self }
+    }
+
+    /// On each catalog poll: if the catalog's password file changed, new catalog connections use
+    /// its new content (those open stay).
+    pub fn follow_password_file(&self) {
+        let Some(password) = &self.password else { return };
+        let (file, url) = &**password;
+        if !file.changed() {
+            return;
+        }
+        match file.apply(url).and_then(|url| self.db.set_url(&url)) {
+            Ok(()) => tracing::info!("the catalog's password file changed: new connections use its new content"),
+            Err(e) => tracing::warn!(error = %e, "cannot use the catalog's changed password file"),
+        }
     }
 
     /// Runs `statement` on its own (no audit entry, no new epoch); true if it changed exactly one

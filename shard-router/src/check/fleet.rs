@@ -18,6 +18,7 @@ use crate::config::StorageConfig;
 use crate::error::Error;
 use crate::startup::sqlite_url;
 use crate::storage::db::{Database, Engine};
+use crate::storage::password_file::PasswordFile;
 
 /// The catalog and the registered shards, opened for reading.
 #[derive(Debug)]
@@ -50,6 +51,10 @@ impl Fleet {
                 }
                 sqlite_url(&path)
             }
+        };
+        let url = match &config.catalog_password_file {
+            Some(path) => PasswordFile::new(path.clone()).apply(&url)?,
+            None => url,
         };
         let db = Database::open(&url, &config.pool)?;
         db.ping(config.pool.acquire_timeout).await?;
@@ -99,7 +104,12 @@ async fn open_shard(row: &ShardRow, config: &StorageConfig) -> Result<Database, 
     {
         return Err(format!("its SQLite file {path} does not exist"));
     }
-    let db = Database::open(&row.url, &config.pool).map_err(|e| e.to_string())?;
+    let password_file = config.shards.iter().find(|seed| seed.id == row.id).and_then(|seed| seed.password_file.clone());
+    let url = match password_file {
+        Some(path) => PasswordFile::new(path).apply(&row.url).map_err(|e| e.to_string())?,
+        None => row.url.clone(),
+    };
+    let db = Database::open(&url, &config.pool).map_err(|e| e.to_string())?;
     let timeout = config.pool.acquire_timeout.max(Duration::from_secs(1));
     db.ping(timeout).await.map_err(|e| e.to_string())?;
     Ok(db)

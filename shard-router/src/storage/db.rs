@@ -195,6 +195,24 @@ impl Database {
         Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db })
     }
 
+    /// Opens its future connections with `url`: the same database with another password
+    /// (`storage.catalog_password_file` rotated). Connections open now stay as they are; a
+    /// breaker's probe uses `url` too. [`Database::opened_with`] still names the URL it was
+    /// opened with.
+    pub fn set_url(&self, url: &SecretString) -> Result<(), Error> {
+        // A pool of its own, never connected, only to build the driver's options as `open` does
+        // (it also points the probe at `url`); its pools are then forgotten.
+        let fresh = Self::open_with(url, &PoolConfig::default(), Some(self.health.clone()))?;
+        self.pool.set_connect_options((*fresh.pool.connect_options()).clone());
+        if let (Some(native), Some(fresh)) = (&self.native, &fresh.native) {
+            native.set_connect_options((*fresh.connect_options()).clone());
+        }
+        let pools = (self.pool.clone(), self.native.clone());
+        self.health
+            .on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
+        Ok(())
+    }
+
     /// Whether it was opened with `url` (a shard's URL may change: `PATCH /v1/admin/shards/{id}`).
     pub fn opened_with(&self, url: &SecretString) -> bool {
         self.url.expose_secret() == url.expose_secret()

@@ -271,3 +271,47 @@ async fn a_shards_password_file_is_read_again_when_it_changes_without_a_restart(
         sqlx::query_as("SELECT url FROM shards WHERE id = $1").bind(SHARD).fetch_one(&catalog).await.unwrap();
     assert!(!stored.contains(OLD_PASSWORD) && !stored.contains(NEW_PASSWORD), "the catalog holds a password");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_catalogs_password_file_is_read_again_when_it_changes_without_a_restart() {
+    let cluster = PgCluster::start_with_passwords().await;
+    cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
+    cluster.execute(&format!("CREATE DATABASE cat OWNER {ROLE}")).await;
+    let secrets = tempfile::tempdir().unwrap();
+    let file = secrets.path().join("catalog-password");
+    std::fs::write(&file, OLD_PASSWORD).unwrap();
+    let url = format!("postgres://{ROLE}@127.0.0.1:{}/cat", cluster.port);
+    let password_file = file.clone();
+    let app = TestApp::spawn_with(shardgate_tests::Backend::Postgres, move |config| {
+        config.storage.catalog_url = Some(secrecy::SecretString::from(url));
+        config.storage.catalog_password_file = Some(password_file);
+    })
+    .await;
+    app.create_tenant("before").await;
+
+    let rotated_at = server_now(&cluster).await;
+    cluster.execute(&format!("ALTER ROLE {ROLE} PASSWORD '{NEW_PASSWORD}'")).await;
+    let staged = secrets.path().join(".staged");
+    std::fs::write(&staged, format!("{NEW_PASSWORD}\n")).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    // The catalog's connections end (a failover, say): every new one needs the new password.
+    cluster
+        .execute(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{ROLE}' AND pid <> pg_backend_pid()"
+        ))
+        .await;
+
+    let mut attempt = 0;
+    let created = eventually(Duration::from_secs(15), async || {
+        attempt += 1;
+        let body = json!({ "id": format!("after-{attempt}") });
+        let response = app.admin(Method::POST, "/v1/admin/tenants", Some(&body)).await;
+        (response.status() == StatusCode::CREATED).then_some(())
+    })
+    .await;
+    assert!(created.is_some(), "no tenant could be created after the rotation ({attempt} attempts)");
+    let backends = role_backends(&cluster, &rotated_at).await;
+    assert!(!backends.is_empty() && backends.iter().all(|after| *after), "{backends:?}");
+    let listed = expect_json(app.admin(Method::GET, "/v1/admin/tenants", None).await, StatusCode::OK).await;
+    assert!(listed.to_string().contains("before"), "{listed}");
+}
