@@ -19,7 +19,7 @@ use crate::app::App;
 use crate::observability::metrics::VerifiedCaller;
 use crate::server::admission::Authenticated;
 use crate::server::bulkhead::{Compartment, Slot};
-use crate::server::client_address::{ClientAddress, client_address};
+use crate::server::client_address::{ClientAddress, ClientNamedByGatekeeper, client_address};
 use crate::wire::admin_plane::{Plane, is_unthrottled_here};
 use crate::wire::error::{ApiError, Code};
 
@@ -143,6 +143,10 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
         && Plane::of(request.extensions()) != Some(Plane::Admin)
     {
         return trusted_door(&app, key, request, next).await;
+    }
+    // Reached directly on a backend behind a gatekeeper (its admin listener): the connection's client.
+    if request.extensions().get::<ClientNamedByGatekeeper>().is_some() {
+        tracing::Span::current().record("client", tracing::field::display(client_ip(&request)));
     }
     let authenticated = app.gate.authenticate(request.headers()).await;
     let verified = matches!(authenticated, Some(Ok(_)));
