@@ -3,8 +3,8 @@
 //! source, is the client: its own rate-limit budget, its address in the audit log. From anyone
 //! else the headers change nothing, and a PROXY header closes the connection. The same through
 //! the standalone gatekeeper, which hands the client's address to its backend in its signed
-//! internal credential. The tests' own address, 127.0.0.1, is the trusted proxy (or, trusting
-//! `10.0.0.0/8` only, an untrusted peer).
+//! internal credential; valet downloads are audited with the client too. The tests' own address,
+//! 127.0.0.1, is the trusted proxy (or, trusting `10.0.0.0/8` only, an untrusted peer).
 
 use std::time::Duration;
 
@@ -246,4 +246,56 @@ async fn the_gatekeeper_hands_the_client_to_its_backend_in_the_internal_credenti
     // A client cannot name itself to the backend: its own internal header is dropped.
     create_tenant_with(&app, "bob", &[("x-shardgate-client", "198.51.100.1")]).await;
     assert_eq!(audited_client(&app, "bob").await, "127.0.0.1");
+}
+
+/// The client address of the `valet.download` audit row of `path` (the valet audit is written in
+/// batches, off the request's path: waited for, up to 10 s).
+async fn audited_valet_client(app: &TestApp, path: &str) -> Value {
+    let found = shardgate_tests::eventually(Duration::from_secs(10), async || {
+        let page = app.admin(Method::GET, "/v1/admin/audit?action=valet.download&limit=1000", None).await;
+        let page: Value = page.json().await.ok()?;
+        let entry =
+            page["items"].as_array()?.iter().find(|e| e["target"].as_str().is_some_and(|t| t.contains(path)))?;
+        Some(entry["client_address"].clone())
+    })
+    .await;
+    found.unwrap_or_else(|| panic!("the download of {path} is audited"))
+}
+
+/// Stores a blob at `path` for tenant acme and downloads it through a valet URL with `headers`.
+async fn download_by_valet(app: &TestApp, path: &str, headers: &[(&str, &str)]) {
+    let token = app.rw_token("acme");
+    let stored = app
+        .client
+        .put(app.url(&format!("/v1/tenants/acme/blobs/{path}")))
+        .bearer_auth(&token)
+        .body("hello")
+        .send()
+        .await;
+    assert!(stored.unwrap().status().is_success());
+    let key = app.issue_valet_key("acme", &token, &json!({"path": path, "permission": "read"})).await;
+    let url = key["url"].as_str().unwrap();
+    let mut download = app.client.get(app.url(&url[url.find("/valet/").unwrap()..]));
+    for (name, value) in headers {
+        download = download.header(*name, *value);
+    }
+    assert_eq!(download.send().await.unwrap().status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn valet_downloads_are_audited_with_the_forwarded_client() {
+    let app = TestApp::spawn_with(Backend::Sqlite, behind(&["127.0.0.1/32"])).await;
+    app.create_tenant("acme").await;
+    download_by_valet(&app, "docs/a.txt", &[("x-forwarded-for", "203.0.113.7")]).await;
+    assert_eq!(audited_valet_client(&app, "docs/a.txt").await, "203.0.113.7");
+
+    let untrusting = TestApp::spawn_with(Backend::Sqlite, behind(&["10.0.0.0/8"])).await;
+    untrusting.create_tenant("acme").await;
+    download_by_valet(&untrusting, "docs/b.txt", &[("x-forwarded-for", "203.0.113.7")]).await;
+    assert_eq!(audited_valet_client(&untrusting, "docs/b.txt").await, "127.0.0.1");
+
+    let gated = TestApp::spawn_via_gatekeeper_with(Backend::Sqlite, behind(&["127.0.0.1/32"])).await;
+    gated.create_tenant("acme").await;
+    download_by_valet(&gated, "docs/c.txt", &[("x-forwarded-for", "203.0.113.8")]).await;
+    assert_eq!(audited_valet_client(&gated, "docs/c.txt").await, "203.0.113.8");
 }
