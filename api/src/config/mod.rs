@@ -990,4 +990,25 @@ mod tests {
         .config;
         assert_eq!(gatekeeper.upstream_ca_file, Some(PathBuf::from("/backend-ca.crt")));
     }
+
+    #[test]
+    fn the_environment_takes_a_list_or_comma_separated_networks_and_errors_name_the_variable() {
+        use super::proxies::{Cidr, ForwardedHeader};
+        for value in ["10.0.0.0/8,fd00::/8", r#"["10.0.0.0/8", "fd00::/8"]"#] {
+            let vars = [("SHARDGATE_TRUSTED_PROXIES", value), ("SHARDGATE_FORWARDED_HEADER", "forwarded")];
+            let config = Config::load_from(None, &vars).unwrap().config;
+            let shown: Vec<String> = config.trusted_proxies.iter().map(Cidr::to_string).collect();
+            assert_eq!(shown, ["10.0.0.0/8", "fd00::/8"], "{value}");
+            assert_eq!(config.forwarded_header, ForwardedHeader::Forwarded);
+            let gatekeeper = GatekeeperConfig::load_from(None, &vars).unwrap().config;
+            assert_eq!(gatekeeper.trusted_proxies, config.trusted_proxies);
+        }
+        let single = Config::load_from(None, &[("SHARDGATE_TRUSTED_PROXIES", "127.0.0.1")]).unwrap().config;
+        assert_eq!(single.trusted_proxies, [Cidr::parse("127.0.0.1/32").unwrap()]);
+        let defaults = Config::load_from(None, &[]).unwrap().config;
+        assert!(defaults.trusted_proxies.is_empty() && !defaults.proxy_protocol);
+        assert_eq!(defaults.forwarded_header, ForwardedHeader::XForwardedFor);
+        let refused = Config::load_from(None, &[("SHARDGATE_TRUSTED_PROXIES", "10.0.0.1/8")]).unwrap_err().to_string();
+        assert!(refused.contains("SHARDGATE_TRUSTED_PROXIES") && refused.contains("10.0.0.0/8"), "{refused}");
+    }
 }
