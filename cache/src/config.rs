@@ -28,6 +28,12 @@ pub struct CacheConfig {
     pub redis_client_cert_file: Option<PathBuf>,
     /// PEM private key of `redis_client_cert_file`. Default: unset.
     pub redis_client_key_file: Option<PathBuf>,
+    /// A file holding the password of `redis_url`, in place of one written in the URL (a
+    /// mounted Kubernetes Secret, say): its content, a trailing line break left out. Read at
+    /// start-up (a file that cannot be read stops it) and again on every probe of Redis (once a
+    /// second): when it changes, the instance connects again with the new password, so a
+    /// rotated secret needs no restart. Default: unset.
+    pub redis_password_file: Option<PathBuf>,
     /// Prefix of every Redis key and channel, so several deployments (or tests) can share one
     /// Redis. Default `shardgate`.
     pub key_prefix: String,
@@ -60,7 +66,12 @@ impl CacheConfig {
             client_cert_file: self.redis_client_cert_file.as_deref(),
             client_key_file: self.redis_client_key_file.as_deref(),
         };
-        self.redis_url.as_ref().map(|url| RedisEndpoint::parse(url, files, Section("cache"))).transpose()
+        self.redis_url
+            .as_ref()
+            .map(|url| {
+                RedisEndpoint::parse(url, files, Section("cache"))?.with_password_file(self.redis_password_file.clone())
+            })
+            .transpose()
     }
 }
 
@@ -72,6 +83,7 @@ impl Default for CacheConfig {
             redis_ca_file: None,
             redis_client_cert_file: None,
             redis_client_key_file: None,
+            redis_password_file: None,
             key_prefix: "shardgate".to_owned(),
             ttl: Duration::from_secs(300),
             collection_ttl: HashMap::new(),

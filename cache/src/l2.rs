@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -113,7 +113,10 @@ pub struct L2 {
     recoveries: AtomicU64,
     /// Probes completed (whatever their outcome), so start-up can wait for the first.
     probes: tokio::sync::watch::Sender<u64>,
-    client: redis::Client,
+    /// Where it connects, with its password file if it has one.
+    endpoint: RedisEndpoint,
+    /// The client new connections are made with: made again when the password file changes.
+    client: ArcSwap<redis::Client>,
     connection: ArcSwapOption<ConnectionManager>,
     healthy: AtomicBool,
     timeout: Duration,
@@ -140,7 +143,8 @@ impl L2 {
             uses,
             recoveries: AtomicU64::new(0),
             probes: tokio::sync::watch::Sender::new(0),
-            client,
+            endpoint: endpoint.clone(),
+            client: ArcSwap::from_pointee(client),
             connection: ArcSwapOption::empty(),
             healthy: AtomicBool::new(false),
             timeout,
@@ -152,8 +156,26 @@ impl L2 {
     }
 
     /// The client, for the pub/sub connection.
-    pub fn client(&self) -> &redis::Client {
-        &self.client
+    pub fn client(&self) -> Arc<redis::Client> {
+        self.client.load_full()
+    }
+
+    /// If the password file changed: a client with the new password, and the connection made
+    /// again with it on this probe (the old one is dropped; Redis keeps a connection's
+    /// authentication, so it would go on working, but its reconnections would use the old
+    /// password).
+    fn follow_password_file(&self) {
+        if !self.endpoint.password_changed() {
+            return;
+        }
+        match self.endpoint.client() {
+            Ok(client) => {
+                self.client.store(Arc::new(client));
+                self.connection.store(None);
+                tracing::info!("the redis password file changed: connecting again with its new content");
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot use the changed redis password file"),
+        }
     }
 
     /// Why the last connection attempt failed, while no connection is up.
@@ -265,6 +287,7 @@ impl L2 {
 
     /// Connects (again) when needed and probes with `PING`, updating the health flag.
     pub async fn probe_once(&self) {
+        self.follow_password_file();
         let connection = match self.connection.load_full() {
             Some(c) => Some((*c).clone()),
             None => {
@@ -272,7 +295,7 @@ impl L2 {
                     .set_connection_timeout(self.timeout.max(Duration::from_millis(500)))
                     .set_response_timeout(self.timeout)
                     .set_number_of_retries(1);
-                let connect = ConnectionManager::new_with_config(self.client.clone(), config);
+                let connect = ConnectionManager::new_with_config((*self.client.load_full()).clone(), config);
                 let failure = match tokio::time::timeout(Duration::from_secs(2), connect).await {
                     Ok(Ok(c)) => {
                         self.connection.store(Some(Arc::new(c.clone())));

@@ -9,10 +9,12 @@
 //! key (both or neither) make the connection mutual TLS.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::{ExposeSecret, SecretString};
+use shardgate_shard_router::storage::password_file::PasswordFile;
 
 /// Makes rustls's ring provider the process's default (once; later calls do nothing): rustls
 /// must not pick a provider by the features other crates happen to enable.
@@ -42,6 +44,8 @@ pub struct RedisEndpoint {
     section: &'static str,
     tls: bool,
     certificates: Option<redis::TlsCertificates>,
+    /// Where the password is read from (`<section>.redis_password_file`), if it is.
+    password_file: Option<Arc<PasswordFile>>,
 }
 
 impl std::fmt::Debug for RedisEndpoint {
@@ -164,7 +168,7 @@ impl RedisEndpoint {
         };
         let custom = root_cert.is_some() || client_tls.is_some();
         let certificates = custom.then_some(redis::TlsCertificates { client_tls, root_cert });
-        Ok(Self { url: url.clone(), section, tls, certificates })
+        Ok(Self { url: url.clone(), section, tls, certificates, password_file: None })
     }
 
     /// Whether the connection is TLS (`rediss://`).
@@ -172,12 +176,42 @@ impl RedisEndpoint {
         self.tls
     }
 
-    /// A client for the endpoint (no connection yet).
+    /// This endpoint, its password read from `path` (`<section>.redis_password_file`) in place
+    /// of the URL's: the file's content, a trailing line break left out, when a client is made.
+    /// A file that cannot be read now stops the start ([`RedisConfigError::Unreadable`]).
+    pub fn with_password_file(self, path: Option<PathBuf>) -> Result<Self, RedisConfigError> {
+        let Some(path) = path else { return Ok(self) };
+        let file = PasswordFile::new(path.clone());
+        file.apply(&self.url).map_err(|e| RedisConfigError::Unreadable {
+            section: self.section,
+            key: "redis_password_file",
+            path,
+            reason: std::io::Error::other(e.to_string()),
+        })?;
+        Ok(Self { password_file: Some(Arc::new(file)), ..self })
+    }
+
+    /// Whether its password file holds another password than the client last made used (never,
+    /// without a password file).
+    pub(crate) fn password_changed(&self) -> bool {
+        self.password_file.as_ref().is_some_and(|file| file.changed())
+    }
+
+    /// A client for the endpoint (no connection yet), with its password file's content now.
     pub(crate) fn client(&self) -> Result<redis::Client, RedisConfigError> {
         install_crypto_provider();
+        let url = match &self.password_file {
+            Some(file) => file.apply(&self.url).map_err(|e| RedisConfigError::Unreadable {
+                section: self.section,
+                key: "redis_password_file",
+                path: file.path().to_owned(),
+                reason: std::io::Error::other(e.to_string()),
+            })?,
+            None => self.url.clone(),
+        };
         let client = match &self.certificates {
-            Some(certificates) => redis::Client::build_with_tls(self.url.expose_secret(), certificates.clone()),
-            None => redis::Client::open(self.url.expose_secret()),
+            Some(certificates) => redis::Client::build_with_tls(url.expose_secret(), certificates.clone()),
+            None => redis::Client::open(url.expose_secret()),
         };
         client.map_err(|source| RedisConfigError::Url { section: self.section, source })
     }

@@ -157,6 +157,11 @@ pub struct RateLimitConfig {
     pub redis_client_cert_file: Option<PathBuf>,
     /// PEM private key of `redis_client_cert_file`. Default: unset.
     pub redis_client_key_file: Option<PathBuf>,
+    /// A file holding the password of `redis_url`, in place of one written in the URL: read at
+    /// start-up and again on every probe of Redis (once a second), connecting again when it
+    /// changes, so a rotated secret needs no restart. Without `redis_url`, the cache's
+    /// `redis_password_file` goes with the cache's URL. Default: unset.
+    pub redis_password_file: Option<PathBuf>,
     /// Prefix of the limiter's Redis keys. Default `shardgate:rl`.
     pub key_prefix: String,
     /// Longest wait for Redis's decision, in milliseconds; after a timeout or an error,
@@ -182,6 +187,7 @@ impl Default for RateLimitConfig {
             redis_ca_file: None,
             redis_client_cert_file: None,
             redis_client_key_file: None,
+            redis_password_file: None,
             key_prefix: "shardgate:rl".into(),
             redis_timeout_ms: 100,
         }

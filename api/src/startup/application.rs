@@ -243,7 +243,10 @@ pub fn rate_limit_store_for(
         client_key_file: rate_limits.redis_client_key_file.as_deref(),
     };
     let own = match &rate_limits.redis_url {
-        Some(url) => Some(RedisEndpoint::parse(url, files, shardgate_cache::Section("rate_limits"))?),
+        Some(url) => Some(
+            RedisEndpoint::parse(url, files, shardgate_cache::Section("rate_limits"))?
+                .with_password_file(rate_limits.redis_password_file.clone())?,
+        ),
         None => match files.first_set() {
             Some(key) => return Err(RedisConfigError::TlsFileWithoutUrl { section: "rate_limits", key }),
             None => None,

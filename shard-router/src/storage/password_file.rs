@@ -1,5 +1,6 @@
 //! Database passwords kept in files (a mounted Kubernetes Secret, a file a vault agent renews)
-//! rather than in URLs: `storage.shards[].password_file` and `storage.catalog_password_file`.
+//! rather than in URLs: `storage.shards[].password_file`, `storage.catalog_password_file`, and
+//! (through the cache crate) `cache.redis_password_file` and `rate_limits.redis_password_file`.
 //! A file's content (without its trailing line break) is the password of every connection
 //! opened after it was read; the instance reads the files again on each catalog poll and,
 //! when one changed, reopens the pools it feeds (the old ones drain), so a rotated secret needs
@@ -70,9 +71,9 @@ fn with_password(url: &SecretString, password: &SecretString, file: &Path) -> Re
     let mut parsed = url::Url::parse(url.expose_secret()).map_err(|_| {
         Error::InvalidDatabaseUrl(format!("a URL with a password file ({}) must parse", file.display()))
     })?;
-    if parsed.scheme() != "postgres" && parsed.scheme() != "postgresql" {
+    if parsed.scheme().starts_with("sqlite") {
         return Err(Error::InvalidDatabaseUrl(format!(
-            "a password file ({}) is for a postgres:// URL only",
+            "a password file ({}) is for a URL with a host (postgres://, redis://), not a SQLite file",
             file.display()
         )));
     }

@@ -315,3 +315,50 @@ async fn the_catalogs_password_file_is_read_again_when_it_changes_without_a_rest
     let listed = expect_json(app.admin(Method::GET, "/v1/admin/tenants", None).await, StatusCode::OK).await;
     assert!(listed.to_string().contains("before"), "{listed}");
 }
+
+/// The `cache` component's status in `/readyz`: `up` or `degraded`.
+async fn cache_status(app: &TestApp) -> String {
+    let body: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    body["components"]["cache"]["status"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_redis_password_file_is_read_again_when_it_changes_without_a_restart() {
+    let redis = shardgate_tests::RedisServer::start().await;
+    redis.cli(&["CONFIG", "SET", "requirepass", OLD_PASSWORD]);
+    let secrets = tempfile::tempdir().unwrap();
+    let file = secrets.path().join("redis-password");
+    std::fs::write(&file, format!("{OLD_PASSWORD}\n")).unwrap();
+    let (url, password_file) = (redis.url(), file.clone());
+    let app = TestApp::spawn_with(shardgate_tests::Backend::Sqlite, move |config| {
+        config.cache.redis_url = Some(secrecy::SecretString::from(url));
+        config.cache.redis_password_file = Some(password_file);
+    })
+    .await;
+    let up = eventually(Duration::from_secs(10), async || (cache_status(&app).await == "up").then_some(())).await;
+    assert!(up.is_some(), "the cache connects with the file's password: {}", cache_status(&app).await);
+    app.create_tenant(TENANT).await;
+    let put = app.put_record(TENANT, "notes", "k", &json!({"a": 1})).await;
+    assert_eq!(put.status(), StatusCode::CREATED);
+
+    // The Secret rotates: Redis's password, then the file; then Redis drops every client (a
+    // failover, say), so the gateway must connect again, with the new password.
+    redis.cli(&["-a", OLD_PASSWORD, "--no-auth-warning", "CONFIG", "SET", "requirepass", NEW_PASSWORD]);
+    let staged = secrets.path().join(".staged");
+    std::fs::write(&staged, NEW_PASSWORD).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    redis.cli(&["-a", NEW_PASSWORD, "--no-auth-warning", "CLIENT", "KILL", "TYPE", "normal"]);
+    redis.cli(&["-a", NEW_PASSWORD, "--no-auth-warning", "CLIENT", "KILL", "TYPE", "pubsub"]);
+
+    // Redis is used again, over a connection authenticated with the new password: a read
+    // fills the shared cache.
+    redis.cli(&["-a", NEW_PASSWORD, "--no-auth-warning", "FLUSHALL"]);
+    let filled = eventually(Duration::from_secs(15), async || {
+        assert_eq!(app.get_record(TENANT, "notes", "k").await.status(), StatusCode::OK);
+        let keys = redis.cli(&["-a", NEW_PASSWORD, "--no-auth-warning", "--scan", "--pattern", "*:r:rotating:notes:k"]);
+        (!keys.trim().is_empty()).then_some(())
+    })
+    .await;
+    assert!(filled.is_some(), "the cache did not connect again with the new password: {}", cache_status(&app).await);
+    assert_eq!(cache_status(&app).await, "up");
+}
