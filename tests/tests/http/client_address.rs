@@ -3,8 +3,9 @@
 //! source, is the client: its own rate-limit budget, its address in the audit log. From anyone
 //! else the headers change nothing, and a PROXY header closes the connection. The same through
 //! the standalone gatekeeper, which hands the client's address to its backend in its signed
-//! internal credential; valet downloads are audited with the client too. The tests' own address,
-//! 127.0.0.1, is the trusted proxy (or, trusting `10.0.0.0/8` only, an untrusted peer).
+//! internal credential; valet downloads are audited with the client too; a PROXY header comes
+//! before a TLS handshake. The tests' own address, 127.0.0.1, is the trusted proxy (or, trusting
+//! `10.0.0.0/8` only, an untrusted peer).
 
 use std::time::Duration;
 
@@ -298,4 +299,53 @@ async fn valet_downloads_are_audited_with_the_forwarded_client() {
     gated.create_tenant("acme").await;
     download_by_valet(&gated, "docs/c.txt", &[("x-forwarded-for", "203.0.113.8")]).await;
     assert_eq!(audited_valet_client(&gated, "docs/c.txt").await, "203.0.113.8");
+}
+
+#[tokio::test]
+async fn a_proxy_header_comes_before_the_tls_handshake() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    let ca = shardgate_tests::TestCa::new("proxy-ca");
+    let issued = ca.issue("gateway", &["127.0.0.1", "localhost"]);
+    let tls = shardgate_api::config::ListenerTls { cert_file: issued.cert_path.clone(), key_file: issued.key_path };
+    let app = TestApp::spawn_with(Backend::Sqlite, |config| {
+        with_proxy_protocol(&["127.0.0.1/32"])(config);
+        config.tls = Some(tls);
+    })
+    .await;
+    let address = app.base_url.strip_prefix("https://").expect("an HTTPS listener").to_owned();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(CertificateDer::from_pem_slice(ca.cert_pem.as_bytes()).unwrap()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    stream.write_all(&proxy_header(false, [203, 0, 113, 7])).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(client));
+    let mut tls = connector.connect(ServerName::try_from("127.0.0.1").unwrap(), stream).await.unwrap();
+    let body = json!({ "id": "acme" }).to_string();
+    let request = format!(
+        "POST /v1/admin/tenants HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        app.admin_token(),
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), tls.read_to_end(&mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    // The audit is read over HTTPS too: a client trusting the test CA.
+    let https = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
+        .tls_built_in_root_certs(false)
+        .build()
+        .unwrap();
+    let url = app.url("/v1/admin/audit?action=tenant.create&limit=1000");
+    let page: Value = https.get(url).bearer_auth(app.admin_token()).send().await.unwrap().json().await.unwrap();
+    let entry = page["items"].as_array().unwrap().iter().find(|e| e["target"] == "tenant:acme").cloned();
+    assert_eq!(entry.expect("audited")["client_address"], "203.0.113.7");
 }
