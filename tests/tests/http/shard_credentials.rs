@@ -362,3 +362,43 @@ async fn the_redis_password_file_is_read_again_when_it_changes_without_a_restart
     assert!(filled.is_some(), "the cache did not connect again with the new password: {}", cache_status(&app).await);
     assert_eq!(cache_status(&app).await, "up");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_url_is_checked_for_tls_as_a_registration_is() {
+    use shardgate_tests::{PgTlsSetup, TestCa};
+    let ca = TestCa::new("shardgate rotation CA");
+    let stranger = TestCa::new("a CA nobody trusts");
+    let cluster =
+        PgCluster::start_tls(PgTlsSetup { ca: &ca, names: &["localhost"], tls_only: true, client_cert: false }).await;
+    cluster.create_database("tls_rot").await;
+    let app = TestApp::spawn(shardgate_tests::Backend::Sqlite).await;
+    let registered = cluster.gateway_url("localhost", "tls_rot", "sslmode=require");
+    let body = json!({ "id": "tls-rot", "url": registered });
+    expect_json(app.admin(Method::POST, "/v1/admin/shards", Some(&body)).await, StatusCode::CREATED).await;
+
+    let verify = |ca: &TestCa| format!("sslmode=verify-full&sslrootcert={}", ca.cert_path.display());
+    for (url, expected) in [
+        (cluster.gateway_url("localhost", "tls_rot", &verify(&stranger)), "certificate"),
+        (cluster.gateway_url("127.0.0.1", "tls_rot", &verify(&ca)), "127.0.0.1"),
+        (cluster.gateway_url("localhost", "tls_rot", "sslmode=disable"), "only over tls"),
+    ] {
+        let problem = expect_problem(
+            patch_url(&app, "tls-rot", &url).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "shard_tls_failed",
+        )
+        .await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.starts_with("TLS to shard tls-rot failed: "), "{detail}");
+        assert!(detail.to_lowercase().contains(expected), "expected {expected:?} in {detail:?}");
+    }
+    let verified = cluster.gateway_url("localhost", "tls_rot", &verify(&ca));
+    expect_json(patch_url(&app, "tls-rot", &verified).await, StatusCode::OK).await;
+    app.create_tenant_with(&json!({ "id": "tls-tenant", "shard": "tls-rot" })).await;
+    let put = app.put_record("tls-tenant", "notes", "k", &json!({ "a": 1 })).await;
+    assert_eq!(put.status(), StatusCode::CREATED);
+    let audit =
+        expect_json(app.admin(Method::GET, "/v1/admin/audit?action=shard.url", None).await, StatusCode::OK).await;
+    let targets: Vec<&str> = audit["items"].as_array().unwrap().iter().map(|e| e["target"].as_str().unwrap()).collect();
+    assert_eq!(targets, [format!("shard:tls-rot postgres://gateway@localhost:{}/tls_rot", cluster.port)], "{audit}");
+}
