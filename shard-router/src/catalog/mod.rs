@@ -578,18 +578,8 @@ impl Catalog {
         now_ms: i64,
         audit: &Audit,
     ) -> Result<u64, Error> {
-        self.guarded(async {
-            let (tx, epoch) = self.begin_change(audit).await?;
-            let update = sqlx::query("UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3")
-                .bind(state.as_str())
-                .bind(now_ms)
-                .bind(id.as_str());
-            if !commit_if_changed(tx, update).await? {
-                return Err(Error::ShardNotFound(id.clone()));
-            }
-            Ok(epoch)
-        })
-        .await
+        let update = "UPDATE shards SET state = $1, updated_at = $2 WHERE id = $3";
+        self.set_shard_column(id, update, state.as_str(), now_ms, audit).await
     }
 
     /// Points a shard at a new URL (the same database reached another way: a new password, host
@@ -603,12 +593,23 @@ impl Catalog {
         audit: &Audit,
     ) -> Result<u64, Error> {
         use secrecy::ExposeSecret;
+        let update = "UPDATE shards SET url = $1, updated_at = $2 WHERE id = $3";
+        self.set_shard_column(id, update, url.expose_secret(), now_ms, audit).await
+    }
+
+    /// Runs `update` (one column of a shard's row as `$1`, `updated_at` as `$2`, the shard's id as
+    /// `$3`) as a change of the map: a new epoch, audited. Returns the new epoch.
+    async fn set_shard_column(
+        &self,
+        id: &ShardId,
+        update: &'static str,
+        value: &str,
+        now_ms: i64,
+        audit: &Audit,
+    ) -> Result<u64, Error> {
         self.guarded(async {
             let (tx, epoch) = self.begin_change(audit).await?;
-            let update = sqlx::query("UPDATE shards SET url = $1, updated_at = $2 WHERE id = $3")
-                .bind(url.expose_secret())
-                .bind(now_ms)
-                .bind(id.as_str());
+            let update = sqlx::query(update).bind(value).bind(now_ms).bind(id.as_str());
             if !commit_if_changed(tx, update).await? {
                 return Err(Error::ShardNotFound(id.clone()));
             }
