@@ -95,7 +95,7 @@ use crate::observability::rate_limited_warning::RateLimitedWarning;
 use crate::server::body_arrival::{Arrival, Arrived};
 use crate::server::client_address::{ClientAddress, ClientNamedByGatekeeper, Proxied, ProxyTrust};
 use crate::server::edge::{REQUEST_ID, random_request_id};
-use crate::server::proxy_protocol::{self, FIXED_BYTES, ProxyHeader};
+use crate::server::proxy_protocol::read_proxy_header;
 use crate::server::tls::ServerTls;
 use crate::wire::error::{ApiError, Code};
 
@@ -142,10 +142,6 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// Why a connection was closed by the gateway rather than by its client (the `reason` label of
 /// `shardgate_connections_closed_total`).
 const CLOSE_REASONS: [&str; 4] = ["header_timeout", "idle_timeout", "crowded_out", "proxy_header_refused"];
-
-/// While a connection's first bytes are a beginning of the PROXY signature but not all of it,
-/// how long to wait before looking again.
-const PEEK_AGAIN: Duration = Duration::from_millis(10);
 
 /// Labels of the closed-connections counter (a closed set: [`CLOSE_REASONS`]).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -580,63 +576,6 @@ impl Connection {
                 _ = draining.changed() => return None,
             }
         }
-    }
-}
-
-/// Why a connection's PROXY header is refused.
-#[derive(Debug, thiserror::Error)]
-enum PreambleRefused {
-    /// A peer that is not a trusted proxy sent one.
-    #[error("a PROXY header from a peer that is not a trusted proxy")]
-    Untrusted,
-    /// It does not parse, or is too long.
-    #[error(transparent)]
-    Malformed(#[from] proxy_protocol::ProxyHeaderError),
-}
-
-/// Reads a PROXY header from the beginning of `stream` if there is one, and only it: from a
-/// `trusted` proxy, what it says ([`Proxied::NoSource`] without one); from another peer, nothing
-/// ([`Proxied::NotAsked`]) or a refusal.
-async fn read_proxy_header(stream: &mut TcpStream, trusted: bool) -> io::Result<Result<Proxied, PreambleRefused>> {
-    use tokio::io::AsyncReadExt;
-    if !begins_with_proxy_signature(stream).await? {
-        return Ok(Ok(if trusted { Proxied::NoSource } else { Proxied::NotAsked }));
-    }
-    if !trusted {
-        return Ok(Err(PreambleRefused::Untrusted));
-    }
-    let mut fixed = [0u8; FIXED_BYTES];
-    stream.read_exact(&mut fixed).await?;
-    let length = match proxy_protocol::remaining_length(&fixed) {
-        Ok(length) => length,
-        Err(refused) => return Ok(Err(refused.into())),
-    };
-    let mut rest = vec![0u8; length];
-    stream.read_exact(&mut rest).await?;
-    Ok(proxy_protocol::parse(&fixed, &rest).map_err(PreambleRefused::from).map(|header| match header {
-        ProxyHeader::Source(ip) => Proxied::Source(ip),
-        ProxyHeader::NoSource => Proxied::NoSource,
-    }))
-}
-
-/// Whether `stream`'s first bytes are the PROXY v2 signature, looked at without taking them.
-/// While they are only a beginning of it, looks again every [`PEEK_AGAIN`] (the caller's
-/// deadline bounds the wait); fails when the peer closes first.
-async fn begins_with_proxy_signature(stream: &TcpStream) -> io::Result<bool> {
-    let signature = proxy_protocol::SIGNATURE;
-    let mut first = [0u8; 12];
-    loop {
-        let n = stream.peek(&mut first).await?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        if first[..n] != signature[..n] {
-            return Ok(false);
-        }
-        if n == signature.len() {
-            return Ok(true);
-        }
-        tokio::time::sleep(PEEK_AGAIN).await;
     }
 }
 

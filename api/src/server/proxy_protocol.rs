@@ -14,10 +14,17 @@
 //! address; LOCAL (the proxy's own health check), the unspecified family and Unix sockets give
 //! none (the peer is then the client). TLVs are skipped. A header longer than
 //! [`MAX_HEADER_BYTES`] is refused, so a peer cannot make the server buffer 64 KiB per
-//! connection. Reading it from a socket, within the connection's header deadline, is
-//! [`crate::server::connections`]'s; this module only parses.
+//! connection. [`read_proxy_header`] reads it off a socket (looking at the first twelve bytes
+//! without taking them); the connection's header deadline around that read is
+//! [`crate::server::connections`]'s.
 
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use crate::server::client_address::Proxied;
 
 /// The signature every version 2 header begins with. No HTTP request or TLS handshake begins
 /// with its first byte pair followed by the rest, so a connection is told apart by its first
@@ -107,6 +114,67 @@ pub fn parse(fixed: &[u8; FIXED_BYTES], rest: &[u8]) -> Result<ProxyHeader, Prox
         _ => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&rest[..16]).expect("sixteen bytes"))),
     };
     Ok(ProxyHeader::Source(source.to_canonical()))
+}
+
+/// While a connection's first bytes are a beginning of the PROXY signature but not all of it,
+/// how long to wait before looking again.
+const PEEK_AGAIN: Duration = Duration::from_millis(10);
+
+/// Why a connection's PROXY header is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum PreambleRefused {
+    /// A peer that is not a trusted proxy sent one.
+    #[error("a PROXY header from a peer that is not a trusted proxy")]
+    Untrusted,
+    /// It does not parse, or is too long.
+    #[error(transparent)]
+    Malformed(#[from] ProxyHeaderError),
+}
+
+/// Reads a PROXY header from the beginning of `stream` if there is one, and only it: from a
+/// `trusted` proxy, what it says ([`Proxied::NoSource`] without one); from another peer, nothing
+/// ([`Proxied::NotAsked`]) or a refusal.
+pub async fn read_proxy_header(stream: &mut TcpStream, trusted: bool) -> io::Result<Result<Proxied, PreambleRefused>> {
+    use tokio::io::AsyncReadExt;
+    if !begins_with_proxy_signature(stream).await? {
+        return Ok(Ok(if trusted { Proxied::NoSource } else { Proxied::NotAsked }));
+    }
+    if !trusted {
+        return Ok(Err(PreambleRefused::Untrusted));
+    }
+    let mut fixed = [0u8; FIXED_BYTES];
+    stream.read_exact(&mut fixed).await?;
+    let length = match remaining_length(&fixed) {
+        Ok(length) => length,
+        Err(refused) => return Ok(Err(refused.into())),
+    };
+    let mut rest = vec![0u8; length];
+    stream.read_exact(&mut rest).await?;
+    Ok(parse(&fixed, &rest).map_err(PreambleRefused::from).map(|header| match header {
+        ProxyHeader::Source(ip) => Proxied::Source(ip),
+        ProxyHeader::NoSource => Proxied::NoSource,
+    }))
+}
+
+/// Whether `stream`'s first bytes are the PROXY v2 signature, looked at without taking them.
+/// While they are only a beginning of it, looks again every [`PEEK_AGAIN`] (the caller's
+/// deadline bounds the wait); fails when the peer closes first.
+async fn begins_with_proxy_signature(stream: &TcpStream) -> io::Result<bool> {
+    let signature = SIGNATURE;
+    let mut first = [0u8; 12];
+    loop {
+        let n = stream.peek(&mut first).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if first[..n] != signature[..n] {
+            return Ok(false);
+        }
+        if n == signature.len() {
+            return Ok(true);
+        }
+        tokio::time::sleep(PEEK_AGAIN).await;
+    }
 }
 
 #[cfg(test)]
