@@ -11,6 +11,7 @@
 pub mod copy;
 pub mod job;
 pub mod mover;
+pub mod progress;
 pub mod rebalance;
 pub mod rebalancer;
 pub mod redistribute;
