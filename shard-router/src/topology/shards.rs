@@ -96,30 +96,41 @@ impl Topology<'_> {
         self.stats_of(|_| true).await
     }
 
-    /// Statistics of the shards `wanted` picks: one catalog read and one pass over the tenant
-    /// directory for all of them, then the record counts concurrently.
+    /// Statistics of the shards `wanted` picks: one catalog read, the shards measured
+    /// concurrently, then one read of the shard map for all of them. The counts and the record
+    /// totals come from that one map, so a tenant whose move switches while the shards are being
+    /// measured counts once, on whichever shard that map places it.
     async fn stats_of(&self, wanted: impl Fn(&ShardRow) -> bool) -> Result<Vec<ShardStats>, Error> {
         let rows: Vec<ShardRow> =
             self.router.catalog().list_shards().await?.into_iter().filter(|r| wanted(r)).collect();
-        let counts: Vec<(u64, u64, u64)> = self.router.with_map(|map| {
+        let measured = futures::future::join_all(rows.iter().map(|row| self.measure(row))).await;
+        let counted: Vec<((u64, u64, u64), Option<u64>)> = self.router.with_map(|map| {
             let vshards = map.vshards_per_shard();
             let tenants = map.tenants_per_shard();
             rows.iter()
-                .map(|row| match map.shard_index(row.id.as_str()) {
-                    Some(i) => {
-                        let pinned = map.tenants.values().filter(|t| t.pin == Some(i)).count();
-                        (vshards[usize::from(i)] as u64, tenants[usize::from(i)] as u64, pinned as u64)
-                    }
-                    None => (0, 0, 0),
+                .zip(&measured)
+                .map(|(row, (by_tenant, _))| {
+                    let placed_here =
+                        |tenant: &str| map.route_tenant(tenant).is_ok_and(|route| route.shard == row.id);
+                    let records = by_tenant.as_ref().map(|by_tenant| {
+                        by_tenant.iter().filter(|(tenant, _)| placed_here(tenant)).map(|(_, n)| n).sum()
+                    });
+                    let counts = match map.shard_index(row.id.as_str()) {
+                        Some(i) => {
+                            let pinned = map.tenants.values().filter(|t| t.pin == Some(i)).count();
+                            (vshards[usize::from(i)] as u64, tenants[usize::from(i)] as u64, pinned as u64)
+                        }
+                        None => (0, 0, 0),
+                    };
+                    (counts, records)
                 })
                 .collect()
         });
-        let measured = futures::future::join_all(rows.iter().map(|row| self.measure(row))).await;
         Ok(rows
             .into_iter()
-            .zip(counts)
+            .zip(counted)
             .zip(measured)
-            .map(|((shard, (vshards, tenants, pinned_tenants)), (records, size))| {
+            .map(|((shard, ((vshards, tenants, pinned_tenants), records)), (_, size))| {
                 let db = self.router.shard_db(&shard.id).ok();
                 ShardStats {
                     health: db.as_ref().map(|db| db.health().report()),
@@ -137,11 +148,12 @@ impl Topology<'_> {
             .collect())
     }
 
-    /// Live records of the tenants a shard is home to, and its sizes; each `None` when the
-    /// shard is offline or does not answer in time. Rows of a tenant the catalog places
-    /// elsewhere (the old copy of a moved tenant until its clean-up, the copy a move is making)
-    /// are left out, so that totals over the fleet count each tenant once.
-    async fn measure(&self, shard: &ShardRow) -> (Option<u64>, Option<ShardSize>) {
+    /// The live records of each tenant whose home data a shard holds, and its sizes; each `None`
+    /// when the shard is offline or does not answer in time. The caller keeps the rows of the
+    /// tenants the catalog places here, leaving out the old copy of a moved tenant until its
+    /// clean-up and the copy a move is making, so that totals over the fleet count each tenant
+    /// once.
+    async fn measure(&self, shard: &ShardRow) -> (Option<Vec<(String, u64)>>, Option<ShardSize>) {
         if shard.state == ShardState::Offline {
             return (None, None);
         }
@@ -149,14 +161,7 @@ impl Topology<'_> {
         let fenced = FencedShard::new(&db, &shard.id);
         let by_tenant = self.within_probe(&shard.id, "count records", home_records_by_tenant(&fenced));
         let size = self.within_probe(&shard.id, "measure the database", shard_size(&fenced));
-        let (by_tenant, size) = futures::join!(by_tenant, size);
-        let records = by_tenant.map(|by_tenant| {
-            self.router.with_map(|map| {
-                let placed_here = |tenant: &str| map.route_tenant(tenant).is_ok_and(|route| route.shard == shard.id);
-                by_tenant.iter().filter(|(tenant, _)| placed_here(tenant)).map(|(_, n)| n).sum()
-            })
-        });
-        (records, size)
+        futures::join!(by_tenant, size)
     }
 
     /// Changes a shard's state; requests see it at once.
