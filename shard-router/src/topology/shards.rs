@@ -110,8 +110,7 @@ impl Topology<'_> {
             rows.iter()
                 .zip(&measured)
                 .map(|(row, (by_tenant, _))| {
-                    let placed_here =
-                        |tenant: &str| map.route_tenant(tenant).is_ok_and(|route| route.shard == row.id);
+                    let placed_here = |tenant: &str| map.route_tenant(tenant).is_ok_and(|route| route.shard == row.id);
                     let records = by_tenant.as_ref().map(|by_tenant| {
                         by_tenant.iter().filter(|(tenant, _)| placed_here(tenant)).map(|(_, n)| n).sum()
                     });
