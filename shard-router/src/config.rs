@@ -27,6 +27,16 @@ pub struct StorageConfig {
     /// rotated secret needs no restart. Its content is the password, a trailing line break left
     /// out. Needs `catalog_url`. Default: unset.
     pub catalog_password_file: Option<PathBuf>,
+    /// A file of keys that seal the catalog's secrets at rest (shard URLs with their passwords,
+    /// valet signing keys): envelope encryption with AES-256-GCM, so that a dump of the catalog
+    /// reveals none of them. One key per line, `<key id> <base64 of 32 random bytes>` (make one
+    /// with `echo "k1 $(openssl rand -base64 32)"`); every key opens the catalog's data key, which
+    /// is kept wrapped under each. Once set, every instance of the fleet needs it: an instance
+    /// without it refuses to start on a sealed catalog. Rotation: add the new key to every
+    /// instance's file and restart each, then remove the old one and restart again
+    /// (docs/security.md). Read at start-up; keep it readable by the gateway's user only.
+    /// Default: unset (secrets stored in the clear).
+    pub secrets_key_file: Option<PathBuf>,
     /// Shards registered at start-up if the catalog does not have them yet. On a new catalog the
     /// vshards are spread evenly over them. Default: none (and, on the embedded default,
     /// `embedded_shards` SQLite shards in `<data_dir>/shards/`).
@@ -54,6 +64,7 @@ impl Default for StorageConfig {
         Self {
             catalog_url: None,
             catalog_password_file: None,
+            secrets_key_file: None,
             shards: Vec::new(),
             embedded_shards: 4,
             pool: PoolConfig::default(),

@@ -233,6 +233,10 @@ pub enum Error {
     /// 500 `internal`: a migration failed.
     #[error("migration failed: {0}")]
     Migration(String),
+    /// 500 `internal` (start-up refuses): the catalog's sealed secrets cannot be opened, or the
+    /// key file (`storage.secrets_key_file`) is unreadable or malformed.
+    #[error("sealed secrets: {0}")]
+    SecretsKey(String),
     /// 500 `internal`: the catalog holds something this version cannot read.
     #[error("catalog or shard data is corrupt: {0}")]
     Corrupt(String),

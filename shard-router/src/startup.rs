@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use secrecy::SecretString;
 
-use crate::catalog::{Audit, Catalog, ShardRow};
+use crate::catalog::{Audit, Catalog, SecretsKeyFile, ShardRow};
 use crate::clock::now_ms;
 use crate::config::{ShardSeed, StorageConfig};
 use crate::error::Error;
@@ -41,6 +41,7 @@ impl ShardRouter {
                 sqlite_url(&data_dir.join("catalog.db"))
             }
         };
+        let secrets_key = config.secrets_key_file.as_deref().map(SecretsKeyFile::read).transpose()?;
         let catalog_target = "the catalog (storage.catalog_url)";
         let catalog_password = match &config.catalog_password_file {
             Some(_) if embedded => {
@@ -74,6 +75,7 @@ impl ShardRouter {
             Some(file) => Catalog::new(catalog_db).with_password_file(file, catalog_url.clone()),
             None => Catalog::new(catalog_db),
         };
+        let catalog = catalog.open_secrets(secrets_key.as_ref()).await?;
         let catalog_id = catalog.identity().await?;
         let catalog_engine = catalog.database().engine;
         for seed in &config.shards {

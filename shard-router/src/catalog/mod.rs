@@ -28,6 +28,7 @@ mod collections;
 mod indexes;
 mod load;
 mod moves;
+mod sealing;
 mod valet;
 pub use balancer::{BalancerRow, RunRow};
 #[cfg(test)]
@@ -36,6 +37,7 @@ pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use load::{LoadRow, LoadScope};
 pub use moves::{CancelRequest, Lease, Placement};
+pub use sealing::{SEALED_PREFIX, SecretsKeyFile, Sealer, is_sealed};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};
@@ -160,6 +162,9 @@ pub struct Catalog {
     /// Where its password is read from, with the URL it completes
     /// (`storage.catalog_password_file`), if it is.
     password: Option<Arc<(PasswordFile, SecretString)>>,
+    /// The open data keys of its sealed secrets, once [`Catalog::open_secrets`] found a key
+    /// file (`storage.secrets_key_file`).
+    sealer: Option<Arc<Sealer>>,
 }
 
 fn catalog_err(source: sqlx::Error) -> Error {
@@ -225,7 +230,7 @@ fn corrupt(what: String) -> Error {
 impl Catalog {
     /// Wraps an open (and migrated) catalog database.
     pub fn new(db: Database) -> Self {
-        Self { db, password: None }
+        Self { db, password: None, sealer: None }
     }
 
     /// This catalog, whose password `file` holds for `url` (`storage.catalog_password_file`):
@@ -383,7 +388,7 @@ impl Catalog {
             .fetch_all(&self.db.pool)
             .await
             .map_err(catalog_err)?;
-        rows.iter().map(shard_row).collect()
+        rows.iter().map(|row| self.shard_row(row)).collect()
     }
 
     /// The current map epoch, cache generation and valet generation (polled by every instance).
@@ -520,7 +525,7 @@ impl Catalog {
     ) -> Result<(u64, bool), Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
-            if !insert_shard_row(&mut tx, shard).await? {
+            if !insert_shard_row(&mut tx, shard, &self.stored_shard_url(&shard.id, &shard.url)).await? {
                 return Err(Error::ShardExists(shard.id.clone()));
             }
             // Registered through the API again: start-up registers it from `storage.shards` again.
@@ -557,7 +562,7 @@ impl Catalog {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
             for shard in shards {
-                insert_shard_row(&mut tx, shard).await?;
+                insert_shard_row(&mut tx, shard, &self.stored_shard_url(&shard.id, &shard.url)).await?;
             }
             let count: i64 =
                 sqlx::query_scalar("SELECT COUNT(*) FROM vshards").fetch_one(&mut *tx).await.map_err(catalog_err)?;
@@ -592,9 +597,8 @@ impl Catalog {
         now_ms: i64,
         audit: &Audit,
     ) -> Result<u64, Error> {
-        use secrecy::ExposeSecret;
         let update = "UPDATE shards SET url = $1, updated_at = $2 WHERE id = $3";
-        self.set_shard_column(id, update, url.expose_secret(), now_ms, audit).await
+        self.set_shard_column(id, update, &self.stored_shard_url(id, url), now_ms, audit).await
     }
 
     /// Runs `update` (one column of a shard's row as `$1`, `updated_at` as `$2`, the shard's id as
@@ -817,13 +821,13 @@ impl Catalog {
 }
 
 /// Inserts a shard's row unless its id is taken. Whether it was inserted.
-async fn insert_shard_row(tx: &mut Transaction<'static, Any>, shard: &ShardRow) -> Result<bool, Error> {
-    use secrecy::ExposeSecret;
+/// `url` is the shard's URL as stored ([`Catalog::stored_shard_url`]).
+async fn insert_shard_row(tx: &mut Transaction<'static, Any>, shard: &ShardRow, url: &str) -> Result<bool, Error> {
     let inserted = sqlx::query(
         "INSERT INTO shards (id, url, engine, state, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
     )
     .bind(shard.id.as_str())
-    .bind(shard.url.expose_secret())
+    .bind(url)
     .bind(shard.engine.as_str())
     .bind(shard.state.as_str())
     .bind(shard.created_at_ms)
@@ -866,20 +870,28 @@ async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<O
     row.as_ref().map(tenant_row).transpose()
 }
 
-fn shard_row(row: &AnyRow) -> Result<ShardRow, Error> {
-    let id: String = column(row, 0)?;
-    let url: String = column(row, 1)?;
-    let engine: String = column(row, 2)?;
-    let state: String = column(row, 3)?;
-    let id = ShardId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
-    Ok(ShardRow {
-        engine: Engine::parse(&engine).ok_or_else(|| corrupt(format!("shard {id} engine {engine:?}")))?,
-        state: ShardState::parse(&state).ok_or_else(|| corrupt(format!("shard {id} state {state:?}")))?,
-        url: SecretString::from(url),
-        created_at_ms: column(row, 4)?,
-        updated_at_ms: column(row, 5)?,
-        id,
-    })
+impl Catalog {
+    fn shard_row(&self, row: &AnyRow) -> Result<ShardRow, Error> {
+        let id: String = column(row, 0)?;
+        let url: String = column(row, 1)?;
+        let engine: String = column(row, 2)?;
+        let state: String = column(row, 3)?;
+        let id = ShardId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
+        Ok(ShardRow {
+            engine: Engine::parse(&engine).ok_or_else(|| corrupt(format!("shard {id} engine {engine:?}")))?,
+            state: ShardState::parse(&state).ok_or_else(|| corrupt(format!("shard {id} state {state:?}")))?,
+            url: SecretString::from(self.open_secret(&sealing::shard_url_context(id.as_str()), url)?),
+            created_at_ms: column(row, 4)?,
+            updated_at_ms: column(row, 5)?,
+            id,
+        })
+    }
+
+    /// A shard's URL as the catalog stores it: sealed when the catalog seals its secrets.
+    fn stored_shard_url(&self, id: &ShardId, url: &SecretString) -> String {
+        use secrecy::ExposeSecret;
+        self.seal_secret(&sealing::shard_url_context(id.as_str()), url.expose_secret())
+    }
 }
 
 /// A tenant's rate limit from the two columns starting at `first` (both NULL: none).

@@ -6,6 +6,7 @@ use super::{
     Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt,
     incarnation_column, incarnation_value, require_incarnation,
 };
+use super::sealing::valet_secret_context;
 use crate::error::Error;
 
 /// State of a signing key.
@@ -104,9 +105,9 @@ pub struct ValetGrantRow {
     pub incarnation: u64,
 }
 
-fn key_row(row: &sqlx::any::AnyRow) -> Result<ValetKeyRow, Error> {
+fn key_row(catalog: &Catalog, row: &sqlx::any::AnyRow) -> Result<ValetKeyRow, Error> {
     let id: String = column(row, 0)?;
-    let secret: String = column(row, 1)?;
+    let secret = catalog.open_secret(&valet_secret_context(&id), column(row, 1)?)?;
     let state: String = column(row, 2)?;
     let secret = hex::decode(&secret)
         .ok()
@@ -151,7 +152,7 @@ impl Catalog {
                     .fetch_all(&self.db.pool)
                     .await
                     .map_err(catalog_err)?;
-            rows.iter().map(key_row).collect()
+            rows.iter().map(|row| key_row(self, row)).collect()
         })
         .await
     }
@@ -168,7 +169,7 @@ impl Catalog {
             let statement =
                 sqlx::query("INSERT INTO valet_keys (id, secret, state, created_at) VALUES ($1, $2, 'current', $3)")
                     .bind(id)
-                    .bind(hex::encode(secret))
+                    .bind(self.seal_secret(&valet_secret_context(id), &hex::encode(secret)))
                     .bind(now);
             commit_with(tx, statement).await?;
             Ok(ValetKeyRow {
@@ -191,7 +192,7 @@ impl Catalog {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(catalog_err)?;
-            let Some(row) = row.as_ref().map(key_row).transpose()? else { return Ok(Retirement::NotFound) };
+            let Some(row) = row.as_ref().map(|row| key_row(self, row)).transpose()? else { return Ok(Retirement::NotFound) };
             if row.state == ValetKeyState::Current {
                 return Ok(Retirement::IsCurrent);
             }

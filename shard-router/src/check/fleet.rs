@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use secrecy::ExposeSecret;
 
-use crate::catalog::{Catalog, ShardRow};
+use crate::catalog::{Catalog, SecretsKeyFile, ShardRow};
 use crate::check::blobs::check_blobs;
 use crate::check::fences::check_fences;
 use crate::check::identity::{check_marker, shared_databases, sqlite_path};
@@ -58,7 +58,8 @@ impl Fleet {
         };
         let db = Database::open(&url, &config.pool)?;
         db.ping(config.pool.acquire_timeout).await?;
-        let catalog = Catalog::new(db);
+        let secrets_key = config.secrets_key_file.as_deref().map(SecretsKeyFile::read).transpose()?;
+        let catalog = Catalog::new(db).read_secrets(secrets_key.as_ref()).await?;
         let catalog_id = catalog.identity().await?;
         let rows = catalog.list_shards().await?;
         let mut shards = Vec::new();
