@@ -290,6 +290,12 @@ async fn the_dev_overlay_starts_and_its_probes_answer_where_the_deployments_look
     assert_eq!(readiness["status"], "ready");
     assert_eq!(readiness["components"]["catalog"]["status"], "up");
     assert_eq!(readiness["components"]["s0"]["status"], "up");
+    // The key file mounted from shardgate-secrets-key sealed the catalog's shard URLs (the Job's
+    // `shardgate migrate` registered them sealed): a dump of the catalog shows none of them.
+    let mut catalog = <sqlx::PgConnection as sqlx::Connection>::connect(&databases.url(0)).await.unwrap();
+    let stored: Vec<String> = sqlx::query_scalar("SELECT url FROM shards").fetch_all(&mut catalog).await.unwrap();
+    assert_eq!(stored.len(), shards);
+    assert!(stored.iter().all(|url| url.starts_with("sealed:v1:")), "shard URLs stored in the clear: {stored:?}");
 
     // The gatekeeper, pointed at this backend instead of the Service's name.
     let gatekeeper_dir = tempfile::tempdir().unwrap();

@@ -114,11 +114,12 @@ fn key_file_error(path: &Path, reason: String) -> Error {
 fn warn_if_readable_by_others(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     if let Ok(meta) = std::fs::metadata(path)
-        && meta.permissions().mode() & 0o077 != 0
+        && meta.permissions().mode() & 0o007 != 0
     {
+        // Group-readable is how Kubernetes mounts a Secret for a non-root user (0440): fine.
         tracing::warn!(
             file = %path.display(),
-            "storage.secrets_key_file can be read by other users than its owner; make it 0400 or 0600"
+            "storage.secrets_key_file can be read by every user of the machine; make it 0400 (or 0440 for a group)"
         );
     }
 }
