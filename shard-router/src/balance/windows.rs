@@ -1,7 +1,9 @@
 //! Each instance's part of the load picture: a task that, once per window, stores the windows
-//! its meter ([`crate::storage::meter`]) has closed in the catalog, in one statement, and once
+//! its meter ([`crate::storage::meter`]) has closed in the catalog, in one statement (and those
+//! of its request-health meter, [`crate::balance::request_meter`], in another), and once
 //! per rolled-up window rolls up the full-resolution windows older than
-//! `storage.load.full_resolution` and prunes what is older than `storage.load.retention`.
+//! `storage.load.full_resolution` and prunes what is older than `storage.load.retention` (both
+//! tables alike).
 //!
 //! Windows the catalog does not take stay queued in the meter and go with the next flush (at
 //! most an hour of them); an instance that is killed loses its open window only. On a clean
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use crate::balance::request_meter::RequestMeter;
 use crate::catalog::LoadRow;
 use crate::clock::now_ms;
 use crate::config::LoadConfig;
@@ -32,6 +35,8 @@ pub struct LoadFlusher {
     /// Weak: the task ends when the router is dropped.
     router: Weak<ShardRouter>,
     meter: Arc<LoadMeter>,
+    /// The request-health counters the HTTP layer adds to.
+    requests: Arc<RequestMeter>,
     config: LoadConfig,
     instance: String,
     /// Each shard's size as last sampled (once per rolled-up window), for `/metrics`.
@@ -43,7 +48,13 @@ impl LoadFlusher {
     pub fn new(router: &Arc<ShardRouter>, config: LoadConfig) -> Option<Self> {
         let meter = router.pools().meter()?.clone();
         let instance = format!("instance-{}", uuid::Uuid::new_v4().simple());
-        Some(Self { router: Arc::downgrade(router), meter, config, instance, sizes: Arc::default() })
+        let requests = Arc::new(RequestMeter::new(config.window));
+        Some(Self { router: Arc::downgrade(router), meter, requests, config, instance, sizes: Arc::default() })
+    }
+
+    /// The request-health meter whose windows this flusher stores.
+    pub fn request_meter(&self) -> &Arc<RequestMeter> {
+        &self.requests
     }
 
     /// The name this instance's rows carry.
@@ -89,6 +100,13 @@ impl LoadFlusher {
 
     async fn flush(&self, now: i64) -> usize {
         let Some(router) = self.router.upgrade() else { return 0 };
+        let requests = self.requests.take_closed(now, &self.instance);
+        if !requests.is_empty()
+            && let Err(e) = router.catalog().store_request_rows(&requests).await
+        {
+            tracing::warn!(error = %e, rows = requests.len(), "cannot store request windows; keeping them for the next flush");
+            self.requests.put_back(requests);
+        }
         let windows = self.meter.take_closed(now);
         if windows.is_empty() {
             return 0;
@@ -133,10 +151,18 @@ impl LoadFlusher {
         {
             tracing::warn!(error = %e, "cannot roll up load windows");
         }
+        if rollup > window
+            && let Err(e) = catalog.roll_up_requests(window, rollup, now - millis(self.config.full_resolution)).await
+        {
+            tracing::warn!(error = %e, "cannot roll up request windows");
+        }
         let cutoff = now - millis(self.config.retention);
         for width in [window, rollup] {
             if let Err(e) = catalog.prune_load(width, cutoff).await {
                 tracing::warn!(error = %e, "cannot prune load windows");
+            }
+            if let Err(e) = catalog.prune_requests(width, cutoff).await {
+                tracing::warn!(error = %e, "cannot prune request windows");
             }
         }
     }

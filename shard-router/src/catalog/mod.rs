@@ -28,6 +28,7 @@ mod collections;
 mod indexes;
 mod load;
 mod moves;
+pub mod request_windows;
 mod sealing;
 mod valet;
 pub use balancer::{BalancerRow, RunRow};
@@ -37,6 +38,7 @@ pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use load::{LoadRow, LoadScope};
 pub use moves::{CancelRequest, Lease, Placement};
+pub use request_windows::{RequestCounts, RequestRow, RequestScope};
 pub use sealing::{SEALED_PREFIX, SecretsKeyFile, Sealer, is_sealed};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
