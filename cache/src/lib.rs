@@ -158,6 +158,24 @@ pub enum CacheHealth {
     Degraded,
 }
 
+/// `cache_redis_degraded`: 1 while the cache's Redis does not answer (reads go to the shards,
+/// [`CacheHealth::Degraded`]), read at each scrape; shown only when a Redis is configured.
+#[derive(Debug)]
+struct RedisDegraded(Arc<L2>);
+
+impl prometheus_client::collector::Collector for RedisDegraded {
+    fn encode(&self, mut encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric;
+        let family = encoder.encode_descriptor(
+            "cache_redis_degraded",
+            "1 while the record cache's Redis does not answer: reads go to the shards (as /readyz's cache says)",
+            None,
+            prometheus_client::metrics::MetricType::Gauge,
+        )?;
+        prometheus_client::metrics::gauge::ConstGauge::new(i64::from(!self.0.is_healthy())).encode(family)
+    }
+}
+
 #[derive(Debug, Default)]
 struct CacheMetrics {
     l1_hits: Counter,
@@ -209,6 +227,9 @@ impl RecordCache {
         registry.register("cache_loads", "Shard reads made by record reads", metrics.loads.clone());
         registry.register("cache_errors", "Redis operations that failed or timed out", metrics.errors.clone());
         registry.register("cache_l1_evictions", "L1 entries evicted for size", (*metrics.l1_evictions).clone());
+        if let Some(l2) = &l2 {
+            registry.register_collector(Box::new(RedisDegraded(l2.clone())));
+        }
         let prefix = config.key_prefix.clone();
         let cache = Arc::new(Self {
             l1_trusted: AtomicBool::new(l2.is_none()),

@@ -93,6 +93,8 @@ pub struct KeySetStatus {
     pub age: Option<Duration>,
     /// Whether tokens of the issuer can be verified (a set younger than `jwks_max_age_secs`).
     pub usable: bool,
+    /// How old a set may get before its tokens are refused (`jwks_max_age_secs`).
+    pub max_age: Duration,
     /// The last fetch's failure, if it failed (cleared by a good fetch).
     pub last_error: Option<String>,
     /// Fetches so far, by outcome ([`FETCH_OUTCOMES`], in that order).
@@ -244,6 +246,7 @@ impl RemoteKeySet {
             url: self.url(),
             age,
             usable: age.is_some_and(|age| age <= self.schedule.max_age),
+            max_age: self.schedule.max_age,
             last_error: self.last_error.lock().clone(),
             fetches: std::array::from_fn(|i| self.fetches[i].load(Ordering::Relaxed)),
         }

@@ -6,6 +6,12 @@
 //! however often `/metrics` is scraped the catalog is asked at most once per [`REFRESH`]. Labels
 //! come from closed sets: the kinds of jobs and their four states (a row of another kind or state
 //! is left out).
+//!
+//! The same read also gives, for each kind with running jobs, when the running job of that kind
+//! whose progress is oldest last changed its progress (`jobs_running_progress_timestamp_seconds`:
+//! a job whose row is rewritten with the same progress, a heartbeat, has not progressed; an alert
+//! reads "stuck" from it), and the balancer's last recorded run: when it ran and whether it
+//! failed (`balancer_last_run_timestamp_seconds`, `balancer_last_run_failed`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,6 +54,38 @@ struct JobCounts {
     read_at: Option<Instant>,
     /// Jobs by kind and state; `None` until a read succeeded.
     jobs: Option<HashMap<(&'static str, &'static str), u64>>,
+    /// Each running job's kind, progress as last read, and when it last changed (ms since the
+    /// Unix epoch): the row's `updated_at` of the read that first saw that progress.
+    running: HashMap<String, (&'static str, String, i64)>,
+    /// The balancer's last recorded run: when (ms since the Unix epoch), and whether it failed.
+    balancer: Option<(i64, bool)>,
+}
+
+impl JobCounts {
+    /// Takes the running jobs just read: a job whose progress is the one seen before keeps its
+    /// time of change; a new or changed one takes its row's `updated_at`; ended jobs are
+    /// forgotten (so the map holds only running jobs: bounded by the catalog's claims).
+    fn see_running(&mut self, rows: Vec<shardgate_shard_router::catalog::JobRow>) {
+        let mut running = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let Some(kind) = job_kinds().find(|k| *k == row.kind) else { continue };
+            let changed_at = match self.running.remove(&row.id) {
+                Some((_, progress, at)) if progress == row.progress => at,
+                _ => row.updated_at_ms,
+            };
+            running.insert(row.id, (kind, row.progress, changed_at));
+        }
+        self.running = running;
+    }
+
+    /// For each kind with running jobs, the oldest time of progress among them (ms).
+    fn oldest_progress(&self) -> HashMap<&'static str, i64> {
+        let mut oldest = HashMap::new();
+        for (kind, _, at) in self.running.values() {
+            oldest.entry(*kind).and_modify(|t: &mut i64| *t = (*t).min(*at)).or_insert(*at);
+        }
+        oldest
+    }
 }
 
 impl JobMetrics {
@@ -84,6 +122,16 @@ impl JobMetrics {
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot read the job counts for /metrics"),
             }
+            match router.catalog().running_jobs().await {
+                Ok(rows) => counts.lock().see_running(rows),
+                Err(e) => tracing::warn!(error = %e, "cannot read the running jobs for /metrics"),
+            }
+            match router.catalog().balancer_runs(1).await {
+                Ok(runs) => {
+                    counts.lock().balancer = runs.first().map(|run| (run.at_ms, run.outcome == "failed"));
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read the balancer's last run for /metrics"),
+            }
         });
     }
 }
@@ -91,7 +139,10 @@ impl JobMetrics {
 impl Collector for JobMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         self.refresh_if_due();
-        let jobs = self.counts.lock().jobs.clone();
+        let (jobs, oldest_progress, balancer) = {
+            let counts = self.counts.lock();
+            (counts.jobs.clone(), counts.oldest_progress(), counts.balancer)
+        };
         if let Some(jobs) = jobs {
             let mut family = encoder.encode_descriptor(
                 "jobs",
@@ -108,6 +159,34 @@ impl Collector for JobMetrics {
             }
         }
         let mut family = encoder.encode_descriptor(
+            "jobs_running_progress_timestamp_seconds",
+            "For each kind with running jobs, when the one whose progress is oldest last changed it (Unix \
+             time; a row rewritten with the same progress has not progressed)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for kind in job_kinds() {
+            if let Some(at) = oldest_progress.get(kind) {
+                ConstGauge::new(*at as f64 / 1000.0).encode(family.encode_family(&[("kind", kind)])?)?;
+            }
+        }
+        if let Some((at_ms, failed)) = balancer {
+            let family = encoder.encode_descriptor(
+                "balancer_last_run_timestamp_seconds",
+                "When the balancer's last recorded run ran (Unix time; the fleet's, from the catalog)",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(at_ms as f64 / 1000.0).encode(family)?;
+            let family = encoder.encode_descriptor(
+                "balancer_last_run_failed",
+                "1 when the balancer's last recorded run failed (the move it chose could not start)",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(i64::from(failed)).encode(family)?;
+        }
+        let mut family = encoder.encode_descriptor(
             "job_bytes_copied",
             "Bytes the copies of the move jobs this instance ran took, by kind of job (as their bytes_copied counts them)",
             None,
@@ -117,5 +196,43 @@ impl Collector for JobMetrics {
             ConstCounter::new(bytes).encode(family.encode_family(&[("kind", kind)])?)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use shardgate_shard_router::catalog::JobRow;
+
+    fn row(id: &str, kind: &str, progress: &str, updated_at_ms: i64) -> JobRow {
+        JobRow {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+            tenant: None,
+            target: "t".to_owned(),
+            state: "running".to_owned(),
+            progress: progress.to_owned(),
+            error: None,
+            created_at_ms: 0,
+            updated_at_ms,
+            handovers: 0,
+        }
+    }
+
+    #[test]
+    fn a_job_rewritten_with_the_same_progress_keeps_the_time_it_last_progressed() {
+        let mut counts = JobCounts::default();
+        counts.see_running(vec![row("a", "tenant.move", "1", 1_000), row("b", "tenant.move", "5", 4_000)]);
+        assert_eq!(counts.oldest_progress().get("tenant.move"), Some(&1_000));
+        // a heartbeat: the same progress, a newer row
+        counts.see_running(vec![row("a", "tenant.move", "1", 9_000), row("b", "tenant.move", "6", 9_000)]);
+        assert_eq!(counts.oldest_progress().get("tenant.move"), Some(&1_000), "a has not progressed");
+        // a progresses; b is the oldest now
+        counts.see_running(vec![row("a", "tenant.move", "2", 12_000), row("b", "tenant.move", "6", 12_000)]);
+        assert_eq!(counts.oldest_progress().get("tenant.move"), Some(&9_000));
+        // the jobs end; a kind outside the closed set is left out
+        counts.see_running(vec![row("c", "made.up", "1", 1)]);
+        assert!(counts.oldest_progress().is_empty());
+        assert!(counts.running.is_empty());
     }
 }

@@ -1,8 +1,10 @@
 //! The load this instance put on each shard in `/metrics`, since it started, as its load meter
 //! counted it (`shardgate_shard_router::storage::meter`): statements, rows, bytes, statement time
 //! and failures, by shard and kind of work (`request`, `move`, `maintenance`); and what each
-//! shard holds (bytes on disk, record rows), sampled once a minute. Labelled by shard and work
-//! only (bounded by the number of shards); vshards and tenants are in `GET /v1/admin/load`.
+//! shard holds (bytes on disk, record rows), sampled once a minute; and its statements by how
+//! long they took (`shard_statement_duration_seconds`, a histogram: a shard's p99 is read from
+//! it). Labelled by shard and work only (bounded by the number of shards); vshards and tenants
+//! are in `GET /v1/admin/load`.
 
 use std::sync::Arc;
 
@@ -14,7 +16,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::balance::LoadFlusher;
 use shardgate_shard_router::storage::holdings::ShardSize;
-use shardgate_shard_router::storage::meter::Counters;
+use shardgate_shard_router::storage::meter::{Counters, LATENCY_BOUNDS};
 
 /// The [`Collector`] of shard load metrics: the router's meter, and the shard sizes its flusher
 /// samples.
@@ -91,6 +93,33 @@ impl Collector for ShardLoadMetrics {
                 c.errors
             });
         per_shard_and_work(&mut encoder, errors, &totals)?;
+        let mut family = encoder.encode_descriptor(
+            "shard_statement_duration_seconds",
+            "Time each statement this instance ran on each shard took, from start to answer (waiting for a \
+             connection included; a batch is one statement), by kind of work",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (shard, work, latencies) in meter.latencies() {
+            let mut cumulative = 0;
+            let mut buckets: Vec<(f64, u64)> = LATENCY_BOUNDS
+                .iter()
+                .zip(&latencies.buckets)
+                .map(|(bound, count)| {
+                    cumulative += count;
+                    (*bound, cumulative)
+                })
+                .collect();
+            let count = cumulative + latencies.buckets[LATENCY_BOUNDS.len()];
+            buckets.push((f64::INFINITY, count));
+            let labels = [("shard", shard.as_str()), ("work", work.as_str())];
+            family.encode_family(&labels)?.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                latencies.sum_us as f64 / 1e6,
+                count,
+                &buckets,
+                None,
+            )?;
+        }
         let family = encoder.encode_descriptor(
             "load_windows_dropped",
             "Load windows dropped because the catalog did not take them for an hour",

@@ -58,6 +58,16 @@ impl prometheus_client::collector::Collector for KeySetMetrics {
                     .encode(family.encode_family(&[("issuer", status.issuer.as_str())])?)?;
             }
         }
+        let mut family = encoder.encode_descriptor(
+            "key_set_max_age_seconds",
+            "How old the issuer's fetched key set may get before its tokens are refused (jwks_max_age_secs)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for status in &statuses {
+            ConstGauge::new(status.max_age.as_secs_f64())
+                .encode(family.encode_family(&[("issuer", status.issuer.as_str())])?)?;
+        }
         let flags: [KeySetFlag; 2] = [
             (
                 "key_set_usable",

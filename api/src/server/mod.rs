@@ -7,7 +7,8 @@
 //!    `proxy_protocol`, a trusted proxy's PROXY header ([`proxy_protocol`]) read first; each
 //!    request's client address ([`client_address`]) from its peer and what trusted proxies say;
 //! 2. [`tls`]: on a listener with `tls`, the handshake, in the connection's task and within its
-//!    header deadline (certificates reloaded from disk when they change);
+//!    header deadline (certificates reloaded from disk when they change; their expiry read by
+//!    [`certificate_expiry`]);
 //! 3. (CORS, added by start-up around the edge), then [`edge`]: load shedding, the request id,
 //!    the request's span, the panic guard and the request metrics;
 //! 4. [`front_door`]: the path rules, then
@@ -33,6 +34,7 @@
 pub mod admission;
 pub mod body_arrival;
 pub mod bulkhead;
+pub mod certificate_expiry;
 pub mod client_address;
 pub mod connections;
 pub mod deadline;

@@ -10,6 +10,8 @@
 //!   a key of another certificate, not PEM) leaves the old one in use, with a warning and
 //!   `shardgate_tls_certificate_reloads_total{result="rejected"}`; the next change is tried again.
 //!   Connections already open keep the certificate they were opened with.
+//! - **Expiry**: `shardgate_tls_certificate_expiry_timestamp_seconds{listener}` is the `notAfter`
+//!   of the certificate in use ([`crate::server::certificate_expiry`]), set when a pair loads.
 //! - **Start-up**: a missing or bad file stops start-up with a message naming the key.
 //! - A handshake is bounded like a request head: it must end within `limits.header_read_timeout`
 //!   of the connection's opening (see [`crate::server::connections`]).
@@ -23,6 +25,7 @@ use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -75,13 +78,24 @@ struct ReloadLabels {
     result: &'static str,
 }
 
+/// Labels of `shardgate_tls_certificate_expiry_timestamp_seconds`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListenerLabels {
+    listener: &'static str,
+}
+
 /// `shardgate_tls_certificate_reloads_total{listener, result}`: certificate pairs loaded after a
-/// change on disk (`reloaded`) or refused, the old pair kept (`rejected`).
+/// change on disk (`reloaded`) or refused, the old pair kept (`rejected`); and
+/// `shardgate_tls_certificate_expiry_timestamp_seconds{listener}`, when the certificate in use
+/// expires.
 #[derive(Debug, Clone, Default)]
-pub struct ReloadCounts(Family<ReloadLabels, Counter>);
+pub struct ReloadCounts(
+    Family<ReloadLabels, Counter>,
+    Family<ListenerLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+);
 
 impl ReloadCounts {
-    /// Registers the counter in `registry`.
+    /// Registers the counter and the expiry gauge in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
         let counts = Self::default();
         registry.register(
@@ -89,11 +103,29 @@ impl ReloadCounts {
             "Listener certificates reloaded after a change on disk (reloaded), or refused with the old one kept (rejected)",
             counts.0.clone(),
         );
+        registry.register(
+            "tls_certificate_expiry_timestamp_seconds",
+            "When the certificate in use on each TLS listener expires (its notAfter, Unix time)",
+            counts.1.clone(),
+        );
         counts
     }
 
     fn count(&self, listener: Listener, result: &'static str) {
         self.0.get_or_create(&ReloadLabels { listener: listener.name(), result }).inc();
+    }
+
+    /// Shows when `pair`'s certificate expires, as `listener`'s.
+    fn show_expiry(&self, listener: Listener, pair: &CertifiedKey) {
+        let labels = ListenerLabels { listener: listener.name() };
+        match pair.end_entity_cert().ok().and_then(|der| crate::server::certificate_expiry::not_after(der)) {
+            Some(at) => {
+                self.1.get_or_create(&labels).set(at as f64);
+            }
+            None => {
+                self.1.remove(&labels);
+            }
+        }
     }
 }
 
@@ -125,6 +157,7 @@ pub fn acceptor(
     shardgate_cache::install_crypto_provider();
     let files = Files::stamp(tls).map_err(|e| anyhow::anyhow!("{}: {e}", listener.key()))?;
     let pair = load_pair(tls).map_err(|e| anyhow::anyhow!("{}: {e}", listener.key()))?;
+    counts.show_expiry(listener, &pair);
     let resolver = Arc::new(ReloadingCert {
         files: tls.clone(),
         listener,
@@ -210,6 +243,7 @@ impl ReloadingCert {
         *seen = files;
         match load_pair(&self.files) {
             Ok(pair) => {
+                self.counts.show_expiry(self.listener, &pair);
                 self.current.store(Arc::new(pair));
                 self.counts.count(self.listener, "reloaded");
                 tracing::info!(listener = self.listener.name(), "TLS certificate reloaded");

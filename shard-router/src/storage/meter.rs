@@ -212,6 +212,31 @@ pub struct WindowLoad {
 /// This instance's counters since it started, per shard and kind of work (for `/metrics`).
 pub type Totals = Vec<(ShardId, Work, Counters)>;
 
+/// The upper bounds (seconds) of the statement latency buckets, as `/metrics` shows them (the
+/// HTTP latency's bounds, so a shard's share of a request's time reads on the same scale).
+pub const LATENCY_BOUNDS: [f64; 13] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+
+/// The statements of one shard and kind of work by how long they took, since start-up: how
+/// many fell in each bucket of [`LATENCY_BOUNDS`] (not cumulative; the last one is above every
+/// bound), and their total time (µs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Latencies {
+    /// Statements per bucket: `buckets[i]` took at most `LATENCY_BOUNDS[i]` and more than the
+    /// bound before; the last took more than every bound.
+    pub buckets: [u64; LATENCY_BOUNDS.len() + 1],
+    /// Their total time (µs).
+    pub sum_us: u64,
+}
+
+impl Latencies {
+    fn add(&mut self, elapsed_us: u64) {
+        let seconds = elapsed_us as f64 / 1e6;
+        let bucket = LATENCY_BOUNDS.iter().position(|bound| seconds <= *bound).unwrap_or(LATENCY_BOUNDS.len());
+        self.buckets[bucket] += 1;
+        self.sum_us = self.sum_us.saturating_add(elapsed_us);
+    }
+}
+
 /// The meter of one instance: shared by every database it opens.
 #[derive(Debug)]
 pub struct LoadMeter {
@@ -227,6 +252,7 @@ struct Open {
     shards: HashMap<ShardId, HashMap<(i32, Work), Counters>>,
     tenants: TopTenants,
     totals: HashMap<ShardId, [Counters; 3]>,
+    latencies: HashMap<ShardId, [Latencies; 3]>,
 }
 
 impl LoadMeter {
@@ -272,6 +298,13 @@ impl LoadMeter {
             None => open.totals.entry(shard.clone()).or_default(),
         };
         totals[charge.work as usize].add(&counters);
+        if counters.reads + counters.writes > 0 {
+            let latencies = match open.latencies.get_mut(shard) {
+                Some(latencies) => latencies,
+                None => open.latencies.entry(shard.clone()).or_default(),
+            };
+            latencies[charge.work as usize].add(counters.statement_us);
+        }
         if let (Work::Request, Some(tenant)) = (charge.work, &charge.tenant) {
             open.tenants.add(shard, tenant, &counters);
         }
@@ -354,6 +387,19 @@ impl LoadMeter {
             .collect();
         totals.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         totals
+    }
+
+    /// This instance's statements by how long they took, since it started, per shard and kind
+    /// of work (a statement is one sample of [`Sample::statement`]; a batch is one statement).
+    pub fn latencies(&self) -> Vec<(ShardId, Work, Latencies)> {
+        let open = self.open.lock();
+        let mut latencies: Vec<_> = open
+            .latencies
+            .iter()
+            .flat_map(|(shard, per)| Work::ALL.into_iter().map(move |w| (shard.clone(), w, per[w as usize])))
+            .collect();
+        latencies.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        latencies
     }
 }
 
@@ -521,5 +567,28 @@ mod tests {
         assert_eq!(closed.len(), MAX_CLOSED);
         assert_eq!(meter.dropped_windows(), 5);
         assert_eq!(closed[0].start_ms, 5_000, "the oldest went first");
+    }
+
+    #[test]
+    fn statements_fall_in_latency_buckets_by_shard_and_work_and_row_samples_do_not() {
+        let meter = LoadMeter::new(MeterConfig::default());
+        let (s1, s2) = (shard("s1"), shard("s2"));
+        let statement = |us| Sample::statement(false, Duration::from_micros(us), false);
+        meter.record_at(0, &s1, &request("a", 1), statement(300));
+        meter.record_at(1, &s1, &request("a", 1), statement(40_000));
+        meter.record_at(2, &s1, &request("a", 1), statement(9_000_000));
+        meter.record_at(3, &s1, &request("a", 1), Sample::rows_read(10, 100));
+        meter.record_at(4, &s2, &Charge::default(), statement(500));
+        let latencies = meter.latencies();
+        let s1_requests = latencies.iter().find(|(s, w, _)| *s == s1 && *w == Work::Request).unwrap().2;
+        let mut expected = [0; LATENCY_BOUNDS.len() + 1];
+        expected[0] = 1; // 0.3 ms <= 0.5 ms
+        expected[6] = 1; // 40 ms <= 50 ms
+        expected[LATENCY_BOUNDS.len()] = 1; // 9 s: above every bound
+        assert_eq!(s1_requests, Latencies { buckets: expected, sum_us: 9_040_300 });
+        let s2_upkeep = latencies.iter().find(|(s, w, _)| *s == s2 && *w == Work::Maintenance).unwrap().2;
+        assert_eq!(s2_upkeep.buckets[0], 1, "0.5 ms is in the 0.5 ms bucket");
+        let s2_requests = latencies.iter().find(|(s, w, _)| *s == s2 && *w == Work::Request).unwrap().2;
+        assert_eq!(s2_requests, Latencies::default());
     }
 }
