@@ -33,9 +33,10 @@ pub(crate) const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug)]
 pub struct ShardPools {
     pools: RwLock<HashMap<ShardId, Database>>,
-    /// Registered shards this instance does not use, with the reason: their database carries
-    /// another shard's identity marker (see [`crate::storage::registration`]). They have no pool.
-    quarantined: RwLock<HashMap<ShardId, String>>,
+    /// Registered shards this instance does not use: their database carries another shard's
+    /// identity marker (see [`crate::storage::registration`]). They have no pool, until their
+    /// URL changes to one that reaches their own database.
+    quarantined: RwLock<HashMap<ShardId, Quarantine>>,
     /// The catalog's identity, which every shard database of it carries in its marker.
     catalog_id: String,
     config: PoolConfig,
@@ -45,6 +46,16 @@ pub struct ShardPools {
     batching: BatchingConfig,
     /// The shards whose password is read from a file (`storage.shards[].password_file`).
     passwords: ShardPasswords,
+}
+
+/// Why a registered shard is not used, and the URL that led to the wrong database: a new URL in
+/// the catalog is checked again ([`ShardPools::sync`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Quarantine {
+    /// Why (for readiness, the shard's listing and its requests' errors).
+    pub(crate) reason: String,
+    /// The URL it was checked at.
+    pub(crate) url: SecretString,
 }
 
 /// The password files of shards (`storage.shards[].password_file`), by shard.
@@ -83,7 +94,7 @@ impl ShardPools {
     /// The pools opened at start-up, and the shards left out.
     pub(crate) fn new(
         pools: HashMap<ShardId, Database>,
-        quarantined: HashMap<ShardId, String>,
+        quarantined: HashMap<ShardId, Quarantine>,
         catalog_id: String,
         config: PoolConfig,
         (meter, batching): (Option<Arc<LoadMeter>>, BatchingConfig),
@@ -145,7 +156,7 @@ impl ShardPools {
             return Ok(db.clone());
         }
         match self.quarantined.read().get(id) {
-            Some(reason) => Err(Error::ShardQuarantined { shard: id.clone(), reason: reason.clone() }),
+            Some(q) => Err(Error::ShardQuarantined { shard: id.clone(), reason: q.reason.clone() }),
             None => Err(Error::ShardNotFound(id.clone())),
         }
     }
@@ -163,14 +174,62 @@ impl ShardPools {
 
     /// The registered shards this instance does not use, with the reason (for readiness).
     pub fn quarantined(&self) -> Vec<(ShardId, String)> {
-        let mut shards: Vec<_> = self.quarantined.read().iter().map(|(id, r)| (id.clone(), r.clone())).collect();
+        let mut shards: Vec<_> = self.quarantined.read().iter().map(|(id, q)| (id.clone(), q.reason.clone())).collect();
         shards.sort();
         shards
     }
 
     /// Why this instance does not use shard `id`, if it does not.
     pub fn problem(&self, id: &ShardId) -> Option<String> {
-        self.quarantined.read().get(id).cloned()
+        self.quarantined.read().get(id).map(|q| q.reason.clone())
+    }
+
+    /// Puts quarantined shard `id` to use at `url`, which was checked to reach its own database
+    /// ([`ShardPools::check_same_database`]): a pool is opened there. Whether it was quarantined
+    /// and now has a pool.
+    pub(crate) fn lift_quarantine(&self, id: &ShardId, url: &SecretString) -> bool {
+        if !self.quarantined.read().contains_key(id) {
+            return false;
+        }
+        match Database::open(&self.url_for(id, url), &self.config) {
+            Ok(db) => {
+                self.pools.write().insert(id.clone(), prepared(db, self.meter.as_ref(), self.batching));
+                self.quarantined.write().remove(id);
+                tracing::info!(shard = %id, "shard put to use: its new URL reaches its own database");
+                true
+            }
+            Err(e) => {
+                tracing::warn!(shard = %id, error = %e, "cannot open a pool for a shard at its new URL");
+                false
+            }
+        }
+    }
+
+    /// Checks again each quarantined shard whose URL in `rows` is not the one it was quarantined
+    /// at, and puts it to use if the new URL reaches its own database. Whether one was.
+    async fn recheck_quarantined(&self, rows: &[ShardRow]) -> bool {
+        let changed: Vec<&ShardRow> = {
+            let quarantined = self.quarantined.read();
+            rows.iter()
+                .filter(|row| {
+                    quarantined.get(&row.id).is_some_and(|q| q.url.expose_secret() != row.url.expose_secret())
+                })
+                .collect()
+        };
+        let mut lifted = false;
+        for row in changed {
+            match self.check_same_database(&row.id, &row.url).await {
+                Ok(()) => lifted |= self.lift_quarantine(&row.id, &row.url),
+                Err(e) => {
+                    let reason = e.to_string();
+                    tracing::warn!(shard = %row.id, error = %reason, "a quarantined shard's new URL does not reach its own database either");
+                    if let Some(q) = self.quarantined.write().get_mut(&row.id) {
+                        *q = Quarantine { reason, url: row.url.clone() };
+                    }
+                }
+            }
+        }
+        lifted
     }
 
     /// One look at the health of every shard database.
@@ -247,6 +306,7 @@ impl ShardPools {
                     }
                 }
                 changed |= self.reopen_moved(&rows);
+                changed |= self.recheck_quarantined(&rows).await;
             }
             Err(e) => tracing::warn!(error = %e, "cannot list shards to follow the catalog"),
         }

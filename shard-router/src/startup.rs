@@ -20,7 +20,9 @@ use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::hash::DEFAULT_VSHARD_COUNT;
 use crate::map::{ShardState, spread_vshards};
-use crate::pools::{REGISTER_TIMEOUT, ShardPasswords, ShardPools, connect_shard, pool_share, pools_per_server};
+use crate::pools::{
+    Quarantine, REGISTER_TIMEOUT, ShardPasswords, ShardPools, connect_shard, pool_share, pools_per_server,
+};
 use crate::router::ShardRouter;
 use crate::storage::db::{Database, Schema};
 use crate::storage::meter::LoadMeter;
@@ -169,7 +171,7 @@ impl ShardRouter {
                 }
                 if let Some(reason) = check_identity_at_open(&db, shard, &catalog_id, &rows).await {
                     db.close().await;
-                    quarantined.insert(shard.id.clone(), reason);
+                    quarantined.insert(shard.id.clone(), Quarantine { reason, url: shard.url.clone() });
                     continue;
                 }
             }

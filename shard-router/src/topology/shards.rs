@@ -206,6 +206,9 @@ impl Topology<'_> {
             .map(|r| if &r.id == id { ShardRow { url: url.clone(), updated_at_ms: now, ..r } } else { r })
             .collect();
         self.router.pools().reopen_moved(&rows);
+        if self.router.pools().lift_quarantine(id, &url) {
+            self.router.pools().rebalance(self.router.catalog()).await;
+        }
         self.router.write_map().epoch = epoch;
         Ok(rows.into_iter().find(|r| &r.id == id).expect("the shard is in the list"))
     }

@@ -306,6 +306,42 @@ async fn shard_identity_markers_are_checked_when_an_instance_opens_its_shards(mu
         app.client.get(format!("{}/readyz", app.metrics_base())).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["status"], "ready", "one shard down does not make the instance unready: {ready}");
     assert_eq!(ready["components"]["shard-1"]["status"], "down", "{ready}");
+
+    // The operator finds shard-1's own database (here: the same one, its marker put right) and
+    // points the shard at it: this instance puts it to use at once, and an instance that was
+    // already running when it did does so on its next look at the catalog (a peer speaks to
+    // clients directly: not behind the gatekeeper).
+    let peer = match app.backend_url() {
+        None => Some(app.spawn_peer(|_| {}).await),
+        Some(_) => None,
+    };
+    let d1 = shardgate_tests::record_path("one", "docs", "d1");
+    let on_peer = |peer: &shardgate_tests::server::RunningServer| {
+        app.client.get(format!("{}{d1}", peer.base_url)).bearer_auth(app.rw_token("one")).send()
+    };
+    if let Some(peer) = &peer {
+        assert_eq!(on_peer(peer).await.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    }
+    sqlx::query("UPDATE shard_identity SET shard_id = 'shard-1'").execute(&one).await.unwrap();
+    let own = if app.backend() == Backend::Postgres {
+        format!("{}?application_name=shard-1-found", urls["shard-1"])
+    } else {
+        format!("{}?mode=rw", urls["shard-1"])
+    };
+    let patched = app.admin(Method::PATCH, "/v1/admin/shards/shard-1", Some(&json!({"url": own}))).await;
+    expect_json(patched, StatusCode::OK).await;
+    let record = expect_json(app.get_record("one", "docs", "d1").await, StatusCode::OK).await;
+    assert_eq!(record["value"], json!({"n": 1}), "{record}");
+    let stats = expect_json(app.admin(Method::GET, "/v1/admin/shards/shard-1", None).await, StatusCode::OK).await;
+    assert!(stats["problem"].is_null() && stats["connections"]["max"].as_u64() >= Some(1), "{stats}");
+    if let Some(peer) = peer {
+        let served = shardgate_tests::eventually(std::time::Duration::from_secs(30), async || {
+            (on_peer(&peer).await.unwrap().status() == StatusCode::OK).then_some(())
+        })
+        .await;
+        assert!(served.is_some(), "the peer puts shard-1 to use after the URL changed");
+        peer.stop().await;
+    }
     zero.close().await;
     one.close().await;
 }
