@@ -4,10 +4,10 @@
 //!
 //! Also the catalog's other tables: collections and their distributions, index definitions,
 //! jobs with their leases, claims ([`crate::claims`]) and phases ([`phase`]), valet keys and grants, the
-//! audit log, the load windows of the load picture ([`LoadRow`]), and the balancer's mode, lease and
-//! runs ([`RunRow`]). It reaches its database through [`crate::storage::db`] and builds the
-//! [`MapSnapshot`] of [`crate::map`]; it knows nothing of the shard stores, the router, or the
-//! jobs that write its job rows.
+//! audit log, the load windows of the load picture ([`LoadRow`]), the balancer's mode, lease and
+//! runs ([`RunRow`]), and the instance registry ([`InstanceRow`]). It reaches its database through
+//! [`crate::storage::db`] and builds the [`MapSnapshot`] of [`crate::map`]; it knows nothing of
+//! the shard stores, the router, or the jobs that write its job rows.
 
 pub mod phase;
 
@@ -26,6 +26,7 @@ use crate::storage::password_file::PasswordFile;
 mod balancer;
 mod collections;
 mod indexes;
+mod instances;
 mod load;
 mod moves;
 pub mod request_windows;
@@ -36,10 +37,11 @@ pub use balancer::{BalancerRow, RunRow};
 pub(crate) use collections::ranges_of;
 pub use collections::{CollectionRow, RangeRow};
 pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
+pub use instances::{InstanceReport, InstanceRow, JobLease};
 pub use load::{LoadRow, LoadScope};
 pub use moves::{CancelRequest, Lease, Placement};
 pub use request_windows::{RequestCounts, RequestRow, RequestScope};
-pub use sealing::{SEALED_PREFIX, SecretsKeyFile, Sealer, is_sealed};
+pub use sealing::{SEALED_PREFIX, Sealer, SecretsKeyFile, is_sealed};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};

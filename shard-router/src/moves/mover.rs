@@ -111,7 +111,12 @@ impl Mover {
     /// A mover on `router` that announces pin switches with `announce` and counts the bytes
     /// its jobs copy in `copied`.
     pub fn new(router: Arc<ShardRouter>, announce: Announce, copied: Arc<CopiedBytes>) -> Arc<Self> {
-        let owner = format!("instance-{}", uuid::Uuid::new_v4().simple());
+        Self::named(router, format!("instance-{}", uuid::Uuid::new_v4().simple()), announce, copied)
+    }
+
+    /// [`Mover::new`] with `owner` as this instance's name in leases (the name its load windows
+    /// and its row in the instance registry carry).
+    pub fn named(router: Arc<ShardRouter>, owner: String, announce: Announce, copied: Arc<CopiedBytes>) -> Arc<Self> {
         Arc::new(Self { router, owner, announce, running: Mutex::new(HashSet::new()), copied })
     }
 
