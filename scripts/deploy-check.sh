@@ -119,6 +119,9 @@ for breakage in "${breakages[@]}"; do
 done
 echo "deploy/kubernetes: every overlay renders and validates; ${#breakages[@]} broken copies are refused"
 
+# --- alerting rules, their tests and the dashboard (deploy/monitoring/) -----------------------
+scripts/monitoring-check.sh
+
 # --- /metrics --------------------------------------------------------------------------------
 if ! command -v promtool >/dev/null; then
     echo "installing prometheus (Debian package) for promtool"
