@@ -6,6 +6,8 @@
 // a cookie or a log. Text from the API (tenant ids, reasons, audit targets) is always set as
 // text, never parsed as HTML.
 
+import { requestHealthView } from "./health.js";
+
 const TOKEN_KEY = "shardgate.console.token";
 const $ = (id) => document.getElementById(id);
 
@@ -1289,6 +1291,11 @@ function auditTable(rows) {
     ),
   );
 }
+
+// ---------------------------------------------------------------- request health (health.js)
+
+views.health = (root, instance) => requestHealthView(root, { api, el, replace, when, every: (ms, load) => every(instance, ms, load) });
+$("nav").append(el("a", { href: "#/health", dataset: { view: "health" }, text: "Request health" }));
 
 // ---------------------------------------------------------------- start
 

@@ -27,6 +27,7 @@ use shardgate_shard_router::{Access, Database, Error as StoreError, Route, Shard
 
 use crate::app::App;
 use crate::blobs::chunk_cache::ChunkCache;
+use crate::observability::request_health::routed_to;
 use crate::server::transfer_watch::{LongTransfer, TransferWatch};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::routed_epoch::RoutedEpoch;
@@ -84,7 +85,7 @@ pub struct NewBlob<'a> {
 pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body: Body) -> Result<Response, ApiError> {
     check_declared_length(headers, blob.max_size)?;
     let (route, db) = app.router.resolve(blob.tenant, Access::Write)?;
-    tracing::Span::current().record("shard", route.shard.as_str());
+    routed_to(&route.shard);
     RoutedEpoch::of(&route).stamp(store_on(app, (&db, &route), blob, body).await)
 }
 
@@ -125,7 +126,7 @@ pub async fn serve_blob(
     head: bool,
 ) -> Result<Response, ApiError> {
     let (route, db) = app.router.resolve(tenant, Access::Read)?;
-    tracing::Span::current().record("shard", route.shard.as_str());
+    routed_to(&route.shard);
     let store = BlobStore::new(&db, &route.shard);
     let answer = async {
         let meta = store.head(tenant, path).await?.ok_or(StoreError::BlobNotFound)?;

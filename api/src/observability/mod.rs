@@ -9,6 +9,8 @@
 //! - [`load_metrics`]: the load this instance put on each shard (its load meter's totals);
 //! - [`job_metrics`]: jobs by kind and state (the catalog's, read at most every few seconds) and
 //!   the bytes this instance's move jobs copied;
+//! - [`request_health`]: each answer counted by route and shard in the request-health windows
+//!   (requests, errors, latency histograms) that the console's request-health view reads;
 //! - [`rate_limited_warning`]: a warning logged at most once per period, however often its cause
 //!   repeats.
 //!
@@ -19,5 +21,6 @@ pub mod job_metrics;
 pub mod load_metrics;
 pub mod metrics;
 pub mod rate_limited_warning;
+pub mod request_health;
 pub mod shard_metrics;
 pub mod telemetry;

@@ -19,6 +19,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 const PAGE: &str = include_str!("../../console/index.html");
 const SCRIPT: &str = include_str!("../../console/console.js");
 const STYLE: &str = include_str!("../../console/console.css");
+const HEALTH: &str = include_str!("../../console/health.js");
 
 /// `GET /console`: the page.
 pub async fn page() -> Response {
@@ -28,6 +29,11 @@ pub async fn page() -> Response {
 /// `GET /console/console.js`: its script.
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /console/health.js`: the Request health view, a module the script imports.
+pub async fn health_script() -> Response {
+    asset("text/javascript; charset=utf-8", HEALTH)
 }
 
 /// `GET /console/console.css`: its style sheet.
@@ -70,9 +76,12 @@ mod tests {
 
     #[tokio::test]
     async fn every_asset_carries_the_policy_and_its_type() {
-        for (response, kind) in
-            [(page().await, "text/html"), (script().await, "text/javascript"), (style().await, "text/css")]
-        {
+        for (response, kind) in [
+            (page().await, "text/html"),
+            (script().await, "text/javascript"),
+            (health_script().await, "text/javascript"),
+            (style().await, "text/css"),
+        ] {
             let headers = response.headers();
             assert!(headers[header::CONTENT_TYPE].to_str().unwrap().starts_with(kind));
             assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CONTENT_SECURITY_POLICY);
@@ -82,7 +91,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_nothing_from_another_host_and_runs_no_inline_script() {
-        for text in [PAGE, SCRIPT, STYLE] {
+        for text in [PAGE, SCRIPT, HEALTH, STYLE] {
             assert!(!text.contains("http://") && !text.contains("https://"), "an absolute URL in the console");
             assert!(!text.contains("//cdn"), "a CDN reference in the console");
         }

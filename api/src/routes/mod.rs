@@ -7,6 +7,7 @@
 //! | `/v1/admin/tenants/{id}/holdings` | `admin/holdings.rs` |
 //! | `/v1/admin/tenants/{id}/collections[/{collection}[/split]]` | `admin/collections.rs` |
 //! | `/v1/admin/load[/heatmap]` (the load picture) | `admin/load.rs` |
+//! | `/v1/admin/health/requests` (request health) | `admin/request_health.rs` |
 //! | `/v1/admin/balancer/plan` | `admin/balancer.rs` |
 //! | `/v1/admin/shards[/{id}]` | `admin/shards.rs` |
 //! | `/v1/admin/shard-map`, `/v1/admin/route` | `admin/routing.rs` |

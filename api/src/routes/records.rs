@@ -22,6 +22,7 @@ use shardgate_shard_router::{
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
+use crate::observability::request_health::routed_to;
 use crate::server::extract::{ApiPath, ApiQuery, Caller, require_json};
 use crate::server::fault_points;
 use crate::wire::envelope::RecordEnvelope;
@@ -134,7 +135,7 @@ pub async fn get_record(
 /// The answer to a read of `t` routed on `route`: from the record cache, else from the shard.
 async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNoneMatch) -> Result<Response, ApiError> {
     let span = tracing::Span::current();
-    span.record("shard", route.shard.as_str());
+    routed_to(&route.shard);
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let addr = t.address();
     let router = &app.router;
@@ -260,7 +261,7 @@ where
         .router
         .write_record(addr, |route, db| {
             served_on.note(&route);
-            tracing::Span::current().record("shard", route.shard.as_str());
+            routed_to(&route.shard);
             change(route, db, now)
         })
         .await;
@@ -470,7 +471,7 @@ pub async fn list_records(
         let page = RecordPage { items: Vec::new(), next_cursor: None, shards: None, explain: Some(explain) };
         return RoutedEpoch::of(&route).stamp(Ok(axum::Json(page)));
     }
-    tracing::Span::current().record("shard", route.shard.as_str());
+    routed_to(&route.shard);
     // A listing that reads many shards takes a place among the tenant's fan-outs first.
     let _fan_out = match app.router.distribution_of(&tenant, &collection) {
         Distribution::Tenant => None,

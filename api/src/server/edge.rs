@@ -29,6 +29,8 @@
 //!   one) is counted under the route [`crate::observability::metrics::UNAUTHENTICATED_ROUTE`]
 //!   instead, so an anonymous client cannot choose how many series `/metrics` holds: whatever it
 //!   sends, it adds at most the method labels times the refusal statuses.
+//! - the answer counted in the request-health windows (by the same route label, and by the shard
+//!   its handler routed it to: [`request_health`]), when the layer was given their meter.
 //!
 //! CORS (a policy with preflights of its own) stays tower-http's layer, outside this one.
 
@@ -48,8 +50,10 @@ use tower::{Layer, Service};
 use tracing::Span;
 
 use prometheus_client::metrics::counter::Counter;
+use shardgate_shard_router::balance::RequestMeter;
 
 use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
+use crate::observability::request_health;
 use crate::server::client_address::{ClientNamedByGatekeeper, client_address};
 use crate::wire::admin_plane::is_unthrottled_here;
 use crate::wire::error::ApiError;
@@ -87,6 +91,7 @@ pub struct EdgeLayer {
     in_flight: Arc<Semaphore>,
     metrics: Option<Arc<Metrics>>,
     shed: Option<Counter>,
+    health: Option<Arc<RequestMeter>>,
 }
 
 impl EdgeLayer {
@@ -97,7 +102,12 @@ impl EdgeLayer {
         if let Some(metrics) = &metrics {
             metrics.count_in_flight(in_flight.clone(), capacity);
         }
-        Self { in_flight, metrics, shed: None }
+        Self { in_flight, metrics, shed: None, health: None }
+    }
+
+    /// Counts each answer in `health` (request health: [`request_health`]), if given.
+    pub fn recording_health(self, health: Option<Arc<RequestMeter>>) -> Self {
+        Self { health, ..self }
     }
 
     /// Counts each request shed for the limit in `shed`.
@@ -110,7 +120,13 @@ impl<S> Layer<S> for EdgeLayer {
     type Service = Edge<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        Edge { inner, in_flight: self.in_flight.clone(), metrics: self.metrics.clone(), shed: self.shed.clone() }
+        Edge {
+            inner,
+            in_flight: self.in_flight.clone(),
+            metrics: self.metrics.clone(),
+            shed: self.shed.clone(),
+            health: self.health.clone(),
+        }
     }
 }
 
@@ -121,6 +137,7 @@ pub struct Edge<S> {
     in_flight: Arc<Semaphore>,
     metrics: Option<Arc<Metrics>>,
     shed: Option<Counter>,
+    health: Option<Arc<RequestMeter>>,
 }
 
 impl<S, B> Service<Request<B>> for Edge<S>
@@ -183,7 +200,19 @@ where
                 (None, Some(ApiError::overloaded().into_response()), None)
             }
         };
-        EdgeFuture { inner, ready, permit, span, request_id, method, route, started, metrics: self.metrics.clone() }
+        EdgeFuture {
+            inner,
+            ready,
+            permit,
+            span,
+            request_id,
+            method,
+            route,
+            started,
+            metrics: self.metrics.clone(),
+            health: self.health.clone(),
+            shard_slot: None,
+        }
     }
 }
 
@@ -200,6 +229,8 @@ pin_project_lite::pin_project! {
         route: Option<MatchedPath>,
         started: Instant,
         metrics: Option<Arc<Metrics>>,
+        health: Option<Arc<RequestMeter>>,
+        shard_slot: Option<usize>,
     }
 }
 
@@ -218,7 +249,14 @@ where
                 let Some(inner) = this.inner.as_mut().as_pin_mut() else {
                     panic!("EdgeFuture polled after completion");
                 };
-                match std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+                if this.health.is_some() {
+                    request_health::forget_routed_shard();
+                }
+                let polled = std::panic::catch_unwind(AssertUnwindSafe(|| inner.poll(cx)));
+                if let Some(slot) = this.health.as_deref().and_then(request_health::take_routed_shard) {
+                    *this.shard_slot = Some(slot);
+                }
+                match polled {
                     Ok(Poll::Pending) => return Poll::Pending,
                     Ok(Poll::Ready(Ok(response))) => response,
                     Ok(Poll::Ready(Err(e))) => {
@@ -249,6 +287,12 @@ where
             let verified = response.extensions().get::<VerifiedCaller>().is_some();
             let route = route_label(this.route.as_ref().map(MatchedPath::as_str), verified, status);
             metrics.observe(this.method, route, status.as_u16(), elapsed.as_secs_f64());
+        }
+        if let Some(health) = this.health {
+            let verified = response.extensions().get::<VerifiedCaller>().is_some();
+            let route = route_label(this.route.as_ref().map(MatchedPath::as_str), verified, status);
+            let error = request_health::is_error(status);
+            health.record(shardgate_shard_router::now_ms(), route, *this.shard_slot, error, latency_us);
         }
         Poll::Ready(Ok(response))
     }

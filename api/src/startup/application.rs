@@ -115,6 +115,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::balancer::approve_proposal))
         .routes(routes!(admin::load::get_load))
         .routes(routes!(admin::load::get_heat_map))
+        .routes(routes!(admin::request_health::get_request_health))
         .routes(routes!(admin::jobs::list_jobs))
         .routes(routes!(admin::jobs::get_job))
         .routes(routes!(admin::jobs::cancel_job))
@@ -625,7 +626,8 @@ impl Application {
             .method_not_allowed_fallback(method_not_allowed)
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
-            .counting_shed(app.bulkheads.refusals(Limit::Global));
+            .counting_shed(app.bulkheads.refusals(Limit::Global))
+            .recording_health(app.load_flusher.as_ref().map(|f| f.request_meter().clone()));
         Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
     }
 
@@ -662,6 +664,7 @@ impl Application {
                 .merge(group(metrics_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
                 .route("/console", axum::routing::get(console::page))
                 .route("/console/console.js", axum::routing::get(console::script))
+                .route("/console/health.js", axum::routing::get(console::health_script))
                 .route("/console/console.css", axum::routing::get(console::style));
         }
         let routes = routes.fallback(not_found).method_not_allowed_fallback(method_not_allowed);
@@ -669,7 +672,8 @@ impl Application {
             .layer(tower::util::MapResponseLayer::new(crate::wire::json_newline::end_json_with_newline))
             .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
-            .counting_shed(app.bulkheads.refusals(Limit::Global));
+            .counting_shed(app.bulkheads.refusals(Limit::Global))
+            .recording_health(app.load_flusher.as_ref().map(|f| f.request_meter().clone()));
         let routes = edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?;
         // Outermost: the edge and the front door read which listener a request came in on.
         let routes = match plane {

@@ -10,6 +10,7 @@ pub mod key_sets;
 pub mod load;
 pub mod moves;
 pub mod rebalance;
+pub mod request_health;
 pub mod routing;
 pub mod shards;
 pub mod signing_keys;
