@@ -434,30 +434,89 @@ const METRICS = [
   ["errors_per_s", "errors/s"],
 ];
 
+const HEAT_SPANS = ["15m", "1h", "6h", "1d"];
+const HEAT_WORKS = ["request", "move", "maintenance"];
+const HEAT_DEFAULTS = { metric: "statement_ms_per_s", since: "1h", work: "request" };
+
+// The heat map's state lives in the address (`#/heatmap/metric=writes_per_s&vshards=480-560&
+// collapsed=s1`), so a zoomed view can be shared. Parts it does not understand are left out and
+// named.
+function readHeatState() {
+  const params = new URLSearchParams(location.hash.replace(/^#\/?heatmap\/?/, ""));
+  const state = { ...HEAT_DEFAULTS, vshards: null, collapsed: new Set(), dropped: [] };
+  for (const [field, allowed] of [
+    ["metric", METRICS.map(([m]) => m)],
+    ["since", HEAT_SPANS],
+    ["work", HEAT_WORKS],
+  ]) {
+    const value = params.get(field);
+    if (value === null) continue;
+    if (allowed.includes(value)) state[field] = value;
+    else state.dropped.push(`${field}=${value}`);
+  }
+  const vshards = params.get("vshards");
+  if (vshards !== null) {
+    const range = /^(\d{1,9})(?:-(\d{1,9}))?$/.exec(vshards);
+    if (range) {
+      const a = Number(range[1]);
+      const b = range[2] === undefined ? a : Number(range[2]);
+      state.vshards = [Math.min(a, b), Math.max(a, b)];
+    } else {
+      state.dropped.push(`vshards=${vshards}`);
+    }
+  }
+  for (const shard of params.getAll("collapsed")) if (shard) state.collapsed.add(shard);
+  return state;
+}
+
+// Writes the state into the address without a navigation (replaceState fires no hashchange, so
+// the view is not rebuilt).
+function writeHeatState(choice) {
+  const params = new URLSearchParams();
+  for (const field of ["metric", "since", "work"]) if (choice[field] !== HEAT_DEFAULTS[field]) params.set(field, choice[field]);
+  if (choice.vshards) params.set("vshards", `${choice.vshards[0]}-${choice.vshards[1]}`);
+  for (const shard of [...choice.collapsed].sort()) params.append("collapsed", shard);
+  const query = params.toString();
+  const hash = query ? `#/heatmap/${query}` : "#/heatmap";
+  if (location.hash !== hash) history.replaceState(null, "", hash);
+}
+
 views.heatmap = (root, instance) => {
-  const choice = { metric: "statement_ms_per_s", since: "1h", work: "request", zoom: null };
-  const metric = el(
-    "select",
-    { id: "heat-metric" },
-    METRICS.map(([value, label]) => el("option", { value, text: label })),
+  const state = readHeatState();
+  const choice = { metric: state.metric, since: state.since, work: state.work, zoom: null, vshards: state.vshards, collapsed: state.collapsed, active: null };
+  const select = (id, options, value) => el("select", { id }, options.map(([v, label]) => el("option", { value: v, text: label, selected: v === value })));
+  const metric = select("heat-metric", METRICS, choice.metric);
+  const since = select(
+    "heat-since",
+    HEAT_SPANS.map((v) => [v, `last ${v}`]),
+    choice.since,
   );
-  const since = el(
-    "select",
-    { id: "heat-since" },
-    ["15m", "1h", "6h", "1d"].map((v) => el("option", { value: v, text: `last ${v}`, selected: v === "1h" })),
-  );
-  const work = el(
-    "select",
-    { id: "heat-work" },
-    ["request", "move", "maintenance"].map((v) => el("option", { value: v, text: v })),
+  const work = select(
+    "heat-work",
+    HEAT_WORKS.map((v) => [v, v]),
+    choice.work,
   );
   const reset = el("button", { type: "button", id: "heat-reset", text: "Show the whole span", disabled: true });
+  const first = el("input", { id: "heat-from", type: "number", min: 0, step: 1, inputmode: "numeric", class: "heat-number" });
+  const last = el("input", { id: "heat-to", type: "number", min: 0, step: 1, inputmode: "numeric", class: "heat-number" });
+  const allVshards = el("button", { type: "button", id: "heat-vshards-reset", text: "Show all vshards" });
+  const note = el("p", { id: "heat-note", class: "notice", role: "status" });
   const body = el("div");
+  const zoomForm = el(
+    "form",
+    { class: "toolbar", id: "heat-vshards", "aria-label": "Zoom to a range of vshards", novalidate: true },
+    el("label", { for: "heat-from", text: "Vshards" }),
+    first,
+    el("label", { for: "heat-to", text: "to" }),
+    last,
+    el("button", { type: "submit", id: "heat-zoom", text: "Zoom" }),
+    allVshards,
+  );
   root.append(
     el("h1", { text: "Heat map" }),
     el("p", {
       class: "muted",
-      text: "Vshards (rows, grouped by the shard that owns them, in order) by time (columns). Bright cells are hot. Drag across the map to zoom into a stretch of time; hover for a cell's figures; click a row to see how it is routed.",
+      text: "Vshards (rows, grouped by the shard that owns them, in order) by time (columns). Bright cells are hot. Collapse a shard to one summary row with its button or by clicking its name; zoom into a range of vshards with the two fields or by dragging down the names at the left; drag across the map to zoom into a stretch of time. Hover for a cell's figures; click a row to see how it is routed. With the keyboard: Tab to the map, then the arrow keys go from row to row, Enter explains a row or expands a collapsed shard, C collapses or expands the row's shard.",
     }),
     el(
       "div",
@@ -470,19 +529,84 @@ views.heatmap = (root, instance) => {
       work,
       reset,
     ),
+    zoomForm,
+    note,
     body,
   );
+  const say = (text) => {
+    note.textContent = text || "";
+    note.hidden = !text;
+  };
+  say(state.dropped.length ? `Left out of the address, not understood: ${state.dropped.join(", ")}.` : "");
   let data = null;
-  const redraw = () =>
-    data &&
-    replace(
-      body,
-      heatMap(data, choice, (zoom) => {
-        choice.zoom = zoom;
-        reset.disabled = !zoom;
-        redraw();
-      }),
-    );
+  const showRange = () => {
+    first.value = choice.vshards ? String(choice.vshards[0]) : "";
+    last.value = choice.vshards ? String(choice.vshards[1]) : "";
+    allVshards.disabled = !choice.vshards;
+  };
+  const change = () => {
+    showRange();
+    writeHeatState(choice);
+    redraw();
+  };
+  const act = {
+    zoomTime(zoom) {
+      choice.zoom = zoom;
+      reset.disabled = !zoom;
+      redraw();
+    },
+    zoomVshards(range) {
+      choice.vshards = range;
+      choice.active = null;
+      say("");
+      change();
+    },
+    toggle(shard) {
+      if (choice.collapsed.has(shard)) choice.collapsed.delete(shard);
+      else choice.collapsed.add(shard);
+      change();
+    },
+    collapseAll(shards) {
+      choice.collapsed = new Set(shards);
+      change();
+    },
+  };
+  const redraw = () => {
+    if (!data) return;
+    const count = data.shardMap.vshard_count;
+    if (choice.vshards && choice.vshards[0] >= count) {
+      say(`No vshard from ${choice.vshards[0]}: this fleet's run from 0 to ${count - 1}. Showing them all.`);
+      choice.vshards = null;
+      showRange();
+      writeHeatState(choice);
+    } else if (choice.vshards && choice.vshards[1] >= count) {
+      choice.vshards = [choice.vshards[0], count - 1];
+      showRange();
+      writeHeatState(choice);
+    }
+    first.max = String(count - 1);
+    last.max = String(count - 1);
+    replace(body, heatMap(data, choice, act));
+    if (choice.refocus) {
+      choice.refocus = false;
+      const row = body.querySelector('.heat-line[tabindex="0"]');
+      if (row) row.focus();
+    }
+  };
+  zoomForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const count = data ? data.shardMap.vshard_count : 2 ** 31;
+    const read = (input) => (/^\d{1,9}$/.test(input.value.trim()) ? Number(input.value.trim()) : null);
+    const a = read(first);
+    const b = last.value.trim() === "" ? a : read(last);
+    if (a === null || b === null || a >= count || b >= count) {
+      say(`A range of vshards is two whole numbers from 0 to ${count - 1}; "${first.value}" to "${last.value}" is not.`);
+      return;
+    }
+    act.zoomVshards([Math.min(a, b), Math.max(a, b)]);
+  });
+  allVshards.addEventListener("click", () => act.zoomVshards(null));
+  showRange();
   const load = async () => {
     const query = `metric=${choice.metric}&since=${choice.since}&work=${choice.work}`;
     const [map, shardMap, tenants] = await Promise.all([
@@ -502,14 +626,11 @@ views.heatmap = (root, instance) => {
       choice[field] = control.value;
       choice.zoom = null;
       reset.disabled = true;
+      writeHeatState(choice);
       load().catch(showIn(body));
     });
   }
-  reset.addEventListener("click", () => {
-    choice.zoom = null;
-    reset.disabled = true;
-    redraw();
-  });
+  reset.addEventListener("click", () => act.zoomTime(null));
   every(instance, 15000, load);
 };
 
@@ -536,170 +657,405 @@ function heat(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
-function heatMap({ map, shardMap, tenants }, choice, onZoom) {
+// The heat map's layout: at most about 440 pixel rows. Rows are grouped by shard; a collapsed
+// shard is one summary row; when more rows are shown than fit, several vshards of one shard
+// share a pixel row (a band, coloured by the hottest of them, as a Key Visualizer merges
+// ranges). Zoomed to a range of vshards, each gets a few pixels or more.
+const HEAT_BUDGET = 440;
+const HEAT_SUMMARY = 14;
+const HEAT_GAP = 4;
+const HEAT_MAX_ROW = 32;
+
+function heatLayout(groups, collapsed) {
+  const summaries = groups.filter((g) => collapsed.has(g.shard)).length;
+  const expanded = groups.reduce((n, g) => n + (collapsed.has(g.shard) ? 0 : g.rows.length), 0);
+  const available = Math.max(60, HEAT_BUDGET - summaries * HEAT_SUMMARY - Math.max(0, groups.length - 1) * HEAT_GAP);
+  const perBand = Math.max(1, Math.ceil(expanded / available));
+  const rowHeight = perBand > 1 ? 1 : Math.max(1, Math.min(HEAT_MAX_ROW, Math.floor(available / Math.max(expanded, 1))));
+  const lines = [];
+  let y = 0;
+  groups.forEach((group, g) => {
+    if (g > 0) y += HEAT_GAP;
+    group.top = y;
+    group.collapsed = collapsed.has(group.shard);
+    group.lines = [];
+    if (group.collapsed) {
+      group.lines.push({ top: y, height: HEAT_SUMMARY, shard: group.shard, rows: group.rows, summary: true });
+      y += HEAT_SUMMARY;
+    } else {
+      for (const row of group.rows) {
+        const previous = group.lines[group.lines.length - 1];
+        if (previous && previous.rows.length < perBand && row.vshard !== null && previous.rows[0].vshard !== null) {
+          previous.rows.push(row);
+          continue;
+        }
+        group.lines.push({ top: y, height: rowHeight, shard: group.shard, rows: [row], summary: false });
+        y += rowHeight;
+      }
+    }
+    group.bottom = y;
+    lines.push(...group.lines);
+  });
+  lines.forEach((line, i) => {
+    line.index = i;
+    const head = line.rows[0];
+    line.key = line.summary ? `s:${line.shard}` : head.vshard === null ? `u:${line.shard}` : `v:${head.vshard}`;
+  });
+  return { lines, height: Math.max(y, 1), rowHeight, perBand };
+}
+
+function heatMap({ map, shardMap, tenants }, choice, act) {
   const order = new Map(shardMap.shards.map((s, i) => [s.id, i]));
-  const rows = map.rows
+  const everyRow = map.rows
     .map((row, index) => ({ ...row, index }))
     .sort((a, b) => {
       const byShard = (order.get(a.shard) ?? 1e9) - (order.get(b.shard) ?? 1e9);
       if (byShard) return byShard;
+      if (a.shard !== b.shard) return a.shard < b.shard ? -1 : 1;
       return (a.vshard ?? 1e9) - (b.vshard ?? 1e9);
     });
+  const range = choice.vshards;
+  const rows = range ? everyRow.filter((r) => r.vshard !== null && r.vshard >= range[0] && r.vshard <= range[1]) : everyRow;
   const [from, to] = choice.zoom || [0, map.columns.length - 1];
   const columns = map.columns.slice(from, to + 1);
-  const max = Math.max(0, ...rows.flatMap((row) => row.values.slice(from, to + 1)));
-  const gutter = 92;
-  const gap = 4;
-  // The map fits the window: at most about 440 pixel rows (a band of several vshards of one
-  // shard per pixel row when there are more, coloured by the hottest of them, as a Key
-  // Visualizer merges ranges), and the columns share the width left beside the side panel.
-  const groups = rows.length + 4 * new Set(rows.map((r) => r.shard)).size;
-  const perBand = Math.max(1, Math.ceil(groups / 440));
-  const bandHeight = perBand > 1 ? 1 : Math.max(1, Math.floor(440 / Math.max(rows.length, 1)));
+  // Each row's figures over the columns shown: its sum, mean and peak.
+  for (const row of rows) {
+    let sum = 0;
+    let peak = 0;
+    for (let c = from; c <= to; c += 1) {
+      sum += row.values[c];
+      peak = Math.max(peak, row.values[c]);
+    }
+    row.sum = sum;
+    row.mean = columns.length ? sum / columns.length : 0;
+    row.peak = peak;
+  }
+  const max = rows.reduce((m, row) => Math.max(m, row.peak), 0);
+  const groups = [];
+  for (const row of rows) {
+    const group = groups[groups.length - 1];
+    if (group && group.shard === row.shard) group.rows.push(row);
+    else groups.push({ shard: row.shard, rows: [row] });
+  }
+  const { lines, height, rowHeight, perBand } = heatLayout(groups, choice.collapsed);
+  const gutter = 132;
   const available = Math.max(360, ($("view").clientWidth || 1240) - gutter - 420);
   const columnWidth = Math.max(2, Math.floor(available / Math.max(columns.length, 1)));
-  const bands = [];
-  let y = 0;
-  rows.forEach((row, i) => {
-    const previous = bands[bands.length - 1];
-    const sameShard = i > 0 && row.shard === rows[i - 1].shard;
-    if (previous && sameShard && previous.rows.length < perBand && row.vshard !== null && previous.rows[0].vshard !== null) {
-      previous.rows.push(row);
-      return;
-    }
-    if (previous) y += bandHeight;
-    if (i > 0 && !sameShard) y += gap;
-    bands.push({ top: y, rows: [row] });
-  });
-  const height = Math.max(y + bandHeight, 1);
   const width = gutter + columns.length * columnWidth;
-  const topOf = new Map();
-  for (const band of bands) for (const row of band.rows) topOf.set(row, band.top);
+  const unit = METRICS.find(([m]) => m === map.metric)[1];
+  const hottestOf = (line, c) =>
+    line.rows.reduce((a, b) => {
+      const x = c === undefined ? a.sum : a.values[from + c];
+      const y = c === undefined ? b.sum : b.values[from + c];
+      return y > x ? b : a;
+    });
+  const figures = (row) => `mean ${fmt(row.mean, 2)}, peak ${fmt(row.peak, 2)} ${unit}`;
+  const vshardsOf = (line) => `vshards ${line.rows[0].vshard}–${line.rows[line.rows.length - 1].vshard}`;
+  // A row's name and load over the span shown: its title, its label for screen readers, and
+  // the tooltip of a focused row.
+  const describe = (line) => {
+    const hottest = hottestOf(line);
+    if (line.summary) {
+      const total = line.rows.reduce((s, r) => s + r.mean, 0);
+      const placed = line.rows.filter((r) => r.vshard !== null).length;
+      return [
+        `${line.shard}: ${placed} ${placed === 1 ? "vshard" : "vshards"}${placed < line.rows.length ? " and load no vshard placed" : ""}, collapsed`,
+        `hottest ${hottest.vshard === null ? "load no vshard placed" : `vshard ${hottest.vshard}`}: ${figures(hottest)}`,
+        `the shard's total: mean ${fmt(total, 2)} ${unit}`,
+      ];
+    }
+    if (hottest.vshard === null) return [`${line.shard}: load no vshard placed`, figures(hottest)];
+    if (line.rows.length > 1) return [`${vshardsOf(line)} on ${line.shard}`, `hottest vshard ${hottest.vshard}: ${figures(hottest)}`];
+    return [`vshard ${hottest.vshard} on ${line.shard}`, figures(hottest)];
+  };
+
+  const visible = lines.flatMap((line) => (line.summary ? [{ name: `${line.shard}:summary`, shard: line.shard, top: line.top }] : line.rows.map((r) => ({ name: r.vshard === null ? `${r.shard}:unplaced` : `v${r.vshard}`, shard: r.shard, top: line.top }))));
   const canvas = el("canvas", {
     id: "heat-canvas",
     width,
     height,
     role: "img",
-    "aria-label": `Heat map of ${rows.length} rows by ${columns.length} time columns; the hottest rows are listed beside it.`,
+    "aria-label": `Heat map of ${rows.length} rows by ${columns.length} time columns; the rows are listed for the keyboard after it and the hottest beside it.`,
     dataset: {
-      rows: rows.map((r) => (r.vshard === null ? `${r.shard}:unplaced` : `v${r.vshard}`)).join(","),
-      shards: rows.map((r) => r.shard).join(","),
-      tops: rows.map((r) => topOf.get(r)).join(","),
+      rows: visible.map((v) => v.name).join(","),
+      shards: visible.map((v) => v.shard).join(","),
+      tops: visible.map((v) => v.top).join(","),
       gutter,
       columnWidth,
+      rowHeight,
+      perBand,
+      vshards: range ? `${range[0]}-${range[1]}` : "",
+      collapsed: [...choice.collapsed].filter((s) => groups.some((g) => g.shard === s)).join(","),
     },
   });
   const context = canvas.getContext("2d");
   context.fillStyle = "#ffffff";
   context.fillRect(0, 0, width, height);
-  const bandValue = (band, column) => Math.max(...band.rows.map((row) => row.values[from + column]));
-  for (const band of bands) {
+  for (const line of lines) {
     for (let c = 0; c < columns.length; c += 1) {
-      const value = bandValue(band, c);
+      let value = 0;
+      for (const row of line.rows) value = Math.max(value, row.values[from + c]);
       context.fillStyle = heat(max > 0 ? Math.sqrt(value / max) : 0);
-      context.fillRect(gutter + c * columnWidth, band.top, columnWidth, bandHeight);
+      context.fillRect(gutter + c * columnWidth, line.top, columnWidth, line.height);
     }
   }
-  // Shard labels in the gutter, at the middle of each group, with a bar along the group.
-  context.font = "12px system-ui, sans-serif";
-  let first = 0;
-  bands.forEach((band, i) => {
-    const shard = band.rows[0].shard;
-    if (i < bands.length - 1 && bands[i + 1].rows[0].shard === shard) return;
-    const top = bands[first].top;
-    const bottom = band.top + bandHeight;
+  // The gutter: each shard's name (a triangle saying whether it is collapsed) with a bar along
+  // its group, and the vshard numbers when the rows are tall enough to tell apart.
+  const shorten = (text, room) => {
+    if (context.measureText(text).width <= room) return text;
+    let cut = text;
+    while (cut.length > 1 && context.measureText(`${cut}…`).width > room) cut = cut.slice(0, -1);
+    return `${cut}…`;
+  };
+  for (const group of groups) {
+    context.font = "12px system-ui, sans-serif";
     context.fillStyle = "#1c2230";
-    context.fillText(shard, 4, Math.max(12, Math.min(height - 2, (top + bottom) / 2 + 4)));
+    const middle = (group.top + group.bottom) / 2 + 4;
+    context.fillText(shorten(`${group.collapsed ? "▸" : "▾"} ${group.shard}`, 84), 4, Math.max(12, Math.min(height - 2, middle)));
     context.fillStyle = "#8a94a6";
-    context.fillRect(gutter - 6, top, 3, bottom - top);
-    first = i + 1;
+    context.fillRect(gutter - 6, group.top, 3, group.bottom - group.top);
+    if (group.collapsed || perBand > 1 || rowHeight < 4) continue;
+    context.font = "11px system-ui, sans-serif";
+    context.fillStyle = "#5d6678";
+    context.textAlign = "right";
+    const every = Math.ceil(13 / rowHeight);
+    group.lines.forEach((line, i) => {
+      if (i % every !== 0 || line.rows[0].vshard === null) return;
+      context.fillText(String(line.rows[0].vshard), gutter - 10, line.top + line.height / 2 + 4);
+    });
+    context.textAlign = "left";
+  }
+
+  // The rows for the keyboard and screen readers: one focusable element over each row of the
+  // canvas (a single tab stop; the arrow keys move between them), named by its vshard and load.
+  const rowsList = el("div", { class: "heat-lines", id: "heat-rows", role: "listbox", "aria-label": "Rows of the heat map" });
+  const active = lines.find((line) => line.key === choice.active) || lines[0];
+  const items = lines.map((line) => {
+    const text = describe(line).join("; ");
+    const item = el("div", {
+      class: `heat-line${line.summary ? " summary" : ""}`,
+      role: "option",
+      tabindex: line === active ? 0 : -1,
+      "aria-selected": line === active ? "true" : "false",
+      title: text,
+      "aria-label": text,
+      dataset: { key: `heat-${line.key}`, index: line.index, shard: line.shard, vshards: line.summary ? "" : line.rows.map((r) => r.vshard ?? "").join(" ") },
+    });
+    item.style.top = `${line.top}px`;
+    item.style.height = `${line.height}px`;
+    return item;
+  });
+  rowsList.append(...items);
+  const selection = el("div", { class: "heat-select", hidden: true });
+  const tooltip = $("tooltip");
+  const heaviest = heaviestByVshard(tenants);
+  const explanation = el("div", { id: "heat-route", class: "side", "aria-live": "polite" }, el("p", { class: "muted", text: "Click a row to see how it is routed." }));
+  // Enter on a row explains it, on a collapsed shard expands it; C collapses or expands the
+  // row's shard. The focus stays on the row that stands for it after the redraw.
+  const firstKey = (line) => (line.rows[0].vshard === null ? `u:${line.shard}` : `v:${line.rows[0].vshard}`);
+  const toggleFrom = (line) => {
+    choice.active = line.summary ? firstKey(line) : `s:${line.shard}`;
+    choice.refocus = true;
+    act.toggle(line.shard);
+  };
+  const activate = (line, c) => {
+    if (line.summary && c === undefined) toggleFrom(line);
+    else explainRow(hottestOf(line, c), shardMap, heaviest, explanation);
+  };
+  const showTip = (parts, x, y) => {
+    tooltip.replaceChildren(el("strong", { text: parts[0] }), ...parts.slice(1).map((text) => el("div", { text })));
+    tooltip.hidden = false;
+    tooltip.style.left = `${Math.min(x + 14, window.innerWidth - 330)}px`;
+    tooltip.style.top = `${y + 14}px`;
+  };
+  rowsList.addEventListener("keydown", (event) => {
+    const item = event.target.closest(".heat-line");
+    if (!item) return;
+    const i = Number(item.dataset.index);
+    const moves = { ArrowDown: i + 1, ArrowUp: i - 1, PageDown: i + 10, PageUp: i - 10, Home: 0, End: items.length - 1 };
+    if (event.key === "Enter" || event.key === " ") {
+      event.preventDefault();
+      activate(lines[i]);
+      return;
+    }
+    if (event.key === "c" || event.key === "C") {
+      event.preventDefault();
+      toggleFrom(lines[i]);
+      return;
+    }
+    if (!(event.key in moves)) return;
+    event.preventDefault();
+    const next = Math.max(0, Math.min(items.length - 1, moves[event.key]));
+    item.tabIndex = -1;
+    item.setAttribute("aria-selected", "false");
+    items[next].tabIndex = 0;
+    items[next].setAttribute("aria-selected", "true");
+    items[next].focus();
+  });
+  rowsList.addEventListener("focusin", (event) => {
+    const item = event.target.closest(".heat-line");
+    if (!item) return;
+    const line = lines[Number(item.dataset.index)];
+    choice.active = line.key;
+    const box = item.getBoundingClientRect();
+    showTip(describe(line), box.left + gutter, box.top + line.height);
+  });
+  rowsList.addEventListener("focusout", () => {
+    tooltip.hidden = true;
   });
 
-  const bandAt = (offsetY) => bands.find((band) => offsetY >= band.top && offsetY < band.top + bandHeight) || null;
+  // The mouse: hover for a cell; in the gutter, click a shard to collapse or expand it and drag
+  // down the rows to zoom into their vshards; across the cells, drag to zoom into a stretch of
+  // time, click to explain a row.
+  const lineAt = (offsetY) => lines.find((line) => offsetY >= line.top && offsetY < line.top + line.height) || null;
+  const nearestLine = (offsetY) => lineAt(offsetY) || lines.reduce((a, b) => (Math.abs(b.top - offsetY) < Math.abs(a.top - offsetY) ? b : a), lines[0]);
   const columnAt = (offsetX) => Math.floor((offsetX - gutter) / columnWidth);
-  const heaviest = heaviestByVshard(tenants);
-  const tooltip = $("tooltip");
-  const unit = METRICS.find(([m]) => m === map.metric)[1];
+  let drag = null;
+  const select = (event) => {
+    selection.hidden = false;
+    if (drag.gutter) {
+      selection.style.left = "0px";
+      selection.style.width = `${width}px`;
+      selection.style.top = `${Math.min(drag.y, event.offsetY)}px`;
+      selection.style.height = `${Math.abs(event.offsetY - drag.y)}px`;
+    } else {
+      selection.style.top = "0px";
+      selection.style.height = `${height}px`;
+      selection.style.left = `${Math.min(drag.x, event.offsetX)}px`;
+      selection.style.width = `${Math.abs(event.offsetX - drag.x)}px`;
+    }
+  };
   canvas.addEventListener("mousemove", (event) => {
-    const band = bandAt(event.offsetY);
+    if (drag && event.buttons & 1) select(event);
+    const line = lineAt(event.offsetY);
     const c = columnAt(event.offsetX);
-    if (!band || c < 0 || c >= columns.length) {
+    if (!line || c >= columns.length) {
       tooltip.hidden = true;
       return;
     }
-    const row = band.rows.reduce((a, b) => (b.values[from + c] > a.values[from + c] ? b : a));
-    const names = band.rows.flatMap((r) => (r.vshard === null ? [] : heaviest.get(r.vshard) || []));
+    if (c < 0) {
+      showTip([...describe(line), line.summary ? "click to expand the shard" : `click to collapse ${line.shard}; drag down to zoom into vshards`], event.clientX, event.clientY);
+      return;
+    }
+    const row = hottestOf(line, c);
+    const names = line.rows.flatMap((r) => (r.vshard === null ? [] : heaviest.get(r.vshard) || []));
     const label =
       row.vshard === null
         ? `${row.shard}: load no vshard placed`
-        : band.rows.length > 1
-          ? `vshards ${band.rows[0].vshard}–${band.rows[band.rows.length - 1].vshard} (hottest ${row.vshard})`
-          : `vshard ${row.vshard}`;
-    tooltip.replaceChildren(
-      el("strong", { text: label }),
-      el("div", { text: `on ${row.shard} · ${clock(columns[c])}` }),
-      el("div", { text: `${fmt(row.values[from + c], 2)} ${unit}` }),
-      el("div", {
-        text: names.length
+        : line.summary
+          ? `${line.shard}, collapsed (hottest vshard ${row.vshard})`
+          : line.rows.length > 1
+            ? `${vshardsOf(line)} (hottest ${row.vshard})`
+            : `vshard ${row.vshard}`;
+    showTip(
+      [
+        label,
+        `on ${row.shard} · ${clock(columns[c])}`,
+        `${fmt(row.values[from + c], 2)} ${unit}`,
+        names.length
           ? `heaviest tenants: ${names
               .slice(0, 3)
               .map((t) => `${t.tenant} (${fmt(t.statement_ms_per_s, 2)} ms/s)`)
               .join(", ")}`
           : "no heavy tenant here",
-      }),
+      ],
+      event.clientX,
+      event.clientY,
     );
-    tooltip.hidden = false;
-    tooltip.style.left = `${Math.min(event.clientX + 14, window.innerWidth - 330)}px`;
-    tooltip.style.top = `${event.clientY + 14}px`;
   });
   canvas.addEventListener("mouseleave", () => {
     tooltip.hidden = true;
+    selection.hidden = true;
+    drag = null;
   });
-  const explanation = el("div", { id: "heat-route", class: "side", "aria-live": "polite" }, el("p", { class: "muted", text: "Click a row to see how it is routed." }));
-  let dragFrom = null;
   canvas.addEventListener("mousedown", (event) => {
-    dragFrom = columnAt(event.offsetX);
+    event.preventDefault();
+    drag = { x: event.offsetX, y: event.offsetY, gutter: event.offsetX < gutter, column: columnAt(event.offsetX), line: lineAt(event.offsetY) };
   });
   canvas.addEventListener("mouseup", (event) => {
-    const c = columnAt(event.offsetX);
-    if (dragFrom !== null && c >= 0 && Math.abs(c - dragFrom) >= 1) {
-      const a = Math.max(0, Math.min(dragFrom, c));
-      const b = Math.min(columns.length - 1, Math.max(dragFrom, c));
-      dragFrom = null;
-      onZoom([from + a, from + b]);
+    const started = drag;
+    drag = null;
+    selection.hidden = true;
+    if (!started) return;
+    if (started.gutter) {
+      const a = started.line || nearestLine(started.y);
+      const b = nearestLine(event.offsetY);
+      if (a && b && a !== b) {
+        const vshards = lines
+          .slice(Math.min(a.index, b.index), Math.max(a.index, b.index) + 1)
+          .flatMap((line) => line.rows.map((r) => r.vshard))
+          .filter((v) => v !== null);
+        if (vshards.length) act.zoomVshards([Math.min(...vshards), Math.max(...vshards)]);
+      } else if (a) {
+        choice.active = `s:${a.shard}`;
+        act.toggle(a.shard);
+      }
       return;
     }
-    dragFrom = null;
-    const band = bandAt(event.offsetY);
-    if (band) {
-      const c = Math.max(0, Math.min(columns.length - 1, columnAt(event.offsetX)));
-      explainRow(
-        band.rows.reduce((a, b) => (b.values[from + c] > a.values[from + c] ? b : a)),
-        shardMap,
-        heaviest,
-        explanation,
-      );
+    const c = columnAt(event.offsetX);
+    if (c >= 0 && Math.abs(c - started.column) >= 1) {
+      const left = Math.max(0, Math.min(started.column, c));
+      const right = Math.min(columns.length - 1, Math.max(started.column, c));
+      act.zoomTime([from + left, from + right]);
+      return;
     }
+    const line = lineAt(event.offsetY);
+    if (line) activate(line, Math.max(0, Math.min(columns.length - 1, c)));
   });
 
-  // Keyboard and screen readers: the hottest rows as a table, each explainable.
+  // The shards' collapse buttons.
+  const toggles = el(
+    "div",
+    { class: "toolbar heat-shards", role: "group", "aria-label": "Shards of the heat map" },
+    el("span", { class: "muted", text: "Shards" }),
+    groups.map((group) =>
+      el("button", {
+        type: "button",
+        class: "heat-toggle",
+        "aria-expanded": group.collapsed ? "false" : "true",
+        "aria-controls": "heat-rows",
+        "data-key": `toggle-${group.shard}`,
+        dataset: { shard: group.shard },
+        text: `${group.collapsed ? "▸" : "▾"} ${group.shard} (${group.rows.filter((r) => r.vshard !== null).length})`,
+        title: group.collapsed ? `Expand ${group.shard}'s rows` : `Collapse ${group.shard} to one row`,
+        onclick: () => act.toggle(group.shard),
+      }),
+    ),
+    el("button", { type: "button", id: "heat-collapse-all", "data-key": "heat-collapse-all", text: "Collapse all", onclick: () => act.collapseAll(groups.map((g) => g.shard)) }),
+    el("button", { type: "button", id: "heat-expand-all", "data-key": "heat-expand-all", text: "Expand all", onclick: () => act.collapseAll([]) }),
+  );
+
+  // The hottest rows as a table, each explainable, and each a zoom to the vshards around it.
+  const count = shardMap.vshard_count;
   const sums = rows
-    .map((row) => ({ row, sum: row.values.slice(from, to + 1).reduce((a, b) => a + b, 0) }))
-    .filter((x) => x.sum > 0)
+    .filter((row) => row.sum > 0)
     .sort((a, b) => b.sum - a.sum)
     .slice(0, 12);
   const hottest = table(
     "heat-hottest",
     ["vshard", "shard", `mean ${unit}#`, ""],
     sums.length
-      ? sums.map(({ row, sum }) =>
+      ? sums.map((row) =>
           el(
             "tr",
             { dataset: { vshard: row.vshard === null ? "" : row.vshard, shard: row.shard } },
             el("td", { text: row.vshard === null ? "(unplaced)" : row.vshard }),
             el("td", { text: row.shard }),
-            el("td", { class: "num", text: fmt(sum / columns.length, 2) }),
-            el("td", {}, el("button", { type: "button", text: "Route", "data-key": `route-${row.index}`, onclick: () => explainRow(row, shardMap, heaviest, explanation) })),
+            el("td", { class: "num", text: fmt(row.mean, 2) }),
+            el(
+              "td",
+              { class: "actions" },
+              el("button", { type: "button", text: "Route", "data-key": `route-${row.index}`, onclick: () => explainRow(row, shardMap, heaviest, explanation) }),
+              row.vshard === null
+                ? null
+                : el("button", {
+                    type: "button",
+                    text: "Zoom",
+                    title: `Show vshards ${Math.max(0, row.vshard - 16)}–${Math.min(count - 1, row.vshard + 16)}`,
+                    "data-key": `zoom-${row.index}`,
+                    onclick: () => act.zoomVshards([Math.max(0, row.vshard - 16), Math.min(count - 1, row.vshard + 16)]),
+                  }),
+            ),
           ),
         )
       : el("tr", {}, el("td", { colspan: 4, class: "muted", text: "No load in this span." })),
@@ -711,16 +1067,22 @@ function heatMap({ map, shardMap, tenants }, choice, onZoom) {
     lc.fillStyle = heat(x / 219);
     lc.fillRect(x, 0, 1, 12);
   }
+  const scale = perBand > 1 ? `${perBand} vshards a pixel row: zoom into a range to see each` : `${rowHeight} px a row`;
   return [
+    toggles,
     el(
       "div",
       { class: "legend" },
       el("span", { text: "0" }),
       legend,
       el("span", { text: `${fmt(max, 2)} ${unit}` }),
-      el("span", { class: "muted", text: `· ${clock(columns[0])} to ${clock(columns[columns.length - 1])}, ${fmt(map.step_s)} s a column${choice.zoom ? " (zoomed)" : ""}` }),
+      el("span", {
+        class: "muted",
+        id: "heat-scope",
+        text: `· ${clock(columns[0])} to ${clock(columns[columns.length - 1])}, ${fmt(map.step_s)} s a column${choice.zoom ? " (zoomed)" : ""} · ${range ? `vshards ${range[0]}–${range[1]} (zoomed)` : `all ${fmt(count)} vshards`}, ${scale}`,
+      }),
     ),
-    el("div", { class: "heat" }, el("div", { class: "heat-frame" }, canvas), el("div", { class: "side" }, explanation, hottest)),
+    el("div", { class: "heat" }, el("div", { class: "heat-frame" }, el("div", { class: "heat-stage" }, canvas, rowsList, selection)), el("div", { class: "side" }, explanation, hottest)),
   ];
 }
 

@@ -17,6 +17,7 @@ mod client_address;
 mod connection_budget;
 mod connections;
 mod console;
+mod console_heatmap;
 mod console_health;
 mod distribution;
 mod epoch_header;
