@@ -157,6 +157,11 @@ function sparkline(el, kind, label, lines, view, ceiling) {
       pen = true;
     });
     if (path) svg.append(svgNode("path", { d: path, fill: "none", stroke: line.stroke, "stroke-width": 1.5, "stroke-linejoin": "round" }));
+    // A point with no neighbour to draw a line to is drawn as a dot.
+    const present = (i) => line.values[i] !== null && line.values[i] !== undefined;
+    line.values.forEach((v, i) => {
+      if (present(i) && !present(i - 1) && !present(i + 1)) svg.append(svgNode("circle", { cx: x(i).toFixed(1), cy: y(v).toFixed(1), r: 2, fill: line.stroke }));
+    });
   }
   const names = { rate: "rate", latency: "p50 / p99", errors: "errors" };
   return el("div", { class: "health-line" }, el("span", { class: "muted health-kind", text: names[kind] }), svg);

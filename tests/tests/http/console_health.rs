@@ -1,6 +1,7 @@
 //! The console's Request health view in a real headless Chromium: after traffic on two routes
-//! (records written, a listing read), the view shows a card for each with its sparklines (rate,
-//! p50/p99, error rate); the span selector asks for another span (the range shown changes from
+//! (records written, two reads refused while the shard is offline, a listing read), the view
+//! shows a card for each with its counts and sparklines (rate, p50/p99, error rate, the errors
+//! drawn); the span selector asks for another span (the range shown changes from
 //! 15 minutes to an hour) and the series selector switches to shards. The page logs no error.
 //! A screenshot is saved under `target/console-screenshots/health/`.
 
@@ -26,6 +27,13 @@ async fn the_request_health_view_shows_the_routes_with_traffic_and_follows_the_s
         expect_json(response, reqwest::StatusCode::CREATED).await;
     }
     expect_json(app.list_records("acme", "docs", "").await, reqwest::StatusCode::OK).await;
+    // Two errors on the record route: reads refused while the tenant's shard is offline.
+    app.set_shard_state(&home, "offline").await;
+    for _ in 0..2 {
+        let refused = app.get_record("acme", "docs", "d1").await;
+        assert_eq!(refused.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    }
+    app.set_shard_state(&home, "active").await;
 
     let browser = Browser::start().await;
     browser.goto(&app.url("/console")).await;
@@ -38,11 +46,11 @@ async fn the_request_health_view_shows_the_routes_with_traffic_and_follows_the_s
     // A card per route with traffic, each with three sparklines (the view refreshes every 10 s:
     // the windows of the traffic above may close after the first load).
     let cards = "return Array.from(document.querySelectorAll('figure.health-card')).map(c => \
-                 [c.dataset.name, Number(c.dataset.requests), c.querySelectorAll('svg.sparkline').length]);";
+                 [c.dataset.name, Number(c.dataset.requests), c.querySelectorAll('svg.sparkline').length, Number(c.dataset.errors)]);";
     let wanted = format!(
         "const c = (() => {{ {cards} }})(); const f = (n) => c.find(x => x[0] === n); \
          const r = f('{RECORD_ROUTE}'); const l = f('{LISTING_ROUTE}'); \
-         return r && l && r[1] === 5 && l[1] === 1 && c;"
+         return r && l && r[1] === 7 && r[3] === 2 && l[1] === 1 && c;"
     );
     let shown = browser.wait_until("cards of the record and listing routes", &wanted, WAIT).await;
     for card in shown.as_array().unwrap() {
@@ -60,6 +68,16 @@ async fn the_request_health_view_shows_the_routes_with_traffic_and_follows_the_s
         )
         .await;
     assert_eq!(lines, 1, "the rate is drawn");
+    let drawn = browser
+        .execute(
+            &format!(
+                "const c = Array.from(document.querySelectorAll('figure.health-card')).find(x => x.dataset.name === '{RECORD_ROUTE}'); \
+                 return c.querySelectorAll('svg.sparkline-errors path, svg.sparkline-errors circle').length;"
+            ),
+            json!([]),
+        )
+        .await;
+    assert!(drawn.as_u64().unwrap() >= 1, "the errors are drawn: {drawn}");
     shot(&browser, &screenshot_dir().join("health").join("by-route.png")).await;
 
     // The span selector: an hour.
@@ -78,7 +96,7 @@ async fn the_request_health_view_shows_the_routes_with_traffic_and_follows_the_s
         .await;
     let still = browser
         .execute(
-            &format!("return !!Array.from(document.querySelectorAll('figure.health-card')).find(x => x.dataset.name === '{RECORD_ROUTE}' && x.dataset.requests === '5');"),
+            &format!("return !!Array.from(document.querySelectorAll('figure.health-card')).find(x => x.dataset.name === '{RECORD_ROUTE}' && x.dataset.requests === '7');"),
             json!([]),
         )
         .await;
