@@ -874,30 +874,6 @@ async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<O
     row.as_ref().map(tenant_row).transpose()
 }
 
-impl Catalog {
-    fn shard_row(&self, row: &AnyRow) -> Result<ShardRow, Error> {
-        let id: String = column(row, 0)?;
-        let url: String = column(row, 1)?;
-        let engine: String = column(row, 2)?;
-        let state: String = column(row, 3)?;
-        let id = ShardId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
-        Ok(ShardRow {
-            engine: Engine::parse(&engine).ok_or_else(|| corrupt(format!("shard {id} engine {engine:?}")))?,
-            state: ShardState::parse(&state).ok_or_else(|| corrupt(format!("shard {id} state {state:?}")))?,
-            url: SecretString::from(self.open_secret(&sealing::shard_url_context(id.as_str()), url)?),
-            created_at_ms: column(row, 4)?,
-            updated_at_ms: column(row, 5)?,
-            id,
-        })
-    }
-
-    /// A shard's URL as the catalog stores it: sealed when the catalog seals its secrets.
-    fn stored_shard_url(&self, id: &ShardId, url: &SecretString) -> String {
-        use secrecy::ExposeSecret;
-        self.seal_secret(&sealing::shard_url_context(id.as_str()), url.expose_secret())
-    }
-}
-
 /// A tenant's rate limit from the two columns starting at `first` (both NULL: none).
 fn rate_limit_columns(row: &AnyRow, first: usize) -> Result<Option<TenantRateLimit>, Error> {
     let per_second: Option<i64> = column(row, first)?;

@@ -25,8 +25,14 @@ use base64::engine::general_purpose::STANDARD;
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 
-use super::{Audit, Catalog, catalog_err, column};
+use secrecy::SecretString;
+use sqlx::any::AnyRow;
+
+use super::{Audit, Catalog, ShardRow, catalog_err, column, corrupt};
 use crate::error::Error;
+use crate::ids::ShardId;
+use crate::map::ShardState;
+use crate::storage::db::Engine;
 
 /// What a sealed value starts with.
 pub const SEALED_PREFIX: &str = "sealed:v1:";
@@ -202,6 +208,31 @@ pub(super) fn shard_url_context(shard: &str) -> String {
 /// The context a valet signing key's secret is sealed for.
 pub(super) fn valet_secret_context(key: &str) -> String {
     format!("valet_keys.secret/{key}")
+}
+
+/// Shard rows as the catalog stores them: their URL sealed when the catalog seals its secrets.
+impl Catalog {
+    pub(super) fn shard_row(&self, row: &AnyRow) -> Result<ShardRow, Error> {
+        let id: String = column(row, 0)?;
+        let url: String = column(row, 1)?;
+        let engine: String = column(row, 2)?;
+        let state: String = column(row, 3)?;
+        let id = ShardId::parse(&id).map_err(|e| corrupt(e.to_string()))?;
+        Ok(ShardRow {
+            engine: Engine::parse(&engine).ok_or_else(|| corrupt(format!("shard {id} engine {engine:?}")))?,
+            state: ShardState::parse(&state).ok_or_else(|| corrupt(format!("shard {id} state {state:?}")))?,
+            url: SecretString::from(self.open_secret(&shard_url_context(id.as_str()), url)?),
+            created_at_ms: column(row, 4)?,
+            updated_at_ms: column(row, 5)?,
+            id,
+        })
+    }
+
+    /// A shard's URL as the catalog stores it: sealed when the catalog seals its secrets.
+    pub(super) fn stored_shard_url(&self, id: &ShardId, url: &SecretString) -> String {
+        use secrecy::ExposeSecret;
+        self.seal_secret(&shard_url_context(id.as_str()), url.expose_secret())
+    }
 }
 
 /// One row of `data_keys`.
