@@ -248,11 +248,15 @@ async fn hash(browser: &Browser) -> String {
     browser.execute("return location.hash;", json!([])).await.as_str().unwrap().to_owned()
 }
 
-/// Checks that the page shows no value it failed to format, then saves a screenshot.
+/// Checks that the page shows no value it failed to format, then saves a screenshot with the
+/// map in the window (unless a row of it has the focus, which keeps it in the window).
 async fn shot(browser: &Browser, path: &std::path::Path) {
     let text = browser.text_of("#main").await;
     for word in ["undefined", "NaN", "[object Object]"] {
         assert!(!text.contains(word), "the page shows {word}:\n{text}");
     }
+    let script =
+        "if (!document.activeElement.closest('#heat-rows')) document.querySelector('.heat-shards').scrollIntoView();";
+    browser.execute(script, json!([])).await;
     browser.screenshot(path).await;
 }
