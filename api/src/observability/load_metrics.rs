@@ -4,7 +4,9 @@
 //! shard holds (bytes on disk, record rows), sampled once a minute; and its statements by how
 //! long they took (`shard_statement_duration_seconds`, a histogram: a shard's p99 is read from
 //! it). Labelled by shard and work only (bounded by the number of shards); vshards and tenants
-//! are in `GET /v1/admin/load`.
+//! are in `GET /v1/admin/load`. Also what the request-health windows lost: rows the catalog did
+//! not take in time (`request_windows_dropped`) and requests beyond their tables
+//! (`request_health_unplaced`).
 
 use std::sync::Arc;
 
@@ -127,6 +129,24 @@ impl Collector for ShardLoadMetrics {
             MetricType::Counter,
         )?;
         ConstCounter::new(meter.dropped_windows()).encode(family)?;
+        if let Some(requests) = self.1.as_ref().map(LoadFlusher::request_meter) {
+            let counters: [(&str, &str, u64); 2] = [
+                (
+                    "request_windows_dropped",
+                    "Request-health rows dropped because the catalog did not take them in time",
+                    requests.dropped_rows(),
+                ),
+                (
+                    "request_health_unplaced",
+                    "Requests not counted in the request-health windows: their route's or shard's table was full",
+                    requests.unplaced(),
+                ),
+            ];
+            for (name, help, value) in counters {
+                let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+                ConstCounter::new(value).encode(family)?;
+            }
+        }
         let sizes = self.1.as_ref().map(LoadFlusher::shard_sizes).unwrap_or_default();
         let gauges: [SizeGauge; 2] = [
             ("shard_bytes", "Each shard database's size on disk (sampled once a minute)", |s| s.bytes),

@@ -6,7 +6,8 @@
 //! offline (503, errors) or missing (404, not errors): the route series count every answer and
 //! its errors, both instances' windows merged; the shard series counts only the requests that
 //! were routed to the shard (the offline refusals never were). A bad span is a 422
-//! `invalid_span`; a tenant's token is refused with 403.
+//! `invalid_span`; a tenant's token is refused with 403. `/metrics` counts no row dropped and no
+//! request left uncounted.
 
 use std::time::Duration;
 
@@ -110,6 +111,11 @@ async fn request_health_counts_what_each_route_and_shard_answered_on_every_insta
     let tenant = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
     let refused = app.send(Method::GET, "/v1/admin/health/requests", Some(&tenant), None, &[]).await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    // Nothing was lost, and /metrics says so.
+    let text = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+    for line in ["shardgate_request_windows_dropped_total 0", "shardgate_request_health_unplaced_total 0"] {
+        assert!(text.lines().any(|l| l == line), "{line} in /metrics");
+    }
     drop(peer);
 }
 
