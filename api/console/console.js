@@ -6,6 +6,7 @@
 // a cookie or a log. Text from the API (tenant ids, reasons, audit targets) is always set as
 // text, never parsed as HTML.
 
+import { instancesView } from "./instances.js";
 import { requestHealthView } from "./health.js";
 
 const TOKEN_KEY = "shardgate.console.token";
@@ -1653,6 +1654,12 @@ function auditTable(rows) {
     ),
   );
 }
+
+// ---------------------------------------------------------------- instances (instances.js)
+
+views.instances = (root, instance) =>
+  instancesView(root, { api, el, badge, table, replace, when, clock, duration, every: (ms, load) => every(instance, ms, load) });
+$("nav").append(el("a", { href: "#/instances", dataset: { view: "instances" }, text: "Instances" }));
 
 // ---------------------------------------------------------------- request health (health.js)
 

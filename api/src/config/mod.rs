@@ -65,6 +65,8 @@ pub struct Config {
     pub valet: ValetConfig,
     /// The admin plane's own listener.
     pub admin: AdminListenerConfig,
+    /// What this instance reports to the instance registry.
+    pub instances: InstancesConfig,
     /// The credential shared with a standalone gatekeeper.
     pub internal: InternalConfig,
     /// Serve only requests forwarded by a standalone gatekeeper (`serve --trusted`): every
@@ -110,6 +112,7 @@ impl Default for Config {
             blobs: BlobsConfig::default(),
             valet: ValetConfig::default(),
             admin: AdminListenerConfig::default(),
+            instances: InstancesConfig::default(),
             internal: InternalConfig::default(),
             trusted: false,
             trusted_proxies: Vec::new(),
@@ -430,6 +433,42 @@ pub struct AdminListenerConfig {
     /// HTTPS on `admin.listen`: `{ cert_file, key_file }` (PEM), its own certificate, reloaded
     /// when the files change. Default: unset, plain HTTP.
     pub tls: Option<ListenerTls>,
+}
+
+/// The `[instances]` section: this instance's row in the instance registry, which
+/// `GET /v1/admin/instances` and the console's Instances view read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InstancesConfig {
+    /// How often this instance writes its row (version, start, address, the readiness of each
+    /// component as `/readyz` computes it) to the catalog. An instance that has not written it
+    /// for two of its intervals is shown `gone`; rows not written for `storage.load.retention`
+    /// are deleted. At least 100 ms. Default 10 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub report_interval: std::time::Duration,
+    /// The address other people reach this instance at (`10.0.3.7:8080`,
+    /// `gateway-2.internal:8080`), as the registry shows it. Default: unset, the address `listen`
+    /// is bound to.
+    pub advertised_address: Option<String>,
+}
+
+impl Default for InstancesConfig {
+    fn default() -> Self {
+        Self { report_interval: std::time::Duration::from_secs(10), advertised_address: None }
+    }
+}
+
+impl InstancesConfig {
+    /// What is wrong with it, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.report_interval < std::time::Duration::from_millis(100) {
+            return Err("instances.report_interval must be at least 100ms".into());
+        }
+        if self.advertised_address.as_deref().is_some_and(|a| a.trim().is_empty() || a.len() > 255) {
+            return Err("instances.advertised_address must be a non-empty address of at most 255 bytes".into());
+        }
+        Ok(())
+    }
 }
 
 /// The `[internal]` section: the secret a standalone gatekeeper and its trusted backends share.

@@ -19,6 +19,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 const PAGE: &str = include_str!("../../console/index.html");
 const SCRIPT: &str = include_str!("../../console/console.js");
 const STYLE: &str = include_str!("../../console/console.css");
+const INSTANCES: &str = include_str!("../../console/instances.js");
 const HEALTH: &str = include_str!("../../console/health.js");
 
 /// `GET /console`: the page.
@@ -29,6 +30,11 @@ pub async fn page() -> Response {
 /// `GET /console/console.js`: its script.
 pub async fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+/// `GET /console/instances.js`: the Instances view, a module the script imports.
+pub async fn instances_script() -> Response {
+    asset("text/javascript; charset=utf-8", INSTANCES)
 }
 
 /// `GET /console/health.js`: the Request health view, a module the script imports.
@@ -79,6 +85,7 @@ mod tests {
         for (response, kind) in [
             (page().await, "text/html"),
             (script().await, "text/javascript"),
+            (instances_script().await, "text/javascript"),
             (health_script().await, "text/javascript"),
             (style().await, "text/css"),
         ] {
@@ -91,7 +98,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_nothing_from_another_host_and_runs_no_inline_script() {
-        for text in [PAGE, SCRIPT, HEALTH, STYLE] {
+        for text in [PAGE, SCRIPT, INSTANCES, HEALTH, STYLE] {
             assert!(!text.contains("http://") && !text.contains("https://"), "an absolute URL in the console");
             assert!(!text.contains("//cdn"), "a CDN reference in the console");
         }

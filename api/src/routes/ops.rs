@@ -140,6 +140,14 @@ async fn probe(db: Database, timeout: std::time::Duration) -> ComponentStatus {
     (status = 503, description = "Not ready: an issuer's key set has not been fetched yet", body = Readiness),
 ))]
 pub async fn readyz(State(app): State<Arc<App>>) -> Response {
+    let readiness = readiness(&app).await;
+    let status = if readiness.status == "ready" { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, axum::Json(readiness)).into_response()
+}
+
+/// This instance's readiness as `/readyz` answers it (also what it reports to the instance
+/// registry, `startup/instance_report.rs`).
+pub(crate) async fn readiness(app: &App) -> Readiness {
     let timeout = app.probe_timeout;
     let catalog_db = app.router.catalog().database().clone();
     let catalog_breaker = Some(catalog_db.health().state().as_str());
@@ -188,9 +196,7 @@ pub async fn readyz(State(app): State<Arc<App>>) -> Response {
         "rate_limits".to_owned(),
         ComponentStatus { status: rate_limits, latency_ms: 0, error: None, breaker: None },
     );
-    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    let readiness = Readiness { status: if ready { "ready" } else { "not_ready" }, components, key_sets };
-    (status, axum::Json(readiness)).into_response()
+    Readiness { status: if ready { "ready" } else { "not_ready" }, components, key_sets }
 }
 
 /// Prometheus metrics, as OpenMetrics or Prometheus text.

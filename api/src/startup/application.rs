@@ -113,6 +113,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::balancer::set_balancer_mode))
         .routes(routes!(admin::balancer::run_balancer))
         .routes(routes!(admin::balancer::approve_proposal))
+        .routes(routes!(admin::instances::list_instances))
         .routes(routes!(admin::load::get_load))
         .routes(routes!(admin::load::get_heat_map))
         .routes(routes!(admin::request_health::get_request_health))
@@ -414,6 +415,7 @@ impl Application {
             );
         }
         config.balancer.validate().map_err(anyhow::Error::msg)?;
+        config.instances.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(
                 key,
@@ -524,8 +526,14 @@ impl Application {
         let (router_for_moves, cache_for_moves) = (router.clone(), cache.clone());
         let mover = {
             let cache = cache_for_moves;
-            shardgate_shard_router::mover::Mover::new(
+            // One name per instance: its load windows', its leases', its registry row's.
+            let name = load_flusher.as_ref().map_or_else(
+                || format!("instance-{}", uuid::Uuid::new_v4().simple()),
+                |flusher| flusher.instance().to_owned(),
+            );
+            shardgate_shard_router::mover::Mover::named(
                 router_for_moves,
+                name,
                 std::sync::Arc::new(move |epoch| {
                     let cache = cache.clone();
                     Box::pin(async move { cache.announce_epoch(epoch).await })
@@ -595,6 +603,7 @@ impl Application {
             flusher.spawn();
         }
         app.balancer.spawn();
+        crate::startup::instance_report::spawn(&app, &config.instances, listener.local_addr()?);
         // With an admin listener, each listener serves its own plane; without, the one serves both.
         let (public, admin) = match admin_listener {
             Some(_) => (Some(Plane::Public), Some(Plane::Admin)),
@@ -664,6 +673,7 @@ impl Application {
                 .merge(group(metrics_routes(), limits.request_timeout, ADMIN_BODY_BYTES))
                 .route("/console", axum::routing::get(console::page))
                 .route("/console/console.js", axum::routing::get(console::script))
+                .route("/console/instances.js", axum::routing::get(console::instances_script))
                 .route("/console/health.js", axum::routing::get(console::health_script))
                 .route("/console/console.css", axum::routing::get(console::style));
         }
@@ -722,6 +732,7 @@ impl Application {
         if let Some(flusher) = &app.load_flusher {
             flusher.flush_all().await;
         }
+        crate::startup::instance_report::stopped(&app).await;
         // Another instance takes the balancer over at once, not when the lease runs out.
         if let Err(e) = app.balancer.release().await {
             tracing::warn!(error = %e, "cannot give the balancer's lease up");

@@ -10,6 +10,7 @@
 //!   and the plumbing around them, serves until shut down;
 //! - [`gatekeeper_proxy`]: the standalone gatekeeper, a front of its own that forwards to a
 //!   trusted gateway;
+//! - [`instance_report`]: this instance's row in the instance registry, written periodically;
 //! - [`listeners`]: the listeners beside the main one (the valet endpoint's, the admin plane's),
 //!   bound and served together;
 //! - [`probe`]: `shardgate probe`, one GET of a probe URL for images without `curl`.
@@ -23,5 +24,6 @@ pub mod check;
 pub mod cli;
 pub mod embedded;
 pub mod gatekeeper_proxy;
+pub mod instance_report;
 pub mod listeners;
 pub mod probe;

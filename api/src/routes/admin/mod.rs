@@ -5,6 +5,7 @@ pub mod balancer;
 pub mod collections;
 pub mod holdings;
 pub mod index_audits;
+pub mod instances;
 pub mod jobs;
 pub mod key_sets;
 pub mod load;
