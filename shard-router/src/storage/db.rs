@@ -444,8 +444,12 @@ impl Database {
     /// probes costs the database at most one `SELECT 1` per `reuse`.
     pub async fn shared_ping(&self, timeout: Duration, reuse: Duration) -> Ping {
         let mut last = self.health.last_ping.lock().await;
-        if let Some((at, ping)) = *last
+        // An outcome is not reused once the breaker has changed state since: statements failed
+        // (or succeeded) after it, and the answer must say what the database does now.
+        let breaker = self.health.state();
+        if let Some((at, ping, then)) = *last
             && at.elapsed() < reuse
+            && then == breaker
         {
             return ping;
         }
@@ -461,7 +465,7 @@ impl Database {
                 Ping { latency_ms, failure: Some(failure) }
             }
         };
-        *last = Some((std::time::Instant::now(), ping));
+        *last = Some((std::time::Instant::now(), ping, self.health.state()));
         ping
     }
 
@@ -562,5 +566,21 @@ mod tests {
         tokio::time::sleep(reuse).await;
         db.shared_ping(Duration::from_secs(2), reuse).await;
         assert_eq!(db.pings(), 2, "an outcome older than `reuse` is not reused");
+    }
+
+    /// A success taken before the breaker opened says nothing of the database now: the next
+    /// probe pings again (a frozen catalog read `up` in `/readyz` for up to a second otherwise).
+    #[tokio::test]
+    async fn a_ping_is_not_reused_once_the_breaker_changed_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = SecretString::from(format!("sqlite://{}", dir.path().join("ping.db").display()));
+        let db = Database::open(&url, &PoolConfig::default()).unwrap();
+        let (timeout, reuse) = (Duration::from_secs(2), Duration::from_secs(60));
+        db.shared_ping(timeout, reuse).await;
+        db.health().force(true, "a test");
+        db.shared_ping(timeout, reuse).await;
+        assert_eq!(db.pings(), 2, "the breaker opened after the first ping");
+        db.shared_ping(timeout, reuse).await;
+        assert_eq!(db.pings(), 2, "while it stays open, the outcome is reused");
     }
 }

@@ -296,8 +296,9 @@ pub struct Health {
     shed: AtomicU64,
     retries: AtomicU64,
     retry_budget: AtomicU32,
-    /// The last readiness ping and when it was taken (`Database::shared_ping`).
-    pub(crate) last_ping: tokio::sync::Mutex<Option<(Instant, Ping)>>,
+    /// The last readiness ping, when it was taken and the breaker's state then
+    /// (`Database::shared_ping`).
+    pub(crate) last_ping: tokio::sync::Mutex<Option<(Instant, Ping, BreakerState)>>,
     /// Readiness pings sent.
     pub(crate) pings: AtomicU64,
     /// The database's pools' idle connections, closed when one connection breaks.
