@@ -22,6 +22,7 @@ previous_release() {
 step "scripts/services.sh" scripts/services.sh
 step "scripts/chromium.sh" scripts/chromium.sh
 step "scripts/kubectl.sh" scripts/kubectl.sh
+step "scripts/otlp-receiver.sh" scripts/otlp-receiver.sh
 # The build first, then the previous release (built beside this build's crates): both before the
 # tests, so that they do not compete with them.
 step "cargo test --workspace --no-run" cargo test --workspace --no-run --quiet

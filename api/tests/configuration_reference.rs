@@ -28,6 +28,7 @@ use shardgate_api::config::{Config, GatekeeperConfig};
 const SOURCES: &[&str] = &[
     "api/src/config/mod.rs",
     "api/src/config/proxies.rs",
+    "api/src/config/telemetry.rs",
     "shard-router/src/config.rs",
     "shard-router/src/storage/db.rs",
     "shard-router/src/storage/health.rs",
@@ -43,7 +44,8 @@ const SOURCES: &[&str] = &[
 const COMPUTED_DEFAULTS: &[(&str, &str)] = &[("storage.pool.max_connections", "twice the number of CPUs")];
 
 /// What a key of a table of named entries stands for (`rate_limits.tiers.<tier>`).
-const ENTRY_NAMES: &[(&str, &str)] = &[("rate_limits.tiers", "tier"), ("cache.collection_ttl", "collection")];
+const ENTRY_NAMES: &[(&str, &str)] =
+    &[("rate_limits.tiers", "tier"), ("cache.collection_ttl", "collection"), ("telemetry.headers", "header")];
 
 const PREAMBLE: &str = "\
 # Configuration reference

@@ -579,7 +579,9 @@ impl Limiter {
         self.config.enabled
     }
 
-    /// Takes one request of `subject` against `limit`.
+    /// Takes one request of `subject` against `limit`. Traced as `rate_limit` (a span only when
+    /// traces are on).
+    #[tracing::instrument(level = "trace", name = "rate_limit", skip_all)]
     pub async fn check(&self, subject: Subject<'_>, limit: RateLimit) -> Decision {
         let key = subject.key(&self.config.key_prefix, limit);
         if let Some(shared) = &self.shared

@@ -150,6 +150,7 @@ impl TestApp {
             proxy_protocol: self.config.proxy_protocol,
             forwarded_header: self.config.forwarded_header,
             log: self.config.log.clone(),
+            telemetry: self.config.telemetry.clone(),
         };
         let gatekeeper = RunningServer::start_gatekeeper(config).await;
         self.base_url = gatekeeper.base_url.clone();

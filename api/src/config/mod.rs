@@ -9,6 +9,7 @@
 
 pub mod error;
 pub mod proxies;
+pub mod telemetry;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -94,6 +95,8 @@ pub struct Config {
     pub forwarded_header: proxies::ForwardedHeader,
     /// Logging.
     pub log: LogConfig,
+    /// Traces (OpenTelemetry over OTLP/HTTP).
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 impl Default for Config {
@@ -119,6 +122,7 @@ impl Default for Config {
             proxy_protocol: false,
             forwarded_header: proxies::ForwardedHeader::default(),
             log: LogConfig::default(),
+            telemetry: telemetry::TelemetryConfig::default(),
         }
     }
 }
@@ -536,6 +540,8 @@ pub struct GatekeeperConfig {
     pub forwarded_header: proxies::ForwardedHeader,
     /// Logging.
     pub log: LogConfig,
+    /// Traces (OpenTelemetry over OTLP/HTTP).
+    pub telemetry: telemetry::TelemetryConfig,
 }
 
 impl Default for GatekeeperConfig {
@@ -557,6 +563,7 @@ impl Default for GatekeeperConfig {
             proxy_protocol: false,
             forwarded_header: proxies::ForwardedHeader::default(),
             log: base.log,
+            telemetry: base.telemetry,
         }
     }
 }

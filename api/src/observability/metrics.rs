@@ -176,6 +176,7 @@ impl Metrics {
         registry.register("http_request_duration_seconds", "HTTP request latency in seconds", latency.clone());
         let in_flight = Admissions::default();
         registry.register_collector(Box::new(in_flight.clone()));
+        registry.register_collector(Box::new(crate::observability::trace_export::TraceExportMetrics));
         register(&mut registry);
         Self { registry, requests, latency, in_flight, handles: RwLock::default() }
     }

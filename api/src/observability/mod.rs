@@ -1,6 +1,8 @@
 //! What an instance tells its operators, and the rules that keep it bounded and free of secrets:
 //!
-//! - [`telemetry`]: the logging setup (no headers, tokens or full URIs in a log line);
+//! - [`telemetry`]: the logging setup (no headers, tokens or full URIs in a log line) and traces
+//!   (OpenTelemetry: W3C trace context in and out, the trace id in log lines and problems);
+//! - [`trace_export`]: the bounded OTLP exporter of traces, its drops counted in `/metrics`;
 //! - [`metrics`]: the Prometheus registry and the request metrics, every label from a closed set
 //!   (the edge records them: [`crate::server::edge`]);
 //! - [`exposition`]: the two text formats of `/metrics` (OpenMetrics, or the Prometheus text
@@ -24,3 +26,4 @@ pub mod rate_limited_warning;
 pub mod request_health;
 pub mod shard_metrics;
 pub mod telemetry;
+pub mod trace_export;

@@ -15,7 +15,9 @@
 //! - one trace span per request (method, route, request id, the client's address as
 //!   [`crate::server::client_address`] read it — behind a standalone gatekeeper, recorded by the
 //!   front door once it has verified the gatekeeper's word; tenant, shard and cache are filled
-//!   in by the handlers), and one event when it ends: `request finished` at debug level, or
+//!   in by the handlers; with traces on, the trusted caller's W3C trace context as its parent, its
+//!   trace id and status, and its `traceparent` on the response: [`telemetry::Traces`]), and one
+//!   event when it ends: `request finished` at debug level, or
 //!   `request failed` at error level for a 5xx;
 //! - a panic in a handler turned into a 500 problem;
 //! - `x-content-type-options: nosniff` on every response;
@@ -35,13 +37,14 @@
 //! CORS (a policy with preflights of its own) stays tower-http's layer, outside this one.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::MatchedPath;
+use axum::extract::{ConnectInfo, MatchedPath};
 use axum::http::header::{AUTHORIZATION, X_CONTENT_TYPE_OPTIONS};
 use axum::http::{HeaderName, HeaderValue, Method, Request};
 use axum::response::{IntoResponse, Response};
@@ -54,6 +57,7 @@ use shardgate_shard_router::balance::RequestMeter;
 
 use crate::observability::metrics::{Metrics, VerifiedCaller, route_label};
 use crate::observability::request_health;
+use crate::observability::telemetry;
 use crate::server::client_address::{ClientNamedByGatekeeper, client_address};
 use crate::wire::admin_plane::is_unthrottled_here;
 use crate::wire::error::ApiError;
@@ -171,7 +175,15 @@ where
             tenant = tracing::field::Empty,
             shard = tracing::field::Empty,
             cache = tracing::field::Empty,
+            status = tracing::field::Empty,
+            trace_id = tracing::field::Empty,
+            "otel.kind" = tracing::field::Empty,
+            "otel.status_code" = tracing::field::Empty,
         );
+        if let Some(traces) = telemetry::traces() {
+            let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|ConnectInfo(peer)| peer.ip());
+            traces.adopt(&span, request.headers(), peer);
+        }
         if let Some(client) = client_request_id.as_ref().and_then(|id| id.to_str().ok()) {
             span.record("client_request_id", client);
         }
@@ -275,6 +287,13 @@ where
         headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
         if !headers.contains_key(&REQUEST_ID) {
             headers.insert(REQUEST_ID, this.request_id.clone());
+        }
+        if let Some(traces) = telemetry::traces() {
+            traces.inject(this.span, headers);
+            this.span.record("status", status.as_u16());
+            if status.is_server_error() {
+                this.span.record("otel.status_code", "error");
+            }
         }
         let elapsed = this.started.elapsed();
         let latency_us = elapsed.as_micros() as u64;

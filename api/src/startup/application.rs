@@ -415,6 +415,7 @@ impl Application {
             );
         }
         config.balancer.validate().map_err(anyhow::Error::msg)?;
+        crate::observability::telemetry::start_traces(&config.log, &config.telemetry, &config.trusted_proxies)?;
         config.instances.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(

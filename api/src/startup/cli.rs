@@ -106,11 +106,12 @@ impl Cli {
             if let Some(dir) = self.data_dir {
                 config.data_dir = dir;
             }
-            telemetry::init(&config.log);
+            telemetry::init_with_traces(&config.log, &config.telemetry, &config.trusted_proxies)?;
             warn_unknown_env(&unknown_env);
             let gatekeeper = Gatekeeper::build(config).await?;
             println!("shardgate gatekeeper listening on {}", gatekeeper.base_url());
             gatekeeper.run_until(shutdown_signal()).await?;
+            telemetry::flush();
             tracing::info!("shut down cleanly");
             return Ok(());
         }
@@ -125,7 +126,7 @@ impl Cli {
                     config.listen = listen;
                 }
                 config.trusted |= trusted;
-                telemetry::init(&config.log);
+                telemetry::init_with_traces(&config.log, &config.telemetry, &config.trusted_proxies)?;
                 warn_unknown_env(&unknown_env);
                 serve(config).await
             }
@@ -190,6 +191,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         println!("{line}");
     }
     app.run_until(shutdown_signal()).await?;
+    telemetry::flush();
     tracing::info!("shut down cleanly");
     drop(lock);
     Ok(())

@@ -91,6 +91,7 @@ impl Gatekeeper {
             )
         })?;
         let key = InternalKey::new(secret)?;
+        crate::observability::telemetry::start_traces(&config.log, &config.telemetry, &config.trusted_proxies)?;
         // As the gateway does: start with the identity providers' key sets when they answer.
         let (auth, key_sets) = authenticator(&config.auth, &config.data_dir).await?;
         let proxies = ProxyTrust::new(config.trusted_proxies.clone(), config.proxy_protocol, config.forwarded_header)?;
@@ -380,7 +381,15 @@ async fn send(
         }
     }
     let url = format!("{}{path_and_query}", front.upstream);
-    let upstream = front.client.request(parts.method, url).headers(headers).body(body).send().await.map_err(|e| {
+    // With traces on, the backend's request is a child of this gatekeeper's own span (the
+    // caller's context, if trusted, is this span's parent already); off, the headers pass as sent.
+    let forwarding = tracing::trace_span!("gatekeeper.forward", "otel.kind" = "client");
+    if let Some(traces) = crate::observability::telemetry::traces() {
+        headers.remove(crate::observability::telemetry::TRACESTATE);
+        traces.inject(&forwarding, &mut headers);
+    }
+    let sent = front.client.request(parts.method, url).headers(headers).body(body).send();
+    let upstream = tracing::Instrument::instrument(sent, forwarding).await.map_err(|e| {
         tracing::warn!(error = %e, "upstream unavailable");
         ApiError::upstream_unavailable().into_response()
     })?;

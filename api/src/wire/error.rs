@@ -36,6 +36,11 @@ pub struct Problem {
     pub code: &'static str,
     /// Human-readable explanation.
     pub detail: String,
+    /// The trace of the request (32 hex digits, W3C), when traces are on: quote it to find the
+    /// request's spans and log lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "4bf92f3577b34da6a3ce929d0e0e4736")]
+    pub trace_id: Option<String>,
 }
 
 /// Declares [`Code`] from one table: every code the API answers with, its status and what it
@@ -371,6 +376,7 @@ impl IntoResponse for ApiError {
             status: status.as_u16(),
             code: self.code.as_str(),
             detail: self.detail,
+            trace_id: current_trace_id(),
         };
         let mut body = serde_json::to_vec(&problem).unwrap_or_default();
         // A newline at the end, so a shell prompt after `curl` starts on a line of its own.
@@ -389,6 +395,17 @@ impl IntoResponse for ApiError {
         }
         response
     }
+}
+
+/// The trace id of the span the problem is answered in (the request's), when traces are on: a
+/// span without an OpenTelemetry context (traces off) has none.
+fn current_trace_id() -> Option<String> {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let span_context = span.span_context();
+    span_context.is_valid().then(|| span_context.trace_id().to_string())
 }
 
 impl From<AuthError> for ApiError {

@@ -2,11 +2,11 @@
 //! (`valet_grants`). Every instance reads them here, so a rotation, a retirement, a revocation or
 //! the one use of a single-use grant is seen by all instances at once.
 
+use super::sealing::valet_secret_context;
 use super::{
     Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt,
     incarnation_column, incarnation_value, require_incarnation,
 };
-use super::sealing::valet_secret_context;
 use crate::error::Error;
 
 /// State of a signing key.
@@ -192,7 +192,9 @@ impl Catalog {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(catalog_err)?;
-            let Some(row) = row.as_ref().map(|row| key_row(self, row)).transpose()? else { return Ok(Retirement::NotFound) };
+            let Some(row) = row.as_ref().map(|row| key_row(self, row)).transpose()? else {
+                return Ok(Retirement::NotFound);
+            };
             if row.state == ValetKeyState::Current {
                 return Ok(Retirement::IsCurrent);
             }

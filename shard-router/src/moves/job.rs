@@ -365,10 +365,13 @@ async fn before_switch(job: &mut impl PhasedJob) -> Result<(), Error> {
         if job.heartbeat().await? {
             return job.roll_back("cancelled by an operator").await;
         }
-        let step = match job.phase() {
-            Phase::Copy => job.copy().await,
-            Phase::CatchUp => job.catch_up().await,
-            Phase::CutOver => job.cut_over().await,
+        // Each attempt of a phase is a trace of its own (made only when traces are on).
+        let phase = job.phase();
+        let span = tracing::trace_span!(parent: None, "job.phase", job = job.id(), phase = ?phase);
+        let step = match phase {
+            Phase::Copy => tracing::Instrument::instrument(job.copy(), span).await,
+            Phase::CatchUp => tracing::Instrument::instrument(job.catch_up(), span).await,
+            Phase::CutOver => tracing::Instrument::instrument(job.cut_over(), span).await,
             _ => return Ok(()),
         };
         match step {

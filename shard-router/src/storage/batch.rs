@@ -16,6 +16,10 @@
 //! that is an answer, not a failure of the database), [`BatchReply::Alone`]: the operation
 //! runs again on its own. The statements and how each operation's answer is read out of the
 //! batch's rows are the stores' (`records`); this module only gathers and hands out.
+//!
+//! Traces: each batch runs in a `shard.batch` span (`TRACE` level: made only when traces are
+//! on). A lone operation's batch is a child of its caller's span; a queued one's links (as
+//! `follows_from`) the span of every operation in it, each of which may be in another trace.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -26,6 +30,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
+use tracing::{Instrument, Span};
 
 use crate::storage::health::{Refusal, is_health_failure};
 
@@ -156,6 +161,8 @@ impl SizeHistogram {
 struct Pending<Op, Out> {
     op: Op,
     reply: oneshot::Sender<BatchReply<Out>>,
+    /// The caller's span, kept when batch spans are made (traces on), else none.
+    caller: Span,
 }
 
 /// How an operation enters a batcher.
@@ -217,7 +224,8 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
                 Entry::Alone(op)
             } else {
                 let (reply, answer) = oneshot::channel();
-                queue.waiting.push_back(Pending { op, reply });
+                let caller = if batch_spans() { Span::current() } else { Span::none() };
+                queue.waiting.push_back(Pending { op, reply, caller });
                 Entry::Queued(answer)
             }
         };
@@ -227,7 +235,7 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
                 // Sent alone, from here; whatever queues meanwhile is handed to a drain task
                 // when this batch ends (or is given up on: the hand-over is the guard's drop).
                 self.sizes.observe(1);
-                let statement = run(vec![op]);
+                let statement = run(vec![op]).instrument(tracing::trace_span!("shard.batch", size = 1_usize));
                 let turn = Turn { batcher: self.clone(), limit: limit.max(1), run: Some(run) };
                 let (outcome, elapsed) = statement.await;
                 drop(turn);
@@ -275,14 +283,27 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
                 batch
             };
             self.sizes.observe(batch.len());
-            let (ops, senders): (Vec<Op>, Vec<_>) = batch.into_iter().map(|p| (p.op, p.reply)).unzip();
+            let span = tracing::trace_span!(parent: None, "shard.batch", size = batch.len());
+            let mut ops = Vec::with_capacity(batch.len());
+            let mut senders = Vec::with_capacity(batch.len());
+            for pending in batch {
+                span.follows_from(&pending.caller);
+                ops.push(pending.op);
+                senders.push(pending.reply);
+            }
             let count = senders.len();
-            let (outcome, elapsed) = run(ops).await;
+            let (outcome, elapsed) = run(ops).instrument(span).await;
             for (sender, reply) in senders.into_iter().zip(replies(outcome, elapsed, count)) {
                 let _ = sender.send(reply);
             }
         }
     }
+}
+
+/// Whether `shard.batch` spans are made (traces on): only then is a queued operation's span
+/// kept for its batch to link.
+fn batch_spans() -> bool {
+    tracing::enabled!(kind: tracing::metadata::Kind::SPAN, target: "shardgate_shard_router::storage::batch", tracing::Level::TRACE)
 }
 
 impl<Op, Out> Queue<Op, Out> {

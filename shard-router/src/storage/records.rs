@@ -612,7 +612,8 @@ impl<'a> RecordStore<'a> {
         if limit <= 1 {
             return Ok(None);
         }
-        match batcher.submit(op, (limit, config.in_flight()), run).await {
+        let statement = tracing::trace_span!("shard.statement", shard = %self.shard.id(), write);
+        match tracing::Instrument::instrument(batcher.submit(op, (limit, config.in_flight()), run), statement).await {
             BatchReply::Done(out, share) => {
                 self.shard.measure_share(write, share, false);
                 Ok(Some(out))

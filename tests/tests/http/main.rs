@@ -48,4 +48,5 @@ mod shard_credentials;
 mod shard_states;
 mod throttling;
 mod timeouts;
+mod traces;
 mod valet;
