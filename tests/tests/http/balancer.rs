@@ -351,15 +351,17 @@ async fn a_pending_proposal_survives_runs_that_see_a_near_equal_alternative() {
     .await
     .expect("a run proposes a move once the load is stored");
     assert_eq!(proposed["proposal"], "pending", "{proposed:#}");
-    // A third more traffic for one other hot tenant alone on its vshard: its vshard is now the
+    // A sixth more traffic for one other hot tenant alone on its vshard: its vshard is now the
     // heaviest of the hot shard, but by less than the margin (10% of the hottest excess, about
-    // 60% of one tenant's load here).
+    // 60% of one tenant's load here). Load is measured statement time, which a busy machine
+    // inflates: at a third more, a CI run once saw that vshard at 1.8 times a tenant's load, past
+    // the margin, and the new choice rightly replaced the proposal.
     let alone = |vshard: &Value| hot_tenants.iter().filter(|(_, v)| v == vshard).count() == 1;
     let (other, _) = hot_tenants
         .iter()
         .find(|(_, v)| *v != proposed["move"]["vshard"] && alone(v))
         .expect("another hot tenant alone on its vshard");
-    traffic(&app, std::slice::from_ref(other), ROUNDS / 3).await;
+    traffic(&app, std::slice::from_ref(other), ROUNDS / 6).await;
     for _ in 0..3 {
         let again = expect_json(run(&app).await, StatusCode::OK).await;
         assert_eq!(again["outcome"], "proposed", "{again:#}");
