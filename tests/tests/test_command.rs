@@ -10,7 +10,8 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// The scripts `scripts/test.sh` calls from `scripts/`, each replaced by a stand-in.
-const CALLED_SCRIPTS: &[&str] = &["services.sh", "chromium.sh", "kubectl.sh", "previous-release.sh"];
+const CALLED_SCRIPTS: &[&str] =
+    &["services.sh", "chromium.sh", "kubectl.sh", "otlp-receiver.sh", "previous-release.sh"];
 
 /// The workspace's root.
 fn workspace() -> PathBuf {
@@ -148,8 +149,13 @@ fn every_failed_step_is_named_and_every_step_runs() {
     let tree = Tree::new(&["scripts/chromium.sh", "cargo nextest", "cargo test --workspace --doc"]);
     let output = tree.run();
     let calls = tree.calls();
-    for expected in ["scripts/services.sh", "scripts/chromium.sh", "scripts/kubectl.sh", "scripts/previous-release.sh"]
-    {
+    for expected in [
+        "scripts/services.sh",
+        "scripts/chromium.sh",
+        "scripts/kubectl.sh",
+        "scripts/otlp-receiver.sh",
+        "scripts/previous-release.sh",
+    ] {
         assert!(calls.iter().any(|c| c.starts_with(expected)), "{expected} ran: {calls:#?}");
     }
     for expected in ["cargo test --workspace --no-run", "cargo nextest run", "cargo test --workspace --doc"] {
