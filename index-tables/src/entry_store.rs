@@ -42,6 +42,7 @@ use sqlx::Row;
 
 use shardgate_shard_router::records::{MAX_WRITE_ATTEMPTS, backoff};
 use shardgate_shard_router::shard::OnShard;
+use shardgate_shard_router::sql_comment::{Sql, traced};
 use shardgate_shard_router::{CollectionName, Error as StoreError, FencedShard, RecordKey, ShardStore, TenantId};
 
 use crate::error::IndexError;
@@ -284,10 +285,10 @@ impl<'a> IndexEntryStore<'a> {
     /// Binds an entry's values to `sql`, written with [`INSERT_ENTRY`]'s parameters.
     fn bind_entry<'q>(
         &self,
-        sql: &'q str,
+        sql: &'q Sql<'_>,
         entry: &'q IndexEntry,
     ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-        sqlx::query(sql)
+        sql.query()
             .bind(entry.tenant.as_str())
             .bind(entry.collection.as_str())
             .bind(entry.index.as_str())
@@ -305,7 +306,7 @@ impl<'a> IndexEntryStore<'a> {
     /// nothing because of the fence is [`StoreError::StaleMap`].
     async fn upsert(&self, entry: &IndexEntry, state: EntryState) -> Result<bool, IndexError> {
         let sql = format!("{}{UPSERT_NEWER}", insert_sql(state, false));
-        self.returned_row(self.bind_entry(&sql, entry), Some(entry.vshard)).await
+        self.returned_row(self.bind_entry(&traced(&sql), entry), Some(entry.vshard)).await
     }
 
     /// Writes `entry` as `pending` for a new value of a non-unique index, before the record's
@@ -338,8 +339,11 @@ impl<'a> IndexEntryStore<'a> {
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             backoff(attempt).await;
             self.count();
-            let inserted =
-                self.bind_entry(&insert, entry).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
+            let inserted = self
+                .bind_entry(&traced(&insert), entry)
+                .fetch_optional(self.shard.pool())
+                .on_shard(&self.shard)
+                .await?;
             if inserted.is_some() {
                 return Ok(Claim::Won);
             }
@@ -380,8 +384,9 @@ impl<'a> IndexEntryStore<'a> {
                    AND state = $13 AND claimed_at = $14 AND record_version = $15 AND unique_claim = 1 \
                    AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $11) \
                    AND NOT EXISTS (SELECT 1 FROM vshard_fences WHERE vshard = $6) RETURNING record_version";
+        let sql = traced(sql);
         let query = self
-            .bind_entry(sql, entry)
+            .bind_entry(&sql, entry)
             .bind(expected.record_key.as_str())
             .bind(expected.state.as_str())
             .bind(expected.claimed_at_ms)
@@ -396,8 +401,11 @@ impl<'a> IndexEntryStore<'a> {
             "SELECT {ENTRY_COLUMNS} FROM index_entries \
              WHERE tenant = $1 AND collection = $2 AND index_name = $3 AND value_key = $4 AND unique_claim = 1"
         );
-        let row =
-            bind_scope(&sql, scope).bind(value_key).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
+        let row = bind_scope(&traced(&sql), scope)
+            .bind(value_key)
+            .fetch_optional(self.shard.pool())
+            .on_shard(&self.shard)
+            .await?;
         row.map(|r| self.entry(&r)).transpose()
     }
 
@@ -415,6 +423,7 @@ impl<'a> IndexEntryStore<'a> {
              WHERE {WHERE_ENTRY} AND record_version <= $6 \
              AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $8) AND {NOT_VSHARD_FENCED} RETURNING record_version"
         );
+        let sql = traced(&sql);
         self.returned_row(bind_key(&sql, key).bind(record_version).bind(copy).bind(self.shard.map_epoch()), None).await
     }
 
@@ -426,6 +435,7 @@ impl<'a> IndexEntryStore<'a> {
             "DELETE FROM index_entries WHERE {WHERE_ENTRY} AND record_version <= $6 \
              AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) AND {NOT_VSHARD_FENCED} RETURNING record_version"
         );
+        let sql = traced(&sql);
         self.returned_row(bind_key(&sql, key).bind(record_version).bind(self.shard.map_epoch()), None).await
     }
 
@@ -438,6 +448,7 @@ impl<'a> IndexEntryStore<'a> {
              AND record_version = $8 AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $9) \
              AND {NOT_VSHARD_FENCED} RETURNING record_version"
         );
+        let sql = traced(&sql);
         let query = bind_key(&sql, seen.key(scope))
             .bind(seen.state.as_str())
             .bind(seen.claimed_at_ms)
@@ -450,7 +461,7 @@ impl<'a> IndexEntryStore<'a> {
     pub async fn get(&self, key: EntryKey<'_>) -> Result<Option<StoredEntry>, IndexError> {
         self.count();
         let sql = format!("SELECT {ENTRY_COLUMNS} FROM index_entries WHERE {WHERE_ENTRY}");
-        let row = bind_key(&sql, key).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
+        let row = bind_key(&traced(&sql), key).fetch_optional(self.shard.pool()).on_shard(&self.shard).await?;
         row.map(|r| self.entry(&r)).transpose()
     }
 
@@ -556,7 +567,8 @@ impl<'a> IndexEntryStore<'a> {
         binds: Vec<String>,
         limit: u32,
     ) -> Result<Vec<StoredEntry>, IndexError> {
-        let mut query = bind_scope(sql, scope);
+        let sql = traced(sql);
+        let mut query = bind_scope(&sql, scope);
         for value in binds {
             query = query.bind(value);
         }
@@ -575,8 +587,11 @@ impl<'a> IndexEntryStore<'a> {
         let mut deleted = 0;
         loop {
             self.count();
-            let done =
-                bind_scope(sql, scope).bind(i64::from(batch)).execute(self.shard.pool()).on_shard(&self.shard).await?;
+            let done = bind_scope(&traced(sql), scope)
+                .bind(i64::from(batch))
+                .execute(self.shard.pool())
+                .on_shard(&self.shard)
+                .await?;
             deleted += done.rows_affected();
             if done.rows_affected() < u64::from(batch) {
                 return Ok(deleted);
@@ -634,14 +649,14 @@ fn insert_sql(state: EntryState, unique: bool) -> String {
 
 /// `sql` with `$1`–`$3` bound to the scope.
 fn bind_scope<'q>(
-    sql: &'q str,
+    sql: &'q Sql<'_>,
     scope: IndexScope<'q>,
 ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
-    sqlx::query(sql).bind(scope.tenant.as_str()).bind(scope.collection.as_str()).bind(scope.index)
+    sql.query().bind(scope.tenant.as_str()).bind(scope.collection.as_str()).bind(scope.index)
 }
 
 /// `sql` with `$1`–`$5` bound to the entry key ([`WHERE_ENTRY`]).
-fn bind_key<'q>(sql: &'q str, key: EntryKey<'q>) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+fn bind_key<'q>(sql: &'q Sql<'_>, key: EntryKey<'q>) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
     bind_scope(sql, key.scope).bind(key.value_key).bind(key.record_key)
 }
 

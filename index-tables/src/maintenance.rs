@@ -96,6 +96,17 @@ impl IndexTables {
         if indexes.is_empty() {
             return Ok(IndexedWrite { prepared: None });
         }
+        let span = tracing::trace_span!("index.prepare", indexes = indexes.len());
+        tracing::Instrument::instrument(self.prepare_entries(addr, new, indexes), span).await
+    }
+
+    /// [`IndexTables::prepare_write`] for a collection with `indexes`.
+    async fn prepare_entries(
+        &self,
+        addr: RecordAddress<'_>,
+        new: Option<&RawValue>,
+        indexes: Vec<Arc<LiveIndex>>,
+    ) -> Result<IndexedWrite, IndexError> {
         let (route, db) = self.router.resolve_record_fresh(addr, Access::Write).await?;
         let old = current_value(&db, &route, addr).await?;
         let new: Option<Box<RawValue>> = new.map(ToOwned::to_owned);
@@ -133,10 +144,14 @@ impl IndexTables {
     /// never returned: look-ups verify and repair what is left.
     pub async fn finish_write(&self, write: IndexedWrite, committed: Result<i64, &StoreError>) {
         let Some(prepared) = write.prepared else { return };
-        match committed {
-            Ok(version) => self.complete(prepared, version).await,
-            Err(_) => self.abandon(prepared.written).await,
-        }
+        let span = tracing::trace_span!("index.finish", committed = committed.is_ok());
+        let finish = async {
+            match committed {
+                Ok(version) => self.complete(prepared, version).await,
+                Err(_) => self.abandon(prepared.written).await,
+            }
+        };
+        tracing::Instrument::instrument(finish, span).await
     }
 
     /// Writes `entry` as pending (claiming its value in a unique index) on the shard of its

@@ -48,7 +48,7 @@ pub mod topology;
 // The paths the crates above have used since before the rooms.
 pub use map::hash;
 pub use moves::{copy, job, mover, rebalance, rebalancer, redistribute};
-pub use storage::{batch, blobs, db, health, pg_tls, records, registration, shard};
+pub use storage::{batch, blobs, db, health, pg_tls, records, registration, shard, sql_comment};
 
 pub use batch::BatchingConfig;
 pub use blobs::{

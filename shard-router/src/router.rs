@@ -159,6 +159,15 @@ impl ShardRouter {
 
     /// `route` and its shard's pool, if the shard's state allows `access`.
     fn allowed(&self, route: Route, access: Access) -> Result<(Route, Database), Error> {
+        // The routing decision, as a span of the request's trace (made only when traces are on).
+        let _routed = tracing::trace_span!(
+            "route",
+            shard = %route.shard,
+            vshard = route.vshard,
+            epoch = route.epoch,
+            strategy = ?route.strategy
+        )
+        .entered();
         match (route.shard_state, access) {
             (ShardState::Offline, _) => return Err(Error::ShardOffline(route.shard)),
             (ShardState::ReadOnly, Access::Write) => return Err(Error::ShardReadOnly(route.shard)),

@@ -22,6 +22,7 @@ use prometheus_client::registry::Registry;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{BlobMeta, BlobStore};
 use shardgate_shard_router::{Database, Error as StoreError, ShardId};
+use tracing::Instrument;
 
 type Hasher = foldhash::fast::RandomState;
 
@@ -122,42 +123,46 @@ impl ChunkCache {
     /// statement, every chunk read put in the cache before the task leaves the reads in progress.
     fn spawn_read(&self, key: WindowKey, db: Database, shard: ShardId, meta: BlobMeta) -> WindowRead {
         let this = self.clone();
-        let task = tokio::spawn(async move {
-            // Dropped last: the entry goes only after the chunks are in the cache, so a download
-            // that misses a chunk either joins this read or finds every chunk cached.
-            let _finished = Finished { in_flight: this.in_flight.clone(), key: key.clone() };
-            let (upload, seqs) = (key.0.clone(), key.1..key.2);
-            let mut found = Vec::with_capacity(usize::try_from(seqs.end - seqs.start).unwrap_or(0));
-            for seq in seqs.clone() {
-                found.push(match &this.chunks {
-                    Some(chunks) => chunks.get(&(upload.clone(), seq)).await,
-                    None => None,
-                });
-            }
-            let store = BlobStore::new(&db, &shard);
-            let mut next = 0;
-            while next < found.len() {
-                if found[next].is_some() {
-                    next += 1;
-                    continue;
+        let task = tokio::spawn(
+            async move {
+                // Dropped last: the entry goes only after the chunks are in the cache, so a download
+                // that misses a chunk either joins this read or finds every chunk cached.
+                let _finished = Finished { in_flight: this.in_flight.clone(), key: key.clone() };
+                let (upload, seqs) = (key.0.clone(), key.1..key.2);
+                let mut found = Vec::with_capacity(usize::try_from(seqs.end - seqs.start).unwrap_or(0));
+                for seq in seqs.clone() {
+                    found.push(match &this.chunks {
+                        Some(chunks) => chunks.get(&(upload.clone(), seq)).await,
+                        None => None,
+                    });
                 }
-                let start = next;
-                while next < found.len() && found[next].is_none() {
-                    next += 1;
-                }
-                let run = seqs.start + start as u64..seqs.start + next as u64;
-                this.reads.inc();
-                let chunks = store.read_window(&meta, run.clone()).await.map_err(Arc::new)?;
-                for ((seq, slot), chunk) in run.zip(&mut found[start..next]).zip(chunks) {
-                    if let Some(cache) = &this.chunks {
-                        cache.insert((upload.clone(), seq), chunk.clone()).await;
+                let store = BlobStore::new(&db, &shard);
+                let mut next = 0;
+                while next < found.len() {
+                    if found[next].is_some() {
+                        next += 1;
+                        continue;
                     }
-                    *slot = Some(chunk);
+                    let start = next;
+                    while next < found.len() && found[next].is_none() {
+                        next += 1;
+                    }
+                    let run = seqs.start + start as u64..seqs.start + next as u64;
+                    this.reads.inc();
+                    let chunks = store.read_window(&meta, run.clone()).await.map_err(Arc::new)?;
+                    for ((seq, slot), chunk) in run.zip(&mut found[start..next]).zip(chunks) {
+                        if let Some(cache) = &this.chunks {
+                            cache.insert((upload.clone(), seq), chunk.clone()).await;
+                        }
+                        *slot = Some(chunk);
+                    }
                 }
+                let chunks = found.into_iter().map(|chunk| chunk.ok_or_else(|| Arc::new(unread(&upload))));
+                chunks.collect::<Result<Vec<_>, _>>().map(Arc::from)
             }
-            let chunks = found.into_iter().map(|chunk| chunk.ok_or_else(|| Arc::new(unread(&upload))));
-            chunks.collect::<Result<Vec<_>, _>>().map(Arc::from)
-        });
+            // The read is traced in the span of the download that started it (others join it).
+            .instrument(tracing::Span::current()),
+        );
         async move {
             match task.await {
                 Ok(outcome) => outcome,

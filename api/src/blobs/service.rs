@@ -387,14 +387,19 @@ pub fn download(
     let first_offset = seqs.start * chunk_size;
     let windows = meta.read_windows(seqs, cache.window_bytes());
     let state = (cache.clone(), db.clone(), shard.clone(), meta.clone(), Arc::<str>::from(meta.upload_id.as_str()));
+    // The body is sent after the handler returned: each window's read is a span of the request
+    // that asked for it (traces on), not of a trace of its own.
+    let request = tracing::Span::current();
     // The next window is read while this one is sent (at most two windows per download).
     let chunks = futures::stream::iter(windows)
         .map(move |window| {
             let (cache, db, shard, meta, upload) = state.clone();
-            async move {
+            let span = tracing::trace_span!(parent: &request, "blob.window", from = window.start, to = window.end);
+            let read = async move {
                 let chunks = cache.window((&db, &shard), &meta, &upload, window).await?;
                 Ok::<_, Arc<StoreError>>(futures::stream::iter(chunks.into_iter().map(Ok::<Bytes, Arc<StoreError>>)))
-            }
+            };
+            tracing::Instrument::instrument(read, span)
         })
         .buffered(2)
         .try_flatten();

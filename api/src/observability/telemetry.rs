@@ -10,7 +10,9 @@
 //! never waits for the collector). The request span takes the W3C `traceparent` and `tracestate`
 //! of a trusted caller as its parent ([`Traces::adopt`]), its trace id is a field of every log
 //! line inside it and the `trace_id` of problem bodies ([`current_trace_id`]), and the response
-//! carries the request span's `traceparent` ([`Traces::inject`]).
+//! carries the request span's `traceparent` ([`Traces::inject`]). A shard statement of a
+//! sampled trace carries its span's `traceparent` as a SQL comment
+//! ([`shardgate_shard_router::storage::sql_comment`]).
 //!
 //! Off, nothing of this runs: [`traces`] is `None`, the subscriber is the plain one, and the
 //! child spans (at `TRACE` level, below every log filter but `trace`) are disabled callsites.
@@ -91,6 +93,7 @@ pub fn start_traces(log: &LogConfig, telemetry: &TelemetryConfig, trusted_proxie
     if TRACES.set(traces).is_err() {
         return Ok(());
     }
+    shardgate_shard_router::storage::sql_comment::install(current_traceparent);
     // Only spans, and only shardgate's own: the log's events stay the log's.
     let spans = tracing_subscriber::filter::filter_fn(|meta| meta.is_span() && meta.target().starts_with("shardgate"));
     let otel = tracing_opentelemetry::layer()

@@ -231,6 +231,7 @@ fn catalog_unreachable(e: StoreError) -> ApiError {
 /// Checks a valet request's URL against the key ring and the catalog; returns the verified
 /// grant (and consumes a single-use one) with the request's slot in its tenant's bulkhead. A
 /// full bulkhead refuses before a single-use grant is consumed.
+#[tracing::instrument(level = "trace", name = "valet.check", skip_all)]
 async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<(Grant, Slot), ApiError> {
     let catalog = app.router.catalog();
     let prefix = format!("/valet/{tenant}/");

@@ -1,14 +1,13 @@
 //! The catalog's `load_windows`: every instance's closed windows of the load it put on the
-//! shards ([`crate::storage::meter`]), stored, rolled up, pruned and read back for the load
-//! picture (`crate::balance`). Rows are written many at a time in one statement: the rows travel
+//! shards ([`crate::storage::meter`]), stored, rolled up and pruned as every table of windows is
+//! ([`super::windows`]), and read back for the load picture (`crate::balance`). Rows are written many at a time in one statement: the rows travel
 //! as one JSON parameter that the database unpacks (`jsonb_to_recordset` on PostgreSQL,
 //! `json_each` on SQLite), and a row that exists already is added to.
-
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use sqlx::Row;
 
+use super::windows::WindowTable;
 use super::{Catalog, catalog_err, column};
 use crate::error::Error;
 use crate::storage::db::Engine;
@@ -160,81 +159,53 @@ fn rows_json(rows: &[LoadRow]) -> Result<String, Error> {
     serde_json::to_string(rows).map_err(|e| Error::Corrupt(format!("load rows: {e}")))
 }
 
+impl WindowTable for LoadRow {
+    const TABLE: &'static str = "load_windows";
+    type Key = (String, String, LoadScope, String, String);
+
+    fn insert_sql(engine: Engine) -> String {
+        insert_sql(engine)
+    }
+    fn columns() -> String {
+        COLUMNS.to_owned()
+    }
+    fn read(row: &sqlx::any::AnyRow) -> Result<Self, Error> {
+        read_row(row)
+    }
+    fn json(rows: &[Self]) -> Result<String, Error> {
+        rows_json(rows)
+    }
+    fn start_ms(&self) -> i64 {
+        self.start_ms
+    }
+    fn key(&self) -> Self::Key {
+        (self.instance.clone(), self.shard.clone(), self.scope, self.subject.clone(), self.work.clone())
+    }
+    fn emptied(&self, start_ms: i64, width_ms: i64) -> Self {
+        LoadRow { start_ms, width_ms, counters: Counters::default(), overcount_us: 0, ..self.clone() }
+    }
+    fn add(&mut self, other: &Self) {
+        self.counters.add(&other.counters);
+        self.overcount_us += other.overcount_us;
+    }
+}
+
 impl Catalog {
     /// Stores `rows` in one statement (a row stored before is added to).
     pub async fn store_load_rows(&self, rows: &[LoadRow]) -> Result<(), Error> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let json = rows_json(rows)?;
-        let sql = insert_sql(self.db.engine);
-        self.guarded(async {
-            sqlx::query(&sql).bind(json).execute(&self.db.pool).await.map_err(catalog_err)?;
-            Ok(())
-        })
-        .await
+        self.store_windows(rows).await
     }
 
     /// Rolls the rows of width `from_ms` that ended by `before_ms` up into rows of width `to_ms`
-    /// (their counters summed), in one transaction: the rows are deleted and their sums stored,
-    /// so two instances rolling up at once never count a row twice (the second finds it gone).
-    /// Returns how many rows were rolled up.
+    /// (their counters summed), in one transaction ([`Catalog::roll_up_windows`]). Returns how
+    /// many rows were rolled up.
     pub async fn roll_up_load(&self, from_ms: i64, to_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        let insert = insert_sql(self.db.engine);
-        self.guarded(async {
-            let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
-            let taken = sqlx::query(&format!(
-                "DELETE FROM load_windows WHERE width_ms = $1 AND start_ms + width_ms <= $2 RETURNING {COLUMNS}"
-            ))
-            .bind(from_ms)
-            .bind(before_ms)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-            let mut sums: BTreeMap<(i64, String, String, LoadScope, String, String), LoadRow> = BTreeMap::new();
-            for row in &taken {
-                let row = read_row(row)?;
-                let start_ms = row.start_ms - row.start_ms.rem_euclid(to_ms);
-                let key = (
-                    start_ms,
-                    row.instance.clone(),
-                    row.shard.clone(),
-                    row.scope,
-                    row.subject.clone(),
-                    row.work.clone(),
-                );
-                let sum = sums.entry(key).or_insert_with(|| LoadRow {
-                    start_ms,
-                    width_ms: to_ms,
-                    counters: Counters::default(),
-                    overcount_us: 0,
-                    ..row.clone()
-                });
-                sum.counters.add(&row.counters);
-                sum.overcount_us += row.overcount_us;
-            }
-            let rows: Vec<LoadRow> = sums.into_values().collect();
-            if !rows.is_empty() {
-                sqlx::query(&insert).bind(rows_json(&rows)?).execute(&mut *tx).await.map_err(catalog_err)?;
-            }
-            tx.commit().await.map_err(catalog_err)?;
-            Ok(taken.len() as u64)
-        })
-        .await
+        self.roll_up_windows::<LoadRow>(from_ms, to_ms, before_ms).await
     }
 
     /// Deletes the rows of width `width_ms` that ended by `before_ms`; returns how many.
     pub async fn prune_load(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        self.guarded(async {
-            let done = sqlx::query("DELETE FROM load_windows WHERE width_ms = $1 AND start_ms + width_ms <= $2")
-                .bind(width_ms)
-                .bind(before_ms)
-                .execute(&self.db.pool)
-                .await
-                .map_err(catalog_err)?;
-            Ok(done.rows_affected())
-        })
-        .await
+        self.prune_windows::<LoadRow>(width_ms, before_ms).await
     }
 
     /// The rows of `scope` of the windows that overlap `[since_ms, until_ms)`, in time order.

@@ -32,6 +32,7 @@ mod moves;
 pub mod request_windows;
 mod sealing;
 mod valet;
+mod windows;
 pub use balancer::{BalancerRow, RunRow};
 #[cfg(test)]
 pub(crate) use collections::ranges_of;

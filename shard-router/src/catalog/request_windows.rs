@@ -1,17 +1,16 @@
 //! The catalog's `request_windows`: every instance's closed windows of the requests it answered
 //! (request health: [`crate::balance::request_meter`]), per route template and per shard, stored,
-//! rolled up, pruned and read back as the load windows are ([`super::load`]). A row holds the
-//! window's requests, its errors and the bucket counts of a latency histogram with fixed bounds
-//! ([`LATENCY_BUCKETS_US`]): counts add up across instances and windows, so rows merge by
-//! addition and percentiles are computed on read ([`RequestCounts::percentile_ms`]).
+//! rolled up and pruned as every table of windows is ([`super::windows`]), and read back. A row
+//! holds the window's requests, its errors and the bucket counts of a latency histogram with
+//! fixed bounds ([`LATENCY_BUCKETS_US`]): counts add up across instances and windows, so rows
+//! merge by addition and percentiles are computed on read ([`RequestCounts::percentile_ms`]).
 //!
 //! Rows are written many at a time in one statement (one JSON parameter unpacked by the
 //! database), and a row that exists already is added to.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
+use super::windows::WindowTable;
 use super::{Catalog, catalog_err, column};
 use crate::error::Error;
 use crate::storage::db::Engine;
@@ -217,72 +216,52 @@ fn rows_json(rows: &[RequestRow]) -> Result<String, Error> {
         .map_err(|e| Error::Corrupt(format!("request rows: {e}")))
 }
 
+impl WindowTable for RequestRow {
+    const TABLE: &'static str = "request_windows";
+    type Key = (String, RequestScope, String);
+
+    fn insert_sql(engine: Engine) -> String {
+        insert_sql(engine)
+    }
+    fn columns() -> String {
+        all_columns().join(", ")
+    }
+    fn read(row: &sqlx::any::AnyRow) -> Result<Self, Error> {
+        read_row(row)
+    }
+    fn json(rows: &[Self]) -> Result<String, Error> {
+        rows_json(rows)
+    }
+    fn start_ms(&self) -> i64 {
+        self.start_ms
+    }
+    fn key(&self) -> Self::Key {
+        (self.instance.clone(), self.scope, self.subject.clone())
+    }
+    fn emptied(&self, start_ms: i64, width_ms: i64) -> Self {
+        RequestRow { start_ms, width_ms, counts: RequestCounts::default(), ..self.clone() }
+    }
+    fn add(&mut self, other: &Self) {
+        self.counts.add(&other.counts);
+    }
+}
+
 impl Catalog {
     /// Stores `rows` in one statement (a row stored before is added to).
     pub async fn store_request_rows(&self, rows: &[RequestRow]) -> Result<(), Error> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let json = rows_json(rows)?;
-        let sql = insert_sql(self.db.engine);
-        self.guarded(async {
-            sqlx::query(&sql).bind(json).execute(&self.db.pool).await.map_err(catalog_err)?;
-            Ok(())
-        })
-        .await
+        self.store_windows(rows).await
     }
 
     /// Rolls the rows of width `from_ms` that ended by `before_ms` up into rows of width `to_ms`
-    /// (their counts summed), in one transaction, as [`Catalog::roll_up_load`] does. Returns how
+    /// (their counts summed), in one transaction ([`Catalog::roll_up_windows`]). Returns how
     /// many rows were rolled up.
     pub async fn roll_up_requests(&self, from_ms: i64, to_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        let insert = insert_sql(self.db.engine);
-        let list = all_columns().join(", ");
-        self.guarded(async {
-            let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
-            let taken = sqlx::query(&format!(
-                "DELETE FROM request_windows WHERE width_ms = $1 AND start_ms + width_ms <= $2 RETURNING {list}"
-            ))
-            .bind(from_ms)
-            .bind(before_ms)
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-            let mut sums: BTreeMap<(i64, String, RequestScope, String), RequestRow> = BTreeMap::new();
-            for row in &taken {
-                let row = read_row(row)?;
-                let start_ms = row.start_ms - row.start_ms.rem_euclid(to_ms);
-                let key = (start_ms, row.instance.clone(), row.scope, row.subject.clone());
-                let sum = sums.entry(key).or_insert_with(|| RequestRow {
-                    start_ms,
-                    width_ms: to_ms,
-                    counts: RequestCounts::default(),
-                    ..row.clone()
-                });
-                sum.counts.add(&row.counts);
-            }
-            let rows: Vec<RequestRow> = sums.into_values().collect();
-            if !rows.is_empty() {
-                sqlx::query(&insert).bind(rows_json(&rows)?).execute(&mut *tx).await.map_err(catalog_err)?;
-            }
-            tx.commit().await.map_err(catalog_err)?;
-            Ok(taken.len() as u64)
-        })
-        .await
+        self.roll_up_windows::<RequestRow>(from_ms, to_ms, before_ms).await
     }
 
     /// Deletes the rows of width `width_ms` that ended by `before_ms`; returns how many.
     pub async fn prune_requests(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        self.guarded(async {
-            let done = sqlx::query("DELETE FROM request_windows WHERE width_ms = $1 AND start_ms + width_ms <= $2")
-                .bind(width_ms)
-                .bind(before_ms)
-                .execute(&self.db.pool)
-                .await
-                .map_err(catalog_err)?;
-            Ok(done.rows_affected())
-        })
-        .await
+        self.prune_windows::<RequestRow>(width_ms, before_ms).await
     }
 
     /// The rows of `scope` of the windows that overlap `[since_ms, until_ms)`, in time order.

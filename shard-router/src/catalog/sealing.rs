@@ -387,10 +387,7 @@ impl Catalog {
         for (data_key_id, wrapping_id, wrapping_key) in &added {
             // The data key's bytes are not kept outside `LessSafeKey`: wrap the original bytes,
             // which the existing wrapping still holds.
-            let bytes = rows
-                .iter()
-                .filter(|r| &r.id == *data_key_id)
-                .find_map(|r| file.key(&r.wrapping_key).and_then(|k| decrypt(k, &wrap_context(&r.id), &r.wrapped)))
+            let bytes = unwrap_data_key(file, rows, data_key_id)
                 .ok_or_else(|| Error::SecretsKey(format!("data key {data_key_id} no longer opens")))?;
             sqlx::query(
                 "INSERT INTO data_keys (id, wrapping_key, wrapped, created_at) VALUES ($1, $2, $3, $4) \
@@ -480,11 +477,8 @@ fn open_data_keys(file: &SecretsKeyFile, rows: &[WrappedKey]) -> Result<BTreeMap
         if keys.contains_key(&row.id) {
             continue;
         }
-        let wrappings = || rows.iter().filter(|r| r.id == row.id);
-        let opened = wrappings()
-            .find_map(|r| file.key(&r.wrapping_key).and_then(|k| decrypt(k, &wrap_context(&r.id), &r.wrapped)));
-        let Some(opened) = opened.and_then(|bytes| aead_key(&bytes)) else {
-            let under: Vec<&str> = wrappings().map(|r| r.wrapping_key.as_str()).collect();
+        let Some(opened) = unwrap_data_key(file, rows, &row.id).and_then(|bytes| aead_key(&bytes)) else {
+            let under: Vec<&str> = rows.iter().filter(|r| r.id == row.id).map(|r| r.wrapping_key.as_str()).collect();
             return Err(key_file_error(
                 &file.path,
                 format!(
@@ -499,6 +493,14 @@ fn open_data_keys(file: &SecretsKeyFile, rows: &[WrappedKey]) -> Result<BTreeMap
         keys.insert(row.id.clone(), opened);
     }
     Ok(keys)
+}
+
+/// The bytes of data key `id`, unwrapped by the first of its wrappings in `rows` whose key
+/// `file` holds.
+fn unwrap_data_key(file: &SecretsKeyFile, rows: &[WrappedKey], id: &str) -> Option<Vec<u8>> {
+    rows.iter()
+        .filter(|r| r.id == id)
+        .find_map(|r| file.key(&r.wrapping_key).and_then(|k| decrypt(k, &wrap_context(&r.id), &r.wrapped)))
 }
 
 /// The number of a data key id (`data-<n>`), for picking the newest.

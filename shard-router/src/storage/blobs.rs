@@ -95,6 +95,7 @@ use crate::storage::db::Database;
 use crate::storage::meter::Sample;
 use crate::storage::records::{MAX_WRITE_ATTEMPTS, backoff};
 use crate::storage::shard::{FencedShard, OnShard, ShardStore, plain_shard_store, shard_error};
+use crate::storage::sql_comment::traced;
 
 /// The size of every chunk of a blob but the last (which holds the remainder, at least a byte).
 pub const BLOB_CHUNK_BYTES: usize = 256 * 1024;
@@ -459,23 +460,25 @@ impl<'a> BlobStore<'a> {
             chunk_size: BLOB_CHUNK_BYTES as u32,
         };
         // last_chunk starts "full", so the first chunk may follow it.
-        let begun = sqlx::query(
+        let begin = traced(
             "INSERT INTO blob_uploads (upload_id, tenant, path, vshard, state, chunk_size, next_seq, received, \
              last_chunk, started_at, changed_at) \
              SELECT $1, $2, $3, $4, 'staging', $5, 0, 0, $5, $6, $6 \
              WHERE NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $7) \
              AND NOT EXISTS (SELECT 1 FROM tenant_fences WHERE tenant = $2) RETURNING upload_id",
-        )
-        .bind(&upload.id)
-        .bind(tenant.as_str())
-        .bind(path.as_str())
-        .bind(i64::from(vshard))
-        .bind(i64::from(upload.chunk_size))
-        .bind(now_ms)
-        .bind(self.shard.map_epoch())
-        .fetch_optional(self.shard.pool())
-        .on_shard(&self.shard)
-        .await?;
+        );
+        let begun = begin
+            .query()
+            .bind(&upload.id)
+            .bind(tenant.as_str())
+            .bind(path.as_str())
+            .bind(i64::from(vshard))
+            .bind(i64::from(upload.chunk_size))
+            .bind(now_ms)
+            .bind(self.shard.map_epoch())
+            .fetch_optional(self.shard.pool())
+            .on_shard(&self.shard)
+            .await?;
         match begun {
             Some(_) => Ok(upload),
             None => {
@@ -492,6 +495,7 @@ impl<'a> BlobStore<'a> {
     /// [`Error::StaleMap`] if the fence is newer than the routing map; [`Error::BlobProtocol`]
     /// for a chunk out of order, of a wrong size, or after a short chunk. The upload stays as it
     /// was; the caller aborts it.
+    #[tracing::instrument(level = "trace", name = "blob.chunk_write", skip_all, fields(seq = seq, bytes = data.len()))]
     pub async fn put_chunk(&self, upload: &Upload, seq: u64, data: &[u8], now_ms: i64) -> Result<(), Error> {
         if data.is_empty() || data.len() > upload.chunk_size() {
             return Err(Error::BlobProtocol(format!(
@@ -504,20 +508,18 @@ impl<'a> BlobStore<'a> {
         let seq_i64 = to_i64(seq)?;
         // First statement, and a write: it takes SQLite's write lock and, on PostgreSQL, locks
         // the upload's row against a concurrent abort or abandonment.
-        let append = sqlx::query(
+        let append = traced(
             "UPDATE blob_uploads SET next_seq = next_seq + 1, received = received + $1, last_chunk = $1, \
              changed_at = $2 \
              WHERE upload_id = $3 AND state = 'staging' AND next_seq = $4 AND last_chunk = chunk_size \
              AND NOT EXISTS (SELECT 1 FROM shard_fence WHERE epoch > $5) RETURNING next_seq",
-        )
-        .bind(data.len() as i64)
-        .bind(now_ms)
-        .bind(&upload.id)
-        .bind(seq_i64);
+        );
+        let append = append.query().bind(data.len() as i64).bind(now_ms).bind(&upload.id).bind(seq_i64);
         let Some(mut tx) = self.begin_with_fenced_write(append).await? else {
             return Err(self.chunk_refused(upload, seq).await?);
         };
-        sqlx::query("INSERT INTO blob_chunks (upload_id, seq, data) VALUES ($1, $2, $3)")
+        traced("INSERT INTO blob_chunks (upload_id, seq, data) VALUES ($1, $2, $3)")
+            .query()
             .bind(&upload.id)
             .bind(seq_i64)
             .bind(data)
@@ -1064,19 +1066,20 @@ fn check_chunk_range(blob: &BlobMeta, seqs: &Range<u64>) -> Result<(), Error> {
 }
 
 /// Reads chunks `seqs` of `blob` in one statement and checks each one's presence and length.
+#[tracing::instrument(level = "trace", name = "blob.chunk_read", skip_all, fields(from = seqs.start, to = seqs.end))]
 async fn read_window(db: &Database, shard: &ShardId, blob: &BlobMeta, seqs: Range<u64>) -> Result<Vec<Bytes>, Error> {
     check_chunk_range(blob, &seqs)?;
     if seqs.is_empty() {
         return Ok(Vec::new());
     }
     let started = db.is_metered().then(Instant::now);
-    let rows =
-        sqlx::query("SELECT seq, data FROM blob_chunks WHERE upload_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq")
-            .bind(&blob.upload_id)
-            .bind(to_i64(seqs.start)?)
-            .bind(to_i64(seqs.end)?)
-            .fetch_all(&db.pool)
-            .await;
+    let rows = traced("SELECT seq, data FROM blob_chunks WHERE upload_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq")
+        .query()
+        .bind(&blob.upload_id)
+        .bind(to_i64(seqs.start)?)
+        .bind(to_i64(seqs.end)?)
+        .fetch_all(&db.pool)
+        .await;
     if let Some(started) = started {
         db.record(shard, Sample::statement(false, started.elapsed(), rows.is_err()));
     }

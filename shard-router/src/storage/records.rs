@@ -18,6 +18,7 @@ use crate::storage::batch::{BatchOutcome, BatchReply, Batcher, RowKey, RowRead, 
 use crate::storage::db::{Database, Engine};
 use crate::storage::meter::Sample;
 use crate::storage::shard::{FenceLayout, FencedShard, OnShard, ShardStore};
+use crate::storage::sql_comment::traced;
 
 /// Where a record store keeps its records, and which fences guard them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -583,12 +584,21 @@ impl<'a> RecordStore<'a> {
         let row =
             match self.batched(batcher, addr.owned(), false, move |keys| read_batch(db.clone(), sql, keys)).await? {
                 Some(row) => row,
-                None => self.shard.read(|| lone_read(self.shard.db(), sql, addr.borrowed())).await?,
+                None => {
+                    let read = self.shard.read(|| lone_read(self.shard.db(), sql, addr.borrowed()));
+                    tracing::Instrument::instrument(read, self.statement_span(false)).await?
+                }
             };
         if row.is_none() {
             self.check_moved(addr).await?;
         }
         Ok(row)
+    }
+
+    /// The span of one point statement of this shard (`TRACE` level: made only when traces are
+    /// on), batched or alone.
+    fn statement_span(&self, write: bool) -> tracing::Span {
+        tracing::trace_span!("shard.statement", shard = %self.shard.id(), write)
     }
 
     /// `op` sent through `batcher` when this shard batches (`run` runs a batch); `None` when it
@@ -612,8 +622,8 @@ impl<'a> RecordStore<'a> {
         if limit <= 1 {
             return Ok(None);
         }
-        let statement = tracing::trace_span!("shard.statement", shard = %self.shard.id(), write);
-        match tracing::Instrument::instrument(batcher.submit(op, (limit, config.in_flight()), run), statement).await {
+        let submitted = batcher.submit(op, (limit, config.in_flight()), run);
+        match tracing::Instrument::instrument(submitted, self.statement_span(write)).await {
             BatchReply::Done(out, share) => {
                 self.shard.measure_share(write, share, false);
                 Ok(Some(out))
@@ -695,7 +705,8 @@ impl<'a> RecordStore<'a> {
         {
             return Ok(written);
         }
-        lone_swap(self.shard.db(), self.sql(), &op).on_shard(&self.shard).await
+        let swap = lone_swap(self.shard.db(), self.sql(), &op).on_shard(&self.shard);
+        tracing::Instrument::instrument(swap, self.statement_span(true)).await
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.
@@ -757,7 +768,8 @@ impl<'a> RecordStore<'a> {
                 Some(written) => written,
                 None => {
                     let write = (self.tag(vshard), now_ms, value.get(), self.shard.map_epoch());
-                    lone_write(self.shard.db(), sql, addr.borrowed(), write).on_shard(&self.shard).await?
+                    let written = lone_write(self.shard.db(), sql, addr.borrowed(), write).on_shard(&self.shard);
+                    tracing::Instrument::instrument(written, self.statement_span(true)).await?
                 }
             };
         let Some((version, live_since)) = written else {
@@ -877,10 +889,15 @@ impl<'a> RecordStore<'a> {
             let count: i64 = self
                 .shard
                 .read(|| {
-                    sqlx::query_scalar(&listing.moved)
-                        .bind(tenant.as_str())
-                        .bind(collection.as_str())
-                        .fetch_one(self.shard.pool())
+                    let moved = traced(&listing.moved);
+                    async move {
+                        moved
+                            .query_scalar()
+                            .bind(tenant.as_str())
+                            .bind(collection.as_str())
+                            .fetch_one(self.shard.pool())
+                            .await
+                    }
                 })
                 .await?;
             return Ok((Vec::new(), count > 0));
@@ -914,7 +931,8 @@ impl<'a> RecordStore<'a> {
         collection: &CollectionName,
         limit: u32,
     ) -> Result<Vec<sqlx::any::AnyRow>, Error> {
-        let mut query = sqlx::query(sql).bind(tenant.as_str()).bind(collection.as_str());
+        let sql = traced(sql);
+        let mut query = sql.query().bind(tenant.as_str()).bind(collection.as_str());
         for value in binds {
             query = query.bind(value.as_str());
         }
@@ -1179,7 +1197,8 @@ async fn lone_read(
     sql: &'static Statements,
     [tenant, collection, key]: [&str; 3],
 ) -> Result<Option<RowRead>, sqlx::Error> {
-    let row = sqlx::query(&sql.read).bind(tenant).bind(collection).bind(key).fetch_optional(&db.pool).await?;
+    let statement = traced(&sql.read);
+    let row = statement.query().bind(tenant).bind(collection).bind(key).fetch_optional(&db.pool).await?;
     row.as_ref().map(|row| row_read(row, 0)).transpose()
 }
 
@@ -1191,7 +1210,9 @@ async fn lone_write(
     [tenant, collection, key]: [&str; 3],
     (tag, now_ms, value, epoch): (i64, i64, &str, i64),
 ) -> Result<Written, sqlx::Error> {
-    let row = sqlx::query(&sql.insert_or_update)
+    let statement = traced(&sql.insert_or_update);
+    let row = statement
+        .query()
         .bind(tenant)
         .bind(collection)
         .bind(key)
@@ -1220,8 +1241,8 @@ async fn read_batch(
         unique.sort();
         unique.dedup();
         let json = serde_json::to_string(&unique).unwrap_or_default();
-        let statement = for_engine(&db, &sql.batch_read);
-        let read = || sqlx::query(statement).bind(&json).fetch_all(&db.pool);
+        let statement = traced(for_engine(&db, &sql.batch_read));
+        let read = || statement.query().bind(&json).fetch_all(&db.pool);
         db.health().run_idempotent(read).await.and_then(|rows| {
             let mut found = std::collections::HashMap::with_capacity(rows.len());
             for row in &rows {
@@ -1339,7 +1360,8 @@ where
 {
     let json = serde_json::to_string(&round.iter().map(|&i| &ops[i]).collect::<Vec<_>>())
         .map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    let rows = sqlx::query(statement).bind(json).fetch_all(executor).await?;
+    let statement = traced(statement);
+    let rows = statement.query().bind(json).fetch_all(executor).await?;
     let mut returned = std::collections::HashMap::with_capacity(rows.len());
     for row in &rows {
         let address = RowKey { tenant: row.try_get(0)?, collection: row.try_get(1)?, key: row.try_get(2)? };
@@ -1352,16 +1374,19 @@ where
 }
 
 /// The lone statement of one compare-and-swap write, as an unbatched write runs it.
-fn lone_swap<'q>(
-    db: &'q Database,
-    sql: &'static Statements,
-    op: &'q RowSwap,
-) -> impl std::future::Future<Output = Result<Option<i64>, sqlx::Error>> + Send + 'q {
+async fn lone_swap(db: &Database, sql: &'static Statements, op: &RowSwap) -> Result<Option<i64>, sqlx::Error> {
     let RowKey { tenant, collection, key } = &op.address;
     let value = op.value.as_deref().unwrap_or("null");
     let from = op.from.unwrap_or(0);
+    let statement = traced(match op.swap {
+        Swap::Insert => &sql.insert_or_nothing,
+        Swap::Update => &sql.update,
+        Swap::Delete => &sql.delete_version,
+        Swap::DeleteLive => &sql.delete,
+    });
     let query = match op.swap {
-        Swap::Insert => sqlx::query_scalar(&sql.insert_or_nothing)
+        Swap::Insert => statement
+            .query_scalar()
             .bind(tenant)
             .bind(collection)
             .bind(key)
@@ -1369,7 +1394,8 @@ fn lone_swap<'q>(
             .bind(op.now_ms)
             .bind(value)
             .bind(op.epoch),
-        Swap::Update => sqlx::query_scalar(&sql.update)
+        Swap::Update => statement
+            .query_scalar()
             .bind(from + 1)
             .bind(op.now_ms)
             .bind(value)
@@ -1379,7 +1405,8 @@ fn lone_swap<'q>(
             .bind(key)
             .bind(from)
             .bind(op.epoch),
-        Swap::Delete => sqlx::query_scalar(&sql.delete_version)
+        Swap::Delete => statement
+            .query_scalar()
             .bind(from + 1)
             .bind(op.now_ms)
             .bind(tenant)
@@ -1388,10 +1415,10 @@ fn lone_swap<'q>(
             .bind(from)
             .bind(op.epoch),
         Swap::DeleteLive => {
-            sqlx::query_scalar(&sql.delete).bind(op.now_ms).bind(tenant).bind(collection).bind(key).bind(op.epoch)
+            statement.query_scalar().bind(op.now_ms).bind(tenant).bind(collection).bind(key).bind(op.epoch)
         }
     };
-    query.fetch_optional(&db.pool)
+    query.fetch_optional(&db.pool).await
 }
 
 /// Runs a batch of compare-and-swap writes through `db`'s health: per round (each key at most

@@ -327,3 +327,151 @@ async fn a_collector_that_hangs_changes_no_answer_and_its_drops_are_counted() {
     assert!(timed_out.await.is_some(), "an export that never returns is given up and counted");
     held.abort();
 }
+
+/// The statements of `database` blocked on a lock, as `pg_stat_activity` shows them.
+async fn blocked_statements(monitor: &sqlx::AnyPool, database: &str) -> Vec<String> {
+    sqlx::query_scalar(
+        "SELECT query FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND state = 'active'",
+    )
+    .bind(database)
+    .fetch_all(monitor)
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampled_statement_names_its_trace_in_pg_stat_activity() {
+    let receiver = Receiver::start().await;
+    let app = TestApp::spawn_with(Backend::Postgres, traced(&receiver.endpoint, TraceTrust::Always)).await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let path = record_path("acme", "docs", "k1");
+    let seeded = app.send(Method::PUT, &path, Some(&token), Some(&json!({"n": 0})), &[]).await;
+    assert!(seeded.status().is_success());
+    let shard = app.route("acme", "docs", "k1").await["shard"].as_str().unwrap().to_owned();
+    let database = app.pg_database_of(&shard).expect("a seeded PostgreSQL shard");
+    let url = app.shard_urls().into_iter().find(|(id, _)| *id == shard).unwrap().1;
+    let holder = shardgate_tests::open_shard(&url).await;
+    let monitor = shardgate_tests::open_shard(&url).await;
+
+    // While the record's row is locked, a write to it waits in the database, where
+    // pg_stat_activity shows its text; what it shows for a sampled and an unsampled trace.
+    let mut seen = Vec::new();
+    for (flags, n) in [("01", 1), ("00", 2)] {
+        let trace = uuid::Uuid::new_v4().simple().to_string();
+        let header = format!("00-{trace}-{}-{flags}", &uuid::Uuid::new_v4().simple().to_string()[..16]);
+        let mut lock = holder.begin().await.unwrap();
+        let locked = sqlx::query(
+            "SELECT key FROM records WHERE tenant = 'acme' AND collection = 'docs' AND key = 'k1' FOR UPDATE",
+        )
+        .fetch_all(&mut *lock)
+        .await
+        .unwrap();
+        assert_eq!(locked.len(), 1, "the record's row is in `records` on {shard}");
+        let write = {
+            let (app, token, path) = (&app, &token, &path);
+            async move {
+                let body = json!({"n": n});
+                app.send(Method::PUT, path, Some(token), Some(&body), &[("traceparent", header.as_str())]).await
+            }
+        };
+        let watch = async {
+            eventually(Duration::from_secs(15), async || {
+                blocked_statements(&monitor, &database).await.into_iter().find(|q| q.contains("records"))
+            })
+            .await
+        };
+        let (answer, blocked) = tokio::join!(write, async {
+            let blocked = watch.await;
+            lock.commit().await.unwrap();
+            blocked
+        });
+        assert!(answer.status().is_success(), "{}", answer.status());
+        let blocked = blocked.expect("the write waited on the lock, visible in pg_stat_activity");
+        seen.push((trace, blocked));
+    }
+    let (sampled_trace, sampled) = &seen[0];
+    let comment = format!("/*traceparent='00-{sampled_trace}-");
+    assert!(sampled.contains(&comment), "a sampled statement carries its trace: {sampled}");
+    let (unsampled_trace, unsampled) = &seen[1];
+    assert!(!unsampled.contains("traceparent"), "an unsampled statement carries no comment: {unsampled}");
+    assert!(!unsampled.contains(unsampled_trace.as_str()));
+
+    // The span the comment names is the statement's batch span, exported in the same trace.
+    let span_id = sampled.split(&comment).nth(1).unwrap().split('-').next().unwrap().to_owned();
+    let spans = receiver.trace(sampled_trace, |spans| spans.iter().any(|s| s["span_id"] == span_id.as_str())).await;
+    let named = spans.iter().find(|s| s["span_id"] == span_id.as_str()).unwrap();
+    assert_eq!(named["name"], "shard.batch", "{named}");
+    holder.close().await;
+    monitor.close().await;
+}
+
+/// The names of the spans of the trace a request with `header` started, once `wanted` are
+/// all there.
+async fn span_names(receiver: &Receiver, trace: &str, wanted: &[&str]) -> HashSet<String> {
+    let spans = receiver.trace(trace, |spans| wanted.iter().all(|name| !named(spans, name).is_empty())).await;
+    spans.iter().map(|s| s["name"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_maintenance_routing_blob_chunks_and_valet_checks_have_spans() {
+    use shardgate_gatekeeper::Scope;
+    let receiver = Receiver::start().await;
+    let app = TestApp::spawn_with(Backend::Sqlite, traced(&receiver.endpoint, TraceTrust::Always)).await;
+    app.create_tenant("acme").await;
+    let token = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app
+        .client
+        .put(app.url("/v1/tenants/acme/collections/users/indexes/by-town"))
+        .bearer_auth(&token)
+        .json(&json!({"field": "/town"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(index.status(), StatusCode::CREATED);
+    let active = eventually(Duration::from_secs(20), async || {
+        let url = app.url("/v1/tenants/acme/collections/users/indexes/by-town");
+        let index: Value = app.client.get(url).bearer_auth(&token).send().await.ok()?.json().await.ok()?;
+        (index["state"] == "active").then_some(())
+    });
+    assert!(active.await.is_some(), "the index is built");
+
+    // A write to an indexed collection: routed, its entries prepared and finished.
+    let (header, trace) = traceparent();
+    let path = record_path("acme", "users", "u1");
+    let put =
+        app.send(Method::PUT, &path, Some(&token), Some(&json!({"town": "Lyon"})), &[("traceparent", &header)]).await;
+    assert!(put.status().is_success(), "{}", put.status());
+    let names = span_names(&receiver, &trace, &["request", "route", "index.prepare", "index.finish"]).await;
+    assert!(names.contains("shard.statement"), "{names:?}");
+
+    // A blob upload writes its chunks in spans of the request's trace.
+    let (header, trace) = traceparent();
+    let upload = app
+        .client
+        .put(app.url("/v1/tenants/acme/blobs/docs/a.bin"))
+        .bearer_auth(&token)
+        .header("traceparent", &header)
+        .body(vec![7u8; 300_000])
+        .send()
+        .await
+        .unwrap();
+    assert!(upload.status().is_success(), "{}", upload.status());
+    let spans = receiver.trace(&trace, |spans| named(spans, "blob.chunk_write").len() == 2).await;
+    assert_eq!(named(&spans, "blob.chunk_write").len(), 2, "300,000 bytes are two chunks of 256 KiB");
+
+    // A valet download: the URL is checked in a span, and the chunks are read in one.
+    let body = json!({"path": "docs/a.bin", "permission": "read"});
+    let url = app.issue_valet_key("acme", &token, &body).await["url"].as_str().unwrap().to_owned();
+    let (header, trace) = traceparent();
+    let download = app
+        .client
+        .get(app.url(&url[url.find("/valet/").unwrap()..]))
+        .header("traceparent", &header)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(download.status(), StatusCode::OK);
+    assert_eq!(download.bytes().await.unwrap().len(), 300_000);
+    span_names(&receiver, &trace, &["request", "valet.check", "blob.window", "blob.chunk_read"]).await;
+}
