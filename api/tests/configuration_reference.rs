@@ -44,8 +44,12 @@ const SOURCES: &[&str] = &[
 const COMPUTED_DEFAULTS: &[(&str, &str)] = &[("storage.pool.max_connections", "twice the number of CPUs")];
 
 /// What a key of a table of named entries stands for (`rate_limits.tiers.<tier>`).
-const ENTRY_NAMES: &[(&str, &str)] =
-    &[("rate_limits.tiers", "tier"), ("cache.collection_ttl", "collection"), ("telemetry.headers", "header")];
+const ENTRY_NAMES: &[(&str, &str)] = &[
+    ("rate_limits.tiers", "tier"),
+    ("cache.collection_ttl", "collection"),
+    ("telemetry.headers", "header"),
+    ("storage.latency_budgets", "shard"),
+];
 
 const PREAMBLE: &str = "\
 # Configuration reference

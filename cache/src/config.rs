@@ -41,7 +41,7 @@ pub struct CacheConfig {
     #[serde(with = "humantime_serde")]
     pub ttl: Duration,
     /// Per-collection TTL overrides, by collection name.
-    #[serde(default, deserialize_with = "durations", serialize_with = "write_durations")]
+    #[serde(default, with = "humantime_serde::map")]
     pub collection_ttl: HashMap<String, Duration>,
     /// Timeout of one Redis operation before the cache is bypassed. Default 250 ms.
     #[serde(with = "humantime_serde")]
@@ -113,17 +113,4 @@ impl Default for L1Config {
     fn default() -> Self {
         Self { enabled: None, max_bytes: 64 * 1024 * 1024 }
     }
-}
-
-fn write_durations<S: serde::Serializer>(map: &HashMap<String, Duration>, serializer: S) -> Result<S::Ok, S::Error> {
-    let mut sorted: Vec<_> = map.iter().collect();
-    sorted.sort();
-    serializer.collect_map(sorted.into_iter().map(|(name, ttl)| (name, format!("{}ms", ttl.as_millis()))))
-}
-
-fn durations<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<HashMap<String, Duration>, D::Error> {
-    let raw = HashMap::<String, String>::deserialize(deserializer)?;
-    raw.into_iter()
-        .map(|(k, v)| humantime_serde::parse_duration(&v).map(|d| (k, d)).map_err(serde::de::Error::custom))
-        .collect()
 }

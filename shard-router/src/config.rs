@@ -2,6 +2,7 @@
 //! them, and how data moves between shards. Read by start-up ([`crate::startup`]) and by the jobs
 //! (through [`crate::router::ShardRouter::move_config`]); it knows nothing else.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -53,6 +54,16 @@ pub struct StorageConfig {
     /// without that shard's records (reporting it). Default 2 s.
     #[serde(with = "crate::humantime_serde")]
     pub fan_out_deadline: Duration,
+    /// The 99th-percentile latency a shard's request statements are to keep (waiting for a
+    /// connection included): each instance exports it per shard as
+    /// `shardgate_shard_latency_budget_seconds`, and the `ShardgateShardLatencyHigh` alert
+    /// fires when a shard is over its own. Default 250 ms.
+    #[serde(with = "crate::humantime_serde")]
+    pub latency_budget: Duration,
+    /// Budgets of particular shards, by shard id, in place of `latency_budget`: for example
+    /// `{ "shard-7" = "1s" }` for a shard on slower disks. Default: none.
+    #[serde(with = "crate::humantime_serde::map")]
+    pub latency_budgets: BTreeMap<String, Duration>,
     /// The load picture: how the load on the shards is counted and kept.
     pub load: LoadConfig,
     /// How point operations that meet on one shard are batched (see `crate::storage::batch`).
@@ -71,8 +82,28 @@ impl Default for StorageConfig {
             migrate_on_start: true,
             moves: MoveConfig::default(),
             fan_out_deadline: Duration::from_secs(2),
+            latency_budget: Duration::from_millis(250),
+            latency_budgets: BTreeMap::new(),
             load: LoadConfig::default(),
             batching: BatchingConfig::default(),
+        }
+    }
+}
+
+impl StorageConfig {
+    /// The latency budget of shard `shard`: its own in `latency_budgets`, else `latency_budget`.
+    pub fn latency_budget_of(&self, shard: &str) -> Duration {
+        self.latency_budgets.get(shard).copied().unwrap_or(self.latency_budget)
+    }
+
+    /// What is wrong with the latency budgets, if anything.
+    pub fn validate_latency_budgets(&self) -> Result<(), String> {
+        let zero = std::iter::once(("storage.latency_budget".to_owned(), self.latency_budget))
+            .chain(self.latency_budgets.iter().map(|(shard, d)| (format!("storage.latency_budgets.{shard}"), *d)))
+            .find(|(_, d)| d.is_zero());
+        match zero {
+            Some((key, _)) => Err(format!("{key} must be above zero (a 99th-percentile latency, e.g. 250ms)")),
+            None => Ok(()),
         }
     }
 }
@@ -272,6 +303,26 @@ pub const REDACTED: &str = "<redacted>";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shard_has_its_own_latency_budget_or_the_fleets() {
+        let config: StorageConfig = serde_json::from_value(
+            serde_json::json!({"latency_budget": "300ms", "latency_budgets": {"shard-7": "1s"}}),
+        )
+        .unwrap();
+        assert_eq!(config.latency_budget_of("shard-7"), Duration::from_secs(1));
+        assert_eq!(config.latency_budget_of("shard-1"), Duration::from_millis(300));
+        assert_eq!(StorageConfig::default().latency_budget_of("shard-1"), Duration::from_millis(250));
+        assert_eq!(config.validate_latency_budgets(), Ok(()));
+        let written = serde_json::to_value(&config).unwrap();
+        assert_eq!(written["latency_budgets"], serde_json::json!({"shard-7": "1000ms"}));
+
+        let zero = StorageConfig { latency_budgets: BTreeMap::from([("shard-2".into(), Duration::ZERO)]), ..config };
+        let refused = zero.validate_latency_budgets().unwrap_err();
+        assert!(refused.contains("storage.latency_budgets.shard-2"), "{refused}");
+        let bad = serde_json::from_value::<StorageConfig>(serde_json::json!({"latency_budgets": {"s": "fast"}}));
+        assert!(bad.is_err());
+    }
 
     #[test]
     fn the_move_settings_refuse_a_pace_that_could_not_finish_or_never_slows_down() {

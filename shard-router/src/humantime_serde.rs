@@ -51,6 +51,37 @@ pub fn parse_duration(raw: &str) -> Result<Duration, InvalidDuration> {
     millis.map(Duration::from_millis).ok_or_else(|| InvalidDuration::TooLarge(raw.to_owned()))
 }
 
+/// Serde support for tables of durations by name (`{ "shard-7" = "1s" }`), into any map of
+/// `String` to `Duration`; written sorted by name, each as whole milliseconds.
+pub mod map {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Reads a table of `"5s"`-style durations.
+    pub fn deserialize<'de, D, M>(deserializer: D) -> Result<M, D::Error>
+    where
+        D: Deserializer<'de>,
+        M: FromIterator<(String, Duration)>,
+    {
+        let raw = std::collections::BTreeMap::<String, String>::deserialize(deserializer)?;
+        raw.into_iter()
+            .map(|(name, value)| super::parse_duration(&value).map(|d| (name, d)).map_err(serde::de::Error::custom))
+            .collect()
+    }
+
+    /// Writes the table sorted by name, each duration as `"250ms"`.
+    pub fn serialize<'a, S, M>(map: &'a M, serializer: S) -> Result<S::Ok, S::Error>
+    where
+        S: Serializer,
+        &'a M: IntoIterator<Item = (&'a String, &'a Duration)>,
+    {
+        let mut sorted: Vec<(&String, &Duration)> = map.into_iter().collect();
+        sorted.sort();
+        serializer.collect_map(sorted.into_iter().map(|(name, d)| (name, format!("{}ms", d.as_millis()))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

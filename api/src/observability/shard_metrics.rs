@@ -1,6 +1,7 @@
 //! The health of every shard database in `/metrics`, read at each scrape: its circuit breaker's
-//! state, how often it opened, the statements in progress, refused and retried, and the sizes of
-//! the batches its point operations were sent in. Labelled by
+//! state, how often it opened, the statements in progress, refused and retried, the sizes of
+//! the batches its point operations were sent in, and its latency budget
+//! (`storage.latency_budget`, for the latency alert to compare with). Labelled by
 //! shard id (one series per registered shard: bounded). The catalog's breaker has its own two
 //! families (`catalog_breaker_state`, `catalog_breaker_opens`).
 
@@ -13,11 +14,17 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::batch::{BatchKind, SIZE_BUCKETS};
+use shardgate_shard_router::config::StorageConfig;
 use shardgate_shard_router::health::{BreakerState, HealthReport};
 
 /// The [`Collector`] of shard health metrics.
 #[derive(Debug)]
-pub struct ShardHealthMetrics(pub Arc<ShardRouter>);
+pub struct ShardHealthMetrics {
+    /// The shards.
+    pub router: Arc<ShardRouter>,
+    /// Their latency budgets (`storage.latency_budget`, `storage.latency_budgets`).
+    pub storage: StorageConfig,
+}
 
 /// A counter of [`HealthReport`]: its name, its help and how to read it.
 type Counted = (&'static str, &'static str, fn(&HealthReport) -> u64);
@@ -27,7 +34,7 @@ const STATES: [BreakerState; 4] =
 
 impl Collector for ShardHealthMetrics {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let dbs = self.0.shard_dbs();
+        let dbs = self.router.shard_dbs();
         let shards: Vec<(String, HealthReport)> =
             dbs.iter().map(|(id, _, db)| (id.to_string(), db.health().report())).collect();
 
@@ -101,7 +108,19 @@ impl Collector for ShardHealthMetrics {
             }
         }
 
-        let catalog = self.0.catalog().database().health().report();
+        let mut family = encoder.encode_descriptor(
+            "shard_latency_budget_seconds",
+            "The 99th-percentile statement latency each shard is to keep (storage.latency_budget, or its own \
+             in storage.latency_budgets); the latency alert compares with it",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (shard, _) in &shards {
+            ConstGauge::new(self.storage.latency_budget_of(shard).as_secs_f64())
+                .encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+        }
+
+        let catalog = self.router.catalog().database().health().report();
         let mut family = encoder.encode_descriptor(
             "catalog_breaker_state",
             "Circuit breaker state of the catalog database on this instance (1 for the current state)",

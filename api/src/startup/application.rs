@@ -404,6 +404,7 @@ impl Application {
         config.storage.pool.breaker.validate().map_err(anyhow::Error::msg)?;
         config.storage.load.validate().map_err(anyhow::Error::msg)?;
         config.storage.moves.validate().map_err(anyhow::Error::msg)?;
+        config.storage.validate_latency_budgets().map_err(anyhow::Error::msg)?;
         config.storage.batching.validate().map_err(anyhow::Error::msg)?;
         let moves = &config.storage.moves;
         if moves.adaptive_pace && moves.pace_floor() < moves.pace_floor_bytes_per_second {
@@ -458,7 +459,10 @@ impl Application {
                 registry,
             );
             registry.register("valet_refusals", "Valet requests refused, by code", valet_refusals.clone());
-            registry.register_collector(Box::new(ShardHealthMetrics(router.clone())));
+            registry.register_collector(Box::new(ShardHealthMetrics {
+                router: router.clone(),
+                storage: config.storage.clone(),
+            }));
             registry.register_collector(Box::new(crate::observability::load_metrics::ShardLoadMetrics(
                 router.clone(),
                 load_flusher.clone(),
