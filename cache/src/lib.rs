@@ -274,9 +274,9 @@ impl RecordCache {
         self.l1.as_ref().filter(|_| self.l1_trusted.load(Ordering::Acquire))
     }
 
-    /// Reads a record through the cache; `load` reads it from the shard. Traced as `cache.read`
-    /// (a span only when traces are on).
-    #[tracing::instrument(level = "trace", name = "cache.read", skip_all)]
+    /// Reads a record through the cache; `load` reads it from the shard. The caller makes the
+    /// `cache.read` span around it (`shardgate_shard_router::in_trace_span!`), so that with traces
+    /// off this future is awaited with no wrapper.
     pub async fn read<Fut>(
         &self,
         cache_key: &str,
@@ -295,7 +295,7 @@ impl RecordCache {
         // A write in progress (or whose instance died): read the shard, store nothing.
         let mut writing = false;
         if let Some(l1) = self.trusted_l1() {
-            match tracing::Instrument::instrument(l1.get(cache_key), tracing::trace_span!("cache.l1")).await {
+            match shardgate_shard_router::in_trace_span!(tracing::trace_span!("cache.l1"), l1.get(cache_key)) {
                 Some(Slot::Record(record)) => {
                     self.metrics.l1_hits.inc();
                     return (Ok(RecordState::Live(record)), CacheOutcome::L1Hit);
@@ -307,7 +307,7 @@ impl RecordCache {
         }
         let mut outcome = CacheOutcome::Miss;
         if let Some(l2) = &self.l2 {
-            match tracing::Instrument::instrument(l2.get(cache_key), tracing::trace_span!("cache.redis")).await {
+            match shardgate_shard_router::in_trace_span!(tracing::trace_span!("cache.redis"), l2.get(cache_key)) {
                 Ok(Some(Slot::Record(record))) => {
                     self.metrics.l2_hits.inc();
                     if let Some(l1) = self.trusted_l1() {

@@ -251,8 +251,7 @@ impl Authenticator {
     }
 
     /// Verifies an `Authorization` header value (`Bearer <jwt>`); see [`Authenticator::verify`].
-    /// Traced as `authenticate` (a span only when traces are on).
-    #[tracing::instrument(level = "trace", name = "authenticate", skip_all)]
+    /// Its callers make the `authenticate` span around it (only when traces are on).
     pub async fn verify_header(&self, header: Option<&str>) -> Result<Arc<Principal>, AuthError> {
         let header = header.ok_or(AuthError::Missing)?;
         let (scheme, token) = header.trim().split_once(' ').ok_or(AuthError::Missing)?;

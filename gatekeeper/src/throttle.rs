@@ -579,9 +579,8 @@ impl Limiter {
         self.config.enabled
     }
 
-    /// Takes one request of `subject` against `limit`. Traced as `rate_limit` (a span only when
-    /// traces are on).
-    #[tracing::instrument(level = "trace", name = "rate_limit", skip_all)]
+    /// Takes one request of `subject` against `limit`. Its callers make the `rate_limit` span
+    /// around it (only when traces are on).
     pub async fn check(&self, subject: Subject<'_>, limit: RateLimit) -> Decision {
         let key = subject.key(&self.config.key_prefix, limit);
         if let Some(shared) = &self.shared

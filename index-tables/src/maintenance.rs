@@ -96,8 +96,11 @@ impl IndexTables {
         if indexes.is_empty() {
             return Ok(IndexedWrite { prepared: None });
         }
-        let span = tracing::trace_span!("index.prepare", indexes = indexes.len());
-        tracing::Instrument::instrument(self.prepare_entries(addr, new, indexes), span).await
+        let count = indexes.len();
+        shardgate_shard_router::in_trace_span!(
+            tracing::trace_span!("index.prepare", indexes = count),
+            self.prepare_entries(addr, new, indexes)
+        )
     }
 
     /// [`IndexTables::prepare_write`] for a collection with `indexes`.

@@ -64,3 +64,25 @@ pub use map::{Distribution, Incarnation, MapSnapshot, Route, ShardState, Strateg
 pub use router::{Access, ShardRouter};
 pub use shard::{FencedShard, ShardStore};
 pub use topology::{ShardStats, Topology};
+
+#[doc(hidden)]
+pub use tracing as __tracing;
+
+/// `in_trace_span!(span, future)` awaits `future` inside `span`, a `TRACE`-level span of the
+/// request's trace, when such spans can be on (traces on); otherwise it awaits `future` alone.
+/// Neither `span` is built nor `future` moved into a wrapper when traces are off: a disabled
+/// `tracing::Instrumented` (or `#[tracing::instrument]`, which adds an async block of its own)
+/// still moves the future's state, which cost a cached GET ~1.5 % more instructions
+/// (`bench/instructions.sh`, issue 51). Written as a macro because a function taking the future
+/// would move it once more. Use it, not `Instrument::instrument` or `#[instrument]`, for spans on
+/// the request path.
+#[macro_export]
+macro_rules! in_trace_span {
+    ($span:expr, $future:expr $(,)?) => {
+        if $crate::__tracing::level_enabled!($crate::__tracing::Level::TRACE) {
+            $crate::__tracing::Instrument::instrument($future, $span).await
+        } else {
+            $future.await
+        }
+    };
+}

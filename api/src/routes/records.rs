@@ -139,20 +139,21 @@ async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNon
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let addr = t.address();
     let router = &app.router;
-    let (result, outcome) = app
-        .cache
-        .read(&cache_key, t.collection.as_str(), || async move {
-            // Through the router, which finds the record's new shard if it moved meanwhile.
-            let read = router.read_record(addr, |route, db| async move {
-                RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await
-            });
-            Ok(match read.await? {
-                RecordRead::Live(record) => RecordState::Live(cached(record)),
-                RecordRead::Gone(version) => RecordState::Gone(version),
-                RecordRead::Absent => RecordState::Absent,
-            })
+    let load = || async move {
+        // Through the router, which finds the record's new shard if it moved meanwhile.
+        let read = router.read_record(addr, |route, db| async move {
+            RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await
+        });
+        Ok(match read.await? {
+            RecordRead::Live(record) => RecordState::Live(cached(record)),
+            RecordRead::Gone(version) => RecordState::Gone(version),
+            RecordRead::Absent => RecordState::Absent,
         })
-        .await;
+    };
+    let (result, outcome) = shardgate_shard_router::in_trace_span!(
+        tracing::trace_span!("cache.read"),
+        app.cache.read(&cache_key, t.collection.as_str(), load)
+    );
     span.record("cache", outcome.as_str());
     let RecordState::Live(record) = result.map_err(|e| ApiError::from(&*e))? else {
         return Err(shardgate_shard_router::Error::RecordNotFound.into());

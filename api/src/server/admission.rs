@@ -110,7 +110,10 @@ impl Gate {
     pub async fn authenticate(&self, headers: &HeaderMap) -> Option<Result<Arc<Principal>, AuthError>> {
         let value = headers.get(header::AUTHORIZATION)?;
         Some(match value.to_str() {
-            Ok(value) => self.auth.verify_header(Some(value)).await,
+            Ok(value) => shardgate_shard_router::in_trace_span!(
+                tracing::trace_span!("authenticate"),
+                self.auth.verify_header(Some(value))
+            ),
             Err(_) => Err(AuthError::Malformed),
         })
     }
@@ -137,7 +140,10 @@ impl Gate {
             },
             _ => (Subject::Client(client), config.anonymous),
         };
-        let decision = self.limiter.check(subject, limit).await;
+        let decision = shardgate_shard_router::in_trace_span!(
+            tracing::trace_span!("rate_limit"),
+            self.limiter.check(subject, limit)
+        );
         if !decision.shared {
             self.local.inc();
         }

@@ -105,7 +105,10 @@ impl FromRequestParts<Arc<App>> for Caller {
             return Ok(Caller(result.clone()?));
         }
         let header = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let principal = app.gate.auth.verify_header(header).await?;
+        let principal = shardgate_shard_router::in_trace_span!(
+            tracing::trace_span!("authenticate"),
+            app.gate.auth.verify_header(header)
+        )?;
         Ok(Caller(principal))
     }
 }

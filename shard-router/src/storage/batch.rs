@@ -235,9 +235,10 @@ impl<Op: Send + 'static, Out: Send + 'static> Batcher<Op, Out> {
                 // Sent alone, from here; whatever queues meanwhile is handed to a drain task
                 // when this batch ends (or is given up on: the hand-over is the guard's drop).
                 self.sizes.observe(1);
-                let statement = run(vec![op]).instrument(tracing::trace_span!("shard.batch", size = 1_usize));
+                let statement = run(vec![op]);
                 let turn = Turn { batcher: self.clone(), limit: limit.max(1), run: Some(run) };
-                let (outcome, elapsed) = statement.await;
+                let (outcome, elapsed) =
+                    crate::in_trace_span!(tracing::trace_span!("shard.batch", size = 1_usize), statement);
                 drop(turn);
                 return replies(outcome, elapsed, 1).pop().unwrap_or(BatchReply::Alone);
             }

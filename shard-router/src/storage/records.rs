@@ -586,7 +586,7 @@ impl<'a> RecordStore<'a> {
                 Some(row) => row,
                 None => {
                     let read = self.shard.read(|| lone_read(self.shard.db(), sql, addr.borrowed()));
-                    tracing::Instrument::instrument(read, self.statement_span(false)).await?
+                    crate::in_trace_span!(self.statement_span(false), read)?
                 }
             };
         if row.is_none() {
@@ -623,7 +623,7 @@ impl<'a> RecordStore<'a> {
             return Ok(None);
         }
         let submitted = batcher.submit(op, (limit, config.in_flight()), run);
-        match tracing::Instrument::instrument(submitted, self.statement_span(write)).await {
+        match crate::in_trace_span!(self.statement_span(write), submitted) {
             BatchReply::Done(out, share) => {
                 self.shard.measure_share(write, share, false);
                 Ok(Some(out))
@@ -706,7 +706,7 @@ impl<'a> RecordStore<'a> {
             return Ok(written);
         }
         let swap = lone_swap(self.shard.db(), self.sql(), &op).on_shard(&self.shard);
-        tracing::Instrument::instrument(swap, self.statement_span(true)).await
+        crate::in_trace_span!(self.statement_span(true), swap)
     }
 
     /// Writes `value` at `addr` if `condition` holds. `vshard` is recorded with the row.
@@ -769,7 +769,7 @@ impl<'a> RecordStore<'a> {
                 None => {
                     let write = (self.tag(vshard), now_ms, value.get(), self.shard.map_epoch());
                     let written = lone_write(self.shard.db(), sql, addr.borrowed(), write).on_shard(&self.shard);
-                    tracing::Instrument::instrument(written, self.statement_span(true)).await?
+                    crate::in_trace_span!(self.statement_span(true), written)?
                 }
             };
         let Some((version, live_since)) = written else {
