@@ -42,6 +42,11 @@ if git -C "$ADVISORY_DB" rev-parse --verify --quiet HEAD >/dev/null 2>&1; then
     echo "advisory database: $ADVISORY_DB, commit $(git -C "$ADVISORY_DB" log -1 --format='%h of %cs')"
 fi
 
+# cargo-deny reads the metadata of every platform's crates (windows-sys among them), which a
+# build on Linux never downloads: fetch them first (crates.io, Cargo.lock as it is; nothing to do
+# when they are in the cache), so a fresh machine's check does not stop at a missing source.
+cargo fetch --locked --quiet
+
 status=0
 PATH="$(dirname "$cargo_deny"):$PATH" cargo deny --frozen check --show-stats --hide-inclusion-graph "${checks[@]}" || status=$?
 if [[ " ${checks[*]} " != *" advisories "* ]]; then
