@@ -240,8 +240,9 @@ pub enum Error {
     /// 500 `internal`: the catalog holds something this version cannot read.
     #[error("catalog or shard data is corrupt: {0}")]
     Corrupt(String),
-    /// 503 `catalog_unavailable` / `shard_unavailable` when the database cannot be reached or the
-    /// pool is exhausted; 500 `internal` otherwise.
+    /// 503 `catalog_unavailable` / `shard_unavailable` when the database cannot be reached, the
+    /// pool is exhausted or the database refuses a new connection's credentials (see
+    /// [`Error::is_authentication_failure`]); 500 `internal` otherwise.
     #[error("database error on {target}: {source}")]
     Database {
         /// `catalog` or `shard <id>`.
@@ -308,6 +309,13 @@ impl Error {
         }
     }
 
+    /// Whether this is a database refusing the credentials of a new connection: its password
+    /// was rotated and this pool still connects with the old one (the router reads the shard's
+    /// URL from the catalog again and runs the statement once more: `ShardRouter::write`).
+    pub fn is_authentication_failure(&self) -> bool {
+        matches!(self, Error::Database { source, .. } if crate::storage::health::is_authentication_failure(source))
+    }
+
     /// Whether this is a database that cannot be reached right now (rather than a bug).
     pub fn is_unavailable(&self) -> bool {
         match self {
@@ -318,6 +326,7 @@ impl Error {
             | Error::WriteOutcomeUnknown { .. } => true,
             Error::Database { source, .. } => {
                 crate::storage::health::is_health_failure(source)
+                    || crate::storage::health::is_authentication_failure(source)
                     || matches!(source, sqlx::Error::PoolClosed)
                     || matches!(source, sqlx::Error::Database(db) if db.message().contains("database is locked"))
                     // Class 53, insufficient resources: too many connections, out of memory or disk.

@@ -13,8 +13,9 @@
 //! - [`catalog`]: the catalog database: shards, tenants, collections, jobs, claims, valet keys;
 //! - the router: [`router`] (`ShardRouter`: resolve a request to its shard and run it there),
 //!   [`fanout`] (listings across shards), [`pools`] (the shard pools), [`startup`] (opening it),
-//!   [`config`] (`[storage]`), and [`topology`] (admin changes of shards, tenants and
-//!   distributions: serialised, audited);
+//!   [`config`] (`[storage]`), [`topology`] (admin changes of shards, tenants and
+//!   distributions: serialised, audited), and [`usage`] (a tenant's usage summed over the shards
+//!   the map places its parts on);
 //! - [`moves`]: jobs that move data: copy, tenant, vshard and range moves, redistribution,
 //!   rebalance planning, rebalances and drains;
 //! - [`balance`]: the load picture (windows of the load each instance's meter counted, stored
@@ -44,6 +45,7 @@ pub mod router;
 pub mod startup;
 pub mod storage;
 pub mod topology;
+pub mod usage;
 
 // The paths the crates above have used since before the rooms.
 pub use map::hash;

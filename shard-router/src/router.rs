@@ -211,7 +211,11 @@ impl ShardRouter {
     /// runs it once more on the new route (which may now say the shard is read-only, or elsewhere).
     /// If the tenant is being moved off the shard (its fence there, raised by a move job), waits
     /// for the map that routes it to its new shard and runs it there, for at most
-    /// `moves.cutover_wait`; then [`Error::TenantMoving`].
+    /// `moves.cutover_wait`; then [`Error::TenantMoving`]. If the shard's database refuses the
+    /// password of a new connection (it was rotated, and another instance took the new URL with
+    /// `PATCH /v1/admin/shards/{id}` since this one last polled the catalog), reads the shard's
+    /// URL again and, if it changed, runs `write` once more on the pool reopened there, from the
+    /// start as after a fence's refusal (the refused statement never reached the database).
     pub async fn write<T, F, Fut>(&self, tenant: &TenantId, write: F) -> Result<T, Error>
     where
         F: Fn(Route, Database) -> Fut,
@@ -240,7 +244,8 @@ impl ShardRouter {
     }
 
     /// Runs `op` on what `resolve` routes to, routing again after a refresh when the shard's
-    /// fence or a move's fence refuses it (see [`ShardRouter::write`]).
+    /// fence or a move's fence refuses it, or after the shard's new URL was read when its
+    /// database refused a password (see [`ShardRouter::write`]).
     async fn settled_on<T, R, F, Fut>(&self, tenant: &TenantId, resolve: R, op: F) -> Result<T, Error>
     where
         R: Fn() -> Result<(Route, Database), Error>,
@@ -255,13 +260,21 @@ impl ShardRouter {
             }
             other => other?,
         };
-        let mut refreshed = false;
+        let (mut refreshed, mut reconnected) = (false, false);
         loop {
+            let (shard, used) = (route.shard.clone(), db.clone());
             match op(route, db).await {
                 Err(Error::StaleMap(shard)) if !refreshed => {
                     tracing::info!(shard = %shard, epoch = self.epoch(), "write refused by the shard fence; refreshing the map");
                     refreshed = true;
                     self.refresh().await?;
+                }
+                Err(e) if e.is_authentication_failure() && !reconnected => {
+                    reconnected = true;
+                    if !self.pools.follow_refused_password(&shard, &used, &self.catalog).await {
+                        return Err(e);
+                    }
+                    tracing::info!(shard = %shard, "the shard refused a password; running again at its new URL");
                 }
                 Err(
                     Error::TenantFenced { .. }

@@ -5,6 +5,7 @@
 //! | `/v1/tenants/{tenant}/collections/{collection}/records[/{key}]` | `records.rs` |
 //! | `/v1/admin/tenants[/{id}]` | `admin/tenants.rs` |
 //! | `/v1/admin/tenants/{id}/holdings` | `admin/holdings.rs` |
+//! | `/v1/admin/tenants/{id}/usage` | `admin/usage.rs` |
 //! | `/v1/admin/tenants/{id}/collections[/{collection}[/split]]` | `admin/collections.rs` |
 //! | `/v1/admin/load[/heatmap]` (the load picture) | `admin/load.rs` |
 //! | `/v1/admin/health/requests` (request health) | `admin/request_health.rs` |
@@ -17,6 +18,7 @@
 //! | `/v1/tenants/{tenant}/collections/{collection}/indexes[/{index}[/records]]` | `indexes.rs` |
 //! | `/v1/tenants/{tenant}/blobs[/{path}]` | `blobs.rs` |
 //! | `/v1/tenants/{tenant}/valet-keys[/{id}]` | `valet_keys.rs` |
+//! | `/v1/tenants/{tenant}/usage` | `usage.rs` |
 //! | `/valet/{tenant}/{path}` (no token: the signature is the credential) | `valet.rs` |
 //! | `/v1/admin/valet/signing-keys[/rotate \| /{id}]` | `admin/signing_keys.rs` |
 //! | `/v1/admin/key-sets/refresh` | `admin/key_sets.rs` |
@@ -32,5 +34,6 @@ pub mod console;
 pub mod indexes;
 pub mod ops;
 pub mod records;
+pub mod usage;
 pub mod valet;
 pub mod valet_keys;

@@ -29,7 +29,7 @@ use crate::app::App;
 use crate::config::{Config, CorsConfig, LimitsConfig};
 use crate::observability::metrics::{KeySetMetrics, Metrics};
 use crate::observability::shard_metrics::ShardHealthMetrics;
-use crate::routes::{admin, blobs, console, indexes, ops, records, valet, valet_keys};
+use crate::routes::{admin, blobs, console, indexes, ops, records, usage, valet, valet_keys};
 use crate::server::admission::{Gate, RedisBuckets};
 use crate::server::bulkhead::{Bulkheads, Guarded, Limit};
 use crate::server::client_address::ProxyTrust;
@@ -78,6 +78,7 @@ fn data_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(indexes::lookup_records))
         .routes(routes!(valet_keys::issue_valet_key))
         .routes(routes!(valet_keys::revoke_valet_key))
+        .routes(routes!(usage::get_usage))
 }
 
 /// Blobs: streamed, with their own size limits and deadline.
@@ -108,6 +109,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::routing::explain_route))
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(admin::holdings::get_tenant_holdings))
+        .routes(routes!(admin::usage::get_tenant_usage))
         .routes(routes!(admin::balancer::get_balancer_plan))
         .routes(routes!(admin::balancer::get_balancer))
         .routes(routes!(admin::balancer::set_balancer_mode))

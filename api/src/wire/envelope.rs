@@ -1,5 +1,6 @@
 //! Response bodies that several route modules return: a record ([`RecordEnvelope`]), a
-//! background job ([`Job`]) and a resource just created ([`created`]).
+//! background job ([`Job`]), a resource just created ([`created`]) and what a tenant stores
+//! ([`UsageCounts`]).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -8,6 +9,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use shardgate_shard_router::catalog::JobRow;
 use shardgate_shard_router::records::StoredRecord;
+use shardgate_shard_router::storage::usage::Usage;
 use utoipa::ToSchema;
 
 use crate::wire::timestamps::rfc3339;
@@ -117,6 +119,34 @@ impl From<JobRow> for Job {
             state: job.state,
             error: job.error,
             handovers: job.handovers,
+        }
+    }
+}
+
+/// What a tenant stores: its live data, as the shards keep it exact (changed in the same
+/// transaction as every write).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct UsageCounts {
+    /// Live records, every collection and distribution (deleted ones are not counted).
+    pub records: u64,
+    /// Their stored values' bytes (the JSON as stored, in UTF-8).
+    pub record_bytes: u64,
+    /// Live blobs (uploads in progress are not counted).
+    pub blobs: u64,
+    /// Their bytes.
+    pub blob_bytes: u64,
+    /// Live index entries of every index of its collections.
+    pub index_entries: u64,
+}
+
+impl From<Usage> for UsageCounts {
+    fn from(u: Usage) -> Self {
+        Self {
+            records: u.records,
+            record_bytes: u.record_bytes,
+            blobs: u.blobs,
+            blob_bytes: u.blob_bytes,
+            index_entries: u.index_entries,
         }
     }
 }

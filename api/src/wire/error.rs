@@ -865,4 +865,65 @@ mod tests {
             assert_eq!(ApiError::from(refusal).code(), refusal.code(), "{refusal:?}");
         }
     }
+
+    /// What PostgreSQL answers a connection whose password it refuses: an error with a SQLSTATE
+    /// and nothing else (as the driver gives it).
+    #[derive(Debug)]
+    struct Refused(&'static str);
+
+    impl std::fmt::Display for Refused {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "password authentication failed for user \"app\" ({})", self.0)
+        }
+    }
+
+    impl std::error::Error for Refused {}
+
+    impl sqlx::error::DatabaseError for Refused {
+        fn message(&self) -> &str {
+            "password authentication failed for user \"app\""
+        }
+
+        fn code(&self) -> Option<std::borrow::Cow<'_, str>> {
+            Some(self.0.into())
+        }
+
+        fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+
+        fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
+            self
+        }
+
+        fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
+            self
+        }
+
+        fn kind(&self) -> sqlx::error::ErrorKind {
+            sqlx::error::ErrorKind::Other
+        }
+    }
+
+    /// A shard (or the catalog) refusing a new connection's password is a database that cannot
+    /// be used now (its password was rotated), never a bug of the gateway: 503, not 500.
+    #[test]
+    fn a_database_refusing_a_password_is_unavailable_not_an_internal_error() {
+        let refused = |target: &str, sqlstate| StoreError::Database {
+            target: target.to_owned(),
+            source: sqlx::Error::Database(Box::new(Refused(sqlstate))),
+        };
+        for sqlstate in ["28P01", "28000"] {
+            let shard = refused("shard shard-1", sqlstate);
+            assert!(shard.is_authentication_failure(), "{sqlstate}");
+            let answer = ApiError::from(shard);
+            assert_eq!((answer.status(), answer.code()), (StatusCode::SERVICE_UNAVAILABLE, "shard_unavailable"));
+            assert!(!answer.detail.contains("password"), "the driver's words stay in the log: {}", answer.detail);
+            let catalog = ApiError::from(refused("catalog", sqlstate));
+            assert_eq!((catalog.status(), catalog.code()), (StatusCode::SERVICE_UNAVAILABLE, "catalog_unavailable"));
+        }
+        // Another answer of the database is still the gateway's to explain.
+        let other = ApiError::from(refused("shard shard-1", "42P01"));
+        assert_eq!(other.code(), "internal");
+    }
 }

@@ -134,6 +134,9 @@ fn problem_response(description: &str) -> Response {
             or range of values (scope `manage` to define, `read` to look up)."),
         (name = "valet", description = "Valet keys: signed, time-limited URLs for one blob. Issue and revoke them with \
             the tenant's token; the `/valet/...` URLs themselves need no token (the signature is the credential)."),
+        (name = "usage", description = "What a tenant stores (live records, blobs, index entries and their bytes), \
+            kept exact by the shards in the same transaction as every write. A bearer token bound to the tenant \
+            (scope `read`)."),
         (name = "admin", description = "Platform administration: tenants, shards, routing, moves, rebalances, jobs, \
             signing keys and the audit log (a token with scope `admin`: `shardgate token --admin`)."),
         (name = "operations", description = "Health, readiness and metrics (no authentication)."),
@@ -360,6 +363,7 @@ fn tag_of(path: &str) -> &'static str {
             (Some("collections"), Some("indexes")) => "indexes",
             (Some("collections"), _) => "records",
             (Some("blobs"), _) => "blobs",
+            (Some("usage"), _) => "usage",
             _ => "valet",
         }
     });

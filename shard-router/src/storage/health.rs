@@ -333,6 +333,14 @@ pub fn is_health_failure(error: &sqlx::Error) -> bool {
     }
 }
 
+/// Whether a driver error is the database refusing a new connection's credentials (SQLSTATE
+/// class 28: a wrong password, a role that may not log in from here). The server is up; the URL
+/// the pool connects with is no longer good, typically because the password was rotated. Not a
+/// failure of its health: the breaker stays closed, and a new URL mends it at once.
+pub fn is_authentication_failure(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|code| code.starts_with("28")))
+}
+
 /// Whether a failed read may be tried again on another connection: the connection broke (the
 /// server restarted, a socket was reset) rather than the database answering or being slow.
 fn is_retryable(error: &sqlx::Error) -> bool {

@@ -19,21 +19,33 @@ pub struct TestDb {
 impl TestDb {
     /// A SQLite shard.
     pub async fn sqlite() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let url = SecretString::from(format!("sqlite://{}", dir.path().join("shard.db").display()));
-        let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
-        Self { db, pg_name: None, _dir: dir }
+        let test = Self::sqlite_unmigrated();
+        test.db.migrate(Schema::Shard).await.unwrap();
+        test
     }
 
     /// A PostgreSQL shard in a new database named after `prefix`.
     pub async fn postgres(prefix: &str) -> Self {
+        let test = Self::postgres_unmigrated(prefix).await;
+        test.db.migrate(Schema::Shard).await.unwrap();
+        test
+    }
+
+    /// An empty SQLite database, no migration run.
+    pub fn sqlite_unmigrated() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = SecretString::from(format!("sqlite://{}", dir.path().join("shard.db").display()));
+        let db = Database::open(&url, &PoolConfig::default()).unwrap();
+        Self { db, pg_name: None, _dir: dir }
+    }
+
+    /// An empty PostgreSQL database named after `prefix`, no migration run.
+    pub async fn postgres_unmigrated(prefix: &str) -> Self {
         let name = format!("{prefix}_{}", unique_suffix());
         let mut admin = sqlx::PgConnection::connect(PG_ADMIN).await.expect("PostgreSQL on 127.0.0.1:5432");
         sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.unwrap();
         let url = SecretString::from(format!("postgres://postgres@127.0.0.1:5432/{name}"));
         let db = Database::open(&url, &PoolConfig::default()).unwrap();
-        db.migrate(Schema::Shard).await.unwrap();
         Self { db, pg_name: Some(name), _dir: tempfile::tempdir().unwrap() }
     }
 

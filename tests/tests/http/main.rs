@@ -49,4 +49,5 @@ mod shard_states;
 mod throttling;
 mod timeouts;
 mod traces;
+mod usage;
 mod valet;

@@ -206,6 +206,47 @@ async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_eve
     peer.stop().await;
 }
 
+/// An instance that must open a connection to the shard after another instance changed the
+/// shard's URL, before its own next look at the catalog: the shard refuses the old password,
+/// and the instance takes the new URL from the catalog and serves the request there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_password_sends_an_instance_to_the_catalog_for_the_shards_new_url() {
+    let cluster = PgCluster::start_with_passwords().await;
+    cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
+    cluster.execute(&format!("CREATE DATABASE rot OWNER {ROLE}")).await;
+    // Idle connections close at once, so that the next write must open one.
+    let app = TestApp::spawn_with_shard_at(SHARD, role_url(&cluster, OLD_PASSWORD, "rot"), |config| {
+        config.storage.pool.idle_timeout = Duration::from_millis(100);
+    })
+    .await;
+    let peer = app.spawn_peer(|_| {}).await;
+    app.create_tenant_with(&json!({ "id": TENANT, "shard": SHARD })).await;
+    let token = app.rw_token(TENANT);
+    let put = async |base: &str, key: &str| {
+        let url = format!("{base}{}", record_path(TENANT, "notes", key));
+        app.client.put(url).bearer_auth(&token).json(&json!({ "k": key })).send().await.unwrap()
+    };
+
+    // Three rotations. The peer's write follows each acknowledgement within milliseconds, far
+    // sooner than its next catalog poll (twice a second) most of the time: its pool, opened
+    // with the old password, must open a connection, and the shard refuses it (a 500 once).
+    for (round, password) in [NEW_PASSWORD, "third-Secret-D4", "fourth-Secret-E5"].into_iter().enumerate() {
+        let before = put(&peer.base_url, &format!("before-{round}")).await;
+        assert!(before.status().is_success(), "round {round}: {}", before.text().await.unwrap());
+        // No connection of the role is left open (a timestamp before any backend's start).
+        let idle = eventually(Duration::from_secs(10), async || {
+            role_backends(&cluster, "-infinity").await.is_empty().then_some(())
+        })
+        .await;
+        assert!(idle.is_some(), "round {round}: the pools keep their connections");
+        cluster.execute(&format!("ALTER ROLE {ROLE} PASSWORD '{password}'")).await;
+        expect_json(patch_url(&app, SHARD, &role_url(&cluster, password, "rot")).await, StatusCode::OK).await;
+        let after = put(&peer.base_url, &format!("after-{round}")).await;
+        assert_eq!(after.status(), StatusCode::CREATED, "round {round}: {}", after.text().await.unwrap());
+    }
+    peer.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shards_password_file_is_read_again_when_it_changes_without_a_restart() {
     let cluster = PgCluster::start_with_passwords().await;

@@ -16,3 +16,4 @@ pub mod routing;
 pub mod shards;
 pub mod signing_keys;
 pub mod tenants;
+pub mod usage;

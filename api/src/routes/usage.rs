@@ -1,0 +1,58 @@
+//! `GET /v1/tenants/{tenant}/usage`: what a tenant stores, for the tenant itself (its own token,
+//! scope `read`), as the shards keep it exact. Which shards hold it is the operators' to know
+//! (`GET /v1/admin/tenants/{id}/usage`).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::usage::tenant_usage;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::app::App;
+use crate::server::extract::{ApiPath, Caller};
+use crate::wire::envelope::UsageCounts;
+use crate::wire::error::ApiError;
+use crate::wire::openapi::errors;
+
+/// Path of `/v1/tenants/{tenant}/usage`.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct UsageRoute {
+    /// Tenant id (must be the token's tenant).
+    tenant: String,
+}
+
+/// What the tenant stores.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsageReport {
+    /// The tenant.
+    pub tenant: String,
+    /// Its live data over every shard that answered.
+    pub usage: UsageCounts,
+    /// Whether every shard answered; when not, `usage` misses some of the tenant's data.
+    pub complete: bool,
+}
+
+errors!(GetOwnUsageErrors: CatalogUnavailable);
+
+/// What the tenant stores: live records and their bytes, live blobs and their bytes, live index
+/// entries. Kept by the shards in the same transaction as every write, so it is exact as of the
+/// last acknowledged write; reading it counts no rows.
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/usage", params(UsageRoute), responses(
+    (status = 200, description = "The tenant's usage", body = UsageReport),
+    GetOwnUsageErrors,
+))]
+pub async fn get_usage(
+    State(app): State<Arc<App>>,
+    caller: Caller,
+    ApiPath(route): ApiPath<UsageRoute>,
+) -> Result<axum::Json<UsageReport>, ApiError> {
+    let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
+    let usage = tenant_usage(&app.router, &tenant).await?;
+    Ok(axum::Json(UsageReport {
+        tenant: tenant.to_string(),
+        usage: usage.total.into(),
+        complete: usage.unreachable.is_empty(),
+    }))
+}

@@ -1,0 +1,177 @@
+//! What each tenant stores on one shard, as the shard database keeps it: the `tenant_usage`
+//! table of shard migration 0012, which triggers on `records`, `spread_records`, `blobs` and
+//! `index_entries` change in the same transaction as the rows (on both engines, whoever writes:
+//! a lone statement, a batch, a move's copy or clean-up, a purge). Nothing here writes it.
+//!
+//! What counts ([`Usage`]): live records (home and spread; tombstones do not) and their bytes
+//! (the stored value's length in bytes), live blobs and their bytes (their size; uploads in
+//! progress and superseded content awaiting the janitor do not), and live index entries (a
+//! pending entry counts once its record committed and it was marked live).
+//!
+//! Each part is kept by what places it ([`Placement`]), so that a reader summing a tenant over
+//! the fleet counts it only on the shard the map places it on: a copy a move has not switched to
+//! yet, or has left behind until its clean-up, is then not counted twice. On PostgreSQL a change
+//! goes to a row of its (tenant, placement) that no other transaction holds (`FOR UPDATE SKIP
+//! LOCKED`), or to a new row (a new stripe) when all are held, so that a tenant's writers never
+//! wait for one another's usage (nor deadlock over it); [`tenant_usage`] sums the stripes.
+//!
+//! [`counted_tenant_usage`] counts the same from the rows themselves (a scan of the tenant's
+//! rows, for checks and tests).
+
+use crate::error::Error;
+use crate::ids::TenantId;
+use crate::storage::db::Engine;
+use crate::storage::shard::{FencedShard, OnShard};
+
+/// What a tenant stores: counts and bytes of its live data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Live records (home and spread).
+    pub records: u64,
+    /// Their stored values' bytes.
+    pub record_bytes: u64,
+    /// Live blobs.
+    pub blobs: u64,
+    /// Their bytes.
+    pub blob_bytes: u64,
+    /// Live index entries.
+    pub index_entries: u64,
+}
+
+impl Usage {
+    /// Adds `other`.
+    pub fn add(&mut self, other: &Usage) {
+        self.records += other.records;
+        self.record_bytes += other.record_bytes;
+        self.blobs += other.blobs;
+        self.blob_bytes += other.blob_bytes;
+        self.index_entries += other.index_entries;
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
+/// What places a part of a tenant's data on a shard (the `placement` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Placement {
+    /// The tenant's home data (`records`, `blobs`): on its pin, else on the owner of its home
+    /// vshard; it moves with the tenant.
+    Home,
+    /// Records of range-distributed collections (`spread_records` with vshard -1): their
+    /// collection's ranges place them.
+    Range,
+    /// Rows a vshard places: records of hash-distributed collections and index entries.
+    Vshard(u32),
+}
+
+impl Placement {
+    /// The placement a `placement` column's value stands for; `None` for one no trigger writes.
+    fn from_column(value: i64) -> Option<Self> {
+        match value {
+            -1 => Some(Placement::Home),
+            -2 => Some(Placement::Range),
+            v => u32::try_from(v).ok().map(Placement::Vshard),
+        }
+    }
+}
+
+/// The statement summing a tenant's stripes per placement (`$1`: the tenant); parts that sum to
+/// nothing are left out.
+const SUM_BY_PLACEMENT: &str = "SELECT placement, CAST(SUM(records) AS BIGINT), CAST(SUM(record_bytes) AS BIGINT), \
+     CAST(SUM(blobs) AS BIGINT), CAST(SUM(blob_bytes) AS BIGINT), CAST(SUM(index_entries) AS BIGINT) \
+     FROM tenant_usage WHERE tenant = $1 GROUP BY placement \
+     HAVING SUM(records) <> 0 OR SUM(record_bytes) <> 0 OR SUM(blobs) <> 0 OR SUM(blob_bytes) <> 0 \
+     OR SUM(index_entries) <> 0 ORDER BY placement";
+
+/// The same sums counted from the rows (`$1`: the tenant), each table through its primary key's
+/// tenant prefix; `value_bytes` is the engine's expression for the bytes of a row's `value`.
+fn count_by_placement(value_bytes: &str) -> String {
+    format!(
+        "SELECT d.placement, CAST(SUM(d.records) AS BIGINT), CAST(SUM(d.record_bytes) AS BIGINT), \
+         CAST(SUM(d.blobs) AS BIGINT), CAST(SUM(d.blob_bytes) AS BIGINT), CAST(SUM(d.index_entries) AS BIGINT) \
+         FROM (\
+           SELECT -1 AS placement, 1 AS records, {value_bytes} AS record_bytes, 0 AS blobs, 0 AS blob_bytes, \
+             0 AS index_entries FROM records WHERE tenant = $1 AND deleted = 0 \
+           UNION ALL SELECT CASE WHEN vshard >= 0 THEN vshard ELSE -2 END, 1, {value_bytes}, 0, 0, 0 \
+             FROM spread_records WHERE tenant = $1 AND deleted = 0 \
+           UNION ALL SELECT -1, 0, 0, 1, size, 0 FROM blobs WHERE tenant = $1 AND deleted = 0 \
+           UNION ALL SELECT vshard, 0, 0, 0, 0, 1 FROM index_entries WHERE tenant = $1 AND state = 'live'\
+         ) d GROUP BY d.placement ORDER BY d.placement"
+    )
+}
+
+/// What `tenant` stores on `shard`, per placement (home, range, then by vshard), as the shard
+/// keeps it (one statement through the tenant's prefix of `tenant_usage`: on PostgreSQL as many
+/// rows per placement as writers ever held them at once, one on SQLite). Placements holding
+/// nothing are left out.
+pub async fn tenant_usage(shard: &FencedShard<'_>, tenant: &TenantId) -> Result<Vec<(Placement, Usage)>, Error> {
+    placed_sums(shard, tenant, SUM_BY_PLACEMENT).await
+}
+
+/// What `tenant` stores on `shard`, per placement as [`tenant_usage`] orders them, counted from its rows now (a scan of every
+/// row of the tenant on the shard: for checks and tests, not for requests).
+pub async fn counted_tenant_usage(
+    shard: &FencedShard<'_>,
+    tenant: &TenantId,
+) -> Result<Vec<(Placement, Usage)>, Error> {
+    // PostgreSQL measures a text's bytes with octet_length; SQLite with the length of the text
+    // read as a blob (its bytes in the database's encoding, UTF-8).
+    let sql = count_by_placement(match shard.db().engine {
+        Engine::Postgres => "octet_length(value)",
+        Engine::Sqlite => "length(CAST(value AS BLOB))",
+    });
+    placed_sums(shard, tenant, &sql).await
+}
+
+/// Runs `sql` (one row per placement: the placement and the five sums) for `tenant`.
+async fn placed_sums(shard: &FencedShard<'_>, tenant: &TenantId, sql: &str) -> Result<Vec<(Placement, Usage)>, Error> {
+    let rows: Vec<(i64, i64, i64, i64, i64, i64)> =
+        sqlx::query_as(sql).bind(tenant.as_str()).fetch_all(shard.pool()).reading_on(shard).await?;
+    // A negative sum would be a bug in the triggers, not usage: it reads as nothing.
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let mut placed = Vec::with_capacity(rows.len());
+    for (placement, records, record_bytes, blobs, blob_bytes, index_entries) in rows {
+        let Some(placement) = Placement::from_column(placement) else {
+            tracing::warn!(shard = %shard.id(), placement, "tenant_usage row with an unknown placement, left out");
+            continue;
+        };
+        let usage = Usage {
+            records: count(records),
+            record_bytes: count(record_bytes),
+            blobs: count(blobs),
+            blob_bytes: count(blob_bytes),
+            index_entries: count(index_entries),
+        };
+        if !usage.is_empty() {
+            placed.push((placement, usage));
+        }
+    }
+    placed.sort_by_key(|(placement, _)| *placement);
+    Ok(placed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placements_read_from_their_column() {
+        assert_eq!(Placement::from_column(-1), Some(Placement::Home));
+        assert_eq!(Placement::from_column(-2), Some(Placement::Range));
+        assert_eq!(Placement::from_column(0), Some(Placement::Vshard(0)));
+        assert_eq!(Placement::from_column(1023), Some(Placement::Vshard(1023)));
+        assert_eq!(Placement::from_column(-3), None);
+    }
+
+    #[test]
+    fn usage_adds_field_by_field() {
+        let mut total = Usage { records: 1, record_bytes: 10, blobs: 2, blob_bytes: 20, index_entries: 3 };
+        total.add(&Usage { records: 4, record_bytes: 40, blobs: 5, blob_bytes: 50, index_entries: 6 });
+        assert_eq!(total, Usage { records: 5, record_bytes: 50, blobs: 7, blob_bytes: 70, index_entries: 9 });
+        assert!(!total.is_empty());
+        assert!(Usage::default().is_empty());
+    }
+}

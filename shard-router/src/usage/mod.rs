@@ -1,0 +1,98 @@
+//! A tenant's usage over the fleet: what every shard keeps of it ([`crate::storage::usage`],
+//! changed by the shard's own triggers in the same transaction as the rows), summed, with each
+//! shard's part.
+//!
+//! Each part of a shard's usage counts only on the shard the map places it on: the tenant's home
+//! data (records and blobs) on its home shard, the rows a vshard places (hashed records, index
+//! entries) on that vshard's owner. So a move copying a tenant or a vshard to another shard, or
+//! waiting out its clean-up grace before it removes the old copy, never counts it twice, and its
+//! usage is on its new shard from the moment the map switched. Records of range-distributed
+//! collections count wherever they are (during a range move, both copies count until the old one
+//! is removed), and so do both layouts of a collection whose distribution is being changed.
+//!
+//! One statement per shard that may hold some (every shard that is not offline: index entries
+//! and hashed records of a tenant may sit on any), in parallel, each within
+//! `storage.pool.probe_timeout`; a shard that does not answer is named, and its part is missing.
+//! This sits with the router: it reads the map, then each shard's store.
+
+pub mod quotas;
+
+use std::collections::HashMap;
+
+use crate::error::Error;
+use crate::ids::{ShardId, TenantId};
+use crate::map::ShardState;
+use crate::router::ShardRouter;
+use crate::storage::shard::FencedShard;
+use crate::storage::usage::{Placement, Usage, tenant_usage as usage_on_shard};
+
+/// One shard's part of a tenant's usage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardUsage {
+    /// The shard.
+    pub shard: ShardId,
+    /// What of the tenant's data counts there.
+    pub usage: Usage,
+}
+
+/// A tenant's usage over the fleet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TenantUsage {
+    /// The sum over the shards that answered.
+    pub total: Usage,
+    /// The shards holding some of it, in the order of the router's shards.
+    pub shards: Vec<ShardUsage>,
+    /// Shards that did not answer within the probe timeout, or are offline: their part is
+    /// missing from `total`.
+    pub unreachable: Vec<ShardId>,
+}
+
+/// `tenant`'s usage over every shard. [`Error::TenantNotFound`] if neither the map nor the
+/// catalog knows the tenant.
+pub async fn tenant_usage(router: &ShardRouter, tenant: &TenantId) -> Result<TenantUsage, Error> {
+    router.incarnation(tenant).await?;
+    let home = router.route_tenant(tenant)?.shard;
+    let owners: Vec<ShardId> =
+        router.with_map(|map| map.vshards.iter().map(|&index| map.shards[usize::from(index)].id.clone()).collect());
+    let counts = |shard: &ShardId, placement: Placement| match placement {
+        Placement::Home => *shard == home,
+        Placement::Range => true,
+        Placement::Vshard(vshard) => owners.get(vshard as usize) == Some(shard),
+    };
+    let timeout = router.pools().config().probe_timeout;
+    let shards = router.shard_dbs();
+    let read = futures::future::join_all(shards.iter().map(|(id, state, db)| async move {
+        if *state == ShardState::Offline {
+            return None;
+        }
+        match tokio::time::timeout(timeout, usage_on_shard(&FencedShard::new(db, id), tenant)).await {
+            Ok(Ok(placed)) => Some(placed),
+            Ok(Err(e)) => {
+                tracing::warn!(shard = %id, error = %e, "could not read a tenant's usage");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(shard = %id, "could not read a tenant's usage in time");
+                None
+            }
+        }
+    }))
+    .await;
+    let mut usage = TenantUsage::default();
+    let mut parts: HashMap<&ShardId, Usage> = HashMap::new();
+    for ((id, _, _), placed) in shards.iter().zip(read) {
+        let Some(placed) = placed else {
+            usage.unreachable.push(id.clone());
+            continue;
+        };
+        for (_, part) in placed.iter().filter(|(placement, _)| counts(id, *placement)) {
+            usage.total.add(part);
+            parts.entry(id).or_default().add(part);
+        }
+    }
+    usage.shards = shards
+        .iter()
+        .filter_map(|(id, _, _)| parts.get(id).map(|part| ShardUsage { shard: id.clone(), usage: *part }))
+        .collect();
+    Ok(usage)
+}

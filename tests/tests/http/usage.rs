@@ -1,0 +1,271 @@
+//! A tenant's usage (`GET /v1/admin/tenants/{id}/usage`, `GET /v1/tenants/{tenant}/usage`): kept
+//! by the shards in the same transaction as every write, it equals a count of the live rows read
+//! straight from the shard databases, after concurrent mixed writes (records of a home, an
+//! indexed and a hash-distributed collection, overwrites bigger and smaller, deletes,
+//! re-creations, blob uploads, replacements and deletes), and through a tenant's move: counted on
+//! its new shard only, also while the old copy waits for its clean-up. Another tenant's token is
+//! refused as for any of its data.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_gatekeeper::Scope;
+use shardgate_tests::{TestApp, eventually, expect_json, expect_problem, record_path};
+
+shardgate_tests::conformance!(a_tenant_reads_its_own_usage_and_no_other_tenants);
+
+shardgate_tests::on_both_engines!(
+    usage_equals_the_live_rows_after_concurrent_mixed_writes,
+    usage_moves_with_its_tenant_and_never_counts_the_old_copy,
+);
+
+/// Live records and their bytes, live blobs and their bytes, live index entries.
+type Counts = [u64; 5];
+
+fn counts(usage: &Value) -> Counts {
+    ["records", "record_bytes", "blobs", "blob_bytes", "index_entries"]
+        .map(|field| usage[field].as_u64().unwrap_or_else(|| panic!("{field} in {usage}")))
+}
+
+/// What `tenant`'s live rows on each shard add up to, read from the shard databases themselves
+/// (shards holding nothing of it are left out).
+async fn rows_by_shard(app: &TestApp, tenant: &str) -> BTreeMap<String, Counts> {
+    // `octet_length` on both engines: PostgreSQL's, and SQLite's since 3.43.
+    let sql = format!(
+        "SELECT (SELECT shard_id FROM shard_identity WHERE id = 1), \
+         CAST((SELECT COUNT(*) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
+           + (SELECT COUNT(*) FROM spread_records WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COALESCE(SUM(octet_length(value)), 0) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
+           + (SELECT COALESCE(SUM(octet_length(value)), 0) FROM spread_records \
+              WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COUNT(*) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COALESCE(SUM(size), 0) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COUNT(*) FROM index_entries WHERE tenant = '{tenant}' AND state = 'live') AS BIGINT)"
+    );
+    let rows: Vec<(String, i64, i64, i64, i64, i64)> = app.rows_on_every_shard(&sql).await;
+    rows.into_iter()
+        .map(|(shard, a, b, c, d, e)| (shard, [a, b, c, d, e].map(|n| u64::try_from(n).unwrap())))
+        .filter(|(_, counted)| *counted != [0; 5])
+        .collect()
+}
+
+fn sum(parts: impl IntoIterator<Item = Counts>) -> Counts {
+    parts.into_iter().fold([0; 5], |mut total, part| {
+        for (t, p) in total.iter_mut().zip(part) {
+            *t += p;
+        }
+        total
+    })
+}
+
+/// Batches of more than one operation the shards were sent (writes and conditional writes).
+async fn batches_of_more_than_one(app: &TestApp) -> f64 {
+    let text = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+    let samples = |family: &str, also: &str| -> f64 {
+        text.lines()
+            .filter(|line| line.starts_with(family) && line.contains(also) && !line.contains("kind=\"read\""))
+            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    samples("shardgate_shard_batch_size_count", "") - samples("shardgate_shard_batch_size_bucket", "le=\"1.0\"")
+}
+
+async fn admin_usage(app: &TestApp, tenant: &str) -> Value {
+    expect_json(app.admin(Method::GET, &format!("/v1/admin/tenants/{tenant}/usage"), None).await, StatusCode::OK).await
+}
+
+/// The admin answer's parts, by shard.
+fn parts(usage: &Value) -> BTreeMap<String, Counts> {
+    usage["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|part| (part["shard"].as_str().unwrap().to_owned(), counts(&part["usage"])))
+        .collect()
+}
+
+/// A JSON value of about `len` bytes.
+fn padded(town: &str, len: usize) -> Value {
+    json!({"town": town, "pad": "p".repeat(len)})
+}
+
+async fn usage_equals_the_live_rows_after_concurrent_mixed_writes(backend: shardgate_tests::Backend) {
+    // One batch of a kind in flight per shard: the writes that meet queue and leave together.
+    let app = TestApp::spawn_with(backend, |config| config.storage.batching.max_in_flight = 1).await;
+    app.create_tenant("acme").await;
+    app.create_tenant("bob").await;
+    let manager = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app.url("/v1/tenants/acme/collections/people/indexes/by-town");
+    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
+    assert_eq!(defined.unwrap().status(), StatusCode::CREATED);
+    let spread = app
+        .admin(Method::PUT, "/v1/admin/tenants/acme/collections/events", Some(&json!({"distribution": "hash"})))
+        .await;
+    expect_json(spread, StatusCode::OK).await;
+    let empty = admin_usage(&app, "acme").await;
+    assert_eq!(counts(&empty["usage"]), [0; 5], "{empty}");
+    assert_eq!((empty["shards"].clone(), empty["complete"].clone()), (json!([]), json!(true)), "{empty}");
+
+    // Clients at once (so that the shards batch their writes): puts of growing and shrinking
+    // values, deletes and re-creations over a few keys of three collections.
+    let writers: Vec<_> = (0..16)
+        .map(|w| {
+            let (client, token) = (app.client.clone(), manager.clone());
+            let base = app.url("");
+            tokio::spawn(async move {
+                for i in 0..24usize {
+                    let collection = ["people", "things", "events"][(w + i) % 3];
+                    let key = format!("k{}", (w * 5 + i * 3) % 16);
+                    let url = format!("{}{}", base.trim_end_matches('/'), record_path("acme", collection, &key));
+                    let request = if i % 5 == 4 {
+                        client.delete(&url)
+                    } else {
+                        let town = ["Oslo", "Rome", "Lima"][(w + i) % 3];
+                        client.put(&url).json(&padded(town, (w * 37 + i * 11) % 300))
+                    };
+                    let answer = request.bearer_auth(&token).send().await.unwrap();
+                    let status = answer.status();
+                    assert!(status.is_success() || status == StatusCode::NOT_FOUND, "{collection}/{key}: {status}");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        tokio::time::timeout(Duration::from_secs(60), writer).await.unwrap().unwrap();
+    }
+    // Blobs: uploaded, replaced by bigger and smaller content, deleted.
+    let blob = |path: &str| app.url(&format!("/v1/tenants/acme/blobs/{path}"));
+    for (path, len) in [("a.bin", 3000), ("b.bin", 500), ("a.bin", 70_000), ("c.bin", 10), ("b.bin", 20)] {
+        let stored = app.client.put(blob(path)).bearer_auth(&manager).body(vec![7u8; len]).send().await.unwrap();
+        assert!(stored.status().is_success(), "{path}: {}", stored.status());
+    }
+    let deleted = app.client.delete(blob("c.bin")).bearer_auth(&manager).send().await.unwrap();
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    // Another tenant's data is its own.
+    assert!(app.put_record("bob", "people", "x", &json!({"town": "Oslo"})).await.status().is_success());
+
+    // Index entries of the last writes may still be switching from pending to live.
+    let settled = eventually(Duration::from_secs(15), async || {
+        let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
+        (counts(&usage["usage"]) == sum(rows.values().copied())).then_some((usage, rows))
+    })
+    .await;
+    let batched = batches_of_more_than_one(&app).await;
+    assert!(batched > 0.0, "some of the writes met in batches");
+    let Some((usage, rows)) = settled else {
+        let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
+        panic!("acme's usage {usage:#} is not what its rows add up to: {rows:?}");
+    };
+    let total = counts(&usage["usage"]);
+    assert!(total[0] > 0 && total[4] > 0, "records and index entries are counted: {usage:#}");
+    assert_eq!((total[2], total[3]), (2, 70_000 + 20), "a.bin and b.bin as last written: {usage:#}");
+    assert_eq!(parts(&usage), rows, "each shard's part is what its rows add up to: {usage:#}");
+    assert!(rows.len() > 1, "the hash collection and the index entries reach several shards: {rows:?}");
+    assert_eq!((usage["tenant"].clone(), usage["complete"].clone()), (json!("acme"), json!(true)));
+    assert_eq!(usage["unreachable_shards"], json!([]));
+    let bob = admin_usage(&app, "bob").await;
+    assert_eq!(counts(&bob["usage"]), sum(rows_by_shard(&app, "bob").await.into_values()), "{bob}");
+    assert_eq!(bob["usage"]["records"], 1);
+}
+
+async fn a_tenant_reads_its_own_usage_and_no_other_tenants(app: TestApp) {
+    app.create_tenant("acme").await;
+    app.create_tenant("bob").await;
+    let token = app.rw_token("acme");
+    for (key, len) in [("a", 10), ("b", 200), ("c", 30)] {
+        assert!(app.put_record("acme", "things", key, &padded("Oslo", len)).await.status().is_success());
+    }
+    assert!(app.delete_record("acme", "things", "c").await.status().is_success());
+    let url = app.url("/v1/tenants/acme/blobs/a.bin");
+    let stored = app.client.put(url).bearer_auth(&token).body(vec![7u8; 1234]).send().await.unwrap();
+    assert!(stored.status().is_success(), "{}", stored.status());
+    let usage = admin_usage(&app, "acme").await;
+    assert_eq!(counts(&usage["usage"]), sum(rows_by_shard(&app, "acme").await.into_values()), "{usage:#}");
+    assert_eq!((usage["usage"]["records"].clone(), usage["usage"]["blob_bytes"].clone()), (json!(2), json!(1234)));
+
+    // The tenant reads its own usage with a `read` token; no shard is named.
+    let own = app.client.get(app.url("/v1/tenants/acme/usage")).bearer_auth(app.token("acme", &[Scope::Read]));
+    let own = expect_json(own.send().await.unwrap(), StatusCode::OK).await;
+    assert_eq!(own, json!({"tenant": "acme", "usage": usage["usage"], "complete": true}));
+    // Another tenant's token is told the tenant does not exist; an admin token is not a
+    // tenant's; an unknown tenant is 404 for the admin too.
+    let bobs = app.client.get(app.url("/v1/tenants/acme/usage")).bearer_auth(app.token("bob", &[Scope::Read]));
+    expect_problem(bobs.send().await.unwrap(), StatusCode::NOT_FOUND, "tenant_not_found").await;
+    let admins = app.client.get(app.url("/v1/tenants/acme/usage")).bearer_auth(app.admin_token());
+    expect_problem(admins.send().await.unwrap(), StatusCode::FORBIDDEN, "missing_tenant_claim").await;
+    let ghost = app.admin(Method::GET, "/v1/admin/tenants/ghost/usage", None).await;
+    expect_problem(ghost, StatusCode::NOT_FOUND, "tenant_not_found").await;
+    let unauthenticated = app.client.get(app.url("/v1/tenants/acme/usage")).send().await.unwrap();
+    assert_eq!(unauthenticated.status(), StatusCode::UNAUTHORIZED);
+}
+
+async fn usage_moves_with_its_tenant_and_never_counts_the_old_copy(backend: shardgate_tests::Backend) {
+    let app = TestApp::spawn_with(backend, |config| {
+        // Long enough to look at the old copy between the switch and its removal.
+        config.storage.moves.cleanup_grace = Duration::from_secs(3);
+        config.storage.moves.lease = Duration::from_secs(2);
+    })
+    .await;
+    app.create_tenant("acme").await;
+    let token = app.rw_token("acme");
+    let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+    app.put_many("acme", "c", &keys).await;
+    for key in ["k1", "k2", "k3"] {
+        assert!(app.delete_record("acme", "c", key).await.status().is_success());
+    }
+    assert!(app.put_record("acme", "c", "k4", &padded("Oslo", 900)).await.status().is_success());
+    for (path, len) in [("a.bin", 5000), ("b.bin", 40)] {
+        let url = app.url(&format!("/v1/tenants/acme/blobs/{path}"));
+        let stored = app.client.put(url).bearer_auth(&token).body(vec![1u8; len]).send().await.unwrap();
+        assert!(stored.status().is_success(), "{}", stored.status());
+    }
+    let before = rows_by_shard(&app, "acme").await;
+    let from = app.route("acme", "c", "k").await["shard"].as_str().unwrap().to_owned();
+    assert_eq!(before.keys().collect::<Vec<_>>(), [&from], "all of acme is on its home shard: {before:?}");
+    let usage = admin_usage(&app, "acme").await;
+    assert_eq!(parts(&usage), before, "{usage:#}");
+    let to = app.shard_map().await["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .find(|id| *id != from)
+        .unwrap();
+
+    let started = app.admin(Method::POST, "/v1/admin/tenants/acme/move", Some(&json!({"to": to}))).await;
+    let id = expect_json(started, StatusCode::ACCEPTED).await["id"].as_str().unwrap().to_owned();
+    let job = async |app: &TestApp| {
+        expect_json(app.admin(Method::GET, &format!("/v1/admin/jobs/{id}"), None).await, StatusCode::OK).await
+    };
+    // Switched, the old copy not yet removed: the usage is the new shard's, once.
+    let switched = eventually(Duration::from_secs(60), async || {
+        let job = job(&app).await;
+        assert_eq!(job["state"], "running", "{job}");
+        (job["progress"]["phase"] == "cleanup").then_some(())
+    })
+    .await;
+    assert!(switched.is_some(), "the move switches");
+    let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
+    assert_eq!(parts(&usage), BTreeMap::from([(to.clone(), before[&from])]), "{usage:#}");
+    assert_eq!(rows.get(&to), Some(&before[&from]), "the new copy is whole: {rows:?}");
+    if job(&app).await["progress"]["phase"] == "cleanup" {
+        assert_eq!(rows.get(&from), Some(&before[&from]), "the old copy waits for its clean-up: {rows:?}");
+    }
+
+    // Done: the old copy is gone, and so is its usage; writes go on counting on the new shard.
+    let ended = eventually(Duration::from_secs(60), async || {
+        let job = job(&app).await;
+        (job["state"] != "running").then_some(job)
+    })
+    .await
+    .expect("the move ends");
+    assert_eq!(ended["state"], "done", "{ended:#}");
+    assert!(app.delete_record("acme", "c", "k5").await.status().is_success());
+    assert!(app.put_record("acme", "c", "new", &padded("Rome", 50)).await.status().is_success());
+    let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
+    assert_eq!(rows.keys().collect::<Vec<_>>(), [&to], "acme's rows are on its new shard only: {rows:?}");
+    assert_eq!(parts(&usage), rows, "{usage:#}");
+    assert_eq!(counts(&usage["usage"])[0], before[&from][0], "one record deleted, one created");
+}
