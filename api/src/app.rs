@@ -69,6 +69,8 @@ pub struct App {
     pub load: shardgate_shard_router::LoadConfig,
     /// Stores this instance's load windows in the catalog; `None` when the load picture is off.
     pub load_flusher: Option<shardgate_shard_router::balance::LoadFlusher>,
+    /// Lets writes that grow a tenant's usage through its quotas (`usage::grants`).
+    pub quota_gate: Arc<shardgate_shard_router::usage::grants::QuotaGate>,
 }
 
 impl App {

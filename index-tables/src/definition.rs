@@ -173,6 +173,16 @@ impl IndexDef {
     }
 }
 
+impl IndexDef {
+    /// Whether a write turning `old` into `new` adds an entry to this index (the record had
+    /// none in it, and will have one): what the write adds to its tenant's index entries. Errors
+    /// only if the new value is too long to index.
+    pub fn adds_entry(&self, old: Option<&RawValue>, new: &RawValue) -> Result<bool, IndexError> {
+        let had = old.and_then(|v| self.value_key(v).ok().flatten()).is_some();
+        Ok(!had && self.value_key(new)?.is_some())
+    }
+}
+
 fn has_repeats(fields: &[FieldPath]) -> bool {
     fields.iter().enumerate().any(|(i, f)| fields[..i].contains(f))
 }

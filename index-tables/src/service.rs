@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
+
 use prometheus_client::registry::Registry;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::JobRow;
@@ -45,6 +47,28 @@ impl IndexTables {
     pub(crate) fn collection_indexes(&self, tenant: &str, collection: &str) -> Vec<Arc<LiveIndex>> {
         let Some(incarnation) = self.router.known_incarnation(tenant) else { return Vec::new() };
         self.registry.for_collection(tenant, incarnation.id, collection)
+    }
+
+    /// How many indexes `tenant`'s `collection` has: the most entries one of its record writes
+    /// can add.
+    pub fn index_count(&self, tenant: &str, collection: &str) -> u64 {
+        self.collection_indexes(tenant, collection).len() as u64
+    }
+
+    /// How many entries a write turning the record's `old` value into `new` adds to `tenant`'s
+    /// index entries (an index where the record had no entry and will have one).
+    pub fn entries_added(
+        &self,
+        tenant: &str,
+        collection: &str,
+        old: Option<&RawValue>,
+        new: &RawValue,
+    ) -> Result<u64, IndexError> {
+        let mut added = 0;
+        for index in self.collection_indexes(tenant, collection) {
+            added += u64::from(index.def.adds_entry(old, new)?);
+        }
+        Ok(added)
     }
 
     /// One index, if this instance knows it.

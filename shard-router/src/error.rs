@@ -207,6 +207,28 @@ pub enum Error {
     },
     #[error("record not found")]
     RecordNotFound,
+    /// 409 `quota_exceeded`: the write would take the tenant's usage over one of its quotas;
+    /// nothing was changed. `used` counts what other instances may still let through.
+    #[error(
+        "the write would take the tenant's {} over its quota: {requested} more asked, {used} of {limit} in use",
+        quota
+    )]
+    QuotaExceeded {
+        /// Which quota (`records`, `record_bytes`, `blobs`, `blob_bytes`, `index_entries`).
+        quota: &'static str,
+        /// Its limit.
+        limit: u64,
+        /// What the tenant uses of it (with what instances may still let through).
+        used: u64,
+        /// What the write would add.
+        requested: u64,
+    },
+    /// 503 `shard_unavailable`: a write that grows a tenant's usage cannot be checked against its
+    /// quotas, because a shard's part of the usage cannot be read.
+    #[error(
+        "the tenant's usage on shard {0} cannot be read, so a write that grows it cannot be checked against its quotas"
+    )]
+    UsageUnknown(ShardId),
     /// 412 `precondition_failed`.
     #[error("the record's version does not match the precondition")]
     PreconditionFailed,
@@ -323,6 +345,7 @@ impl Error {
             | Error::FanOutTimeout(_)
             | Error::ShardRefused { .. }
             | Error::CatalogRefused(_)
+            | Error::UsageUnknown(_)
             | Error::WriteOutcomeUnknown { .. } => true,
             Error::Database { source, .. } => {
                 crate::storage::health::is_health_failure(source)

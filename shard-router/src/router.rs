@@ -17,6 +17,7 @@ use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::catalog::Catalog;
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
+use crate::map::quotas::{Quotas, TierQuotas};
 use crate::map::{
     Distribution, Incarnation, MapSnapshot, Route, RouteError, ShardState, Spread, Strategy, TenantRateLimit, Tier,
 };
@@ -58,6 +59,8 @@ pub struct ShardRouter {
     moves: MoveConfig,
     /// `storage.fan_out_deadline`.
     fan_out_deadline: Duration,
+    /// The tiers' quotas as configured (`quotas.tiers`), for the tiers the catalog sets none of.
+    tier_quotas: TierQuotas,
 }
 
 impl ShardRouter {
@@ -78,7 +81,29 @@ impl ShardRouter {
             last_refresh: tokio::sync::Mutex::new(tokio::time::Instant::now()),
             moves,
             fan_out_deadline,
+            tier_quotas: TierQuotas::DEFAULT,
         }
+    }
+
+    /// This router with the tiers' quotas configured in `quotas.tiers` (without: their defaults,
+    /// [`TierQuotas::DEFAULT`]).
+    pub fn with_tier_quotas(self, tier_quotas: TierQuotas) -> Self {
+        Self { tier_quotas, ..self }
+    }
+
+    /// The tiers' quotas as configured (the catalog's, set through the admin API, win).
+    pub fn configured_tier_quotas(&self) -> &TierQuotas {
+        &self.tier_quotas
+    }
+
+    /// The quotas `tenant`'s writes are held to: its tier's (set through the admin API, else
+    /// configured) with its own overrides applied. From the map alone (no catalog query, no
+    /// allocation): it runs on every write. [`Error::TenantNotFound`] if the map does not know
+    /// the tenant.
+    pub fn tenant_quotas(&self, tenant: &TenantId) -> Result<Quotas, Error> {
+        let map = self.map.read();
+        let entry = map.tenants.get(tenant.as_str()).ok_or(Error::TenantNotFound)?;
+        Ok(map.quotas.of_tenant(tenant.as_str(), entry.tier, &self.tier_quotas))
     }
 
     /// Takes the lock that serialises changes of the map (admin changes and refreshes), so that

@@ -27,6 +27,7 @@ use shardgate_shard_router::{Access, Database, Error as StoreError, Route, Shard
 
 use crate::app::App;
 use crate::blobs::chunk_cache::ChunkCache;
+use crate::blobs::quota::UploadQuota;
 use crate::observability::request_health::routed_to;
 use crate::server::transfer_watch::{LongTransfer, TransferWatch};
 use crate::wire::error::{ApiError, Code};
@@ -86,24 +87,31 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
     check_declared_length(headers, blob.max_size)?;
     let (route, db) = app.router.resolve(blob.tenant, Access::Write)?;
     routed_to(&route.shard);
-    RoutedEpoch::of(&route).stamp(store_on(app, (&db, &route), blob, body).await)
+    let declared = declared_length(headers);
+    RoutedEpoch::of(&route).stamp(store_on(app, (&db, &route), blob, (body, declared)).await)
 }
 
-/// Stores `body` as `blob` on the shard of `route` (whose pool is `db`).
+/// Stores `body` (of `declared` length, if known) as `blob` on the shard of `route` (whose pool
+/// is `db`).
 async fn store_on(
     app: &App,
     (db, route): (&Database, &Route),
     blob: NewBlob<'_>,
-    body: Body,
+    (body, declared): (Body, Option<u64>),
 ) -> Result<Response, ApiError> {
     let NewBlob { tenant, path, content_type, condition, max_size } = blob;
     let store = BlobStore::new(db, &route.shard).routed_at(route.epoch);
-    // Refuse a failing precondition before reading a possibly large body.
-    if !condition.is_met_by(store.head(tenant, path).await?.as_ref()) {
+    // Refuse a failing precondition, and a blob over the tenant's quotas, before reading a
+    // possibly large body.
+    let replaced = store.head(tenant, path).await?;
+    if !condition.is_met_by(replaced.as_ref()) {
         return Err(ApiError::new(Code::PreconditionFailed, "the blob does not satisfy the precondition"));
     }
+    let quotas = app.router.tenant_quotas(tenant)?;
+    let replaced = replaced.map(|blob| blob.size);
+    let mut quota = UploadQuota::begin(&app.quota_gate, tenant, quotas, replaced, declared).await?;
     let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
-    let received = receive(&store, &upload, body, max_size, &app.transfers).await?;
+    let received = receive(&store, &upload, body, (max_size, &mut quota), &app.transfers).await?;
     let commit = BlobCommit {
         size: received.size,
         sha256_hex: received.sha256,
@@ -232,19 +240,24 @@ pub fn too_large(max_size: u64) -> ApiError {
 
 /// Refuses at once a body whose declared length is over the limit.
 pub fn check_declared_length(headers: &HeaderMap, max_size: u64) -> Result<(), ApiError> {
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > max_size) { Err(too_large(max_size)) } else { Ok(()) }
+    if declared_length(headers).is_some_and(|length| length > max_size) { Err(too_large(max_size)) } else { Ok(()) }
 }
 
-/// Streams `body` into `upload` in chunks of [`BLOB_CHUNK_BYTES`], at most one chunk in memory.
-/// On any failure (the client goes away, the body exceeds `max_size`, no byte arrives within
-/// `watch`'s idle limit (408 `transfer_stalled`), a shard error) the upload is aborted, so
-/// nothing of it remains.
+/// The body's length as `Content-Length` declares it.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+}
+
+/// Streams `body` into `upload` in chunks of [`BLOB_CHUNK_BYTES`], at most one chunk in memory,
+/// each piece let through by `quota` before it is kept. On any failure (the client goes away,
+/// the body exceeds `max_size` or the tenant's quotas, no byte arrives within `watch`'s idle
+/// limit (408 `transfer_stalled`), a shard error) the upload is aborted, so nothing of it
+/// remains.
 pub async fn receive(
     store: &BlobStore<'_>,
     upload: &Upload,
     body: Body,
-    max_size: u64,
+    (max_size, quota): (u64, &mut UploadQuota<'_>),
     watch: &TransferWatch,
 ) -> Result<Received, ApiError> {
     let outcome = async {
@@ -260,6 +273,7 @@ pub async fn receive(
             if size > max_size {
                 return Err(too_large(max_size));
             }
+            quota.grow_to(size).await?;
             hasher.update(&piece);
             while !piece.is_empty() {
                 let take = (BLOB_CHUNK_BYTES - buffer.len()).min(piece.len());

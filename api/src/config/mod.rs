@@ -60,6 +60,8 @@ pub struct Config {
     pub cors: CorsConfig,
     /// Throttling per tenant and per client IP.
     pub rate_limits: RateLimitConfig,
+    /// What a tenant may keep, by tier.
+    pub quotas: QuotasConfig,
     /// Blob limits.
     pub blobs: BlobsConfig,
     /// Valet keys (signed URLs).
@@ -112,6 +114,7 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             cors: CorsConfig::default(),
             rate_limits: RateLimitConfig::default(),
+            quotas: QuotasConfig::default(),
             blobs: BlobsConfig::default(),
             valet: ValetConfig::default(),
             admin: AdminListenerConfig::default(),
@@ -330,6 +333,72 @@ impl TierIndexCap {
             shardgate_shard_router::Tier::Standard => self.standard,
             shardgate_shard_router::Tier::Premium => self.premium,
         }
+    }
+}
+
+/// The `[quotas]` section: the most a tenant may keep (the usage `GET /v1/tenants/{tenant}/usage`
+/// shows), by its tier. A write that would take a tenant over one of its quotas is refused; one
+/// that shrinks its usage never is.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuotasConfig {
+    /// Quotas per tenant tier (`free`, `standard`, `premium`). A tier not listed keeps its
+    /// defaults; a tier listed has exactly the quotas its table sets. Quotas a tier is given
+    /// through the admin API (`PUT /v1/admin/tiers/{tier}/quotas`) win over these on every
+    /// instance until they are removed (`DELETE`), and a tenant's own quotas (admin API) win
+    /// over its tier's.
+    pub tiers: QuotaTiers,
+}
+
+impl QuotasConfig {
+    /// Each tier's configured quotas, its defaults where the section lists none.
+    pub fn tier_quotas(&self) -> shardgate_shard_router::usage::quotas::TierQuotas {
+        use shardgate_shard_router::usage::quotas::{Quotas, TierQuotas};
+        let or = |set: Option<TierQuotaLimits>, default: Quotas| set.map_or(default, Quotas::from);
+        let defaults = TierQuotas::DEFAULT;
+        let tiers = &self.tiers;
+        TierQuotas {
+            free: or(tiers.free, defaults.free),
+            standard: or(tiers.standard, defaults.standard),
+            premium: or(tiers.premium, defaults.premium),
+        }
+    }
+}
+
+/// The quotas of each tier (`quotas.tiers`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QuotaTiers {
+    /// A `free` tenant's quotas. Default (unset): 1000000 records of 1073741824 bytes (1 GiB),
+    /// 100000 blobs of 10737418240 bytes (10 GiB), 5000000 index entries.
+    pub free: Option<TierQuotaLimits>,
+    /// A `standard` tenant's quotas. Default (unset): unlimited.
+    pub standard: Option<TierQuotaLimits>,
+    /// A `premium` tenant's quotas. Default (unset): unlimited.
+    pub premium: Option<TierQuotaLimits>,
+}
+
+/// One tier's quotas: the most a tenant of the tier may keep of each; a key left out is
+/// unlimited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierQuotaLimits {
+    /// Most live records (every collection and distribution).
+    pub records: Option<u64>,
+    /// Most bytes of stored record values (the JSON as stored).
+    pub record_bytes: Option<u64>,
+    /// Most live blobs.
+    pub blobs: Option<u64>,
+    /// Most bytes of live blobs.
+    pub blob_bytes: Option<u64>,
+    /// Most live index entries (one per record and index that covers it).
+    pub index_entries: Option<u64>,
+}
+
+impl From<TierQuotaLimits> for shardgate_shard_router::usage::quotas::Quotas {
+    fn from(limits: TierQuotaLimits) -> Self {
+        let TierQuotaLimits { records, record_bytes, blobs, blob_bytes, index_entries } = limits;
+        Self { records, record_bytes, blobs, blob_bytes, index_entries }
     }
 }
 
@@ -877,6 +946,34 @@ mod tests {
         assert_eq!(limits.header_read_timeout, Duration::from_secs(2));
         assert_eq!(limits.keep_alive_idle_timeout, Duration::from_millis(500));
         assert_eq!(limits.max_connections, Some(100));
+    }
+
+    #[test]
+    fn tier_quotas_keep_their_defaults_unless_listed_and_refuse_what_is_not_a_quota() {
+        use shardgate_shard_router::usage::quotas::{FREE_TIER_QUOTAS, Quotas};
+        let defaults = Config::load_from(None, &[]).unwrap().config.quotas.tier_quotas();
+        assert_eq!(defaults.free, FREE_TIER_QUOTAS);
+        assert_eq!(defaults.free.record_bytes, Some(1_073_741_824));
+        assert_eq!((defaults.standard, defaults.premium), (Quotas::UNLIMITED, Quotas::UNLIMITED));
+
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "[quotas.tiers.free]\nrecords = 10\n[quotas.tiers.premium]\nblobs = 7").unwrap();
+        let loaded = Config::load_from(Some(file.path()), &[("SHARDGATE_QUOTAS__TIERS__STANDARD__BLOB_BYTES", "99")]);
+        let tiers = loaded.unwrap().config.quotas.tier_quotas();
+        assert_eq!(tiers.free, Quotas { records: Some(10), ..Quotas::UNLIMITED }, "a listed tier has what it sets");
+        assert_eq!(tiers.premium, Quotas { blobs: Some(7), ..Quotas::UNLIMITED });
+        assert_eq!(tiers.standard, Quotas { blob_bytes: Some(99), ..Quotas::UNLIMITED });
+
+        for (text, named) in [
+            ("[quotas.tiers.gold]\nrecords = 1", "gold"),
+            ("[quotas.tiers.free]\nrows = 1", "rows"),
+            ("[quotas.tiers.free]\nrecords = -1", "quotas.tiers.free.records"),
+        ] {
+            let mut file = tempfile::NamedTempFile::new().unwrap();
+            writeln!(file, "{text}").unwrap();
+            let err = Config::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+            assert!(err.contains(named), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -81,7 +81,7 @@ fn blob_condition(headers: &HeaderMap) -> Result<BlobCondition, ApiError> {
 }
 
 errors!(PutBlobErrors:
-    InvalidPath, InvalidHeader, UploadInterrupted, TransferStalled, BodyTimeout, WriteContention, UploadClosed,
+    InvalidPath, InvalidHeader, UploadInterrupted, TransferStalled, BodyTimeout, WriteContention, UploadClosed, QuotaExceeded,
     PreconditionFailed, PayloadTooLarge, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
@@ -186,7 +186,10 @@ pub async fn delete_blob(
     let (route, db) = app.router.resolve(&tenant, Access::Write)?;
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
     let deleted = match store.delete(&tenant, &path, &condition, now_ms()).await {
-        Ok(Some(_)) => Ok(StatusCode::NO_CONTENT),
+        Ok(Some(_)) => {
+            app.quota_gate.shrank(&tenant);
+            Ok(StatusCode::NO_CONTENT)
+        }
         Ok(None) => Err(ApiError::from(&shardgate_shard_router::Error::BlobNotFound)),
         Err(e) => Err(ApiError::from(e.of_write())),
     };

@@ -11,11 +11,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
 use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::fanout::ShardFailure;
 use shardgate_shard_router::records::{
     Layout, ListBounds, PutOutcome, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
+use shardgate_shard_router::storage::usage::Usage;
+use shardgate_shard_router::usage::quotas::Quotas;
 use shardgate_shard_router::{
     Access, CollectionName, Database, Distribution, RecordKey, Route, ids::check_key_text, now_ms,
 };
@@ -175,7 +178,7 @@ fn cached(record: StoredRecord) -> CachedRecord {
 }
 
 errors!(PutRecordErrors:
-    InvalidJson, InvalidBody, JsonTooDeep, InvalidPath, InvalidHeader, WriteContention, PreconditionFailed, PayloadTooLarge,
+    InvalidJson, InvalidBody, JsonTooDeep, InvalidPath, InvalidHeader, WriteContention, PreconditionFailed, QuotaExceeded, PayloadTooLarge,
     UnsupportedMediaType, ShardReadOnly, ShardOffline, ShardUnavailable, ShardBusy, StaleShardMap
 );
 
@@ -216,8 +219,8 @@ pub async fn put_record(
     served_on.stamp(answer)
 }
 
-/// Writes `value` to `t` under `condition` (see [`change_on_shard`]) and answers 201 or 200
-/// with the record.
+/// Writes `value` to `t` under `condition` within the tenant's quotas (see
+/// [`write_within_quotas`]) and answers 201 or 200 with the record.
 async fn write_record(
     app: &App,
     t: &Target,
@@ -225,14 +228,95 @@ async fn write_record(
     condition: &WriteCondition,
     served_on: &ServedOn,
 ) -> Result<Response, ApiError> {
-    let addr = t.address();
-    let version = |outcome: &PutOutcome| outcome.record.version;
-    let outcome = change_on_shard(app, t, Some(value), served_on, version, |route, db, now| async move {
-        routed_store(&db, &route).put(addr, route.vshard, value, condition, now).await
-    })
-    .await?;
+    let quotas = app.router.tenant_quotas(&t.tenant)?;
+    let outcome = if quotas.unlimited() {
+        put_on_shard(app, t, value, condition, served_on).await?
+    } else {
+        write_within_quotas(app, t, &quotas, value, condition, served_on).await?
+    };
     let status = if outcome.created { StatusCode::CREATED } else { StatusCode::OK };
     Ok(envelope_response(status, outcome.record))
+}
+
+/// Writes `value` to `t` under `condition` (see [`change_on_shard`]).
+async fn put_on_shard(
+    app: &App,
+    t: &Target,
+    value: &RawValue,
+    condition: &WriteCondition,
+    served_on: &ServedOn,
+) -> Result<PutOutcome, ApiError> {
+    let addr = t.address();
+    let version = |outcome: &PutOutcome| outcome.record.version;
+    change_on_shard(app, t, Some(value), served_on, version, |route, db, now| async move {
+        routed_store(&db, &route).put(addr, route.vshard, value, condition, now).await
+    })
+    .await
+}
+
+/// How often a write near its tenant's quota re-reads the record when another write changed it
+/// between its read and its own.
+const QUOTA_WRITE_ATTEMPTS: usize = 3;
+
+/// [`put_on_shard`] for a tenant with quotas: the write is let through by the tenant's allowance
+/// ([`shardgate_shard_router::usage::grants`]) at its worst case (a new record of `value`'s
+/// bytes, an entry in every index), and what it did not add (it replaced a record) is given
+/// back. When the worst case does not fit, the record is read and the write's exact growth asked
+/// for, the write then pinned to the version read (so that what was counted is what it
+/// changes): a write that adds nothing (it shrinks or keeps the record) always passes.
+async fn write_within_quotas(
+    app: &App,
+    t: &Target,
+    quotas: &Quotas,
+    value: &RawValue,
+    condition: &WriteCondition,
+    served_on: &ServedOn,
+) -> Result<PutOutcome, ApiError> {
+    let (tenant, collection) = (t.tenant.as_str(), t.collection.as_str());
+    let bytes = value.get().len() as u64;
+    let indexes = if quotas.index_entries.is_some() { app.indexes.index_count(tenant, collection) } else { 0 };
+    let worst = Usage { records: 1, record_bytes: bytes, index_entries: indexes, ..Usage::default() };
+    match app.quota_gate.admit(&t.tenant, quotas, worst).await {
+        Ok(mut admission) => {
+            let outcome = put_on_shard(app, t, value, condition, served_on).await?;
+            if !outcome.created {
+                admission.give_back(Usage { records: 1, ..Usage::default() });
+            }
+            return Ok(outcome);
+        }
+        Err(StoreError::QuotaExceeded { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    for _ in 0..QUOTA_WRITE_ATTEMPTS {
+        let addr = t.address();
+        let read = app
+            .router
+            .read_record(addr, |route, db| async move {
+                RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await
+            })
+            .await?;
+        let (old, live) = match &read {
+            RecordRead::Live(record) => (Some(&*record.value), Some(record.version)),
+            RecordRead::Gone(_) | RecordRead::Absent => (None, None),
+        };
+        if !condition.allows(live) {
+            return Err(StoreError::PreconditionFailed.into());
+        }
+        let growth = Usage {
+            records: u64::from(old.is_none()),
+            record_bytes: bytes.saturating_sub(old.map_or(0, |v| v.get().len() as u64)),
+            index_entries: if indexes > 0 { app.indexes.entries_added(tenant, collection, old, value)? } else { 0 },
+            ..Usage::default()
+        };
+        let _admission = app.quota_gate.admit(&t.tenant, quotas, growth).await?;
+        let pinned = live.map_or(WriteCondition::Absent, |version| WriteCondition::VersionIn(vec![version]));
+        match put_on_shard(app, t, value, &pinned, served_on).await {
+            // Another write changed the record since it was read: read it again.
+            Err(e) if e.code() == Code::PreconditionFailed.as_str() => continue,
+            written => return written,
+        }
+    }
+    Err(StoreError::WriteContention.into())
 }
 
 /// Changes `t` on its shard, in step with its indexes and the record cache: the indexes'
@@ -326,6 +410,7 @@ async fn delete_from_shard(
         |route, db, now| async move { routed_store(&db, &route).delete(addr, condition, now).await },
     )
     .await?;
+    app.quota_gate.shrank(&t.tenant);
     Ok(StatusCode::NO_CONTENT)
 }
 

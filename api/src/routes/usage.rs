@@ -15,6 +15,7 @@ use crate::server::extract::{ApiPath, Caller};
 use crate::wire::envelope::UsageCounts;
 use crate::wire::error::ApiError;
 use crate::wire::openapi::errors;
+use crate::wire::quotas::QuotaUses;
 
 /// Path of `/v1/tenants/{tenant}/usage`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -32,13 +33,17 @@ pub struct UsageReport {
     pub usage: UsageCounts,
     /// Whether every shard answered; when not, `usage` misses some of the tenant's data.
     pub complete: bool,
+    /// Each of the tenant's quotas beside what it uses of it: a write that would take the
+    /// tenant over one is refused.
+    pub quotas: QuotaUses,
 }
 
 errors!(GetOwnUsageErrors: CatalogUnavailable);
 
 /// What the tenant stores: live records and their bytes, live blobs and their bytes, live index
-/// entries. Kept by the shards in the same transaction as every write, so it is exact as of the
-/// last acknowledged write; reading it counts no rows.
+/// entries, each beside its quota (its tier's, with the tenant's own overrides applied; `null`
+/// is unlimited). Kept by the shards in the same transaction as every write, so it is exact as
+/// of the last acknowledged write; reading it counts no rows.
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/usage", params(UsageRoute), responses(
     (status = 200, description = "The tenant's usage", body = UsageReport),
     GetOwnUsageErrors,
@@ -50,8 +55,10 @@ pub async fn get_usage(
 ) -> Result<axum::Json<UsageReport>, ApiError> {
     let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
     let usage = tenant_usage(&app.router, &tenant).await?;
+    let quotas = app.router.tenant_quotas(&tenant)?;
     Ok(axum::Json(UsageReport {
         tenant: tenant.to_string(),
+        quotas: QuotaUses::new(&quotas, &usage.total),
         usage: usage.total.into(),
         complete: usage.unreachable.is_empty(),
     }))

@@ -65,7 +65,7 @@ pub async fn valet_head(
 errors!(ValetPutErrors:
     ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
     ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, PayloadTooLarge, ValetContentType,
-    TransferStalled, BodyTimeout
+    TransferStalled, BodyTimeout, QuotaExceeded
 );
 
 /// Upload a blob with a valet URL (streamed; the signed size and media type are enforced).

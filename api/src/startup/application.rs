@@ -110,6 +110,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(admin::holdings::get_tenant_holdings))
         .routes(routes!(admin::usage::get_tenant_usage))
+        .routes(routes!(admin::tiers::get_tier_quotas, admin::tiers::put_tier_quotas, admin::tiers::delete_tier_quotas))
         .routes(routes!(admin::balancer::get_balancer_plan))
         .routes(routes!(admin::balancer::get_balancer))
         .routes(routes!(admin::balancer::set_balancer_mode))
@@ -430,7 +431,9 @@ impl Application {
                  limits.max_concurrent_requests; {effective} is in force"
             );
         }
-        let router = Arc::new(ShardRouter::open(&config.storage, &config.data_dir).await?);
+        let router = Arc::new(
+            ShardRouter::open(&config.storage, &config.data_dir).await?.with_tier_quotas(config.quotas.tier_quotas()),
+        );
         let (auth, key_sets) = authenticator(&config.auth, &config.data_dir).await?;
         let heads = router.catalog().heads().await?;
         let mut cache_config = config.cache.clone();
@@ -531,16 +534,18 @@ impl Application {
             None
         };
         let (router_for_moves, cache_for_moves) = (router.clone(), cache.clone());
+        // One name per instance: its load windows', its leases', its registry row's, its quota
+        // allowances'.
+        let name = load_flusher.as_ref().map_or_else(
+            || format!("instance-{}", uuid::Uuid::new_v4().simple()),
+            |flusher| flusher.instance().to_owned(),
+        );
+        let quota_gate = Arc::new(shardgate_shard_router::usage::grants::QuotaGate::new(router.clone(), name.clone()));
         let mover = {
             let cache = cache_for_moves;
-            // One name per instance: its load windows', its leases', its registry row's.
-            let name = load_flusher.as_ref().map_or_else(
-                || format!("instance-{}", uuid::Uuid::new_v4().simple()),
-                |flusher| flusher.instance().to_owned(),
-            );
             shardgate_shard_router::mover::Mover::named(
                 router_for_moves,
-                name,
+                name.clone(),
                 std::sync::Arc::new(move |epoch| {
                     let cache = cache.clone();
                     Box::pin(async move { cache.announce_epoch(epoch).await })
@@ -582,6 +587,7 @@ impl Application {
             load: config.storage.load.clone(),
             balancer,
             load_flusher,
+            quota_gate,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
@@ -740,6 +746,10 @@ impl Application {
             flusher.flush_all().await;
         }
         crate::startup::instance_report::stopped(&app).await;
+        // Other instances may use at once what this one's quota allowances held back.
+        if let Err(e) = app.quota_gate.release().await {
+            tracing::warn!(error = %e, "cannot give the quota allowances up");
+        }
         // Another instance takes the balancer over at once, not when the lease runs out.
         if let Err(e) = app.balancer.release().await {
             tracing::warn!(error = %e, "cannot give the balancer's lease up");

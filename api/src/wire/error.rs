@@ -41,6 +41,23 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "4bf92f3577b34da6a3ce929d0e0e4736")]
     pub trace_id: Option<String>,
+    /// With `quota_exceeded`: the quota the write would cross.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<QuotaProblem>,
+}
+
+/// The quota a refused write would cross (in a `quota_exceeded` problem).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+pub struct QuotaProblem {
+    /// The quota: `records`, `record_bytes`, `blobs`, `blob_bytes` or `index_entries`.
+    #[schema(example = "records")]
+    pub name: &'static str,
+    /// Its limit.
+    pub limit: u64,
+    /// What the tenant uses of it, with what instances may still let through.
+    pub used: u64,
+    /// What the write would add.
+    pub requested: u64,
 }
 
 /// Declares [`Code`] from one table: every code the API answers with, its status and what it
@@ -136,6 +153,7 @@ codes! {
     UniqueViolation = ("unique_violation", CONFLICT, "another record holds this value of a unique index"),
     IndexExists = ("index_exists", CONFLICT, "another definition has this name"),
     IndexLimitReached = ("index_limit_reached", CONFLICT, "the collection has as many index definitions as its tenant's tier allows (`limits.max_indexes_per_collection`); delete one, or have an operator raise the cap or the tenant's tier"),
+    QuotaExceeded = ("quota_exceeded", CONFLICT, "the write would take the tenant's usage over one of its quotas (named in `quota`, with its limit, what is in use and what the write asked for); nothing was changed. Delete data, or have an operator raise the quota or the tenant's tier; writes that shrink usage are always allowed"),
     IndexBuilding = ("index_building", CONFLICT, "the index's backfill has not finished"),
     IndexFailed = ("index_failed", CONFLICT, "the index's build failed (see its `failure`); fix the records and PUT the definition again to retry, or delete it"),
     JobConflict = ("job_conflict", CONFLICT, "another job is moving the tenant or its vshard, or a rebalance runs already; wait for it to end (`GET /v1/admin/jobs/{id}`) or cancel it"),
@@ -190,12 +208,20 @@ pub struct ApiError {
     www_authenticate: Option<&'static str>,
     retry_after_secs: Option<u32>,
     routed_on: Option<RoutedEpoch>,
+    quota: Option<QuotaProblem>,
 }
 
 impl ApiError {
     /// An error with `code` (and so the code's status) and human `detail`.
     pub fn new(code: Code, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into(), www_authenticate: None, retry_after_secs: None, routed_on: None }
+        Self {
+            code,
+            detail: detail.into(),
+            www_authenticate: None,
+            retry_after_secs: None,
+            routed_on: None,
+            quota: None,
+        }
     }
 
     /// The same error, answered with `Retry-After: secs`.
@@ -377,6 +403,7 @@ impl IntoResponse for ApiError {
             code: self.code.as_str(),
             detail: self.detail,
             trace_id: current_trace_id(),
+            quota: self.quota,
         };
         let mut body = serde_json::to_vec(&problem).unwrap_or_default();
         // A newline at the end, so a shell prompt after `curl` starts on a line of its own.
@@ -518,6 +545,12 @@ impl From<&StoreError> for ApiError {
             }
             StoreError::ShardHoldsRange(reason) => Self::new(Code::ShardInUse, reason.clone()),
             StoreError::DistributionRefused(reason) => Self::new(Code::DistributionRefused, reason.clone()),
+            StoreError::QuotaExceeded { quota, limit, used, requested } => {
+                let mut refused = Self::new(Code::QuotaExceeded, e.to_string());
+                refused.quota = Some(QuotaProblem { name: quota, limit: *limit, used: *used, requested: *requested });
+                refused
+            }
+            StoreError::UsageUnknown(_) => unavailable(Code::ShardUnavailable, e.to_string()),
             StoreError::RecordNotFound => Self::new(Code::RecordNotFound, "record not found"),
             StoreError::PreconditionFailed => {
                 Self::new(Code::PreconditionFailed, "the current version does not satisfy If-Match / If-None-Match")

@@ -6,6 +6,7 @@
 //! - [`preconditions`]: `If-Match` / `If-None-Match` and entity-tag lists;
 //! - [`pagination`]: pages with an opaque cursor, page sizes;
 //! - [`envelope`]: the record and job bodies several routes return;
+//! - [`quotas`]: quotas, a tenant's own overrides, and each quota beside the usage it limits;
 //! - [`timestamps`]: RFC 3339 in UTC;
 //! - [`routed_epoch`]: `x-shardgate-epoch`, the shard-map epoch an answer was routed on;
 //! - [`json_newline`]: the newline that ends every JSON answer (a response layer inside the front
@@ -27,6 +28,7 @@ pub mod openapi;
 pub mod pagination;
 pub mod preconditions;
 pub mod probes;
+pub mod quotas;
 pub mod record_body;
 pub mod routed_epoch;
 pub mod spans;

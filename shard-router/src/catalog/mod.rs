@@ -5,7 +5,8 @@
 //! Also the catalog's other tables: collections and their distributions, index definitions,
 //! jobs with their leases, claims ([`crate::claims`]) and phases ([`phase`]), valet keys and grants, the
 //! audit log, the load windows of the load picture ([`LoadRow`]), the balancer's mode, lease and
-//! runs ([`RunRow`]), and the instance registry ([`InstanceRow`]). It reaches its database through
+//! runs ([`RunRow`]), the instance registry ([`InstanceRow`]), and the quotas set through the
+//! admin API ([`TierQuotaRow`], and the tenants' own in their rows). It reaches its database through
 //! [`crate::storage::db`] and builds the [`MapSnapshot`] of [`crate::map`]; it knows nothing of
 //! the shard stores, the router, or the jobs that write its job rows.
 
@@ -19,6 +20,7 @@ use sqlx::{Any, AnyConnection, Row, Transaction};
 
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
+use crate::map::quotas::QuotaOverrides;
 use crate::map::{Incarnation, MapSnapshot, ShardEntry, ShardState, TenantEntry, TenantRateLimit, Tier};
 use crate::storage::db::{Database, Engine};
 use crate::storage::password_file::PasswordFile;
@@ -29,6 +31,8 @@ mod indexes;
 mod instances;
 mod load;
 mod moves;
+mod quota_grants;
+mod quotas;
 pub mod request_windows;
 mod sealing;
 mod valet;
@@ -41,6 +45,7 @@ pub use indexes::{IndexDefInsert, IndexDefRow, JobRow};
 pub use instances::{InstanceReport, InstanceRow, JobLease};
 pub use load::{LoadRow, LoadScope};
 pub use moves::{CancelRequest, Lease, Placement};
+pub use quotas::TierQuotaRow;
 pub use request_windows::{RequestCounts, RequestRow, RequestScope};
 pub use sealing::{SEALED_PREFIX, Sealer, SecretsKeyFile, is_sealed};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
@@ -80,6 +85,8 @@ pub struct TenantRow {
     pub pinned_shard: Option<ShardId>,
     /// Its own rate limit, overriding the tier's.
     pub rate_limit: Option<TenantRateLimit>,
+    /// Its own quotas over its tier's (`None`: none; never an empty set).
+    pub quotas: Option<QuotaOverrides>,
     /// Which life of the id this is (set by [`Catalog::insert_tenant`]).
     pub incarnation: u64,
     /// Creation time (ms since the Unix epoch).
@@ -338,7 +345,7 @@ impl Catalog {
                 }
             }
             let rows = sqlx::query(
-                "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst, t.incarnation, t.created_at \
+                "SELECT t.id, t.tier, p.shard, t.rate_per_second, t.rate_burst, t.incarnation, t.created_at, t.quotas \
                  FROM tenants t LEFT JOIN tenant_pins p ON p.tenant = t.id",
             )
             .fetch_all(pool)
@@ -360,12 +367,14 @@ impl Catalog {
                 };
                 let rate_limit = rate_limit_columns(&row, 3)?;
                 let incarnation = Incarnation { id: incarnation_column(&row, 5)?, created_at_ms: column(&row, 6)? };
+                map.quotas.set_tenant(id.as_str(), quotas::overrides_column(&row, 7)?);
                 map.tenants.insert(
                     crate::map::TenantKey::from(id.as_str()),
                     TenantEntry { pin, tier, rate_limit, incarnation, spread: false },
                 );
             }
             self.load_spread(&mut map).await?;
+            self.load_tier_quotas(&mut map.quotas).await?;
             Ok(map)
         })
         .await
@@ -681,8 +690,8 @@ impl Catalog {
                 refuse_claimed(&mut tx, subject).await?;
             }
             let inserted = sqlx::query(
-                "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst, incarnation) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO tenants (id, name, tier, created_at, updated_at, rate_per_second, rate_burst, incarnation, \
+             quotas) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
             )
             .bind(tenant.id.as_str())
             .bind(&tenant.name)
@@ -692,6 +701,7 @@ impl Catalog {
             .bind(tenant.rate_limit.map(|r| i64::from(r.per_second)))
             .bind(tenant.rate_limit.map(|r| i64::from(r.burst)))
             .bind(incarnation_value(epoch)?)
+            .bind(quotas::overrides_value(tenant.quotas.as_ref())?)
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
@@ -712,7 +722,8 @@ impl Catalog {
         .await
     }
 
-    /// Changes a tenant's name, tier and rate limit. Returns the updated row and the new epoch.
+    /// Changes a tenant's name, tier, rate limit and quotas. Returns the updated row and the new
+    /// epoch.
     pub async fn update_tenant(
         &self,
         id: &TenantId,
@@ -722,11 +733,13 @@ impl Catalog {
     ) -> Result<(TenantRow, u64), Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
-            // `$5` says whether the rate limit changes at all (it may change to none).
+            // `$5` says whether the rate limit changes at all (it may change to none), `$8` whether
+            // the quotas do.
             let done = sqlx::query(
                 "UPDATE tenants SET name = COALESCE($1, name), tier = COALESCE($2, tier), updated_at = $3, \
              rate_per_second = CASE WHEN $5 = 1 THEN $6 ELSE rate_per_second END, \
-             rate_burst = CASE WHEN $5 = 1 THEN $7 ELSE rate_burst END WHERE id = $4",
+             rate_burst = CASE WHEN $5 = 1 THEN $7 ELSE rate_burst END, \
+             quotas = CASE WHEN $8 = 1 THEN $9 ELSE quotas END WHERE id = $4",
             )
             .bind(change.name.as_deref())
             .bind(change.tier.map(Tier::as_str))
@@ -735,6 +748,8 @@ impl Catalog {
             .bind(i64::from(change.rate_limit.is_some()))
             .bind(change.rate_limit.flatten().map(|r| i64::from(r.per_second)))
             .bind(change.rate_limit.flatten().map(|r| i64::from(r.burst)))
+            .bind(i64::from(change.quotas.is_some()))
+            .bind(quotas::overrides_value(change.quotas.flatten().as_ref())?)
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
@@ -811,7 +826,7 @@ impl Catalog {
         self.guarded(async {
             let rows = sqlx::query(
                 "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst, \
-             t.incarnation FROM tenants t \
+             t.incarnation, t.quotas FROM tenants t \
              LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id > $1 ORDER BY t.id LIMIT $2",
             )
             .bind(after.unwrap_or(""))
@@ -865,7 +880,7 @@ async fn insert_vshards(tx: &mut Transaction<'static, Any>, owners: &[ShardId]) 
 async fn fetch_tenant(conn: &mut sqlx::AnyConnection, id: &TenantId) -> Result<Option<TenantRow>, Error> {
     let row = sqlx::query(
         "SELECT t.id, t.name, t.tier, p.shard, t.created_at, t.updated_at, t.rate_per_second, t.rate_burst, \
-             t.incarnation FROM tenants t \
+             t.incarnation, t.quotas FROM tenants t \
          LEFT JOIN tenant_pins p ON p.tenant = t.id WHERE t.id = $1",
     )
     .bind(id.as_str())
@@ -898,6 +913,9 @@ pub struct TenantChange {
     pub tier: Option<Tier>,
     /// New rate limit: `Some(None)` removes the tenant's own limit (its tier's applies).
     pub rate_limit: Option<Option<TenantRateLimit>>,
+    /// New quotas of its own, replacing the ones it has: `Some(None)` (or an empty set) removes
+    /// them all (its tier's apply).
+    pub quotas: Option<Option<QuotaOverrides>>,
 }
 
 fn tenant_row(row: &AnyRow) -> Result<TenantRow, Error> {
@@ -910,6 +928,7 @@ fn tenant_row(row: &AnyRow) -> Result<TenantRow, Error> {
         tier: Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} tier {tier:?}")))?,
         pinned_shard: pin.map(|s| ShardId::parse(&s)).transpose().map_err(|e| corrupt(e.to_string()))?,
         rate_limit: rate_limit_columns(row, 6)?,
+        quotas: quotas::overrides_column(row, 9)?,
         incarnation: incarnation_column(row, 8)?,
         created_at_ms: column(row, 4)?,
         updated_at_ms: column(row, 5)?,

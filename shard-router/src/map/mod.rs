@@ -1,5 +1,6 @@
 //! The shard map: the in-memory copy of the catalog's routing state (vshard table, tenant
-//! directory with pins, shard states) and the routing decision made from it.
+//! directory with pins, shard states, and the quotas set through the admin API, [`quotas`]) and
+//! the routing decision made from it.
 //!
 //! Routing a tenant's data is one hash-map look-up (does the tenant exist, is it pinned?) and, for
 //! unpinned tenants, one hash and one array index. [`MapSnapshot::route_tenant`] returns a [`Route`]
@@ -10,6 +11,7 @@
 //! the stores, the router or the jobs above it.
 
 pub mod hash;
+pub mod quotas;
 
 use std::collections::HashMap;
 
@@ -20,6 +22,7 @@ use std::sync::Arc;
 
 use crate::ids::{ShardId, TenantId};
 use crate::map::hash::{stable_hash, tenant_vshard, vshard_of};
+use crate::map::quotas::MapQuotas;
 
 /// Service tier of a tenant: drives limits and placement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -282,6 +285,8 @@ pub struct MapSnapshot {
     pub vshard_count: u32,
     /// The distributed collections of each tenant that has any (by collection name).
     pub spread: HashMap<TenantKey, HashMap<String, Spread>, RandomState>,
+    /// The tiers' quotas set through the admin API and the tenants' own overrides.
+    pub quotas: MapQuotas,
 }
 
 impl MapSnapshot {
@@ -294,6 +299,7 @@ impl MapSnapshot {
             tenants: HashMap::default(),
             vshard_count,
             spread: HashMap::default(),
+            quotas: MapQuotas::default(),
         }
     }
 

@@ -410,7 +410,8 @@ pub enum WriteCondition {
 }
 
 impl WriteCondition {
-    fn allows(&self, live_version: Option<i64>) -> bool {
+    /// Whether a record whose live version is `live_version` (`None`: none) meets it.
+    pub fn allows(&self, live_version: Option<i64>) -> bool {
         match (self, live_version) {
             (WriteCondition::Always, _) => true,
             (WriteCondition::Exists, live) => live.is_some(),

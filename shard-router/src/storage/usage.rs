@@ -41,16 +41,43 @@ pub struct Usage {
 impl Usage {
     /// Adds `other`.
     pub fn add(&mut self, other: &Usage) {
-        self.records += other.records;
-        self.record_bytes += other.record_bytes;
-        self.blobs += other.blobs;
-        self.blob_bytes += other.blob_bytes;
-        self.index_entries += other.index_entries;
+        self.records = self.records.saturating_add(other.records);
+        self.record_bytes = self.record_bytes.saturating_add(other.record_bytes);
+        self.blobs = self.blobs.saturating_add(other.blobs);
+        self.blob_bytes = self.blob_bytes.saturating_add(other.blob_bytes);
+        self.index_entries = self.index_entries.saturating_add(other.index_entries);
     }
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
         *self == Usage::default()
+    }
+
+    /// `self` less `other`, part by part, never below nothing.
+    pub fn less(&self, other: &Usage) -> Usage {
+        Usage {
+            records: self.records.saturating_sub(other.records),
+            record_bytes: self.record_bytes.saturating_sub(other.record_bytes),
+            blobs: self.blobs.saturating_sub(other.blobs),
+            blob_bytes: self.blob_bytes.saturating_sub(other.blob_bytes),
+            index_entries: self.index_entries.saturating_sub(other.index_entries),
+        }
+    }
+
+    /// `self`, each part at most `other`'s.
+    pub fn capped(&self, other: &Usage) -> Usage {
+        Usage {
+            records: self.records.min(other.records),
+            record_bytes: self.record_bytes.min(other.record_bytes),
+            blobs: self.blobs.min(other.blobs),
+            blob_bytes: self.blob_bytes.min(other.blob_bytes),
+            index_entries: self.index_entries.min(other.index_entries),
+        }
+    }
+
+    /// Whether every part is at most `other`'s.
+    pub fn fits_in(&self, other: &Usage) -> bool {
+        self.capped(other) == *self
     }
 }
 

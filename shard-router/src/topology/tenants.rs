@@ -53,6 +53,7 @@ impl Topology<'_> {
             tier,
             pinned_shard: pin,
             rate_limit,
+            quotas: None,
             incarnation: 0,
             created_at_ms: now,
             updated_at_ms: now,
@@ -68,7 +69,7 @@ impl Topology<'_> {
         Ok(TenantRow { incarnation: epoch, ..row })
     }
 
-    /// Changes a tenant's name, tier and/or rate limit.
+    /// Changes a tenant's name, tier, rate limit and/or quotas.
     pub async fn update_tenant(&self, id: &TenantId, change: &TenantChange, audit: &Audit) -> Result<TenantRow, Error> {
         let _guard = self.router.lock_admin().await;
         let (row, epoch) = self.router.catalog().update_tenant(id, change, now_ms(), audit).await?;
@@ -77,6 +78,7 @@ impl Topology<'_> {
             entry.tier = row.tier;
             entry.rate_limit = row.rate_limit;
         }
+        map.quotas.set_tenant(id.as_str(), row.quotas);
         map.epoch = epoch;
         Ok(row)
     }
@@ -124,6 +126,7 @@ impl Topology<'_> {
             let mut map = self.router.write_map();
             map.tenants.remove(id.as_str());
             map.spread.remove(id.as_str());
+            map.quotas.set_tenant(id.as_str(), None);
             map.epoch = epoch;
         }
         let sweep = async {

@@ -15,6 +15,7 @@
 //! `storage.pool.probe_timeout`; a shard that does not answer is named, and its part is missing.
 //! This sits with the router: it reads the map, then each shard's store.
 
+pub mod grants;
 pub mod quotas;
 
 use std::collections::HashMap;
@@ -51,6 +52,12 @@ pub struct TenantUsage {
 /// catalog knows the tenant.
 pub async fn tenant_usage(router: &ShardRouter, tenant: &TenantId) -> Result<TenantUsage, Error> {
     router.incarnation(tenant).await?;
+    fleet_usage(router, tenant).await
+}
+
+/// [`tenant_usage`] of a tenant the map knows (no catalog query: it may run inside a catalog
+/// transaction).
+pub(crate) async fn fleet_usage(router: &ShardRouter, tenant: &TenantId) -> Result<TenantUsage, Error> {
     let home = router.route_tenant(tenant)?.shard;
     let owners: Vec<ShardId> =
         router.with_map(|map| map.vshards.iter().map(|&index| map.shards[usize::from(index)].id.clone()).collect());

@@ -36,6 +36,8 @@ mod moves;
 mod operations;
 mod pg_tls;
 mod placement;
+mod quota_enforcement;
+mod quotas;
 mod range_moves;
 mod rebalance;
 mod records;

@@ -188,7 +188,8 @@ async fn a_tenant_reads_its_own_usage_and_no_other_tenants(app: TestApp) {
     // The tenant reads its own usage with a `read` token; no shard is named.
     let own = app.client.get(app.url("/v1/tenants/acme/usage")).bearer_auth(app.token("acme", &[Scope::Read]));
     let own = expect_json(own.send().await.unwrap(), StatusCode::OK).await;
-    assert_eq!(own, json!({"tenant": "acme", "usage": usage["usage"], "complete": true}));
+    let quotas = &usage["quotas"];
+    assert_eq!(own, json!({"tenant": "acme", "usage": usage["usage"], "complete": true, "quotas": quotas}));
     // Another tenant's token is told the tenant does not exist; an admin token is not a
     // tenant's; an unknown tenant is 404 for the admin too.
     let bobs = app.client.get(app.url("/v1/tenants/acme/usage")).bearer_auth(app.token("bob", &[Scope::Read]));

@@ -16,4 +16,5 @@ pub mod routing;
 pub mod shards;
 pub mod signing_keys;
 pub mod tenants;
+pub mod tiers;
 pub mod usage;

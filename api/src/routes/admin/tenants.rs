@@ -5,6 +5,7 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_shard_router::catalog::{TENANT_DELETE_ACTION, TenantChange, TenantRow};
+use shardgate_shard_router::usage::quotas::QuotaOverrides;
 use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
@@ -14,6 +15,7 @@ use crate::wire::envelope::created;
 use crate::wire::error::{ApiError, Code, tenant_in_path};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, decode_cursor};
+use crate::wire::quotas::{QuotaLimits, TenantQuotas};
 use crate::wire::timestamps::rfc3339;
 
 /// A tenant.
@@ -34,6 +36,12 @@ pub struct Tenant {
     pub rate_limit: Option<RateLimit>,
     /// The rate limit in force: the tenant's own, or its tier's.
     pub effective_rate_limit: RateLimit,
+    /// The tenant's own quotas over its tier's (null: none, its tier's apply).
+    #[schema(value_type = Option<TenantQuotas>)]
+    pub quotas: Option<QuotaOverrides>,
+    /// The quotas in force: its tier's (set through `PUT /v1/admin/tiers/{tier}/quotas`, else
+    /// configured, as this instance's map has them) with its own applied.
+    pub effective_quotas: QuotaLimits,
     /// Creation time, RFC 3339.
     pub created_at: String,
     /// Last change, RFC 3339.
@@ -47,7 +55,11 @@ fn tenant_view(app: &App, row: TenantRow) -> Tenant {
         .map(ShardId::to_string)
         .or_else(|| app.router.route_tenant(&row.id).ok().map(|r| r.shard.to_string()));
     let own = row.rate_limit.map(|r| RateLimit { per_second: r.per_second, burst: r.burst });
+    let tier_quotas = app.router.with_map(|map| map.quotas.of_tier(row.tier, app.router.configured_tier_quotas()));
+    let quotas = row.quotas.map_or(tier_quotas, |own| own.apply(tier_quotas));
     Tenant {
+        quotas: row.quotas,
+        effective_quotas: quotas.into(),
         effective_rate_limit: own.unwrap_or_else(|| app.gate.limiter.config().for_tier(row.tier.as_str())),
         rate_limit: own,
         pinned: row.pinned_shard.is_some(),
@@ -94,11 +106,28 @@ pub struct UpdateTenant {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<RateLimit>, nullable)]
     pub rate_limit: Option<Option<RateLimit>>,
+    /// The tenant's own quotas, replacing those it has: each key a number (its quota) or `null`
+    /// (unlimited for it), a key left out keeps its tier's; `null` (or `{}`) removes them all,
+    /// absent leaves them as they are. Every instance holds the tenant to them within one
+    /// catalog poll.
+    #[serde(default, deserialize_with = "own_quotas")]
+    #[schema(value_type = Option<TenantQuotas>, nullable)]
+    pub quotas: Option<Option<QuotaOverrides>>,
 }
 
 /// A field that may be absent (`None`), `null` (`Some(None)`) or a value.
 fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
+}
+
+/// `quotas` of an update: absent (`None`), `null` (`Some(None)`) or an object of overrides (an
+/// array, which serde would read into the fields in order, is refused).
+fn own_quotas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<QuotaOverrides>>, D::Error> {
+    use serde::de::Error as _;
+    let Some(object) = Option::<serde_json::Map<String, serde_json::Value>>::deserialize(d)? else {
+        return Ok(Some(None));
+    };
+    serde_json::from_value(serde_json::Value::Object(object)).map(|own| Some(Some(own))).map_err(D::Error::custom)
 }
 
 /// Checks a rate limit from a request body and converts it for the catalog.
@@ -204,7 +233,7 @@ pub async fn get_tenant(
 
 errors!(UpdateTenantErrors: InvalidBody, InvalidJson, TenantNotFound);
 
-/// Change a tenant's name or tier.
+/// Change a tenant's name, tier, rate limit or quotas.
 #[utoipa::path(patch, path = "/v1/admin/tenants/{id}", params(TenantPath), request_body = UpdateTenant, responses(
     (status = 200, description = "The updated tenant", body = Tenant),
     UpdateTenantErrors,
@@ -224,7 +253,7 @@ pub async fn update_tenant(
         Some(None) => Some(None),
         None => None,
     };
-    let change = TenantChange { name: body.name, tier: body.tier, rate_limit };
+    let change = TenantChange { name: body.name, tier: body.tier, rate_limit, quotas: body.quotas };
     let row = app.topology().update_tenant(&id, &change, &audit).await?;
     app.announce_map_change().await;
     Ok(axum::Json(tenant_view(&app, row)))

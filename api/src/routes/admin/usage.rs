@@ -1,5 +1,6 @@
 //! `GET /v1/admin/tenants/{id}/usage`: what a tenant stores, as the shards keep it exact (in
-//! the same transaction as every write), summed over the fleet, with each shard's part.
+//! the same transaction as every write), summed over the fleet, with each shard's part and each
+//! quota beside what it limits.
 
 use serde::{Deserialize, Serialize};
 use shardgate_shard_router::usage::tenant_usage;
@@ -9,6 +10,7 @@ use crate::server::extract::{Admin, ApiPath};
 use crate::wire::envelope::UsageCounts;
 use crate::wire::error::{ApiError, tenant_in_path};
 use crate::wire::openapi::errors;
+use crate::wire::quotas::QuotaUses;
 
 /// Path of `/v1/admin/tenants/{id}/usage`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -31,6 +33,9 @@ pub struct TenantUsage {
     pub complete: bool,
     /// Shards that did not answer in time (or are offline).
     pub unreachable_shards: Vec<String>,
+    /// Each of the tenant's quotas in force (its tier's, with its own overrides applied; `null`
+    /// is unlimited) beside what it uses of it (`usage`).
+    pub quotas: QuotaUses,
 }
 
 /// One shard's part of a tenant's usage.
@@ -60,7 +65,9 @@ pub async fn get_tenant_usage(
 ) -> Result<axum::Json<TenantUsage>, ApiError> {
     let id = tenant_in_path(&path.id)?;
     let usage = tenant_usage(&app.router, &id).await?;
+    let quotas = app.router.tenant_quotas(&id)?;
     Ok(axum::Json(TenantUsage {
+        quotas: QuotaUses::new(&quotas, &usage.total),
         tenant: id.to_string(),
         usage: usage.total.into(),
         shards: usage

@@ -1,0 +1,212 @@
+//! Quotas enforced on writes: each quota (records, record bytes, blobs, blob bytes, index
+//! entries) refuses with 409 `quota_exceeded` the write that would cross it, naming the quota, its
+//! limit, what is in use and what the write asked for, and nothing of the write is kept; writes
+//! that shrink usage and deletes pass also over a quota that was lowered; a blob is refused from
+//! its declared length, and in-stream when it has none; two instances with 32 writers racing at
+//! the limit never let more through than the quota.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use shardgate_gatekeeper::Scope;
+use shardgate_tests::{Backend, TestApp, eventually, expect_json, expect_problem};
+
+shardgate_tests::on_both_engines!(
+    each_record_quota_refuses_the_write_that_would_cross_it_and_shrinking_always_passes,
+    blob_quotas_refuse_an_upload_before_it_is_stored_declared_or_streamed,
+    the_index_entries_quota_counts_only_entries_a_write_adds,
+    two_instances_racing_at_the_limit_never_let_more_through_than_the_quota,
+);
+
+/// Sets `tenant`'s own quotas.
+async fn set_quotas(app: &TestApp, tenant: &str, quotas: Value) {
+    let body = json!({"quotas": quotas});
+    let patched = app.admin(Method::PATCH, &format!("/v1/admin/tenants/{tenant}"), Some(&body)).await;
+    expect_json(patched, StatusCode::OK).await;
+}
+
+/// `tenant`'s usage summed over the shards.
+async fn usage(app: &TestApp, tenant: &str) -> Value {
+    let answer = app.admin(Method::GET, &format!("/v1/admin/tenants/{tenant}/usage"), None).await;
+    expect_json(answer, StatusCode::OK).await["usage"].clone()
+}
+
+/// Checks a `quota_exceeded` problem names `quota` with `limit`, `used` and `requested`.
+async fn refused(response: reqwest::Response, quota: &str, limit: u64, used: u64, requested: u64) {
+    let problem = expect_problem(response, StatusCode::CONFLICT, "quota_exceeded").await;
+    let expected = json!({"name": quota, "limit": limit, "used": used, "requested": requested});
+    assert_eq!(problem["quota"], expected, "{problem}");
+}
+
+/// A record value of exactly `bytes` bytes of JSON text (at least 8).
+fn value_of(bytes: usize) -> Value {
+    json!({"t": "x".repeat(bytes - 8)})
+}
+
+async fn each_record_quota_refuses_the_write_that_would_cross_it_and_shrinking_always_passes(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_tenant("acme").await;
+    set_quotas(&app, "acme", json!({"records": 3, "record_bytes": 100})).await;
+    assert_eq!(serde_json::to_string(&value_of(16)).unwrap().len(), 16);
+
+    for key in ["n1", "n2", "n3"] {
+        expect_json(app.put_record("acme", "notes", key, &value_of(16)).await, StatusCode::CREATED).await;
+    }
+    // A fourth record: refused, and not stored.
+    refused(app.put_record("acme", "notes", "n4", &value_of(16)).await, "records", 3, 3, 1).await;
+    assert_eq!(app.get_record("acme", "notes", "n4").await.status(), StatusCode::NOT_FOUND);
+
+    // Growing a record within the bytes left (48 in use: 100 - 48 = 52 more), then past them.
+    expect_json(app.put_record("acme", "notes", "n1", &value_of(67)).await, StatusCode::OK).await;
+    refused(app.put_record("acme", "notes", "n2", &value_of(30)).await, "record_bytes", 100, 99, 14).await;
+    let n2 = expect_json(app.get_record("acme", "notes", "n2").await, StatusCode::OK).await;
+    assert_eq!(n2["value"], value_of(16), "{n2}");
+
+    // The quota lowered under what is in use: growth is refused, shrinking and deletes pass.
+    set_quotas(&app, "acme", json!({"records": 1, "record_bytes": 20})).await;
+    refused(app.put_record("acme", "notes", "n5", &value_of(8)).await, "records", 1, 3, 1).await;
+    expect_json(app.put_record("acme", "notes", "n1", &value_of(10)).await, StatusCode::OK).await;
+    expect_json(app.put_record("acme", "notes", "n3", &value_of(16)).await, StatusCode::OK).await;
+    for key in ["n2", "n3"] {
+        let deleted = app
+            .send(
+                Method::DELETE,
+                &format!("/v1/tenants/acme/collections/notes/records/{key}"),
+                Some(&app.rw_token("acme")),
+                None,
+                &[],
+            )
+            .await;
+        assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    }
+    refused(app.put_record("acme", "notes", "n5", &value_of(8)).await, "records", 1, 1, 1).await;
+    let deleted = app
+        .send(Method::DELETE, "/v1/tenants/acme/collections/notes/records/n1", Some(&app.rw_token("acme")), None, &[])
+        .await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT);
+    expect_json(app.put_record("acme", "notes", "n5", &value_of(8)).await, StatusCode::CREATED).await;
+
+    let used = usage(&app, "acme").await;
+    assert_eq!((used["records"].as_u64(), used["record_bytes"].as_u64()), (Some(1), Some(8)), "{used}");
+    // Another tenant is not limited by acme's quotas.
+    app.create_tenant("bob").await;
+    for key in ["a", "b", "c", "d"] {
+        expect_json(app.put_record("bob", "notes", key, &value_of(16)).await, StatusCode::CREATED).await;
+    }
+}
+
+/// Uploads `len` bytes to `path` of acme: with its length declared, or streamed without one.
+async fn upload(app: &TestApp, path: &str, len: usize, declared: bool) -> reqwest::Response {
+    let url = app.url(&format!("/v1/tenants/acme/blobs/{path}"));
+    let request = app.client.put(url).bearer_auth(app.rw_token("acme"));
+    let body = vec![5u8; len];
+    let request = if declared {
+        request.body(body)
+    } else {
+        let pieces: Vec<Result<Vec<u8>, std::io::Error>> = body.chunks(16).map(|c| Ok(c.to_vec())).collect();
+        request.body(reqwest::Body::wrap_stream(futures::stream::iter(pieces)))
+    };
+    request.send().await.unwrap()
+}
+
+async fn blob_quotas_refuse_an_upload_before_it_is_stored_declared_or_streamed(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_tenant("acme").await;
+    set_quotas(&app, "acme", json!({"blobs": 1, "blob_bytes": 100})).await;
+
+    expect_json(upload(&app, "a.bin", 60, true).await, StatusCode::CREATED).await;
+    refused(upload(&app, "b.bin", 10, true).await, "blobs", 1, 1, 1).await;
+    // Replacing counts only the bytes beyond the replaced blob's.
+    expect_json(upload(&app, "a.bin", 90, true).await, StatusCode::OK).await;
+    refused(upload(&app, "a.bin", 120, true).await, "blob_bytes", 100, 90, 30).await;
+    // Without a declared length, the body is refused as it crosses the quota.
+    let streamed = upload(&app, "a.bin", 150, false).await;
+    expect_problem(streamed, StatusCode::CONFLICT, "quota_exceeded").await;
+    let kept = app.client.get(app.url("/v1/tenants/acme/blobs/a.bin")).bearer_auth(app.rw_token("acme")).send().await;
+    assert_eq!(kept.unwrap().bytes().await.unwrap().len(), 90, "the refused uploads left the blob as it was");
+    let used = usage(&app, "acme").await;
+    assert_eq!((used["blobs"].as_u64(), used["blob_bytes"].as_u64()), (Some(1), Some(90)), "{used}");
+    // A smaller streamed replacement passes.
+    expect_json(upload(&app, "a.bin", 40, false).await, StatusCode::OK).await;
+
+    let deleted = app.client.delete(app.url("/v1/tenants/acme/blobs/a.bin")).bearer_auth(app.rw_token("acme"));
+    assert_eq!(deleted.send().await.unwrap().status(), StatusCode::NO_CONTENT);
+    expect_json(upload(&app, "b.bin", 100, false).await, StatusCode::CREATED).await;
+    let used = usage(&app, "acme").await;
+    assert_eq!((used["blobs"].as_u64(), used["blob_bytes"].as_u64()), (Some(1), Some(100)), "{used}");
+}
+
+async fn the_index_entries_quota_counts_only_entries_a_write_adds(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_tenant("acme").await;
+    let manager = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app.url("/v1/tenants/acme/collections/people/indexes/by_town");
+    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
+    assert!(defined.unwrap().status().is_success());
+    set_quotas(&app, "acme", json!({"index_entries": 1})).await;
+
+    expect_json(app.put_record("acme", "people", "p1", &json!({"town": "Oslo"})).await, StatusCode::CREATED).await;
+    refused(app.put_record("acme", "people", "p2", &json!({"town": "Rome"})).await, "index_entries", 1, 1, 1).await;
+    // No town: no entry, so no growth.
+    expect_json(app.put_record("acme", "people", "p3", &json!({"name": "Ann"})).await, StatusCode::CREATED).await;
+    // A new town replaces p1's entry.
+    expect_json(app.put_record("acme", "people", "p1", &json!({"town": "Bergen"})).await, StatusCode::OK).await;
+    let used = usage(&app, "acme").await;
+    assert_eq!((used["records"].as_u64(), used["index_entries"].as_u64()), (Some(2), Some(1)), "{used}");
+}
+
+async fn two_instances_racing_at_the_limit_never_let_more_through_than_the_quota(backend: Backend) {
+    const LIMIT: u64 = 200;
+    let app = TestApp::spawn(backend).await;
+    let peer = app.spawn_peer(|_| {}).await;
+    app.create_tenant("acme").await;
+    set_quotas(&app, "acme", json!({"records": LIMIT})).await;
+    // The peer sees the quota (its map follows the catalog).
+    let peer_usage = format!("{}/v1/admin/tenants/acme/usage", peer.base_url);
+    let seen = eventually(std::time::Duration::from_secs(10), async || {
+        let answer = shardgate_tests::get_json(&app.client, &peer_usage, &app.admin_token()).await;
+        (answer["quotas"]["records"]["limit"] == LIMIT).then_some(())
+    })
+    .await;
+    assert!(seen.is_some(), "the peer follows the tenant's quotas");
+
+    let created = Arc::new(AtomicU64::new(0));
+    let token = app.rw_token("acme");
+    let writers = (0..32).map(|writer| {
+        let base = if writer % 2 == 0 { app.base_url.clone() } else { peer.base_url.clone() };
+        let (client, token, created) = (app.client.clone(), token.clone(), created.clone());
+        async move {
+            let mut refusals = 0;
+            for n in 0.. {
+                let url = format!("{base}/v1/tenants/acme/collections/race/records/w{writer}-{n}");
+                let answer = client.put(url).bearer_auth(&token).json(&json!({"n": n})).send().await.unwrap();
+                match answer.status() {
+                    StatusCode::CREATED => {
+                        created.fetch_add(1, Ordering::Relaxed);
+                    }
+                    StatusCode::CONFLICT => {
+                        let problem: Value = answer.json().await.unwrap();
+                        assert_eq!(problem["code"], "quota_exceeded", "{problem}");
+                        refusals += 1;
+                        if refusals == 3 {
+                            break;
+                        }
+                    }
+                    status => panic!("unexpected {status}: {}", answer.text().await.unwrap()),
+                }
+            }
+        }
+    });
+    tokio::time::timeout(std::time::Duration::from_secs(120), futures::future::join_all(writers))
+        .await
+        .expect("the writers finish");
+
+    let created = created.load(Ordering::Relaxed);
+    let counted = usage(&app, "acme").await["records"].as_u64().unwrap();
+    println!("quota {LIMIT}: {created} records acknowledged by two instances, {counted} counted");
+    assert_eq!(counted, created, "every acknowledged record is counted, none refused is kept");
+    assert!(counted <= LIMIT, "no overshoot: {counted} records under a quota of {LIMIT}");
+    assert!(counted >= LIMIT - 32, "the writers reached the limit: {counted} of {LIMIT}");
+}
