@@ -11,6 +11,12 @@
 #   GETS=5000 PUTS=1000 bench/instructions.sh ...           # more requests (default 2000 / 500)
 #   TELEMETRY=0.01 bench/instructions.sh ...                # traces on, this sampling ratio
 #   KEEP_WORK=1 bench/instructions.sh ...                   # keep the callgrind dumps and logs
+#   QUOTAS='{"records":1000000000}' bench/instructions.sh   # the tenant's own quotas (JSON)
+#
+# QUOTAS=<json> gives the measured tenant quotas (PATCH /v1/admin/tenants/{id}), so every write
+# passes the quota check and spends an allowance (usage::grants): what quotas cost is the
+# difference from a run without it. Limits far above what the run writes keep every write
+# admitted.
 #
 # TELEMETRY=<ratio> (0 to 1; unset: traces off, the default configuration) turns `[telemetry]` on
 # in every binary, exporting at that sampling ratio to a real OTLP/HTTP receiver the script starts
@@ -34,6 +40,7 @@ export PGOPTIONS="-c client_min_messages=warning"
 REDIS=(-h 127.0.0.1 -p 6379)
 [[ "$GETS" =~ ^[1-9][0-9]*$ && "$PUTS" =~ ^[1-9][0-9]*$ ]] || die "GETS and PUTS must be positive numbers"
 TELEMETRY="${TELEMETRY:-}"
+QUOTAS="${QUOTAS:-}"
 if [[ -n "$TELEMETRY" ]]; then
     awk -v r="$TELEMETRY" 'BEGIN { exit !(r ~ /^[0-9]*\.?[0-9]+$/ && r + 0 <= 1) }' ||
         die "TELEMETRY must be a sampling ratio from 0 to 1, not $TELEMETRY"
@@ -155,6 +162,11 @@ measure() {
     curl -sf -o /dev/null -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
         -d "{\"id\":\"$TENANT\",\"rate_limit\":{\"per_second\":1000000000,\"burst\":1000000000}}" \
         "$GW_URL/v1/admin/tenants" || die "creating tenant $TENANT failed"
+    if [[ -n "$QUOTAS" ]]; then
+        curl -sf -o /dev/null -X PATCH -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' \
+            -d "{\"quotas\":$QUOTAS}" "$GW_URL/v1/admin/tenants/$TENANT" ||
+            die "$binary refused the quotas $QUOTAS (a build before quotas: measure it without QUOTAS)"
+    fi
     sleep 1.1 # a token issued in the second the tenant was created is refused
     token="$("$binary" token --tenant "$TENANT" --scopes read,write --ttl 1h --data-dir "$SHARDGATE_DATA_DIR")"
     bad="$(pass PUT "$KEYS" "$token")"; [[ "$bad" -eq 0 ]] || die "seeding: $bad PUTs were not 2xx"

@@ -367,7 +367,7 @@ impl Catalog {
                 };
                 let rate_limit = rate_limit_columns(&row, 3)?;
                 let incarnation = Incarnation { id: incarnation_column(&row, 5)?, created_at_ms: column(&row, 6)? };
-                map.quotas.set_tenant(id.as_str(), quotas::overrides_column(&row, 7)?);
+                map.quotas.set_tenant(id.as_str(), overrides_column(&row, 7)?);
                 map.tenants.insert(
                     crate::map::TenantKey::from(id.as_str()),
                     TenantEntry { pin, tier, rate_limit, incarnation, spread: false },
@@ -701,7 +701,7 @@ impl Catalog {
             .bind(tenant.rate_limit.map(|r| i64::from(r.per_second)))
             .bind(tenant.rate_limit.map(|r| i64::from(r.burst)))
             .bind(incarnation_value(epoch)?)
-            .bind(quotas::overrides_value(tenant.quotas.as_ref())?)
+            .bind(overrides_value(tenant.quotas.as_ref())?)
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
@@ -749,7 +749,7 @@ impl Catalog {
             .bind(change.rate_limit.flatten().map(|r| i64::from(r.per_second)))
             .bind(change.rate_limit.flatten().map(|r| i64::from(r.burst)))
             .bind(i64::from(change.quotas.is_some()))
-            .bind(quotas::overrides_value(change.quotas.flatten().as_ref())?)
+            .bind(overrides_value(change.quotas.flatten().as_ref())?)
             .execute(&mut *tx)
             .await
             .map_err(catalog_err)?;
@@ -928,7 +928,7 @@ fn tenant_row(row: &AnyRow) -> Result<TenantRow, Error> {
         tier: Tier::parse(&tier).ok_or_else(|| corrupt(format!("tenant {id} tier {tier:?}")))?,
         pinned_shard: pin.map(|s| ShardId::parse(&s)).transpose().map_err(|e| corrupt(e.to_string()))?,
         rate_limit: rate_limit_columns(row, 6)?,
-        quotas: quotas::overrides_column(row, 9)?,
+        quotas: overrides_column(row, 9)?,
         incarnation: incarnation_column(row, 8)?,
         created_at_ms: column(row, 4)?,
         updated_at_ms: column(row, 5)?,
@@ -978,4 +978,17 @@ async fn bump_valet_generation(tx: &mut Transaction<'static, Any>) -> Result<(),
         .await
         .map_err(catalog_err)?;
     Ok(())
+}
+
+/// A tenant's own quotas in column `index` (NULL: none).
+fn overrides_column(row: &AnyRow, index: usize) -> Result<Option<QuotaOverrides>, Error> {
+    let json: Option<String> = column(row, index)?;
+    json.map(|json| serde_json::from_str(&json).map_err(|e| corrupt(format!("a tenant's quotas: {e}")))).transpose()
+}
+
+/// A tenant's own quotas as the catalog stores them: NULL when there are none.
+fn overrides_value(own: Option<&QuotaOverrides>) -> Result<Option<String>, Error> {
+    own.filter(|own| !own.is_empty())
+        .map(|own| serde_json::to_string(own).map_err(|e| corrupt(format!("a tenant's quotas: {e}"))))
+        .transpose()
 }

@@ -9,7 +9,7 @@ use sqlx::any::AnyRow;
 use super::{Audit, Catalog, catalog_err, column, corrupt};
 use crate::error::Error;
 use crate::map::Tier;
-use crate::map::quotas::{MapQuotas, QuotaOverrides, Quotas};
+use crate::map::quotas::{MapQuotas, Quotas};
 
 /// A tier's quotas as set through the admin API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,17 +84,4 @@ impl Catalog {
 fn tier_quotas_column(row: &AnyRow, tier: Tier) -> Result<Quotas, Error> {
     let json: String = column(row, 0)?;
     serde_json::from_str(&json).map_err(|e| corrupt(format!("tier {}'s quotas: {e}", tier.as_str())))
-}
-
-/// A tenant's own quotas in column `index` (NULL: none).
-pub(super) fn overrides_column(row: &AnyRow, index: usize) -> Result<Option<QuotaOverrides>, Error> {
-    let json: Option<String> = column(row, index)?;
-    json.map(|json| serde_json::from_str(&json).map_err(|e| corrupt(format!("a tenant's quotas: {e}")))).transpose()
-}
-
-/// A tenant's own quotas as the catalog stores them: NULL when there are none.
-pub(super) fn overrides_value(own: Option<&QuotaOverrides>) -> Result<Option<String>, Error> {
-    own.filter(|own| !own.is_empty())
-        .map(|own| serde_json::to_string(own).map_err(|e| corrupt(format!("a tenant's quotas: {e}"))))
-        .transpose()
 }

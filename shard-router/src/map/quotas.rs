@@ -10,7 +10,10 @@ use std::collections::HashMap;
 use foldhash::fast::RandomState;
 use serde::{Deserialize, Serialize};
 
-use crate::map::{TenantKey, Tier};
+use crate::map::tier::Tier;
+
+/// A tenant id as the map keys it (`crate::map::TenantKey`).
+type TenantKey = compact_str::CompactString;
 
 /// A tenant's (or a tier's) quotas: `None` is unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
