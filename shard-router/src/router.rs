@@ -296,7 +296,8 @@ impl ShardRouter {
                 }
                 Err(e) if e.is_authentication_failure() && !reconnected => {
                     reconnected = true;
-                    if !self.pools.follow_refused_password(&shard, &used, &self.catalog).await {
+                    // Boxed: a catalog read's future would make every write's as large.
+                    if !Box::pin(self.pools.follow_refused_password(&shard, &used, &self.catalog)).await {
                         return Err(e);
                     }
                     tracing::info!(shard = %shard, "the shard refused a password; running again at its new URL");

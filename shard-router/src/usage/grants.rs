@@ -160,7 +160,9 @@ impl QuotaGate {
         if let Some(admitted) = spend(&allowance, quotas, growth)? {
             return Ok(admitted);
         }
-        self.decide(tenant, quotas, &allowance, growth).await
+        // Boxed: a decision's future (a catalog transaction around a read of every shard) is
+        // large, and would make every caller's future as large.
+        Box::pin(self.decide(tenant, quotas, &allowance, growth)).await
     }
 
     /// Notes that `tenant`'s usage shrank (a delete on this instance): a remembered refusal is
