@@ -3,7 +3,8 @@
 # Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379,
 # which scripts/services.sh starts, and Debian's Chromium with its WebDriver for the console's
 # browser tests, which scripts/chromium.sh installs, kubectl (scripts/kubectl.sh) for the test
-# that starts the binary with the Kubernetes manifests' settings, and the git history (the
+# that starts the binary with the Kubernetes manifests' settings, promtool (scripts/promtool.sh)
+# for the test that parses the monitoring queries, and the git history (the
 # rolling-upgrade test builds the previous release from it). About half an hour on two cores.
 #
 # Every step runs, whatever the steps before it did (a failed nextest run still leaves the doc
@@ -22,6 +23,8 @@ previous_release() {
 step "scripts/services.sh" scripts/services.sh
 step "scripts/chromium.sh" scripts/chromium.sh
 step "scripts/kubectl.sh" scripts/kubectl.sh
+# promtool parses the dashboards' and alerts' queries (api/tests/monitoring.rs).
+step "scripts/promtool.sh" scripts/promtool.sh
 step "scripts/otlp-receiver.sh" scripts/otlp-receiver.sh
 # The build first, then the previous release (built beside this build's crates): both before the
 # tests, so that they do not compete with them.
