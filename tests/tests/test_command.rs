@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// The scripts `scripts/test.sh` calls from `scripts/`, each replaced by a stand-in.
 const CALLED_SCRIPTS: &[&str] =
-    &["services.sh", "chromium.sh", "kubectl.sh", "otlp-receiver.sh", "previous-release.sh"];
+    &["services.sh", "chromium.sh", "kubectl.sh", "promtool.sh", "otlp-receiver.sh", "previous-release.sh"];
 
 /// The workspace's root.
 fn workspace() -> PathBuf {
@@ -153,6 +153,7 @@ fn every_failed_step_is_named_and_every_step_runs() {
         "scripts/services.sh",
         "scripts/chromium.sh",
         "scripts/kubectl.sh",
+        "scripts/promtool.sh",
         "scripts/otlp-receiver.sh",
         "scripts/previous-release.sh",
     ] {
