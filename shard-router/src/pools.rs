@@ -48,8 +48,8 @@ pub struct ShardPools {
     passwords: ShardPasswords,
     /// Taken to read the shards' URLs again after a database refused a password
     /// ([`ShardPools::follow_refused_password`]), so that requests refused together read the
-    /// catalog once.
-    refused_password: tokio::sync::Mutex<()>,
+    /// catalog once; holds when the last such read started.
+    refused_password: tokio::sync::Mutex<Option<tokio::time::Instant>>,
 }
 
 /// Why a registered shard is not used, and the URL that led to the wrong database: a new URL in
@@ -113,7 +113,7 @@ impl ShardPools {
             meter,
             batching,
             passwords,
-            refused_password: tokio::sync::Mutex::new(()),
+            refused_password: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -140,26 +140,27 @@ impl ShardPools {
         }
     }
 
-    /// After shard `id`'s database refused the password of a new connection of `refused` (its
-    /// pool when the statement ran): reads the shard's URL from the catalog again, with its
-    /// password file, and reopens the pool if either is not what it was opened with (another
-    /// instance changed the URL, or the file was rotated, and this instance has not looked
-    /// since; the old pool drains as in [`ShardPools::reopen_moved`]). Whether the shard's pool
-    /// now connects otherwise than `refused`, so that the refused statement may run again.
-    pub(crate) async fn follow_refused_password(&self, id: &ShardId, refused: &Database, catalog: &Catalog) -> bool {
-        let connects_otherwise = || self.pools.read().get(id).is_some_and(|db| !db.same_url_as(refused));
-        let _one_at_a_time = self.refused_password.lock().await;
-        // Another request refused at the same time may have followed the new URL already.
-        if connects_otherwise() {
-            return true;
+    /// After shard `id`'s database refused the password of a new connection: reads the shards'
+    /// URLs from the catalog again, with their password files, and reopens the pool of each whose
+    /// URL or password is not what it was opened with (another instance changed the URL, or the
+    /// file was rotated, and this instance has not looked since; the old pool drains as in
+    /// [`ShardPools::reopen_moved`]). Requests refused together read the catalog once: one that
+    /// waited here while a read that started after it was refused ran takes that read's result.
+    /// The caller runs the refused statement once more (it never reached the database); if the
+    /// URL had not changed, it is refused again and that refusal is the answer.
+    pub(crate) async fn follow_refused_password(&self, id: &ShardId, catalog: &Catalog) {
+        let refused_at = tokio::time::Instant::now();
+        let mut last_read = self.refused_password.lock().await;
+        if last_read.is_some_and(|started| started >= refused_at) {
+            return;
         }
+        *last_read = Some(tokio::time::Instant::now());
         match catalog.list_shards().await {
             Ok(rows) => {
                 self.reopen_moved(&rows);
             }
             Err(e) => tracing::warn!(shard = %id, error = %e, "cannot read the URL of a shard that refused a password"),
         }
-        connects_otherwise()
     }
 
     /// The meter counting the statements on the shards, if the load picture is on.

@@ -239,8 +239,8 @@ impl ShardRouter {
     /// `moves.cutover_wait`; then [`Error::TenantMoving`]. If the shard's database refuses the
     /// password of a new connection (it was rotated, and another instance took the new URL with
     /// `PATCH /v1/admin/shards/{id}` since this one last polled the catalog), reads the shard's
-    /// URL again and, if it changed, runs `write` once more on the pool reopened there, from the
-    /// start as after a fence's refusal (the refused statement never reached the database).
+    /// URL again, reopening its pool if it changed, and runs `write` once more, from the start as
+    /// after a fence's refusal (the refused statement never reached the database).
     pub async fn write<T, F, Fut>(&self, tenant: &TenantId, write: F) -> Result<T, Error>
     where
         F: Fn(Route, Database) -> Fut,
@@ -287,7 +287,6 @@ impl ShardRouter {
         };
         let (mut refreshed, mut reconnected) = (false, false);
         loop {
-            let (shard, used) = (route.shard.clone(), db.clone());
             match op(route, db).await {
                 Err(Error::StaleMap(shard)) if !refreshed => {
                     tracing::info!(shard = %shard, epoch = self.epoch(), "write refused by the shard fence; refreshing the map");
@@ -296,11 +295,12 @@ impl ShardRouter {
                 }
                 Err(e) if e.is_authentication_failure() && !reconnected => {
                     reconnected = true;
-                    // Boxed: a catalog read's future would make every write's as large.
-                    if !Box::pin(self.pools.follow_refused_password(&shard, &used, &self.catalog)).await {
-                        return Err(e);
-                    }
-                    tracing::info!(shard = %shard, "the shard refused a password; running again at its new URL");
+                    // Nothing of the refused attempt is kept across `op`'s await (it would make
+                    // every request's future larger): the shard is routed again here, and the
+                    // catalog read is boxed.
+                    let shard = resolve()?.0.shard;
+                    Box::pin(self.pools.follow_refused_password(&shard, &self.catalog)).await;
+                    tracing::info!(shard = %shard, "the shard refused a password; running again with its URL in the catalog");
                 }
                 Err(
                     Error::TenantFenced { .. }

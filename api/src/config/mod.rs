@@ -370,7 +370,8 @@ impl QuotasConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct QuotaTiers {
     /// A `free` tenant's quotas. Default (unset): 1000000 records of 1073741824 bytes (1 GiB),
-    /// 100000 blobs of 10737418240 bytes (10 GiB), 5000000 index entries.
+    /// 100000 blobs of 10737418240 bytes (10 GiB), 5000000 index entries, 100 collections,
+    /// 10737418240 bytes (10 GiB) through valet URLs a day.
     pub free: Option<TierQuotaLimits>,
     /// A `standard` tenant's quotas. Default (unset): unlimited.
     pub standard: Option<TierQuotaLimits>,
@@ -393,12 +394,24 @@ pub struct TierQuotaLimits {
     pub blob_bytes: Option<u64>,
     /// Most live index entries (one per record and index that covers it).
     pub index_entries: Option<u64>,
+    /// Most collections holding records (or given a distribution of their own).
+    pub collections: Option<u64>,
+    /// Most bytes transferred through valet URLs in a UTC day, uploads and downloads together.
+    pub valet_bytes_per_day: Option<u64>,
 }
 
 impl From<TierQuotaLimits> for shardgate_shard_router::usage::quotas::Quotas {
     fn from(limits: TierQuotaLimits) -> Self {
-        let TierQuotaLimits { records, record_bytes, blobs, blob_bytes, index_entries } = limits;
-        Self { records, record_bytes, blobs, blob_bytes, index_entries }
+        let TierQuotaLimits {
+            records,
+            record_bytes,
+            blobs,
+            blob_bytes,
+            index_entries,
+            collections,
+            valet_bytes_per_day,
+        } = limits;
+        Self { records, record_bytes, blobs, blob_bytes, index_entries, collections, valet_bytes_per_day }
     }
 }
 

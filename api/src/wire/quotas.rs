@@ -26,19 +26,26 @@ pub struct QuotaLimits {
     /// Most live index entries.
     #[schema(minimum = 0)]
     pub index_entries: Option<u64>,
+    /// Most collections holding records (or given a distribution of their own).
+    #[schema(minimum = 0)]
+    pub collections: Option<u64>,
+    /// Most bytes transferred through valet URLs in a UTC day, uploads and downloads together.
+    #[schema(minimum = 0)]
+    pub valet_bytes_per_day: Option<u64>,
 }
 
 impl From<Quotas> for QuotaLimits {
     fn from(q: Quotas) -> Self {
-        let Quotas { records, record_bytes, blobs, blob_bytes, index_entries } = q;
-        Self { records, record_bytes, blobs, blob_bytes, index_entries }
+        let Quotas { records, record_bytes, blobs, blob_bytes, index_entries, collections, valet_bytes_per_day } = q;
+        Self { records, record_bytes, blobs, blob_bytes, index_entries, collections, valet_bytes_per_day }
     }
 }
 
 impl From<QuotaLimits> for Quotas {
     fn from(q: QuotaLimits) -> Self {
-        let QuotaLimits { records, record_bytes, blobs, blob_bytes, index_entries } = q;
-        Self { records, record_bytes, blobs, blob_bytes, index_entries }
+        let QuotaLimits { records, record_bytes, blobs, blob_bytes, index_entries, collections, valet_bytes_per_day } =
+            q;
+        Self { records, record_bytes, blobs, blob_bytes, index_entries, collections, valet_bytes_per_day }
     }
 }
 
@@ -62,6 +69,12 @@ pub struct TenantQuotas {
     /// Most live index entries.
     #[schema(minimum = 0)]
     pub index_entries: Option<u64>,
+    /// Most collections.
+    #[schema(minimum = 0)]
+    pub collections: Option<u64>,
+    /// Most bytes through valet URLs in a UTC day.
+    #[schema(minimum = 0)]
+    pub valet_bytes_per_day: Option<u64>,
 }
 
 /// One quota beside what it limits.

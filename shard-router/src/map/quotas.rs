@@ -29,16 +29,23 @@ pub struct Quotas {
     pub blob_bytes: Option<u64>,
     /// Most live index entries.
     pub index_entries: Option<u64>,
+    /// Most collections holding records (or given a distribution of their own).
+    pub collections: Option<u64>,
+    /// Most bytes transferred through valet URLs in a UTC day (uploads and downloads).
+    pub valet_bytes_per_day: Option<u64>,
 }
 
 /// The quotas of a `free` tier the configuration does not set: 1,000,000 records of 1 GiB,
-/// 100,000 blobs of 10 GiB, 5,000,000 index entries.
+/// 100,000 blobs of 10 GiB, 5,000,000 index entries, 100 collections, 10 GiB through valet URLs
+/// a day.
 pub const FREE_TIER_QUOTAS: Quotas = Quotas {
     records: Some(1_000_000),
     record_bytes: Some(1 << 30),
     blobs: Some(100_000),
     blob_bytes: Some(10 << 30),
     index_entries: Some(5_000_000),
+    collections: Some(100),
+    valet_bytes_per_day: Some(10 << 30),
 };
 
 /// One value per tier.
@@ -84,8 +91,15 @@ impl TierQuotas {
 
 impl Quotas {
     /// No quota at all.
-    pub const UNLIMITED: Quotas =
-        Quotas { records: None, record_bytes: None, blobs: None, blob_bytes: None, index_entries: None };
+    pub const UNLIMITED: Quotas = Quotas {
+        records: None,
+        record_bytes: None,
+        blobs: None,
+        blob_bytes: None,
+        index_entries: None,
+        collections: None,
+        valet_bytes_per_day: None,
+    };
 }
 
 /// A tenant's own quotas over its tier's (admin API, `tenants.quotas` in the catalog): each
@@ -109,6 +123,12 @@ pub struct QuotaOverrides {
     /// Most live index entries.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub index_entries: Option<Option<u64>>,
+    /// Most collections.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub collections: Option<Option<u64>>,
+    /// Most bytes through valet URLs in a UTC day.
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub valet_bytes_per_day: Option<Option<u64>>,
 }
 
 /// A field that may be absent (`None`), `null` (`Some(None)`) or a value.
@@ -126,6 +146,8 @@ impl QuotaOverrides {
             blobs: or(self.blobs, tier.blobs),
             blob_bytes: or(self.blob_bytes, tier.blob_bytes),
             index_entries: or(self.index_entries, tier.index_entries),
+            collections: or(self.collections, tier.collections),
+            valet_bytes_per_day: or(self.valet_bytes_per_day, tier.valet_bytes_per_day),
         }
     }
 

@@ -218,12 +218,6 @@ impl Database {
         self.url.expose_secret() == url.expose_secret()
     }
 
-    /// Whether it connects with the same URL as `other` (a pool of the same shard before or
-    /// after its URL changed).
-    pub fn same_url_as(&self, other: &Database) -> bool {
-        self.url.expose_secret() == other.url.expose_secret()
-    }
-
     /// The most connections its pool opens.
     pub fn max_connections(&self) -> u32 {
         self.pool.options().get_max_connections()

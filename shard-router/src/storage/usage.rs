@@ -113,6 +113,13 @@ const SUM_BY_PLACEMENT: &str = "SELECT placement, CAST(SUM(records) AS BIGINT), 
      HAVING SUM(records) <> 0 OR SUM(record_bytes) <> 0 OR SUM(blobs) <> 0 OR SUM(blob_bytes) <> 0 \
      OR SUM(index_entries) <> 0 ORDER BY placement";
 
+/// [`SUM_BY_PLACEMENT`] for every tenant on the shard, by tenant then placement.
+const SUM_BY_TENANT_AND_PLACEMENT: &str = "SELECT tenant, placement, CAST(SUM(records) AS BIGINT), \
+     CAST(SUM(record_bytes) AS BIGINT), CAST(SUM(blobs) AS BIGINT), CAST(SUM(blob_bytes) AS BIGINT), \
+     CAST(SUM(index_entries) AS BIGINT) FROM tenant_usage GROUP BY tenant, placement \
+     HAVING SUM(records) <> 0 OR SUM(record_bytes) <> 0 OR SUM(blobs) <> 0 OR SUM(blob_bytes) <> 0 \
+     OR SUM(index_entries) <> 0 ORDER BY tenant, placement";
+
 /// The same sums counted from the rows (`$1`: the tenant), each table through its primary key's
 /// tenant prefix; `value_bytes` is the engine's expression for the bytes of a row's `value`.
 fn count_by_placement(value_bytes: &str) -> String {
@@ -153,31 +160,53 @@ pub async fn counted_tenant_usage(
     placed_sums(shard, tenant, &sql).await
 }
 
+/// What every tenant stores on `shard`, per tenant (byte order of their ids) and placement, as
+/// the shard keeps it: [`tenant_usage`] of all of them in one statement (a scan of
+/// `tenant_usage`, a few rows per tenant: for the admin API's listings and the daily export,
+/// not for requests). Tenants storing nothing are left out.
+pub async fn every_tenant_usage(shard: &FencedShard<'_>) -> Result<Vec<(String, Vec<(Placement, Usage)>)>, Error> {
+    let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
+        sqlx::query_as(SUM_BY_TENANT_AND_PLACEMENT).fetch_all(shard.pool()).reading_on(shard).await?;
+    let mut tenants: Vec<(String, Vec<(Placement, Usage)>)> = Vec::new();
+    for (tenant, placement, records, record_bytes, blobs, blob_bytes, index_entries) in rows {
+        let Some(part) = placed(shard, (placement, records, record_bytes, blobs, blob_bytes, index_entries)) else {
+            continue;
+        };
+        match tenants.last_mut() {
+            Some((last, parts)) if *last == tenant => parts.push(part),
+            _ => tenants.push((tenant, vec![part])),
+        }
+    }
+    Ok(tenants)
+}
+
+/// One row of sums (the placement and the five sums) read as a placed part of a tenant's
+/// usage; `None` for a part holding nothing or a placement no trigger writes.
+fn placed(shard: &FencedShard<'_>, row: (i64, i64, i64, i64, i64, i64)) -> Option<(Placement, Usage)> {
+    let (placement, records, record_bytes, blobs, blob_bytes, index_entries) = row;
+    let Some(placement) = Placement::from_column(placement) else {
+        tracing::warn!(shard = %shard.id(), placement, "tenant_usage row with an unknown placement, left out");
+        return None;
+    };
+    // A negative sum would be a bug in the triggers, not usage: it reads as nothing.
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let usage = Usage {
+        records: count(records),
+        record_bytes: count(record_bytes),
+        blobs: count(blobs),
+        blob_bytes: count(blob_bytes),
+        index_entries: count(index_entries),
+    };
+    (!usage.is_empty()).then_some((placement, usage))
+}
+
 /// Runs `sql` (one row per placement: the placement and the five sums) for `tenant`.
 async fn placed_sums(shard: &FencedShard<'_>, tenant: &TenantId, sql: &str) -> Result<Vec<(Placement, Usage)>, Error> {
     let rows: Vec<(i64, i64, i64, i64, i64, i64)> =
         sqlx::query_as(sql).bind(tenant.as_str()).fetch_all(shard.pool()).reading_on(shard).await?;
-    // A negative sum would be a bug in the triggers, not usage: it reads as nothing.
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
-    let mut placed = Vec::with_capacity(rows.len());
-    for (placement, records, record_bytes, blobs, blob_bytes, index_entries) in rows {
-        let Some(placement) = Placement::from_column(placement) else {
-            tracing::warn!(shard = %shard.id(), placement, "tenant_usage row with an unknown placement, left out");
-            continue;
-        };
-        let usage = Usage {
-            records: count(records),
-            record_bytes: count(record_bytes),
-            blobs: count(blobs),
-            blob_bytes: count(blob_bytes),
-            index_entries: count(index_entries),
-        };
-        if !usage.is_empty() {
-            placed.push((placement, usage));
-        }
-    }
-    placed.sort_by_key(|(placement, _)| *placement);
-    Ok(placed)
+    let mut placed_parts: Vec<(Placement, Usage)> = rows.into_iter().filter_map(|row| placed(shard, row)).collect();
+    placed_parts.sort_by_key(|(placement, _)| *placement);
+    Ok(placed_parts)
 }
 
 #[cfg(test)]

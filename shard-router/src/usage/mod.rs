@@ -18,14 +18,18 @@
 pub mod grants;
 pub mod quotas;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
 use crate::map::ShardState;
 use crate::router::ShardRouter;
+use crate::storage::db::Database;
 use crate::storage::shard::FencedShard;
-use crate::storage::usage::{Placement, Usage, tenant_usage as usage_on_shard};
+use crate::storage::usage::{
+    Placement, Usage, every_tenant_usage as every_tenant_on_shard, tenant_usage as usage_on_shard,
+};
 
 /// One shard's part of a tenant's usage.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,47 +63,121 @@ pub async fn tenant_usage(router: &ShardRouter, tenant: &TenantId) -> Result<Ten
 /// transaction).
 pub(crate) async fn fleet_usage(router: &ShardRouter, tenant: &TenantId) -> Result<TenantUsage, Error> {
     let home = router.route_tenant(tenant)?.shard;
-    let owners: Vec<ShardId> =
-        router.with_map(|map| map.vshards.iter().map(|&index| map.shards[usize::from(index)].id.clone()).collect());
-    let counts = |shard: &ShardId, placement: Placement| match placement {
-        Placement::Home => *shard == home,
-        Placement::Range => true,
-        Placement::Vshard(vshard) => owners.get(vshard as usize) == Some(shard),
-    };
-    let timeout = router.pools().config().probe_timeout;
-    let shards = router.shard_dbs();
-    let read = futures::future::join_all(shards.iter().map(|(id, state, db)| async move {
-        if *state == ShardState::Offline {
-            return None;
-        }
-        match tokio::time::timeout(timeout, usage_on_shard(&FencedShard::new(db, id), tenant)).await {
-            Ok(Ok(placed)) => Some(placed),
-            Ok(Err(e)) => {
-                tracing::warn!(shard = %id, error = %e, "could not read a tenant's usage");
-                None
-            }
-            Err(_) => {
-                tracing::warn!(shard = %id, "could not read a tenant's usage in time");
-                None
-            }
-        }
-    }))
+    let owners = Owners::of(router);
+    let (shards, read) = on_every_shard(router, "a tenant's usage", |id, db| async move {
+        usage_on_shard(&FencedShard::new(&db, &id), tenant).await
+    })
     .await;
     let mut usage = TenantUsage::default();
     let mut parts: HashMap<&ShardId, Usage> = HashMap::new();
-    for ((id, _, _), placed) in shards.iter().zip(read) {
+    for (id, placed) in shards.iter().zip(read) {
         let Some(placed) = placed else {
             usage.unreachable.push(id.clone());
             continue;
         };
-        for (_, part) in placed.iter().filter(|(placement, _)| counts(id, *placement)) {
+        for (_, part) in placed.iter().filter(|(placement, _)| owners.counts(id, *placement, &home)) {
             usage.total.add(part);
             parts.entry(id).or_default().add(part);
         }
     }
     usage.shards = shards
         .iter()
-        .filter_map(|(id, _, _)| parts.get(id).map(|part| ShardUsage { shard: id.clone(), usage: *part }))
+        .filter_map(|id| parts.get(id).map(|part| ShardUsage { shard: id.clone(), usage: *part }))
         .collect();
     Ok(usage)
+}
+
+/// Every tenant's usage over the fleet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FleetUsage {
+    /// Each tenant of the map storing anything, with the sum over the shards that answered.
+    pub tenants: BTreeMap<TenantId, Usage>,
+    /// Shards that did not answer within the probe timeout, or are offline: their parts are
+    /// missing.
+    pub unreachable: Vec<ShardId>,
+}
+
+/// [`tenant_usage`] of every tenant of the map at once: one statement per shard (a scan of its
+/// `tenant_usage`), each part counted where the map places it. For the admin API's listings and
+/// the daily export; a tenant the map does not know (deleted since) is left out.
+pub async fn every_tenant_usage(router: &ShardRouter) -> Result<FleetUsage, Error> {
+    let owners = Owners::of(router);
+    let (shards, read) = on_every_shard(router, "the tenants' usage", |id, db| async move {
+        every_tenant_on_shard(&FencedShard::new(&db, &id)).await
+    })
+    .await;
+    let mut usage = FleetUsage::default();
+    let mut homes: HashMap<String, Option<(TenantId, ShardId)>> = HashMap::new();
+    for (id, tenants) in shards.iter().zip(read) {
+        let Some(tenants) = tenants else {
+            usage.unreachable.push(id.clone());
+            continue;
+        };
+        for (tenant, placed) in tenants {
+            let known = homes.entry(tenant).or_insert_with_key(|tenant| {
+                let tenant = TenantId::parse(tenant).ok()?;
+                let home = router.route_tenant(&tenant).ok()?.shard;
+                Some((tenant, home))
+            });
+            let Some((tenant, home)) = known else { continue };
+            for (_, part) in placed.iter().filter(|(placement, _)| owners.counts(id, *placement, home)) {
+                usage.tenants.entry(tenant.clone()).or_default().add(part);
+            }
+        }
+    }
+    Ok(usage)
+}
+
+/// The owner of each vshard in the map, to tell where a placed part counts.
+struct Owners(Vec<ShardId>);
+
+impl Owners {
+    fn of(router: &ShardRouter) -> Self {
+        Owners(
+            router.with_map(|map| map.vshards.iter().map(|&index| map.shards[usize::from(index)].id.clone()).collect()),
+        )
+    }
+
+    /// Whether a part placed by `placement` on `shard` counts there, for a tenant whose home
+    /// shard is `home`.
+    fn counts(&self, shard: &ShardId, placement: Placement, home: &ShardId) -> bool {
+        match placement {
+            Placement::Home => shard == home,
+            Placement::Range => true,
+            Placement::Vshard(vshard) => self.0.get(vshard as usize) == Some(shard),
+        }
+    }
+}
+
+/// Runs `read` on every shard that is not offline, in parallel, each within
+/// `storage.pool.probe_timeout`: the shards, and what each answered (`None`: offline, failed or
+/// late, logged as not reading `what`).
+async fn on_every_shard<T, F, Fut>(router: &ShardRouter, what: &str, read: F) -> (Vec<ShardId>, Vec<Option<T>>)
+where
+    F: Fn(ShardId, Database) -> Fut,
+    Fut: Future<Output = Result<T, Error>>,
+{
+    let timeout = router.pools().config().probe_timeout;
+    let shards = router.shard_dbs();
+    let answers = futures::future::join_all(shards.iter().map(|(id, state, db)| {
+        let read = &read;
+        async move {
+            if *state == ShardState::Offline {
+                return None;
+            }
+            match tokio::time::timeout(timeout, read(id.clone(), db.clone())).await {
+                Ok(Ok(answer)) => Some(answer),
+                Ok(Err(e)) => {
+                    tracing::warn!(shard = %id, error = %e, "could not read {what}");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(shard = %id, "could not read {what} in time");
+                    None
+                }
+            }
+        }
+    }))
+    .await;
+    (shards.into_iter().map(|(id, _, _)| id).collect(), answers)
 }

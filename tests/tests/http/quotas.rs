@@ -26,19 +26,32 @@ fn free_defaults() -> Value {
         "blobs": 100_000,
         "blob_bytes": 10_737_418_240u64,
         "index_entries": 5_000_000,
+        "collections": 100,
+        "valet_bytes_per_day": 10_737_418_240u64,
     })
 }
 
-/// Each quota's limit as a usage answer shows it.
-fn limits(usage: &Value) -> Value {
+/// Each quota's limit as a usage answer shows it, for the quotas `expected` names (a usage
+/// answer shows each quota beside what is used of it).
+fn limits(usage: &Value, expected: &Value) -> Value {
     let quotas = &usage["quotas"];
-    json!({
-        "records": quotas["records"]["limit"],
-        "record_bytes": quotas["record_bytes"]["limit"],
-        "blobs": quotas["blobs"]["limit"],
-        "blob_bytes": quotas["blob_bytes"]["limit"],
-        "index_entries": quotas["index_entries"]["limit"],
-    })
+    let keys = expected.as_object().expect("quotas are an object").keys();
+    keys.filter(|key| quotas.get(key.as_str()).is_some())
+        .map(|key| (key.clone(), quotas[key.as_str()]["limit"].clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// `expected` limited to the quotas a usage answer shows.
+fn shown(usage: &Value, expected: &Value) -> Value {
+    let quotas = &usage["quotas"];
+    let object = expected.as_object().expect("quotas are an object");
+    object
+        .iter()
+        .filter(|(key, _)| quotas.get(key.as_str()).is_some())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// Waits until `base`'s admin usage of `tenant` shows `expected` limits; the last answer.
@@ -48,7 +61,7 @@ async fn limits_become(app: &TestApp, base: &str, tenant: &str, expected: &Value
     let mut last = Value::Null;
     let seen = eventually(Duration::from_secs(10), async || {
         last = get_json(&app.client, &url, &token).await;
-        (limits(&last) == *expected).then_some(())
+        (limits(&last, expected) == shown(&last, expected)).then_some(())
     })
     .await;
     assert!(seen.is_some(), "{base} shows {expected} for {tenant}; last: {last}");
@@ -80,13 +93,12 @@ async fn a_tiers_quotas_set_live_reach_every_instance_and_go_back_to_the_configu
     assert_eq!(free["source"], "configuration", "{free}");
     assert_eq!((&free["quotas"], &free["configured"]), (&free_defaults(), &free_defaults()), "{free}");
     assert_eq!(free["updated_at"], Value::Null);
-    let unlimited =
-        json!({"records": null, "record_bytes": null, "blobs": null, "blob_bytes": null, "index_entries": null});
+    let unlimited = json!({"records": null, "record_bytes": null, "blobs": null, "blob_bytes": null, "index_entries": null, "collections": null, "valet_bytes_per_day": null});
     limits_become(&app, &peer.base_url, "acme", &free_defaults()).await;
     limits_become(&app, &peer.base_url, "bob", &unlimited).await;
 
     // Set live on one instance: the other holds the tenants of the tier to them within a poll.
-    let set = json!({"records": 1000, "record_bytes": null, "blobs": 10, "blob_bytes": null, "index_entries": 50});
+    let set = json!({"records": 1000, "record_bytes": null, "blobs": 10, "blob_bytes": null, "index_entries": 50, "collections": null, "valet_bytes_per_day": null});
     let answer = app.admin(Method::PUT, "/v1/admin/tiers/free/quotas", Some(&set)).await;
     let answer = expect_json(answer, StatusCode::OK).await;
     assert_eq!((&answer["tier"], &answer["source"], &answer["quotas"]), (&json!("free"), &json!("admin"), &set));
@@ -99,15 +111,14 @@ async fn a_tiers_quotas_set_live_reach_every_instance_and_go_back_to_the_configu
     limits_become(&app, &peer.base_url, "bob", &unlimited).await;
     // The tenant sees its own, on either instance.
     let own = get_json(&app.client, &format!("{}/v1/tenants/acme/usage", peer.base_url), &app.rw_token("acme")).await;
-    assert_eq!(limits(&own), set, "{own}");
+    assert_eq!(limits(&own, &set), shown(&own, &set), "{own}");
     assert_eq!(own["quotas"]["records"]["used"], 1, "{own}");
     let read = expect_json(app.admin(Method::GET, "/v1/admin/tiers/free/quotas", None).await, StatusCode::OK).await;
     assert_eq!((&read["source"], &read["quotas"]), (&json!("admin"), &set), "{read}");
 
     // Keys left out are unlimited: the body replaces the tier's quotas.
     let answer = app.admin(Method::PUT, "/v1/admin/tiers/free/quotas", Some(&json!({"blobs": 3}))).await;
-    let replaced =
-        json!({"records": null, "record_bytes": null, "blobs": 3, "blob_bytes": null, "index_entries": null});
+    let replaced = json!({"records": null, "record_bytes": null, "blobs": 3, "blob_bytes": null, "index_entries": null, "collections": null, "valet_bytes_per_day": null});
     assert_eq!(expect_json(answer, StatusCode::OK).await["quotas"], replaced);
     limits_become(&app, &peer.base_url, "acme", &replaced).await;
 
@@ -135,39 +146,39 @@ async fn a_tenants_own_quotas_win_over_its_tiers_until_removed(backend: Backend)
     app.create_tenant("acme").await;
     let created = expect_json(app.admin(Method::GET, "/v1/admin/tenants/acme", None).await, StatusCode::OK).await;
     assert_eq!(created["quotas"], Value::Null, "no overrides: {created}");
-    let tier = json!({"records": 100, "record_bytes": null, "blobs": 50, "blob_bytes": 70, "index_entries": null});
+    let tier = json!({"records": 100, "record_bytes": null, "blobs": 50, "blob_bytes": 70, "index_entries": null, "collections": null, "valet_bytes_per_day": null});
     expect_json(app.admin(Method::PUT, "/v1/admin/tiers/standard/quotas", Some(&tier)).await, StatusCode::OK).await;
 
     // A number wins, null is unlimited, a key left out keeps the tier's.
     let own = json!({"records": 5, "blobs": null});
     let patched = app.admin(Method::PATCH, "/v1/admin/tenants/acme", Some(&json!({"quotas": own}))).await;
     let patched = expect_json(patched, StatusCode::OK).await;
-    let effective = json!({"records": 5, "record_bytes": null, "blobs": null, "blob_bytes": 70, "index_entries": null});
+    let effective = json!({"records": 5, "record_bytes": null, "blobs": null, "blob_bytes": 70, "index_entries": null, "collections": null, "valet_bytes_per_day": null});
     assert_eq!((&patched["quotas"], &patched["effective_quotas"]), (&own, &effective), "{patched}");
     limits_become(&app, &peer.base_url, "acme", &effective).await;
     let read = get_json(&app.client, &format!("{}/v1/admin/tenants/acme", peer.base_url), &app.admin_token()).await;
     assert_eq!(read["quotas"], own, "the tenant's admin GET shows its own: {read}");
     let mine = get_json(&app.client, &format!("{}/v1/tenants/acme/usage", peer.base_url), &app.rw_token("acme")).await;
-    assert_eq!(limits(&mine), effective, "{mine}");
+    assert_eq!(limits(&mine, &effective), shown(&mine, &effective), "{mine}");
 
     // A change of something else leaves them; the tier changing leaves them on top.
     let renamed = app.admin(Method::PATCH, "/v1/admin/tenants/acme", Some(&json!({"name": "Acme"}))).await;
     assert_eq!(expect_json(renamed, StatusCode::OK).await["quotas"], own);
     let tier = json!({"records": 9, "blob_bytes": 8});
     expect_json(app.admin(Method::PUT, "/v1/admin/tiers/standard/quotas", Some(&tier)).await, StatusCode::OK).await;
-    let effective = json!({"records": 5, "record_bytes": null, "blobs": null, "blob_bytes": 8, "index_entries": null});
+    let effective = json!({"records": 5, "record_bytes": null, "blobs": null, "blob_bytes": 8, "index_entries": null, "collections": null, "valet_bytes_per_day": null});
     limits_become(&app, &peer.base_url, "acme", &effective).await;
 
     // Replaced by another set, then removed: the tier's apply again.
     let other = json!({"index_entries": 4});
     let patched = app.admin(Method::PATCH, "/v1/admin/tenants/acme", Some(&json!({"quotas": other}))).await;
     assert_eq!(expect_json(patched, StatusCode::OK).await["quotas"], other, "the set replaces the one before");
-    let effective = json!({"records": 9, "record_bytes": null, "blobs": null, "blob_bytes": 8, "index_entries": 4});
+    let effective = json!({"records": 9, "record_bytes": null, "blobs": null, "blob_bytes": 8, "index_entries": 4, "collections": null, "valet_bytes_per_day": null});
     limits_become(&app, &peer.base_url, "acme", &effective).await;
     let removed = app.admin(Method::PATCH, "/v1/admin/tenants/acme", Some(&json!({"quotas": null}))).await;
     let removed = expect_json(removed, StatusCode::OK).await;
     assert_eq!(removed["quotas"], Value::Null, "{removed}");
-    let tiers = json!({"records": 9, "record_bytes": null, "blobs": null, "blob_bytes": 8, "index_entries": null});
+    let tiers = json!({"records": 9, "record_bytes": null, "blobs": null, "blob_bytes": 8, "index_entries": null, "collections": null, "valet_bytes_per_day": null});
     assert_eq!(removed["effective_quotas"], tiers);
     limits_become(&app, &peer.base_url, "acme", &tiers).await;
     limits_become(&app, &app.base_url, "acme", &tiers).await;
