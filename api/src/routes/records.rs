@@ -261,7 +261,9 @@ async fn put_on_shard(
 /// between its read and its own.
 const QUOTA_WRITE_ATTEMPTS: usize = 3;
 
-/// [`put_on_shard`] for a tenant with quotas: the write is let through by the tenant's allowance
+/// [`put_on_shard`] for a tenant with quotas. A write into a collection that does not exist yet
+/// must fit the collections quota ([`shardgate_shard_router::usage::collections`]). The write is
+/// let through by the tenant's allowance
 /// ([`shardgate_shard_router::usage::grants`]) at its worst case (a new record of `value`'s
 /// bytes, an entry in every index), and what it did not add (it replaced a record) is given
 /// back. When the worst case does not fit, the record is read and the write's exact growth asked
@@ -276,6 +278,12 @@ async fn write_within_quotas(
     served_on: &ServedOn,
 ) -> Result<PutOutcome, ApiError> {
     let (tenant, collection) = (t.tenant.as_str(), t.collection.as_str());
+    // Held until the write has finished: on this instance, the next write that may create a
+    // collection counts after this one has written.
+    let _collection = match quotas.collections {
+        Some(limit) => Some(app.collection_gate.admit(&t.tenant, collection, limit).await?),
+        None => None,
+    };
     let bytes = value.get().len() as u64;
     let indexes = if quotas.index_entries.is_some() { app.indexes.index_count(tenant, collection) } else { 0 };
     let worst = Usage { records: 1, record_bytes: bytes, index_entries: indexes, ..Usage::default() };
@@ -414,6 +422,7 @@ async fn delete_from_shard(
     )
     .await?;
     app.quota_gate.shrank(&t.tenant);
+    app.collection_gate.deleted_from(&t.tenant, t.collection.as_str());
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::Scope;
+use shardgate_shard_router::usage::collections::shown_collection_count;
 use shardgate_shard_router::usage::tenant_usage;
 use utoipa::{IntoParams, ToSchema};
 
@@ -58,7 +59,7 @@ pub async fn get_usage(
     let quotas = app.router.tenant_quotas(&tenant)?;
     Ok(axum::Json(UsageReport {
         tenant: tenant.to_string(),
-        quotas: QuotaUses::new(&quotas, &usage.total),
+        quotas: QuotaUses::new(&quotas, &usage.total, shown_collection_count(&app.router, &tenant).await),
         usage: usage.total.into(),
         complete: usage.unreachable.is_empty(),
     }))

@@ -541,6 +541,7 @@ impl Application {
             |flusher| flusher.instance().to_owned(),
         );
         let quota_gate = Arc::new(shardgate_shard_router::usage::grants::QuotaGate::new(router.clone(), name.clone()));
+        let collection_gate = Arc::new(shardgate_shard_router::usage::collections::CollectionGate::new(router.clone()));
         let mover = {
             let cache = cache_for_moves;
             shardgate_shard_router::mover::Mover::named(
@@ -588,6 +589,7 @@ impl Application {
             balancer,
             load_flusher,
             quota_gate,
+            collection_gate,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {

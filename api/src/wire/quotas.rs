@@ -100,11 +100,13 @@ pub struct QuotaUses {
     pub blob_bytes: QuotaUse,
     /// Live index entries.
     pub index_entries: QuotaUse,
+    /// Collections (holding records, or with a distribution of their own).
+    pub collections: QuotaUse,
 }
 
 impl QuotaUses {
-    /// `quotas` beside `usage`.
-    pub fn new(quotas: &Quotas, usage: &Usage) -> Self {
+    /// `quotas` beside `usage` and the tenant's `collections`.
+    pub fn new(quotas: &Quotas, usage: &Usage, collections: u64) -> Self {
         let of = |kind: QuotaKind| QuotaUse { limit: quotas.limit(kind), used: kind.of(usage) };
         Self {
             records: of(QuotaKind::Records),
@@ -112,6 +114,7 @@ impl QuotaUses {
             blobs: of(QuotaKind::Blobs),
             blob_bytes: of(QuotaKind::BlobBytes),
             index_entries: of(QuotaKind::IndexEntries),
+            collections: QuotaUse { limit: quotas.collections, used: collections },
         }
     }
 }
@@ -124,9 +127,10 @@ mod tests {
     fn a_quota_shows_null_when_unlimited() {
         let quotas = Quotas { records: Some(10), ..Quotas::default() };
         let usage = Usage { records: 3, blob_bytes: 7, ..Usage::default() };
-        let shown = serde_json::to_value(QuotaUses::new(&quotas, &usage)).unwrap();
+        let shown = serde_json::to_value(QuotaUses::new(&quotas, &usage, 2)).unwrap();
         assert_eq!(shown["records"], serde_json::json!({"limit": 10, "used": 3}));
         assert_eq!(shown["blob_bytes"], serde_json::json!({"limit": null, "used": 7}));
+        assert_eq!(shown["collections"], serde_json::json!({"limit": null, "used": 2}));
     }
 
     #[test]

@@ -145,6 +145,32 @@ pub async fn tenant_usage(shard: &FencedShard<'_>, tenant: &TenantId) -> Result<
     placed_sums(shard, tenant, SUM_BY_PLACEMENT).await
 }
 
+/// The collections of `tenant` holding live records among its home records on `shard`
+/// (collections distributed `tenant`), in byte order. A loose scan of the primary key: one
+/// look-up per collection, however many records each holds.
+pub async fn home_collections(shard: &FencedShard<'_>, tenant: &TenantId) -> Result<Vec<String>, Error> {
+    const SQL: &str = "WITH RECURSIVE c(name) AS (\
+           SELECT (SELECT MIN(collection) FROM records WHERE tenant = $1 AND deleted = 0) \
+           UNION ALL SELECT (SELECT MIN(r.collection) FROM records r \
+             WHERE r.tenant = $1 AND r.deleted = 0 AND r.collection > c.name) FROM c WHERE c.name IS NOT NULL\
+         ) SELECT name FROM c WHERE name IS NOT NULL";
+    let names: Vec<(String,)> =
+        sqlx::query_as(SQL).bind(tenant.as_str()).fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(names.into_iter().map(|(name,)| name).collect())
+}
+
+/// Whether `tenant`'s `collection` holds a live record among its home records on `shard`.
+pub async fn holds_collection(shard: &FencedShard<'_>, tenant: &TenantId, collection: &str) -> Result<bool, Error> {
+    const SQL: &str = "SELECT 1 FROM records WHERE tenant = $1 AND collection = $2 AND deleted = 0 LIMIT 1";
+    let found: Option<(i32,)> = sqlx::query_as(SQL)
+        .bind(tenant.as_str())
+        .bind(collection)
+        .fetch_optional(shard.pool())
+        .reading_on(shard)
+        .await?;
+    Ok(found.is_some())
+}
+
 /// What `tenant` stores on `shard`, per placement as [`tenant_usage`] orders them, counted from its rows now (a scan of every
 /// row of the tenant on the shard: for checks and tests, not for requests).
 pub async fn counted_tenant_usage(

@@ -14,7 +14,12 @@
 //! and hashed records of a tenant may sit on any), in parallel, each within
 //! `storage.pool.probe_timeout`; a shard that does not answer is named, and its part is missing.
 //! This sits with the router: it reads the map, then each shard's store.
+//!
+//! Beside it: the quotas ([`quotas`]), the allowances that hold writes to them across instances
+//! ([`grants`]), and the collections quota, which counts names rather than rows
+//! ([`collections`]).
 
+pub mod collections;
 pub mod grants;
 pub mod quotas;
 

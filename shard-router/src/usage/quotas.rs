@@ -73,9 +73,10 @@ impl Quotas {
         }
     }
 
-    /// Whether nothing is limited (then a write needs no quota check at all).
+    /// Whether a record write needs no quota check at all: none of the parts of usage a write
+    /// can grow is limited, nor the number of collections.
     pub fn unlimited(&self) -> bool {
-        QuotaKind::ALL.iter().all(|kind| self.limit(*kind).is_none())
+        QuotaKind::ALL.iter().all(|kind| self.limit(*kind).is_none()) && self.collections.is_none()
     }
 }
 

@@ -3,7 +3,8 @@
 //! limit, what is in use and what the write asked for, and nothing of the write is kept; writes
 //! that shrink usage and deletes pass also over a quota that was lowered; a blob is refused from
 //! its declared length, and in-stream when it has none; two instances with 32 writers racing at
-//! the limit never let more through than the quota.
+//! the limit never let more through than the quota. The collections quota refuses the write that
+//! would create a collection beyond it, and one instance's racing writers never cross it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +19,8 @@ shardgate_tests::on_both_engines!(
     blob_quotas_refuse_an_upload_before_it_is_stored_declared_or_streamed,
     the_index_entries_quota_counts_only_entries_a_write_adds,
     two_instances_racing_at_the_limit_never_let_more_through_than_the_quota,
+    the_collections_quota_refuses_a_new_collection_and_counts_what_exists_now,
+    writers_racing_to_create_collections_on_one_instance_never_cross_the_quota,
 );
 
 /// Sets `tenant`'s own quotas.
@@ -209,4 +212,75 @@ async fn two_instances_racing_at_the_limit_never_let_more_through_than_the_quota
     assert_eq!(counted, created, "every acknowledged record is counted, none refused is kept");
     assert!(counted <= LIMIT, "no overshoot: {counted} records under a quota of {LIMIT}");
     assert!(counted >= LIMIT - 32, "the writers reached the limit: {counted} of {LIMIT}");
+}
+
+/// Deletes `collection/key` of acme.
+async fn delete(app: &TestApp, collection: &str, key: &str) {
+    let path = format!("/v1/tenants/acme/collections/{collection}/records/{key}");
+    let deleted = app.send(Method::DELETE, &path, Some(&app.rw_token("acme")), None, &[]).await;
+    assert_eq!(deleted.status(), StatusCode::NO_CONTENT, "{path}");
+}
+
+/// acme's collections quota as its usage shows it: `(limit, used)`.
+async fn collections_shown(app: &TestApp) -> (Value, Value) {
+    let answer = app.admin(Method::GET, "/v1/admin/tenants/acme/usage", None).await;
+    let quota = expect_json(answer, StatusCode::OK).await["quotas"]["collections"].clone();
+    (quota["limit"].clone(), quota["used"].clone())
+}
+
+async fn the_collections_quota_refuses_a_new_collection_and_counts_what_exists_now(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_tenant("acme").await;
+    set_quotas(&app, "acme", json!({"collections": 2})).await;
+
+    expect_json(app.put_record("acme", "notes", "n1", &value_of(16)).await, StatusCode::CREATED).await;
+    expect_json(app.put_record("acme", "tasks", "t1", &value_of(16)).await, StatusCode::CREATED).await;
+    // A third collection: refused, and nothing stored.
+    refused(app.put_record("acme", "events", "e1", &value_of(16)).await, "collections", 2, 2, 1).await;
+    assert_eq!(app.get_record("acme", "events", "e1").await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(collections_shown(&app).await, (json!(2), json!(2)));
+    // Writes into the collections that exist pass.
+    expect_json(app.put_record("acme", "notes", "n2", &value_of(16)).await, StatusCode::CREATED).await;
+    expect_json(app.put_record("acme", "tasks", "t1", &value_of(20)).await, StatusCode::OK).await;
+
+    // A collection emptied no longer counts: another may take its place, and it is then refused.
+    delete(&app, "tasks", "t1").await;
+    assert_eq!(collections_shown(&app).await, (json!(2), json!(1)));
+    expect_json(app.put_record("acme", "events", "e1", &value_of(16)).await, StatusCode::CREATED).await;
+    refused(app.put_record("acme", "tasks", "t2", &value_of(16)).await, "collections", 2, 2, 1).await;
+
+    // A collection with a distribution of its own counts, records or not.
+    let body = json!({"distribution": "hash"});
+    let distributed = app.admin(Method::PUT, "/v1/admin/tenants/acme/collections/spread", Some(&body)).await;
+    expect_json(distributed, StatusCode::OK).await;
+    assert_eq!(collections_shown(&app).await, (json!(2), json!(3)), "an admin's distribution is not held to it");
+
+    // Lowered under what exists: the existing collections are written and emptied, no new one.
+    set_quotas(&app, "acme", json!({"collections": 1})).await;
+    expect_json(app.put_record("acme", "notes", "n3", &value_of(16)).await, StatusCode::CREATED).await;
+    expect_json(app.put_record("acme", "spread", "s1", &value_of(16)).await, StatusCode::CREATED).await;
+    refused(app.put_record("acme", "tasks", "t2", &value_of(16)).await, "collections", 1, 3, 1).await;
+    delete(&app, "events", "e1").await;
+    assert_eq!(collections_shown(&app).await, (json!(1), json!(2)));
+
+    // Unlimited again (null overrides the tier's): any number.
+    set_quotas(&app, "acme", json!({"collections": null})).await;
+    expect_json(app.put_record("acme", "tasks", "t2", &value_of(16)).await, StatusCode::CREATED).await;
+    assert_eq!(collections_shown(&app).await, (Value::Null, json!(3)));
+}
+
+async fn writers_racing_to_create_collections_on_one_instance_never_cross_the_quota(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    app.create_tenant("acme").await;
+    set_quotas(&app, "acme", json!({"collections": 5})).await;
+    // 16 writers, each creating a collection of its own at once: exactly 5 are let through.
+    let writers = (0..16).map(|i| {
+        let app = app.clone();
+        tokio::spawn(async move { app.put_record("acme", &format!("c{i:02}"), "k", &value_of(16)).await.status() })
+    });
+    let statuses = futures::future::join_all(writers).await;
+    let created = statuses.iter().filter(|s| *s.as_ref().unwrap() == StatusCode::CREATED).count();
+    let refused = statuses.iter().filter(|s| *s.as_ref().unwrap() == StatusCode::CONFLICT).count();
+    assert_eq!((created, refused), (5, 11), "{statuses:?}");
+    assert_eq!(collections_shown(&app).await, (json!(5), json!(5)));
 }

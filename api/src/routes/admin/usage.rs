@@ -3,6 +3,7 @@
 //! quota beside what it limits.
 
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::usage::collections::shown_collection_count;
 use shardgate_shard_router::usage::tenant_usage;
 use utoipa::{IntoParams, ToSchema};
 
@@ -67,7 +68,7 @@ pub async fn get_tenant_usage(
     let usage = tenant_usage(&app.router, &id).await?;
     let quotas = app.router.tenant_quotas(&id)?;
     Ok(axum::Json(TenantUsage {
-        quotas: QuotaUses::new(&quotas, &usage.total),
+        quotas: QuotaUses::new(&quotas, &usage.total, shown_collection_count(&app.router, &id).await),
         tenant: id.to_string(),
         usage: usage.total.into(),
         shards: usage
