@@ -3,8 +3,9 @@
 //! straight from the shard databases, after concurrent mixed writes (records of a home, an
 //! indexed and a hash-distributed collection, overwrites bigger and smaller, deletes,
 //! re-creations, blob uploads, replacements and deletes), and through a tenant's move: counted on
-//! its new shard only, also while the old copy waits for its clean-up. Another tenant's token is
-//! refused as for any of its data.
+//! its new shard only, also while the old copy waits for its clean-up; and after 10,000 mixed
+//! requests, a tenant move and a rebalance onto a new shard. Another tenant's token is refused as
+//! for any of its data.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,6 +20,7 @@ shardgate_tests::conformance!(a_tenant_reads_its_own_usage_and_no_other_tenants)
 shardgate_tests::on_both_engines!(
     usage_equals_the_live_rows_after_concurrent_mixed_writes,
     usage_moves_with_its_tenant_and_never_counts_the_old_copy,
+    usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_rebalance,
 );
 
 /// Live records and their bytes, live blobs and their bytes, live index entries.
@@ -74,6 +76,29 @@ async fn batches_of_more_than_one(app: &TestApp) -> f64 {
 
 async fn admin_usage(app: &TestApp, tenant: &str) -> Value {
     expect_json(app.admin(Method::GET, &format!("/v1/admin/tenants/{tenant}/usage"), None).await, StatusCode::OK).await
+}
+
+/// [`rows_by_shard`] over the seeded shards and the extra shard at `extra_url`.
+async fn rows_with_extra(app: &TestApp, tenant: &str, extra_url: &str) -> BTreeMap<String, Counts> {
+    let mut rows = rows_by_shard(app, tenant).await;
+    let sql = format!(
+        "SELECT CAST((SELECT COUNT(*) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
+           + (SELECT COUNT(*) FROM spread_records WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COALESCE(SUM(octet_length(value)), 0) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
+           + (SELECT COALESCE(SUM(octet_length(value)), 0) FROM spread_records \
+              WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COUNT(*) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COALESCE(SUM(size), 0) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
+         CAST((SELECT COUNT(*) FROM index_entries WHERE tenant = '{tenant}' AND state = 'live') AS BIGINT)"
+    );
+    let pool = shardgate_tests::backend::open_shard(extra_url).await;
+    let (a, b, c, d, e): (i64, i64, i64, i64, i64) = sqlx::query_as(&sql).fetch_one(&pool).await.unwrap();
+    pool.close().await;
+    let counted = [a, b, c, d, e].map(|n| u64::try_from(n).unwrap());
+    if counted != [0; 5] {
+        rows.insert("s-new".to_owned(), counted);
+    }
+    rows
 }
 
 /// The admin answer's parts, by shard.
@@ -269,4 +294,106 @@ async fn usage_moves_with_its_tenant_and_never_counts_the_old_copy(backend: shar
     assert_eq!(rows.keys().collect::<Vec<_>>(), [&to], "acme's rows are on its new shard only: {rows:?}");
     assert_eq!(parts(&usage), rows, "{usage:#}");
     assert_eq!(counts(&usage["usage"])[0], before[&from][0], "one record deleted, one created");
+}
+
+/// Ends when job `id` has ended within `within`; its last view.
+async fn job_ended(app: &TestApp, id: &str, within: Duration) -> Value {
+    let path = format!("/v1/admin/jobs/{id}");
+    eventually(within, async || {
+        let job = expect_json(app.admin(Method::GET, &path, None).await, StatusCode::OK).await;
+        (job["state"] != "running").then_some(job)
+    })
+    .await
+    .unwrap_or_else(|| panic!("job {id} still running after {within:?}"))
+}
+
+async fn usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_rebalance(
+    backend: shardgate_tests::Backend,
+) {
+    const WRITERS: usize = 16;
+    const PER_WRITER: usize = 625;
+    let app = TestApp::spawn(backend).await;
+    app.create_tenant("acme").await;
+    let manager = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app.url("/v1/tenants/acme/collections/people/indexes/by-town");
+    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
+    assert_eq!(defined.unwrap().status(), StatusCode::CREATED);
+    let spread = app
+        .admin(Method::PUT, "/v1/admin/tenants/acme/collections/events", Some(&json!({"distribution": "hash"})))
+        .await;
+    expect_json(spread, StatusCode::OK).await;
+
+    // 10,000 requests from 16 clients at once: record puts growing and shrinking over 200 keys
+    // of a home, an indexed and a hash-distributed collection, deletes, and every 25th a blob
+    // upload, replacement or delete.
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (client, token, base) = (app.client.clone(), manager.clone(), app.url(""));
+            let base = base.trim_end_matches('/').to_owned();
+            tokio::spawn(async move {
+                for i in 0..PER_WRITER {
+                    let n = w * PER_WRITER + i;
+                    let request = if n % 25 == 0 {
+                        let url = format!("{base}/v1/tenants/acme/blobs/b{}.bin", n % 40);
+                        if n % 75 == 0 { client.delete(&url) } else { client.put(&url).body(vec![3u8; (n * 7) % 5000]) }
+                    } else {
+                        let collection = ["people", "things", "events"][n % 3];
+                        let url = format!("{base}{}", record_path("acme", collection, &format!("k{}", (n * 13) % 200)));
+                        if n % 6 == 5 {
+                            client.delete(&url)
+                        } else {
+                            let town = ["Oslo", "Rome", "Lima", "Pune"][(n / 3) % 4];
+                            client.put(&url).json(&padded(town, (n * 31) % 400))
+                        }
+                    };
+                    let status = request.bearer_auth(&token).send().await.unwrap().status();
+                    assert!(status.is_success() || status == StatusCode::NOT_FOUND, "request {n}: {status}");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        tokio::time::timeout(Duration::from_secs(300), writer).await.expect("the writers finish").unwrap();
+    }
+    let settled = async |extra: Option<&str>| {
+        let mut last = None;
+        let agreed = eventually(Duration::from_secs(20), async || {
+            let usage = admin_usage(&app, "acme").await;
+            let rows = match extra {
+                Some(url) => rows_with_extra(&app, "acme", url).await,
+                None => rows_by_shard(&app, "acme").await,
+            };
+            let agree = parts(&usage) == rows && counts(&usage["usage"]) == sum(rows.values().copied());
+            last = Some((usage, rows.clone()));
+            agree.then_some(rows)
+        })
+        .await;
+        agreed.unwrap_or_else(|| panic!("acme's usage is not what its rows add up to: {last:#?}"))
+    };
+    let written = settled(None).await;
+    let total = sum(written.values().copied());
+    assert!(total.iter().all(|n| *n > 0), "every part is counted: {total:?}");
+
+    // A move of the tenant: its home data counts on its new shard only.
+    let from = app.route("acme", "things", "k1").await["shard"].as_str().unwrap().to_owned();
+    let to = app.shard_urls().into_iter().map(|(id, _)| id).find(|id| *id != from).unwrap();
+    let moving = app.admin(Method::POST, "/v1/admin/tenants/acme/move", Some(&json!({"to": to}))).await;
+    let moving = expect_json(moving, StatusCode::ACCEPTED).await;
+    let moved = job_ended(&app, moving["id"].as_str().unwrap(), Duration::from_secs(120)).await;
+    assert_eq!(moved["state"], "done", "{moved:#}");
+    let after_move = settled(None).await;
+    assert_eq!(sum(after_move.values().copied()), total, "nothing gained or lost: {after_move:?}");
+
+    // A rebalance onto a new shard: the vshards it takes carry the hashed records and index
+    // entries they place.
+    let (url, _) = app.extra_shard_url("s-new").await;
+    let registered = app.admin(Method::POST, "/v1/admin/shards", Some(&json!({"id": "s-new", "url": url}))).await;
+    expect_json(registered, StatusCode::CREATED).await;
+    let started = app.admin(Method::POST, "/v1/admin/vshards/rebalance", Some(&json!({"parallel": 4}))).await;
+    let started = expect_json(started, StatusCode::ACCEPTED).await;
+    let rebalanced = job_ended(&app, started["job"]["id"].as_str().unwrap(), Duration::from_secs(240)).await;
+    assert_eq!(rebalanced["state"], "done", "{rebalanced:#}");
+    let after_rebalance = settled(Some(&url)).await;
+    assert!(after_rebalance.contains_key("s-new"), "the new shard holds a part: {after_rebalance:?}");
+    assert_eq!(sum(after_rebalance.values().copied()), total, "nothing gained or lost: {after_rebalance:?}");
 }
