@@ -1,7 +1,9 @@
 //! Smart batching under a sick shard, through the API: the writes of a batch cut off by a frozen
 //! shard (SIGSTOP of every process of its cluster) are each told 504 `write_outcome_unknown` or
 //! 503, never a 2xx; and writes in flight when the shard's cluster is killed (`kill -9`) lose
-//! nothing that was acknowledged. Every wait is bounded.
+//! nothing that was acknowledged, and leave the tenant's usage equal to its rows (the usage is
+//! changed in the transaction of the batch, so a batch the kill cut off changed neither). Every
+//! wait is bounded.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +13,7 @@ use serde_json::json;
 use shardgate_tests::pg_cluster::PgCluster;
 use shardgate_tests::{TestApp, eventually, expect_json};
 
-/// An app whose `shard-3` lives on `cluster`, with tenant `sick` pinned there; `customize` may
+/// An app whose `shard-3` lives on `cluster` (at the database URL returned), with tenant `sick` pinned there; `customize` may
 /// change its configuration.
 async fn app_with_a_shard_on(cluster: &PgCluster, customize: impl FnOnce(&mut shardgate_api::Config)) -> TestApp {
     let url = cluster.create_database("batch_shard").await;
@@ -143,4 +145,77 @@ async fn writes_in_flight_when_the_shard_is_killed_lose_nothing_acknowledged() {
             "writer {w}: acknowledged {acknowledged}, stored {stored}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_equals_the_rows_after_the_shard_is_killed_mid_batch() {
+    const WRITERS: usize = 8;
+    let cluster = PgCluster::start().await;
+    let url = cluster.create_database("usage_shard").await;
+    let app = Arc::new(
+        TestApp::spawn_with_shard_at("shard-3", url.clone(), |config| {
+            config.storage.pool.statement_timeout = Duration::from_secs(2);
+        })
+        .await,
+    );
+    app.create_tenant_with(&json!({"id": "sick", "shard": "shard-3"})).await;
+    // Each writer creates records, grows some and deletes every fourth, until a request fails:
+    // the shard's batches insert, update and delete at once when the cluster is killed.
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                for n in 0..100_000u64 {
+                    let key = format!("w{w}-{}", n / 2);
+                    let response = if n % 8 == 7 {
+                        app.delete_record("sick", "docs", &format!("w{w}-{}", n / 2 - 1)).await
+                    } else {
+                        app.put_record("sick", "docs", &key, &json!({"n": n, "pad": "x".repeat((n % 50) as usize)}))
+                            .await
+                    };
+                    if !response.status().is_success() && response.status() != StatusCode::NOT_FOUND {
+                        break;
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    cluster.kill();
+    for writer in writers {
+        tokio::time::timeout(Duration::from_secs(30), writer).await.expect("the writer stops").unwrap();
+    }
+    assert!(write_batches_above(&app, "1.0").await >= 1.0, "writes met in batches before the kill");
+    cluster.restart();
+
+    // What the rows add up to, read from the shard database itself, against what its usage says.
+    let rows = async || {
+        let pool = shardgate_tests::backend::open_shard(&url).await;
+        let counted: (i64, i64) = sqlx::query_as(
+            "SELECT CAST(COUNT(*) AS BIGINT), CAST(COALESCE(SUM(octet_length(value)), 0) AS BIGINT) \
+             FROM records WHERE tenant = 'sick' AND deleted = 0",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+        (u64::try_from(counted.0).unwrap(), u64::try_from(counted.1).unwrap())
+    };
+    let agreed = eventually(Duration::from_secs(30), async || {
+        let usage = app.admin(reqwest::Method::GET, "/v1/admin/tenants/sick/usage", None).await;
+        if usage.status() != StatusCode::OK {
+            return None;
+        }
+        let usage = usage.json::<serde_json::Value>().await.ok()?;
+        if usage["complete"] != true {
+            return None;
+        }
+        let kept = (usage["usage"]["records"].as_u64()?, usage["usage"]["record_bytes"].as_u64()?);
+        Some((kept, rows().await))
+    })
+    .await
+    .expect("the shard answers again");
+    let (kept, counted) = agreed;
+    assert!(counted.0 > 0, "records were written before the kill");
+    assert_eq!(kept, counted, "the usage the shard keeps is what its rows add up to after the kill");
 }
