@@ -71,6 +71,8 @@ pub struct App {
     pub load_flusher: Option<shardgate_shard_router::balance::LoadFlusher>,
     /// Lets writes that grow a tenant's usage through its quotas (`usage::grants`).
     pub quota_gate: Arc<shardgate_shard_router::usage::grants::QuotaGate>,
+    /// The writes refused for a quota, counted per tier for `/metrics`.
+    pub quota_refusals: Arc<crate::observability::usage_metrics::QuotaRefusals>,
     /// Holds record writes to the tenants' collections quotas.
     pub collection_gate: Arc<shardgate_shard_router::usage::collections::CollectionGate>,
 }

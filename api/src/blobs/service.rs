@@ -88,7 +88,9 @@ pub async fn store_blob(app: &App, blob: NewBlob<'_>, headers: &HeaderMap, body:
     let (route, db) = app.router.resolve(blob.tenant, Access::Write)?;
     routed_to(&route.shard);
     let declared = declared_length(headers);
-    RoutedEpoch::of(&route).stamp(store_on(app, (&db, &route), blob, (body, declared)).await)
+    let tenant = blob.tenant;
+    let stored = store_on(app, (&db, &route), blob, (body, declared)).await;
+    RoutedEpoch::of(&route).stamp(stored.inspect_err(|e| app.quota_refusals.observe(&app.router, tenant, e)))
 }
 
 /// Stores `body` (of `declared` length, if known) as `blob` on the shard of `route` (whose pool

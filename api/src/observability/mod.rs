@@ -11,6 +11,8 @@
 //! - [`load_metrics`]: the load this instance put on each shard (its load meter's totals);
 //! - [`job_metrics`]: jobs by kind and state (the catalog's, read at most every few seconds) and
 //!   the bytes this instance's move jobs copied;
+//! - [`usage_metrics`]: the tenants' usage summed per tier (read from the shards at most every
+//!   minute) and the writes refused for a quota, per tier and quota, never per tenant;
 //! - [`request_health`]: each answer counted by route and shard in the request-health windows
 //!   (requests, errors, latency histograms) that the console's request-health view reads;
 //! - [`rate_limited_warning`]: a warning logged at most once per period, however often its cause
@@ -27,3 +29,4 @@ pub mod request_health;
 pub mod shard_metrics;
 pub mod telemetry;
 pub mod trace_export;
+pub mod usage_metrics;

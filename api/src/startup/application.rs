@@ -449,6 +449,7 @@ impl Application {
         let valet_refusals = prometheus_client::metrics::family::Family::default();
         let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
         let copied_bytes = Arc::new(shardgate_shard_router::mover::CopiedBytes::default());
+        let quota_refusals = Arc::new(crate::observability::usage_metrics::QuotaRefusals::default());
         let proxies = ProxyTrust::new(config.trusted_proxies.clone(), config.proxy_protocol, config.forwarded_header)?
             .behind_gatekeeper(config.trusted);
         let (metrics, registered) = metrics_with(|registry| {
@@ -476,6 +477,10 @@ impl Application {
             registry.register_collector(Box::new(crate::observability::job_metrics::JobMetrics::new(
                 router.clone(),
                 copied_bytes.clone(),
+            )));
+            registry.register_collector(Box::new(crate::observability::usage_metrics::UsageMetrics::new(
+                router.clone(),
+                quota_refusals.clone(),
             )));
             let chunks = crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
@@ -590,6 +595,7 @@ impl Application {
             load_flusher,
             quota_gate,
             collection_gate,
+            quota_refusals,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {

@@ -224,6 +224,11 @@ impl ApiError {
         }
     }
 
+    /// The quota a `quota_exceeded` refusal names (`None` for any other error).
+    pub fn quota_name(&self) -> Option<&'static str> {
+        self.quota.as_ref().map(|quota| quota.name)
+    }
+
     /// The same error, answered with `Retry-After: secs`.
     fn retry_after(mut self, secs: u32) -> Self {
         self.retry_after_secs = Some(secs);

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
@@ -21,6 +22,7 @@ shardgate_tests::on_both_engines!(
     two_instances_racing_at_the_limit_never_let_more_through_than_the_quota,
     the_collections_quota_refuses_a_new_collection_and_counts_what_exists_now,
     writers_racing_to_create_collections_on_one_instance_never_cross_the_quota,
+    usage_and_refusals_are_in_metrics_per_tier_never_per_tenant,
 );
 
 /// Sets `tenant`'s own quotas.
@@ -283,4 +285,57 @@ async fn writers_racing_to_create_collections_on_one_instance_never_cross_the_qu
     let refused = statuses.iter().filter(|s| *s.as_ref().unwrap() == StatusCode::CONFLICT).count();
     assert_eq!((created, refused), (5, 11), "{statuses:?}");
     assert_eq!(collections_shown(&app).await, (json!(5), json!(5)));
+}
+
+/// The `/metrics` samples of `family` (the name with its labels, and the value).
+async fn samples(app: &TestApp, family: &str) -> Vec<(String, f64)> {
+    let text = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter(|line| line.starts_with(&format!("shardgate_{family}{{")))
+        .filter_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            Some((name.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The value of the sample of `family` with exactly `labels` (in the order exported).
+async fn sample(app: &TestApp, family: &str, labels: &str) -> Option<f64> {
+    let name = format!("shardgate_{family}{{{labels}}}");
+    samples(app, family).await.into_iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+}
+
+async fn usage_and_refusals_are_in_metrics_per_tier_never_per_tenant(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    app.create_tenant_with(&json!({"id": "acme", "tier": "free"})).await;
+    app.create_tenant_with(&json!({"id": "bob", "tier": "premium"})).await;
+    app.create_tenant_with(&json!({"id": "carl", "tier": "premium"})).await;
+    set_quotas(&app, "acme", json!({"records": 2})).await;
+    for key in ["a", "b"] {
+        expect_json(app.put_record("acme", "notes", key, &value_of(16)).await, StatusCode::CREATED).await;
+    }
+    refused(app.put_record("acme", "notes", "c", &value_of(16)).await, "records", 2, 2, 1).await;
+    refused(app.put_record("acme", "notes", "d", &value_of(16)).await, "records", 2, 2, 1).await;
+    for (tenant, key) in [("bob", "x"), ("carl", "y"), ("carl", "z")] {
+        expect_json(app.put_record(tenant, "notes", key, &value_of(20)).await, StatusCode::CREATED).await;
+    }
+
+    assert_eq!(sample(&app, "quota_refusals_total", "tier=\"free\",quota=\"records\"").await, Some(2.0));
+    assert_eq!(sample(&app, "quota_refusals_total", "tier=\"premium\",quota=\"records\"").await, Some(0.0));
+    // The first scrape starts the read of the tiers' usage; a later one shows it.
+    let read = eventually(Duration::from_secs(10), async || {
+        let free = sample(&app, "tier_usage", "tier=\"free\",part=\"records\"").await?;
+        let premium = sample(&app, "tier_usage", "tier=\"premium\",part=\"record_bytes\"").await?;
+        Some((free, premium))
+    })
+    .await;
+    assert_eq!(read, Some((2.0, 60.0)), "acme's two records; bob's and carl's 3 x 20 bytes");
+    assert_eq!(sample(&app, "tier_tenants_storing", "tier=\"premium\"").await, Some(2.0));
+    assert_eq!(sample(&app, "tier_tenants_storing", "tier=\"standard\"").await, Some(0.0));
+    // No series names a tenant.
+    for family in ["tier_usage", "tier_tenants_storing", "quota_refusals_total"] {
+        for (name, _) in samples(&app, family).await {
+            assert!(!["acme", "bob", "carl"].iter().any(|t| name.contains(t)), "{name}");
+        }
+    }
 }
