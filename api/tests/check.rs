@@ -189,7 +189,13 @@ impl Fleet {
 
     /// `shardgate check --json` on the fleet: its exit status and report.
     fn check(&self) -> (i32, Value) {
-        let output = finish(shardgate(&["check", "--json"], self.dir.path()).envs(self.envs.clone()));
+        self.check_with(&[])
+    }
+
+    /// [`Fleet::check`] with more arguments.
+    fn check_with(&self, more: &[&str]) -> (i32, Value) {
+        let args: Vec<&str> = ["check", "--json"].into_iter().chain(more.iter().copied()).collect();
+        let output = finish(shardgate(&args, self.dir.path()).envs(self.envs.clone()));
         let stdout = String::from_utf8_lossy(&output.stdout);
         let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
             panic!("check --json prints JSON ({e}): {stdout}\nstderr: {}", String::from_utf8_lossy(&output.stderr))
@@ -551,6 +557,42 @@ async fn damaged_blobs(engine: Engine) {
     let missing = assert_finding(&report, "blob_damaged", json!({"shard": home, "tenant": "acme"}));
     assert!(missing["found"].as_str().unwrap().contains("0 of its 1 chunks"), "{missing}");
     fleet.drop_databases().await;
+}
+
+/// Usage kept on a shard that is not what the rows add up to (edited by hand, or restored apart
+/// from the rows): found, and rewritten from the rows by `--repair-usage`.
+async fn usage_that_disagrees_with_the_rows(engine: Engine) {
+    let fleet = Fleet::build(engine, "100ms", "done").await;
+    let (home, _) = fleet.acme.clone();
+    let (status, report) = fleet.check();
+    assert_eq!(status, 0, "a fleet written through the gateway keeps its usage exact: {report:#}");
+    fleet
+        .on_shard(
+            &home,
+            "UPDATE tenant_usage SET records = records + 5, blob_bytes = blob_bytes + 7 WHERE tenant = 'acme'",
+        )
+        .await;
+    let (status, report) = fleet.check();
+    assert_eq!(status, 1, "{report:#}");
+    let found =
+        assert_finding(&report, "usage_disagrees", json!({"shard": home, "tenant": "acme", "table": "tenant_usage"}));
+    assert!(found["action"].as_str().unwrap().contains("--repair-usage"), "{found}");
+    assert_eq!(report["findings"].as_array().unwrap().len(), 1, "nothing else: {report:#}");
+
+    let (status, report) = fleet.check_with(&["--repair-usage"]);
+    assert_eq!(status, 0, "repaired, then clean: {report:#}");
+    let (status, report) = fleet.check();
+    assert_eq!(status, 0, "and it stays so: {report:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_that_disagrees_with_the_rows_is_found_and_repaired_on_sqlite() {
+    usage_that_disagrees_with_the_rows(Engine::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_that_disagrees_with_the_rows_is_found_and_repaired_on_postgres() {
+    usage_that_disagrees_with_the_rows(Engine::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

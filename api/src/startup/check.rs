@@ -7,6 +7,9 @@
 //!
 //! Exit status: 0 when clean, 1 when anything was found, 2 when something could not be checked
 //! (the catalog, or a shard: that shard is a finding of its own, and the rest is still checked).
+//!
+//! With `--repair-usage` it first rewrites the kept usage of each shard where a tenant's usage
+//! disagrees with its rows ([`repair_usage`]), then checks as without it.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -75,7 +78,20 @@ impl Report {
 
 /// Runs the check on the fleet `config` describes, prints the report (JSON if `json`), and
 /// returns the exit status.
-pub async fn run(config: &Config, json: bool) -> i32 {
+pub async fn run(config: &Config, json: bool, repair: bool) -> i32 {
+    if repair {
+        match repair_usage(config).await {
+            Ok(repaired) => {
+                for (shard, rows) in repaired {
+                    eprintln!("repaired the kept usage of shard {shard} from its rows ({rows} usage rows written)");
+                }
+            }
+            Err(e) => {
+                eprintln!("the usage could not be repaired: {e}");
+                return INCOMPLETE;
+            }
+        }
+    }
     let report = check_fleet(config).await;
     let mut out = std::io::stdout().lock();
     let printed = if json {
@@ -87,6 +103,25 @@ pub async fn run(config: &Config, json: bool) -> i32 {
         return INCOMPLETE;
     }
     report.exit_status()
+}
+
+/// Rewrites, on each reachable shard where a tenant's kept usage disagrees with its rows, the
+/// shard's kept usage from its rows (in one transaction that holds the shard's writers off:
+/// [`shardgate_shard_router::storage::usage::rewrite_usage`]). The shards repaired, with how many
+/// usage rows each now has.
+pub async fn repair_usage(config: &Config) -> Result<Vec<(ShardId, u64)>, shardgate_shard_router::Error> {
+    let mut findings = Findings::default();
+    let fleet = Fleet::open(&config.storage, &config.data_dir, &mut findings).await?;
+    let mut repaired = Vec::new();
+    for shard in &fleet.shards {
+        let mut disagreements = Findings::default();
+        shardgate_shard_router::check::usage::check_usage(shard, &mut disagreements).await?;
+        if !disagreements.into_list().is_empty() {
+            let rows = shardgate_shard_router::storage::usage::rewrite_usage(&shard.db, &shard.id).await?;
+            repaired.push((shard.id.clone(), rows));
+        }
+    }
+    Ok(repaired)
 }
 
 /// Checks the fleet `config` describes.

@@ -80,12 +80,17 @@ enum Command {
     Probe(crate::startup::probe::ProbeArgs),
     /// Administer a running gateway over its admin API (token from SHARDGATE_TOKEN).
     Admin(AdminArgs),
-    /// Check a restored fleet for consistency and say what to do; changes nothing. Exit status 0:
-    /// clean, 1: findings, 2: something could not be checked (docs/check.md).
+    /// Check a restored fleet for consistency and say what to do; changes nothing unless asked to
+    /// repair. Exit status 0: clean, 1: findings, 2: something could not be checked
+    /// (docs/check.md).
     Check {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// First rewrite the kept usage of each shard where it disagrees with the rows, from the
+        /// rows (the one change `check` makes), then check.
+        #[arg(long)]
+        repair_usage: bool,
     },
 }
 
@@ -156,10 +161,10 @@ impl Cli {
                 println!("{}", openapi_document().to_pretty_json()?);
                 Ok(())
             }
-            Command::Check { json } => {
+            Command::Check { json, repair_usage } => {
                 telemetry::init_with_writer(&config.log, std::io::stderr);
                 warn_unknown_env(&unknown_env);
-                std::process::exit(crate::startup::check::run(&config, json).await)
+                std::process::exit(crate::startup::check::run(&config, json, repair_usage).await)
             }
             Command::Gatekeeper { .. } | Command::Probe(_) | Command::Admin(_) => unreachable!("handled above"),
         }

@@ -13,6 +13,7 @@ use crate::check::blobs::check_blobs;
 use crate::check::fences::check_fences;
 use crate::check::identity::{check_marker, shared_databases, sqlite_path};
 use crate::check::rows::check_rows;
+use crate::check::usage::check_usage;
 use crate::check::{CatalogView, Finding, Findings, Kind, Place, ShardUnderCheck};
 use crate::config::StorageConfig;
 use crate::error::Error;
@@ -72,7 +73,7 @@ impl Fleet {
         Ok(Self { catalog, catalog_id, rows, shards })
     }
 
-    /// Runs the identity, row, blob and fence checks on every reachable shard. A shard that fails
+    /// Runs the identity, row, blob, usage and fence checks on every reachable shard. A shard that fails
     /// midway is reported as unreachable, and the others are still checked.
     pub async fn check_shards(&self, view: &CatalogView, findings: &mut Findings) {
         let pairs: Vec<(&ShardRow, &ShardUnderCheck)> = self
@@ -87,6 +88,7 @@ impl Fleet {
                 check_marker(shard, &self.catalog_id, in_shared, findings).await?;
                 check_rows(shard, view, findings).await?;
                 check_blobs(shard, view, findings).await?;
+                check_usage(shard, findings).await?;
                 check_fences(shard, view, findings).await
             }
             .await;

@@ -13,6 +13,8 @@
 //! - [`blobs`]: live blobs whose chunk rows are missing or of the wrong length;
 //! - [`fences`]: fences left on a shard that no running job holds, and a write fence ahead of
 //!   the catalog's epoch;
+//! - [`usage`]: each tenant's kept usage on a shard against what its rows there add up to (the
+//!   one check with a repair: `shardgate check --repair-usage`);
 //! - [`fleet`]: opening the catalog and every registered shard without changing them, and running
 //!   the checks above on each.
 //!
@@ -35,6 +37,7 @@ pub mod fences;
 pub mod fleet;
 pub mod identity;
 pub mod rows;
+pub mod usage;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -81,6 +84,8 @@ pub enum Kind {
     IndexEntryWithoutRecord,
     /// A live blob whose chunk rows are missing or of the wrong length: it cannot be served.
     BlobDamaged,
+    /// A tenant's usage kept on a shard is not what its rows there add up to.
+    UsageDisagrees,
     /// More findings of one kind on one shard than are listed.
     MoreFindings,
 }
@@ -104,6 +109,7 @@ impl Kind {
             Kind::WriteFenceAhead => "write_fence_ahead",
             Kind::IndexEntryWithoutRecord => "index_entry_without_record",
             Kind::BlobDamaged => "blob_damaged",
+            Kind::UsageDisagrees => "usage_disagrees",
             Kind::MoreFindings => "more_findings",
         }
     }

@@ -120,21 +120,34 @@ const SUM_BY_TENANT_AND_PLACEMENT: &str = "SELECT tenant, placement, CAST(SUM(re
      HAVING SUM(records) <> 0 OR SUM(record_bytes) <> 0 OR SUM(blobs) <> 0 OR SUM(blob_bytes) <> 0 \
      OR SUM(index_entries) <> 0 ORDER BY tenant, placement";
 
-/// The same sums counted from the rows (`$1`: the tenant), each table through its primary key's
-/// tenant prefix; `value_bytes` is the engine's expression for the bytes of a row's `value`.
-fn count_by_placement(value_bytes: &str) -> String {
+/// The same sums counted from the rows, each table through its primary key's tenant prefix: of
+/// the tenant `$1`, or of every tenant (`every_tenant`) with the tenant first in each row.
+/// `value_bytes` is the engine's expression for the bytes of a row's `value`.
+fn count_by_placement(value_bytes: &str, every_tenant: bool) -> String {
+    let (select, of, group) =
+        if every_tenant { ("d.tenant AS tenant, ", "", "d.tenant, ") } else { ("", " AND tenant = $1", "") };
     format!(
-        "SELECT d.placement, CAST(SUM(d.records) AS BIGINT), CAST(SUM(d.record_bytes) AS BIGINT), \
-         CAST(SUM(d.blobs) AS BIGINT), CAST(SUM(d.blob_bytes) AS BIGINT), CAST(SUM(d.index_entries) AS BIGINT) \
+        "SELECT {select}d.placement AS placement, CAST(SUM(d.records) AS BIGINT) AS records, \
+         CAST(SUM(d.record_bytes) AS BIGINT) AS record_bytes, CAST(SUM(d.blobs) AS BIGINT) AS blobs, \
+         CAST(SUM(d.blob_bytes) AS BIGINT) AS blob_bytes, CAST(SUM(d.index_entries) AS BIGINT) AS index_entries \
          FROM (\
-           SELECT -1 AS placement, 1 AS records, {value_bytes} AS record_bytes, 0 AS blobs, 0 AS blob_bytes, \
-             0 AS index_entries FROM records WHERE tenant = $1 AND deleted = 0 \
-           UNION ALL SELECT CASE WHEN vshard >= 0 THEN vshard ELSE -2 END, 1, {value_bytes}, 0, 0, 0 \
-             FROM spread_records WHERE tenant = $1 AND deleted = 0 \
-           UNION ALL SELECT -1, 0, 0, 1, size, 0 FROM blobs WHERE tenant = $1 AND deleted = 0 \
-           UNION ALL SELECT vshard, 0, 0, 0, 0, 1 FROM index_entries WHERE tenant = $1 AND state = 'live'\
-         ) d GROUP BY d.placement ORDER BY d.placement"
+           SELECT tenant, -1 AS placement, 1 AS records, {value_bytes} AS record_bytes, 0 AS blobs, 0 AS blob_bytes, \
+             0 AS index_entries FROM records WHERE deleted = 0{of} \
+           UNION ALL SELECT tenant, CASE WHEN vshard >= 0 THEN vshard ELSE -2 END, 1, {value_bytes}, 0, 0, 0 \
+             FROM spread_records WHERE deleted = 0{of} \
+           UNION ALL SELECT tenant, -1, 0, 0, 1, size, 0 FROM blobs WHERE deleted = 0{of} \
+           UNION ALL SELECT tenant, vshard, 0, 0, 0, 0, 1 FROM index_entries WHERE state = 'live'{of}\
+         ) d GROUP BY {group}d.placement ORDER BY {group}d.placement"
     )
+}
+
+/// The engine's expression for the bytes of a row's `value`: PostgreSQL's octet_length; on
+/// SQLite the length of the text read as a blob (its bytes in the database's encoding, UTF-8).
+fn value_bytes(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Postgres => "octet_length(value)",
+        Engine::Sqlite => "length(CAST(value AS BLOB))",
+    }
 }
 
 /// What `tenant` stores on `shard`, per placement (home, range, then by vshard), as the shard
@@ -177,12 +190,7 @@ pub async fn counted_tenant_usage(
     shard: &FencedShard<'_>,
     tenant: &TenantId,
 ) -> Result<Vec<(Placement, Usage)>, Error> {
-    // PostgreSQL measures a text's bytes with octet_length; SQLite with the length of the text
-    // read as a blob (its bytes in the database's encoding, UTF-8).
-    let sql = count_by_placement(match shard.db().engine {
-        Engine::Postgres => "octet_length(value)",
-        Engine::Sqlite => "length(CAST(value AS BLOB))",
-    });
+    let sql = count_by_placement(value_bytes(shard.db().engine), false);
     placed_sums(shard, tenant, &sql).await
 }
 
@@ -193,6 +201,49 @@ pub async fn counted_tenant_usage(
 pub async fn every_tenant_usage(shard: &FencedShard<'_>) -> Result<Vec<(String, Vec<(Placement, Usage)>)>, Error> {
     let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
         sqlx::query_as(SUM_BY_TENANT_AND_PLACEMENT).fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(by_tenant(shard, rows))
+}
+
+/// [`every_tenant_usage`] counted from the rows now (a scan of every live row on the shard: for
+/// `shardgate check`, not for requests).
+pub async fn every_tenant_counted(shard: &FencedShard<'_>) -> Result<Vec<(String, Vec<(Placement, Usage)>)>, Error> {
+    let sql = count_by_placement(value_bytes(shard.db().engine), true);
+    let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
+        sqlx::query_as(&sql).fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(by_tenant(shard, rows))
+}
+
+/// Rewrites the shard's kept usage from its rows, for every tenant, in one transaction that
+/// holds writers off until it commits (on PostgreSQL a lock on the four tables, which waits for
+/// the writes in progress and makes new ones wait; on SQLite the database's write lock, taken
+/// by the first statement): a write's trigger then adds to what was rewritten, never to what
+/// was replaced. For `shardgate check --repair-usage`. Returns how many rows it wrote.
+pub async fn rewrite_usage(db: &crate::storage::db::Database, shard: &crate::ids::ShardId) -> Result<u64, Error> {
+    let err = |source| Error::Database { target: format!("shard {shard}"), source };
+    let mut tx = db.pool.begin().await.map_err(err)?;
+    if db.engine == Engine::Postgres {
+        sqlx::query("LOCK TABLE records, spread_records, blobs, index_entries IN SHARE MODE")
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+    }
+    sqlx::query("DELETE FROM tenant_usage").execute(&mut *tx).await.map_err(err)?;
+    let insert = format!(
+        "INSERT INTO tenant_usage (tenant, placement, stripe, records, record_bytes, blobs, blob_bytes, index_entries) \
+         SELECT c.tenant, c.placement, 0, c.records, c.record_bytes, c.blobs, c.blob_bytes, c.index_entries \
+         FROM ({}) AS c",
+        count_by_placement(value_bytes(db.engine), true)
+    );
+    let written = sqlx::query(&insert).execute(&mut *tx).await.map_err(err)?.rows_affected();
+    tx.commit().await.map_err(err)?;
+    Ok(written)
+}
+
+/// Rows of a tenant, a placement and the five sums, in tenant order, gathered by tenant.
+fn by_tenant(
+    shard: &FencedShard<'_>,
+    rows: Vec<(String, i64, i64, i64, i64, i64, i64)>,
+) -> Vec<(String, Vec<(Placement, Usage)>)> {
     let mut tenants: Vec<(String, Vec<(Placement, Usage)>)> = Vec::new();
     for (tenant, placement, records, record_bytes, blobs, blob_bytes, index_entries) in rows {
         let Some(part) = placed(shard, (placement, records, record_bytes, blobs, blob_bytes, index_entries)) else {
@@ -203,7 +254,7 @@ pub async fn every_tenant_usage(shard: &FencedShard<'_>) -> Result<Vec<(String, 
             _ => tenants.push((tenant, vec![part])),
         }
     }
-    Ok(tenants)
+    tenants
 }
 
 /// One row of sums (the placement and the five sums) read as a placed part of a tenant's

@@ -333,9 +333,13 @@ async fn usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_reba
             tokio::spawn(async move {
                 for i in 0..PER_WRITER {
                     let n = w * PER_WRITER + i;
-                    let request = if n % 25 == 0 {
+                    let request = if n.is_multiple_of(25) {
                         let url = format!("{base}/v1/tenants/acme/blobs/b{}.bin", n % 40);
-                        if n % 75 == 0 { client.delete(&url) } else { client.put(&url).body(vec![3u8; (n * 7) % 5000]) }
+                        if n.is_multiple_of(75) {
+                            client.delete(&url)
+                        } else {
+                            client.put(&url).body(vec![3u8; (n * 7) % 5000])
+                        }
                     } else {
                         let collection = ["people", "things", "events"][n % 3];
                         let url = format!("{base}{}", record_path("acme", collection, &format!("k{}", (n * 13) % 200)));
