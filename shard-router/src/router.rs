@@ -319,6 +319,27 @@ impl ShardRouter {
         }
     }
 
+    /// What `work` on shard `id` answers within `storage.pool.probe_timeout`; `None` (and a
+    /// warning that it could not `what`) when it fails or does not answer in time.
+    pub(crate) async fn within_probe<T>(
+        &self,
+        id: &ShardId,
+        what: &str,
+        work: impl std::future::Future<Output = Result<T, Error>>,
+    ) -> Option<T> {
+        match tokio::time::timeout(self.pools.config().probe_timeout, work).await {
+            Ok(Ok(value)) => Some(value),
+            Ok(Err(e)) => {
+                tracing::warn!(shard = %id, error = %e, "could not {what}");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(shard = %id, "could not {what} in time");
+                None
+            }
+        }
+    }
+
     /// The distribution of `tenant`'s `collection` in this instance's map.
     pub fn distribution_of(&self, tenant: &TenantId, collection: &CollectionName) -> Distribution {
         self.map

@@ -7,6 +7,8 @@
 //! the live rows. `shardgate check --repair-usage` rewrites the kept usage of a shard from its
 //! rows ([`crate::storage::usage::rewrite_usage`]).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::check::{Finding, Findings, Kind, Place, ShardUnderCheck};
 use crate::error::Error;
 use crate::storage::shard::FencedShard;
@@ -16,17 +18,13 @@ use crate::storage::usage::{Placement, Usage, every_tenant_counted, every_tenant
 /// whose kept usage differs in any placement.
 pub async fn check_usage(shard: &ShardUnderCheck, findings: &mut Findings) -> Result<(), Error> {
     let on = FencedShard::new(&shard.db, &shard.id);
-    let kept = every_tenant_usage(&on).await?;
-    let counted = every_tenant_counted(&on).await?;
-    let mut tenants: Vec<&str> = kept.iter().chain(&counted).map(|(tenant, _)| tenant.as_str()).collect();
-    tenants.sort_unstable();
-    tenants.dedup();
-    let of = |all: &[(String, Vec<(Placement, Usage)>)], tenant: &str| -> Vec<(Placement, Usage)> {
-        all.iter().find(|(t, _)| t == tenant).map(|(_, parts)| parts.clone()).unwrap_or_default()
-    };
+    let kept: BTreeMap<String, Vec<(Placement, Usage)>> = every_tenant_usage(&on).await?.into_iter().collect();
+    let counted: BTreeMap<String, Vec<(Placement, Usage)>> = every_tenant_counted(&on).await?.into_iter().collect();
     let here = &shard.id;
+    let tenants: BTreeSet<&String> = kept.keys().chain(counted.keys()).collect();
     for tenant in tenants {
-        let (kept, counted) = (of(&kept, tenant), of(&counted, tenant));
+        let kept = kept.get(tenant).cloned().unwrap_or_default();
+        let counted = counted.get(tenant).cloned().unwrap_or_default();
         if kept == counted {
             continue;
         }

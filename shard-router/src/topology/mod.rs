@@ -37,25 +37,14 @@ impl<'r> Topology<'r> {
         Self { router }
     }
 
-    /// What `work` on shard `id` answers within the probe timeout; `None` (and a warning) when
-    /// it fails or does not answer in time.
+    /// [`ShardRouter::within_probe`].
     async fn within_probe<T>(
         &self,
         id: &ShardId,
         what: &str,
         work: impl std::future::Future<Output = Result<T, crate::error::Error>>,
     ) -> Option<T> {
-        match tokio::time::timeout(self.router.pools().config().probe_timeout, work).await {
-            Ok(Ok(value)) => Some(value),
-            Ok(Err(e)) => {
-                tracing::warn!(shard = %id, error = %e, "could not {what}");
-                None
-            }
-            Err(_) => {
-                tracing::warn!(shard = %id, "could not {what} in time");
-                None
-            }
-        }
+        self.router.within_probe(id, what, work).await
     }
 
     /// What `tenant` holds on every shard (records, blobs and their bytes), and the shards that

@@ -155,18 +155,13 @@ pub async fn collection_count(router: &ShardRouter, tenant: &TenantId) -> Result
 /// `storage.pool.probe_timeout`), only the collections with a distribution of their own count,
 /// as a usage report counts only the shards that answered.
 pub async fn shown_collection_count(router: &ShardRouter, tenant: &TenantId) -> u64 {
-    let timeout = router.pools().config().probe_timeout;
-    match tokio::time::timeout(timeout, collection_count(router, tenant)).await {
-        Ok(Ok(count)) => count,
-        Ok(Err(e)) => {
-            tracing::warn!(tenant = %tenant, error = %e, "could not count a tenant's collections");
-            with_distributed(router, tenant, Vec::new())
+    let counted = match router.route_tenant(tenant) {
+        Ok(home) => {
+            router.within_probe(&home.shard, "count a tenant's collections", collection_count(router, tenant)).await
         }
-        Err(_) => {
-            tracing::warn!(tenant = %tenant, "could not count a tenant's collections in time");
-            with_distributed(router, tenant, Vec::new())
-        }
-    }
+        Err(_) => None,
+    };
+    counted.unwrap_or_else(|| with_distributed(router, tenant, Vec::new()))
 }
 
 /// How many distinct collections `names` and `tenant`'s distributed collections are.

@@ -155,32 +155,22 @@ impl Owners {
 }
 
 /// Runs `read` on every shard that is not offline, in parallel, each within
-/// `storage.pool.probe_timeout`: the shards, and what each answered (`None`: offline, failed or
-/// late, logged as not reading `what`).
+/// `storage.pool.probe_timeout` ([`ShardRouter::within_probe`]): the shards, and what each
+/// answered (`None`: offline, failed or late, logged as not reading `what`).
 async fn on_every_shard<T, F, Fut>(router: &ShardRouter, what: &str, read: F) -> (Vec<ShardId>, Vec<Option<T>>)
 where
     F: Fn(ShardId, Database) -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let timeout = router.pools().config().probe_timeout;
+    let what = format!("read {what}");
     let shards = router.shard_dbs();
     let answers = futures::future::join_all(shards.iter().map(|(id, state, db)| {
-        let read = &read;
+        let (read, what) = (&read, &what);
         async move {
             if *state == ShardState::Offline {
                 return None;
             }
-            match tokio::time::timeout(timeout, read(id.clone(), db.clone())).await {
-                Ok(Ok(answer)) => Some(answer),
-                Ok(Err(e)) => {
-                    tracing::warn!(shard = %id, error = %e, "could not read {what}");
-                    None
-                }
-                Err(_) => {
-                    tracing::warn!(shard = %id, "could not read {what} in time");
-                    None
-                }
-            }
+            router.within_probe(id, what, read(id.clone(), db.clone())).await
         }
     }))
     .await;

@@ -31,13 +31,11 @@ fn counts(usage: &Value) -> Counts {
         .map(|field| usage[field].as_u64().unwrap_or_else(|| panic!("{field} in {usage}")))
 }
 
-/// What `tenant`'s live rows on each shard add up to, read from the shard databases themselves
-/// (shards holding nothing of it are left out).
-async fn rows_by_shard(app: &TestApp, tenant: &str) -> BTreeMap<String, Counts> {
+/// The five counts of `tenant`'s live rows in a shard database, as columns of a `SELECT`.
+fn counts_sql(tenant: &str) -> String {
     // `octet_length` on both engines: PostgreSQL's, and SQLite's since 3.43.
-    let sql = format!(
-        "SELECT (SELECT shard_id FROM shard_identity WHERE id = 1), \
-         CAST((SELECT COUNT(*) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
+    format!(
+        "CAST((SELECT COUNT(*) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
            + (SELECT COUNT(*) FROM spread_records WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
          CAST((SELECT COALESCE(SUM(octet_length(value)), 0) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
            + (SELECT COALESCE(SUM(octet_length(value)), 0) FROM spread_records \
@@ -45,7 +43,13 @@ async fn rows_by_shard(app: &TestApp, tenant: &str) -> BTreeMap<String, Counts> 
          CAST((SELECT COUNT(*) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
          CAST((SELECT COALESCE(SUM(size), 0) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
          CAST((SELECT COUNT(*) FROM index_entries WHERE tenant = '{tenant}' AND state = 'live') AS BIGINT)"
-    );
+    )
+}
+
+/// What `tenant`'s live rows on each shard add up to, read from the shard databases themselves
+/// (shards holding nothing of it are left out).
+async fn rows_by_shard(app: &TestApp, tenant: &str) -> BTreeMap<String, Counts> {
+    let sql = format!("SELECT (SELECT shard_id FROM shard_identity WHERE id = 1), {}", counts_sql(tenant));
     let rows: Vec<(String, i64, i64, i64, i64, i64)> = app.rows_on_every_shard(&sql).await;
     rows.into_iter()
         .map(|(shard, a, b, c, d, e)| (shard, [a, b, c, d, e].map(|n| u64::try_from(n).unwrap())))
@@ -81,16 +85,7 @@ async fn admin_usage(app: &TestApp, tenant: &str) -> Value {
 /// [`rows_by_shard`] over the seeded shards and the extra shard at `extra_url`.
 async fn rows_with_extra(app: &TestApp, tenant: &str, extra_url: &str) -> BTreeMap<String, Counts> {
     let mut rows = rows_by_shard(app, tenant).await;
-    let sql = format!(
-        "SELECT CAST((SELECT COUNT(*) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
-           + (SELECT COUNT(*) FROM spread_records WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
-         CAST((SELECT COALESCE(SUM(octet_length(value)), 0) FROM records WHERE tenant = '{tenant}' AND deleted = 0) \
-           + (SELECT COALESCE(SUM(octet_length(value)), 0) FROM spread_records \
-              WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
-         CAST((SELECT COUNT(*) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
-         CAST((SELECT COALESCE(SUM(size), 0) FROM blobs WHERE tenant = '{tenant}' AND deleted = 0) AS BIGINT), \
-         CAST((SELECT COUNT(*) FROM index_entries WHERE tenant = '{tenant}' AND state = 'live') AS BIGINT)"
-    );
+    let sql = format!("SELECT {}", counts_sql(tenant));
     let pool = shardgate_tests::backend::open_shard(extra_url).await;
     let (a, b, c, d, e): (i64, i64, i64, i64, i64) = sqlx::query_as(&sql).fetch_one(&pool).await.unwrap();
     pool.close().await;
@@ -111,6 +106,20 @@ fn parts(usage: &Value) -> BTreeMap<String, Counts> {
         .collect()
 }
 
+/// Gives acme an index of `people` by `/town` and a hash-distributed `events`; acme's token to
+/// read, write and manage.
+async fn index_people_and_hash_events(app: &TestApp) -> String {
+    let manager = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
+    let index = app.url("/v1/tenants/acme/collections/people/indexes/by-town");
+    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
+    assert_eq!(defined.unwrap().status(), StatusCode::CREATED);
+    let spread = app
+        .admin(Method::PUT, "/v1/admin/tenants/acme/collections/events", Some(&json!({"distribution": "hash"})))
+        .await;
+    expect_json(spread, StatusCode::OK).await;
+    manager
+}
+
 /// A JSON value of about `len` bytes.
 fn padded(town: &str, len: usize) -> Value {
     json!({"town": town, "pad": "p".repeat(len)})
@@ -121,14 +130,7 @@ async fn usage_equals_the_live_rows_after_concurrent_mixed_writes(backend: shard
     let app = TestApp::spawn_with(backend, |config| config.storage.batching.max_in_flight = 1).await;
     app.create_tenant("acme").await;
     app.create_tenant("bob").await;
-    let manager = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
-    let index = app.url("/v1/tenants/acme/collections/people/indexes/by-town");
-    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
-    assert_eq!(defined.unwrap().status(), StatusCode::CREATED);
-    let spread = app
-        .admin(Method::PUT, "/v1/admin/tenants/acme/collections/events", Some(&json!({"distribution": "hash"})))
-        .await;
-    expect_json(spread, StatusCode::OK).await;
+    let manager = index_people_and_hash_events(&app).await;
     let empty = admin_usage(&app, "acme").await;
     assert_eq!(counts(&empty["usage"]), [0; 5], "{empty}");
     assert_eq!((empty["shards"].clone(), empty["complete"].clone()), (json!([]), json!(true)), "{empty}");
@@ -314,14 +316,7 @@ async fn usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_reba
     const PER_WRITER: usize = 625;
     let app = TestApp::spawn(backend).await;
     app.create_tenant("acme").await;
-    let manager = app.token("acme", &[Scope::Read, Scope::Write, Scope::Manage]);
-    let index = app.url("/v1/tenants/acme/collections/people/indexes/by-town");
-    let defined = app.client.put(index.as_str()).bearer_auth(&manager).json(&json!({"field": "/town"})).send().await;
-    assert_eq!(defined.unwrap().status(), StatusCode::CREATED);
-    let spread = app
-        .admin(Method::PUT, "/v1/admin/tenants/acme/collections/events", Some(&json!({"distribution": "hash"})))
-        .await;
-    expect_json(spread, StatusCode::OK).await;
+    let manager = index_people_and_hash_events(&app).await;
 
     // 10,000 requests from 16 clients at once: record puts growing and shrinking over 200 keys
     // of a home, an indexed and a hash-distributed collection, deletes, and every 25th a blob
