@@ -75,6 +75,9 @@ pub struct App {
     pub quota_refusals: Arc<crate::observability::usage_metrics::QuotaRefusals>,
     /// Holds record writes to the tenants' collections quotas.
     pub collection_gate: Arc<shardgate_shard_router::usage::collections::CollectionGate>,
+    /// Counts each tenant's requests, bytes and valet bytes per day, and keeps them in the
+    /// catalog for billing (`usage::daily`).
+    pub daily_usage: Arc<shardgate_shard_router::usage::daily::DailyUsage>,
 }
 
 impl App {

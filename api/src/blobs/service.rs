@@ -16,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use shardgate_shard_router::usage::daily::ValetTransfer;
 use std::sync::Arc;
 use utoipa::ToSchema;
 
@@ -77,6 +78,9 @@ pub struct NewBlob<'a> {
     pub condition: BlobCondition,
     /// The largest body accepted.
     pub max_size: u64,
+    /// Through a valet URL: the transfer, whose bytes count against the tenant's valet bytes of
+    /// the day.
+    pub valet: Option<ValetTransfer>,
 }
 
 /// Stores `body` as a blob: streams it into a staged upload, then switches it live if the
@@ -101,7 +105,7 @@ async fn store_on(
     blob: NewBlob<'_>,
     (body, declared): (Body, Option<u64>),
 ) -> Result<Response, ApiError> {
-    let NewBlob { tenant, path, content_type, condition, max_size } = blob;
+    let NewBlob { tenant, path, content_type, condition, max_size, valet } = blob;
     let store = BlobStore::new(db, &route.shard).routed_at(route.epoch);
     // Refuse a failing precondition, and a blob over the tenant's quotas, before reading a
     // possibly large body.
@@ -111,7 +115,7 @@ async fn store_on(
     }
     let quotas = app.router.tenant_quotas(tenant)?;
     let replaced = replaced.map(|blob| blob.size);
-    let mut quota = UploadQuota::begin(&app.quota_gate, tenant, quotas, replaced, declared).await?;
+    let mut quota = UploadQuota::begin((&app.quota_gate, tenant, quotas), replaced, declared, valet).await?;
     let upload = store.begin_upload(tenant, path, route.vshard, now_ms()).await?;
     let received = receive(&store, &upload, body, (max_size, &mut quota), &app.transfers).await?;
     let commit = BlobCommit {

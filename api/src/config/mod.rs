@@ -62,6 +62,8 @@ pub struct Config {
     pub rate_limits: RateLimitConfig,
     /// What a tenant may keep, by tier.
     pub quotas: QuotasConfig,
+    /// The daily usage kept for billing (`GET /v1/admin/usage?day=`).
+    pub usage: UsageConfig,
     /// Blob limits.
     pub blobs: BlobsConfig,
     /// Valet keys (signed URLs).
@@ -115,6 +117,7 @@ impl Default for Config {
             cors: CorsConfig::default(),
             rate_limits: RateLimitConfig::default(),
             quotas: QuotasConfig::default(),
+            usage: UsageConfig::default(),
             blobs: BlobsConfig::default(),
             valet: ValetConfig::default(),
             admin: AdminListenerConfig::default(),
@@ -554,6 +557,49 @@ impl InstancesConfig {
             return Err("instances.advertised_address must be a non-empty address of at most 255 bytes".into());
         }
         Ok(())
+    }
+}
+
+/// The `[usage]` section: the daily usage kept for billing, per tenant and UTC day (storage
+/// byte-hours, requests, bytes received and sent, valet bytes), exported by
+/// `GET /v1/admin/usage?day=`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UsageConfig {
+    /// How often this instance adds the requests and bytes it counted to the catalog (and
+    /// takes the hour's storage sample, if no instance has). What an instance counted since its
+    /// last flush is lost if it is killed. At least 100 ms. Default 10 s.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub flush_interval: std::time::Duration,
+    /// How many UTC days of usage are kept, today included; older days are deleted. At least 1.
+    /// Default 400.
+    pub retention_days: u32,
+}
+
+impl Default for UsageConfig {
+    fn default() -> Self {
+        Self { flush_interval: std::time::Duration::from_secs(10), retention_days: 400 }
+    }
+}
+
+impl UsageConfig {
+    /// What is wrong with it, if anything.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.flush_interval < std::time::Duration::from_millis(100) {
+            return Err("usage.flush_interval must be at least 100ms".into());
+        }
+        if self.retention_days == 0 {
+            return Err("usage.retention_days must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// As the usage keeper takes it.
+    pub fn daily(&self) -> shardgate_shard_router::usage::daily::DailyConfig {
+        shardgate_shard_router::usage::daily::DailyConfig {
+            flush_interval: self.flush_interval,
+            retention_days: self.retention_days,
+        }
     }
 }
 

@@ -112,7 +112,7 @@ pub async fn put_blob(
     let condition = blob_condition(&parts.headers)?;
     let content_type = content_type_of(&parts.headers)?;
     let max_size = max_blob_size(&app, &tenant)?;
-    let blob = NewBlob { tenant: &tenant, path: &path, content_type, condition, max_size };
+    let blob = NewBlob { tenant: &tenant, path: &path, content_type, condition, max_size, valet: None };
     store_blob(&app, blob, &parts.headers, body).await
 }
 

@@ -6,6 +6,7 @@
 //! | `/v1/admin/tenants[/{id}]` | `admin/tenants.rs` |
 //! | `/v1/admin/tenants/{id}/holdings` | `admin/holdings.rs` |
 //! | `/v1/admin/tenants/{id}/usage` | `admin/usage.rs` |
+//! | `/v1/admin/usage?day=` (the daily usage export) | `admin/usage_export.rs` |
 //! | `/v1/admin/tenants/{id}/collections[/{collection}[/split]]` | `admin/collections.rs` |
 //! | `/v1/admin/load[/heatmap]` (the load picture) | `admin/load.rs` |
 //! | `/v1/admin/health/requests` (request health) | `admin/request_health.rs` |

@@ -59,7 +59,14 @@ pub async fn get_usage(
     let quotas = app.router.tenant_quotas(&tenant)?;
     Ok(axum::Json(UsageReport {
         tenant: tenant.to_string(),
-        quotas: QuotaUses::new(&quotas, &usage.total, shown_collection_count(&app.router, &tenant).await),
+        quotas: QuotaUses::new(
+            &quotas,
+            &usage.total,
+            (
+                shown_collection_count(&app.router, &tenant).await,
+                app.daily_usage.valet_bytes_today(tenant.as_str()).await?,
+            ),
+        ),
         usage: usage.total.into(),
         complete: usage.unreachable.is_empty(),
     }))

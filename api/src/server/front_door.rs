@@ -2,7 +2,8 @@
 //! rate limit ([`crate::server::admission`]), or, behind a standalone gatekeeper, its internal
 //! credential; then the caller's place among its compartment's requests in progress
 //! ([`crate::server::bulkhead`]), held until the response has been sent
-//! ([`crate::server::transfer_watch`]). Health, readiness and metrics endpoints are never
+//! ([`crate::server::transfer_watch`]); a tenant's request is counted for its daily usage
+//! ([`crate::server::usage_tally`]). Health, readiness and metrics endpoints are never
 //! throttled nor counted: a probe must not fail because a tenant is busy.
 
 use std::net::IpAddr;
@@ -20,6 +21,7 @@ use crate::observability::metrics::VerifiedCaller;
 use crate::server::admission::Authenticated;
 use crate::server::bulkhead::{Compartment, Slot};
 use crate::server::client_address::{ClientAddress, ClientNamedByGatekeeper, client_address};
+use crate::server::usage_tally::{self, Tally};
 use crate::wire::admin_plane::{Plane, is_unthrottled_here};
 use crate::wire::error::{ApiError, Code};
 
@@ -73,7 +75,9 @@ async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: 
         Err(refused) => return marked(refused.into_response(), verified),
     };
     request.extensions_mut().insert(Authenticated(authenticated));
+    let (tally, request) = tallied(app, tenant.as_deref(), request);
     let mut response = marked(next.run(request).await, verified);
+    response = counted(app, tenant.as_deref(), tally, response);
     if let Some(limit) = tenant.and_then(|t| app.tenant_rate_limit(&t))
         && let Ok(value) = HeaderValue::from_str(&format!("{} {}", limit.per_second, limit.burst))
     {
@@ -93,6 +97,26 @@ fn enter_bulkhead(
         return Ok(None);
     }
     app.enter_bulkhead(Compartment::of(authenticated)).map(Some)
+}
+
+/// `request` of `tenant` (if it is any tenant's) on its way in, counted for its daily usage
+/// ([`crate::server::usage_tally`]); valet URLs are counted by the valet service.
+fn tallied(app: &App, tenant: Option<&str>, request: Request) -> (Option<Tally>, Request) {
+    match tenant {
+        Some(tenant) if !request.uri().path().starts_with("/valet/") => {
+            let (tally, request) = usage_tally::request_in(&app.daily_usage, tenant, request);
+            (Some(tally), request)
+        }
+        _ => (None, request),
+    }
+}
+
+/// `response` to a request [`tallied`] as `tally`, counted with it.
+fn counted(app: &App, tenant: Option<&str>, tally: Option<Tally>, response: Response) -> Response {
+    match (tenant, tally) {
+        (Some(tenant), Some(tally)) => usage_tally::response_out(&app.daily_usage, tenant, tally, response),
+        _ => response,
+    }
 }
 
 /// `response`, holding `slot` (if any) until it has been sent.
@@ -165,10 +189,16 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
             return response;
         }
     };
+    let tenant = match &authenticated {
+        Some(Ok(principal)) => Some(principal.clone()),
+        _ => None,
+    };
+    let tenant = tenant.as_ref().and_then(|principal| principal.tenant.as_deref());
     if let Some(authenticated) = authenticated {
         request.extensions_mut().insert(Authenticated(authenticated));
     }
-    let mut response = marked(next.run(request).await, verified);
+    let (tally, request) = tallied(&app, tenant, request);
+    let mut response = counted(&app, tenant, tally, marked(next.run(request).await, verified));
     if let Some(admission) = admission {
         admission.report(response.headers_mut());
     }

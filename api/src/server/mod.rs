@@ -16,7 +16,8 @@
 //!    standalone gatekeeper, its internal credential instead);
 //! 6. [`bulkhead`]: a slot among the caller's compartment's requests in progress,
 //! 7. [`transfer_watch`]: which holds that slot until the response has been sent, and cuts off a
-//!    download its client stopped taking;
+//!    download its client stopped taking; [`usage_tally`] counts a tenant's request and the bytes
+//!    of its bodies for its daily usage;
 //! 8. [`deadline`]: the route group's deadline (the handler, in [`crate::routes`], runs inside it);
 //! 9. [`extract`]: the handler's extractors, whose rejections are problem+json, and the caller
 //!    (the token [`admission`] verified, or verified now);
@@ -46,3 +47,4 @@ pub mod front_door;
 pub mod proxy_protocol;
 pub mod tls;
 pub mod transfer_watch;
+pub mod usage_tally;

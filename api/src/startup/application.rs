@@ -110,6 +110,7 @@ fn admin_routes() -> OpenApiRouter<Arc<App>> {
         .routes(routes!(admin::audit_log::list_audit))
         .routes(routes!(admin::holdings::get_tenant_holdings))
         .routes(routes!(admin::usage::get_tenant_usage))
+        .routes(routes!(admin::usage_export::export_usage))
         .routes(routes!(admin::tiers::get_tier_quotas, admin::tiers::put_tier_quotas, admin::tiers::delete_tier_quotas))
         .routes(routes!(admin::balancer::get_balancer_plan))
         .routes(routes!(admin::balancer::get_balancer))
@@ -421,6 +422,7 @@ impl Application {
         config.balancer.validate().map_err(anyhow::Error::msg)?;
         crate::observability::telemetry::start_traces(&config.log, &config.telemetry, &config.trusted_proxies)?;
         config.instances.validate().map_err(anyhow::Error::msg)?;
+        config.usage.validate().map_err(anyhow::Error::msg)?;
         for (key, configured, effective) in config.limits.caps_above_bound() {
             tracing::warn!(
                 key,
@@ -547,6 +549,12 @@ impl Application {
         );
         let quota_gate = Arc::new(shardgate_shard_router::usage::grants::QuotaGate::new(router.clone(), name.clone()));
         let collection_gate = Arc::new(shardgate_shard_router::usage::collections::CollectionGate::new(router.clone()));
+        let daily_usage = shardgate_shard_router::usage::daily::DailyUsage::new(
+            &router,
+            config.usage.daily(),
+            name.clone(),
+            clock.clone(),
+        );
         let mover = {
             let cache = cache_for_moves;
             shardgate_shard_router::mover::Mover::named(
@@ -596,6 +604,7 @@ impl Application {
             quota_gate,
             collection_gate,
             quota_refusals,
+            daily_usage,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
@@ -624,6 +633,7 @@ impl Application {
             flusher.spawn();
         }
         app.balancer.spawn();
+        app.daily_usage.spawn();
         crate::startup::instance_report::spawn(&app, &config.instances, listener.local_addr()?);
         // With an admin listener, each listener serves its own plane; without, the one serves both.
         let (public, admin) = match admin_listener {
@@ -745,13 +755,16 @@ impl Application {
     /// Serves until `shutdown` completes, then lets in-flight requests finish (up to
     /// [`DRAIN_TIMEOUT`](crate::server::connections::DRAIN_TIMEOUT)), writes the valet audit rows
     /// still queued (up to [`CLOSE_WITHIN`](crate::valet::audit::CLOSE_WITHIN)) and stores the
-    /// load windows not yet stored, the open one too.
+    /// load windows not yet stored, the open one too, and the daily usage counted.
     pub async fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let app = self.app.clone();
         let served = self.serve(shutdown).await;
         app.valet_audit.close().await;
         if let Some(flusher) = &app.load_flusher {
             flusher.flush_all().await;
+        }
+        if let Err(e) = app.daily_usage.flush().await {
+            tracing::warn!(error = %e, "cannot store the daily usage counted since the last flush");
         }
         crate::startup::instance_report::stopped(&app).await;
         // Other instances may use at once what this one's quota allowances held back.

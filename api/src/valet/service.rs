@@ -9,6 +9,9 @@
 //! Refusals are [`ValetError`]s, turned into problem+json by `crate::wire::error` like every error.
 //! The canonical form and the checks are specified in `docs/valet-keys.md`.
 
+use crate::server::usage_tally::{Count, CountedBody};
+use axum::body::HttpBody as _;
+use shardgate_shard_router::usage::daily::ValetTransfer;
 use std::sync::Arc;
 
 use axum::extract::Request;
@@ -279,21 +282,51 @@ async fn authorize(app: &App, method: &str, uri: &Uri, tenant: &str) -> Result<(
 async fn serve(app: &App, grant: &Grant, request: Request) -> Result<(Response, &'static str), ApiError> {
     let tenant = TenantId::parse(grant.tenant()).map_err(|_| ValetError::Malformed("bad tenant"))?;
     let path = blob_path(grant.path())?;
+    let quotas = app.router.tenant_quotas(&tenant)?;
+    let refused = |e: ApiError| {
+        app.quota_refusals.observe(&app.router, &tenant, &e);
+        e
+    };
     if grant.permission() == Permission::Read {
         let head = request.method() == axum::http::Method::HEAD;
         let mut response = serve_blob(app, &tenant, &path, request.headers(), head).await?;
+        // The bytes the answer will carry are taken from the day's valet bytes before any moves.
+        let declared = response.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
+        let length = if head { 0 } else { declared.or(response.body().size_hint().exact()).unwrap_or(0) };
+        let transfer = ValetTransfer::begin(&app.daily_usage, tenant.as_str(), &quotas, length)
+            .await
+            .map_err(|e| refused(ApiError::from(e)))?;
         if response.status().is_success() {
             guard_download(response.headers_mut(), grant.constraints().content_disposition.as_deref());
         }
+        let response = response.map(|body| CountedBody::body(body, Moved(transfer)));
         return Ok((response, "valet.download"));
     }
+    let transfer = ValetTransfer::begin(&app.daily_usage, tenant.as_str(), &quotas, 0).await?;
     let (parts, body) = request.into_parts();
     let content_type = content_type_of(&parts.headers)?;
     grant.check_upload_content_type(&content_type)?;
     let tier_max = max_blob_size(app, &tenant)?;
     let max_size = grant.constraints().max_size.map_or(tier_max, |signed| signed.min(tier_max));
-    let blob = NewBlob { tenant: &tenant, path: &path, content_type, condition: BlobCondition::Always, max_size };
+    let blob = NewBlob {
+        tenant: &tenant,
+        path: &path,
+        content_type,
+        condition: BlobCondition::Always,
+        max_size,
+        valet: Some(transfer),
+    };
     Ok((store_blob(app, blob, &parts.headers, body).await?, "valet.upload"))
+}
+
+/// A valet download's transfer, told what its body sent.
+#[derive(Debug)]
+struct Moved(ValetTransfer);
+
+impl Count for Moved {
+    fn count(&mut self, bytes: u64) {
+        self.0.moved(bytes);
+    }
 }
 
 /// Records a valet request in the audit log, off the request's path: queued for the batching

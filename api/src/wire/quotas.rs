@@ -102,11 +102,13 @@ pub struct QuotaUses {
     pub index_entries: QuotaUse,
     /// Collections (holding records, or with a distribution of their own).
     pub collections: QuotaUse,
+    /// Bytes through valet URLs today (UTC).
+    pub valet_bytes_per_day: QuotaUse,
 }
 
 impl QuotaUses {
-    /// `quotas` beside `usage` and the tenant's `collections`.
-    pub fn new(quotas: &Quotas, usage: &Usage, collections: u64) -> Self {
+    /// `quotas` beside `usage`, the tenant's `collections` and its valet bytes today.
+    pub fn new(quotas: &Quotas, usage: &Usage, (collections, valet_today): (u64, u64)) -> Self {
         let of = |kind: QuotaKind| QuotaUse { limit: quotas.limit(kind), used: kind.of(usage) };
         Self {
             records: of(QuotaKind::Records),
@@ -115,6 +117,7 @@ impl QuotaUses {
             blob_bytes: of(QuotaKind::BlobBytes),
             index_entries: of(QuotaKind::IndexEntries),
             collections: QuotaUse { limit: quotas.collections, used: collections },
+            valet_bytes_per_day: QuotaUse { limit: quotas.valet_bytes_per_day, used: valet_today },
         }
     }
 }
@@ -127,10 +130,11 @@ mod tests {
     fn a_quota_shows_null_when_unlimited() {
         let quotas = Quotas { records: Some(10), ..Quotas::default() };
         let usage = Usage { records: 3, blob_bytes: 7, ..Usage::default() };
-        let shown = serde_json::to_value(QuotaUses::new(&quotas, &usage, 2)).unwrap();
+        let shown = serde_json::to_value(QuotaUses::new(&quotas, &usage, (2, 5))).unwrap();
         assert_eq!(shown["records"], serde_json::json!({"limit": 10, "used": 3}));
         assert_eq!(shown["blob_bytes"], serde_json::json!({"limit": null, "used": 7}));
         assert_eq!(shown["collections"], serde_json::json!({"limit": null, "used": 2}));
+        assert_eq!(shown["valet_bytes_per_day"], serde_json::json!({"limit": null, "used": 5}));
     }
 
     #[test]

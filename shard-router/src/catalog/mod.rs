@@ -6,7 +6,8 @@
 //! jobs with their leases, claims ([`crate::claims`]) and phases ([`phase`]), valet keys and grants, the
 //! audit log, the load windows of the load picture ([`LoadRow`]), the balancer's mode, lease and
 //! runs ([`RunRow`]), the instance registry ([`InstanceRow`]), and the quotas set through the
-//! admin API ([`TierQuotaRow`], and the tenants' own in their rows). It reaches its database through
+//! admin API ([`TierQuotaRow`], and the tenants' own in their rows), and the daily usage kept for
+//! billing ([`UsageDayRow`]). It reaches its database through
 //! [`crate::storage::db`] and builds the [`MapSnapshot`] of [`crate::map`]; it knows nothing of
 //! the shard stores, the router, or the jobs that write its job rows.
 
@@ -35,6 +36,7 @@ mod quota_grants;
 mod quotas;
 pub mod request_windows;
 mod sealing;
+mod usage_days;
 mod valet;
 mod windows;
 pub use balancer::{BalancerRow, RunRow};
@@ -48,6 +50,7 @@ pub use moves::{CancelRequest, Lease, Placement};
 pub use quotas::TierQuotaRow;
 pub use request_windows::{RequestCounts, RequestRow, RequestScope};
 pub use sealing::{SEALED_PREFIX, Sealer, SecretsKeyFile, is_sealed};
+pub use usage_days::{DayUsage, UsageDayRow, ValetReservation};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};

@@ -17,9 +17,10 @@
 //!
 //! Beside it: the quotas ([`quotas`]), the allowances that hold writes to them across instances
 //! ([`grants`]), and the collections quota, which counts names rather than rows
-//! ([`collections`]).
+//! ([`collections`]), and the daily usage kept for billing ([`daily`]).
 
 pub mod collections;
+pub mod daily;
 pub mod grants;
 pub mod quotas;
 

@@ -52,4 +52,5 @@ mod throttling;
 mod timeouts;
 mod traces;
 mod usage;
+mod usage_export;
 mod valet;

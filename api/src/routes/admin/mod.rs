@@ -18,3 +18,4 @@ pub mod signing_keys;
 pub mod tenants;
 pub mod tiers;
 pub mod usage;
+pub mod usage_export;

@@ -68,7 +68,11 @@ pub async fn get_tenant_usage(
     let usage = tenant_usage(&app.router, &id).await?;
     let quotas = app.router.tenant_quotas(&id)?;
     Ok(axum::Json(TenantUsage {
-        quotas: QuotaUses::new(&quotas, &usage.total, shown_collection_count(&app.router, &id).await),
+        quotas: QuotaUses::new(
+            &quotas,
+            &usage.total,
+            (shown_collection_count(&app.router, &id).await, app.daily_usage.valet_bytes_today(id.as_str()).await?),
+        ),
         tenant: id.to_string(),
         usage: usage.total.into(),
         shards: usage
