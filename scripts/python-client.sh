@@ -16,11 +16,13 @@ if [ ! -x "$VENV/bin/openapi-python-client" ]; then
 fi
 
 # The generator's formatting hook (ruff) is left out: the code is generated to be run, not read.
-# It knows no OpenMetrics media type (GET /metrics): that text is text to it.
+# It knows no OpenMetrics media type (GET /metrics) nor JSON lines (GET /v1/admin/usage): that
+# text is text to it.
 cat >"$work/generator.yaml" <<'YAML'
 post_hooks: []
 content_type_overrides:
   application/openmetrics-text: text/plain
+  application/x-ndjson: text/plain
 YAML
 if ! "$VENV/bin/openapi-python-client" generate --path openapi/openapi.json --meta none \
     --config "$work/generator.yaml" --output-path "$work/client/shardgate_client" >"$work/generate.out" 2>&1; then

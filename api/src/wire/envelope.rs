@@ -7,12 +7,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use shardgate_shard_router::catalog::JobRow;
+use shardgate_shard_router::catalog::{JobRow, UsageDayRow};
 use shardgate_shard_router::records::StoredRecord;
 use shardgate_shard_router::storage::usage::Usage;
 use utoipa::ToSchema;
 
-use crate::wire::timestamps::rfc3339;
+use crate::wire::timestamps::{date_of_day, rfc3339};
 
 /// A record as the API returns it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -147,6 +147,42 @@ impl From<Usage> for UsageCounts {
             blobs: u.blobs,
             blob_bytes: u.blob_bytes,
             index_entries: u.index_entries,
+        }
+    }
+}
+
+/// One line of the daily usage export (`GET /v1/admin/usage?day=`, JSON lines): what one tenant
+/// used on the day.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UsageDayLine {
+    /// The UTC day, `YYYY-MM-DD`.
+    pub day: String,
+    /// The tenant.
+    pub tenant: String,
+    /// Bytes of records and blobs held, times the hours held: each hourly sample adds what the
+    /// tenant held then, for one hour.
+    pub storage_byte_hours: u64,
+    /// Requests made with the tenant's tokens and through its valet URLs.
+    pub requests: u64,
+    /// Bytes of the response bodies sent for those requests (valet downloads not included).
+    pub bytes_read: u64,
+    /// Bytes of the request bodies received with them (valet uploads not included).
+    pub bytes_written: u64,
+    /// Bytes moved through the tenant's valet URLs, uploads and downloads together.
+    pub valet_bytes: u64,
+}
+
+impl From<UsageDayRow> for UsageDayLine {
+    fn from(row: UsageDayRow) -> Self {
+        let u = row.usage;
+        UsageDayLine {
+            day: date_of_day(row.day),
+            tenant: row.tenant,
+            storage_byte_hours: u.storage_byte_hours,
+            requests: u.requests,
+            bytes_read: u.bytes_read,
+            bytes_written: u.bytes_written,
+            valet_bytes: u.valet_bytes,
         }
     }
 }

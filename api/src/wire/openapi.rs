@@ -124,7 +124,7 @@ fn problem_response(description: &str) -> Response {
         license(name = "MIT OR Apache-2.0")
     ),
     modifiers(&BearerAuth),
-    components(schemas(Problem)),
+    components(schemas(Problem, crate::wire::envelope::UsageDayLine)),
     tags(
         (name = "records", description = "JSON records of a tenant's collections: put, get, delete and list in key order. \
             A bearer token bound to the tenant (scope `read` to read, `write` to write)."),

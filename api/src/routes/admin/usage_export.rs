@@ -3,12 +3,12 @@
 
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
-use shardgate_shard_router::catalog::UsageDayRow;
+use serde::Deserialize;
 use shardgate_shard_router::usage::daily::day_of;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use crate::server::extract::{Admin, ApiQuery};
+use crate::wire::envelope::UsageDayLine;
 use crate::wire::error::{ApiError, Code};
 use crate::wire::openapi::errors;
 use crate::wire::timestamps::{date_of_day, day_of_date};
@@ -29,41 +29,6 @@ pub struct UsageDayQuery {
     day: String,
 }
 
-/// One line of the export: what one tenant used on the day.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct UsageDayLine {
-    /// The UTC day, `YYYY-MM-DD`.
-    pub day: String,
-    /// The tenant.
-    pub tenant: String,
-    /// Bytes of records and blobs held, times the hours held: each hourly sample adds what the
-    /// tenant held then, for one hour.
-    pub storage_byte_hours: u64,
-    /// Requests made with the tenant's tokens and through its valet URLs.
-    pub requests: u64,
-    /// Bytes of the response bodies sent for those requests (valet downloads not included).
-    pub bytes_read: u64,
-    /// Bytes of the request bodies received with them (valet uploads not included).
-    pub bytes_written: u64,
-    /// Bytes moved through the tenant's valet URLs, uploads and downloads together.
-    pub valet_bytes: u64,
-}
-
-impl From<UsageDayRow> for UsageDayLine {
-    fn from(row: UsageDayRow) -> Self {
-        let u = row.usage;
-        UsageDayLine {
-            day: date_of_day(row.day),
-            tenant: row.tenant,
-            storage_byte_hours: u.storage_byte_hours,
-            requests: u.requests,
-            bytes_read: u.bytes_read,
-            bytes_written: u.bytes_written,
-            valet_bytes: u.valet_bytes,
-        }
-    }
-}
-
 errors!(UsageExportErrors: InvalidQuery, CatalogUnavailable);
 
 /// Every tenant's usage on one UTC day, for billing, as JSON lines (`application/x-ndjson`): one
@@ -72,7 +37,7 @@ errors!(UsageExportErrors: InvalidQuery, CatalogUnavailable);
 /// storage once an hour; today's lines grow until the day ends. Days older than
 /// `usage.retention_days` are deleted.
 #[utoipa::path(get, path = "/v1/admin/usage", params(UsageDayQuery), responses(
-    (status = 200, description = "One JSON object per line, one line per tenant (none: nothing was used that day)", body = UsageDayLine, content_type = "application/x-ndjson", headers(("usage-hours-sampled" = u64, description = "How many hours of the day had a storage sample (24 for a whole day; fewer for today, or when no instance ran for an hour)"))),
+    (status = 200, description = "JSON lines: one `UsageDayLine` object per line, one line per tenant that used anything that day (none: an empty body)", body = String, content_type = "application/x-ndjson", headers(("usage-hours-sampled" = u64, description = "How many hours of the day had a storage sample (24 for a whole day; fewer for today, or when no instance ran for an hour)"))),
     UsageExportErrors,
 ))]
 pub async fn export_usage(
