@@ -1144,6 +1144,11 @@ views.tenants = (root, instance) => {
     return;
   }
   const filter = el("input", { id: "tenant-filter", type: "search", placeholder: "tenant id", "aria-label": "Filter tenants by id" });
+  const sort = el(
+    "select",
+    { id: "tenant-sort", "aria-label": "Sort tenants by" },
+    TENANT_SORTS.map(([value, label]) => el("option", { value, text: label })),
+  );
   const heavy = el("div");
   const all = el("div");
   root.append(
@@ -1151,18 +1156,22 @@ views.tenants = (root, instance) => {
     el("h2", { text: "Heaviest, last 10 minutes" }),
     heavy,
     el("h2", { text: "All tenants" }),
-    el("div", { class: "toolbar" }, filter),
+    el("div", { class: "toolbar" }, filter, el("label", { for: "tenant-sort", text: "sort by" }), sort),
     all,
   );
   let list = [];
   const drawAll = () => {
     const needle = filter.value.trim();
-    const shown = list.filter((t) => !needle || t.id.includes(needle)).slice(0, 200);
+    const shown = sortTenants(
+      list.filter((t) => !needle || t.id.includes(needle)),
+      sort.value,
+    ).slice(0, 200);
     replace(all, tenantTable(shown));
   };
   filter.addEventListener("input", drawAll);
+  sort.addEventListener("change", drawAll);
   every(instance, 10000, async () => {
-    const [load, tenants] = await Promise.all([api("/v1/admin/load?window=10m&top=20").catch(keepGoing), api("/v1/admin/tenants?limit=1000")]);
+    const [load, tenants] = await Promise.all([api("/v1/admin/load?window=10m&top=20").catch(keepGoing), api("/v1/admin/tenants?limit=1000&include=usage")]);
     list = tenants.items;
     const byId = new Map(list.map((t) => [t.id, t]));
     if (load.failed) replace(heavy, problemBox(load.failed));
@@ -1193,22 +1202,50 @@ views.tenants = (root, instance) => {
   });
 };
 
+// How the list of all tenants can be sorted: by id, or by a part of what they store (largest
+// first).
+const TENANT_SORTS = [
+  ["id", "id"],
+  ["records", "records"],
+  ["stored_bytes", "stored bytes"],
+  ["blobs", "blobs"],
+  ["index_entries", "index entries"],
+];
+
+// What a tenant stores of `part` (`stored_bytes`: record and blob bytes together).
+function storedOf(tenant, part) {
+  const usage = tenant.usage || {};
+  if (part === "stored_bytes") return (usage.record_bytes || 0) + (usage.blob_bytes || 0);
+  return usage[part] || 0;
+}
+
+function sortTenants(tenants, part) {
+  if (part === "id") return tenants;
+  return [...tenants].sort((a, b) => storedOf(b, part) - storedOf(a, part) || (a.id < b.id ? -1 : 1));
+}
+
 function tenantTable(tenants) {
   if (!tenants.length) return el("p", { class: "muted", text: "No tenant." });
+  const partial = tenants.some((t) => t.usage_complete === false);
   return table(
     "all-tenants",
-    ["tenant", "name", "tier", "home shard", "created"],
+    ["tenant", "name", "tier", "home shard", "records#", "stored bytes#", "blobs#", "index entries#", "created"],
     tenants.map((t) =>
       el(
         "tr",
-        {},
+        { dataset: { tenant: t.id } },
         el("td", {}, el("a", { href: `#/tenants/${encodeURIComponent(t.id)}`, text: t.id })),
         el("td", { text: t.name }),
         el("td", { text: t.tier }),
         el("td", { text: `${t.shard ?? "–"}${t.pinned ? " (pinned)" : ""}` }),
+        el("td", { class: "num", text: t.usage ? fmt(t.usage.records) : "–" }),
+        el("td", { class: "num", text: t.usage ? bytes(storedOf(t, "stored_bytes")) : "–" }),
+        el("td", { class: "num", text: t.usage ? fmt(t.usage.blobs) : "–" }),
+        el("td", { class: "num", text: t.usage ? fmt(t.usage.index_entries) : "–" }),
         el("td", { text: when(t.created_at) }),
       ),
     ),
+    partial ? "Some shards did not answer: what they hold is missing from the usage." : null,
   );
 }
 
@@ -1219,13 +1256,14 @@ function tenantPage(root, instance, id) {
   let drawnActions = false;
   every(instance, 10000, async () => {
     const path = `/v1/admin/tenants/${encodeURIComponent(id)}`;
-    const [tenant, holdings, collections, shards] = await Promise.all([
+    const [tenant, holdings, collections, shards, usage] = await Promise.all([
       api(path),
       api(`${path}/holdings`).catch(keepGoing),
       api(`${path}/collections`).catch(keepGoing),
       api("/v1/admin/shards"),
+      api(`${path}/usage`).catch(keepGoing),
     ]);
-    replace(body, tenantDetails(tenant, holdings, collections));
+    replace(body, [...tenantDetails(tenant, holdings, collections), ...quotaBars(usage)]);
     if (!drawnActions) {
       drawnActions = true;
       replace(actions, moveForm(tenant, shards.items));
@@ -1286,6 +1324,47 @@ function tenantDetails(tenant, holdings, collections) {
         : el("p", { class: "muted", text: "No collection yet." }),
     );
   }
+  return parts;
+}
+
+// The tenant's quotas, each beside what it uses of it: a bar of the part used when it is limited.
+const QUOTA_PARTS = [
+  ["records", "records", fmt],
+  ["record_bytes", "record bytes", bytes],
+  ["blobs", "blobs", fmt],
+  ["blob_bytes", "blob bytes", bytes],
+  ["index_entries", "index entries", fmt],
+  ["collections", "collections", fmt],
+  ["valet_bytes_per_day", "valet bytes today", bytes],
+];
+
+function quotaBars(usage) {
+  const parts = [el("h2", { text: "Quotas" })];
+  if (usage.failed) return [...parts, problemBox(usage.failed)];
+  parts.push(
+    table(
+      "tenant-quotas",
+      ["quota", "used#", "limit#", "of the limit"],
+      QUOTA_PARTS.map(([part, label, show]) => {
+        const { limit, used } = usage.quotas[part];
+        const limited = limit !== null && limit !== undefined;
+        const fraction = !limited ? 0 : limit === 0 ? (used > 0 ? 1 : 0) : used / limit;
+        return el(
+          "tr",
+          { dataset: { quota: part, used, limit: limited ? limit : "none" } },
+          el("td", { text: label }),
+          el("td", { class: "num", text: show(used) }),
+          el("td", { class: "num", text: limited ? show(limit) : "unlimited" }),
+          el(
+            "td",
+            { class: fraction >= 1 ? "over" : null },
+            limited ? el("div", { class: "quota-use" }, progressBar(fraction), el("span", { text: `${fmt(fraction * 100, 1)} %` })) : "–",
+          ),
+        );
+      }),
+      usage.complete ? null : `Shards that did not answer: ${usage.unreachable_shards.join(", ")}; what they hold is missing.`,
+    ),
+  );
   return parts;
 }
 

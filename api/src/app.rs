@@ -78,6 +78,8 @@ pub struct App {
     /// Counts each tenant's requests, bytes and valet bytes per day, and keeps them in the
     /// catalog for billing (`usage::daily`).
     pub daily_usage: Arc<shardgate_shard_router::usage::daily::DailyUsage>,
+    /// Audits the shards' kept usage against their rows in the background (`usage::audit`).
+    pub usage_audit: Arc<shardgate_shard_router::usage::audit::UsageAudit>,
 }
 
 impl App {

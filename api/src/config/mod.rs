@@ -574,11 +574,40 @@ pub struct UsageConfig {
     /// How many UTC days of usage are kept, today included; older days are deleted. At least 1.
     /// Default 400.
     pub retention_days: u32,
+    /// The background audit of each shard's kept usage against its rows.
+    pub audit: UsageAuditConfig,
 }
 
 impl Default for UsageConfig {
     fn default() -> Self {
-        Self { flush_interval: std::time::Duration::from_secs(10), retention_days: 400 }
+        Self {
+            flush_interval: std::time::Duration::from_secs(10),
+            retention_days: 400,
+            audit: UsageAuditConfig::default(),
+        }
+    }
+}
+
+/// The `[usage.audit]` section: once an interval, one instance of the fleet compares each
+/// shard's kept usage (what quotas and the usage endpoints read) with what its rows add up to,
+/// one shard after another (each a scan of its live rows), and logs and counts a disagreement
+/// (`shardgate_usage_audit_disagreements_total`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UsageAuditConfig {
+    /// How often the fleet is audited; `0s` turns the audit off. At least 1 s otherwise.
+    /// Default 24 h.
+    #[serde(with = "shardgate_shard_router::db::humantime_serde")]
+    pub interval: std::time::Duration,
+    /// Rewrite a disagreeing shard's kept usage from its rows (as `shardgate check
+    /// --repair-usage` does, holding the shard's writers off while it does), then check again.
+    /// Default `false`: report only.
+    pub repair: bool,
+}
+
+impl Default for UsageAuditConfig {
+    fn default() -> Self {
+        Self { interval: std::time::Duration::from_secs(24 * 3600), repair: false }
     }
 }
 
@@ -591,7 +620,18 @@ impl UsageConfig {
         if self.retention_days == 0 {
             return Err("usage.retention_days must be at least 1".into());
         }
+        if !self.audit.interval.is_zero() && self.audit.interval < std::time::Duration::from_secs(1) {
+            return Err("usage.audit.interval must be 0s (off) or at least 1s".into());
+        }
         Ok(())
+    }
+
+    /// As the usage audit takes it.
+    pub fn audit(&self) -> shardgate_shard_router::usage::audit::AuditConfig {
+        shardgate_shard_router::usage::audit::AuditConfig {
+            interval: (!self.audit.interval.is_zero()).then_some(self.audit.interval),
+            repair: self.audit.repair,
+        }
     }
 
     /// As the usage keeper takes it.

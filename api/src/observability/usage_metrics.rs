@@ -23,6 +23,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use shardgate_shard_router::storage::usage::Usage;
+use shardgate_shard_router::usage::audit::UsageAudit;
 use shardgate_shard_router::usage::every_tenant_usage;
 use shardgate_shard_router::{ShardRouter, TenantId, Tier};
 
@@ -65,6 +66,7 @@ pub struct UsageMetrics {
     router: Arc<ShardRouter>,
     refusals: Arc<QuotaRefusals>,
     read: Arc<Mutex<TierUsage>>,
+    audit: Arc<UsageAudit>,
 }
 
 /// The tiers' usage as last read.
@@ -80,9 +82,10 @@ struct TierUsage {
 }
 
 impl UsageMetrics {
-    /// Usage metrics of `router`'s fleet, and the refusals counted in `refusals`.
-    pub fn new(router: Arc<ShardRouter>, refusals: Arc<QuotaRefusals>) -> Self {
-        Self { router, refusals, read: Arc::default() }
+    /// Usage metrics of `router`'s fleet, the refusals counted in `refusals`, and what this
+    /// instance's usage audits found.
+    pub fn new(router: Arc<ShardRouter>, refusals: Arc<QuotaRefusals>, audit: Arc<UsageAudit>) -> Self {
+        Self { router, refusals, read: Arc::default(), audit }
     }
 
     /// Starts a read of every tenant's usage in the background if the last one began
@@ -180,6 +183,23 @@ impl Collector for UsageMetrics {
                 let n = self.refusals.0[t][q].load(Ordering::Relaxed);
                 ConstCounter::new(n).encode(family.encode_family(&[("tier", tier.as_str()), ("quota", *quota)])?)?;
             }
+        }
+        let counts = &self.audit.counts;
+        for (name, help, count) in [
+            ("usage_audit_runs", "Background usage audits this instance ran to their end", &counts.runs),
+            (
+                "usage_audit_disagreements",
+                "Tenants and shards whose kept usage this instance's audits found disagreeing with the rows",
+                &counts.disagreements,
+            ),
+            (
+                "usage_audit_repairs",
+                "Shards whose kept usage this instance's audits rewrote from the rows",
+                &counts.repairs,
+            ),
+        ] {
+            let family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            ConstCounter::new(count.load(Ordering::Relaxed)).encode(family)?;
         }
         Ok(())
     }

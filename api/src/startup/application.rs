@@ -452,6 +452,18 @@ impl Application {
         let load_flusher = shardgate_shard_router::balance::LoadFlusher::new(&router, config.storage.load.clone());
         let copied_bytes = Arc::new(shardgate_shard_router::mover::CopiedBytes::default());
         let quota_refusals = Arc::new(crate::observability::usage_metrics::QuotaRefusals::default());
+        // One name per instance: its load windows', its leases', its registry row's, its quota
+        // allowances', its usage samples' and audits'.
+        let name = load_flusher.as_ref().map_or_else(
+            || format!("instance-{}", uuid::Uuid::new_v4().simple()),
+            |flusher| flusher.instance().to_owned(),
+        );
+        let usage_audit = shardgate_shard_router::usage::audit::UsageAudit::new(
+            &router,
+            config.usage.audit(),
+            name.clone(),
+            clock.clone(),
+        );
         let proxies = ProxyTrust::new(config.trusted_proxies.clone(), config.proxy_protocol, config.forwarded_header)?
             .behind_gatekeeper(config.trusted);
         let (metrics, registered) = metrics_with(|registry| {
@@ -483,6 +495,7 @@ impl Application {
             registry.register_collector(Box::new(crate::observability::usage_metrics::UsageMetrics::new(
                 router.clone(),
                 quota_refusals.clone(),
+                usage_audit.clone(),
             )));
             let chunks = crate::blobs::chunk_cache::ChunkCache::new(
                 config.blobs.chunk_cache_bytes,
@@ -541,12 +554,6 @@ impl Application {
             None
         };
         let (router_for_moves, cache_for_moves) = (router.clone(), cache.clone());
-        // One name per instance: its load windows', its leases', its registry row's, its quota
-        // allowances'.
-        let name = load_flusher.as_ref().map_or_else(
-            || format!("instance-{}", uuid::Uuid::new_v4().simple()),
-            |flusher| flusher.instance().to_owned(),
-        );
         let quota_gate = Arc::new(shardgate_shard_router::usage::grants::QuotaGate::new(router.clone(), name.clone()));
         let collection_gate = Arc::new(shardgate_shard_router::usage::collections::CollectionGate::new(router.clone()));
         let daily_usage = shardgate_shard_router::usage::daily::DailyUsage::new(
@@ -605,6 +612,7 @@ impl Application {
             collection_gate,
             quota_refusals,
             daily_usage,
+            usage_audit,
         });
         app.indexes.follow(app.router.epoch()).await.map_err(|e| anyhow::anyhow!("{}", ApiError::from(e).detail()))?;
         for job in app.router.catalog().running_jobs().await? {
@@ -634,6 +642,7 @@ impl Application {
         }
         app.balancer.spawn();
         app.daily_usage.spawn();
+        app.usage_audit.spawn();
         crate::startup::instance_report::spawn(&app, &config.instances, listener.local_addr()?);
         // With an admin listener, each listener serves its own plane; without, the one serves both.
         let (public, admin) = match admin_listener {

@@ -50,7 +50,7 @@ pub use moves::{CancelRequest, Lease, Placement};
 pub use quotas::TierQuotaRow;
 pub use request_windows::{RequestCounts, RequestRow, RequestScope};
 pub use sealing::{SEALED_PREFIX, Sealer, SecretsKeyFile, is_sealed};
-pub use usage_days::{DayUsage, UsageDayRow, ValetReservation};
+pub use usage_days::{DayUsage, UsageAuditRow, UsageDayRow, ValetReservation};
 pub use valet::{AUDIT_ROWS_PER_INSERT, Retirement, TimedAudit, ValetGrantRow, ValetKeyRow, ValetKeyState};
 
 pub use crate::claims::{REBALANCE_SUBJECT, tenant_subject, vshard_subject};

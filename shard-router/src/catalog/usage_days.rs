@@ -10,6 +10,8 @@
 //! - An hourly storage sample is written with its claim in one transaction
 //!   ([`Catalog::record_usage_sample`]): whichever instance commits first counts the hour, the
 //!   others' samples of it are rolled back.
+//! - A background usage audit ([`crate::usage::audit`]) is claimed per run in `usage_audits`, and
+//!   its outcome written to the run's row.
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +70,25 @@ pub enum ValetReservation {
     /// They would have taken the day over the limit; nothing was added. The day's valet bytes
     /// so far.
     Refused(u64),
+}
+
+/// One background usage audit, as `usage_audits` keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageAuditRow {
+    /// Its number: the time it was due divided by the interval.
+    pub run: i64,
+    /// The instance that ran it.
+    pub instance: String,
+    /// When it began (ms since the Unix epoch).
+    pub started_ms: i64,
+    /// When it ended, if it did.
+    pub finished_ms: Option<i64>,
+    /// Shards audited.
+    pub shards: u64,
+    /// Tenants and shards found disagreeing.
+    pub disagreements: u64,
+    /// Shards whose kept usage was rewritten.
+    pub repaired: u64,
 }
 
 /// The counted columns, in the order rows are read.
@@ -284,7 +305,45 @@ impl Catalog {
         .await
     }
 
-    /// Deletes the usage of days before `day`, and their samples.
+    /// Claims audit `run` for `instance` (at `now_ms`): `false` if another instance claimed it.
+    pub async fn claim_usage_audit(&self, run: i64, instance: &str, now_ms: i64) -> Result<bool, Error> {
+        self.guarded(async {
+            let claimed = sqlx::query(
+                "INSERT INTO usage_audits (run, instance, started_ms) VALUES ($1, $2, $3) ON CONFLICT (run) DO NOTHING",
+            )
+            .bind(run)
+            .bind(instance)
+            .bind(now_ms)
+            .execute(&self.db.pool)
+            .await
+            .map_err(catalog_err)?
+            .rows_affected();
+            Ok(claimed == 1)
+        })
+        .await
+    }
+
+    /// Writes what audit `row.run` found.
+    pub async fn finish_usage_audit(&self, row: &UsageAuditRow) -> Result<(), Error> {
+        self.guarded(async {
+            sqlx::query(
+                "UPDATE usage_audits SET finished_ms = $2, shards = $3, disagreements = $4, repaired = $5                  WHERE run = $1 AND instance = $6",
+            )
+            .bind(row.run)
+            .bind(row.finished_ms)
+            .bind(stored(row.shards))
+            .bind(stored(row.disagreements))
+            .bind(stored(row.repaired))
+            .bind(&row.instance)
+            .execute(&self.db.pool)
+            .await
+            .map_err(catalog_err)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Deletes the usage of days before `day`, their samples and the audits begun before it.
     pub async fn prune_usage_days(&self, day: i64) -> Result<(), Error> {
         self.guarded(async {
             sqlx::query("DELETE FROM usage_days WHERE day < $1")
@@ -294,6 +353,11 @@ impl Catalog {
                 .map_err(catalog_err)?;
             sqlx::query("DELETE FROM usage_samples WHERE hour < $1")
                 .bind(day.saturating_mul(24))
+                .execute(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            sqlx::query("DELETE FROM usage_audits WHERE started_ms < $1")
+                .bind(day.saturating_mul(crate::usage::daily::DAY_MS))
                 .execute(&self.db.pool)
                 .await
                 .map_err(catalog_err)?;

@@ -3,8 +3,8 @@
 //! ([`crate::storage::usage`]), so the two agree unless something went around the triggers: a
 //! shard restored from a backup of `tenant_usage` taken apart from its other tables, rows or
 //! usage edited by hand, a version before the usage was kept writing rows. Two statements per
-//! shard, each grouped by tenant and placement in SQL: the kept usage, and the same counted from
-//! the live rows. `shardgate check --repair-usage` rewrites the kept usage of a shard from its
+//! shard in one snapshot, each grouped by tenant and placement in SQL: the kept usage, and the
+//! same counted from the live rows. `shardgate check --repair-usage` rewrites the kept usage of a shard from its
 //! rows ([`crate::storage::usage::rewrite_usage`]).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,32 +12,41 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::check::{Finding, Findings, Kind, Place, ShardUnderCheck};
 use crate::error::Error;
 use crate::storage::shard::FencedShard;
-use crate::storage::usage::{Placement, Usage, every_tenant_counted, every_tenant_usage};
+use crate::storage::usage::{Placement, Usage, kept_and_counted};
+
+/// The tenants on `shard` whose kept usage differs from their rows in any placement, each with
+/// its kept and its counted usage summed over the placements (read in one snapshot:
+/// [`kept_and_counted`]). Shared by `shardgate check` and the background usage audit.
+pub async fn disagreements(shard: &FencedShard<'_>) -> Result<Vec<(String, Usage, Usage)>, Error> {
+    let (kept, counted) = kept_and_counted(shard).await?;
+    let kept: BTreeMap<String, Vec<(Placement, Usage)>> = kept.into_iter().collect();
+    let counted: BTreeMap<String, Vec<(Placement, Usage)>> = counted.into_iter().collect();
+    let sum = |parts: &[(Placement, Usage)]| {
+        parts.iter().fold(Usage::default(), |mut total, (_, part)| {
+            total.add(part);
+            total
+        })
+    };
+    let tenants: BTreeSet<&String> = kept.keys().chain(counted.keys()).collect();
+    Ok(tenants
+        .into_iter()
+        .filter_map(|tenant| {
+            let kept = kept.get(tenant).map_or(&[][..], Vec::as_slice);
+            let counted = counted.get(tenant).map_or(&[][..], Vec::as_slice);
+            (kept != counted).then(|| (tenant.clone(), sum(kept), sum(counted)))
+        })
+        .collect())
+}
 
 /// Compares the kept usage of every tenant on `shard` with its rows; one finding per tenant
 /// whose kept usage differs in any placement.
 pub async fn check_usage(shard: &ShardUnderCheck, findings: &mut Findings) -> Result<(), Error> {
     let on = FencedShard::new(&shard.db, &shard.id);
-    let kept: BTreeMap<String, Vec<(Placement, Usage)>> = every_tenant_usage(&on).await?.into_iter().collect();
-    let counted: BTreeMap<String, Vec<(Placement, Usage)>> = every_tenant_counted(&on).await?.into_iter().collect();
     let here = &shard.id;
-    let tenants: BTreeSet<&String> = kept.keys().chain(counted.keys()).collect();
-    for tenant in tenants {
-        let kept = kept.get(tenant).cloned().unwrap_or_default();
-        let counted = counted.get(tenant).cloned().unwrap_or_default();
-        if kept == counted {
-            continue;
-        }
-        let sum = |parts: &[(Placement, Usage)]| {
-            parts.iter().fold(Usage::default(), |mut total, (_, part)| {
-                total.add(part);
-                total
-            })
-        };
-        let (k, c) = (sum(&kept), sum(&counted));
+    for (tenant, k, c) in disagreements(&on).await? {
         findings.push(Finding {
             kind: Kind::UsageDisagrees,
-            place: Place::shard(here).tenant(tenant).table("tenant_usage"),
+            place: Place::shard(here).tenant(&tenant).table("tenant_usage"),
             found: format!(
                 "tenant {tenant}'s usage kept on shard {here} is not what its rows there add up to: kept {} records \
                  of {} bytes, {} blobs of {} bytes, {} index entries; the rows {} records of {} bytes, {} blobs of \

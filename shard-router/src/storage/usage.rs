@@ -204,14 +204,31 @@ pub async fn every_tenant_usage(shard: &FencedShard<'_>) -> Result<Vec<(String, 
     Ok(by_tenant(shard, rows))
 }
 
-/// [`every_tenant_usage`] counted from the rows now (a scan of every live row on the shard: for
-/// `shardgate check`, not for requests).
-pub async fn every_tenant_counted(shard: &FencedShard<'_>) -> Result<Vec<(String, Vec<(Placement, Usage)>)>, Error> {
+/// [`every_tenant_usage`] beside the same counted from the rows, both read in one snapshot (a
+/// read-only transaction, repeatable read on PostgreSQL): a write commits its rows and its usage
+/// together, so the two disagree only where something went around the triggers, never because a
+/// write landed between the two reads. The count scans every live row on the shard: for
+/// `shardgate check` and the background usage audit, not for requests.
+pub async fn kept_and_counted(shard: &FencedShard<'_>) -> Result<(TenantsUsage, TenantsUsage), Error> {
+    let err = |source| Error::Database { target: format!("shard {}", shard.id()), source };
+    let mut tx = shard.pool().begin().await.map_err(err)?;
+    if shard.db().engine == Engine::Postgres {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+    }
+    let kept: Vec<(String, i64, i64, i64, i64, i64, i64)> =
+        sqlx::query_as(SUM_BY_TENANT_AND_PLACEMENT).fetch_all(&mut *tx).await.map_err(err)?;
     let sql = count_by_placement(value_bytes(shard.db().engine), true);
-    let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
-        sqlx::query_as(&sql).fetch_all(shard.pool()).reading_on(shard).await?;
-    Ok(by_tenant(shard, rows))
+    let counted: Vec<(String, i64, i64, i64, i64, i64, i64)> =
+        sqlx::query_as(&sql).fetch_all(&mut *tx).await.map_err(err)?;
+    tx.commit().await.map_err(err)?;
+    Ok((by_tenant(shard, kept), by_tenant(shard, counted)))
 }
+
+/// Every tenant's parts on a shard, per placement, by tenant.
+pub type TenantsUsage = Vec<(String, Vec<(Placement, Usage)>)>;
 
 /// Rewrites the shard's kept usage from its rows, for every tenant, in one transaction that
 /// holds writers off until it commits (on PostgreSQL a lock on the four tables, which waits for

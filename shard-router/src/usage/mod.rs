@@ -17,8 +17,10 @@
 //!
 //! Beside it: the quotas ([`quotas`]), the allowances that hold writes to them across instances
 //! ([`grants`]), and the collections quota, which counts names rather than rows
-//! ([`collections`]), and the daily usage kept for billing ([`daily`]).
+//! ([`collections`]), the daily usage kept for billing ([`daily`]), and the background audit of
+//! each shard's kept usage against its rows ([`audit`]).
 
+pub mod audit;
 pub mod collections;
 pub mod daily;
 pub mod grants;

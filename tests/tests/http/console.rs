@@ -339,6 +339,71 @@ async fn a_malformed_address_shows_an_error_and_vshard_moves_show_ranges() {
     assert!(shown.ends_with(target.rsplit_once(": ").unwrap().1), "the shards as the API names them: {shown}");
 }
 
+/// A tenant's page shows each quota beside what it uses of it, with a bar of the part used when it
+/// is limited (red once full); the list of all tenants sorts by what they store, largest first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_pages_show_quota_bars_and_the_list_sorts_by_usage() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    for tenant in ["acme", "bob", "cat"] {
+        app.create_tenant(tenant).await;
+    }
+    let quotas = json!({"quotas": {"records": 10, "blob_bytes": 1000, "collections": 1, "valet_bytes_per_day": 5000}});
+    expect_json(app.admin(Method::PATCH, "/v1/admin/tenants/acme", Some(&quotas)).await, StatusCode::OK).await;
+    app.put_many("acme", "c", &(0..5).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+    let blob = app.client.put(app.url("/v1/tenants/acme/blobs/big.bin")).bearer_auth(app.rw_token("acme"));
+    assert_eq!(blob.body(vec![0u8; 600]).send().await.unwrap().status(), StatusCode::CREATED);
+    app.put_many("bob", "c", &(0..8).map(|i| format!("k{i}")).collect::<Vec<_>>()).await;
+
+    let browser = Browser::start().await;
+    let page = app.url("/console");
+    browser.goto(&page).await;
+    sign_in(&browser, &app.admin_token()).await;
+    browser.wait_for("article[data-shard]", WAIT).await;
+    browser.goto(&format!("{page}#/tenants/acme")).await;
+    let script = "const rows = document.querySelectorAll('#tenant-quotas tbody tr');                   return rows.length === 7 && Array.from(rows).map(r => {                     const bar = r.querySelector('[role=progressbar]');                     return [r.dataset.quota, r.dataset.used, r.dataset.limit, bar ? bar.getAttribute('aria-valuenow') : null,                             r.children[3].classList.contains('over')]; });";
+    let bars = browser.wait_until("acme's quota bars", script, WAIT).await;
+    let row = |quota: &str| bars.as_array().unwrap().iter().find(|r| r[0] == quota).cloned().unwrap();
+    assert_eq!(row("records"), json!(["records", "5", "10", "50", false]), "{bars}");
+    assert_eq!(row("blob_bytes"), json!(["blob_bytes", "600", "1000", "60", false]), "{bars}");
+    assert_eq!(row("collections"), json!(["collections", "1", "1", "100", true]), "a full quota is marked: {bars}");
+    assert_eq!(row("blobs"), json!(["blobs", "1", "none", null, false]), "an unlimited quota has no bar: {bars}");
+    assert_eq!(row("valet_bytes_per_day"), json!(["valet_bytes_per_day", "0", "5000", "0", false]), "{bars}");
+    shot(&browser, &screenshot_dir().join("tenant-quotas.png")).await;
+
+    browser.goto(&format!("{page}#/tenants")).await;
+    let order = async |sort: &str| -> Value {
+        browser
+            .execute(
+                "const s = document.getElementById('tenant-sort'); s.value = arguments[0];                  s.dispatchEvent(new Event('change'));",
+                json!([sort]),
+            )
+            .await;
+        browser
+            .wait_until(
+                &format!("the tenants sorted by {sort}"),
+                "const rows = document.querySelectorAll('#all-tenants tbody tr');                  return rows.length === 3 && Array.from(rows).map(r => r.dataset.tenant);",
+                WAIT,
+            )
+            .await
+    };
+    browser.wait_for("#all-tenants tbody tr", WAIT).await;
+    assert_eq!(order("records").await, json!(["bob", "acme", "cat"]));
+    assert_eq!(
+        order("stored_bytes").await,
+        json!(["acme", "bob", "cat"]),
+        "600 blob bytes weigh more than 8 small records"
+    );
+    assert_eq!(order("blobs").await, json!(["acme", "bob", "cat"]));
+    assert_eq!(order("id").await, json!(["acme", "bob", "cat"]));
+    let acme = expect_json(app.admin(Method::GET, "/v1/admin/tenants/acme/usage", None).await, StatusCode::OK).await;
+    let stored = acme["usage"]["record_bytes"].as_u64().unwrap() + acme["usage"]["blob_bytes"].as_u64().unwrap();
+    let script = "return document.querySelector('#all-tenants tr[data-tenant=acme]').children[5].innerText;";
+    assert_eq!(browser.execute(script, json!([])).await, json!(format!("{stored} B")), "acme's stored bytes");
+    shot(&browser, &screenshot_dir().join("tenants-by-usage.png")).await;
+    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    assert!(errors.is_empty(), "nothing thrown on the page: {errors:?}");
+}
+
 /// Whether `text` lists two consecutive numbers one after the other (`12, 13`), which a range
 /// (`12–13`) says shorter.
 fn lists_consecutive_numbers(text: &str) -> bool {

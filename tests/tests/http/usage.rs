@@ -21,6 +21,7 @@ shardgate_tests::on_both_engines!(
     usage_equals_the_live_rows_after_concurrent_mixed_writes,
     usage_moves_with_its_tenant_and_never_counts_the_old_copy,
     usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_rebalance,
+    the_background_audit_finds_usage_that_disagrees_with_the_rows_and_repairs_it,
 );
 
 /// Live records and their bytes, live blobs and their bytes, live index entries.
@@ -399,4 +400,49 @@ async fn usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_reba
     let after_rebalance = settled(Some(&url)).await;
     assert!(after_rebalance.contains_key("s-new"), "the new shard holds a part: {after_rebalance:?}");
     assert_eq!(sum(after_rebalance.values().copied()), total, "nothing gained or lost: {after_rebalance:?}");
+}
+
+/// A counter of `/metrics`, summed over its series (0 when absent).
+async fn counter(app: &TestApp, name: &str) -> f64 {
+    let text = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter(|line| line.starts_with(name) && !line.starts_with('#'))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+async fn the_background_audit_finds_usage_that_disagrees_with_the_rows_and_repairs_it(
+    backend: shardgate_tests::Backend,
+) {
+    let app = TestApp::spawn_with(backend, |config| {
+        config.usage.audit.interval = Duration::from_secs(1);
+        config.usage.audit.repair = true;
+    })
+    .await;
+    app.create_tenant("acme").await;
+    for key in ["a", "b", "c"] {
+        assert!(app.put_record("acme", "things", key, &padded("Oslo", 20)).await.status().is_success());
+    }
+    let runs = eventually(Duration::from_secs(20), async || {
+        (counter(&app, "shardgate_usage_audit_runs_total").await >= 1.0).then_some(())
+    })
+    .await;
+    assert!(runs.is_some(), "an audit runs every second");
+    assert_eq!(counter(&app, "shardgate_usage_audit_disagreements_total").await, 0.0, "kept usage agrees");
+
+    // Kept usage edited by hand (as a restore of `tenant_usage` from another moment would).
+    let edited: Vec<(String,)> = app
+        .rows_on_every_shard("UPDATE tenant_usage SET records = records + 5 WHERE tenant = 'acme' RETURNING tenant")
+        .await;
+    assert!(!edited.is_empty());
+    assert_ne!(admin_usage(&app, "acme").await["usage"]["records"], 3);
+    let repaired = eventually(Duration::from_secs(20), async || {
+        let usage = admin_usage(&app, "acme").await;
+        (usage["usage"]["records"] == 3).then_some(())
+    })
+    .await;
+    assert!(repaired.is_some(), "the audit rewrites the kept usage: {}", admin_usage(&app, "acme").await);
+    assert!(counter(&app, "shardgate_usage_audit_disagreements_total").await >= 1.0);
+    assert!(counter(&app, "shardgate_usage_audit_repairs_total").await >= 1.0);
+    assert_eq!(counts(&admin_usage(&app, "acme").await["usage"]), sum(rows_by_shard(&app, "acme").await.into_values()));
 }

@@ -5,13 +5,14 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_shard_router::catalog::{TENANT_DELETE_ACTION, TenantChange, TenantRow};
+use shardgate_shard_router::usage::every_tenant_usage;
 use shardgate_shard_router::usage::quotas::QuotaOverrides;
 use shardgate_shard_router::{Access, ShardId, TenantId, TenantRateLimit, Tier};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::server::extract::{Admin, ApiJson, ApiPath, ApiQuery};
-use crate::wire::envelope::created;
+use crate::wire::envelope::{UsageCounts, created};
 use crate::wire::error::{ApiError, Code, tenant_in_path};
 use crate::wire::openapi::errors;
 use crate::wire::pagination::{Page, decode_cursor};
@@ -46,6 +47,13 @@ pub struct Tenant {
     pub created_at: String,
     /// Last change, RFC 3339.
     pub updated_at: String,
+    /// What the tenant stores, summed over the shards that answered: only in a list asked for
+    /// with `include=usage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageCounts>,
+    /// Whether every shard answered the read of `usage` (only with `usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_complete: Option<bool>,
 }
 
 fn tenant_view(app: &App, row: TenantRow) -> Tenant {
@@ -69,6 +77,8 @@ fn tenant_view(app: &App, row: TenantRow) -> Tenant {
         tier: row.tier,
         created_at: rfc3339(row.created_at_ms),
         updated_at: rfc3339(row.updated_at_ms),
+        usage: None,
+        usage_complete: None,
     }
 }
 
@@ -153,6 +163,18 @@ pub struct TenantListQuery {
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// `usage`: each tenant with what it stores (`usage`, `usage_complete`), read from every
+    /// shard's kept usage (one statement per shard, whichever page is asked for).
+    #[param(inline)]
+    include: Option<TenantInclude>,
+}
+
+/// What a tenant list adds to each tenant.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TenantInclude {
+    /// What the tenant stores.
+    Usage,
 }
 
 const MAX_NAME_CHARS: usize = 200;
@@ -200,7 +222,7 @@ pub async fn create_tenant(
 
 errors!(ListTenantsErrors: InvalidQuery, InvalidCursor);
 
-/// List tenants ordered by id.
+/// List tenants ordered by id; with `include=usage`, each with what it stores.
 #[utoipa::path(get, path = "/v1/admin/tenants", params(TenantListQuery), responses(
     (status = 200, description = "A page of tenants", body = Page<Tenant>),
     ListTenantsErrors,
@@ -212,7 +234,24 @@ pub async fn list_tenants(
     let limit = app.page_limit(query.limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let rows = app.router.catalog().list_tenants(after.as_deref(), limit + 1).await?;
-    Ok(axum::Json(Page::from_overfetch(rows, limit, |r| r.id.to_string(), |r| tenant_view(&app, r))))
+    let usage = match query.include {
+        Some(TenantInclude::Usage) => Some(every_tenant_usage(&app.router).await?),
+        None => None,
+    };
+    Ok(axum::Json(Page::from_overfetch(
+        rows,
+        limit,
+        |r| r.id.to_string(),
+        |r| {
+            let id = r.id.clone();
+            let mut tenant = tenant_view(&app, r);
+            if let Some(fleet) = &usage {
+                tenant.usage = Some(fleet.tenants.get(&id).copied().unwrap_or_default().into());
+                tenant.usage_complete = Some(fleet.unreachable.is_empty());
+            }
+            tenant
+        },
+    )))
 }
 
 errors!(GetTenantErrors: TenantNotFound);
