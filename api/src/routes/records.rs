@@ -253,9 +253,13 @@ async fn put_on_shard(
 ) -> Result<PutOutcome, ApiError> {
     let addr = t.address();
     let version = |outcome: &PutOutcome| outcome.record.version;
-    change_on_shard(app, t, Some(value), served_on, version, |route, db, now| async move {
+    // Boxed: the write's future (routing, the retries after a refused password or a stale map,
+    // the shard's batch) is most of a PUT's, and every layer above the handler moves its future
+    // whole; boxed, they move a pointer (bench/instructions.sh: 177,900 instructions per PUT
+    // unboxed, 167,500 boxed, against 164,600 before quotas and usage).
+    Box::pin(change_on_shard(app, t, Some(value), served_on, version, |route, db, now| async move {
         routed_store(&db, &route).put(addr, route.vshard, value, condition, now).await
-    })
+    }))
     .await
 }
 

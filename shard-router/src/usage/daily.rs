@@ -52,36 +52,73 @@ pub struct DailyConfig {
     pub retention_days: u32,
 }
 
-/// What this instance counted and has not stored yet, by day and tenant.
+/// What this instance counted and has not stored yet, by tenant and day: one short lock and one
+/// look-up of the tenant per note.
 #[derive(Debug, Default)]
 pub struct DailyMeter {
-    days: Mutex<HashMap<i64, HashMap<Box<str>, DayUsage>>>,
+    tenants: Mutex<HashMap<Box<str>, Counted, foldhash::fast::RandomState>>,
+}
+
+/// One tenant's counts not stored yet: the latest day's, and any earlier day's still waiting.
+#[derive(Debug, Default)]
+struct Counted {
+    day: i64,
+    usage: DayUsage,
+    earlier: Vec<(i64, DayUsage)>,
+}
+
+impl Counted {
+    fn add(&mut self, day: i64, usage: &DayUsage) {
+        if day == self.day {
+            self.usage.add(usage);
+        } else if day > self.day {
+            let previous = std::mem::replace(&mut self.usage, *usage);
+            if !previous.is_empty() {
+                self.earlier.push((self.day, previous));
+            }
+            self.day = day;
+        } else {
+            match self.earlier.iter_mut().find(|(d, _)| *d == day) {
+                Some((_, counted)) => counted.add(usage),
+                None => self.earlier.push((day, *usage)),
+            }
+        }
+    }
+
+    fn on(&self, day: i64) -> Option<&DayUsage> {
+        if day == self.day {
+            return Some(&self.usage);
+        }
+        self.earlier.iter().find(|(d, _)| *d == day).map(|(_, usage)| usage)
+    }
 }
 
 impl DailyMeter {
     /// Adds `usage` to `tenant`'s `day`.
     pub fn note(&self, tenant: &str, day: i64, usage: &DayUsage) {
-        let mut days = self.days.lock();
-        let tenants = days.entry(day).or_default();
-        match tenants.get_mut(tenant) {
-            Some(counted) => counted.add(usage),
-            None => {
-                tenants.insert(tenant.into(), *usage);
-            }
+        let mut tenants = self.tenants.lock();
+        if let Some(counted) = tenants.get_mut(tenant) {
+            counted.add(day, usage);
+            return;
         }
+        tenants.insert(tenant.into(), Counted { day, usage: *usage, earlier: Vec::new() });
     }
 
     /// The valet bytes counted for `tenant` on `day`.
     fn valet_bytes(&self, tenant: &str, day: i64) -> u64 {
-        self.days.lock().get(&day).and_then(|tenants| tenants.get(tenant)).map_or(0, |usage| usage.valet_bytes)
+        self.tenants.lock().get(tenant).and_then(|counted| counted.on(day)).map_or(0, |usage| usage.valet_bytes)
     }
 
     /// Everything counted, emptied out.
     fn take(&self) -> Vec<UsageDayRow> {
-        let days = std::mem::take(&mut *self.days.lock());
-        days.into_iter()
-            .flat_map(|(day, tenants)| {
-                tenants.into_iter().map(move |(tenant, usage)| UsageDayRow { day, tenant: tenant.into(), usage })
+        let tenants = std::mem::take(&mut *self.tenants.lock());
+        tenants
+            .into_iter()
+            .flat_map(|(tenant, counted)| {
+                let tenant: String = tenant.into();
+                std::iter::once((counted.day, counted.usage))
+                    .chain(counted.earlier)
+                    .map(move |(day, usage)| UsageDayRow { day, tenant: tenant.clone(), usage })
             })
             .filter(|row| !row.usage.is_empty())
             .collect()
