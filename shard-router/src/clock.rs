@@ -1,6 +1,11 @@
 //! Wall-clock time as the catalog and shards store it, and the [`Clock`] that time-bound
 //! decisions (valet key expiry) read, so that a test can move time on instead of sleeping.
 
+/// A day in milliseconds.
+pub const DAY_MS: i64 = 86_400_000;
+/// An hour in milliseconds.
+pub const HOUR_MS: i64 = 3_600_000;
+
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or_default()

@@ -357,7 +357,7 @@ impl Catalog {
                 .await
                 .map_err(catalog_err)?;
             sqlx::query("DELETE FROM usage_audits WHERE started_ms < $1")
-                .bind(day.saturating_mul(crate::usage::daily::DAY_MS))
+                .bind(day.saturating_mul(crate::clock::DAY_MS))
                 .execute(&self.db.pool)
                 .await
                 .map_err(catalog_err)?;

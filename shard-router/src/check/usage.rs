@@ -7,36 +7,10 @@
 //! same counted from the live rows. `shardgate check --repair-usage` rewrites the kept usage of a shard from its
 //! rows ([`crate::storage::usage::rewrite_usage`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use crate::check::{Finding, Findings, Kind, Place, ShardUnderCheck};
 use crate::error::Error;
 use crate::storage::shard::FencedShard;
-use crate::storage::usage::{Placement, Usage, kept_and_counted};
-
-/// The tenants on `shard` whose kept usage differs from their rows in any placement, each with
-/// its kept and its counted usage summed over the placements (read in one snapshot:
-/// [`kept_and_counted`]). Shared by `shardgate check` and the background usage audit.
-pub async fn disagreements(shard: &FencedShard<'_>) -> Result<Vec<(String, Usage, Usage)>, Error> {
-    let (kept, counted) = kept_and_counted(shard).await?;
-    let kept: BTreeMap<String, Vec<(Placement, Usage)>> = kept.into_iter().collect();
-    let counted: BTreeMap<String, Vec<(Placement, Usage)>> = counted.into_iter().collect();
-    let sum = |parts: &[(Placement, Usage)]| {
-        parts.iter().fold(Usage::default(), |mut total, (_, part)| {
-            total.add(part);
-            total
-        })
-    };
-    let tenants: BTreeSet<&String> = kept.keys().chain(counted.keys()).collect();
-    Ok(tenants
-        .into_iter()
-        .filter_map(|tenant| {
-            let kept = kept.get(tenant).map_or(&[][..], Vec::as_slice);
-            let counted = counted.get(tenant).map_or(&[][..], Vec::as_slice);
-            (kept != counted).then(|| (tenant.clone(), sum(kept), sum(counted)))
-        })
-        .collect())
-}
+use crate::storage::usage::disagreements;
 
 /// Compares the kept usage of every tenant on `shard` with its rows; one finding per tenant
 /// whose kept usage differs in any placement.

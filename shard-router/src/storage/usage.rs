@@ -18,6 +18,8 @@
 //! [`counted_tenant_usage`] counts the same from the rows themselves (a scan of the tenant's
 //! rows, for checks and tests).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::error::Error;
 use crate::ids::TenantId;
 use crate::storage::db::Engine;
@@ -225,6 +227,31 @@ pub async fn kept_and_counted(shard: &FencedShard<'_>) -> Result<(TenantsUsage, 
         sqlx::query_as(&sql).fetch_all(&mut *tx).await.map_err(err)?;
     tx.commit().await.map_err(err)?;
     Ok((by_tenant(shard, kept), by_tenant(shard, counted)))
+}
+
+/// The tenants on `shard` whose kept usage differs from their rows in any placement, each with
+/// its kept and its counted usage summed over the placements (read in one snapshot:
+/// [`kept_and_counted`]). Shared by `shardgate check` (`check/usage.rs`) and the background usage audit
+/// (`usage/audit.rs`).
+pub async fn disagreements(shard: &FencedShard<'_>) -> Result<Vec<(String, Usage, Usage)>, Error> {
+    let (kept, counted) = kept_and_counted(shard).await?;
+    let kept: BTreeMap<String, Vec<(Placement, Usage)>> = kept.into_iter().collect();
+    let counted: BTreeMap<String, Vec<(Placement, Usage)>> = counted.into_iter().collect();
+    let sum = |parts: &[(Placement, Usage)]| {
+        parts.iter().fold(Usage::default(), |mut total, (_, part)| {
+            total.add(part);
+            total
+        })
+    };
+    let tenants: BTreeSet<&String> = kept.keys().chain(counted.keys()).collect();
+    Ok(tenants
+        .into_iter()
+        .filter_map(|tenant| {
+            let kept = kept.get(tenant).map_or(&[][..], Vec::as_slice);
+            let counted = counted.get(tenant).map_or(&[][..], Vec::as_slice);
+            (kept != counted).then(|| (tenant.clone(), sum(kept), sum(counted)))
+        })
+        .collect())
 }
 
 /// Every tenant's parts on a shard, per placement, by tenant.

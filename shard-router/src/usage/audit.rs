@@ -1,6 +1,6 @@
 //! The background usage audit: once every `usage.audit.interval`, one instance of the fleet
 //! compares each shard's kept usage with what its rows add up to (the check of `shardgate check`,
-//! [`crate::check::usage::disagreements`], one snapshot per shard), one shard after another so
+//! [`crate::storage::usage::disagreements`], one snapshot per shard), one shard after another so
 //! the scans never run at once. A disagreement is logged (at ERROR, naming the shard and tenant)
 //! and counted; with `usage.audit.repair`, the shard's kept usage is rewritten from its rows
 //! ([`crate::storage::usage::rewrite_usage`], holding its writers off for the rewrite) and
@@ -15,14 +15,13 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::catalog::UsageAuditRow;
-use crate::check::usage::disagreements;
 use crate::clock::Clock;
 use crate::error::Error;
 use crate::ids::ShardId;
 use crate::map::ShardState;
 use crate::router::ShardRouter;
 use crate::storage::shard::FencedShard;
-use crate::storage::usage::rewrite_usage;
+use crate::storage::usage::{disagreements, rewrite_usage};
 
 /// How the background usage audit runs (`[usage.audit]`).
 #[derive(Debug, Clone, Copy)]

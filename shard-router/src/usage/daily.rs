@@ -29,10 +29,7 @@ use crate::error::Error;
 use crate::router::ShardRouter;
 use crate::usage::quotas::Quotas;
 
-/// A day in milliseconds.
-pub const DAY_MS: i64 = 86_400_000;
-/// An hour in milliseconds.
-pub const HOUR_MS: i64 = 3_600_000;
+pub use crate::clock::{DAY_MS, HOUR_MS};
 
 /// The UTC day (days since 1970-01-01) of `ms` since the Unix epoch.
 pub fn day_of(ms: i64) -> i64 {
