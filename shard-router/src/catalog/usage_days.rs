@@ -1,4 +1,5 @@
-//! The catalog's daily usage (`usage_days` and `usage_samples`, catalog migration 0024), kept for
+//! The catalog's daily usage (`usage_days` and `usage_samples`, catalog migration 0024; the
+//! usage audits' `usage_audits`, 0025), kept for
 //! billing by [`crate::usage::daily`]: per UTC day and tenant, storage byte-hours, requests, bytes
 //! received and sent, and bytes moved through valet URLs.
 //!

@@ -6,7 +6,7 @@
 //! ([`crate::storage::usage::rewrite_usage`], holding its writers off for the rewrite) and
 //! checked again.
 //!
-//! The run is claimed in the catalog (`usage_audits`, catalog migration 0024): its number is the
+//! The run is claimed in the catalog (`usage_audits`, catalog migration 0025): its number is the
 //! time divided by the interval, and the first instance to claim a number runs it, so the fleet
 //! audits once per interval however many instances run. Its outcome is written to the same row.
 
