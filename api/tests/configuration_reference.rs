@@ -29,6 +29,7 @@ const SOURCES: &[&str] = &[
     "api/src/config/mod.rs",
     "api/src/config/proxies.rs",
     "api/src/config/telemetry.rs",
+    "api/src/config/usage.rs",
     "shard-router/src/config.rs",
     "shard-router/src/storage/db.rs",
     "shard-router/src/storage/health.rs",
