@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use common::TestDb;
@@ -13,7 +14,9 @@ use sha2::{Digest, Sha256};
 use shardgate_shard_router::batch::BatchKind;
 use shardgate_shard_router::blobs::{BLOB_CHUNK_BYTES, BlobCommit, BlobCondition, BlobPath, BlobStore};
 use shardgate_shard_router::records::{Layout, RecordAddress, RecordStore, WriteCondition};
-use shardgate_shard_router::storage::usage::{Placement, Usage, counted_tenant_usage, tenant_usage};
+use shardgate_shard_router::storage::usage::{
+    Placement, Placing, SpreadHere, Usage, counted_tenant_usage, every_tenant_usage, tenant_usage,
+};
 use shardgate_shard_router::{CollectionName, Database, Engine, FencedShard, RecordKey, ShardId, ShardStore, TenantId};
 
 fn shard_id() -> ShardId {
@@ -29,11 +32,26 @@ fn value(len: usize) -> Box<RawValue> {
     RawValue::from_string(format!("\"{}\"", "x".repeat(len - 2))).unwrap()
 }
 
+/// How the map would place what these tests write, seen from the shard: the collections they
+/// spread are spread (`c`, `h` and `spread` by hash, `r` and `ranged` by range, none of their
+/// ranges elsewhere), and the shard is not the tenant's home, so nothing here lies where the map
+/// does not place it.
+fn as_written() -> Placing {
+    let spread = [
+        ("c", SpreadHere::Hash),
+        ("h", SpreadHere::Hash),
+        ("r", SpreadHere::Range(Vec::new())),
+        ("ranged", SpreadHere::Range(Vec::new())),
+        ("spread", SpreadHere::Hash),
+    ];
+    Placing { home: false, spread: spread.into_iter().map(|(name, here)| (name.to_owned(), here)).collect() }
+}
+
 /// What the shard keeps for `tenant`, and what its rows say, per placement.
 async fn kept_and_counted(db: &Database, tenant: &TenantId) -> (Vec<(Placement, Usage)>, Vec<(Placement, Usage)>) {
     let id = shard_id();
     let shard = FencedShard::new(db, &id);
-    (tenant_usage(&shard, tenant).await.unwrap(), counted_tenant_usage(&shard, tenant).await.unwrap())
+    (tenant_usage(&shard, tenant, &as_written()).await.unwrap(), counted_tenant_usage(&shard, tenant).await.unwrap())
 }
 
 /// Asserts that the shard's usage of `tenant` equals the count of its rows; returns it.
@@ -343,6 +361,69 @@ async fn postgres_a_writer_never_waits_for_a_usage_row_another_transaction_holds
     test.drop_db().await;
 }
 
+/// Rows the map places on another shard are not counted here, whatever placed them: the range
+/// copy a move made before its switch (or left until its clean-up), the spread rows of a
+/// collection the map does not spread, and the home records of one it does (a change of
+/// distribution's copy, or its old layout). Read alone and for every tenant at once alike.
+async fn rows_the_map_places_elsewhere_are_not_counted(test: TestDb) {
+    let db = &test.db;
+    let id = shard_id();
+    let shard = FencedShard::new(db, &id);
+    let (acme, other) = (tenant("acme"), tenant("other"));
+    let record = |t: &TenantId, collection: &str, layout: Layout, vshard: u32| Record {
+        store: RecordStore::new(db, &id).in_layout(layout),
+        tenant: t.clone(),
+        collection: CollectionName::parse(collection).unwrap(),
+        vshard,
+    };
+    let (home, hashed, ranged) = (
+        record(&acme, "c", Layout::Home, 7),
+        record(&acme, "h", Layout::Hash(3), 3),
+        record(&acme, "r", Layout::Range, 7),
+    );
+    for key in ["a", "b"] {
+        home.put(key, 10).await;
+    }
+    hashed.put("a", 20).await;
+    for (key, len) in [("a", 100), ("k", 200), ("m", 400), ("z", 800)] {
+        ranged.put(key, len).await;
+    }
+    // Another tenant's range rows, of a collection its map entry does not spread.
+    record(&other, "r", Layout::Range, 7).put("a", 1000).await;
+    let records = |records: u64, record_bytes: u64| Usage { records, record_bytes, ..Usage::default() };
+    let spread = |range: SpreadHere| Placing {
+        home: false,
+        spread: vec![("h".to_owned(), SpreadHere::Hash), ("r".to_owned(), range)],
+    };
+    let read = async |tenant: &TenantId, placing: &Placing| tenant_usage(&shard, tenant, placing).await.unwrap();
+    let whole = read(&acme, &spread(SpreadHere::Range(Vec::new()))).await;
+    assert_eq!(whole, counted_tenant_usage(&shard, &acme).await.unwrap(), "nothing placed elsewhere");
+    assert_eq!(at(&whole, Placement::Range), records(4, 1500));
+
+    // A range move's copies: the keys from "m" on (and, apart, those before "b") are elsewhere.
+    let moved = read(&acme, &spread(SpreadHere::Range(vec![("m".to_owned(), None)]))).await;
+    assert_eq!(at(&moved, Placement::Range), records(2, 300));
+    assert_eq!(at(&moved, Placement::Home), records(2, 20), "other parts are untouched");
+    assert_eq!(at(&moved, Placement::Vshard(3)), records(1, 20));
+    let apart = SpreadHere::Range(vec![(String::new(), Some("b".to_owned())), ("m".to_owned(), Some("n".to_owned()))]);
+    assert_eq!(at(&read(&acme, &spread(apart)).await, Placement::Range), records(2, 1000));
+
+    // The map spreads nothing of acme's: every spread row is a copy of a change of distribution.
+    let unspread = read(&acme, &Placing::default()).await;
+    assert_eq!(unspread, vec![(Placement::Home, records(2, 20))]);
+    // The map spreads `c` and this is acme's home: its home records are the old layout.
+    let mut respread = spread(SpreadHere::Range(Vec::new()));
+    respread.home = true;
+    respread.spread.insert(0, ("c".to_owned(), SpreadHere::Hash));
+    assert_eq!(at(&read(&acme, &respread).await, Placement::Home), Usage::default());
+
+    // Every tenant at once: acme as `moved` says, `other` (no spread collection) without its copy.
+    let placings = HashMap::from([("acme".to_owned(), spread(SpreadHere::Range(vec![("m".to_owned(), None)])))]);
+    let every = every_tenant_usage(&shard, &placings).await.unwrap();
+    assert_eq!(every, vec![("acme".to_owned(), moved)], "other's only rows are placed elsewhere");
+    test.drop_db().await;
+}
+
 mod unmigrated {
     use super::*;
 
@@ -362,4 +443,5 @@ shardgate_shard_router::on_both_engines!(
     postgres: TestDb::postgres("sg_usage");
     usage_follows_every_kind_of_write,
     batched_concurrent_writers_keep_usage_exact,
+    rows_the_map_places_elsewhere_are_not_counted,
 );

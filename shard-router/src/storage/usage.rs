@@ -15,10 +15,17 @@
 //! LOCKED`), or to a new row (a new stripe) when all are held, so that a tenant's writers never
 //! wait for one another's usage (nor deadlock over it); [`tenant_usage`] sums the stripes.
 //!
+//! Records of range-distributed collections, and both layouts of a collection whose
+//! distribution is being changed, are kept where they lie, whatever places them: a reader passes
+//! how the map places the tenant's collections as seen from the shard ([`Placing`]), and the
+//! rows there that the map places elsewhere (a copy not switched to yet, or one left behind
+//! until its clean-up) are taken off in the same snapshot ([`tenant_usage`],
+//! [`every_tenant_usage`]), so that no copy counts twice.
+//!
 //! [`counted_tenant_usage`] counts the same from the rows themselves (a scan of the tenant's
 //! rows, for checks and tests).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::Error;
 use crate::ids::TenantId;
@@ -107,15 +114,8 @@ impl Placement {
     }
 }
 
-/// The statement summing a tenant's stripes per placement (`$1`: the tenant); parts that sum to
-/// nothing are left out.
-const SUM_BY_PLACEMENT: &str = "SELECT placement, CAST(SUM(records) AS BIGINT), CAST(SUM(record_bytes) AS BIGINT), \
-     CAST(SUM(blobs) AS BIGINT), CAST(SUM(blob_bytes) AS BIGINT), CAST(SUM(index_entries) AS BIGINT) \
-     FROM tenant_usage WHERE tenant = $1 GROUP BY placement \
-     HAVING SUM(records) <> 0 OR SUM(record_bytes) <> 0 OR SUM(blobs) <> 0 OR SUM(blob_bytes) <> 0 \
-     OR SUM(index_entries) <> 0 ORDER BY placement";
-
-/// [`SUM_BY_PLACEMENT`] for every tenant on the shard, by tenant then placement.
+/// The statement summing every tenant's stripes on the shard, by tenant then placement; parts that
+/// sum to nothing are left out.
 const SUM_BY_TENANT_AND_PLACEMENT: &str = "SELECT tenant, placement, CAST(SUM(records) AS BIGINT), \
      CAST(SUM(record_bytes) AS BIGINT), CAST(SUM(blobs) AS BIGINT), CAST(SUM(blob_bytes) AS BIGINT), \
      CAST(SUM(index_entries) AS BIGINT) FROM tenant_usage GROUP BY tenant, placement \
@@ -152,12 +152,136 @@ fn value_bytes(engine: Engine) -> &'static str {
     }
 }
 
+/// How the map places a tenant's data, seen from one shard: what a reader needs to tell the rows
+/// there that the map places elsewhere.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placing {
+    /// Whether the shard is the tenant's home: its home records of a collection the map spreads
+    /// are then the old layout awaiting its clean-up, or a copy of a change of distribution not
+    /// switched to yet.
+    pub home: bool,
+    /// The tenant's collections distributed `hash` or `range`, in byte order of their names.
+    /// Spread rows of any other collection are a copy of a change of distribution and count
+    /// nowhere.
+    pub spread: Vec<(String, SpreadHere)>,
+}
+
+/// How the map spreads one collection, seen from one shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpreadHere {
+    /// By vshard: its rows count on their vshard's owner (the reader tells that by placement).
+    Hash,
+    /// By range: the key intervals (from, inclusive; until, exclusive, `None`: to the end) the
+    /// map places on other shards. Rows of these here are a range move's copy not switched to
+    /// yet, or its old copy awaiting the clean-up.
+    Range(Vec<(String, Option<String>)>),
+}
+
+/// Values bound after `$1` (the tenant), numbered as they are added.
+struct Binds<'p>(Vec<&'p str>);
+
+impl<'p> Binds<'p> {
+    /// Binds `value`: its placeholder.
+    fn add(&mut self, value: &'p str) -> String {
+        self.0.push(value);
+        format!("${}", self.0.len() + 1)
+    }
+}
+
+/// The rows of the tenant `$1` on a shard that the map (as `placing` gives it) places elsewhere,
+/// as `UNION ALL` branches of (placement, records, record bytes, blobs, blob bytes, index
+/// entries) with every count negated, and the values bound after `$1`. Each branch reads an
+/// interval of a primary key (`records` or `spread_records`: tenant, collection, key), so one
+/// holding no rows, as outside of moves, costs an index probe. Blobs and index entries never
+/// lie elsewhere than their placement says (blobs move with their tenant, entries with their
+/// vshard).
+fn misplaced_branches(engine: Engine, placing: &Placing) -> (String, Vec<&str>) {
+    let bytes = value_bytes(engine);
+    let mut binds = Binds(Vec::new());
+    let spread_rows = |condition: &str| {
+        format!(
+            "SELECT CASE WHEN vshard >= 0 THEN vshard ELSE -2 END AS placement, -1 AS records, \
+             -{bytes} AS record_bytes, 0 AS blobs, 0 AS blob_bytes, 0 AS index_entries \
+             FROM spread_records WHERE tenant = $1 AND deleted = 0{condition}"
+        )
+    };
+    let mut branches = Vec::new();
+    // Spread rows of the collections the map does not spread: those between its names.
+    let names: Vec<&str> = placing.spread.iter().map(|(name, _)| name.as_str()).collect();
+    for i in 0..=names.len() {
+        let mut condition = String::new();
+        if let Some(below) = i.checked_sub(1).map(|j| names[j]) {
+            condition += &format!(" AND collection > {}", binds.add(below));
+        }
+        if let Some(above) = names.get(i) {
+            condition += &format!(" AND collection < {}", binds.add(above));
+        }
+        branches.push(spread_rows(&condition));
+    }
+    for (name, here) in &placing.spread {
+        if let SpreadHere::Range(elsewhere) = here {
+            for (from, until) in elsewhere {
+                let mut condition =
+                    format!(" AND collection = {} AND vshard = -1 AND key >= {}", binds.add(name), binds.add(from));
+                if let Some(until) = until {
+                    condition += &format!(" AND key < {}", binds.add(until));
+                }
+                branches.push(spread_rows(&condition));
+            }
+        }
+        if placing.home {
+            branches.push(format!(
+                "SELECT -1 AS placement, -1 AS records, -{bytes} AS record_bytes, 0 AS blobs, 0 AS blob_bytes, \
+                 0 AS index_entries FROM records WHERE tenant = $1 AND deleted = 0 AND collection = {}",
+                binds.add(name)
+            ));
+        }
+    }
+    (branches.join(" UNION ALL "), binds.0)
+}
+
+/// The sums per placement of `rows` (a `FROM` source of `placement` and the five counts, named
+/// as in `tenant_usage`); with `having`, placements summing to nothing are left out.
+fn sums_of(rows: &str, having: bool) -> String {
+    let having = if having {
+        " HAVING SUM(records) <> 0 OR SUM(record_bytes) <> 0 OR SUM(blobs) <> 0 OR SUM(blob_bytes) <> 0 \
+         OR SUM(index_entries) <> 0"
+    } else {
+        ""
+    };
+    format!(
+        "SELECT placement, CAST(SUM(records) AS BIGINT), CAST(SUM(record_bytes) AS BIGINT), \
+         CAST(SUM(blobs) AS BIGINT), CAST(SUM(blob_bytes) AS BIGINT), CAST(SUM(index_entries) AS BIGINT) \
+         FROM ({rows}) AS d \
+         GROUP BY placement{having} ORDER BY placement"
+    )
+}
+
 /// What `tenant` stores on `shard`, per placement (home, range, then by vshard), as the shard
-/// keeps it (one statement through the tenant's prefix of `tenant_usage`: on PostgreSQL as many
-/// rows per placement as writers ever held them at once, one on SQLite). Placements holding
-/// nothing are left out.
-pub async fn tenant_usage(shard: &FencedShard<'_>, tenant: &TenantId) -> Result<Vec<(Placement, Usage)>, Error> {
-    placed_sums(shard, tenant, SUM_BY_PLACEMENT).await
+/// keeps it, less its rows there that the map places elsewhere (`placing`), in one statement:
+/// the tenant's prefix of `tenant_usage` (on PostgreSQL as many rows per placement as writers
+/// ever held them at once, one on SQLite) and an index probe per interval of `placing`'s
+/// (`misplaced_branches`), each finding nothing outside of moves. Placements holding nothing are
+/// left out.
+pub async fn tenant_usage(
+    shard: &FencedShard<'_>,
+    tenant: &TenantId,
+    placing: &Placing,
+) -> Result<Vec<(Placement, Usage)>, Error> {
+    let (misplaced, binds) = misplaced_branches(shard.db().engine, placing);
+    let sql = sums_of(
+        &format!(
+            "SELECT placement, records, record_bytes, blobs, blob_bytes, index_entries FROM tenant_usage \
+             WHERE tenant = $1 UNION ALL {misplaced}"
+        ),
+        true,
+    );
+    let mut query = sqlx::query_as(&sql).bind(tenant.as_str());
+    for value in binds {
+        query = query.bind(value);
+    }
+    let rows: Vec<(i64, i64, i64, i64, i64, i64)> = query.fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(sorted_parts(shard, rows))
 }
 
 /// The collections of `tenant` holding live records among its home records on `shard`
@@ -196,14 +320,76 @@ pub async fn counted_tenant_usage(
     placed_sums(shard, tenant, &sql).await
 }
 
-/// What every tenant stores on `shard`, per tenant (byte order of their ids) and placement, as
-/// the shard keeps it: [`tenant_usage`] of all of them in one statement (a scan of
-/// `tenant_usage`, a few rows per tenant: for the admin API's listings and the daily export,
-/// not for requests). Tenants storing nothing are left out.
-pub async fn every_tenant_usage(shard: &FencedShard<'_>) -> Result<Vec<(String, Vec<(Placement, Usage)>)>, Error> {
+/// What every tenant stores on `shard`, per tenant (byte order of their ids) and placement (in
+/// [`tenant_usage`]'s order), as the shard keeps it, less the rows the map places elsewhere: [`tenant_usage`] of all of them,
+/// in one snapshot (a read-only transaction, repeatable read on PostgreSQL). One statement
+/// scans `tenant_usage` (a few rows per tenant); the tenants that may have rows here placed
+/// elsewhere (those holding spread rows here, found by a loose scan of `spread_records`'
+/// tenants, and those at home here with a spread collection: `placings` gives how the map
+/// places each tenant with a spread collection) then take one statement each. For the admin
+/// API's listings, metrics and the daily export, not for requests. Tenants storing nothing are
+/// left out.
+pub async fn every_tenant_usage(
+    shard: &FencedShard<'_>,
+    placings: &HashMap<String, Placing>,
+) -> Result<Vec<(String, Vec<(Placement, Usage)>)>, Error> {
+    const SPREAD_TENANTS: &str = "WITH RECURSIVE t(name) AS (\
+           SELECT (SELECT MIN(tenant) FROM spread_records) \
+           UNION ALL SELECT (SELECT MIN(s.tenant) FROM spread_records s WHERE s.tenant > t.name) \
+             FROM t WHERE t.name IS NOT NULL\
+         ) SELECT name FROM t WHERE name IS NOT NULL";
+    let err = |source| Error::Database { target: format!("shard {}", shard.id()), source };
+    let mut tx = read_snapshot(shard).await?;
     let rows: Vec<(String, i64, i64, i64, i64, i64, i64)> =
-        sqlx::query_as(SUM_BY_TENANT_AND_PLACEMENT).fetch_all(shard.pool()).reading_on(shard).await?;
-    Ok(by_tenant(shard, rows))
+        sqlx::query_as(SUM_BY_TENANT_AND_PLACEMENT).fetch_all(&mut *tx).await.map_err(err)?;
+    let mut tenants = by_tenant(shard, rows);
+    let spread_here: Vec<String> = sqlx::query_scalar(SPREAD_TENANTS).fetch_all(&mut *tx).await.map_err(err)?;
+    let plain = Placing::default();
+    let mut looked: BTreeSet<&str> = BTreeSet::new();
+    let at_home = placings.iter().filter(|(_, placing)| placing.home).map(|(tenant, _)| tenant.as_str());
+    for tenant in spread_here.iter().map(String::as_str).chain(at_home) {
+        if !looked.insert(tenant) {
+            continue;
+        }
+        let Ok(position) = tenants.binary_search_by(|(t, _)| t.as_str().cmp(tenant)) else { continue };
+        let (misplaced, binds) = misplaced_branches(shard.db().engine, placings.get(tenant).unwrap_or(&plain));
+        let sql = sums_of(&misplaced, false);
+        let mut query = sqlx::query_as(&sql).bind(tenant);
+        for value in binds {
+            query = query.bind(value);
+        }
+        let less: Vec<(i64, i64, i64, i64, i64, i64)> = query.fetch_all(&mut *tx).await.map_err(err)?;
+        let parts = &mut tenants[position].1;
+        for (placement, gone) in less.into_iter().filter_map(|(placement, a, b, c, d, e)| {
+            // The branches negate what they count.
+            placed(shard, (placement, -a, -b, -c, -d, -e))
+        }) {
+            if let Some((_, part)) = parts.iter_mut().find(|(p, _)| *p == placement) {
+                *part = part.less(&gone);
+            }
+        }
+        parts.retain(|(_, part)| !part.is_empty());
+    }
+    tx.commit().await.map_err(err)?;
+    tenants.retain(|(_, parts)| !parts.is_empty());
+    for (_, parts) in &mut tenants {
+        parts.sort_by_key(|(placement, _)| *placement);
+    }
+    Ok(tenants)
+}
+
+/// A read-only transaction on `shard` whose statements all read one snapshot (repeatable read
+/// on PostgreSQL; on SQLite a read transaction's snapshot is taken by its first statement).
+async fn read_snapshot<'s>(shard: &FencedShard<'s>) -> Result<sqlx::Transaction<'s, sqlx::Any>, Error> {
+    let err = |source| Error::Database { target: format!("shard {}", shard.id()), source };
+    let mut tx = shard.pool().begin().await.map_err(err)?;
+    if shard.db().engine == Engine::Postgres {
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+    }
+    Ok(tx)
 }
 
 /// [`every_tenant_usage`] beside the same counted from the rows, both read in one snapshot (a
@@ -213,13 +399,7 @@ pub async fn every_tenant_usage(shard: &FencedShard<'_>) -> Result<Vec<(String, 
 /// `shardgate check` and the background usage audit, not for requests.
 pub async fn kept_and_counted(shard: &FencedShard<'_>) -> Result<(TenantsUsage, TenantsUsage), Error> {
     let err = |source| Error::Database { target: format!("shard {}", shard.id()), source };
-    let mut tx = shard.pool().begin().await.map_err(err)?;
-    if shard.db().engine == Engine::Postgres {
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            .execute(&mut *tx)
-            .await
-            .map_err(err)?;
-    }
+    let mut tx = read_snapshot(shard).await?;
     let kept: Vec<(String, i64, i64, i64, i64, i64, i64)> =
         sqlx::query_as(SUM_BY_TENANT_AND_PLACEMENT).fetch_all(&mut *tx).await.map_err(err)?;
     let sql = count_by_placement(value_bytes(shard.db().engine), true);
@@ -325,9 +505,14 @@ fn placed(shard: &FencedShard<'_>, row: (i64, i64, i64, i64, i64, i64)) -> Optio
 async fn placed_sums(shard: &FencedShard<'_>, tenant: &TenantId, sql: &str) -> Result<Vec<(Placement, Usage)>, Error> {
     let rows: Vec<(i64, i64, i64, i64, i64, i64)> =
         sqlx::query_as(sql).bind(tenant.as_str()).fetch_all(shard.pool()).reading_on(shard).await?;
+    Ok(sorted_parts(shard, rows))
+}
+
+/// Rows of a placement and the five sums read as placed parts, in placement order.
+fn sorted_parts(shard: &FencedShard<'_>, rows: Vec<(i64, i64, i64, i64, i64, i64)>) -> Vec<(Placement, Usage)> {
     let mut placed_parts: Vec<(Placement, Usage)> = rows.into_iter().filter_map(|row| placed(shard, row)).collect();
     placed_parts.sort_by_key(|(placement, _)| *placement);
-    Ok(placed_parts)
+    placed_parts
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 //! entries) on that vshard's owner. So a move copying a tenant or a vshard to another shard, or
 //! waiting out its clean-up grace before it removes the old copy, never counts it twice, and its
 //! usage is on its new shard from the moment the map switched. Records of range-distributed
-//! collections count wherever they are (during a range move, both copies count until the old one
-//! is removed), and so do both layouts of a collection whose distribution is being changed.
+//! collections count on the shard the map gives their range, and records of a collection whose
+//! distribution is being changed only in the layout the map gives it: the copy a range move or
+//! a change of distribution makes is taken off on its shard until the switch, and the old copy
+//! from the switch until its clean-up ([`Placing`], built here from the map).
 //!
 //! One statement per shard that may hold some (every shard that is not offline: index entries
 //! and hashed records of a tenant may sit on any), in parallel, each within
@@ -31,12 +33,12 @@ use std::future::Future;
 
 use crate::error::Error;
 use crate::ids::{ShardId, TenantId};
-use crate::map::ShardState;
+use crate::map::{MapSnapshot, RangeBound, ShardState, Spread};
 use crate::router::ShardRouter;
 use crate::storage::db::Database;
 use crate::storage::shard::FencedShard;
 use crate::storage::usage::{
-    Placement, Usage, every_tenant_usage as every_tenant_on_shard, tenant_usage as usage_on_shard,
+    Placement, Placing, SpreadHere, Usage, every_tenant_usage as every_tenant_on_shard, tenant_usage as usage_on_shard,
 };
 
 /// One shard's part of a tenant's usage.
@@ -72,8 +74,13 @@ pub async fn tenant_usage(router: &ShardRouter, tenant: &TenantId) -> Result<Ten
 pub(crate) async fn fleet_usage(router: &ShardRouter, tenant: &TenantId) -> Result<TenantUsage, Error> {
     let home = router.route_tenant(tenant)?.shard;
     let owners = Owners::of(router);
+    let placings: HashMap<ShardId, Placing> = router.with_map(|map| {
+        map.shards.iter().map(|shard| (shard.id.clone(), placing_on(map, tenant.as_str(), &shard.id, &home))).collect()
+    });
+    let placings = &placings;
     let (shards, read) = on_every_shard(router, "a tenant's usage", |id, db| async move {
-        usage_on_shard(&FencedShard::new(&db, &id), tenant).await
+        let placing = placings.get(&id).cloned().unwrap_or_default();
+        usage_on_shard(&FencedShard::new(&db, &id), tenant, &placing).await
     })
     .await;
     let mut usage = TenantUsage::default();
@@ -110,8 +117,28 @@ pub struct FleetUsage {
 /// the daily export; a tenant the map does not know (deleted since) is left out.
 pub async fn every_tenant_usage(router: &ShardRouter) -> Result<FleetUsage, Error> {
     let owners = Owners::of(router);
+    // How the map places each tenant with a spread collection, seen from each shard.
+    let placings: HashMap<ShardId, HashMap<String, Placing>> = router.with_map(|map| {
+        let spread: Vec<(&str, ShardId)> = map
+            .spread
+            .keys()
+            .filter_map(|tenant| Some((tenant.as_str(), map.route_tenant(tenant).ok()?.shard)))
+            .collect();
+        map.shards
+            .iter()
+            .map(|shard| {
+                let placed = spread
+                    .iter()
+                    .map(|(tenant, home)| ((*tenant).to_owned(), placing_on(map, tenant, &shard.id, home)))
+                    .collect();
+                (shard.id.clone(), placed)
+            })
+            .collect()
+    });
+    let (placings, none) = (&placings, HashMap::new());
+    let none = &none;
     let (shards, read) = on_every_shard(router, "the tenants' usage", |id, db| async move {
-        every_tenant_on_shard(&FencedShard::new(&db, &id)).await
+        every_tenant_on_shard(&FencedShard::new(&db, &id), placings.get(&id).unwrap_or(none)).await
     })
     .await;
     let mut usage = FleetUsage::default();
@@ -136,6 +163,50 @@ pub async fn every_tenant_usage(router: &ShardRouter) -> Result<FleetUsage, Erro
     Ok(usage)
 }
 
+/// How `map` places `tenant`'s data seen from the shard `here`, the tenant's home being `home`.
+fn placing_on(map: &MapSnapshot, tenant: &str, here: &ShardId, home: &ShardId) -> Placing {
+    let mut spread: Vec<(String, SpreadHere)> = map
+        .spread
+        .get(tenant)
+        .map(|collections| {
+            collections
+                .iter()
+                .map(|(name, spread)| {
+                    let here = match spread {
+                        Spread::Hash => SpreadHere::Hash,
+                        Spread::Range(bounds) => SpreadHere::Range(elsewhere(map, bounds, here)),
+                    };
+                    (name.clone(), here)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    spread.sort_by(|a, b| a.0.cmp(&b.0));
+    Placing { home: here == home && !spread.is_empty(), spread }
+}
+
+/// The key intervals of a range-distributed collection (`bounds`) that `map` places on shards
+/// other than `here`, neighbours joined: from (inclusive) until (exclusive; `None`: to the end).
+fn elsewhere(map: &MapSnapshot, bounds: &[RangeBound], here: &ShardId) -> Vec<(String, Option<String>)> {
+    let mut intervals = Vec::new();
+    let mut open: Option<&str> = None;
+    for bound in bounds {
+        let is_here = map.shards.get(usize::from(bound.shard)).is_some_and(|shard| shard.id == *here);
+        match (is_here, open) {
+            (false, None) => open = Some(&bound.from),
+            (true, Some(from)) => {
+                intervals.push((from.to_owned(), Some(bound.from.clone())));
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = open {
+        intervals.push((from.to_owned(), None));
+    }
+    intervals
+}
+
 /// The owner of each vshard in the map, to tell where a placed part counts.
 struct Owners(Vec<ShardId>);
 
@@ -151,6 +222,7 @@ impl Owners {
     fn counts(&self, shard: &ShardId, placement: Placement, home: &ShardId) -> bool {
         match placement {
             Placement::Home => shard == home,
+            // The rows of ranges placed elsewhere were taken off on the shard ([`Placing`]).
             Placement::Range => true,
             Placement::Vshard(vshard) => self.0.get(vshard as usize) == Some(shard),
         }

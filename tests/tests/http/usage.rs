@@ -20,6 +20,7 @@ shardgate_tests::conformance!(a_tenant_reads_its_own_usage_and_no_other_tenants)
 shardgate_tests::on_both_engines!(
     usage_equals_the_live_rows_after_concurrent_mixed_writes,
     usage_moves_with_its_tenant_and_never_counts_the_old_copy,
+    usage_counts_a_moving_range_and_a_redistributed_collection_once,
     usage_equals_the_rows_after_ten_thousand_mixed_writes_a_move_and_a_rebalance,
     the_background_audit_finds_usage_that_disagrees_with_the_rows_and_repairs_it,
 );
@@ -297,6 +298,61 @@ async fn usage_moves_with_its_tenant_and_never_counts_the_old_copy(backend: shar
     assert_eq!(rows.keys().collect::<Vec<_>>(), [&to], "acme's rows are on its new shard only: {rows:?}");
     assert_eq!(parts(&usage), rows, "{usage:#}");
     assert_eq!(counts(&usage["usage"])[0], before[&from][0], "one record deleted, one created");
+}
+
+/// Runs job `started` (its 202 answer) to its end, reading acme's usage over and over meanwhile:
+/// it never differs from `before`, though at some moment the rows of both copies were there.
+async fn usage_holds_through(app: &TestApp, started: reqwest::Response, before: Counts) -> Value {
+    let id = expect_json(started, StatusCode::ACCEPTED).await["id"].as_str().unwrap().to_owned();
+    let path = format!("/v1/admin/jobs/{id}");
+    let mut both_copies = false;
+    let ended = eventually(Duration::from_secs(90), async || {
+        let usage = admin_usage(app, "acme").await;
+        assert_eq!(counts(&usage["usage"]), before, "the usage holds while job {id} runs: {usage:#}");
+        let rows = sum(rows_by_shard(app, "acme").await.into_values());
+        both_copies |= rows[0] > before[0];
+        let job = expect_json(app.admin(Method::GET, &path, None).await, StatusCode::OK).await;
+        (job["state"] != "running").then_some(job)
+    })
+    .await
+    .unwrap_or_else(|| panic!("job {id} still running"));
+    assert_eq!(ended["state"], "done", "{ended:#}");
+    assert!(both_copies, "job {id} was seen with both copies of the rows in place");
+    ended
+}
+
+/// A range moving to another shard, and a collection changing its distribution, are counted once
+/// while both copies of their rows exist (the copy before its switch, the old copy until its
+/// clean-up), and where the map places them once they are done.
+async fn usage_counts_a_moving_range_and_a_redistributed_collection_once(backend: shardgate_tests::Backend) {
+    // Each phase boundary pauses 1.5 s: time to read the usage with both copies in place.
+    let app = crate::moves::spawn(backend, Duration::from_millis(1500)).await;
+    app.create_tenant("acme").await;
+    let map = app.shard_map().await;
+    let shards: Vec<String> =
+        map["shards"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap().to_owned()).collect();
+    let (from, to) = (&shards[0], &shards[1]);
+    let ranges = json!({"distribution": "range", "ranges": [{"from": "", "shard": from}]});
+    let distributed = app.admin(Method::PUT, "/v1/admin/tenants/acme/collections/c", Some(&ranges)).await;
+    expect_json(distributed, StatusCode::OK).await;
+    app.put_many("acme", "c", &(0..30).map(|i| format!("k{i:02}")).collect::<Vec<_>>()).await;
+    let before = counts(&admin_usage(&app, "acme").await["usage"]);
+    assert_eq!(before[0], 30);
+
+    let split = json!({"at": "k15", "shard": to});
+    let started = app.admin(Method::POST, "/v1/admin/tenants/acme/collections/c/split", Some(&split)).await;
+    usage_holds_through(&app, started, before).await;
+    let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
+    assert_eq!(parts(&usage), rows, "each range counts on its shard: {usage:#}");
+    assert_eq!(rows.len(), 2, "{rows:?}");
+
+    // Back to the tenant's home shard, from both ranges.
+    let home = json!({"distribution": "tenant"});
+    let started = app.admin(Method::PUT, "/v1/admin/tenants/acme/collections/c", Some(&home)).await;
+    usage_holds_through(&app, started, before).await;
+    let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
+    assert_eq!(parts(&usage), rows, "{usage:#}");
+    assert_eq!(counts(&usage["usage"]), before);
 }
 
 /// Ends when job `id` has ended within `within`; its last view.
