@@ -40,6 +40,8 @@ SECS="$(duration_secs "$DURATION")"
 command -v wrk >/dev/null || apt_install wrk
 command -v pgbench >/dev/null || apt_install postgresql-contrib
 command -v redis-benchmark >/dev/null || apt_install redis-tools
+command -v pgbouncer >/dev/null || [[ -x /usr/sbin/pgbouncer ]] || apt_install pgbouncer
+PATH="$PATH:/usr/sbin"
 require_tools wrk pgbench redis-benchmark redis-cli psql curl
 
 log "starting PostgreSQL and Redis if needed"
@@ -53,9 +55,18 @@ build_release "shardgate-api shardgate-bench" shardgate ceiling
 WORK="$(mktemp -d -t sgbench.XXXXXX)"
 CEILING_PID=""
 
+# stop_pgbouncer: stops the PgBouncer this run started, if it runs.
+stop_pgbouncer() {
+    local pid _
+    pid="$(cat "${PGB_DIR:-/nonexistent}/pgbouncer.pid" 2>/dev/null)" || return 0
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$PGB_DIR/pgbouncer.pid"
+}
 release() {
     stop_pid "$GW_PID"
     stop_pid "$CEILING_PID"
+    stop_pgbouncer
     drop_dbs 2>/dev/null
     flush_prefix 2>/dev/null
 }
@@ -153,7 +164,7 @@ declare -A RPS P50 P99 NOTE
 # bench/cpu_split.py samples the middle of the run (from 2 s after its start to 2 s before its
 # end) into CPU_SPLIT[name].
 declare -A CPU_SPLIT
-SPLIT=(put put_unbatched pg_put get_uncached pg_select)
+SPLIT=(put put_unbatched pg_put pgb_put get_uncached pg_select pgb_select)
 CPU_PID=""
 split_start() { # name
     CPU_PID=""
@@ -280,13 +291,16 @@ pg_percentiles() { # log-prefix -> "p50_ms p99_ms"
             printf "%.3f %.3f\n", v[i50] / 1000, v[i99] / 1000
         }'
 }
+# PGBENCH_AT (the connection options, default "${PG[*]}") and PGBENCH_MODE (the query protocol,
+# default prepared) for the runs through PgBouncer.
 run_pgbench() { # name args...
-    local name="$1" out tps p
+    local name="$1" out tps p at
     shift
+    read -ra at <<<"${PGBENCH_AT:-${PG[*]}}"
     log "pgbench: $name ($SECS s, $CONNECTIONS clients, $THREADS threads)"
     split_start "$name"
-    out="$(cd "$WORK" && pgbench "${PG[@]}" -n -M prepared -c "$CONNECTIONS" -j "$THREADS" -T "$SECS" \
-        -l --log-prefix="$WORK/pg-$name" "$@" "$HOME_DB" 2>&1)" || die "pgbench $name failed: $out"
+    out="$(cd "$WORK" && pgbench "${at[@]}" -n -M "${PGBENCH_MODE:-prepared}" -c "$CONNECTIONS" -j "$THREADS" \
+        -T "$SECS" -l --log-prefix="$WORK/pg-$name" "$@" "$HOME_DB" 2>&1)" || die "pgbench $name failed: $out"
     split_end "$name"
     printf '%s\n' "$out" >"$WORK/pgbench-$name.txt"
     tps="$(sed -n 's/^tps = \([0-9.]*\) (without initial connection time).*/\1/p' <<<"$out")"
@@ -301,6 +315,44 @@ log "initialising pgbench tables in $HOME_DB (beside the records table)"
 pgbench "${PG[@]}" -i -s 1 -q "$HOME_DB" >/dev/null 2>&1 || die "pgbench -i failed"
 run_pgbench pg_select -S
 run_pgbench pg_put -f "$ROOT/bench/pgbench/put.sql"
+
+# Peers: the same two through PgBouncer (Debian's), transaction pooling, what users put in front
+# of PostgreSQL; as many server connections as a gateway's pool to one shard (twice the CPUs). It
+# runs as postgres (it refuses root) from a directory of its own, on a free port, and is stopped
+# at the end. PgBouncer before 1.21 keeps no prepared statement across transactions, so pgbench
+# runs through it with the extended protocol (-M extended: parse, bind, execute each time).
+PGB_DIR="$WORK/pgbouncer"
+mkdir -p "$PGB_DIR"
+PGB_PORT="$(free_port)"
+printf '"postgres" ""\n' >"$PGB_DIR/users.txt"
+cat >"$PGB_DIR/pgbouncer.ini" <<INI
+[databases]
+$HOME_DB = host=127.0.0.1 port=5432 dbname=$HOME_DB user=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGB_DIR/users.txt
+pool_mode = transaction
+default_pool_size = $((2 * $(nproc)))
+max_client_conn = $((CONNECTIONS + 16))
+ignore_startup_parameters = extra_float_digits,options
+logfile = $PGB_DIR/pgbouncer.log
+pidfile = $PGB_DIR/pgbouncer.pid
+INI
+chown -R postgres "$PGB_DIR"
+chmod 755 "$WORK"
+log "starting PgBouncer on 127.0.0.1:$PGB_PORT (transaction pooling, $((2 * $(nproc))) server connections)"
+runuser -u postgres -- pgbouncer -d "$PGB_DIR/pgbouncer.ini" || die "PgBouncer did not start: $(tail -n 3 "$PGB_DIR/pgbouncer.log")"
+for _ in $(seq 1 50); do
+    psql -h 127.0.0.1 -p "$PGB_PORT" -U postgres -Atc 'SELECT 1' "$HOME_DB" &>/dev/null && break
+    sleep 0.1
+done
+PGBENCH_AT="-h 127.0.0.1 -p $PGB_PORT -U postgres" PGBENCH_MODE=extended run_pgbench pgb_select -S
+PGBENCH_AT="-h 127.0.0.1 -p $PGB_PORT -U postgres" PGBENCH_MODE=extended \
+    run_pgbench pgb_put -f "$ROOT/bench/pgbench/put.sql"
+stop_pgbouncer
 
 # Baseline: redis-benchmark GET of values the size of a cached record, under the harness prefix.
 log "redis-benchmark: GET (32 clients, $THREADS threads, no pipelining)"
@@ -348,6 +400,8 @@ declare -A LABEL=(
     [redis_get]="redis-benchmark GET"
     [pg_select]="pgbench -S"
     [pg_put]="pgbench put.sql"
+    [pgb_select]="pgbench -S through PgBouncer"
+    [pgb_put]="pgbench put.sql through PgBouncer"
 )
 [[ -z "${LABEL_PUT:-}" ]] || LABEL[put]="$LABEL_PUT"
 
@@ -359,7 +413,8 @@ echo
 echo "| scenario | req/s | p50 ms | p99 ms | baseline | baseline req/s | baseline p50 ms | baseline p99 ms | ratio | target | meets |"
 echo "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |"
 for pair in "get_l1 ceiling 0.6" "get_redis redis_get 0.4" "get_uncached pg_select 0.6" "put pg_put 1.0" \
-    "put_unbatched pg_put 0.6" "put put_unbatched 1.0" "get_uncached get_uncached_unbatched 1.0" "get_l1 get_l1_unlimited 0.95"; do
+    "put_unbatched pg_put 0.6" "put put_unbatched 1.0" "get_uncached get_uncached_unbatched 1.0" "get_l1 get_l1_unlimited 0.95" \
+    "get_uncached pgb_select 1.0" "put pgb_put 1.5"; do
     read -r s b t <<<"$pair"
     r="$(ratio "${RPS[$s]}" "${RPS[$b]}")"
     echo "| ${LABEL[$s]} | $(fmt_rps "${RPS[$s]}") | ${P50[$s]} | ${P99[$s]} | ${LABEL[$b]} | $(fmt_rps "${RPS[$b]}") | ${P50[$b]} | ${P99[$b]} | $r | ≥ $t | $(meets "$r" ">=" "$t") |"
@@ -380,7 +435,7 @@ for pair in "put_c1 put_unbatched_c1" "get_uncached_c1 get_uncached_unbatched_c1
 done
 echo
 echo "ratio = gateway req/s ÷ baseline req/s (tps for pgbench); for the one-client rows, latency with batching on ÷ off."
-for s in get_l1 get_l1_unlimited get_redis get_uncached get_uncached_c1 get_uncached_unbatched get_uncached_unbatched_c1 put put_c1 put_unbatched put_unbatched_c1 ceiling pg_select pg_put redis_get; do
+for s in get_l1 get_l1_unlimited get_redis get_uncached get_uncached_c1 get_uncached_unbatched get_uncached_unbatched_c1 put put_c1 put_unbatched put_unbatched_c1 ceiling pg_select pg_put pgb_select pgb_put redis_get; do
     [[ -z "${NOTE[$s]:-}" ]] || echo "- ${LABEL[$s]}: ${NOTE[$s]}"
 done
 [[ -z "$REJECTED" ]] || echo "- the gateway rejected the cache settings: $(tr '`' "'" <<<"$REJECTED")"

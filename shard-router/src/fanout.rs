@@ -13,7 +13,7 @@
 
 use crate::error::Error;
 use crate::ids::{CollectionName, ShardId, TenantId};
-use crate::map::{Distribution, MapSnapshot, ShardState, Spread};
+use crate::map::{Distribution, MapSnapshot, ShardIndex, ShardState, Spread};
 use crate::router::ShardRouter;
 use crate::storage::meter::{Charge, NO_VSHARD, Work};
 use crate::storage::records::{Layout, ListBounds, RecordStore, StoredRecord};
@@ -84,7 +84,12 @@ impl ShardRouter {
             },
             Some(spread) => {
                 let shards = spread_shards(map, spread, bounds);
-                let holdings = shards.iter().map(|shard| holding(map, spread, shard)).collect();
+                // The vshard table's runs once for all the shards (1,024 vshards a walk).
+                let runs = match spread {
+                    Spread::Hash => map.vshard_runs(),
+                    Spread::Range(_) => Vec::new(),
+                };
+                let holdings = shards.iter().map(|shard| holding(map, spread, &runs, shard)).collect();
                 ListingPlan { distribution: spread.distribution(), shards, epoch: map.epoch, holdings }
             }
         }))
@@ -249,16 +254,12 @@ impl ShardRouter {
     }
 }
 
-/// What `map` gives `shard` for a listing of a collection spread by `spread`.
-fn holding(map: &MapSnapshot, spread: &Spread, shard: &ShardId) -> Holding {
+/// What `map` gives `shard` for a listing of a collection spread by `spread`, `runs` being the
+/// map's vshard runs ([`MapSnapshot::vshard_runs`]) for a hash collection.
+fn holding(map: &MapSnapshot, spread: &Spread, runs: &[(u32, u32, ShardIndex)], shard: &ShardId) -> Holding {
     let index = map.shard_index(shard.as_str());
     let state = index.map_or(ShardState::Offline, |i| map.shards[usize::from(i)].state);
-    let runs = map
-        .vshard_runs()
-        .into_iter()
-        .filter(|run| Some(run.2) == index)
-        .map(|(first, last, _)| (first, last))
-        .collect();
+    let runs = runs.iter().filter(|run| Some(run.2) == index).map(|&(first, last, _)| (first, last)).collect();
     let intervals = match spread {
         Spread::Range(ranges) => ranges
             .iter()

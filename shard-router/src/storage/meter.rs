@@ -246,13 +246,17 @@ pub struct LoadMeter {
     dropped: std::sync::atomic::AtomicU64,
 }
 
+/// The meter's maps, visited by every shard statement: hashed with foldhash, not SipHash (their
+/// keys are shard and tenant ids the gateway itself admitted).
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 #[derive(Debug, Default)]
 struct Open {
     start_ms: i64,
-    shards: HashMap<ShardId, HashMap<(i32, Work), Counters>>,
+    shards: FastMap<ShardId, FastMap<(i32, Work), Counters>>,
     tenants: TopTenants,
-    totals: HashMap<ShardId, [Counters; 3]>,
-    latencies: HashMap<ShardId, [Latencies; 3]>,
+    totals: FastMap<ShardId, [Counters; 3]>,
+    latencies: FastMap<ShardId, [Latencies; 3]>,
 }
 
 impl LoadMeter {
@@ -414,7 +418,7 @@ struct TopTenants {
     entries: Vec<TopEntry>,
     /// Per shard, each entry's place in `entries` (nested, so a look-up borrows the names and
     /// copies nothing).
-    index: HashMap<ShardId, HashMap<TenantId, usize>>,
+    index: FastMap<ShardId, FastMap<TenantId, usize>>,
 }
 
 #[derive(Debug)]
@@ -428,7 +432,11 @@ struct TopEntry {
 
 impl TopTenants {
     fn new(capacity: usize) -> Self {
-        Self { capacity, entries: Vec::with_capacity(capacity), index: HashMap::with_capacity(capacity) }
+        Self {
+            capacity,
+            entries: Vec::with_capacity(capacity),
+            index: FastMap::with_capacity_and_hasher(capacity, Default::default()),
+        }
     }
 
     fn add(&mut self, shard: &ShardId, tenant: &TenantId, counters: &Counters) {

@@ -661,9 +661,20 @@ impl<'a> RecordStore<'a> {
         }))
     }
 
+    /// The records of a page of rows, counted as read in one sample (one visit of the load meter
+    /// per page, not per row).
+    fn records(&self, rows: &[sqlx::any::AnyRow]) -> Result<Vec<StoredRecord>, Error> {
+        let records: Vec<StoredRecord> = rows.iter().map(|r| self.record(r)).collect::<Result<_, _>>()?;
+        if !records.is_empty() {
+            let bytes = records.iter().map(|r| r.value.get().len() as u64).sum();
+            self.shard.count(Sample::rows_read(records.len() as u64, bytes));
+        }
+        Ok(records)
+    }
+
+    /// One row of a page as a record (counted by [`RecordStore::records`]).
     fn record(&self, row: &sqlx::any::AnyRow) -> Result<StoredRecord, Error> {
         let value: String = row.try_get(3).map_err(|e| self.err(e))?;
-        self.shard.count(Sample::rows_read(1, value.len() as u64));
         Ok(StoredRecord {
             key: row.try_get(0).map_err(|e| self.err(e))?,
             version: row.try_get(1).map_err(|e| self.err(e))?,
@@ -904,7 +915,7 @@ impl<'a> RecordStore<'a> {
             return Ok((Vec::new(), count > 0));
         };
         let count: i64 = first.try_get(4).map_err(|e| self.err(e))?;
-        Ok((rows.iter().map(|r| self.record(r)).collect::<Result<_, _>>()?, count > 0))
+        Ok((self.records(&rows)?, count > 0))
     }
 
     async fn list_where(
@@ -920,7 +931,7 @@ impl<'a> RecordStore<'a> {
             self.shard.check_moved(tenant).await?;
             self.check_collection_moved(tenant, collection).await?;
         }
-        rows.iter().map(|r| self.record(r)).collect()
+        self.records(&rows)
     }
 
     /// Runs the listing statement `sql` (a [`bounded`] one: the tenant bound as `$1`, the
