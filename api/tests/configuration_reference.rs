@@ -23,14 +23,16 @@ use std::path::PathBuf;
 use serde_json::Value;
 use shardgate_api::config::{Config, GatekeeperConfig};
 
-/// The files that hold the configuration types, relative to the workspace root. A type the walk
-/// meets that none of them defines stops the generation, naming it.
+/// The files that hold the configuration types, relative to the workspace root; `file#Type` takes
+/// only that type of a file that holds others. A type the walk meets that none of them defines
+/// stops the generation, naming it.
 const SOURCES: &[&str] = &[
     "api/src/config/mod.rs",
     "api/src/config/proxies.rs",
     "api/src/config/telemetry.rs",
     "api/src/config/usage.rs",
     "shard-router/src/config.rs",
+    "shard-router/src/map/quotas.rs#Quotas",
     "shard-router/src/storage/db.rs",
     "shard-router/src/storage/health.rs",
     "shard-router/src/storage/batch.rs",
@@ -295,10 +297,22 @@ fn workspace() -> PathBuf {
 
 fn parse_sources() -> BTreeMap<String, TypeDef> {
     let mut types = BTreeMap::new();
-    for source in SOURCES {
+    for entry in SOURCES {
+        let (source, only) = match entry.split_once('#') {
+            Some((source, only)) => (source, Some(only)),
+            None => (*entry, None),
+        };
         let text = std::fs::read_to_string(workspace().join(source)).unwrap_or_else(|e| panic!("{source}: {e}"));
         let file = syn::parse_file(&text).unwrap_or_else(|e| panic!("{source} does not parse: {e}"));
         for item in &file.items {
+            let named = match item {
+                syn::Item::Struct(item) => Some(&item.ident),
+                syn::Item::Enum(item) => Some(&item.ident),
+                _ => None,
+            };
+            if only.is_some_and(|only| named.is_none_or(|name| name != only)) {
+                continue;
+            }
             let (name, def) = match item {
                 syn::Item::Struct(item) if derives_deserialize(&item.attrs) => {
                     let container = serde_flags(&item.attrs);

@@ -12,7 +12,7 @@ pub mod proxies;
 pub mod telemetry;
 pub mod usage;
 
-pub use usage::{QuotaTiers, QuotasConfig, TierQuotaLimits, UsageAuditConfig, UsageConfig};
+pub use usage::{QuotaTiers, QuotasConfig, UsageAuditConfig, UsageConfig};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

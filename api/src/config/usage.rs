@@ -3,6 +3,7 @@
 //! background audit of the shards' kept usage).
 
 use serde::{Deserialize, Serialize};
+use shardgate_shard_router::usage::quotas::{Quotas, TierQuotas};
 
 /// The `[quotas]` section: the most a tenant may keep (the usage `GET /v1/tenants/{tenant}/usage`
 /// shows), by its tier. A write that would take a tenant over one of its quotas is refused; one
@@ -20,9 +21,8 @@ pub struct QuotasConfig {
 
 impl QuotasConfig {
     /// Each tier's configured quotas, its defaults where the section lists none.
-    pub fn tier_quotas(&self) -> shardgate_shard_router::usage::quotas::TierQuotas {
-        use shardgate_shard_router::usage::quotas::{Quotas, TierQuotas};
-        let or = |set: Option<TierQuotaLimits>, default: Quotas| set.map_or(default, Quotas::from);
+    pub fn tier_quotas(&self) -> TierQuotas {
+        let or = |set: Option<Quotas>, default: Quotas| set.unwrap_or(default);
         let defaults = TierQuotas::DEFAULT;
         let tiers = &self.tiers;
         TierQuotas {
@@ -40,47 +40,11 @@ pub struct QuotaTiers {
     /// A `free` tenant's quotas. Default (unset): 1000000 records of 1073741824 bytes (1 GiB),
     /// 100000 blobs of 10737418240 bytes (10 GiB), 5000000 index entries, 100 collections,
     /// 10737418240 bytes (10 GiB) through valet URLs a day.
-    pub free: Option<TierQuotaLimits>,
+    pub free: Option<Quotas>,
     /// A `standard` tenant's quotas. Default (unset): unlimited.
-    pub standard: Option<TierQuotaLimits>,
+    pub standard: Option<Quotas>,
     /// A `premium` tenant's quotas. Default (unset): unlimited.
-    pub premium: Option<TierQuotaLimits>,
-}
-
-/// One tier's quotas: the most a tenant of the tier may keep of each; a key left out is
-/// unlimited.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TierQuotaLimits {
-    /// Most live records (every collection and distribution).
-    pub records: Option<u64>,
-    /// Most bytes of stored record values (the JSON as stored).
-    pub record_bytes: Option<u64>,
-    /// Most live blobs.
-    pub blobs: Option<u64>,
-    /// Most bytes of live blobs.
-    pub blob_bytes: Option<u64>,
-    /// Most live index entries (one per record and index that covers it).
-    pub index_entries: Option<u64>,
-    /// Most collections holding records (or given a distribution of their own).
-    pub collections: Option<u64>,
-    /// Most bytes transferred through valet URLs in a UTC day, uploads and downloads together.
-    pub valet_bytes_per_day: Option<u64>,
-}
-
-impl From<TierQuotaLimits> for shardgate_shard_router::usage::quotas::Quotas {
-    fn from(limits: TierQuotaLimits) -> Self {
-        let TierQuotaLimits {
-            records,
-            record_bytes,
-            blobs,
-            blob_bytes,
-            index_entries,
-            collections,
-            valet_bytes_per_day,
-        } = limits;
-        Self { records, record_bytes, blobs, blob_bytes, index_entries, collections, valet_bytes_per_day }
-    }
+    pub premium: Option<Quotas>,
 }
 
 /// The `[usage]` section: the daily usage kept for billing, per tenant and UTC day (storage

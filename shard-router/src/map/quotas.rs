@@ -15,23 +15,24 @@ use crate::map::tier::Tier;
 /// A tenant id as the map keys it (`crate::map::TenantKey`).
 type TenantKey = compact_str::CompactString;
 
-/// A tenant's (or a tier's) quotas: `None` is unlimited.
+/// A tenant's (or a tier's) quotas: the most it may keep of each; `None` (a key left out) is
+/// unlimited.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Quotas {
-    /// Most live records.
+    /// Most live records (every collection and distribution).
     pub records: Option<u64>,
-    /// Most bytes of stored record values.
+    /// Most bytes of stored record values (the JSON as stored).
     pub record_bytes: Option<u64>,
     /// Most live blobs.
     pub blobs: Option<u64>,
-    /// Most bytes of blobs.
+    /// Most bytes of live blobs.
     pub blob_bytes: Option<u64>,
-    /// Most live index entries.
+    /// Most live index entries (one per record and index that covers it).
     pub index_entries: Option<u64>,
     /// Most collections holding records (or given a distribution of their own).
     pub collections: Option<u64>,
-    /// Most bytes transferred through valet URLs in a UTC day (uploads and downloads).
+    /// Most bytes transferred through valet URLs in a UTC day, uploads and downloads together.
     pub valet_bytes_per_day: Option<u64>,
 }
 
