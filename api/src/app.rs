@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use shardgate_cache::WriteEnd;
+use shardgate_cache::{PendingEnd, WriteEnd};
 use shardgate_gatekeeper::throttle::RateLimit;
 use shardgate_index_tables::IndexTables;
 use shardgate_shard_router::Error as StoreError;
@@ -20,6 +20,8 @@ pub struct App {
     pub router: Arc<ShardRouter>,
     /// Record cache.
     pub cache: std::sync::Arc<shardgate_cache::RecordCache>,
+    /// The ends in Redis of record writes, sent off the requests' path.
+    pub write_ends: WriteEnds,
     /// Authentication and rate limits.
     pub gate: crate::server::admission::Gate,
     /// In trusted mode (behind `shardgate gatekeeper`): the key of the internal credential.
@@ -149,8 +151,11 @@ impl App {
     /// instance serves or stores it from a cache until the write ends, or, if this instance dies
     /// first, until the mark expires (`cache.write_mark_ttl`). If Redis cannot be reached the
     /// write goes on; [`App::end_record_write`] then moves the cache generation on.
-    pub async fn begin_record_write(&self, cache_key: &str) {
-        let _ = self.cache.begin_write(cache_key).await;
+    ///
+    /// Whether the mark is held: [`App::end_record_write`] then leaves the end of the mark in
+    /// Redis to [`WriteEnds`], off the request's path.
+    pub async fn begin_record_write(&self, cache_key: &str) -> bool {
+        self.cache.begin_write(cache_key).await.is_ok()
     }
 
     /// After a record write or delete marked by [`App::begin_record_write`] ended with
@@ -158,7 +163,19 @@ impl App {
     /// (see [`shardgate_cache::WriteEnd`]) and invalidates older cached copies. If Redis cannot
     /// be reached, the cache generation moves on in the catalog instead, so no instance reads
     /// the old entry again (others learn it within one catalog poll).
-    pub async fn end_record_write(&self, cache_key: &str, collection: &str, written: Result<i64, &StoreError>) {
+    ///
+    /// When the write's mark is held in Redis (`marked`) and the cache generation has not moved
+    /// on meanwhile, only L1 is told before the answer; the end in Redis goes to [`WriteEnds`],
+    /// which sends it with the other writes' ends. Until it is sent the mark keeps every
+    /// instance reading the key from its shard, so nothing older than the write is served; if it
+    /// never arrives (this instance dies, Redis fails), the mark expires as after a crash.
+    pub async fn end_record_write(
+        &self,
+        cache_key: &str,
+        collection: &str,
+        written: Result<i64, &StoreError>,
+        marked: bool,
+    ) {
         let end = match written {
             Ok(version) => WriteEnd::Written(version),
             // It may still commit: the mark stays until it expires.
@@ -167,10 +184,16 @@ impl App {
             }
             Err(_) => WriteEnd::Unchanged,
         };
-        let mut ended = self.cache.end_write(cache_key, collection, end).await;
         // The generation moved on during the write: readers use another key now, which the
         // mark did not cover.
         let now_key = self.cache.rekeyed(cache_key);
+        if marked && now_key.is_none() {
+            if let Some(pending) = self.cache.end_marked_write(cache_key, collection, end).await {
+                self.write_ends.send(pending, &self.cache).await;
+            }
+            return;
+        }
+        let mut ended = self.cache.end_write(cache_key, collection, end).await;
         if let (Some(now_key), WriteEnd::Written(version)) = (now_key, end) {
             ended = ended.and(self.cache.end_write(&now_key, collection, WriteEnd::Written(version)).await);
         }
@@ -180,6 +203,49 @@ impl App {
         // Once per Redis outage (see `RecordCache::move_generation_on`), not once per write.
         if let Err(e) = self.cache.move_generation_on(self.router.catalog().bump_cache_generation()).await {
             log_generation_failure(&e);
+        }
+    }
+}
+
+/// The ends in Redis of record writes whose marks are held ([`App::end_record_write`]), sent by
+/// one task: each call takes every end queued while the previous call was on its way (up to
+/// [`WriteEnds::BATCH`]), so under load a write's Redis work on its path is its mark alone.
+#[derive(Debug)]
+pub struct WriteEnds {
+    queue: tokio::sync::mpsc::Sender<PendingEnd>,
+}
+
+impl WriteEnds {
+    /// The most ends one call to Redis takes.
+    pub const BATCH: usize = 64;
+    /// The most ends waiting; past it a write sends its own end before it is answered.
+    const QUEUED: usize = 4096;
+
+    /// Starts the task that sends `cache`'s write ends; it stops with the cache.
+    pub fn start(cache: &Arc<shardgate_cache::RecordCache>) -> Self {
+        let (queue, mut ends) = tokio::sync::mpsc::channel::<PendingEnd>(Self::QUEUED);
+        let cache = Arc::downgrade(cache);
+        tokio::spawn(async move {
+            let mut batch = Vec::with_capacity(Self::BATCH);
+            while ends.recv_many(&mut batch, Self::BATCH).await > 0 {
+                crate::server::fault_points::pass("write_end_queued").await;
+                let Some(cache) = cache.upgrade() else { return };
+                // A failure is counted by the cache; the marks expire by themselves.
+                let _ = cache.send_ends(&batch).await;
+                batch.clear();
+            }
+        });
+        Self { queue }
+    }
+
+    /// Queues `end`, or sends it now when the queue is full (or its task is gone).
+    async fn send(&self, end: PendingEnd, cache: &shardgate_cache::RecordCache) {
+        if let Err(refused) = self.queue.try_send(end) {
+            let end = match refused {
+                tokio::sync::mpsc::error::TrySendError::Full(end)
+                | tokio::sync::mpsc::error::TrySendError::Closed(end) => end,
+            };
+            let _ = cache.send_ends(std::slice::from_ref(&end)).await;
         }
     }
 }

@@ -1,8 +1,9 @@
 //! An instance killed (`kill -9`) after a record write committed on its shard and before it
 //! invalidated the cache leaves no stale copy behind: the other instance (with Redis and its own
 //! L1) serves the committed version at once, before and after the write's mark expires, and a
-//! conditional write on the version it reads succeeds. The crash is placed exactly with the
-//! `record_committed` fault point (`api/src/server/fault_points.rs`).
+//! conditional write on the version it reads succeeds. The crash is placed exactly with a fault
+//! point (`api/src/server/fault_points.rs`): `record_committed`, before the write is answered,
+//! and `write_end_queued`, after it was answered with the end of its mark in Redis not yet sent.
 
 use std::time::Duration;
 
@@ -16,7 +17,18 @@ mod support;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read() {
-    let databases = Databases::create("sgcc", 1).await;
+    killed_at("record_committed", "sgcc").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_after_answering_a_write_whose_end_it_had_not_sent_leaves_no_stale_read() {
+    killed_at("write_end_queued", "sgce").await;
+}
+
+/// Instance A is killed at fault point `point` during a write of version 2 (answered or not, as
+/// the point has it); B must serve version 2 from then on.
+async fn killed_at(point: &str, databases: &str) {
+    let databases = Databases::create(databases, 1).await;
     let mut envs = databases.envs(true);
     // Short, so that the test also reads after the dead instance's mark expired.
     envs.push(("SHARDGATE_CACHE__WRITE_MARK_TTL".to_owned(), "2s".to_owned()));
@@ -24,7 +36,7 @@ async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read
     let client = reqwest::Client::new();
     // A stops dead once a record write has committed; B keeps an L1 of its own besides Redis.
     let mut armed = envs.clone();
-    armed.push(("SHARDGATE_FAULT_POINT".to_owned(), "record_committed".to_owned()));
+    armed.push(("SHARDGATE_FAULT_POINT".to_owned(), point.to_owned()));
     let a = Process::start(&["serve"], dirs[0].path(), armed);
     a.wait_until_ok(&client, "/readyz").await;
     let mut with_l1 = envs.clone();
@@ -44,7 +56,8 @@ async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read
         assert_eq!(got["version"], 1, "{got}");
     }
 
-    // A commits version 2 and stops before its invalidation; then it is killed.
+    // A commits version 2 and stops before its invalidation (`record_committed`), or answers it
+    // and stops before the end of its mark reaches Redis (`write_end_queued`); then it is killed.
     let pending =
         tokio::spawn(client.put(format!("{}{record}", a.base)).bearer_auth(&tenant).json(&json!({"v": 2})).send());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -52,8 +65,14 @@ async fn an_instance_killed_between_commit_and_invalidation_leaves_no_stale_read
         assert!(tokio::time::Instant::now() < deadline, "A never reached its fault point:\n{}", a.log());
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    drop(a);
-    assert!(pending.await.unwrap().is_err(), "the killed instance answered the write");
+    if point == "write_end_queued" {
+        let answered = pending.await.unwrap().expect("A answers the write before sending its end");
+        assert_eq!(answered.status(), 200);
+        drop(a);
+    } else {
+        drop(a);
+        assert!(pending.await.unwrap().is_err(), "the killed instance answered the write");
+    }
 
     // B serves the committed version from the first read on, while A's mark lives and after it
     // expired (the reads then fill the caches again).

@@ -6,7 +6,8 @@
 //! can never overwrite a newer value or a newer invalidation marker. A write marks its key
 //! before it reaches the shard (`w:<version>:<writers>`, counting the writers in progress) and
 //! ends the mark with its invalidation; no fill takes a marked key. Both publish on the
-//! invalidation channel in the same script, one round trip each. The scripts read only the
+//! invalidation channel in the same script. The ends of writes whose marks are held are sent in
+//! batches, one call for all the writes that ended while the previous batch was on its way. The scripts read only the
 //! first 64 bytes of a slot (its kind and version), never a cached record's body.
 
 use std::sync::Arc;
@@ -50,29 +51,34 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
 ";
 
-/// A write ended at `ARGV[1]` (0: it changed nothing): `KEYS[1]` key, `ARGV[2]` the marker's
-/// TTL in ms, `ARGV[3]` channel, `ARGV[4]` message. The last writer's end leaves a marker at
-/// the newest version; others keep the mark (and its TTL) with one writer fewer.
-const END_WRITE: &str = r"
-local cur = redis.call('GETRANGE', KEYS[1], 0, 63)
-local v = tonumber(ARGV[1])
-redis.call('PUBLISH', ARGV[3], ARGV[4])
-if cur ~= '' then
-  local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
-  cv = tonumber(cv)
-  if kind == 'w' then
-    local writers = tonumber(string.match(cur, '^w:%-?%d+:(%d+)')) or 1
-    if cv and cv > v then v = cv end
-    if writers > 1 then
-      redis.call('SET', KEYS[1], 'w:' .. v .. ':' .. (writers - 1), 'KEEPTTL')
-      return 1
+/// Writes ended: `KEYS` their keys, `ARGV[1]` the channel, then for each key three arguments:
+/// the version the write ended at (0: it changed nothing), the marker's TTL in ms and the
+/// message to publish. A key's last writer's end leaves a marker at the newest version; others
+/// keep the mark (and its TTL) with one writer fewer. One key or many: a batch of ends
+/// (`RecordCache::send_ends`) is one call.
+const END_WRITES: &str = r"
+for i, key in ipairs(KEYS) do
+  local v = tonumber(ARGV[i * 3 - 1])
+  redis.call('PUBLISH', ARGV[1], ARGV[i * 3 + 1])
+  local cur = redis.call('GETRANGE', key, 0, 63)
+  local marker = true
+  if cur ~= '' then
+    local kind, cv = string.match(cur, '^(%a):(%-?%d+)')
+    cv = tonumber(cv)
+    if kind == 'w' then
+      local writers = tonumber(string.match(cur, '^w:%-?%d+:(%d+)')) or 1
+      if cv and cv > v then v = cv end
+      if writers > 1 then
+        redis.call('SET', key, 'w:' .. v .. ':' .. (writers - 1), 'KEEPTTL')
+        marker = false
+      end
+    elseif cv and cv >= v then
+      marker = false
     end
-  elseif cv and cv >= v then
-    return 0
   end
+  if marker then redis.call('SET', key, 'm:' .. v, 'PX', ARGV[i * 3]) end
 end
-redis.call('SET', KEYS[1], 'm:' .. v, 'PX', ARGV[2])
-return 1
+return #KEYS
 ";
 
 /// Redis is unreachable, timed out or answered with an error.
@@ -122,7 +128,7 @@ pub struct L2 {
     timeout: Duration,
     fill: redis::Script,
     begin_write: redis::Script,
-    end_write: redis::Script,
+    end_writes: redis::Script,
     /// Why the last connection attempt failed (a refused certificate, a refused connection),
     /// until one succeeds: `/readyz` shows it next to the cache's `degraded`.
     last_error: Mutex<Option<String>>,
@@ -150,7 +156,7 @@ impl L2 {
             timeout,
             fill: redis::Script::new(FILL),
             begin_write: redis::Script::new(BEGIN_WRITE),
-            end_write: redis::Script::new(END_WRITE),
+            end_writes: redis::Script::new(END_WRITES),
             last_error: Mutex::new(None),
         }))
     }
@@ -249,20 +255,17 @@ impl L2 {
         Ok(())
     }
 
-    /// Ends a write of `key` at `version` (0: it changed nothing): version-guarded, it leaves a
-    /// marker living `ttl` (or the mark, if other writes are in progress), and publishes
-    /// `message` on `channel`.
-    pub async fn end_write(
-        &self,
-        key: &str,
-        version: i64,
-        ttl: Duration,
-        channel: &str,
-        message: &str,
-    ) -> Result<(), Unavailable> {
+    /// Ends the writes `ends` in one call: each `(key, version, marker TTL, message)`, version 0
+    /// when the write changed nothing. Version-guarded, each leaves a marker living its TTL (or
+    /// the mark, if other writes of the key are in progress) and publishes its message on
+    /// `channel`.
+    pub async fn end_writes(&self, ends: &[(&str, i64, Duration, &str)], channel: &str) -> Result<(), Unavailable> {
         let mut conn = self.connection()?;
-        let mut invocation = self.end_write.key(key);
-        invocation.arg(version).arg(ttl.as_millis().max(1) as u64).arg(channel).arg(message);
+        let mut invocation = self.end_writes.prepare_invoke();
+        invocation.arg(channel);
+        for (key, version, ttl, message) in ends {
+            invocation.key(*key).arg(*version).arg(ttl.as_millis().max(1) as u64).arg(*message);
+        }
         let _: i64 = self.run(invocation.invoke_async(&mut conn)).await?;
         Ok(())
     }

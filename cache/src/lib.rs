@@ -10,7 +10,9 @@
 //! - A write marks its key before it reaches the shard ([`RecordCache::begin_write`]: a *write
 //!   mark* in L1 and L2, announced to other instances through pub/sub), updates the shard, then
 //!   ends the write ([`RecordCache::end_write`]) with the new version, which leaves a *marker*
-//!   at that version in L1 and L2 and tells other instances. A marker says "anything older is
+//!   at that version in L1 and L2 and tells other instances. A write whose mark is held in L2
+//!   may be answered once L1 has its end ([`RecordCache::end_marked_write`]), the L2 part sent
+//!   later with other writes' ends ([`RecordCache::send_ends`]): the mark covers the key until then. A marker says "anything older is
 //!   stale": a slow reader that loaded an older version cannot store it (Redis compares
 //!   versions in a Lua script; L1 does the same under moka's per-key compute). Markers live
 //!   `max(ttl, 60 s)`, longer than any load can take.
@@ -125,6 +127,16 @@ pub enum WriteEnd {
     /// It may or may not have been applied, and may still commit (its deadline passed, its
     /// connection broke): the mark is left to expire.
     Unknown,
+}
+
+/// What is left of a write's end once L1 has it: the Redis part
+/// ([`RecordCache::end_marked_write`], [`RecordCache::send_ends`]).
+#[derive(Debug, Clone)]
+pub struct PendingEnd {
+    key: String,
+    version: i64,
+    marker_ttl: Duration,
+    message: String,
 }
 
 /// The first word of the invalidation message announcing a write mark (the others carry a
@@ -389,19 +401,39 @@ impl RecordCache {
     /// its version unreadable. [`WriteEnd::Unchanged`]: only ends the mark.
     /// [`WriteEnd::Unknown`] (it may still commit): leaves the mark to expire.
     pub async fn end_write(&self, cache_key: &str, collection: &str, end: WriteEnd) -> Result<(), InvalidationFailed> {
+        match self.end_marked_write(cache_key, collection, end).await {
+            Some(pending) => self.send_ends(std::slice::from_ref(&pending)).await,
+            None => Ok(()),
+        }
+    }
+
+    /// [`RecordCache::end_write`] of a write whose mark [`RecordCache::begin_write`] set in Redis:
+    /// ends it in L1 now and returns what is left to send to Redis ([`RecordCache::send_ends`]),
+    /// which may wait for other writes' ends to go with it: until it is sent the mark keeps every
+    /// instance reading `cache_key` from its shard, so the write may be acknowledged before.
+    /// `None` when nothing is left (no Redis, or an unknown outcome, whose mark is left to
+    /// expire).
+    pub async fn end_marked_write(&self, cache_key: &str, collection: &str, end: WriteEnd) -> Option<PendingEnd> {
         let version = match end {
             WriteEnd::Written(version) => version,
             WriteEnd::Unchanged => 0,
-            WriteEnd::Unknown => return Ok(()),
+            WriteEnd::Unknown => return None,
         };
         let marker_ttl = self.ttl(collection).max(MIN_MARKER_TTL);
         self.flights.note_write(cache_key);
         if let Some(l1) = &self.l1 {
             l1.invalidate(cache_key, version, marker_ttl).await;
         }
+        self.l2.as_ref()?;
+        Some(PendingEnd { message: format!("{version} {cache_key}"), key: cache_key.to_owned(), version, marker_ttl })
+    }
+
+    /// Sends the ends of writes ([`RecordCache::end_marked_write`]) to Redis, all in one call.
+    /// `Err` if Redis could not be reached: the marks are left to expire.
+    pub async fn send_ends(&self, ends: &[PendingEnd]) -> Result<(), InvalidationFailed> {
         let Some(l2) = &self.l2 else { return Ok(()) };
-        let message = format!("{version} {cache_key}");
-        l2.end_write(cache_key, version, marker_ttl, &self.invalidation_channel, &message).await.map_err(|_| {
+        let ends: Vec<_> = ends.iter().map(|e| (e.key.as_str(), e.version, e.marker_ttl, e.message.as_str())).collect();
+        l2.end_writes(&ends, &self.invalidation_channel).await.map_err(|_| {
             self.metrics.errors.inc();
             InvalidationFailed
         })

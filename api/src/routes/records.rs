@@ -357,7 +357,7 @@ where
     let addr = t.address();
     let indexed = app.indexes.prepare_write(addr, value).await?;
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
-    app.begin_record_write(&cache_key).await;
+    let marked = app.begin_record_write(&cache_key).await;
     let now = now_ms();
     let written = app
         .router
@@ -372,7 +372,7 @@ where
     if written.is_ok() {
         fault_points::pass("record_committed").await;
     }
-    app.end_record_write(&cache_key, t.collection.as_str(), version).await;
+    app.end_record_write(&cache_key, t.collection.as_str(), version, marked).await;
     Ok(written?)
 }
 

@@ -6,6 +6,8 @@
 //! The points:
 //! - `record_committed`: a record write or delete has committed on its shard and its cache
 //!   invalidation has not run yet.
+//! - `write_end_queued`: the ends in Redis of acknowledged record writes are queued
+//!   ([`crate::app::WriteEnds`]) and are not sent (every write's, from then on).
 
 use std::sync::OnceLock;
 

@@ -581,6 +581,7 @@ impl Application {
         );
         let app = Arc::new(App {
             router,
+            write_ends: crate::app::WriteEnds::start(&cache),
             cache,
             gate,
             trusted,
