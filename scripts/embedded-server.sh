@@ -13,9 +13,14 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 # --workspace`, then the tests): with the features of every crate and test of the workspace
 # unified, so after scripts/test.sh this builds nothing. `cargo build --bin shardgate` would
 # resolve other features and compile a dozen crates again (about 7 minutes on two cores).
-cargo test --workspace --no-run --quiet
-shardgate="$PWD/$TARGET/debug/shardgate"
-[ -x "$shardgate" ] || shardgate="$TARGET/debug/shardgate"
+# `SHARDGATE_BIN=<binary>` runs that binary instead and builds nothing.
+if [ -n "${SHARDGATE_BIN:-}" ]; then
+    shardgate="$SHARDGATE_BIN"
+else
+    cargo test --workspace --no-run --quiet
+    shardgate="$PWD/$TARGET/debug/shardgate"
+    [ -x "$shardgate" ] || shardgate="$TARGET/debug/shardgate"
+fi
 
 work=$(mktemp -d)
 server_pid=""

@@ -1,0 +1,292 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.breaker_command import BreakerCommand
+from ...models.problem import Problem
+from ...models.shard import Shard
+from typing import cast
+
+
+
+def _get_kwargs(
+    id: str,
+    *,
+    body: BreakerCommand,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/shards/{id}/breaker".format(id=quote(str(id), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | Shard | None:
+    if response.status_code == 200:
+        response_200 = Shard.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+
+
+        return response_408
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 414:
+        response_414 = Problem.from_dict(response.json())
+
+
+
+        return response_414
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+
+
+        return response_415
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 504:
+        response_504 = Problem.from_dict(response.json())
+
+
+
+        return response_504
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | Shard]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: BreakerCommand,
+
+) -> Response[Problem | Shard]:
+    """ Force a shard's circuit breaker open, or reset it, on the instance that receives the request
+    (audited). To stop traffic to a shard on every instance, set its state to `offline` instead.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        id (str):
+        body (BreakerCommand): Body of `POST /v1/admin/shards/{id}/breaker`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Shard]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: BreakerCommand,
+
+) -> Problem | Shard | None:
+    """ Force a shard's circuit breaker open, or reset it, on the instance that receives the request
+    (audited). To stop traffic to a shard on every instance, set its state to `offline` instead.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        id (str):
+        body (BreakerCommand): Body of `POST /v1/admin/shards/{id}/breaker`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Shard
+     """
+
+
+    return sync_detailed(
+        id=id,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: BreakerCommand,
+
+) -> Response[Problem | Shard]:
+    """ Force a shard's circuit breaker open, or reset it, on the instance that receives the request
+    (audited). To stop traffic to a shard on every instance, set its state to `offline` instead.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        id (str):
+        body (BreakerCommand): Body of `POST /v1/admin/shards/{id}/breaker`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Shard]
+     """
+
+
+    kwargs = _get_kwargs(
+        id=id,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    id: str,
+    *,
+    client: AuthenticatedClient,
+    body: BreakerCommand,
+
+) -> Problem | Shard | None:
+    """ Force a shard's circuit breaker open, or reset it, on the instance that receives the request
+    (audited). To stop traffic to a shard on every instance, set its state to `offline` instead.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        id (str):
+        body (BreakerCommand): Body of `POST /v1/admin/shards/{id}/breaker`.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Shard
+     """
+
+
+    return (await asyncio_detailed(
+        id=id,
+client=client,
+body=body,
+
+    )).parsed

@@ -1,0 +1,260 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    day: str,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["day"] = day
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/admin/usage",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | str | None:
+    if response.status_code == 200:
+        response_200 = response.text
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 414:
+        response_414 = Problem.from_dict(response.json())
+
+
+
+        return response_414
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 504:
+        response_504 = Problem.from_dict(response.json())
+
+
+
+        return response_504
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | str]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    day: str,
+
+) -> Response[Problem | str]:
+    """ Every tenant's usage on one UTC day, for billing, as JSON lines (`application/x-ndjson`): one
+    object per tenant that used anything, ordered by tenant. Requests and bytes are stored by
+    every instance every `usage.flush_interval` (this instance's are stored before it answers),
+    storage once an hour; today's lines grow until the day ends. Days older than
+    `usage.retention_days` are deleted.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        day (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | str]
+     """
+
+
+    kwargs = _get_kwargs(
+        day=day,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    day: str,
+
+) -> Problem | str | None:
+    """ Every tenant's usage on one UTC day, for billing, as JSON lines (`application/x-ndjson`): one
+    object per tenant that used anything, ordered by tenant. Requests and bytes are stored by
+    every instance every `usage.flush_interval` (this instance's are stored before it answers),
+    storage once an hour; today's lines grow until the day ends. Days older than
+    `usage.retention_days` are deleted.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        day (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | str
+     """
+
+
+    return sync_detailed(
+        client=client,
+day=day,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    day: str,
+
+) -> Response[Problem | str]:
+    """ Every tenant's usage on one UTC day, for billing, as JSON lines (`application/x-ndjson`): one
+    object per tenant that used anything, ordered by tenant. Requests and bytes are stored by
+    every instance every `usage.flush_interval` (this instance's are stored before it answers),
+    storage once an hour; today's lines grow until the day ends. Days older than
+    `usage.retention_days` are deleted.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        day (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | str]
+     """
+
+
+    kwargs = _get_kwargs(
+        day=day,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    day: str,
+
+) -> Problem | str | None:
+    """ Every tenant's usage on one UTC day, for billing, as JSON lines (`application/x-ndjson`): one
+    object per tenant that used anything, ordered by tenant. Requests and bytes are stored by
+    every instance every `usage.flush_interval` (this instance's are stored before it answers),
+    storage once an hour; today's lines grow until the day ends. Days older than
+    `usage.retention_days` are deleted.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        day (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | str
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+day=day,
+
+    )).parsed

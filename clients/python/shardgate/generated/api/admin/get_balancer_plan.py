@@ -1,0 +1,265 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.balancer_plan import BalancerPlan
+from ...models.problem import Problem
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    window: str | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["window"] = window
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/admin/balancer/plan",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> BalancerPlan | Problem | None:
+    if response.status_code == 200:
+        response_200 = BalancerPlan.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 414:
+        response_414 = Problem.from_dict(response.json())
+
+
+
+        return response_414
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 504:
+        response_504 = Problem.from_dict(response.json())
+
+
+
+        return response_504
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[BalancerPlan | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    window: str | Unset = UNSET,
+
+) -> Response[BalancerPlan | Problem]:
+    """ What the balancer's policy would do now: each shard's request load (statement time per
+    second, averaged over `window`), the fleet's mean, which shard is overfull, and the one move
+    (a vshard, or a tenant that carries most of its shard) that lowers the hottest shard's excess
+    the most without making its target overfull, with the predicted load of every shard after
+    it, or why no move is worth making. Nothing moves: run the move it names to carry it out.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        window (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[BalancerPlan | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        window=window,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    window: str | Unset = UNSET,
+
+) -> BalancerPlan | Problem | None:
+    """ What the balancer's policy would do now: each shard's request load (statement time per
+    second, averaged over `window`), the fleet's mean, which shard is overfull, and the one move
+    (a vshard, or a tenant that carries most of its shard) that lowers the hottest shard's excess
+    the most without making its target overfull, with the predicted load of every shard after
+    it, or why no move is worth making. Nothing moves: run the move it names to carry it out.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        window (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        BalancerPlan | Problem
+     """
+
+
+    return sync_detailed(
+        client=client,
+window=window,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    window: str | Unset = UNSET,
+
+) -> Response[BalancerPlan | Problem]:
+    """ What the balancer's policy would do now: each shard's request load (statement time per
+    second, averaged over `window`), the fleet's mean, which shard is overfull, and the one move
+    (a vshard, or a tenant that carries most of its shard) that lowers the hottest shard's excess
+    the most without making its target overfull, with the predicted load of every shard after
+    it, or why no move is worth making. Nothing moves: run the move it names to carry it out.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        window (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[BalancerPlan | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        window=window,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    window: str | Unset = UNSET,
+
+) -> BalancerPlan | Problem | None:
+    """ What the balancer's policy would do now: each shard's request load (statement time per
+    second, averaged over `window`), the fleet's mean, which shard is overfull, and the one move
+    (a vshard, or a tenant that carries most of its shard) that lowers the hottest shard's excess
+    the most without making its target overfull, with the predicted load of every shard after
+    it, or why no move is worth making. Nothing moves: run the move it names to carry it out.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        window (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        BalancerPlan | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+window=window,
+
+    )).parsed

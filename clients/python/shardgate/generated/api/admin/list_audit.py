@@ -1,0 +1,318 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.list_audit_order import ListAuditOrder
+from ...models.page_audit_record import PageAuditRecord
+from ...models.problem import Problem
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    action: str | Unset = UNSET,
+    actor: str | Unset = UNSET,
+    order: ListAuditOrder | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["action"] = action
+
+    params["actor"] = actor
+
+    json_order: str | Unset = UNSET
+    if not isinstance(order, Unset):
+        json_order = order.value
+
+    params["order"] = json_order
+
+    params["limit"] = limit
+
+    params["cursor"] = cursor
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/admin/audit",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PageAuditRecord | Problem | None:
+    if response.status_code == 200:
+        response_200 = PageAuditRecord.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 414:
+        response_414 = Problem.from_dict(response.json())
+
+
+
+        return response_414
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 504:
+        response_504 = Problem.from_dict(response.json())
+
+
+
+        return response_504
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[PageAuditRecord | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    action: str | Unset = UNSET,
+    actor: str | Unset = UNSET,
+    order: ListAuditOrder | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+
+) -> Response[PageAuditRecord | Problem]:
+    """ Page through the audit log, oldest first (or newest first with `order=newest`), filtered by
+    action (or a prefix of actions) and actor.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        action (str | Unset):
+        actor (str | Unset):
+        order (ListAuditOrder | Unset): The order of an audit listing.
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PageAuditRecord | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        action=action,
+actor=actor,
+order=order,
+limit=limit,
+cursor=cursor,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    action: str | Unset = UNSET,
+    actor: str | Unset = UNSET,
+    order: ListAuditOrder | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+
+) -> PageAuditRecord | Problem | None:
+    """ Page through the audit log, oldest first (or newest first with `order=newest`), filtered by
+    action (or a prefix of actions) and actor.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        action (str | Unset):
+        actor (str | Unset):
+        order (ListAuditOrder | Unset): The order of an audit listing.
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PageAuditRecord | Problem
+     """
+
+
+    return sync_detailed(
+        client=client,
+action=action,
+actor=actor,
+order=order,
+limit=limit,
+cursor=cursor,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    action: str | Unset = UNSET,
+    actor: str | Unset = UNSET,
+    order: ListAuditOrder | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+
+) -> Response[PageAuditRecord | Problem]:
+    """ Page through the audit log, oldest first (or newest first with `order=newest`), filtered by
+    action (or a prefix of actions) and actor.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        action (str | Unset):
+        actor (str | Unset):
+        order (ListAuditOrder | Unset): The order of an audit listing.
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[PageAuditRecord | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        action=action,
+actor=actor,
+order=order,
+limit=limit,
+cursor=cursor,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    action: str | Unset = UNSET,
+    actor: str | Unset = UNSET,
+    order: ListAuditOrder | Unset = UNSET,
+    limit: int | Unset = UNSET,
+    cursor: str | Unset = UNSET,
+
+) -> PageAuditRecord | Problem | None:
+    """ Page through the audit log, oldest first (or newest first with `order=newest`), filtered by
+    action (or a prefix of actions) and actor.
+
+     Served on the admin listener (`admin.listen`) when one is configured; the public listener then
+    answers 404 `not_found`, as for any unknown path.
+
+    Args:
+        action (str | Unset):
+        actor (str | Unset):
+        order (ListAuditOrder | Unset): The order of an audit listing.
+        limit (int | Unset):
+        cursor (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        PageAuditRecord | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+action=action,
+actor=actor,
+order=order,
+limit=limit,
+cursor=cursor,
+
+    )).parsed

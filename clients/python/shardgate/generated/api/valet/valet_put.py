@@ -1,0 +1,282 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...types import File, FileTypes
+from io import BytesIO
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+    path: str,
+    *,
+    body: File,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "put",
+        "url": "/valet/{tenant}/{path}".format(tenant=quote(str(tenant), safe=""),path=quote(str(path), safe=""),),
+    }
+
+    _kwargs["content"] = body.payload
+    headers["Content-Type"] = "application/octet-stream"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | None:
+    if response.status_code == 200:
+        response_200 = cast(Any, None)
+        return response_200
+
+    if response.status_code == 201:
+        response_201 = cast(Any, None)
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 408:
+        response_408 = Problem.from_dict(response.json())
+
+
+
+        return response_408
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 414:
+        response_414 = Problem.from_dict(response.json())
+
+
+
+        return response_414
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+
+
+        return response_415
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 431:
+        response_431 = Problem.from_dict(response.json())
+
+
+
+        return response_431
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 504:
+        response_504 = Problem.from_dict(response.json())
+
+
+
+        return response_504
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    path: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+
+) -> Response[Any | Problem]:
+    """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
+
+    Args:
+        tenant (str):
+        path (str):
+        body (File): Bytes, as they are: a blob's body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+path=path,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    path: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+
+) -> Any | Problem | None:
+    """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
+
+    Args:
+        tenant (str):
+        path (str):
+        body (File): Bytes, as they are: a blob's body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+path=path,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    path: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+
+) -> Response[Any | Problem]:
+    """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
+
+    Args:
+        tenant (str):
+        path (str):
+        body (File): Bytes, as they are: a blob's body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+path=path,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    path: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: File,
+
+) -> Any | Problem | None:
+    """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
+
+    Args:
+        tenant (str):
+        path (str):
+        body (File): Bytes, as they are: a blob's body.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+path=path,
+client=client,
+body=body,
+
+    )).parsed

@@ -1,0 +1,8 @@
+from enum import StrEnum
+
+class ListAuditOrder(StrEnum):
+    NEWEST = "newest"
+    OLDEST = "oldest"
+
+    def __str__(self) -> str:
+        return str(self.value)

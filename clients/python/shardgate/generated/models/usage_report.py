@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from typing import cast
+
+if TYPE_CHECKING:
+  from ..models.quota_uses import QuotaUses
+  from ..models.usage_counts import UsageCounts
+
+
+
+
+
+T = TypeVar("T", bound="UsageReport")
+
+
+
+@_attrs_define
+class UsageReport:
+    """ What the tenant stores.
+
+        Attributes:
+            tenant (str): The tenant.
+            usage (UsageCounts): What a tenant stores: its live data, as the shards keep it exact (changed in the same
+                transaction as every write).
+            complete (bool): Whether every shard answered; when not, `usage` misses some of the tenant's data.
+            quotas (QuotaUses): Each of a tenant's quotas beside the usage it limits.
+     """
+
+    tenant: str
+    usage: UsageCounts
+    complete: bool
+    quotas: QuotaUses
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.quota_uses import QuotaUses # noqa: PLC0415
+        from ..models.usage_counts import UsageCounts # noqa: PLC0415
+        tenant = self.tenant
+
+        usage = self.usage.to_dict()
+
+        complete = self.complete
+
+        quotas = self.quotas.to_dict()
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "tenant": tenant,
+            "usage": usage,
+            "complete": complete,
+            "quotas": quotas,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.quota_uses import QuotaUses # noqa: PLC0415
+        from ..models.usage_counts import UsageCounts # noqa: PLC0415
+        d = dict(src_dict)
+        tenant = d.pop("tenant")
+
+        usage = UsageCounts.from_dict(d.pop("usage"))
+
+
+
+
+        complete = d.pop("complete")
+
+        quotas = QuotaUses.from_dict(d.pop("quotas"))
+
+
+
+
+        usage_report = cls(
+            tenant=tenant,
+            usage=usage,
+            complete=complete,
+            quotas=quotas,
+        )
+
+
+        usage_report.additional_properties = d
+        return usage_report
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
