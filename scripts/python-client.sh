@@ -17,12 +17,13 @@ fi
 
 # The generator's formatting hook (ruff) is left out: the code is generated to be run, not read.
 # It knows no OpenMetrics media type (GET /metrics) nor JSON lines (GET /v1/admin/usage): that
-# text is text to it.
+# text is text to it. Nor any media type (`*/*`, a blob's upload): those are bytes to it.
 cat >"$work/generator.yaml" <<'YAML'
 post_hooks: []
 content_type_overrides:
   application/openmetrics-text: text/plain
   application/x-ndjson: text/plain
+  "*/*": application/octet-stream
 YAML
 if ! "$VENV/bin/openapi-python-client" generate --path openapi/openapi.json --meta none \
     --config "$work/generator.yaml" --output-path "$work/client/shardgate_client" >"$work/generate.out" 2>&1; then

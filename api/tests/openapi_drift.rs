@@ -80,3 +80,60 @@ fn collect_references(value: &serde_json::Value, into: &mut Vec<String>) {
         _ => {}
     }
 }
+
+fn document() -> serde_json::Value {
+    serde_json::from_str(&shardgate_api::openapi_document().to_json().unwrap()).unwrap()
+}
+
+/// A valet URL carries the grant's `sg-` parameters and its signature: each valet operation
+/// declares every one, so that a generated client can send the URL's query (issue 55).
+#[test]
+fn every_valet_operation_declares_every_parameter_of_a_valet_url() {
+    let doc = document();
+    let required = ["sg-v", "sg-perm", "sg-nbf", "sg-exp", "sg-kid", "sg-grant", "sg-sig"];
+    let optional = ["sg-ct", "sg-max", "sg-cd", "sg-once"];
+    let item = &doc["paths"]["/valet/{tenant}/{path}"];
+    for method in ["get", "head", "put"] {
+        let parameters = item[method]["parameters"].as_array().unwrap_or_else(|| panic!("{method} has parameters"));
+        let query: Vec<(&str, bool)> = parameters
+            .iter()
+            .filter(|p| p["in"] == "query")
+            .map(|p| (p["name"].as_str().unwrap(), p["required"].as_bool().unwrap_or(false)))
+            .collect();
+        for name in required {
+            assert!(query.contains(&(name, true)), "{method} /valet: `{name}` is not a required query parameter");
+        }
+        for name in optional {
+            assert!(query.contains(&(name, false)), "{method} /valet: `{name}` is not an optional query parameter");
+        }
+        assert_eq!(query.len(), required.len() + optional.len(), "{method} /valet: {query:?}");
+    }
+}
+
+/// A blob may be uploaded with any media type (the server keeps it as `content_type`).
+#[test]
+fn a_blob_upload_takes_any_media_type() {
+    let doc = document();
+    for (path, method) in [("/v1/tenants/{tenant}/blobs/{path}", "put"), ("/valet/{tenant}/{path}", "put")] {
+        let content = doc["paths"][path][method]["requestBody"]["content"].as_object().unwrap();
+        assert_eq!(content.keys().collect::<Vec<_>>(), ["*/*"], "{method} {path}");
+    }
+}
+
+/// Each `Page_X` names its items by reference to `X`: an inlined item makes generators write a
+/// second class for it.
+#[test]
+fn no_page_inlines_its_item_schema() {
+    let doc = document();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let pages: Vec<&String> = schemas.keys().filter(|name| name.starts_with("Page_")).collect();
+    assert!(pages.len() >= 5, "{pages:?}");
+    for page in pages {
+        let item = &page["Page_".len()..];
+        assert_eq!(
+            schemas[page]["properties"]["items"]["items"],
+            serde_json::json!({"$ref": format!("#/components/schemas/{item}")}),
+            "{page} inlines its items"
+        );
+    }
+}

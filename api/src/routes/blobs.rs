@@ -94,7 +94,7 @@ errors!(PutBlobErrors:
         ("If-Match" = Option<String>, Header, description = "`*` or quoted SHA-256 ETags: write only if the blob has one of them"),
         ("If-None-Match" = Option<String>, Header, description = "`*`: create only"),
     ),
-    request_body(content = Binary, description = "The bytes (any media type; stored as given by Content-Type)", content_type = "application/octet-stream"),
+    request_body(content = Binary, description = "The bytes, of any media type (stored as given by Content-Type, `application/octet-stream` when none is given)", content_type = "*/*"),
     responses(
         (status = 200, description = "Replaced", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),
         (status = 201, description = "Created", body = BlobInfo, headers(("ETag" = String, description = "Quoted SHA-256"))),

@@ -28,13 +28,59 @@ pub struct ValetRoute {
     path: String,
 }
 
+/// The query of a valet URL: the `sg-` parameters of the grant and its signature. A valet URL is
+/// used exactly as it was issued (`POST /v1/tenants/{tenant}/valet-keys` answers it whole): these
+/// are declared so that clients know them, not to be composed. Any change to one of them makes
+/// the signature fail.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[expect(dead_code, reason = "documents the query; the service reads the raw query")]
+pub struct ValetQuery {
+    /// The URL scheme's version (`1`).
+    #[param(rename = "sg-v")]
+    version: u32,
+    /// The permission the grant gives: `read` (GET, HEAD) or `write` (PUT).
+    #[param(rename = "sg-perm")]
+    permission: String,
+    /// Not before, in unix seconds.
+    #[param(rename = "sg-nbf")]
+    not_before: u64,
+    /// Expiry, in unix seconds.
+    #[param(rename = "sg-exp")]
+    expires_at: u64,
+    /// The id of the signing key.
+    #[param(rename = "sg-kid")]
+    key_id: String,
+    /// The id of the grant (revocable, and spent when the grant is single-use).
+    #[param(rename = "sg-grant")]
+    grant_id: String,
+    /// The media type an upload must carry, when the grant signs one.
+    #[param(rename = "sg-ct")]
+    content_type: Option<String>,
+    /// The most bytes an upload may hold, when the grant signs a limit.
+    #[param(rename = "sg-max")]
+    max_size: Option<u64>,
+    /// The `Content-Disposition` a download is served with, when the grant signs one.
+    #[param(rename = "sg-cd")]
+    content_disposition: Option<String>,
+    /// `1` when the grant can be used once.
+    #[param(rename = "sg-once")]
+    single_use: Option<u8>,
+    /// The signature (HMAC-SHA256, base64url without padding) of everything above.
+    #[param(rename = "sg-sig")]
+    signature: String,
+}
+
 errors!(ValetGetErrors:
     ValetMalformed, ValetBadSignature, ValetExpired, ValetNotYetValid, ValetWrongMethod, ValetUnknownKey,
     ValetUnknownGrant, ValetRevoked, ValetKeyRetired, ValetUsed, BlobNotFound, RangeNotSatisfiable, BlobDamaged
 );
 
 /// Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
-#[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ("sg-sig" = String, Query, description = "The signature and the other `sg-` parameters of the URL, as issued")), responses(
+///
+/// Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
+/// fails the signature.
+#[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ValetQuery), responses(
     (status = 200, description = "The blob (with `Content-Disposition` when the key sets one; active content such as HTML, SVG or scripts as an attachment unless the key signed a disposition, always with `Content-Security-Policy: sandbox`)", body = Binary, content_type = "application/octet-stream"),
     (status = 206, description = "The requested range", body = Binary, content_type = "application/octet-stream"),
     (status = 304, description = "Not modified"),
@@ -50,7 +96,9 @@ errors!(ValetHeadErrors:
 );
 
 /// The valet URL's blob headers, without its bytes.
-#[utoipa::path(head, path = "/valet/{tenant}/{*path}", params(ValetRoute), responses(
+///
+/// Send the URL exactly as it was issued: its `sg-` parameters are signed.
+#[utoipa::path(head, path = "/valet/{tenant}/{*path}", params(ValetRoute, ValetQuery), responses(
     (status = 200, description = "The blob exists"),
     ValetHeadErrors,
 ))]
@@ -69,7 +117,9 @@ errors!(ValetPutErrors:
 );
 
 /// Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
-#[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute), request_body(content = Binary, description = "The bytes", content_type = "application/octet-stream"), responses(
+///
+/// Send the URL exactly as it was issued: its `sg-` parameters are signed.
+#[utoipa::path(put, path = "/valet/{tenant}/{*path}", params(ValetRoute, ValetQuery), request_body(content = Binary, description = "The bytes (of the media type the URL signs, if it signs one)", content_type = "*/*"), responses(
     (status = 200, description = "Replaced"),
     (status = 201, description = "Created"),
     ValetPutErrors,

@@ -156,6 +156,7 @@ fn metrics_routes() -> OpenApiRouter<Arc<App>> {
 pub fn openapi_document() -> OpenApiDoc {
     let mut document = api_routes().split_for_parts().1;
     add_shared_responses(&mut document);
+    crate::wire::pagination::reference_page_items(&mut document);
     crate::wire::admin_plane::note_admin_listener(&mut document);
     document
 }

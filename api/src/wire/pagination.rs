@@ -70,6 +70,27 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// Makes each `Page_X` schema of `openapi` name its items by reference to the schema `X`, which
+/// utoipa inlines into a generic's instances: generators would otherwise make a second class for
+/// the same item (`PageRecordEnvelopeItemsItem` beside `RecordEnvelope`). Only an inlined item
+/// equal to its component is replaced; `tests/openapi_drift.rs` checks that none is left inline.
+pub fn reference_page_items(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{ArrayItems, Schema};
+    use utoipa::openapi::{Ref, RefOr};
+    let Some(components) = openapi.components.as_mut() else { return };
+    let pages: Vec<String> = components.schemas.keys().filter(|name| name.starts_with("Page_")).cloned().collect();
+    for page in pages {
+        let item = &page["Page_".len()..];
+        let Some(component) = components.schemas.get(item).map(serde_json::to_value) else { continue };
+        let Some(RefOr::T(Schema::Object(object))) = components.schemas.get_mut(&page) else { continue };
+        let Some(RefOr::T(Schema::Array(array))) = object.properties.get_mut("items") else { continue };
+        let ArrayItems::RefOrSchema(inlined) = &array.items else { continue };
+        if serde_json::to_value(&**inlined).ok() == component.ok() {
+            array.items = ArrayItems::RefOrSchema(Box::new(RefOr::Ref(Ref::from_schema_name(item))));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

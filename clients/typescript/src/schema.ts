@@ -1089,14 +1089,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token. */
+        /**
+         * Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
+         * @description Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
+         *     fails the signature.
+         */
         get: operations["valet_get"];
-        /** Upload a blob with a valet URL (streamed; the signed size and media type are enforced). */
+        /**
+         * Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
+         * @description Send the URL exactly as it was issued: its `sg-` parameters are signed.
+         */
         put: operations["valet_put"];
         post?: never;
         delete?: never;
         options?: never;
-        /** The valet URL's blob headers, without its bytes. */
+        /**
+         * The valet URL's blob headers, without its bytes.
+         * @description Send the URL exactly as it was issued: its `sg-` parameters are signed.
+         */
         head: operations["valet_head"];
         patch?: never;
         trace?: never;
@@ -1935,188 +1945,35 @@ export interface components {
         /** @description A page of results with the cursor of the next page. */
         Page_AuditRecord: {
             /** @description This page's items. */
-            items: {
-                /**
-                 * Format: int64
-                 * @description Increasing id.
-                 */
-                id: number;
-                /** @description When, RFC 3339. */
-                at: string;
-                /** @description The token subject that acted (`system` for start-up bootstrap). */
-                actor: string;
-                /** @description The tenant concerned, if any. */
-                tenant?: string | null;
-                /**
-                 * @description What was done, e.g. `tenant.create`, `tenant.update`, `tenant.delete`, `tenant.move`,
-                 *     `shard.register`, `shard.state`, `shard.delete`, `shard.bootstrap`,
-                 *     `shard.breaker.force_open`, `shard.breaker.reset`, `job.cancel`, `valet.issue`.
-                 */
-                action: string;
-                /** @description What it was done to, e.g. `tenant:acme` or `shard:shard-2 read_only`. */
-                target: string;
-                /** @description The id of the request that did it: the server's own, as its response's `x-request-id` gave it. */
-                request_id: string;
-                /**
-                 * @description The `x-request-id` the client sent with that request, if any: the client's to choose (it
-                 *     may name another request), so it is kept beside the server's id, never instead of it.
-                 */
-                client_request_id?: string | null;
-                /**
-                 * @description The address of the client that made the request: its TCP peer, or, behind proxies listed
-                 *     in `trusted_proxies` or a standalone gatekeeper, the client they named. None for actions
-                 *     of the system itself (moves, the balancer, start-up).
-                 */
-                client_address?: string | null;
-            }[];
+            items: components["schemas"]["AuditRecord"][];
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         /** @description A page of results with the cursor of the next page. */
         Page_BlobInfo: {
             /** @description This page's items. */
-            items: {
-                /** @description Its path. */
-                path: string;
-                /**
-                 * Format: int64
-                 * @description Length in bytes.
-                 */
-                size: number;
-                /** @description SHA-256 of its bytes, lowercase hex (the `ETag`, in quotes). */
-                sha256: string;
-                /** @description Media type, as written. */
-                content_type: string;
-                /**
-                 * Format: int64
-                 * @description 1 on first write, +1 on every overwrite and delete.
-                 */
-                version: number;
-                /** @description Last write, RFC 3339. */
-                updated_at: string;
-            }[];
+            items: components["schemas"]["BlobInfo"][];
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         /** @description A page of results with the cursor of the next page. */
         Page_Job: {
             /** @description This page's items. */
-            items: {
-                /** @description Job id. */
-                id: string;
-                /**
-                 * @description `index.backfill`, `index.audit`, `tenant.move`, `vshard.move`, `range.move`,
-                 *     `collection.redistribute` or `vshards.rebalance`.
-                 */
-                kind: string;
-                /** @description What it works on (`tenant/collection/index`). */
-                target: string;
-                /** @description `running`, `done`, `failed` or `cancelled`. */
-                state: string;
-                /**
-                 * @description Progress. A backfill: `indexed` (entries written so far), `after` (the last record key
-                 *     done); one that met records the index cannot take also has `too_long` and `duplicates`
-                 *     (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
-                 *     (`copy`, `catch_up`, `cut_over`, `cleanup`, `done` or `rolled_back`), `from`, `to`,
-                 *     `rows_to_copy` and `bytes_to_copy` (the rows the first copy takes and their bytes, blobs'
-                 *     and records', counted on the source before the job is recorded, so the answer that starts
-                 *     it has them, and again as the copy begins: with `rows_copied` and `bytes_copied`, a
-                 *     percentage and a rate; the catch-up passes copy more), `rows_copied` and `bytes_copied`
-                 *     (within a batch of the first copy too, stored at most every 250 ms), `passes`, `lag_rows`
-                 *     (how far the target is behind: 0 during the first copy, then the rows changed on the
-                 *     source since its snapshot, then the rows each catch-up pass took), `method`,
-                 *     `settled` and `checksums` (per table, source and target, and `matched`: the rows not
-                 *     changed since `settled_since`, compared before the fence, and the others), `fenced_at_ms`,
-                 *     `switched_at_ms` (set, with `epoch`, once the new placement is in force: the phase is
-                 *     `cleanup` from then on), `cutover_ms` (with `cutover_steps_ms`, where it went), `epoch`,
-                 *     `rolled_back` (why) and `pace` (the copy's: `adaptive`, `ceiling_bytes_per_second`,
-                 *     `bytes_per_second` now, `baseline_us`, each shard's request statement latency before the
-                 *     copy, and `changes`, the latest 120 changes as `[ms, bytes_per_second]`). A vshard move: the same, with `vshards`, `tenants` (the unpinned
-                 *     tenants they place, taken along) and `parent` (its rebalance). A range move: the same,
-                 *     with `range` (`collection`, `from`, `until`, `ranges_before`, `ranges_after`). A
-                 *     redistribution: `phase`, `collection`, `from` and `to` (each a `distribution` and its
-                 *     `ranges`), `sources` and `targets` (shards), `rows_to_copy` and `bytes_to_copy` (what
-                 *     its first pass takes, counted on the sources as it begins), `rows_copied`, `bytes_copied`, `passes`,
-                 *     `lag_rows`, `checksums` (the old and the new layout, counted and summed over their
-                 *     shards), `fenced_at_ms`, `switched_at_ms`, `cutover_ms`, `cutover_steps_ms`, `epoch`,
-                 *     `rolled_back` and `pace`. A rebalance: `balance`, `parallel`,
-                 *     `drain` (the shard drained, if any), the counts `pending`, `running`, `done` and `failed`,
-                 *     and `steps` (each with `vshards` or `tenant`, `from`, `to`, `state`, `job` and `error`).
-                 */
-                progress: Record<string, never>;
-                /** @description Why it failed. */
-                error?: string | null;
-                /** @description Creation time, RFC 3339. */
-                created_at: string;
-                /** @description Last progress, RFC 3339. */
-                updated_at: string;
-                /**
-                 * Format: int64
-                 * @description How many times another instance took the job over from one whose lease had run out
-                 *     (it crashed, was killed or lost the catalog). An instance that runs a job renews its
-                 *     lease while it works, so a job whose instance stays alive is never taken over.
-                 */
-                handovers: number;
-            }[];
+            items: components["schemas"]["Job"][];
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         /** @description A page of results with the cursor of the next page. */
         Page_RecordEnvelope: {
             /** @description This page's items. */
-            items: {
-                /** @description The record's key. */
-                key: string;
-                /**
-                 * Format: int64
-                 * @description Its version (also the `ETag`): 1 on create, +1 on every write or delete.
-                 */
-                version: number;
-                /** @description Time of the last write, RFC 3339. */
-                updated_at: string;
-                /**
-                 * @description The stored JSON value, as written: any JSON value (object, array, string, number,
-                 *     boolean or null).
-                 */
-                value: unknown;
-            }[];
+            items: components["schemas"]["RecordEnvelope"][];
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
         /** @description A page of results with the cursor of the next page. */
         Page_Tenant: {
             /** @description This page's items. */
-            items: {
-                /** @description Tenant id. */
-                id: string;
-                /** @description Display name. */
-                name: string;
-                /**
-                 * @description `free`, `standard` or `premium`.
-                 * @example standard
-                 */
-                tier: string;
-                /** @description The tenant's home shard (where its records live). */
-                shard?: string | null;
-                /** @description Whether the home shard is a pin (lookup) rather than the hash. */
-                pinned: boolean;
-                rate_limit?: null | components["schemas"]["RateLimit"];
-                /** @description The rate limit in force: the tenant's own, or its tier's. */
-                effective_rate_limit: components["schemas"]["RateLimit"];
-                quotas?: null | components["schemas"]["TenantQuotas"];
-                /**
-                 * @description The quotas in force: its tier's (set through `PUT /v1/admin/tiers/{tier}/quotas`, else
-                 *     configured, as this instance's map has them) with its own applied.
-                 */
-                effective_quotas: components["schemas"]["QuotaLimits"];
-                /** @description Creation time, RFC 3339. */
-                created_at: string;
-                /** @description Last change, RFC 3339. */
-                updated_at: string;
-                usage?: null | components["schemas"]["UsageCounts"];
-                /** @description Whether every shard answered the read of `usage` (only with `usage`). */
-                usage_complete?: boolean | null;
-            }[];
+            items: components["schemas"]["Tenant"][];
             /** @description Pass as `cursor` to get the next page; `null` on the last page. */
             next_cursor?: string | null;
         };
@@ -8792,10 +8649,10 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description The bytes (any media type; stored as given by Content-Type) */
+        /** @description The bytes, of any media type (stored as given by Content-Type, `application/octet-stream` when none is given) */
         requestBody: {
             content: {
-                "application/octet-stream": components["schemas"]["Binary"];
+                "*/*": components["schemas"]["Binary"];
             };
         };
         responses: {
@@ -10714,7 +10571,27 @@ export interface operations {
     valet_get: {
         parameters: {
             query: {
-                /** @description The signature and the other `sg-` parameters of the URL, as issued */
+                /** @description The URL scheme's version (`1`). */
+                "sg-v": number;
+                /** @description The permission the grant gives: `read` (GET, HEAD) or `write` (PUT). */
+                "sg-perm": string;
+                /** @description Not before, in unix seconds. */
+                "sg-nbf": number;
+                /** @description Expiry, in unix seconds. */
+                "sg-exp": number;
+                /** @description The id of the signing key. */
+                "sg-kid": string;
+                /** @description The id of the grant (revocable, and spent when the grant is single-use). */
+                "sg-grant": string;
+                /** @description The media type an upload must carry, when the grant signs one. */
+                "sg-ct"?: string;
+                /** @description The most bytes an upload may hold, when the grant signs a limit. */
+                "sg-max"?: number;
+                /** @description The `Content-Disposition` a download is served with, when the grant signs one. */
+                "sg-cd"?: string;
+                /** @description `1` when the grant can be used once. */
+                "sg-once"?: number;
+                /** @description The signature (HMAC-SHA256, base64url without padding) of everything above. */
                 "sg-sig": string;
             };
             header?: never;
@@ -10865,7 +10742,30 @@ export interface operations {
     };
     valet_put: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description The URL scheme's version (`1`). */
+                "sg-v": number;
+                /** @description The permission the grant gives: `read` (GET, HEAD) or `write` (PUT). */
+                "sg-perm": string;
+                /** @description Not before, in unix seconds. */
+                "sg-nbf": number;
+                /** @description Expiry, in unix seconds. */
+                "sg-exp": number;
+                /** @description The id of the signing key. */
+                "sg-kid": string;
+                /** @description The id of the grant (revocable, and spent when the grant is single-use). */
+                "sg-grant": string;
+                /** @description The media type an upload must carry, when the grant signs one. */
+                "sg-ct"?: string;
+                /** @description The most bytes an upload may hold, when the grant signs a limit. */
+                "sg-max"?: number;
+                /** @description The `Content-Disposition` a download is served with, when the grant signs one. */
+                "sg-cd"?: string;
+                /** @description `1` when the grant can be used once. */
+                "sg-once"?: number;
+                /** @description The signature (HMAC-SHA256, base64url without padding) of everything above. */
+                "sg-sig": string;
+            };
             header?: never;
             path: {
                 /** @description Tenant id. */
@@ -10875,10 +10775,10 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description The bytes */
+        /** @description The bytes (of the media type the URL signs, if it signs one) */
         requestBody: {
             content: {
-                "application/octet-stream": components["schemas"]["Binary"];
+                "*/*": components["schemas"]["Binary"];
             };
         };
         responses: {
@@ -11015,7 +10915,30 @@ export interface operations {
     };
     valet_head: {
         parameters: {
-            query?: never;
+            query: {
+                /** @description The URL scheme's version (`1`). */
+                "sg-v": number;
+                /** @description The permission the grant gives: `read` (GET, HEAD) or `write` (PUT). */
+                "sg-perm": string;
+                /** @description Not before, in unix seconds. */
+                "sg-nbf": number;
+                /** @description Expiry, in unix seconds. */
+                "sg-exp": number;
+                /** @description The id of the signing key. */
+                "sg-kid": string;
+                /** @description The id of the grant (revocable, and spent when the grant is single-use). */
+                "sg-grant": string;
+                /** @description The media type an upload must carry, when the grant signs one. */
+                "sg-ct"?: string;
+                /** @description The most bytes an upload may hold, when the grant signs a limit. */
+                "sg-max"?: number;
+                /** @description The `Content-Disposition` a download is served with, when the grant signs one. */
+                "sg-cd"?: string;
+                /** @description `1` when the grant can be used once. */
+                "sg-once"?: number;
+                /** @description The signature (HMAC-SHA256, base64url without padding) of everything above. */
+                "sg-sig": string;
+            };
             header?: never;
             path: {
                 /** @description Tenant id. */

@@ -52,16 +52,10 @@ from .mode_request import ModeRequest
 from .move_kind import MoveKind
 from .move_request import MoveRequest
 from .page_audit_record import PageAuditRecord
-from .page_audit_record_items_item import PageAuditRecordItemsItem
 from .page_blob_info import PageBlobInfo
-from .page_blob_info_items_item import PageBlobInfoItemsItem
 from .page_job import PageJob
-from .page_job_items_item import PageJobItemsItem
-from .page_job_items_item_progress import PageJobItemsItemProgress
 from .page_record_envelope import PageRecordEnvelope
-from .page_record_envelope_items_item import PageRecordEnvelopeItemsItem
 from .page_tenant import PageTenant
-from .page_tenant_items_item import PageTenantItemsItem
 from .plan_shard import PlanShard
 from .planned_load import PlannedLoad
 from .planned_move import PlannedMove
@@ -175,16 +169,10 @@ __all__ = (
     "MoveKind",
     "MoveRequest",
     "PageAuditRecord",
-    "PageAuditRecordItemsItem",
     "PageBlobInfo",
-    "PageBlobInfoItemsItem",
     "PageJob",
-    "PageJobItemsItem",
-    "PageJobItemsItemProgress",
     "PageRecordEnvelope",
-    "PageRecordEnvelopeItemsItem",
     "PageTenant",
-    "PageTenantItemsItem",
     "PlannedLoad",
     "PlannedMove",
     "PlannedRangeMove",

@@ -12,7 +12,7 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
-  from ..models.page_audit_record_items_item import PageAuditRecordItemsItem
+  from ..models.audit_record import AuditRecord
 
 
 
@@ -27,11 +27,11 @@ class PageAuditRecord:
     """ A page of results with the cursor of the next page.
 
         Attributes:
-            items (list[PageAuditRecordItemsItem]): This page's items.
+            items (list[AuditRecord]): This page's items.
             next_cursor (None | str | Unset): Pass as `cursor` to get the next page; `null` on the last page.
      """
 
-    items: list[PageAuditRecordItemsItem]
+    items: list[AuditRecord]
     next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -40,7 +40,7 @@ class PageAuditRecord:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.page_audit_record_items_item import PageAuditRecordItemsItem # noqa: PLC0415
+        from ..models.audit_record import AuditRecord # noqa: PLC0415
         items = []
         for items_item_data in self.items:
             items_item = items_item_data.to_dict()
@@ -69,12 +69,12 @@ class PageAuditRecord:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.page_audit_record_items_item import PageAuditRecordItemsItem # noqa: PLC0415
+        from ..models.audit_record import AuditRecord # noqa: PLC0415
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in (_items):
-            items_item = PageAuditRecordItemsItem.from_dict(items_item_data)
+            items_item = AuditRecord.from_dict(items_item_data)
 
 
 

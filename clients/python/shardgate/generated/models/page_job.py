@@ -12,7 +12,7 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
-  from ..models.page_job_items_item import PageJobItemsItem
+  from ..models.job import Job
 
 
 
@@ -27,11 +27,11 @@ class PageJob:
     """ A page of results with the cursor of the next page.
 
         Attributes:
-            items (list[PageJobItemsItem]): This page's items.
+            items (list[Job]): This page's items.
             next_cursor (None | str | Unset): Pass as `cursor` to get the next page; `null` on the last page.
      """
 
-    items: list[PageJobItemsItem]
+    items: list[Job]
     next_cursor: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -40,7 +40,7 @@ class PageJob:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.page_job_items_item import PageJobItemsItem # noqa: PLC0415
+        from ..models.job import Job # noqa: PLC0415
         items = []
         for items_item_data in self.items:
             items_item = items_item_data.to_dict()
@@ -69,12 +69,12 @@ class PageJob:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.page_job_items_item import PageJobItemsItem # noqa: PLC0415
+        from ..models.job import Job # noqa: PLC0415
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in (_items):
-            items_item = PageJobItemsItem.from_dict(items_item_data)
+            items_item = Job.from_dict(items_item_data)
 
 
 

@@ -45,7 +45,7 @@ def _get_kwargs(
     }
 
     _kwargs["content"] = body.payload
-    headers["Content-Type"] = "application/octet-stream"
+    headers["Content-Type"] = "*/*"
 
     _kwargs["headers"] = headers
     return _kwargs

@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.problem import Problem
 from ...types import File, FileTypes
+from ...types import UNSET, Unset
 from io import BytesIO
 from typing import cast
 
@@ -19,6 +20,16 @@ def _get_kwargs(
     tenant: str,
     path: str,
     *,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
     sg_sig: str,
 
 ) -> dict[str, Any]:
@@ -27,6 +38,26 @@ def _get_kwargs(
     
 
     params: dict[str, Any] = {}
+
+    params["sg-v"] = sg_v
+
+    params["sg-perm"] = sg_perm
+
+    params["sg-nbf"] = sg_nbf
+
+    params["sg-exp"] = sg_exp
+
+    params["sg-kid"] = sg_kid
+
+    params["sg-grant"] = sg_grant
+
+    params["sg-ct"] = sg_ct
+
+    params["sg-max"] = sg_max
+
+    params["sg-cd"] = sg_cd
+
+    params["sg-once"] = sg_once
 
     params["sg-sig"] = sg_sig
 
@@ -158,14 +189,37 @@ def sync_detailed(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
     sg_sig: str,
 
 ) -> Response[Any | File | Problem]:
     """ Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
+    fails the signature.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
         sg_sig (str):
 
     Raises:
@@ -180,6 +234,16 @@ def sync_detailed(
     kwargs = _get_kwargs(
         tenant=tenant,
 path=path,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
 sg_sig=sg_sig,
 
     )
@@ -195,14 +259,37 @@ def sync(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
     sg_sig: str,
 
 ) -> Any | File | Problem | None:
     """ Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
+    fails the signature.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
         sg_sig (str):
 
     Raises:
@@ -218,6 +305,16 @@ def sync(
         tenant=tenant,
 path=path,
 client=client,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
 sg_sig=sg_sig,
 
     ).parsed
@@ -227,14 +324,37 @@ async def asyncio_detailed(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
     sg_sig: str,
 
 ) -> Response[Any | File | Problem]:
     """ Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
+    fails the signature.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
         sg_sig (str):
 
     Raises:
@@ -249,6 +369,16 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         tenant=tenant,
 path=path,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
 sg_sig=sg_sig,
 
     )
@@ -264,14 +394,37 @@ async def asyncio(
     path: str,
     *,
     client: AuthenticatedClient | Client,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
     sg_sig: str,
 
 ) -> Any | File | Problem | None:
     """ Download (GET, HEAD) or upload (PUT) a blob with a valet URL; no token.
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
+    fails the signature.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
         sg_sig (str):
 
     Raises:
@@ -287,6 +440,16 @@ async def asyncio(
         tenant=tenant,
 path=path,
 client=client,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
 sg_sig=sg_sig,
 
     )).parsed

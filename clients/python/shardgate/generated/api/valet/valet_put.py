@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.problem import Problem
 from ...types import File, FileTypes
+from ...types import UNSET, Unset
 from io import BytesIO
 from typing import cast
 
@@ -20,6 +21,17 @@ def _get_kwargs(
     path: str,
     *,
     body: File,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
+    sg_sig: str,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -27,15 +39,42 @@ def _get_kwargs(
 
     
 
-    
+    params: dict[str, Any] = {}
+
+    params["sg-v"] = sg_v
+
+    params["sg-perm"] = sg_perm
+
+    params["sg-nbf"] = sg_nbf
+
+    params["sg-exp"] = sg_exp
+
+    params["sg-kid"] = sg_kid
+
+    params["sg-grant"] = sg_grant
+
+    params["sg-ct"] = sg_ct
+
+    params["sg-max"] = sg_max
+
+    params["sg-cd"] = sg_cd
+
+    params["sg-once"] = sg_once
+
+    params["sg-sig"] = sg_sig
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
 
     _kwargs: dict[str, Any] = {
         "method": "put",
         "url": "/valet/{tenant}/{path}".format(tenant=quote(str(tenant), safe=""),path=quote(str(path), safe=""),),
+        "params": params,
     }
 
     _kwargs["content"] = body.payload
-    headers["Content-Type"] = "application/octet-stream"
+    headers["Content-Type"] = "*/*"
 
     _kwargs["headers"] = headers
     return _kwargs
@@ -149,13 +188,37 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: File,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
+    sg_sig: str,
 
 ) -> Response[Any | Problem]:
     """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
+        sg_sig (str):
         body (File): Bytes, as they are: a blob's body.
 
     Raises:
@@ -171,6 +234,17 @@ def sync_detailed(
         tenant=tenant,
 path=path,
 body=body,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
+sg_sig=sg_sig,
 
     )
 
@@ -186,13 +260,37 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
     body: File,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
+    sg_sig: str,
 
 ) -> Any | Problem | None:
     """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
+        sg_sig (str):
         body (File): Bytes, as they are: a blob's body.
 
     Raises:
@@ -209,6 +307,17 @@ def sync(
 path=path,
 client=client,
 body=body,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
+sg_sig=sg_sig,
 
     ).parsed
 
@@ -218,13 +327,37 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
     body: File,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
+    sg_sig: str,
 
 ) -> Response[Any | Problem]:
     """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
+        sg_sig (str):
         body (File): Bytes, as they are: a blob's body.
 
     Raises:
@@ -240,6 +373,17 @@ async def asyncio_detailed(
         tenant=tenant,
 path=path,
 body=body,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
+sg_sig=sg_sig,
 
     )
 
@@ -255,13 +399,37 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
     body: File,
+    sg_v: int,
+    sg_perm: str,
+    sg_nbf: int,
+    sg_exp: int,
+    sg_kid: str,
+    sg_grant: str,
+    sg_ct: str | Unset = UNSET,
+    sg_max: int | Unset = UNSET,
+    sg_cd: str | Unset = UNSET,
+    sg_once: int | Unset = UNSET,
+    sg_sig: str,
 
 ) -> Any | Problem | None:
     """ Upload a blob with a valet URL (streamed; the signed size and media type are enforced).
 
+     Send the URL exactly as it was issued: its `sg-` parameters are signed.
+
     Args:
         tenant (str):
         path (str):
+        sg_v (int):
+        sg_perm (str):
+        sg_nbf (int):
+        sg_exp (int):
+        sg_kid (str):
+        sg_grant (str):
+        sg_ct (str | Unset):
+        sg_max (int | Unset):
+        sg_cd (str | Unset):
+        sg_once (int | Unset):
+        sg_sig (str):
         body (File): Bytes, as they are: a blob's body.
 
     Raises:
@@ -278,5 +446,16 @@ async def asyncio(
 path=path,
 client=client,
 body=body,
+sg_v=sg_v,
+sg_perm=sg_perm,
+sg_nbf=sg_nbf,
+sg_exp=sg_exp,
+sg_kid=sg_kid,
+sg_grant=sg_grant,
+sg_ct=sg_ct,
+sg_max=sg_max,
+sg_cd=sg_cd,
+sg_once=sg_once,
+sg_sig=sg_sig,
 
     )).parsed
