@@ -137,3 +137,46 @@ fn no_page_inlines_its_item_schema() {
         );
     }
 }
+
+/// Closed sets are enums: every property named like one (a tier, a permission, an index layout,
+/// a distribution, a routing strategy, a method) and the kinds and states of jobs, indexes,
+/// shards and signing keys declare their values, so generators make enum types of them.
+#[test]
+fn every_closed_set_is_an_enum() {
+    let doc = document();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let by_name = ["tier", "permission", "layout", "distribution", "strategy", "method"];
+    let by_schema = [
+        ("Job", "kind"),
+        ("Job", "state"),
+        ("JobLeaseHolder", "kind"),
+        ("IndexInfo", "state"),
+        ("Shard", "state"),
+        ("UpdateShard", "state"),
+        ("MapShard", "state"),
+        ("PlannedLoad", "state"),
+        ("SigningKeyInfo", "state"),
+    ];
+    let is_enum = |property: &serde_json::Value| {
+        property.get("enum").is_some_and(|values| values.as_array().is_some_and(|v| v.len() >= 2))
+            || property["$ref"]
+                .as_str()
+                .and_then(|r| r.strip_prefix("#/components/schemas/"))
+                .is_some_and(|name| schemas[name].get("enum").is_some())
+    };
+    let mut checked = 0;
+    for (schema, definition) in schemas {
+        let Some(properties) = definition["properties"].as_object() else { continue };
+        for (name, property) in properties {
+            if by_name.contains(&name.as_str()) || by_schema.contains(&(schema.as_str(), name.as_str())) {
+                assert!(is_enum(property), "{schema}.{name} is a closed set but not an enum: {property}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} closed sets found");
+    for declared in shardgate_api::wire::closed_sets::closed_set_properties() {
+        let (schema, name) = declared.split_once('.').unwrap();
+        assert!(schemas[schema]["properties"].get(name).is_some(), "{declared} is not in the document");
+    }
+}

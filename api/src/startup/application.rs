@@ -157,6 +157,7 @@ pub fn openapi_document() -> OpenApiDoc {
     let mut document = api_routes().split_for_parts().1;
     add_shared_responses(&mut document);
     crate::wire::pagination::reference_page_items(&mut document);
+    crate::wire::closed_sets::declare_closed_sets(&mut document);
     crate::wire::admin_plane::note_admin_listener(&mut document);
     document
 }

@@ -11,7 +11,8 @@
 //! - [`routed_epoch`]: `x-shardgate-epoch`, the shard-map epoch an answer was routed on;
 //! - [`json_newline`]: the newline that ends every JSON answer (a response layer inside the front
 //!   door);
-//! - [`openapi`]: the document's base and each operation's problem responses;
+//! - [`openapi`]: the document's base and each operation's problem responses; [`closed_sets`]:
+//!   the string properties it declares as enums;
 //! - [`probes`]: the paths no throttle or cap counts (`/healthz`, `/readyz`, `/metrics`);
 //! - [`admin_plane`]: the admin plane's paths, and which listener a request came in on when the
 //!   admin plane has one of its own;
@@ -21,6 +22,7 @@
 //! services, or start-up; it sits below all of them and uses only the configuration.
 
 pub mod admin_plane;
+pub mod closed_sets;
 pub mod envelope;
 pub mod error;
 pub mod json_newline;

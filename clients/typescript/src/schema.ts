@@ -1378,8 +1378,9 @@ export interface components {
              *     record on the vshard `h(tenant, collection, key)` picks) or `range` (each record on the
              *     shard of the greatest `from` `<=` its key).
              * @example hash
+             * @enum {string}
              */
-            distribution: string;
+            distribution: "tenant" | "hash" | "range";
             /** @description For `range`: the ranges in ascending `from` order, the first from `""`; absent otherwise. */
             ranges?: components["schemas"]["RangeView"][] | null;
         };
@@ -1390,8 +1391,9 @@ export interface components {
             /**
              * @description `tenant` (the whole collection on the tenant's home shard), `hash` or `range`.
              * @example tenant
+             * @enum {string}
              */
-            distribution: string;
+            distribution: "tenant" | "hash" | "range";
             /** @description For `range`: the ranges in ascending `from` order; absent otherwise. */
             ranges?: components["schemas"]["RangeView"][] | null;
             /**
@@ -1461,8 +1463,9 @@ export interface components {
             /**
              * @description Tier (default `standard`).
              * @example standard
+             * @enum {string|null}
              */
-            tier?: string | null;
+            tier?: "free" | "standard" | "premium" | null;
             /** @description Pin the tenant to this shard (lookup strategy) instead of hashing it. */
             shard?: string | null;
             rate_limit?: null | components["schemas"]["RateLimit"];
@@ -1542,15 +1545,19 @@ export interface components {
             fields: string[];
             /** @description Whether values are unique. */
             unique: boolean;
-            /** @description `normalized`, `covering` or `full`. */
-            layout: string;
+            /**
+             * @description `normalized`, `covering` or `full`.
+             * @enum {string}
+             */
+            layout: "normalized" | "covering" | "full";
             /** @description Copied fields of a covering index. */
             include: string[];
             /**
              * @description `building` (backfill running; look-ups get 409 `index_building`), `active`, or `failed`
              *     (the build failed, see `failure`; look-ups get 409 `index_failed`).
+             * @enum {string}
              */
-            state: string;
+            state: "building" | "active" | "failed";
             failure?: null | components["schemas"]["IndexFailure"];
             /** @description The backfill job (see `/v1/admin/jobs/{id}`). */
             job?: string | null;
@@ -1568,8 +1575,9 @@ export interface components {
             /**
              * @description `normalized` (a reference to the record; default), `covering` (plus copies of `include`)
              *     or `full` (plus a copy of the record).
+             * @enum {string|null}
              */
-            layout?: string | null;
+            layout?: "normalized" | "covering" | "full" | null;
             /** @description The fields a covering index copies. */
             include?: string[] | null;
         };
@@ -1686,8 +1694,9 @@ export interface components {
             /**
              * @description `read` (GET and HEAD) or `write` (PUT).
              * @example read
+             * @enum {string}
              */
-            permission: string;
+            permission: "read" | "write";
             /**
              * Format: int64
              * @description Lifetime in seconds: default 300, at most `valet.max_expires_in`.
@@ -1715,12 +1724,16 @@ export interface components {
             /**
              * @description `index.backfill`, `index.audit`, `tenant.move`, `vshard.move`, `range.move`,
              *     `collection.redistribute` or `vshards.rebalance`.
+             * @enum {string}
              */
-            kind: string;
+            kind: "index.backfill" | "index.audit" | "tenant.move" | "vshard.move" | "range.move" | "collection.redistribute" | "vshards.rebalance";
             /** @description What it works on (`tenant/collection/index`). */
             target: string;
-            /** @description `running`, `done`, `failed` or `cancelled`. */
-            state: string;
+            /**
+             * @description `running`, `done`, `failed` or `cancelled`.
+             * @enum {string}
+             */
+            state: "running" | "done" | "failed" | "cancelled";
             /**
              * @description Progress. A backfill: `indexed` (entries written so far), `after` (the last record key
              *     done); one that met records the index cannot take also has `too_long` and `duplicates`
@@ -1770,8 +1783,11 @@ export interface components {
         JobLeaseHolder: {
             /** @description The job (`GET /v1/admin/jobs/{id}`). */
             job: string;
-            /** @description Its kind. */
-            kind: string;
+            /**
+             * @description Its kind.
+             * @enum {string}
+             */
+            kind: "index.backfill" | "index.audit" | "tenant.move" | "vshard.move" | "range.move" | "collection.redistribute" | "vshards.rebalance";
             /** @description What it works on. */
             target: string;
             /** @description The instance holding its lease. */
@@ -1835,8 +1851,9 @@ export interface components {
             /**
              * @description The collection's distribution: `tenant`, `hash` or `range`.
              * @example hash
+             * @enum {string}
              */
-            distribution: string;
+            distribution: "tenant" | "hash" | "range";
             /** @description The physical shards it reads, each once. */
             shards: string[];
             /**
@@ -1876,8 +1893,11 @@ export interface components {
         MapShard: {
             /** @description Shard id. */
             id: string;
-            /** @description State. */
-            state: string;
+            /**
+             * @description State.
+             * @enum {string}
+             */
+            state: "active" | "read_only" | "draining" | "offline";
             /**
              * Format: int64
              * @description vshards it owns.
@@ -2006,8 +2026,9 @@ export interface components {
              * @description Its state (`active` shards receive, `draining` ones give everything away, `read_only`
              *     and `offline` ones keep what they have).
              * @example active
+             * @enum {string}
              */
-            state: string;
+            state: "active" | "read_only" | "draining" | "offline";
             /**
              * Format: int64
              * @description Its load now: vshards owned (by count) or bytes stored (by bytes).
@@ -2483,15 +2504,17 @@ export interface components {
             /**
              * @description The collection's distribution (`tenant`: on the tenant's home shard).
              * @example tenant
+             * @enum {string}
              */
-            distribution: string;
+            distribution: "tenant" | "hash" | "range";
             /**
              * @description `lookup` (the tenant is pinned), `hash` (`h(tenant)` picks the vshard), `record_hash`
              *     (the record of a hash-distributed collection: `h(tenant, collection, key)` picks it) or
              *     `range` (the record of a range-distributed collection: the range holding the key).
              * @example hash
+             * @enum {string}
              */
-            strategy: string;
+            strategy: "lookup" | "hash" | "record_hash" | "range";
             /**
              * Format: int32
              * @description The vshard `h(tenant)` picks, or for a record of a distributed collection
@@ -2525,8 +2548,9 @@ export interface components {
             /**
              * @description `active`, `read_only` or `offline`.
              * @example active
+             * @enum {string}
              */
-            state: string;
+            state: "active" | "read_only" | "draining" | "offline";
             /**
              * Format: int64
              * @description vshards it owns.
@@ -2672,8 +2696,11 @@ export interface components {
         SigningKeyInfo: {
             /** @description Key id. */
             id: string;
-            /** @description `current` (signs new keys), `active` (still verifies) or `retired` (verifies nothing). */
-            state: string;
+            /**
+             * @description `current` (signs new keys), `active` (still verifies) or `retired` (verifies nothing).
+             * @enum {string}
+             */
+            state: "current" | "active" | "retired";
             /** @description Creation time, RFC 3339. */
             created_at: string;
             /** @description Retirement time, RFC 3339. */
@@ -2699,8 +2726,9 @@ export interface components {
             /**
              * @description `free`, `standard` or `premium`.
              * @example standard
+             * @enum {string}
              */
-            tier: string;
+            tier: "free" | "standard" | "premium";
             /** @description The tenant's home shard (where its records live). */
             shard?: string | null;
             /** @description Whether the home shard is a pin (lookup) rather than the hash. */
@@ -2854,8 +2882,9 @@ export interface components {
             /**
              * @description The tier.
              * @example free
+             * @enum {string}
              */
-            tier: string;
+            tier: "free" | "standard" | "premium";
             /**
              * @description The quotas in force on every instance (within one catalog poll): `configured`, unless
              *     quotas were set through this API.
@@ -2879,8 +2908,9 @@ export interface components {
             /**
              * @description New state.
              * @example read_only
+             * @enum {string|null}
              */
-            state?: string | null;
+            state?: "active" | "read_only" | "draining" | "offline" | null;
             /**
              * @description New URL of the shard's database: the same database reached another way (a rotated
              *     password, another host name, other TLS parameters). Checked as a registration checks
@@ -2899,8 +2929,11 @@ export interface components {
         UpdateTenant: {
             /** @description New display name. */
             name?: string | null;
-            /** @description New tier. */
-            tier?: string | null;
+            /**
+             * @description New tier.
+             * @enum {string|null}
+             */
+            tier?: "free" | "standard" | "premium" | null;
             rate_limit?: null | components["schemas"]["RateLimit"];
             quotas?: null | components["schemas"]["TenantQuotas"];
         };
@@ -2996,8 +3029,11 @@ export interface components {
              *     is refused with 403).
              */
             url: string;
-            /** @description The method it allows (`GET`, which includes `HEAD`, or `PUT`). */
-            method: string;
+            /**
+             * @description The method it allows (`GET`, which includes `HEAD`, or `PUT`).
+             * @enum {string}
+             */
+            method: "GET" | "PUT";
             /** @description Valid from, RFC 3339 (a little in the past, for clock skew). */
             not_before: string;
             /** @description Valid until, RFC 3339 (exclusive; no grace). */

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.collection_distribution_distribution import CollectionDistributionDistribution
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -27,14 +28,15 @@ class CollectionDistribution:
     """ A collection's distribution.
 
         Attributes:
-            distribution (str): `tenant` (the whole collection on the tenant's home shard; the default), `hash` (each
+            distribution (CollectionDistributionDistribution): `tenant` (the whole collection on the tenant's home shard;
+                the default), `hash` (each
                 record on the vshard `h(tenant, collection, key)` picks) or `range` (each record on the
                 shard of the greatest `from` `<=` its key). Example: hash.
             ranges (list[RangeView] | None | Unset): For `range`: the ranges in ascending `from` order, the first from `""`;
                 absent otherwise.
      """
 
-    distribution: str
+    distribution: CollectionDistributionDistribution
     ranges: list[RangeView] | None | Unset = UNSET
 
 
@@ -43,7 +45,7 @@ class CollectionDistribution:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.range_view import RangeView # noqa: PLC0415
-        distribution = self.distribution
+        distribution = self.distribution.value
 
         ranges: list[dict[str, Any]] | None | Unset
         if isinstance(self.ranges, Unset):
@@ -75,7 +77,10 @@ class CollectionDistribution:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.range_view import RangeView # noqa: PLC0415
         d = dict(src_dict)
-        distribution = d.pop("distribution")
+        distribution = CollectionDistributionDistribution(d.pop("distribution"))
+
+
+
 
         def _parse_ranges(data: object) -> list[RangeView] | None | Unset:
             if data is None:

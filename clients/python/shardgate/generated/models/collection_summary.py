@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.collection_summary_distribution import CollectionSummaryDistribution
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -28,14 +29,14 @@ class CollectionSummary:
 
         Attributes:
             name (str): The collection's name.
-            distribution (str): `tenant` (the whole collection on the tenant's home shard), `hash` or `range`. Example:
-                tenant.
+            distribution (CollectionSummaryDistribution): `tenant` (the whole collection on the tenant's home shard), `hash`
+                or `range`. Example: tenant.
             records (int): Its live records, counted now on the shards that answered.
             ranges (list[RangeView] | None | Unset): For `range`: the ranges in ascending `from` order; absent otherwise.
      """
 
     name: str
-    distribution: str
+    distribution: CollectionSummaryDistribution
     records: int
     ranges: list[RangeView] | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -48,7 +49,7 @@ class CollectionSummary:
         from ..models.range_view import RangeView # noqa: PLC0415
         name = self.name
 
-        distribution = self.distribution
+        distribution = self.distribution.value
 
         records = self.records
 
@@ -86,7 +87,10 @@ class CollectionSummary:
         d = dict(src_dict)
         name = d.pop("name")
 
-        distribution = d.pop("distribution")
+        distribution = CollectionSummaryDistribution(d.pop("distribution"))
+
+
+
 
         records = d.pop("records")
 

@@ -8,6 +8,9 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.create_tenant_tier_type_1 import CreateTenantTierType1
+from ..models.create_tenant_tier_type_2_type_1 import CreateTenantTierType2Type1
+from ..models.create_tenant_tier_type_3_type_1 import CreateTenantTierType3Type1
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -29,14 +32,15 @@ class CreateTenant:
         Attributes:
             id (str): Tenant id: `[a-z0-9][a-z0-9-]{0,62}`. Example: acme.
             name (None | str | Unset): Display name (default: the id).
-            tier (None | str | Unset): Tier (default `standard`). Example: standard.
+            tier (CreateTenantTierType1 | CreateTenantTierType2Type1 | CreateTenantTierType3Type1 | None | Unset): Tier
+                (default `standard`). Example: standard.
             shard (None | str | Unset): Pin the tenant to this shard (lookup strategy) instead of hashing it.
             rate_limit (None | RateLimit | Unset):
      """
 
     id: str
     name: None | str | Unset = UNSET
-    tier: None | str | Unset = UNSET
+    tier: CreateTenantTierType1 | CreateTenantTierType2Type1 | CreateTenantTierType3Type1 | None | Unset = UNSET
     shard: None | str | Unset = UNSET
     rate_limit: None | RateLimit | Unset = UNSET
 
@@ -57,6 +61,12 @@ class CreateTenant:
         tier: None | str | Unset
         if isinstance(self.tier, Unset):
             tier = UNSET
+        elif isinstance(self.tier, CreateTenantTierType1):
+            tier = self.tier.value
+        elif isinstance(self.tier, CreateTenantTierType2Type1):
+            tier = self.tier.value
+        elif isinstance(self.tier, CreateTenantTierType3Type1):
+            tier = self.tier.value
         else:
             tier = self.tier
 
@@ -109,12 +119,42 @@ class CreateTenant:
         name = _parse_name(d.pop("name", UNSET))
 
 
-        def _parse_tier(data: object) -> None | str | Unset:
+        def _parse_tier(data: object) -> CreateTenantTierType1 | CreateTenantTierType2Type1 | CreateTenantTierType3Type1 | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(None | str | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                tier_type_1 = CreateTenantTierType1(data)
+
+
+
+                return tier_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                tier_type_2_type_1 = CreateTenantTierType2Type1(data)
+
+
+
+                return tier_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                tier_type_3_type_1 = CreateTenantTierType3Type1(data)
+
+
+
+                return tier_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(CreateTenantTierType1 | CreateTenantTierType2Type1 | CreateTenantTierType3Type1 | None | Unset, data)
 
         tier = _parse_tier(d.pop("tier", UNSET))
 

@@ -8,6 +8,8 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.index_info_layout import IndexInfoLayout
+from ..models.index_info_state import IndexInfoState
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -30,9 +32,9 @@ class IndexInfo:
             name (str): Index name.
             fields (list[str]): Indexed fields (JSON pointers), in order.
             unique (bool): Whether values are unique.
-            layout (str): `normalized`, `covering` or `full`.
+            layout (IndexInfoLayout): `normalized`, `covering` or `full`.
             include (list[str]): Copied fields of a covering index.
-            state (str): `building` (backfill running; look-ups get 409 `index_building`), `active`, or `failed`
+            state (IndexInfoState): `building` (backfill running; look-ups get 409 `index_building`), `active`, or `failed`
                 (the build failed, see `failure`; look-ups get 409 `index_failed`).
             created_at (str): Creation time, RFC 3339.
             failure (IndexFailure | None | Unset):
@@ -42,9 +44,9 @@ class IndexInfo:
     name: str
     fields: list[str]
     unique: bool
-    layout: str
+    layout: IndexInfoLayout
     include: list[str]
-    state: str
+    state: IndexInfoState
     created_at: str
     failure: IndexFailure | None | Unset = UNSET
     job: None | str | Unset = UNSET
@@ -64,13 +66,13 @@ class IndexInfo:
 
         unique = self.unique
 
-        layout = self.layout
+        layout = self.layout.value
 
         include = self.include
 
 
 
-        state = self.state
+        state = self.state.value
 
         created_at = self.created_at
 
@@ -120,12 +122,18 @@ class IndexInfo:
 
         unique = d.pop("unique")
 
-        layout = d.pop("layout")
+        layout = IndexInfoLayout(d.pop("layout"))
+
+
+
 
         include = cast(list[str], d.pop("include"))
 
 
-        state = d.pop("state")
+        state = IndexInfoState(d.pop("state"))
+
+
+
 
         created_at = d.pop("created_at")
 

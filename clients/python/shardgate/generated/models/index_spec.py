@@ -8,6 +8,9 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.index_spec_layout_type_1 import IndexSpecLayoutType1
+from ..models.index_spec_layout_type_2_type_1 import IndexSpecLayoutType2Type1
+from ..models.index_spec_layout_type_3_type_1 import IndexSpecLayoutType3Type1
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -28,8 +31,8 @@ class IndexSpec:
             field (None | str | Unset): The indexed field, a JSON pointer such as `/email` (or use `fields`).
             fields (list[str] | None | Unset): Several fields, in order, for a composite index (1 to 4).
             unique (bool | Unset): At most one record per value (409 `unique_violation` for a second). Default false.
-            layout (None | str | Unset): `normalized` (a reference to the record; default), `covering` (plus copies of
-                `include`)
+            layout (IndexSpecLayoutType1 | IndexSpecLayoutType2Type1 | IndexSpecLayoutType3Type1 | None | Unset):
+                `normalized` (a reference to the record; default), `covering` (plus copies of `include`)
                 or `full` (plus a copy of the record).
             include (list[str] | None | Unset): The fields a covering index copies.
      """
@@ -37,7 +40,7 @@ class IndexSpec:
     field: None | str | Unset = UNSET
     fields: list[str] | None | Unset = UNSET
     unique: bool | Unset = UNSET
-    layout: None | str | Unset = UNSET
+    layout: IndexSpecLayoutType1 | IndexSpecLayoutType2Type1 | IndexSpecLayoutType3Type1 | None | Unset = UNSET
     include: list[str] | None | Unset = UNSET
 
 
@@ -66,6 +69,12 @@ class IndexSpec:
         layout: None | str | Unset
         if isinstance(self.layout, Unset):
             layout = UNSET
+        elif isinstance(self.layout, IndexSpecLayoutType1):
+            layout = self.layout.value
+        elif isinstance(self.layout, IndexSpecLayoutType2Type1):
+            layout = self.layout.value
+        elif isinstance(self.layout, IndexSpecLayoutType3Type1):
+            layout = self.layout.value
         else:
             layout = self.layout
 
@@ -132,12 +141,42 @@ class IndexSpec:
 
         unique = d.pop("unique", UNSET)
 
-        def _parse_layout(data: object) -> None | str | Unset:
+        def _parse_layout(data: object) -> IndexSpecLayoutType1 | IndexSpecLayoutType2Type1 | IndexSpecLayoutType3Type1 | None | Unset:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(None | str | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                layout_type_1 = IndexSpecLayoutType1(data)
+
+
+
+                return layout_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                layout_type_2_type_1 = IndexSpecLayoutType2Type1(data)
+
+
+
+                return layout_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                layout_type_3_type_1 = IndexSpecLayoutType3Type1(data)
+
+
+
+                return layout_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(IndexSpecLayoutType1 | IndexSpecLayoutType2Type1 | IndexSpecLayoutType3Type1 | None | Unset, data)
 
         layout = _parse_layout(d.pop("layout", UNSET))
 

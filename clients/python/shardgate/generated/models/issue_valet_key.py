@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.issue_valet_key_permission import IssueValetKeyPermission
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -26,7 +27,7 @@ class IssueValetKey:
 
         Attributes:
             path (str): The blob path (as in the blob API, not encoded).
-            permission (str): `read` (GET and HEAD) or `write` (PUT). Example: read.
+            permission (IssueValetKeyPermission): `read` (GET and HEAD) or `write` (PUT). Example: read.
             expires_in (int | None | Unset): Lifetime in seconds: default 300, at most `valet.max_expires_in`.
             content_type (None | str | Unset): Uploads must declare exactly this `Content-Type` (write only).
             max_size (int | None | Unset): Uploads may be at most this many bytes (write only).
@@ -37,7 +38,7 @@ class IssueValetKey:
      """
 
     path: str
-    permission: str
+    permission: IssueValetKeyPermission
     expires_in: int | None | Unset = UNSET
     content_type: None | str | Unset = UNSET
     max_size: int | None | Unset = UNSET
@@ -51,7 +52,7 @@ class IssueValetKey:
     def to_dict(self) -> dict[str, Any]:
         path = self.path
 
-        permission = self.permission
+        permission = self.permission.value
 
         expires_in: int | None | Unset
         if isinstance(self.expires_in, Unset):
@@ -106,7 +107,10 @@ class IssueValetKey:
         d = dict(src_dict)
         path = d.pop("path")
 
-        permission = d.pop("permission")
+        permission = IssueValetKeyPermission(d.pop("permission"))
+
+
+
 
         def _parse_expires_in(data: object) -> int | None | Unset:
             if data is None:

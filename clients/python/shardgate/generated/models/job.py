@@ -8,6 +8,8 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.job_kind import JobKind
+from ..models.job_state import JobState
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -28,10 +30,10 @@ class Job:
 
         Attributes:
             id (str): Job id.
-            kind (str): `index.backfill`, `index.audit`, `tenant.move`, `vshard.move`, `range.move`,
+            kind (JobKind): `index.backfill`, `index.audit`, `tenant.move`, `vshard.move`, `range.move`,
                 `collection.redistribute` or `vshards.rebalance`.
             target (str): What it works on (`tenant/collection/index`).
-            state (str): `running`, `done`, `failed` or `cancelled`.
+            state (JobState): `running`, `done`, `failed` or `cancelled`.
             progress (JobProgress): Progress. A backfill: `indexed` (entries written so far), `after` (the last record key
                 done); one that met records the index cannot take also has `too_long` and `duplicates`
                 (how many) and `offending_keys` (at most 10 of their keys). A tenant move: `phase`
@@ -70,9 +72,9 @@ class Job:
      """
 
     id: str
-    kind: str
+    kind: JobKind
     target: str
-    state: str
+    state: JobState
     progress: JobProgress
     created_at: str
     updated_at: str
@@ -88,11 +90,11 @@ class Job:
         from ..models.job_progress import JobProgress # noqa: PLC0415
         id = self.id
 
-        kind = self.kind
+        kind = self.kind.value
 
         target = self.target
 
-        state = self.state
+        state = self.state.value
 
         progress = self.progress.to_dict()
 
@@ -134,11 +136,17 @@ class Job:
         d = dict(src_dict)
         id = d.pop("id")
 
-        kind = d.pop("kind")
+        kind = JobKind(d.pop("kind"))
+
+
+
 
         target = d.pop("target")
 
-        state = d.pop("state")
+        state = JobState(d.pop("state"))
+
+
+
 
         progress = JobProgress.from_dict(d.pop("progress"))
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.job_lease_holder_kind import JobLeaseHolderKind
 
 
 
@@ -24,14 +25,14 @@ class JobLeaseHolder:
 
         Attributes:
             job (str): The job (`GET /v1/admin/jobs/{id}`).
-            kind (str): Its kind.
+            kind (JobLeaseHolderKind): Its kind.
             target (str): What it works on.
             instance (str): The instance holding its lease.
             until (str): Until when, RFC 3339.
      """
 
     job: str
-    kind: str
+    kind: JobLeaseHolderKind
     target: str
     instance: str
     until: str
@@ -44,7 +45,7 @@ class JobLeaseHolder:
     def to_dict(self) -> dict[str, Any]:
         job = self.job
 
-        kind = self.kind
+        kind = self.kind.value
 
         target = self.target
 
@@ -72,7 +73,10 @@ class JobLeaseHolder:
         d = dict(src_dict)
         job = d.pop("job")
 
-        kind = d.pop("kind")
+        kind = JobLeaseHolderKind(d.pop("kind"))
+
+
+
 
         target = d.pop("target")
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.listing_explanation_distribution import ListingExplanationDistribution
 from typing import cast
 
 
@@ -24,12 +25,13 @@ class ListingExplanation:
     """ The shards a listing reads.
 
         Attributes:
-            distribution (str): The collection's distribution: `tenant`, `hash` or `range`. Example: hash.
+            distribution (ListingExplanationDistribution): The collection's distribution: `tenant`, `hash` or `range`.
+                Example: hash.
             shards (list[str]): The physical shards it reads, each once.
             epoch (int): The map epoch the plan was made on.
      """
 
-    distribution: str
+    distribution: ListingExplanationDistribution
     shards: list[str]
     epoch: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -39,7 +41,7 @@ class ListingExplanation:
 
 
     def to_dict(self) -> dict[str, Any]:
-        distribution = self.distribution
+        distribution = self.distribution.value
 
         shards = self.shards
 
@@ -63,7 +65,10 @@ class ListingExplanation:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        distribution = d.pop("distribution")
+        distribution = ListingExplanationDistribution(d.pop("distribution"))
+
+
+
 
         shards = cast(list[str], d.pop("shards"))
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.map_shard_state import MapShardState
 
 
 
@@ -24,12 +25,12 @@ class MapShard:
 
         Attributes:
             id (str): Shard id.
-            state (str): State.
+            state (MapShardState): State.
             vshards (int): vshards it owns.
      """
 
     id: str
-    state: str
+    state: MapShardState
     vshards: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -40,7 +41,7 @@ class MapShard:
     def to_dict(self) -> dict[str, Any]:
         id = self.id
 
-        state = self.state
+        state = self.state.value
 
         vshards = self.vshards
 
@@ -62,7 +63,10 @@ class MapShard:
         d = dict(src_dict)
         id = d.pop("id")
 
-        state = d.pop("state")
+        state = MapShardState(d.pop("state"))
+
+
+
 
         vshards = d.pop("vshards")
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.planned_load_state import PlannedLoadState
 
 
 
@@ -24,14 +25,14 @@ class PlannedLoad:
 
         Attributes:
             shard (str): The shard.
-            state (str): Its state (`active` shards receive, `draining` ones give everything away, `read_only`
+            state (PlannedLoadState): Its state (`active` shards receive, `draining` ones give everything away, `read_only`
                 and `offline` ones keep what they have). Example: active.
             before (int): Its load now: vshards owned (by count) or bytes stored (by bytes).
             after (int): Its load after the plan, in the same unit.
      """
 
     shard: str
-    state: str
+    state: PlannedLoadState
     before: int
     after: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -43,7 +44,7 @@ class PlannedLoad:
     def to_dict(self) -> dict[str, Any]:
         shard = self.shard
 
-        state = self.state
+        state = self.state.value
 
         before = self.before
 
@@ -68,7 +69,10 @@ class PlannedLoad:
         d = dict(src_dict)
         shard = d.pop("shard")
 
-        state = d.pop("state")
+        state = PlannedLoadState(d.pop("state"))
+
+
+
 
         before = d.pop("before")
 

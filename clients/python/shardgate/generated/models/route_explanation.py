@@ -8,6 +8,8 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.route_explanation_distribution import RouteExplanationDistribution
+from ..models.route_explanation_strategy import RouteExplanationStrategy
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -26,8 +28,10 @@ class RouteExplanation:
 
         Attributes:
             tenant (str): Tenant.
-            distribution (str): The collection's distribution (`tenant`: on the tenant's home shard). Example: tenant.
-            strategy (str): `lookup` (the tenant is pinned), `hash` (`h(tenant)` picks the vshard), `record_hash`
+            distribution (RouteExplanationDistribution): The collection's distribution (`tenant`: on the tenant's home
+                shard). Example: tenant.
+            strategy (RouteExplanationStrategy): `lookup` (the tenant is pinned), `hash` (`h(tenant)` picks the vshard),
+                `record_hash`
                 (the record of a hash-distributed collection: `h(tenant, collection, key)` picks it) or
                 `range` (the record of a range-distributed collection: the range holding the key). Example: hash.
             vshard (int): The vshard `h(tenant)` picks, or for a record of a distributed collection
@@ -40,8 +44,8 @@ class RouteExplanation:
      """
 
     tenant: str
-    distribution: str
-    strategy: str
+    distribution: RouteExplanationDistribution
+    strategy: RouteExplanationStrategy
     vshard: int
     shard: str
     shard_state: str
@@ -57,9 +61,9 @@ class RouteExplanation:
     def to_dict(self) -> dict[str, Any]:
         tenant = self.tenant
 
-        distribution = self.distribution
+        distribution = self.distribution.value
 
-        strategy = self.strategy
+        strategy = self.strategy.value
 
         vshard = self.vshard
 
@@ -107,9 +111,15 @@ class RouteExplanation:
         d = dict(src_dict)
         tenant = d.pop("tenant")
 
-        distribution = d.pop("distribution")
+        distribution = RouteExplanationDistribution(d.pop("distribution"))
 
-        strategy = d.pop("strategy")
+
+
+
+        strategy = RouteExplanationStrategy(d.pop("strategy"))
+
+
+
 
         vshard = d.pop("vshard")
 

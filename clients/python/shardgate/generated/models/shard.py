@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.shard_state import ShardState
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -30,7 +31,7 @@ class Shard:
         Attributes:
             id (str): Shard id.
             engine (str): `sqlite` or `postgres`.
-            state (str): `active`, `read_only` or `offline`. Example: active.
+            state (ShardState): `active`, `read_only` or `offline`. Example: active.
             vshards (int): vshards it owns.
             tenants (int): Tenants whose home it is.
             pinned_tenants (int): Tenants pinned to it.
@@ -57,7 +58,7 @@ class Shard:
 
     id: str
     engine: str
-    state: str
+    state: ShardState
     vshards: int
     tenants: int
     pinned_tenants: int
@@ -82,7 +83,7 @@ class Shard:
 
         engine = self.engine
 
-        state = self.state
+        state = self.state.value
 
         vshards = self.vshards
 
@@ -173,7 +174,10 @@ class Shard:
 
         engine = d.pop("engine")
 
-        state = d.pop("state")
+        state = ShardState(d.pop("state"))
+
+
+
 
         vshards = d.pop("vshards")
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.signing_key_info_state import SigningKeyInfoState
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -26,13 +27,14 @@ class SigningKeyInfo:
 
         Attributes:
             id (str): Key id.
-            state (str): `current` (signs new keys), `active` (still verifies) or `retired` (verifies nothing).
+            state (SigningKeyInfoState): `current` (signs new keys), `active` (still verifies) or `retired` (verifies
+                nothing).
             created_at (str): Creation time, RFC 3339.
             retired_at (None | str | Unset): Retirement time, RFC 3339.
      """
 
     id: str
-    state: str
+    state: SigningKeyInfoState
     created_at: str
     retired_at: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -44,7 +46,7 @@ class SigningKeyInfo:
     def to_dict(self) -> dict[str, Any]:
         id = self.id
 
-        state = self.state
+        state = self.state.value
 
         created_at = self.created_at
 
@@ -74,7 +76,10 @@ class SigningKeyInfo:
         d = dict(src_dict)
         id = d.pop("id")
 
-        state = d.pop("state")
+        state = SigningKeyInfoState(d.pop("state"))
+
+
+
 
         created_at = d.pop("created_at")
 

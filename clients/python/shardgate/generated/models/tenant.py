@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.tenant_tier import TenantTier
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -32,7 +33,7 @@ class Tenant:
         Attributes:
             id (str): Tenant id.
             name (str): Display name.
-            tier (str): `free`, `standard` or `premium`. Example: standard.
+            tier (TenantTier): `free`, `standard` or `premium`. Example: standard.
             pinned (bool): Whether the home shard is a pin (lookup) rather than the hash.
             effective_rate_limit (RateLimit): A rate limit: `per_second` requests per second on average, up to `burst` at
                 once.
@@ -50,7 +51,7 @@ class Tenant:
 
     id: str
     name: str
-    tier: str
+    tier: TenantTier
     pinned: bool
     effective_rate_limit: RateLimit
     effective_quotas: QuotaLimits
@@ -76,7 +77,7 @@ class Tenant:
 
         name = self.name
 
-        tier = self.tier
+        tier = self.tier.value
 
         pinned = self.pinned
 
@@ -163,7 +164,10 @@ class Tenant:
 
         name = d.pop("name")
 
-        tier = d.pop("tier")
+        tier = TenantTier(d.pop("tier"))
+
+
+
 
         pinned = d.pop("pinned")
 

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 from ..models.quota_source import QuotaSource
+from ..models.tier_quotas_tier import TierQuotasTier
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -28,7 +29,7 @@ class TierQuotas:
     """ A tier's quotas.
 
         Attributes:
-            tier (str): The tier. Example: free.
+            tier (TierQuotasTier): The tier. Example: free.
             quotas (QuotaLimits): Quotas: the most a tenant may keep of each part of its usage; `null` (or, in a request, a
                 key
                 left out) is unlimited.
@@ -39,7 +40,7 @@ class TierQuotas:
             updated_at (None | str | Unset): When the quotas were set through this API, RFC 3339 (null: they were not).
      """
 
-    tier: str
+    tier: TierQuotasTier
     quotas: QuotaLimits
     source: QuotaSource
     configured: QuotaLimits
@@ -52,7 +53,7 @@ class TierQuotas:
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.quota_limits import QuotaLimits # noqa: PLC0415
-        tier = self.tier
+        tier = self.tier.value
 
         quotas = self.quotas.to_dict()
 
@@ -86,7 +87,10 @@ class TierQuotas:
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         from ..models.quota_limits import QuotaLimits # noqa: PLC0415
         d = dict(src_dict)
-        tier = d.pop("tier")
+        tier = TierQuotasTier(d.pop("tier"))
+
+
+
 
         quotas = QuotaLimits.from_dict(d.pop("quotas"))
 

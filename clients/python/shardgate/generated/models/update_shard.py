@@ -8,6 +8,9 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.update_shard_state_type_1 import UpdateShardStateType1
+from ..models.update_shard_state_type_2_type_1 import UpdateShardStateType2Type1
+from ..models.update_shard_state_type_3_type_1 import UpdateShardStateType3Type1
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -26,7 +29,8 @@ class UpdateShard:
     first).
 
         Attributes:
-            state (None | str | Unset): New state. Example: read_only.
+            state (None | Unset | UpdateShardStateType1 | UpdateShardStateType2Type1 | UpdateShardStateType3Type1): New
+                state. Example: read_only.
             url (None | str | Unset): New URL of the shard's database: the same database reached another way (a rotated
                 password, another host name, other TLS parameters). Checked as a registration checks
                 one (the same engine, TLS as it asks: 422 `shard_tls_failed`; reachable: 422
@@ -36,7 +40,7 @@ class UpdateShard:
                 password@db-4.internal/shard4.
      """
 
-    state: None | str | Unset = UNSET
+    state: None | Unset | UpdateShardStateType1 | UpdateShardStateType2Type1 | UpdateShardStateType3Type1 = UNSET
     url: None | str | Unset = UNSET
 
 
@@ -47,6 +51,12 @@ class UpdateShard:
         state: None | str | Unset
         if isinstance(self.state, Unset):
             state = UNSET
+        elif isinstance(self.state, UpdateShardStateType1):
+            state = self.state.value
+        elif isinstance(self.state, UpdateShardStateType2Type1):
+            state = self.state.value
+        elif isinstance(self.state, UpdateShardStateType3Type1):
+            state = self.state.value
         else:
             state = self.state
 
@@ -73,12 +83,42 @@ class UpdateShard:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        def _parse_state(data: object) -> None | str | Unset:
+        def _parse_state(data: object) -> None | Unset | UpdateShardStateType1 | UpdateShardStateType2Type1 | UpdateShardStateType3Type1:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(None | str | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                state_type_1 = UpdateShardStateType1(data)
+
+
+
+                return state_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                state_type_2_type_1 = UpdateShardStateType2Type1(data)
+
+
+
+                return state_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                state_type_3_type_1 = UpdateShardStateType3Type1(data)
+
+
+
+                return state_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | UpdateShardStateType1 | UpdateShardStateType2Type1 | UpdateShardStateType3Type1, data)
 
         state = _parse_state(d.pop("state", UNSET))
 

@@ -8,6 +8,9 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.update_tenant_tier_type_1 import UpdateTenantTierType1
+from ..models.update_tenant_tier_type_2_type_1 import UpdateTenantTierType2Type1
+from ..models.update_tenant_tier_type_3_type_1 import UpdateTenantTierType3Type1
 from ..types import UNSET, Unset
 from typing import cast
 
@@ -30,13 +33,13 @@ class UpdateTenant:
 
         Attributes:
             name (None | str | Unset): New display name.
-            tier (None | str | Unset): New tier.
+            tier (None | Unset | UpdateTenantTierType1 | UpdateTenantTierType2Type1 | UpdateTenantTierType3Type1): New tier.
             rate_limit (None | RateLimit | Unset):
             quotas (None | TenantQuotas | Unset):
      """
 
     name: None | str | Unset = UNSET
-    tier: None | str | Unset = UNSET
+    tier: None | Unset | UpdateTenantTierType1 | UpdateTenantTierType2Type1 | UpdateTenantTierType3Type1 = UNSET
     rate_limit: None | RateLimit | Unset = UNSET
     quotas: None | TenantQuotas | Unset = UNSET
 
@@ -56,6 +59,12 @@ class UpdateTenant:
         tier: None | str | Unset
         if isinstance(self.tier, Unset):
             tier = UNSET
+        elif isinstance(self.tier, UpdateTenantTierType1):
+            tier = self.tier.value
+        elif isinstance(self.tier, UpdateTenantTierType2Type1):
+            tier = self.tier.value
+        elif isinstance(self.tier, UpdateTenantTierType3Type1):
+            tier = self.tier.value
         else:
             tier = self.tier
 
@@ -108,12 +117,42 @@ class UpdateTenant:
         name = _parse_name(d.pop("name", UNSET))
 
 
-        def _parse_tier(data: object) -> None | str | Unset:
+        def _parse_tier(data: object) -> None | Unset | UpdateTenantTierType1 | UpdateTenantTierType2Type1 | UpdateTenantTierType3Type1:
             if data is None:
                 return data
             if isinstance(data, Unset):
                 return data
-            return cast(None | str | Unset, data)
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                tier_type_1 = UpdateTenantTierType1(data)
+
+
+
+                return tier_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                tier_type_2_type_1 = UpdateTenantTierType2Type1(data)
+
+
+
+                return tier_type_2_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                tier_type_3_type_1 = UpdateTenantTierType3Type1(data)
+
+
+
+                return tier_type_3_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Unset | UpdateTenantTierType1 | UpdateTenantTierType2Type1 | UpdateTenantTierType3Type1, data)
 
         tier = _parse_tier(d.pop("tier", UNSET))
 

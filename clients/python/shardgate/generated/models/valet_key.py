@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..models.valet_key_method import ValetKeyMethod
 
 
 
@@ -27,7 +28,7 @@ class ValetKey:
             url (str): The signed URL: no other credential is needed. Opaque: use it exactly as issued (its
                 query is signed, and a URL taken apart and rebuilt, re-encoded or with a parameter added,
                 is refused with 403).
-            method (str): The method it allows (`GET`, which includes `HEAD`, or `PUT`).
+            method (ValetKeyMethod): The method it allows (`GET`, which includes `HEAD`, or `PUT`).
             not_before (str): Valid from, RFC 3339 (a little in the past, for clock skew).
             expires_at (str): Valid until, RFC 3339 (exclusive; no grace).
             key_id (str): The signing key's id.
@@ -35,7 +36,7 @@ class ValetKey:
 
     id: str
     url: str
-    method: str
+    method: ValetKeyMethod
     not_before: str
     expires_at: str
     key_id: str
@@ -50,7 +51,7 @@ class ValetKey:
 
         url = self.url
 
-        method = self.method
+        method = self.method.value
 
         not_before = self.not_before
 
@@ -81,7 +82,10 @@ class ValetKey:
 
         url = d.pop("url")
 
-        method = d.pop("method")
+        method = ValetKeyMethod(d.pop("method"))
+
+
+
 
         not_before = d.pop("not_before")
 

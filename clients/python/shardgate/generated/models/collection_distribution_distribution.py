@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+class CollectionDistributionDistribution(StrEnum):
+    HASH = "hash"
+    RANGE = "range"
+    TENANT = "tenant"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,9 @@
+from enum import StrEnum
+
+class TenantTier(StrEnum):
+    FREE = "free"
+    PREMIUM = "premium"
+    STANDARD = "standard"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+class UpdateShardStateType2Type1(StrEnum):
+    ACTIVE = "active"
+    DRAINING = "draining"
+    OFFLINE = "offline"
+    READ_ONLY = "read_only"
+
+    def __str__(self) -> str:
+        return str(self.value)
