@@ -35,14 +35,11 @@ pub mod claims;
 mod clock;
 pub mod config;
 mod error;
-pub mod fanout;
 pub mod humantime_serde;
 pub mod ids;
 pub mod map;
 pub mod moves;
-pub mod pools;
 pub mod router;
-pub mod startup;
 pub mod storage;
 pub mod topology;
 pub mod usage;
@@ -50,6 +47,7 @@ pub mod usage;
 // The paths the crates above have used since before the rooms.
 pub use map::hash;
 pub use moves::{copy, job, mover, rebalance, rebalancer, redistribute};
+pub use router::{fanout, pools, startup};
 pub use storage::{batch, blobs, db, health, pg_tls, records, registration, shard, sql_comment};
 
 pub use batch::BatchingConfig;

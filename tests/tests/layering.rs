@@ -78,7 +78,7 @@ const ROOMS: [(&str, &[&[&str]]); 2] = [
             &["map"],
             &["storage", "error"],
             &["catalog"],
-            &["config", "pools", "router", "fanout", "topology", "startup", "usage"],
+            &["config", "router", "topology", "usage"],
             &["moves"],
             &["balance"],
             &["check"],

@@ -6,8 +6,15 @@
 //! [`crate::fanout`].
 //!
 //! It does not change the topology: registering shards, tenants and distributions is
-//! [`crate::topology`]'s, start-up is `startup.rs`'s; both change the state held here under
+//! [`crate::topology`]'s, start-up is [`startup`]'s; both change the state held here under
 //! `ShardRouter::lock_admin`. It knows nothing of the jobs that move data.
+//!
+//! The router's room: [`ShardRouter`] here, listings across shards ([`fanout`]), the shard pools
+//! ([`pools`]) and opening the router with its migrations ([`startup`]).
+
+pub mod fanout;
+pub mod pools;
+pub mod startup;
 
 use std::sync::Arc;
 use std::time::Duration;
