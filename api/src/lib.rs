@@ -17,10 +17,13 @@
 //! - [`app`]: the state every handler shares;
 //! - [`observability`]: logs and metrics;
 //! - [`startup`]: configuration, the command line, and the assembly of the rest into a running
-//!   gateway or standalone gatekeeper.
+//!   gateway or standalone gatekeeper;
+//! - [`cli`]: `shardgate admin`, the operator's command line: a client of the admin API over
+//!   HTTP, using no other room.
 
 pub mod app;
 pub mod blobs;
+pub mod cli;
 pub mod config;
 pub mod observability;
 pub mod routes;

@@ -14,8 +14,8 @@ async fn main() -> std::process::ExitCode {
         Err(e) => {
             eprintln!("error: {e:#}");
             // `shardgate admin` tells a refused request from a failed gateway by its exit code.
-            e.downcast_ref::<shardgate_api::startup::admin::Failure>()
-                .map_or(std::process::ExitCode::FAILURE, shardgate_api::startup::admin::Failure::exit_code)
+            e.downcast_ref::<shardgate_api::cli::Failure>()
+                .map_or(std::process::ExitCode::FAILURE, shardgate_api::cli::Failure::exit_code)
         }
     }
 }

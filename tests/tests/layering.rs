@@ -87,6 +87,8 @@ const ROOMS: [(&str, &[&[&str]]); 2] = [
     (
         "api",
         &[
+            // The admin CLI: a client of the API over HTTP, using nothing of the server.
+            &["cli"],
             &["config"],
             &["wire"],
             &["observability"],

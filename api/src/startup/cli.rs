@@ -11,9 +11,9 @@ use shardgate_gatekeeper::{KeyAlgorithm, KeySources, Scope, Scopes, TokenRequest
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::db::humantime_serde::parse_duration;
 
+use crate::cli::AdminArgs;
 use crate::config::{Config, GatekeeperConfig, Loaded, warn_unknown_env};
 use crate::observability::telemetry;
-use crate::startup::admin::AdminArgs;
 use crate::startup::application::{Application, openapi_document};
 use crate::startup::embedded::{DataDirLock, EMBEDDED_ISSUER, load_secret};
 use crate::startup::gatekeeper_proxy::Gatekeeper;

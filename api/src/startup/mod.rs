@@ -2,8 +2,7 @@
 //! every other room into a running process.
 //!
 //! - [`cli`]: the `shardgate` command line (`serve`, `gatekeeper`, `migrate`, `token`, `openapi`,
-//!   `probe`, `admin`, `check`);
-//! - [`admin`]: `shardgate admin`, the operator's command line over the public admin API;
+//!   `probe`, `admin`, which runs [`crate::cli`], and `check`);
 //! - [`check`]: `shardgate check`, the consistency check of a restored fleet and its report;
 //! - [`embedded`]: the embedded default's data directory (its generated secret, its lock);
 //! - [`application`]: the gateway: builds the state, binds the listeners, assembles the routes
@@ -18,7 +17,6 @@
 //! The top room: it may use every other, and no other room uses it. The configuration it reads
 //! is the lowest room, [`crate::config`].
 
-pub mod admin;
 pub mod application;
 pub mod check;
 pub mod cli;

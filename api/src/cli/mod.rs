@@ -2,6 +2,9 @@
 //! (`/v1/admin/...`), so that everything it does is also what a script or the console can do,
 //! and audited the same. It never opens a database.
 //!
+//! A room of its own: an HTTP client of the API, it uses no other room of the crate (the
+//! command line in [`crate::startup::cli`] runs it).
+//!
 //! - [`client`]: the gateway's URL, the token from `SHARDGATE_TOKEN`, problems as [`Failure`]s;
 //! - [`output`]: `--json` (the API's JSON as-is) or tables and fields for people;
 //! - [`progress`]: `--wait`, following a job with a bar or lines on standard error;
