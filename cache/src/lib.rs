@@ -264,9 +264,23 @@ impl RecordCache {
     }
 
     /// The cache key of a record (includes the generation).
+    ///
+    /// `<prefix>:<generation>:r:<tenant>:<collection>:<key>`, built without the formatting
+    /// machinery (every record read and write makes one).
     pub fn record_key(&self, tenant: &str, collection: &str, key: &str) -> String {
         let generation = self.generation.load(Ordering::Acquire);
-        format!("{}:{generation}:r:{tenant}:{collection}:{key}", self.config.key_prefix)
+        let prefix = &self.config.key_prefix;
+        let mut cache_key = String::with_capacity(prefix.len() + tenant.len() + collection.len() + key.len() + 26);
+        cache_key.push_str(prefix);
+        cache_key.push(':');
+        cache_key.push_str(itoa::Buffer::new().format(generation));
+        cache_key.push_str(":r:");
+        cache_key.push_str(tenant);
+        cache_key.push(':');
+        cache_key.push_str(collection);
+        cache_key.push(':');
+        cache_key.push_str(key);
+        cache_key
     }
 
     /// `cache_key` ([`RecordCache::record_key`]) under the generation in use now, if the

@@ -243,15 +243,38 @@ impl Subject<'_> {
 
     /// The bucket's key. The limit is part of it: a changed limit starts with a full burst
     /// instead of inheriting a debt measured in the old limit's intervals.
+    ///
+    /// `<prefix>:t:<per second>:<burst>:<tenant>`, `<prefix>:p:<per second>:<burst>:<issuer's
+    /// length>:<issuer>:<subject>` or `<prefix>:ip:<per second>:<burst>:<address>`, built without
+    /// the formatting machinery (every request makes one).
     fn key(&self, prefix: &str, limit: RateLimit) -> String {
         let RateLimit { per_second, burst } = limit;
+        let mut key = String::with_capacity(prefix.len() + 64);
+        key.push_str(prefix);
+        key.push_str(match self {
+            Subject::Tenant(_) => ":t:",
+            Subject::Principal(..) => ":p:",
+            Subject::Client(_) => ":ip:",
+        });
+        key.push_str(itoa::Buffer::new().format(per_second));
+        key.push(':');
+        key.push_str(itoa::Buffer::new().format(burst));
+        key.push(':');
         match self {
-            Subject::Tenant(tenant) => format!("{prefix}:t:{per_second}:{burst}:{tenant}"),
+            Subject::Tenant(tenant) => key.push_str(tenant),
             Subject::Principal(issuer, subject) => {
-                format!("{prefix}:p:{per_second}:{burst}:{}:{issuer}:{subject}", issuer.len())
+                key.push_str(itoa::Buffer::new().format(issuer.len()));
+                key.push(':');
+                key.push_str(issuer);
+                key.push(':');
+                key.push_str(subject);
             }
-            Subject::Client(ip) => format!("{prefix}:ip:{per_second}:{burst}:{ip}"),
+            Subject::Client(ip) => {
+                use std::fmt::Write as _;
+                let _ = write!(key, "{ip}");
+            }
         }
+        key
     }
 }
 
@@ -291,14 +314,32 @@ impl Decision {
 
     /// The `RateLimit-Policy` header value (IETF httpapi rate-limit fields, structured list).
     pub fn policy_header(&self, name: &str) -> String {
-        format!("\"{name}\";q={};w={}", self.limit.burst, self.limit.window_secs())
+        structured_item(name, ('q', u64::from(self.limit.burst)), ('w', self.limit.window_secs()))
     }
 
     /// The `RateLimit` header value: remaining quota and seconds until it is whole again.
     pub fn state_header(&self, name: &str) -> String {
         let reset = if self.admitted { self.reset } else { self.retry_after };
-        format!("\"{name}\";r={};t={}", self.remaining, reset.as_micros().div_ceil(1_000_000))
+        let reset_secs = u64::try_from(reset.as_micros().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        structured_item(name, ('r', self.remaining), ('t', reset_secs))
     }
+}
+
+/// `"<name>";<a>=<n>;<b>=<m>`: a structured-field item of the rate-limit headers, built without
+/// the formatting machinery (every response carries two).
+fn structured_item(name: &str, (a, n): (char, u64), (b, m): (char, u64)) -> String {
+    let mut item = String::with_capacity(name.len() + 48);
+    item.push('"');
+    item.push_str(name);
+    item.push_str("\";");
+    item.push(a);
+    item.push('=');
+    item.push_str(itoa::Buffer::new().format(n));
+    item.push(';');
+    item.push(b);
+    item.push('=');
+    item.push_str(itoa::Buffer::new().format(m));
+    item
 }
 
 /// Boxed future of a shared-store answer.
@@ -598,6 +639,17 @@ mod tests {
     use super::*;
 
     const LIMIT: RateLimit = RateLimit { per_second: 10, burst: 5 };
+
+    /// The keys name the subject and the limit, each kind apart (the principal's issuer by its
+    /// length too, so no issuer and subject pair reads as another).
+    #[test]
+    fn a_bucket_key_names_its_subject_and_its_limit() {
+        let limit = RateLimit { per_second: 1000, burst: 2000 };
+        assert_eq!(Subject::Tenant("acme").key("rl", limit), "rl:t:1000:2000:acme");
+        assert_eq!(Subject::Principal("https://idp", "op:1").key("rl", limit), "rl:p:1000:2000:11:https://idp:op:1");
+        assert_eq!(Subject::Client("::1".parse().unwrap()).key("rl", limit), "rl:ip:1000:2000:::1");
+        assert_eq!(Subject::Client("10.0.0.7".parse().unwrap()).key("x", LIMIT), "x:ip:10:5:10.0.0.7");
+    }
 
     #[test]
     fn a_quiet_subject_gets_its_burst_then_one_request_per_interval() {
