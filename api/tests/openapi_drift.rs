@@ -180,3 +180,16 @@ fn every_closed_set_is_an_enum() {
         assert!(schemas[schema]["properties"].get(name).is_some(), "{declared} is not in the document");
     }
 }
+
+/// A blob is downloaded with the media type it was stored with, whatever that was: the document
+/// says so rather than naming one type the answer may not have.
+#[test]
+fn a_blob_download_answers_any_media_type() {
+    let doc = document();
+    for (path, method) in [("/v1/tenants/{tenant}/blobs/{path}", "get"), ("/valet/{tenant}/{path}", "get")] {
+        for status in ["200", "206"] {
+            let content = doc["paths"][path][method]["responses"][status]["content"].as_object().unwrap();
+            assert_eq!(content.keys().collect::<Vec<_>>(), ["*/*"], "{method} {path} {status}");
+        }
+    }
+}

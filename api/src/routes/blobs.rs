@@ -131,8 +131,8 @@ errors!(GetBlobErrors:
         ("If-Range" = Option<String>, Header, description = "Quoted ETag: honour `Range` only if it still matches"),
     ),
     responses(
-        (status = 200, description = "The blob", body = Binary, content_type = "application/octet-stream", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
-        (status = 206, description = "The requested range", body = Binary, content_type = "application/octet-stream", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
+        (status = 200, description = "The blob, with the media type it was stored with", body = Binary, content_type = "*/*", headers(("ETag" = String), ("Accept-Ranges" = String), ("Content-Length" = u64))),
+        (status = 206, description = "The requested range, with the media type the blob was stored with", body = Binary, content_type = "*/*", headers(("Content-Range" = String, description = "`bytes first-last/size`"))),
         (status = 304, description = "Not modified"),
         GetBlobErrors,
     )

@@ -81,8 +81,8 @@ errors!(ValetGetErrors:
 /// Send the URL exactly as it was issued: its `sg-` parameters are signed, and any change to one
 /// fails the signature.
 #[utoipa::path(get, path = "/valet/{tenant}/{*path}", params(ValetRoute, ValetQuery), responses(
-    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one; active content such as HTML, SVG or scripts as an attachment unless the key signed a disposition, always with `Content-Security-Policy: sandbox`)", body = Binary, content_type = "application/octet-stream"),
-    (status = 206, description = "The requested range", body = Binary, content_type = "application/octet-stream"),
+    (status = 200, description = "The blob (with `Content-Disposition` when the key sets one; active content such as HTML, SVG or scripts as an attachment unless the key signed a disposition, always with `Content-Security-Policy: sandbox`)", body = Binary, content_type = "*/*"),
+    (status = 206, description = "The requested range, with the media type the blob was stored with", body = Binary, content_type = "*/*"),
     (status = 304, description = "Not modified"),
     ValetGetErrors,
 ))]

@@ -8516,7 +8516,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The blob */
+            /** @description The blob, with the media type it was stored with */
             200: {
                 headers: {
                     "Accept-Ranges"?: string;
@@ -8527,10 +8527,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": components["schemas"]["Binary"];
+                    "*/*": components["schemas"]["Binary"];
                 };
             };
-            /** @description The requested range */
+            /** @description The requested range, with the media type the blob was stored with */
             206: {
                 headers: {
                     /** @description `bytes first-last/size` */
@@ -8540,7 +8540,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": components["schemas"]["Binary"];
+                    "*/*": components["schemas"]["Binary"];
                 };
             };
             /** @description Not modified */
@@ -10649,10 +10649,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": components["schemas"]["Binary"];
+                    "*/*": components["schemas"]["Binary"];
                 };
             };
-            /** @description The requested range */
+            /** @description The requested range, with the media type the blob was stored with */
             206: {
                 headers: {
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
@@ -10660,7 +10660,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/octet-stream": components["schemas"]["Binary"];
+                    "*/*": components["schemas"]["Binary"];
                 };
             };
             /** @description Not modified */
