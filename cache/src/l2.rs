@@ -7,9 +7,8 @@
 //! before it reaches the shard (`w:<version>:<writers>`, counting the writers in progress) and
 //! ends the mark with its invalidation; no fill takes a marked key. Both publish on the
 //! invalidation channel in the same script. The ends of writes whose marks are held are sent in
-//! batches, one call for all the writes that ended while the previous batch was on its way. The
-//! scripts read only the first 64 bytes of a slot (its kind and version), never a cached record's
-//! body.
+//! batches, one call for all the writes that ended while the previous batch was on its way. The scripts read only the
+//! first 64 bytes of a slot (its kind and version), never a cached record's body.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,7 +18,6 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use crate::PendingEnd;
 use crate::entry::Slot;
 use crate::redis_endpoint::{RedisConfigError, RedisEndpoint};
 
@@ -53,15 +51,15 @@ redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1
 ";
 
-/// Writes ended: `KEYS` their keys, `ARGV[1]` the channel, then for each key two arguments: the
-/// version the write ended at (0: it changed nothing) and the marker's TTL in ms. Each end
-/// publishes `<version> <key>`. A key's last writer's end leaves a marker at the newest version; others
+/// Writes ended: `KEYS` their keys, `ARGV[1]` the channel, then for each key three arguments:
+/// the version the write ended at (0: it changed nothing), the marker's TTL in ms and the
+/// message to publish. A key's last writer's end leaves a marker at the newest version; others
 /// keep the mark (and its TTL) with one writer fewer. One key or many: a batch of ends
 /// (`RecordCache::send_ends`) is one call.
 const END_WRITES: &str = r"
 for i, key in ipairs(KEYS) do
-  local v = tonumber(ARGV[i * 2])
-  redis.call('PUBLISH', ARGV[1], ARGV[i * 2] .. ' ' .. key)
+  local v = tonumber(ARGV[i * 3 - 1])
+  redis.call('PUBLISH', ARGV[1], ARGV[i * 3 + 1])
   local cur = redis.call('GETRANGE', key, 0, 63)
   local marker = true
   if cur ~= '' then
@@ -78,7 +76,7 @@ for i, key in ipairs(KEYS) do
       marker = false
     end
   end
-  if marker then redis.call('SET', key, 'm:' .. v, 'PX', ARGV[i * 2 + 1]) end
+  if marker then redis.call('SET', key, 'm:' .. v, 'PX', ARGV[i * 3]) end
 end
 return #KEYS
 ";
@@ -257,15 +255,16 @@ impl L2 {
         Ok(())
     }
 
-    /// Ends the writes `ends` in one call (version 0: the write changed nothing). Version-guarded,
-    /// each leaves a marker living its TTL (or the mark, if other writes of the key are in
-    /// progress) and publishes `<version> <key>` on `channel`.
-    pub async fn end_writes(&self, ends: &[PendingEnd], channel: &str) -> Result<(), Unavailable> {
+    /// Ends the writes `ends` in one call: each `(key, version, marker TTL, message)`, version 0
+    /// when the write changed nothing. Version-guarded, each leaves a marker living its TTL (or
+    /// the mark, if other writes of the key are in progress) and publishes its message on
+    /// `channel`.
+    pub async fn end_writes(&self, ends: &[(&str, i64, Duration, &str)], channel: &str) -> Result<(), Unavailable> {
         let mut conn = self.connection()?;
         let mut invocation = self.end_writes.prepare_invoke();
         invocation.arg(channel);
-        for end in ends {
-            invocation.key(&end.key).arg(end.version).arg(end.marker_ttl.as_millis().max(1) as u64);
+        for (key, version, ttl, message) in ends {
+            invocation.key(*key).arg(*version).arg(ttl.as_millis().max(1) as u64).arg(*message);
         }
         let _: i64 = self.run(invocation.invoke_async(&mut conn)).await?;
         Ok(())

@@ -12,10 +12,10 @@
 //!   ends the write ([`RecordCache::end_write`]) with the new version, which leaves a *marker*
 //!   at that version in L1 and L2 and tells other instances. A write whose mark is held in L2
 //!   may be answered once L1 has its end ([`RecordCache::end_marked_write`]), the L2 part sent
-//!   later with other writes' ends ([`RecordCache::send_ends`]): the mark covers the key until
-//!   then. A marker says "anything older is stale": a slow reader that loaded an older version
-//!   cannot store it (Redis compares versions in a Lua script; L1 does the same under moka's
-//!   per-key compute). Markers live `max(ttl, 60 s)`, longer than any load can take.
+//!   later with other writes' ends ([`RecordCache::send_ends`]): the mark covers the key until then. A marker says "anything older is
+//!   stale": a slow reader that loaded an older version cannot store it (Redis compares
+//!   versions in a Lua script; L1 does the same under moka's per-key compute). Markers live
+//!   `max(ttl, 60 s)`, longer than any load can take.
 //! - While a key is marked, reads go to the shard and nothing is cached. An instance that dies
 //!   between the shard's commit and the end of the write (or a write whose outcome is unknown)
 //!   leaves the mark until it expires (`cache.write_mark_ttl`, longer than a write can take),
@@ -136,6 +136,7 @@ pub struct PendingEnd {
     key: String,
     version: i64,
     marker_ttl: Duration,
+    message: String,
 }
 
 /// The first word of the invalidation message announcing a write mark (the others carry a
@@ -438,14 +439,15 @@ impl RecordCache {
             l1.invalidate(cache_key, version, marker_ttl).await;
         }
         self.l2.as_ref()?;
-        Some(PendingEnd { key: cache_key.to_owned(), version, marker_ttl })
+        Some(PendingEnd { message: format!("{version} {cache_key}"), key: cache_key.to_owned(), version, marker_ttl })
     }
 
     /// Sends the ends of writes ([`RecordCache::end_marked_write`]) to Redis, all in one call.
     /// `Err` if Redis could not be reached: the marks are left to expire.
     pub async fn send_ends(&self, ends: &[PendingEnd]) -> Result<(), InvalidationFailed> {
         let Some(l2) = &self.l2 else { return Ok(()) };
-        l2.end_writes(ends, &self.invalidation_channel).await.map_err(|_| {
+        let ends: Vec<_> = ends.iter().map(|e| (e.key.as_str(), e.version, e.marker_ttl, e.message.as_str())).collect();
+        l2.end_writes(&ends, &self.invalidation_channel).await.map_err(|_| {
             self.metrics.errors.inc();
             InvalidationFailed
         })
