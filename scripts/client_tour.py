@@ -55,6 +55,13 @@ def check(what, response, status, model=None):
     return response.parsed
 
 
+def check_problem(what, response, status, code):
+    """`check` of a refusal: fails the tour unless `response` is a Problem of `status` and `code`."""
+    problem = check(what, response, status, Problem)
+    assert problem.code == code, problem
+    return problem
+
+
 def main(base, admin_token, shardgate, data_dir):
     admin = AuthenticatedClient(base_url=base, token=admin_token, raise_on_unexpected_status=True)
 
@@ -108,13 +115,12 @@ def main(base, admin_token, shardgate, data_dir):
         RecordEnvelope,
     )
     assert updated.version == 2, updated
-    stale = check(
+    check_problem(
         "a stale If-Match is refused",
         put_record.sync_detailed("demo", "orders", "order-1", client=demo, body=update, if_match='"1"'),
         HTTPStatus.PRECONDITION_FAILED,
-        Problem,
+        "precondition_failed",
     )
-    assert stale.code == "precondition_failed", stale
 
     got = check(
         "get order-1",
@@ -129,13 +135,12 @@ def main(base, admin_token, shardgate, data_dir):
         HTTPStatus.OK,
     )
     assert [item.key for item in page.items] == ["order-1", "order-2"], page
-    missing = check(
+    check_problem(
         "a missing record is a problem",
         get_record.sync_detailed("demo", "orders", "nope", client=demo),
         HTTPStatus.NOT_FOUND,
-        Problem,
+        "record_not_found",
     )
-    assert missing.code == "record_not_found", missing
 
     # An index table: look records up by another field without a fan-out.
     check(
@@ -214,13 +219,12 @@ def main(base, admin_token, shardgate, data_dir):
         HTTPStatus.CREATED,
         Tenant,
     )
-    refused = check(
+    check_problem(
         "another tenant's records are refused",
         get_record.sync_detailed("other", "orders", "order-1", client=demo),
         HTTPStatus.NOT_FOUND,
-        Problem,
+        "tenant_not_found",
     )
-    assert refused.code == "tenant_not_found", refused
     print(f"the tour ran green through the generated client: {STEPS} checked steps")
 
 
