@@ -10,15 +10,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine;
+use kustomize::render;
 use serde_json::Value;
 use shardgate_api::config::{Config, GatekeeperConfig};
 use shared_catalog::Databases;
 use support::Process;
 
+mod kustomize;
 #[expect(dead_code, reason = "the test issuer's tokens are not used: the manifests name their own issuer")]
 mod shared_catalog;
 #[expect(dead_code, reason = "these stories use part of the process harness")]
@@ -26,23 +27,6 @@ mod support;
 
 fn kubernetes_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes")
-}
-
-/// `kubectl kustomize <dir>`, as JSON values.
-fn render(dir: &Path) -> Vec<Value> {
-    let output = Command::new("kubectl").arg("kustomize").arg(dir).output().unwrap_or_else(|e| {
-        panic!("kubectl is needed to render {} ({e}): scripts/kubectl.sh installs it", dir.display())
-    });
-    assert!(
-        output.status.success(),
-        "kubectl kustomize {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_yaml::Deserializer::from_slice(&output.stdout)
-        .map(|document| <Value as serde::Deserialize>::deserialize(document).unwrap())
-        .filter(|object| !object.is_null())
-        .collect()
 }
 
 fn object<'a>(objects: &'a [Value], kind: &str, name_prefix: &str) -> &'a Value {

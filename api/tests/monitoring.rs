@@ -20,9 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use kustomize::render;
 use serde_json::Value;
 use support::{Process, finish, shardgate};
 
+mod kustomize;
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 /// Families a fresh gateway does not show, and the source file that exports each (the test checks
@@ -56,23 +59,6 @@ fn alerts() -> Value {
 /// Every rule of `alerts.yaml`.
 fn rules(alerts: &Value) -> Vec<&Value> {
     alerts["groups"].as_array().expect("groups").iter().flat_map(|g| g["rules"].as_array().expect("rules")).collect()
-}
-
-/// `kubectl kustomize <dir>`, as JSON values.
-fn render(dir: &Path) -> Vec<Value> {
-    let output = Command::new("kubectl").arg("kustomize").arg(dir).output().unwrap_or_else(|e| {
-        panic!("kubectl is needed to render {} ({e}): scripts/kubectl.sh installs it", dir.display())
-    });
-    assert!(
-        output.status.success(),
-        "kubectl kustomize {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_yaml::Deserializer::from_slice(&output.stdout)
-        .map(|document| <Value as serde::Deserialize>::deserialize(document).unwrap())
-        .filter(|object| !object.is_null())
-        .collect()
 }
 
 const PROMETHEUS_RULE_HEADER: &str = "\
