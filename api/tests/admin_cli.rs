@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use support::{Process, finish, shardgate};
 
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 /// A gateway on the embedded default, and an admin token for it.

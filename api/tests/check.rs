@@ -13,6 +13,7 @@ use sqlx::{AnyConnection, Connection};
 use support::{Process, finish, shardgate};
 
 mod shared_catalog;
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 use shared_catalog::{Databases, token};
@@ -22,6 +23,22 @@ use shared_catalog::{Databases, token};
 enum Engine {
     Sqlite,
     Postgres,
+}
+
+/// A test on each engine: `$sqlite` runs `$story(Engine::Sqlite)`, `$postgres` runs
+/// `$story(Engine::Postgres)`.
+macro_rules! on_each_engine {
+    ($story:ident: $sqlite:ident, $postgres:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $sqlite() {
+            $story(Engine::Sqlite).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $postgres() {
+            $story(Engine::Postgres).await;
+        }
+    };
 }
 
 /// A fleet built through the gateway and stopped: its data directory, the environment its
@@ -83,20 +100,10 @@ impl Fleet {
             .await
             .unwrap();
         assert_eq!(index.status(), 201, "defining the index");
-        until(Duration::from_secs(15), async || {
-            let info: Value = client
-                .get(format!("{base}/v1/tenants/acme/collections/users/indexes/by-town"))
-                .bearer_auth(&acme)
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            (info["state"] == "active").then_some(())
-        })
-        .await
-        .expect("the index becomes active");
+        let by_town = format!("{base}/v1/tenants/acme/collections/users/indexes/by-town");
+        json_until(&client, &by_town, &acme, 15, |info| info["state"] == "active")
+            .await
+            .expect("the index becomes active");
         for (tenant, key, town) in
             [("acme", "u1", "Oslo"), ("acme", "u2", "Bergen"), ("beta", "b1", "x"), ("mover", "m1", "y")]
         {
@@ -120,28 +127,14 @@ impl Fleet {
         assert!(blob.status().is_success(), "storing a blob: {}", blob.status());
 
         let route = async |tenant: &str| {
-            let route: Value = client
-                .get(format!("{base}/v1/admin/route?tenant={tenant}&collection=users&key=k"))
-                .bearer_auth(&admin)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let route = gateway
+                .get_json(&client, &format!("/v1/admin/route?tenant={tenant}&collection=users&key=k"), &admin)
+                .await;
             (route["shard"].as_str().unwrap().to_owned(), u32::try_from(route["vshard"].as_u64().unwrap()).unwrap())
         };
         let (acme_home, beta_home) = (route("acme").await, route("beta").await);
         let (mover_home, _) = route("mover").await;
-        let map: Value = client
-            .get(format!("{base}/v1/admin/shard-map"))
-            .bearer_auth(&admin)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let map = gateway.get_json(&client, "/v1/admin/shard-map", &admin).await;
         let to = map["shards"]
             .as_array()
             .unwrap()
@@ -160,17 +153,8 @@ impl Fleet {
             .await
             .unwrap();
         let job = started["id"].as_str().unwrap_or_else(|| panic!("a move job: {started}")).to_owned();
-        until(Duration::from_secs(30), async || {
-            let job: Value = client
-                .get(format!("{base}/v1/admin/jobs/{job}"))
-                .bearer_auth(&admin)
-                .send()
-                .await
-                .ok()?
-                .json()
-                .await
-                .ok()?;
-            (job["progress"]["phase"] == wait_for).then_some(())
+        json_until(&client, &format!("{base}/v1/admin/jobs/{job}"), &admin, 30, |job| {
+            job["progress"]["phase"] == wait_for
         })
         .await
         .unwrap_or_else(|| panic!("the move reaches its {wait_for} phase"));
@@ -210,11 +194,10 @@ impl Fleet {
 
     /// The URL the catalog registers for `shard`.
     async fn shard_url(&self, shard: &str) -> String {
-        let mut conn = AnyConnection::connect(&self.catalog_url).await.unwrap();
-        let url: String =
-            sqlx::query_scalar("SELECT url FROM shards WHERE id = $1").bind(shard).fetch_one(&mut conn).await.unwrap();
-        conn.close().await.unwrap();
-        url
+        connected(&self.catalog_url, async |conn| {
+            sqlx::query_scalar("SELECT url FROM shards WHERE id = $1").bind(shard).fetch_one(conn).await.unwrap()
+        })
+        .await
     }
 
     /// Runs `sql` (statements separated by `;`) on `shard`'s database.
@@ -224,11 +207,15 @@ impl Fleet {
 
     /// The shard ids the catalog registers.
     async fn shard_ids(&self) -> Vec<String> {
-        let mut conn = AnyConnection::connect(&self.catalog_url).await.unwrap();
-        let ids: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM shards ORDER BY id").fetch_all(&mut conn).await.unwrap();
-        conn.close().await.unwrap();
-        ids
+        connected(&self.catalog_url, async |conn| {
+            sqlx::query_scalar("SELECT id FROM shards ORDER BY id").fetch_all(conn).await.unwrap()
+        })
+        .await
+    }
+
+    /// Runs `read` on a connection to `shard`'s database.
+    async fn read_shard<T>(&self, shard: &str, read: impl AsyncFnOnce(&mut AnyConnection) -> T) -> T {
+        connected(&self.shard_url(shard).await, read).await
     }
 
     async fn drop_databases(self) {
@@ -238,20 +225,39 @@ impl Fleet {
     }
 }
 
-async fn run_sql(url: &str, sql: &str) {
+/// Connects to the database at `url`, runs `work` on the connection and closes it.
+async fn connected<T>(url: &str, work: impl AsyncFnOnce(&mut AnyConnection) -> T) -> T {
     let mut conn = AnyConnection::connect(url).await.unwrap();
-    for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-        sqlx::query(statement).execute(&mut conn).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
-    }
+    let done = work(&mut conn).await;
     conn.close().await.unwrap();
+    done
 }
 
-/// Retries `probe` every 100 ms until it answers, for at most `within`.
-async fn until<T>(within: Duration, mut probe: impl AsyncFnMut() -> Option<T>) -> Option<T> {
-    let deadline = tokio::time::Instant::now() + within;
+async fn run_sql(url: &str, sql: &str) {
+    connected(url, async |conn| {
+        for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            sqlx::query(statement).execute(&mut *conn).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+    })
+    .await;
+}
+
+/// Asks `GET url` with the bearer token `token` every 100 ms until its JSON answer is `done`,
+/// for at most `seconds` (a failed request is asked again); `None` when it never was.
+async fn json_until(
+    client: &reqwest::Client,
+    url: &str,
+    token: &str,
+    seconds: u64,
+    done: impl Fn(&Value) -> bool,
+) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
     loop {
-        if let Some(found) = probe().await {
-            return Some(found);
+        if let Ok(response) = client.get(url).bearer_auth(token).send().await
+            && let Ok(answer) = response.json::<Value>().await
+            && done(&answer)
+        {
+            return Some(answer);
         }
         if tokio::time::Instant::now() > deadline {
             return None;
@@ -289,15 +295,11 @@ async fn a_clean_fleet_passes_right_after_a_completed_move_and_an_unreachable_sh
     assert_eq!(report["shards_checked"], 4);
     // The move left a `moved` fence on the shard the tenant left, on purpose: not a finding.
     let (from, _) = &fleet.moved;
-    let fences: Vec<String> = {
-        let mut conn = AnyConnection::connect(&fleet.shard_url(from).await).await.unwrap();
-        let found = sqlx::query_scalar("SELECT state FROM tenant_fences WHERE tenant = 'mover'")
-            .fetch_all(&mut conn)
-            .await
-            .unwrap();
-        conn.close().await.unwrap();
-        found
-    };
+    let fences: Vec<String> = fleet
+        .read_shard(from, async |conn| {
+            sqlx::query_scalar("SELECT state FROM tenant_fences WHERE tenant = 'mover'").fetch_all(conn).await.unwrap()
+        })
+        .await;
     assert_eq!(fences, ["moved"], "the move's fence stays on the shard it left");
 
     // A shard whose database is gone: reported, the others still checked, exit 2.
@@ -313,10 +315,11 @@ async fn a_clean_fleet_passes_right_after_a_completed_move_and_an_unreachable_sh
 async fn rows_a_move_still_holds_within_its_cleanup_grace_are_not_findings() {
     let fleet = Fleet::build(Engine::Sqlite, "1h", "cleanup").await;
     let (from, _) = &fleet.moved;
-    let mut conn = AnyConnection::connect(&fleet.shard_url(from).await).await.unwrap();
-    let left: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE tenant = 'mover'").fetch_one(&mut conn).await.unwrap();
-    conn.close().await.unwrap();
+    let left: i64 = fleet
+        .read_shard(from, async |conn| {
+            sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE tenant = 'mover'").fetch_one(conn).await.unwrap()
+        })
+        .await;
     assert_eq!(left, 1, "the old copy is still on the shard the tenant left");
     let (status, report) = fleet.check();
     assert_eq!(status, 0, "the running move ({}) holds them: {report:#}", fleet.move_job);
@@ -391,15 +394,11 @@ async fn vshard_ownership(engine: Engine) {
     fleet.drop_databases().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rows_off_their_vshard_owner_are_found_on_sqlite() {
-    vshard_ownership(Engine::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rows_off_their_vshard_owner_are_found_on_postgres() {
-    vshard_ownership(Engine::Postgres).await;
-}
+on_each_engine!(
+    vshard_ownership:
+    rows_off_their_vshard_owner_are_found_on_sqlite,
+    rows_off_their_vshard_owner_are_found_on_postgres
+);
 
 /// A frozen fence without its job, a moved fence on the owner, a write fence ahead of the
 /// catalog.
@@ -440,15 +439,11 @@ async fn fences(engine: Engine) {
     fleet.drop_databases().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fences_no_running_job_holds_are_found_on_sqlite() {
-    fences(Engine::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fences_no_running_job_holds_are_found_on_postgres() {
-    fences(Engine::Postgres).await;
-}
+on_each_engine!(
+    fences:
+    fences_no_running_job_holds_are_found_on_sqlite,
+    fences_no_running_job_holds_are_found_on_postgres
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_of_moved_unknown_and_earlier_tenants_are_found() {
@@ -463,13 +458,11 @@ async fn rows_of_moved_unknown_and_earlier_tenants_are_found() {
         )
     };
     // The moved tenant's old copy, restored from a backup of before the move.
-    let mover_vshard: i64 = {
-        let mut conn = AnyConnection::connect(&fleet.shard_url(&fleet.moved.1).await).await.unwrap();
-        let v =
-            sqlx::query_scalar("SELECT vshard FROM records WHERE tenant = 'mover'").fetch_one(&mut conn).await.unwrap();
-        conn.close().await.unwrap();
-        v
-    };
+    let mover_vshard: i64 = fleet
+        .read_shard(&fleet.moved.1, async |conn| {
+            sqlx::query_scalar("SELECT vshard FROM records WHERE tenant = 'mover'").fetch_one(conn).await.unwrap()
+        })
+        .await;
     fleet.on_shard(&from, &insert("mover", u32::try_from(mover_vshard).unwrap(), now)).await;
     // A tenant the catalog does not know, on beta's shard, in beta's vshard.
     fleet.on_shard(&beta_home, &insert("ghost", beta_vshard, now)).await;
@@ -499,13 +492,14 @@ async fn index_entries_without_records_are_found_by_the_drift_audits_rule() {
     fleet.on_shard(&home, "DELETE FROM records WHERE tenant = 'acme' AND key = 'u1'").await;
     let mut entry_shard = None;
     for id in fleet.shard_ids().await {
-        let mut conn = AnyConnection::connect(&fleet.shard_url(&id).await).await.unwrap();
-        let n: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM index_entries WHERE tenant = 'acme' AND record_key = 'u1'")
-                .fetch_one(&mut conn)
-                .await
-                .unwrap();
-        conn.close().await.unwrap();
+        let n: i64 = fleet
+            .read_shard(&id, async |conn| {
+                sqlx::query_scalar("SELECT COUNT(*) FROM index_entries WHERE tenant = 'acme' AND record_key = 'u1'")
+                    .fetch_one(conn)
+                    .await
+                    .unwrap()
+            })
+            .await;
         if n > 0 {
             entry_shard = Some(id);
         }
@@ -585,25 +579,17 @@ async fn usage_that_disagrees_with_the_rows(engine: Engine) {
     assert_eq!(status, 0, "and it stays so: {report:#}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_that_disagrees_with_the_rows_is_found_and_repaired_on_sqlite() {
-    usage_that_disagrees_with_the_rows(Engine::Sqlite).await;
-}
+on_each_engine!(
+    usage_that_disagrees_with_the_rows:
+    usage_that_disagrees_with_the_rows_is_found_and_repaired_on_sqlite,
+    usage_that_disagrees_with_the_rows_is_found_and_repaired_on_postgres
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_that_disagrees_with_the_rows_is_found_and_repaired_on_postgres() {
-    usage_that_disagrees_with_the_rows(Engine::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blobs_with_short_or_missing_chunks_are_found_on_sqlite() {
-    damaged_blobs(Engine::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn blobs_with_short_or_missing_chunks_are_found_on_postgres() {
-    damaged_blobs(Engine::Postgres).await;
-}
+on_each_engine!(
+    damaged_blobs:
+    blobs_with_short_or_missing_chunks_are_found_on_sqlite,
+    blobs_with_short_or_missing_chunks_are_found_on_postgres
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shard_restored_from_another_shards_backup_is_one_finding_with_its_consequences_nested() {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use support::{Process, finish, shardgate};
 
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 fn stderr(output: &Output) -> String {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use shared_catalog::{Databases, token};
-use support::Process;
+use support::{Process, serve_two};
 
 mod shared_catalog;
 #[expect(dead_code, reason = "these tests use part of the process harness")]
@@ -90,12 +90,8 @@ fn shard<'a>(load: &'a Value, id: &str) -> &'a Value {
 async fn two_instances_load_adds_up_on_the_right_shard_vshard_and_tenant() {
     let databases = Databases::create("sglp", 2).await;
     let envs = load_envs(&databases);
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let client = reqwest::Client::new();
-    let a = Process::start(&["serve"], dirs[0].path(), envs.clone());
-    a.wait_until_ok(&client, "/readyz").await;
-    let b = Process::start(&["serve"], dirs[1].path(), envs);
-    b.wait_until_ok(&client, "/readyz").await;
+    let ([a, b], _dirs) = serve_two(&client, envs).await;
     let admin = token(None, "admin");
 
     // Tenant A is placed by its vshard; tenant B is pinned to the other shard.

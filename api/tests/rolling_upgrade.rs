@@ -22,6 +22,7 @@ use sqlx::Connection;
 use support::{Process, finish, finish_within, shardgate};
 
 mod shared_catalog;
+#[expect(dead_code, reason = "these tests use part of the process harness")]
 mod support;
 
 /// The previous release's `shardgate`, built by `scripts/previous-release.sh` (scripts/test.sh

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use shared_catalog::{Databases, token};
-use support::Process;
+use support::serve_two;
 
 mod shared_catalog;
 #[expect(dead_code, reason = "these tests use part of the process harness")]
@@ -13,13 +13,8 @@ mod support;
 async fn writes_through_one_process_are_never_read_stale_through_the_other() {
     let databases = Databases::create("sg2p", 2).await;
     let envs = databases.envs(true);
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let client = reqwest::Client::new();
-    // The first process creates the catalog; the second joins it.
-    let a = Process::start(&["serve"], dirs[0].path(), envs.clone());
-    a.wait_until_ok(&client, "/readyz").await;
-    let b = Process::start(&["serve"], dirs[1].path(), envs);
-    b.wait_until_ok(&client, "/readyz").await;
+    let ([a, b], _dirs) = serve_two(&client, envs).await;
 
     a.create_tenant(&client, &token(None, "admin"), "acme").await;
     let tenant = token(Some("acme"), "read write");
@@ -37,15 +32,7 @@ async fn writes_through_one_process_are_never_read_stale_through_the_other() {
         let written: Value = put.json().await.unwrap();
         // Read through the other process, twice (the second read may come from Redis).
         for _ in 0..2 {
-            let got: Value = client
-                .get(format!("{}{record}", reader.base))
-                .bearer_auth(&tenant)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let got = reader.get_json(&client, &record, &tenant).await;
             assert_eq!(
                 got["version"], written["version"],
                 "read through {} after a write through {}",

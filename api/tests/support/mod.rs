@@ -128,6 +128,26 @@ impl Process {
             .unwrap();
         assert_eq!(response.status(), 201, "creating tenant {id} through {}", self.base);
     }
+
+    /// `GET path` through this process with the bearer token `token`: the JSON it answers.
+    pub async fn get_json(&self, client: &reqwest::Client, path: &str, token: &str) -> serde_json::Value {
+        client.get(format!("{}{path}", self.base)).bearer_auth(token).send().await.unwrap().json().await.unwrap()
+    }
+}
+
+/// Two `shardgate serve` processes on the environment `envs` (so on one catalog), each with a
+/// data directory of its own, ready: the first creates the catalog, the second joins it. Returns
+/// them with their directories.
+pub async fn serve_two(
+    client: &reqwest::Client,
+    envs: Vec<(String, String)>,
+) -> ([Process; 2], [tempfile::TempDir; 2]) {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let a = Process::start(&["serve"], dirs[0].path(), envs.clone());
+    a.wait_until_ok(client, "/readyz").await;
+    let b = Process::start(&["serve"], dirs[1].path(), envs);
+    b.wait_until_ok(client, "/readyz").await;
+    ([a, b], dirs)
 }
 
 impl Drop for Process {
