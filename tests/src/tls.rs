@@ -3,8 +3,10 @@
 //! (PostgreSQL, Redis, the gateway's own listeners) with no certificate from the machine.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use shardgate_api::config::ListenerTls;
 
 /// A certificate authority that lives as long as the test: its certificate is written to a file
 /// a client can name as its root (`sslrootcert`, a Redis CA file, an HTTPS client's root).
@@ -78,6 +80,26 @@ impl TestCa {
         write_private(&issued.cert_path, &issued.cert_pem, 0o644);
         write_private(&issued.key_path, &issued.key_pem, 0o600);
         issued
+    }
+
+    /// An HTTPS client that trusts this CA alone, follows no redirect, gives up after 30 s, and
+    /// records each connection's peer certificate (`tls_info`).
+    pub fn https_client(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(self.cert_pem.as_bytes()).unwrap())
+            .tls_built_in_root_certs(false)
+            .tls_info(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap()
+    }
+}
+
+impl Issued {
+    /// A listener's TLS table (`tls`, `admin.tls`, `valet.tls`) for these files.
+    pub fn listener_tls(&self) -> ListenerTls {
+        ListenerTls { cert_file: self.cert_path.clone(), key_file: self.key_path.clone() }
     }
 }
 

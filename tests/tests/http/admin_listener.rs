@@ -6,31 +6,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use reqwest::StatusCode;
-use shardgate_api::config::{AdminListenerConfig, GatekeeperConfig, ListenerTls};
-use shardgate_tests::{
-    Backend, Issued, RunningServer, TestApp, TestCa, eventually, expect_json, expect_problem, free_port,
-};
+use shardgate_api::config::{AdminListenerConfig, GatekeeperConfig};
+use shardgate_tests::{Backend, RunningServer, TestApp, TestCa, eventually, expect_json, expect_problem, free_port};
 
 /// The admin plane's three path families, as a client would ask for them.
 const ADMIN_PLANE: [&str; 4] = ["/v1/admin/tenants", "/console", "/console/console.js", "/metrics"];
 
 /// Paths no instance serves, beside each of [`ADMIN_PLANE`] (the same shape, one letter off).
 const UNKNOWN: [&str; 4] = ["/v1/adminx/tenants", "/consolex", "/consolex/console.js", "/metricsx"];
-
-fn tls_of(issued: &Issued) -> ListenerTls {
-    ListenerTls { cert_file: issued.cert_path.clone(), key_file: issued.key_path.clone() }
-}
-
-/// An HTTPS client that trusts `ca` alone.
-fn client_trusting(ca: &TestCa) -> reqwest::Client {
-    reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
-        .tls_built_in_root_certs(false)
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
 
 /// What a caller can see of an answer: its status, its body, and its headers but for those whose
 /// value differs from one request to the next (their names are kept).
@@ -134,12 +117,12 @@ async fn the_admin_listener_serves_https_with_a_certificate_of_its_own() {
     let port = free_port();
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.admin.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-        c.admin.tls = Some(tls_of(&certificate));
+        c.admin.tls = Some(certificate.listener_tls());
     })
     .await;
     let token = app.admin_token();
     assert!(app.base_url.starts_with("http://"), "the public listener stays plain HTTP: {}", app.base_url);
-    admin_serves_the_admin_plane(&client_trusting(&ca), &format!("https://localhost:{port}"), &token).await;
+    admin_serves_the_admin_plane(&ca.https_client(), &format!("https://localhost:{port}"), &token).await;
     public_knows_nothing_of_the_admin_plane(&app.client, &app.base_url, &token).await;
     // Plain HTTP gets no answer from the admin listener.
     let plain = app.client.get(format!("http://127.0.0.1:{port}/healthz")).send().await;
@@ -148,14 +131,7 @@ async fn the_admin_listener_serves_https_with_a_certificate_of_its_own() {
 
 /// The certificate `url`'s server presents to a new connection trusting `ca` alone.
 async fn certificate_of(ca: &TestCa, url: &str) -> Option<Vec<u8>> {
-    let client = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
-        .tls_built_in_root_certs(false)
-        .tls_info(true)
-        .timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let response = client.get(url).send().await.ok()?;
+    let response = ca.https_client().get(url).send().await.ok()?;
     Some(response.extensions().get::<reqwest::tls::TlsInfo>()?.peer_certificate()?.to_vec())
 }
 
@@ -173,9 +149,9 @@ async fn the_admin_certificate_is_its_own_and_is_reloaded_when_its_files_change(
     let first = ca.issue("admin", &["localhost", "127.0.0.1"]);
     let port = free_port();
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
-        c.tls = Some(tls_of(&public_certificate));
+        c.tls = Some(public_certificate.listener_tls());
         c.admin.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-        c.admin.tls = Some(tls_of(&first));
+        c.admin.tls = Some(first.listener_tls());
     })
     .await;
     let (public, admin) = (app.url("/healthz"), format!("https://localhost:{port}/healthz"));
@@ -193,7 +169,7 @@ async fn the_admin_certificate_is_its_own_and_is_reloaded_when_its_files_change(
         Some(der(&public_certificate.cert_pem)),
         "the public one is unchanged"
     );
-    let scrape = client_trusting(&ca).get(format!("https://localhost:{port}/metrics")).send().await.unwrap();
+    let scrape = ca.https_client().get(format!("https://localhost:{port}/metrics")).send().await.unwrap();
     let scrape = scrape.text().await.unwrap();
     assert!(
         scrape.lines().any(|line| line.starts_with("shardgate_tls_certificate_reloads_total{")
@@ -216,7 +192,7 @@ async fn admin_tls_without_admin_listen_is_refused_at_start_up() {
     let certificate = ca.issue("admin", &["localhost"]);
     let dir = tempfile::tempdir().unwrap();
     let mut config = shardgate_tests::test_config(dir.path());
-    config.admin.tls = Some(tls_of(&certificate));
+    config.admin.tls = Some(certificate.listener_tls());
     let refused = shardgate_api::Application::build(config).await.unwrap_err().to_string();
     assert!(refused.contains("admin.tls is set without admin.listen"), "{refused}");
 }
@@ -246,7 +222,7 @@ async fn a_gatekeeper_with_an_admin_listener_never_forwards_the_admin_plane() {
         data_dir: app.data_dir().to_path_buf(),
         admin: AdminListenerConfig {
             listen: Some(format!("127.0.0.1:{port}").parse().unwrap()),
-            tls: Some(tls_of(&certificate)),
+            tls: Some(certificate.listener_tls()),
         },
         ..GatekeeperConfig::default()
     };
@@ -285,7 +261,7 @@ async fn a_gatekeeper_with_an_admin_listener_never_forwards_the_admin_plane() {
         .unwrap();
     expect_problem(smuggled, StatusCode::NOT_FOUND, "not_found").await;
     // Nor from its admin listener, which serves the gatekeeper's own scrape and probes.
-    let client = client_trusting(&ca);
+    let client = ca.https_client();
     let admin = format!("https://localhost:{port}");
     for path in ["/v1/admin/tenants", "/console"] {
         expect_problem(get(&client, &admin, path, Some(&token)).await, StatusCode::NOT_FOUND, "not_found").await;

@@ -339,11 +339,7 @@ async fn a_proxy_header_comes_before_the_tls_handshake() {
     let answer = String::from_utf8_lossy(&answer);
     assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
     // The audit is read over HTTPS too: a client trusting the test CA.
-    let https = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
-        .tls_built_in_root_certs(false)
-        .build()
-        .unwrap();
+    let https = ca.https_client();
     let url = app.url("/v1/admin/audit?action=tenant.create&limit=1000");
     let page: Value = https.get(url).bearer_auth(app.admin_token()).send().await.unwrap().json().await.unwrap();
     let entry = page["items"].as_array().unwrap().iter().find(|e| e["target"] == "tenant:acme").cloned();

@@ -12,23 +12,6 @@ use serde_json::json;
 use shardgate_api::config::{GatekeeperConfig, ListenerTls};
 use shardgate_tests::{Backend, Issued, RunningServer, TestApp, TestCa, eventually, expect_json};
 
-/// The listener's TLS table for `issued`'s files.
-fn tls_of(issued: &Issued) -> ListenerTls {
-    ListenerTls { cert_file: issued.cert_path.clone(), key_file: issued.key_path.clone() }
-}
-
-/// An HTTPS client that trusts `ca` alone and records each connection's peer certificate.
-fn client_trusting(ca: &TestCa) -> reqwest::Client {
-    reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.cert_pem.as_bytes()).unwrap())
-        .tls_built_in_root_certs(false)
-        .tls_info(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
-
 /// The DER of the (first) certificate in `pem`.
 fn der(pem: &str) -> Vec<u8> {
     use rustls::pki_types::CertificateDer;
@@ -58,10 +41,10 @@ async fn reloads(client: &reqwest::Client, base: &str, result: &str) -> f64 {
 
 /// A gateway on SQLite whose API listener serves `issued`, and a client trusting `ca`.
 async fn https_app(ca: &TestCa, issued: &Issued) -> TestApp {
-    let tls = tls_of(issued);
+    let tls = issued.listener_tls();
     let mut app = TestApp::spawn_with(Backend::Sqlite, |c| c.tls = Some(tls)).await;
     assert!(app.base_url.starts_with("https://"), "{}", app.base_url);
-    app.client = client_trusting(ca);
+    app.client = ca.https_client();
     app
 }
 
@@ -79,7 +62,7 @@ async fn a_rotated_certificate_reaches_new_connections_without_a_restart() {
     let (ca, first, app) = rotatable_https_app().await;
     let healthz = app.url("/healthz");
     // A keep-alive connection opened before the rotation.
-    let old = client_trusting(&ca);
+    let old = ca.https_client();
     assert_eq!(peer_certificate(&old, &healthz).await, Ok(der(&first.cert_pem)));
     // Data flows over HTTPS like over HTTP.
     app.create_tenant("acme").await;
@@ -89,7 +72,7 @@ async fn a_rotated_certificate_reaches_new_connections_without_a_restart() {
     assert_eq!(second.cert_path, first.cert_path, "the same files, rewritten as cert-manager does");
     let rotated = async || {
         // A new client is a new connection.
-        (peer_certificate(&client_trusting(&ca), &healthz).await.ok()? == der(&second.cert_pem)).then_some(())
+        (peer_certificate(&ca.https_client(), &healthz).await.ok()? == der(&second.cert_pem)).then_some(())
     };
     assert!(eventually(Duration::from_secs(5), rotated).await.is_some(), "new connections get the new certificate");
     // The old connection keeps working, with the certificate it was opened with.
@@ -108,16 +91,16 @@ async fn a_new_pair_that_does_not_load_keeps_the_old_certificate() {
     std::fs::copy(&stranger.key_path, &first.key_path).unwrap();
     let rejected = async || (reloads(&app.client, &app.base_url, "rejected").await >= 1.0).then_some(());
     assert!(eventually(Duration::from_secs(5), rejected).await.is_some(), "the mismatched pair is refused, counted");
-    assert_eq!(peer_certificate(&client_trusting(&ca), &healthz).await, Ok(der(&first.cert_pem)));
+    assert_eq!(peer_certificate(&ca.https_client(), &healthz).await, Ok(der(&first.cert_pem)));
     // Not PEM at all: still the old one.
     std::fs::write(&first.cert_path, "not a certificate").unwrap();
     let again = async || (reloads(&app.client, &app.base_url, "rejected").await >= 2.0).then_some(());
     assert!(eventually(Duration::from_secs(5), again).await.is_some());
-    assert_eq!(peer_certificate(&client_trusting(&ca), &healthz).await, Ok(der(&first.cert_pem)));
+    assert_eq!(peer_certificate(&ca.https_client(), &healthz).await, Ok(der(&first.cert_pem)));
     // A good pair again is taken.
     let fixed = ca.issue("api", &["localhost", "127.0.0.1"]);
     let taken =
-        async || (peer_certificate(&client_trusting(&ca), &healthz).await.ok()? == der(&fixed.cert_pem)).then_some(());
+        async || (peer_certificate(&ca.https_client(), &healthz).await.ok()? == der(&fixed.cert_pem)).then_some(());
     assert!(eventually(Duration::from_secs(5), taken).await.is_some());
 }
 
@@ -126,13 +109,13 @@ async fn a_stalled_tls_handshake_is_closed_at_the_header_deadline() {
     use tokio::io::AsyncReadExt;
     let ca = TestCa::new("listener CA");
     let issued = ca.issue("api", &["localhost", "127.0.0.1"]);
-    let tls = tls_of(&issued);
+    let tls = issued.listener_tls();
     let mut app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.tls = Some(tls);
         c.limits.header_read_timeout = Duration::from_millis(500);
     })
     .await;
-    app.client = client_trusting(&ca);
+    app.client = ca.https_client();
     let port = app.base_url.rsplit(':').next().unwrap().parse::<u16>().unwrap();
     let closed = || shardgate_tests::metric(&app.client, &app.base_url, "shardgate_connections_closed_total");
     let before = closed().await;
@@ -161,7 +144,7 @@ async fn a_missing_or_bad_certificate_stops_start_up_naming_the_key() {
     let error = shardgate_api::Application::build(config.clone()).await.unwrap_err().to_string();
     assert!(error.contains("does not go with cert_file"), "{error}");
     config.tls = None;
-    config.valet.tls = Some(tls_of(&issued));
+    config.valet.tls = Some(issued.listener_tls());
     let error = shardgate_api::Application::build(config).await.unwrap_err().to_string();
     assert!(error.contains("valet.tls is set without valet.listen"), "{error}");
 }
@@ -171,7 +154,7 @@ async fn a_valet_url_downloads_over_the_valet_listeners_tls() {
     let ca = TestCa::new("listener CA");
     let issued = ca.issue("valet", &["localhost", "127.0.0.1"]);
     let port = shardgate_tests::free_port();
-    let tls = tls_of(&issued);
+    let tls = issued.listener_tls();
     let app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.valet.listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
         c.valet.tls = Some(tls);
@@ -186,7 +169,7 @@ async fn a_valet_url_downloads_over_the_valet_listeners_tls() {
     let key = app.issue_valet_key("acme", &token, &json!({"path": "f", "permission": "read"})).await;
     let url = key["url"].as_str().unwrap();
     assert!(url.starts_with(&format!("https://127.0.0.1:{port}/valet/acme/f?")), "valet URLs say https: {url}");
-    let response = client_trusting(&ca).get(url).send().await.unwrap();
+    let response = ca.https_client().get(url).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.bytes().await.unwrap().to_vec(), body);
     // Plain HTTP to a TLS listener gets no answer.
@@ -199,7 +182,7 @@ async fn the_gatekeeper_serves_https_and_forwards_to_an_https_backend() {
     let backend_cert = ca.issue("backend", &["localhost", "127.0.0.1"]);
     let front_cert = ca.issue("gatekeeper", &["localhost", "127.0.0.1"]);
     let secret = format!("internal-test-secret-{}", uuid::Uuid::new_v4().simple());
-    let backend_tls = tls_of(&backend_cert);
+    let backend_tls = backend_cert.listener_tls();
     let mut app = TestApp::spawn_with(Backend::Sqlite, |c| {
         c.trusted = true;
         c.internal.secret = Some(SecretString::from(secret.clone()));
@@ -210,7 +193,7 @@ async fn the_gatekeeper_serves_https_and_forwards_to_an_https_backend() {
     assert!(backend_url.starts_with("https://"), "{backend_url}");
     let mut config = GatekeeperConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
-        tls: Some(tls_of(&front_cert)),
+        tls: Some(front_cert.listener_tls()),
         upstream: Some(backend_url.clone()),
         upstream_ca_file: Some(ca.cert_path.clone()),
         data_dir: app.data_dir().to_path_buf(),
@@ -221,7 +204,7 @@ async fn the_gatekeeper_serves_https_and_forwards_to_an_https_backend() {
     let gatekeeper = RunningServer::start_gatekeeper(config.clone()).await;
     assert!(gatekeeper.base_url.starts_with("https://"), "{}", gatekeeper.base_url);
     app.base_url = gatekeeper.base_url.clone();
-    app.client = client_trusting(&ca);
+    app.client = ca.https_client();
     // Admin and data calls go client → HTTPS → gatekeeper → HTTPS → backend.
     app.create_tenant("acme").await;
     expect_json(app.put_record("acme", "docs", "k", &json!({"v": 1})).await, StatusCode::CREATED).await;
