@@ -197,6 +197,27 @@ impl Browser {
         std::fs::write(path, png).expect("screenshot written");
     }
 
+    /// Asserts that `#main` shows no value the page failed to format (`undefined`, `NaN`,
+    /// `[object Object]`); returns the text it read.
+    pub async fn assert_formatted(&self) -> String {
+        let text = self.text_of("#main").await;
+        for word in ["undefined", "NaN", "[object Object]"] {
+            assert!(!text.contains(word), "the page shows {word}:\n{text}");
+        }
+        text
+    }
+
+    /// [`Browser::assert_formatted`], then a [`Browser::screenshot`] to `path`.
+    pub async fn formatted_screenshot(&self, path: &Path) {
+        self.assert_formatted().await;
+        self.screenshot(path).await;
+    }
+
+    /// The errors (`SEVERE`) of the browser's console since its log was last read.
+    pub async fn errors(&self) -> Vec<LogEntry> {
+        self.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect()
+    }
+
     /// The browser's log of `kind` (`browser`: the console; `performance`: DevTools network
     /// events) since it was last read.
     pub async fn log(&self, kind: &str) -> Vec<LogEntry> {

@@ -266,7 +266,7 @@ async fn an_operator_runs_the_fleet_from_the_console(backend: Backend) {
     for url in &asked {
         assert!(url.starts_with(&origin) || url.starts_with("data:"), "a request to another host: {url}");
     }
-    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    let errors = browser.errors().await;
     assert!(errors.is_empty(), "errors on the page: {errors:?}");
 
     // A token that expires while the page is open brings the sign-in back, saying so.
@@ -311,7 +311,7 @@ async fn a_malformed_address_shows_an_error_and_vshard_moves_show_ranges() {
         )
         .await;
     assert!(shown.as_str().unwrap().contains("%E0%A4%A"), "names the address: {shown}");
-    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    let errors = browser.errors().await;
     assert!(errors.is_empty(), "nothing thrown on the page: {errors:?}");
 
     // A drain moves the last shard's vshards in batches: each job's target is ranges.
@@ -400,7 +400,7 @@ async fn tenant_pages_show_quota_bars_and_the_list_sorts_by_usage() {
     let script = "return document.querySelector('#all-tenants tr[data-tenant=acme]').children[5].innerText;";
     assert_eq!(browser.execute(script, json!([])).await, json!(format!("{stored} B")), "acme's stored bytes");
     shot(&browser, &screenshot_dir().join("tenants-by-usage.png")).await;
-    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    let errors = browser.errors().await;
     assert!(errors.is_empty(), "nothing thrown on the page: {errors:?}");
 }
 
@@ -418,10 +418,7 @@ fn lists_consecutive_numbers(text: &str) -> bool {
 
 /// Checks that the view shows no value the page failed to format, then saves a screenshot.
 async fn shot(browser: &Browser, path: &std::path::Path) {
-    let text = browser.text_of("#main").await;
-    for word in ["undefined", "NaN", "[object Object]"] {
-        assert!(!text.contains(word), "the page shows {word}:\n{text}");
-    }
+    let text = browser.assert_formatted().await;
     assert!(!text.lines().any(|line| line.trim() == "null"), "the page shows a bare null:\n{text}");
     browser.screenshot(path).await;
 }

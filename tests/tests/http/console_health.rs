@@ -78,7 +78,7 @@ async fn the_request_health_view_shows_the_routes_with_traffic_and_follows_the_s
         )
         .await;
     assert!(drawn.as_u64().unwrap() >= 1, "the errors are drawn: {drawn}");
-    shot(&browser, &screenshot_dir().join("health").join("by-route.png")).await;
+    browser.formatted_screenshot(&screenshot_dir().join("health").join("by-route.png")).await;
 
     // The span selector: an hour.
     browser
@@ -114,17 +114,8 @@ async fn the_request_health_view_shows_the_routes_with_traffic_and_follows_the_s
          return document.getElementById('health-range').dataset.by === 'shard' && c.length >= 1 && c.some(x => x.dataset.name === '{home}') && c.map(x => x.dataset.name);"
     );
     browser.wait_until("the home shard's card", &shard, WAIT).await;
-    shot(&browser, &screenshot_dir().join("health").join("by-shard.png")).await;
+    browser.formatted_screenshot(&screenshot_dir().join("health").join("by-shard.png")).await;
 
-    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    let errors = browser.errors().await;
     assert!(errors.is_empty(), "the page logs no error: {errors:?}");
-}
-
-/// Checks that the view shows no value the page failed to format, then saves a screenshot.
-async fn shot(browser: &Browser, path: &std::path::Path) {
-    let text = browser.text_of("#main").await;
-    for word in ["undefined", "NaN", "[object Object]"] {
-        assert!(!text.contains(word), "the page shows {word}:\n{text}");
-    }
-    browser.screenshot(path).await;
 }

@@ -203,7 +203,7 @@ async fn the_heat_map_collapses_shards_and_zooms_into_a_hot_vshard() {
         .await;
     assert!(said.as_str().unwrap().contains("0 to 1023"), "{said}");
 
-    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    let errors = browser.errors().await;
     assert!(errors.is_empty(), "errors on the page (a CSP violation among them?): {errors:?}");
 }
 
@@ -251,10 +251,7 @@ async fn hash(browser: &Browser) -> String {
 /// Checks that the page shows no value it failed to format, then saves a screenshot with the
 /// map in the window (unless a row of it has the focus, which keeps it in the window).
 async fn shot(browser: &Browser, path: &std::path::Path) {
-    let text = browser.text_of("#main").await;
-    for word in ["undefined", "NaN", "[object Object]"] {
-        assert!(!text.contains(word), "the page shows {word}:\n{text}");
-    }
+    browser.assert_formatted().await;
     let script =
         "if (!document.activeElement.closest('#heat-rows')) document.querySelector('.heat-shards').scrollIntoView();";
     browser.execute(script, json!([])).await;

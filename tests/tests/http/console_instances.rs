@@ -66,7 +66,7 @@ async fn the_instances_view_shows_two_instances_then_one_gone() {
     }
     let holder = browser.text_of("#balancer-holder").await;
     assert!(holder.starts_with("instance-"), "{holder}");
-    shot(&browser, &shots.join("two-serving.png")).await;
+    browser.formatted_screenshot(&shots.join("two-serving.png")).await;
 
     // The peer killed: its card turns gone on the next refreshes; the app's stays serving.
     drop(peer);
@@ -79,17 +79,8 @@ async fn the_instances_view_shows_two_instances_then_one_gone() {
     browser.wait_until("the killed peer gone", &gone, WAIT).await;
     let counts = browser.text_of("#instances-counts").await;
     assert!(counts.contains("1 serving") && counts.contains("1 gone"), "{counts}");
-    shot(&browser, &shots.join("one-gone.png")).await;
+    browser.formatted_screenshot(&shots.join("one-gone.png")).await;
 
-    let errors: Vec<_> = browser.log("browser").await.into_iter().filter(|e| e.level == "SEVERE").collect();
+    let errors = browser.errors().await;
     assert!(errors.is_empty(), "the page logs no error: {errors:?}");
-}
-
-/// Checks that the view shows no value the page failed to format, then saves a screenshot.
-async fn shot(browser: &Browser, path: &std::path::Path) {
-    let text = browser.text_of("#main").await;
-    for word in ["undefined", "NaN", "[object Object]"] {
-        assert!(!text.contains(word), "the page shows {word}:\n{text}");
-    }
-    browser.screenshot(path).await;
 }
