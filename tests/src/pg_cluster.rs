@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use secrecy::SecretString;
+use shardgate_shard_router::ShardId;
+use shardgate_shard_router::router::ShardSeed;
+
 use crate::tls::TestCa;
 
 /// A PostgreSQL cluster of one test's own. Dropping it stops the cluster and removes its files.
@@ -185,6 +189,21 @@ impl PgCluster {
     pub async fn create_database(&self, name: &str) -> String {
         self.admin_execute(&format!("CREATE DATABASE \"{name}\"")).await;
         self.url(name)
+    }
+
+    /// Creates databases `<prefix>0` to `<prefix><count - 1>` and returns them as the seeds of
+    /// shards `pg-0` to `pg-<count - 1>` (no password file).
+    pub async fn create_shards(&self, prefix: &str, count: u32) -> Vec<ShardSeed> {
+        let mut seeds = Vec::new();
+        for i in 0..count {
+            let url = self.create_database(&format!("{prefix}{i}")).await;
+            seeds.push(ShardSeed {
+                id: ShardId::parse(&format!("pg-{i}")).unwrap(),
+                url: SecretString::from(url),
+                password_file: None,
+            });
+        }
+        seeds
     }
 
     /// Runs `sql` as `postgres` on database `postgres`; panics if it fails.

@@ -18,10 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use secrecy::SecretString;
 use serde_json::json;
-use shardgate_shard_router::ShardId;
-use shardgate_shard_router::router::ShardSeed;
 use shardgate_tests::{Backend, PgCluster, TestApp, record_path};
 
 fn env_number(name: &str, default: u64) -> u64 {
@@ -81,15 +78,7 @@ async fn main() {
     let keys_per_tenant = (keys / tenants.len() as u64).max(1);
     let mut results = Vec::new();
     for shards in counts {
-        let mut seeds = Vec::new();
-        for i in 0..shards {
-            let url = cluster.create_database(&format!("n{shards}_s{i}")).await;
-            seeds.push(ShardSeed {
-                id: ShardId::parse(&format!("pg-{i}")).unwrap(),
-                url: SecretString::from(url),
-                password_file: None,
-            });
-        }
+        let seeds = cluster.create_shards(&format!("n{shards}_s"), shards).await;
         let app = TestApp::spawn_with(Backend::Postgres, |config| {
             config.storage.shards = seeds;
             config.rate_limits.enabled = false;

@@ -8,24 +8,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use reqwest::StatusCode;
-use secrecy::SecretString;
 use serde_json::json;
-use shardgate_shard_router::ShardId;
-use shardgate_shard_router::router::ShardSeed;
 use shardgate_tests::{Backend, PgCluster, TestApp};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sixty_four_shards_on_a_server_with_a_hundred_connections_all_serve_under_load() {
     let cluster = Arc::new(PgCluster::start_with_max_connections(100).await);
-    let mut seeds = Vec::new();
-    for i in 0..64 {
-        let url = cluster.create_database(&format!("budget_{i}")).await;
-        seeds.push(ShardSeed {
-            id: ShardId::parse(&format!("pg-{i}")).unwrap(),
-            url: SecretString::from(url),
-            password_file: None,
-        });
-    }
+    let seeds = cluster.create_shards("budget_", 64).await;
     let app = TestApp::spawn_with(Backend::Postgres, |config| {
         // Only the 64 shards on the test's cluster (the catalog stays on the machine's server).
         config.storage.shards = seeds;
