@@ -87,11 +87,84 @@ async fn writer(
     outcomes
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_every_instance() {
+/// Writers of [`TENANT`], one per base URL, each one write at a time, so that the pools they
+/// use were opened before the password changes and need no new connection until the change.
+struct Writers {
+    acknowledged: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    acked: Arc<AtomicUsize>,
+    tasks: tokio::task::JoinSet<Vec<Outcome>>,
+}
+
+impl Writers {
+    /// Starts a writer through each of `bases`, named `<prefix><i>`, and waits until they have
+    /// made `warm` writes.
+    async fn start(app: &TestApp, bases: &[&String], prefix: &str, warm: usize) -> Self {
+        let mut writers = Self {
+            acknowledged: Arc::new(AtomicBool::new(false)),
+            stop: Arc::new(AtomicBool::new(false)),
+            acked: Arc::new(AtomicUsize::new(0)),
+            tasks: tokio::task::JoinSet::new(),
+        };
+        let token = app.rw_token(TENANT);
+        for (i, base) in bases.iter().enumerate() {
+            let flags = (writers.acknowledged.clone(), writers.stop.clone(), writers.acked.clone());
+            let name = format!("{prefix}{i}");
+            writers.tasks.spawn(writer(app.client.clone(), (*base).clone(), token.clone(), name, flags));
+        }
+        let warmed =
+            eventually(Duration::from_secs(20), async || (writers.acked.load(Ordering::Acquire) >= warm).then_some(()))
+                .await;
+        assert!(warmed.is_some(), "the writers made {warm} writes");
+        writers
+    }
+
+    /// Marks the writes from now on as made after the change was acknowledged.
+    fn acknowledge(&self) {
+        self.acknowledged.store(true, Ordering::Release);
+    }
+
+    /// Waits, for at most 15 s, until `more` further writes are acknowledged and every
+    /// connection of the role on `cluster` is one opened after `rotated_at` (the old pools
+    /// drained and closed), and there are some.
+    async fn assert_moved_to_new_connections(&self, cluster: &PgCluster, rotated_at: &str, more: usize) {
+        let acked_at_change = self.acked.load(Ordering::Acquire);
+        let moved = eventually(Duration::from_secs(15), async || {
+            let backends = role_backends(cluster, rotated_at).await;
+            let more = self.acked.load(Ordering::Acquire) >= acked_at_change + more;
+            (more && !backends.is_empty() && backends.iter().all(|after| *after)).then_some(())
+        })
+        .await;
+        assert!(
+            moved.is_some(),
+            "connections opened with the old password remain: {:?}",
+            role_backends(cluster, rotated_at).await
+        );
+    }
+
+    /// Stops the writers: every write they made.
+    async fn stop(mut self) -> Vec<Outcome> {
+        self.stop.store(true, Ordering::Release);
+        let mut outcomes = Vec::new();
+        while let Some(done) = self.tasks.join_next().await {
+            outcomes.extend(done.expect("a writer ends"));
+        }
+        outcomes
+    }
+}
+
+/// A cluster that asks for passwords, with role [`ROLE`] (its password [`OLD_PASSWORD`]) and its
+/// database `rot`.
+async fn cluster_with_role() -> PgCluster {
     let cluster = PgCluster::start_with_passwords().await;
     cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
     cluster.execute(&format!("CREATE DATABASE rot OWNER {ROLE}")).await;
+    cluster
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_every_instance() {
+    let cluster = cluster_with_role().await;
     cluster.execute("CREATE DATABASE other_db").await;
     let app = TestApp::spawn_with_shard_at(SHARD, role_url(&cluster, OLD_PASSWORD, "rot"), |_| {}).await;
     let peer = app.spawn_peer(|_| {}).await;
@@ -123,50 +196,25 @@ async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_eve
     let empty = app.admin(Method::PATCH, &format!("/v1/admin/shards/{SHARD}"), Some(&json!({}))).await;
     expect_problem(empty, StatusCode::BAD_REQUEST, "invalid_body").await;
 
-    // Writers on both instances, one write at a time each, so that the pools they use were
-    // opened before the password changes and need no new connection until the change.
-    let acknowledged = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let acked = Arc::new(AtomicUsize::new(0));
+    // Writers on both instances, two each.
     let token = app.rw_token(TENANT);
-    let mut writers = tokio::task::JoinSet::new();
-    for (i, base) in [&app.base_url, &peer.base_url, &app.base_url, &peer.base_url].into_iter().enumerate() {
-        let flags = (acknowledged.clone(), stop.clone(), acked.clone());
-        writers.spawn(writer(app.client.clone(), base.clone(), token.clone(), format!("w{i}"), flags));
-    }
-    let warmed =
-        eventually(Duration::from_secs(20), async || (acked.load(Ordering::Acquire) >= 100).then_some(())).await;
-    assert!(warmed.is_some(), "the writers made 100 writes");
+    let bases = [&app.base_url, &peer.base_url, &app.base_url, &peer.base_url];
+    let writers = Writers::start(&app, &bases, "w", 100).await;
 
     let rotated_at = server_now(&cluster).await;
     cluster.execute(&format!("ALTER ROLE {ROLE} PASSWORD '{NEW_PASSWORD}'")).await;
     let changed = patch_url(&app, SHARD, &role_url(&cluster, NEW_PASSWORD, "rot")).await;
     let shard = expect_json(changed, StatusCode::OK).await;
-    acknowledged.store(true, Ordering::Release);
+    writers.acknowledge();
     let text = shard.to_string();
     assert!(!text.contains(NEW_PASSWORD) && !text.contains(OLD_PASSWORD), "a password shows: {text}");
     assert_eq!(shard["state"], "active");
 
     // Both instances move to the new URL: every connection of the role is one opened after the
     // rotation (the old pools drained and closed), and there are some.
-    let acked_at_change = acked.load(Ordering::Acquire);
-    let moved = eventually(Duration::from_secs(15), async || {
-        let backends = role_backends(&cluster, &rotated_at).await;
-        let more = acked.load(Ordering::Acquire) >= acked_at_change + 100;
-        (more && !backends.is_empty() && backends.iter().all(|after| *after)).then_some(())
-    })
-    .await;
-    assert!(
-        moved.is_some(),
-        "connections opened with the old password remain: {:?}",
-        role_backends(&cluster, &rotated_at).await
-    );
+    writers.assert_moved_to_new_connections(&cluster, &rotated_at, 100).await;
 
-    stop.store(true, Ordering::Release);
-    let mut outcomes = Vec::new();
-    while let Some(done) = writers.join_next().await {
-        outcomes.extend(done.expect("a writer ends"));
-    }
+    let outcomes = writers.stop().await;
     let after: Vec<&Outcome> = outcomes.iter().filter(|(_, after, _)| *after).collect();
     assert!(after.len() >= 100, "writes after the change: {}", after.len());
     let failed: Vec<&&Outcome> = after.iter().filter(|(_, _, s)| !s.is_some_and(|s| s.is_success())).collect();
@@ -211,9 +259,7 @@ async fn a_rotated_password_is_taken_by_patching_the_shard_url_under_load_on_eve
 /// and the instance takes the new URL from the catalog and serves the request there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_password_sends_an_instance_to_the_catalog_for_the_shards_new_url() {
-    let cluster = PgCluster::start_with_passwords().await;
-    cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
-    cluster.execute(&format!("CREATE DATABASE rot OWNER {ROLE}")).await;
+    let cluster = cluster_with_role().await;
     // Idle connections close at once, so that the next write must open one.
     let app = TestApp::spawn_with_shard_at(SHARD, role_url(&cluster, OLD_PASSWORD, "rot"), |config| {
         config.storage.pool.idle_timeout = Duration::from_millis(100);
@@ -249,9 +295,7 @@ async fn a_refused_password_sends_an_instance_to_the_catalog_for_the_shards_new_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_shards_password_file_is_read_again_when_it_changes_without_a_restart() {
-    let cluster = PgCluster::start_with_passwords().await;
-    cluster.execute(&format!("CREATE ROLE {ROLE} LOGIN PASSWORD '{OLD_PASSWORD}'")).await;
-    cluster.execute(&format!("CREATE DATABASE rot OWNER {ROLE}")).await;
+    let cluster = cluster_with_role().await;
     let secrets = tempfile::tempdir().unwrap();
     let file = secrets.path().join("shard-1-password");
     std::fs::write(&file, format!("{OLD_PASSWORD}\n")).unwrap();
@@ -265,18 +309,7 @@ async fn a_shards_password_file_is_read_again_when_it_changes_without_a_restart(
     .await;
     app.create_tenant_with(&json!({ "id": TENANT, "shard": SHARD })).await;
 
-    let acknowledged = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let acked = Arc::new(AtomicUsize::new(0));
-    let token = app.rw_token(TENANT);
-    let mut writers = tokio::task::JoinSet::new();
-    for i in 0..2 {
-        let flags = (acknowledged.clone(), stop.clone(), acked.clone());
-        writers.spawn(writer(app.client.clone(), app.base_url.clone(), token.clone(), format!("f{i}"), flags));
-    }
-    let warmed =
-        eventually(Duration::from_secs(20), async || (acked.load(Ordering::Acquire) >= 50).then_some(())).await;
-    assert!(warmed.is_some(), "the writers made 50 writes");
+    let writers = Writers::start(&app, &[&app.base_url, &app.base_url], "f", 50).await;
 
     // A Secret's rotation: the role's password, then the mounted file (replaced, as the
     // kubelet swaps a Secret's files), and no call to the gateway.
@@ -285,25 +318,10 @@ async fn a_shards_password_file_is_read_again_when_it_changes_without_a_restart(
     let staged = secrets.path().join(".staged");
     std::fs::write(&staged, format!("{NEW_PASSWORD}\n")).unwrap();
     std::fs::rename(&staged, &file).unwrap();
-    acknowledged.store(true, Ordering::Release);
+    writers.acknowledge();
 
-    let acked_at_change = acked.load(Ordering::Acquire);
-    let moved = eventually(Duration::from_secs(15), async || {
-        let backends = role_backends(&cluster, &rotated_at).await;
-        let more = acked.load(Ordering::Acquire) >= acked_at_change + 50;
-        (more && !backends.is_empty() && backends.iter().all(|after| *after)).then_some(())
-    })
-    .await;
-    assert!(
-        moved.is_some(),
-        "connections opened with the old password remain: {:?}",
-        role_backends(&cluster, &rotated_at).await
-    );
-    stop.store(true, Ordering::Release);
-    let mut outcomes = Vec::new();
-    while let Some(done) = writers.join_next().await {
-        outcomes.extend(done.expect("a writer ends"));
-    }
+    writers.assert_moved_to_new_connections(&cluster, &rotated_at, 50).await;
+    let outcomes = writers.stop().await;
     let failed: Vec<&Outcome> = outcomes.iter().filter(|(_, _, s)| !s.is_some_and(|s| s.is_success())).collect();
     assert!(failed.is_empty(), "{} writes failed: {:?}", failed.len(), &failed[..failed.len().min(5)]);
 
