@@ -207,6 +207,15 @@ async fn run(app: &TestApp) -> reqwest::Response {
     app.admin(Method::POST, "/v1/admin/balancer/runs", None).await
 }
 
+/// Asks for a run every 100 ms, for at most 20 s, until one's outcome is `outcome`: that run.
+async fn run_until(app: &TestApp, outcome: &str) -> Option<Value> {
+    eventually(Duration::from_secs(20), async || {
+        let body = expect_json(run(app).await, StatusCode::OK).await;
+        (body["outcome"] == outcome).then_some(body)
+    })
+    .await
+}
+
 /// An admin request to the instance at `base`, one of `app`'s fleet (a peer).
 async fn admin_at(app: &TestApp, base: &str, method: Method, path: &str) -> reqwest::Response {
     let request = app.client.request(method, format!("{base}{path}")).bearer_auth(app.admin_token());
@@ -250,12 +259,7 @@ async fn proposals_wait_for_approval_stale_ones_are_refused_and_moved_vshards_co
     // Which shard sends is the plan test's business: here, whichever the runs choose.
     skew(&app).await;
     let epoch = app.epoch().await;
-    let proposed = eventually(Duration::from_secs(20), async || {
-        let body = expect_json(run(&app).await, StatusCode::OK).await;
-        (body["outcome"] == "proposed").then_some(body)
-    })
-    .await
-    .expect("a run proposes a move once the load is stored");
+    let proposed = run_until(&app, "proposed").await.expect("a run proposes a move once the load is stored");
     assert_eq!(proposed["proposal"], "pending", "{proposed:#}");
     assert_eq!(proposed["move"]["kind"], "vshard", "{proposed:#}");
     assert!(proposed["job"].is_null());
@@ -344,12 +348,7 @@ async fn a_pending_proposal_survives_runs_that_see_a_near_equal_alternative() {
     let app = TestApp::spawn_with(Backend::Postgres, balancer_on_demand).await;
     set_mode(&app, "propose").await;
     let (_, hot_tenants) = skew_tenants(&app).await;
-    let proposed = eventually(Duration::from_secs(20), async || {
-        let body = expect_json(run(&app).await, StatusCode::OK).await;
-        (body["outcome"] == "proposed").then_some(body)
-    })
-    .await
-    .expect("a run proposes a move once the load is stored");
+    let proposed = run_until(&app, "proposed").await.expect("a run proposes a move once the load is stored");
     assert_eq!(proposed["proposal"], "pending", "{proposed:#}");
     // A sixth more traffic for one other hot tenant alone on its vshard: its vshard is now the
     // heaviest of the hot shard, but by less than the margin (10% of the hottest excess, about
@@ -389,12 +388,7 @@ async fn a_balancer_move_frees_its_slot_at_its_switch_not_after_its_cleanup_grac
     .await;
     set_mode(&app, "apply").await;
     skew(&app).await;
-    let first = eventually(Duration::from_secs(20), async || {
-        let body = expect_json(run(&app).await, StatusCode::OK).await;
-        (body["outcome"] == "started").then_some(body)
-    })
-    .await
-    .expect("a run starts a move once the load is stored");
+    let first = run_until(&app, "started").await.expect("a run starts a move once the load is stored");
     let job = first["job"].as_str().unwrap().to_owned();
     let cleaning = eventually(Duration::from_secs(60), async || {
         let path = format!("/v1/admin/jobs/{job}");
@@ -460,12 +454,7 @@ async fn a_tenant_moved_by_an_approved_proposal_is_never_followed_by_a_move_of_i
     weighted.extend(placed[0].1[1..].iter().chain(&placed[3].1).map(|t| (t.clone(), UNIT)));
     traffic_via(&app, &[&app.base_url, &peer.base_url], &weighted).await;
 
-    let proposed = eventually(Duration::from_secs(20), async || {
-        let body = expect_json(run(&app).await, StatusCode::OK).await;
-        (body["outcome"] == "proposed").then_some(body)
-    })
-    .await
-    .expect("a run proposes a move once the load is stored");
+    let proposed = run_until(&app, "proposed").await.expect("a run proposes a move once the load is stored");
     println!("proposed [{}] {}", loads_seen(&proposed), proposed["reason"]);
     assert_eq!(proposed["move"]["kind"], "tenant", "the hot tenant alone: {proposed:#}");
     assert_eq!(proposed["move"]["tenant"], hot.as_str(), "{proposed:#}");
