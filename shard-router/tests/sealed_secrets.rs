@@ -142,26 +142,19 @@ fn seed(id: &str, url: String) -> ShardSeed {
     ShardSeed { id: ShardId::parse(id).unwrap(), url: SecretString::from(url), password_file: None }
 }
 
+/// The first column of every row `sql` selects, as text.
+async fn first_column(conn: &mut sqlx::AnyConnection, sql: &str) -> Vec<String> {
+    sqlx::query(sql).fetch_all(conn).await.unwrap().iter().map(|row| row.get(0)).collect()
+}
+
 /// Every row of every table of the SQLite database at `path`, each value quoted as SQL text.
 async fn sqlite_dump(path: &Path) -> String {
     sqlx::any::install_default_drivers();
     let mut conn = sqlx::AnyConnection::connect(&format!("sqlite://{}", path.display())).await.unwrap();
-    let tables: Vec<String> = sqlx::query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        .fetch_all(&mut conn)
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+    let tables = first_column(&mut conn, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").await;
     let mut dump = String::new();
     for table in tables {
-        let columns: Vec<String> = sqlx::query(&format!("SELECT name FROM pragma_table_info('{table}')"))
-            .fetch_all(&mut conn)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get(0))
-            .collect();
+        let columns = first_column(&mut conn, &format!("SELECT name FROM pragma_table_info('{table}')")).await;
         let quoted = columns.iter().map(|c| format!("quote(\"{c}\")")).collect::<Vec<_>>().join(" || ',' || ");
         for row in sqlx::query(&format!("SELECT {quoted} FROM \"{table}\"")).fetch_all(&mut conn).await.unwrap() {
             dump.push_str(&format!("{table}: {}\n", row.get::<String, _>(0)));
