@@ -372,18 +372,10 @@ async fn unsafe_seeded_shards_stop_the_start_up() {
     }
 }
 
-/// Bytes that do not compress (a blob of one repeated byte would take a few bytes in
-/// PostgreSQL's TOAST).
+/// Bytes that do not compress, random UUIDs end to end (a blob of one repeated byte would take
+/// a few bytes in PostgreSQL's TOAST).
 fn noise(len: usize) -> Vec<u8> {
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    std::iter::repeat_with(|| *uuid::Uuid::new_v4().as_bytes()).flatten().take(len).collect()
 }
 
 /// The records of every shard, added up as the console's fleet totals do.
