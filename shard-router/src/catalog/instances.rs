@@ -82,53 +82,33 @@ impl Catalog {
     /// stays recorded: a report that crossed it does not bring a stopped instance back (a
     /// process that starts again is a new instance, with a new name).
     pub async fn report_instance(&self, report: &InstanceReport, now_ms: i64) -> Result<(), Error> {
-        self.guarded(async {
-            sqlx::query(&format!(
-                "INSERT INTO instances ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, $7) \
-                 ON CONFLICT (id) DO UPDATE SET version = excluded.version, started_ms = excluded.started_ms, \
-                 address = excluded.address, report_interval_ms = excluded.report_interval_ms, \
-                 last_seen_ms = excluded.last_seen_ms, readiness = excluded.readiness"
-            ))
+        let sql = format!(
+            "INSERT INTO instances ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, NULL, $7) \
+             ON CONFLICT (id) DO UPDATE SET version = excluded.version, started_ms = excluded.started_ms, \
+             address = excluded.address, report_interval_ms = excluded.report_interval_ms, \
+             last_seen_ms = excluded.last_seen_ms, readiness = excluded.readiness"
+        );
+        let upsert = sqlx::query(&sql)
             .bind(&report.id)
             .bind(&report.version)
             .bind(report.started_ms)
             .bind(&report.address)
             .bind(report.report_interval_ms)
             .bind(now_ms)
-            .bind(&report.readiness)
-            .execute(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-            Ok(())
-        })
-        .await
+            .bind(&report.readiness);
+        self.execute(upsert).await?;
+        Ok(())
     }
 
     /// Marks instance `id` stopped at `now_ms` (a clean stop: it is gone at once).
     pub async fn instance_stopped(&self, id: &str, now_ms: i64) -> Result<(), Error> {
-        self.guarded(async {
-            sqlx::query("UPDATE instances SET stopped_ms = $1 WHERE id = $2")
-                .bind(now_ms)
-                .bind(id)
-                .execute(&self.db.pool)
-                .await
-                .map_err(catalog_err)?;
-            Ok(())
-        })
-        .await
+        self.execute(sqlx::query("UPDATE instances SET stopped_ms = $1 WHERE id = $2").bind(now_ms).bind(id)).await?;
+        Ok(())
     }
 
     /// Deletes the rows of instances last seen before `before_ms`; returns how many.
     pub async fn prune_instances(&self, before_ms: i64) -> Result<u64, Error> {
-        self.guarded(async {
-            let done = sqlx::query("DELETE FROM instances WHERE last_seen_ms < $1")
-                .bind(before_ms)
-                .execute(&self.db.pool)
-                .await
-                .map_err(catalog_err)?;
-            Ok(done.rows_affected())
-        })
-        .await
+        self.execute(sqlx::query("DELETE FROM instances WHERE last_seen_ms < $1").bind(before_ms)).await
     }
 
     /// The instances seen since `since_ms`, the longest running first.

@@ -118,6 +118,27 @@ pub struct Audit {
     pub client_address: Option<String>,
 }
 
+/// The columns of the audit log an [`Audit`] fills, in the order [`bind_audit`] binds them.
+const AUDIT_COLUMNS: &str = "at, actor, tenant, action, target, request_id, client_request_id, client_address";
+
+/// Binds `audit`, recorded at `at_ms`, to the next eight parameters of `query` (the
+/// [`AUDIT_COLUMNS`] of one row).
+fn bind_audit<'q>(
+    query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    at_ms: i64,
+    audit: &'q Audit,
+) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(at_ms)
+        .bind(&audit.actor)
+        .bind(audit.tenant.as_deref())
+        .bind(audit.action)
+        .bind(&audit.target)
+        .bind(&audit.request_id)
+        .bind(audit.client_request_id.as_deref())
+        .bind(audit.client_address.as_deref())
+}
+
 /// One recorded admin action.
 #[derive(Debug, Clone)]
 pub struct AuditEntry {
@@ -266,6 +287,15 @@ impl Catalog {
             Ok(()) => tracing::info!("the catalog's password file changed: new connections use its new content"),
             Err(e) => tracing::warn!(error = %e, "cannot use the catalog's changed password file"),
         }
+    }
+
+    /// Runs `statement` on its own (no audit entry, no new epoch) in its own [`Catalog::guarded`]
+    /// operation; returns how many rows it changed.
+    async fn execute<'q>(
+        &self,
+        statement: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<u64, Error> {
+        self.guarded(async { Ok(statement.execute(&self.db.pool).await.map_err(catalog_err)?.rows_affected()) }).await
     }
 
     /// Runs `statement` on its own (no audit entry, no new epoch); true if it changed exactly one
@@ -467,21 +497,8 @@ impl Catalog {
     /// Opens a transaction that records `audit`, for a change that does not touch routing.
     async fn begin_audited(&self, audit: &Audit) -> Result<Transaction<'static, Any>, Error> {
         let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
-        sqlx::query(
-            "INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id, client_address) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(crate::clock::now_ms())
-        .bind(&audit.actor)
-        .bind(audit.tenant.as_deref())
-        .bind(audit.action)
-        .bind(&audit.target)
-        .bind(&audit.request_id)
-        .bind(audit.client_request_id.as_deref())
-        .bind(audit.client_address.as_deref())
-        .execute(&mut *tx)
-        .await
-        .map_err(catalog_err)?;
+        let sql = format!("INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)");
+        bind_audit(sqlx::query(&sql), crate::clock::now_ms(), audit).execute(&mut *tx).await.map_err(catalog_err)?;
         Ok(tx)
     }
 

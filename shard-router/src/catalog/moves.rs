@@ -150,20 +150,15 @@ impl Catalog {
     ) -> Result<bool, Error> {
         self.guarded(async {
             let mut tx = self.db.pool.begin().await.map_err(catalog_err)?;
-            let ended = sqlx::query(
+            let end = sqlx::query(
                 "UPDATE jobs SET state = $1, progress = $2, error = $3, updated_at = $4, owner = NULL \
                  WHERE id = $5 AND owner = $6 AND state = 'running'",
             )
             .bind(state)
             .bind(progress)
             .bind(error)
-            .bind(now_ms())
-            .bind(id)
-            .bind(owner)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-            if ended.rows_affected() == 0 {
+            .bind(now_ms());
+            if !update_owned_job(&mut tx, end, id, owner).await? {
                 return Ok(false);
             }
             sqlx::query("DELETE FROM job_claims WHERE job_id = $1")
@@ -244,17 +239,12 @@ impl Catalog {
     ) -> Result<u64, Error> {
         self.guarded(async {
             let (mut tx, epoch) = self.begin_change(audit).await?;
-            let job = sqlx::query(
+            let store = sqlx::query(
                 "UPDATE jobs SET progress = $1, updated_at = $2 WHERE id = $3 AND owner = $4 AND state = 'running'",
             )
             .bind(progress)
-            .bind(now_ms())
-            .bind(id)
-            .bind(owner)
-            .execute(&mut *tx)
-            .await
-            .map_err(catalog_err)?;
-            if job.rows_affected() == 0 {
+            .bind(now_ms());
+            if !update_owned_job(&mut tx, store, id, owner).await? {
                 return Err(Error::JobLost(id.to_owned()));
             }
             match placement {
@@ -310,4 +300,17 @@ impl Catalog {
         })
         .await
     }
+}
+
+/// Runs `update` (an `UPDATE jobs ... WHERE id = $n AND owner = $n+1 AND state = 'running'`, its
+/// other parameters bound) in `tx` for `owner`'s job `id`: false when the job does not run under
+/// `owner` any more (it ended, or another instance took it over).
+async fn update_owned_job<'q>(
+    tx: &mut sqlx::AnyConnection,
+    update: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    id: &'q str,
+    owner: &'q str,
+) -> Result<bool, Error> {
+    let done = update.bind(id).bind(owner).execute(tx).await.map_err(catalog_err)?;
+    Ok(done.rows_affected() != 0)
 }

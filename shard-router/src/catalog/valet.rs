@@ -4,8 +4,8 @@
 
 use super::sealing::valet_secret_context;
 use super::{
-    Audit, Catalog, bump_valet_generation, catalog_err, column, commit_if_changed, commit_with, corrupt,
-    incarnation_column, incarnation_value, require_incarnation,
+    AUDIT_COLUMNS, Audit, Catalog, bind_audit, bump_valet_generation, catalog_err, column, commit_if_changed,
+    commit_with, corrupt, incarnation_column, incarnation_value, require_incarnation,
 };
 use crate::error::Error;
 
@@ -275,15 +275,8 @@ impl Catalog {
 
     /// Gives a single-use grant its use back (its upload failed before anything was stored).
     pub async fn release_valet_grant(&self, id: &str) -> Result<(), Error> {
-        self.guarded(async {
-            sqlx::query("UPDATE valet_grants SET used_at = NULL WHERE id = $1")
-                .bind(id)
-                .execute(&self.db.pool)
-                .await
-                .map_err(catalog_err)?;
-            Ok(())
-        })
-        .await
+        self.execute(sqlx::query("UPDATE valet_grants SET used_at = NULL WHERE id = $1").bind(id)).await?;
+        Ok(())
     }
 
     /// Revokes a tenant's grant. `false`: the tenant has no such grant.
@@ -330,22 +323,8 @@ impl Catalog {
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
-                let sql = format!(
-                    "INSERT INTO audit_log (at, actor, tenant, action, target, request_id, client_request_id, \
-                     client_address) VALUES {rows}"
-                );
-                let mut insert = sqlx::query(&sql);
-                for TimedAudit { at_ms, audit } in batch {
-                    insert = insert
-                        .bind(*at_ms)
-                        .bind(&audit.actor)
-                        .bind(audit.tenant.as_deref())
-                        .bind(audit.action)
-                        .bind(&audit.target)
-                        .bind(&audit.request_id)
-                        .bind(audit.client_request_id.as_deref())
-                        .bind(audit.client_address.as_deref());
-                }
+                let sql = format!("INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES {rows}");
+                let insert = batch.iter().fold(sqlx::query(&sql), |q, t| bind_audit(q, t.at_ms, &t.audit));
                 insert.execute(&mut *tx).await.map_err(catalog_err)?;
             }
             tx.commit().await.map_err(catalog_err)
