@@ -90,6 +90,16 @@ impl<'a> FencedShard<'a> {
         result.map_err(|r| self.refused(r))
     }
 
+    /// Runs `statement`, which writes, on this shard ([`OnShard::on_shard`]); what it returns is
+    /// left aside.
+    async fn execute<'q>(
+        &self,
+        statement: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<(), Error> {
+        statement.execute(self.pool()).on_shard(self).await?;
+        Ok(())
+    }
+
     /// Counts an operation's share `elapsed` of a batch's statement time for this shard (see
     /// [`crate::storage::batch`]): the load picture counts each operation, not each batch.
     pub(crate) fn measure_share(&self, write: bool, elapsed: std::time::Duration, failed: bool) {
@@ -291,17 +301,14 @@ impl<'a> FencedShard<'a> {
             "INSERT INTO collection_fences (tenant, collection, layout, state, job_id, since) \
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant, collection, layout) {on_conflict}"
         );
-        sqlx::query(&sql)
+        let insert = sqlx::query(&sql)
             .bind(tenant.as_str())
             .bind(collection.as_str())
             .bind(layout.as_str())
             .bind(state.as_str())
             .bind(job)
-            .bind(now_ms)
-            .execute(self.pool())
-            .on_shard(self)
-            .await?;
-        Ok(())
+            .bind(now_ms);
+        self.execute(insert).await
     }
 
     /// Removes the fences of `tenant`'s `collection` in `layout` (all layouts if `None`), or
@@ -317,14 +324,10 @@ impl<'a> FencedShard<'a> {
         let sql = format!(
             "DELETE FROM collection_fences WHERE tenant = $1 AND collection = $2 AND ($3 IS NULL OR layout = $3){frozen}"
         );
-        sqlx::query(&sql)
-            .bind(tenant.as_str())
-            .bind(collection.as_str())
-            .bind(layout.map(FenceLayout::as_str))
-            .execute(self.pool())
-            .on_shard(self)
-            .await?;
-        Ok(())
+        self.execute(
+            sqlx::query(&sql).bind(tenant.as_str()).bind(collection.as_str()).bind(layout.map(FenceLayout::as_str)),
+        )
+        .await
     }
 
     /// Whether this shard has given away a part of the `intervals` (each from its first key up
@@ -402,7 +405,7 @@ impl<'a> FencedShard<'a> {
                     on_conflict(key)
                 );
                 let insert = sqlx::query(&sql).bind(job).bind(now_ms);
-                batch.iter().fold(insert, |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
+                self.execute(batch.iter().fold(insert, |q, k| k.bind(q))).await?;
             }
         }
         if let MoveSubject::Range(range) = subject {
@@ -411,16 +414,14 @@ impl<'a> FencedShard<'a> {
                  VALUES ($1, $2, $3, $4, '{state}', $5, $6) {}",
                 on_conflict("tenant, collection, from_key")
             );
-            sqlx::query(&sql)
+            let insert = sqlx::query(&sql)
                 .bind(range.tenant.as_str())
                 .bind(range.collection.as_str())
                 .bind(range.from)
                 .bind(range.until)
                 .bind(job)
-                .bind(now_ms)
-                .execute(self.pool())
-                .on_shard(self)
-                .await?;
+                .bind(now_ms);
+            self.execute(insert).await?;
         }
         Ok(())
     }
@@ -441,7 +442,7 @@ impl<'a> FencedShard<'a> {
             for batch in keys.chunks(FENCE_BATCH) {
                 let list = (1..=batch.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
                 let sql = format!("DELETE FROM {table} WHERE {key} IN ({list}){only}");
-                batch.iter().fold(sqlx::query(&sql), |q, k| k.bind(q)).execute(self.pool()).on_shard(self).await?;
+                self.execute(batch.iter().fold(sqlx::query(&sql), |q, k| k.bind(q))).await?;
             }
         }
         let tenants = subject.tenants();
@@ -451,8 +452,7 @@ impl<'a> FencedShard<'a> {
             for batch in tenants.chunks(FENCE_BATCH) {
                 let list = (1..=batch.len()).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ");
                 let sql = format!("DELETE FROM collection_fences WHERE layout = 'home' AND tenant IN ({list})");
-                let delete = batch.iter().fold(sqlx::query(&sql), |q, t| q.bind(t.as_str()));
-                delete.execute(self.pool()).on_shard(self).await?;
+                self.execute(batch.iter().fold(sqlx::query(&sql), |q, t| q.bind(t.as_str()))).await?;
             }
         }
         if let MoveSubject::Range(range) = subject {
@@ -460,13 +460,10 @@ impl<'a> FencedShard<'a> {
                 return self.clear_range_fences(range).await;
             }
             let sql = format!("DELETE FROM range_fences WHERE tenant = $1 AND collection = $2 AND from_key = $3{only}");
-            sqlx::query(&sql)
-                .bind(range.tenant.as_str())
-                .bind(range.collection.as_str())
-                .bind(range.from)
-                .execute(self.pool())
-                .on_shard(self)
-                .await?;
+            self.execute(
+                sqlx::query(&sql).bind(range.tenant.as_str()).bind(range.collection.as_str()).bind(range.from),
+            )
+            .await?;
         }
         Ok(())
     }
@@ -527,24 +524,18 @@ impl<'a> FencedShard<'a> {
     /// is set anew), or of all its collections (the tenant is deleted).
     pub async fn drop_range_fences(&self, tenant: &TenantId, collection: Option<&CollectionName>) -> Result<(), Error> {
         for table in ["range_fences", "collection_fences"] {
-            sqlx::query(&format!("DELETE FROM {table} WHERE tenant = $1 AND ($2 IS NULL OR collection = $2)"))
-                .bind(tenant.as_str())
-                .bind(collection.map(CollectionName::as_str))
-                .execute(self.pool())
-                .on_shard(self)
-                .await?;
+            let sql = format!("DELETE FROM {table} WHERE tenant = $1 AND ($2 IS NULL OR collection = $2)");
+            self.execute(sqlx::query(&sql).bind(tenant.as_str()).bind(collection.map(CollectionName::as_str))).await?;
         }
         Ok(())
     }
 
     /// Raises the shard's fence to `epoch`: writes routed on older maps are refused from now on.
     pub async fn raise_fence(&self, epoch: u64) -> Result<(), Error> {
-        sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1")
-            .bind(epoch_param(epoch))
-            .execute(self.pool())
-            .on_shard(self)
-            .await?;
-        Ok(())
+        self.execute(
+            sqlx::query("UPDATE shard_fence SET epoch = $1 WHERE id = 1 AND epoch < $1").bind(epoch_param(epoch)),
+        )
+        .await
     }
 }
 
