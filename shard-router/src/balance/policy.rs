@@ -178,7 +178,7 @@ impl Policy {
                 Some(tenant) => vec![*tenant],
                 None => on_source.into_iter().filter(|m| matches!(m.subject, Subject::Vshard { .. })).collect(),
             };
-            match self.best(shards, &loads, mean, source, target, &candidates) {
+            match self.best(Way { shards, loads: &loads, mean, source, target }, &candidates) {
                 Ok(choice) => {
                     let reason = format!(
                         "{} is overfull ({:.1} ms/s, above {overfull_above:.1}): move {} ({:.1} ms/s) to {}; \
@@ -243,7 +243,7 @@ impl Policy {
         if let Some(why) = &shards[target].held {
             return Err(format!("{to} may not receive: {why}"));
         }
-        let (after, choice) = self.judge(shards, &loads, mean, source, target, candidate)?;
+        let (after, choice) = self.judge(Way { shards, loads: &loads, mean, source, target }, candidate)?;
         if let Some(better) = &best.choice {
             let best_after = hottest_excess(&better.predicted, mean);
             let margin = self.min_improvement * hottest_excess(&loads, mean);
@@ -266,15 +266,8 @@ impl Policy {
     /// the hottest excess so, or, isolated, spare its neighbours: its target must carry less
     /// than its neighbours on its source do, by `min_improvement` of theirs, so the hottest
     /// shard never gets hotter and the move never merely trades its neighbours for others.
-    fn judge(
-        &self,
-        shards: &[ShardInput],
-        loads: &[f64],
-        mean: f64,
-        source: usize,
-        target: usize,
-        candidate: &Movable,
-    ) -> Result<(f64, Choice), String> {
+    fn judge(&self, way: Way<'_>, candidate: &Movable) -> Result<(f64, Choice), String> {
+        let Way { shards, loads, mean, source, target } = way;
         let what = describe(&candidate.subject);
         if let Some(why) = &candidate.held {
             return Err(format!("{what} {why}"));
@@ -324,15 +317,7 @@ impl Policy {
 
     /// The candidate that lowers the hottest excess the most among those worth making
     /// ([`Policy::judge`]), or why none is.
-    fn best(
-        &self,
-        shards: &[ShardInput],
-        loads: &[f64],
-        mean: f64,
-        source: usize,
-        target: usize,
-        candidates: &[&Movable],
-    ) -> Result<Choice, String> {
+    fn best(&self, way: Way<'_>, candidates: &[&Movable]) -> Result<Choice, String> {
         if candidates.is_empty() {
             return Err("nothing on it can move".to_owned());
         }
@@ -344,7 +329,7 @@ impl Policy {
                 held.push(format!("{} {why}", describe(&candidate.subject)));
                 continue;
             }
-            match self.judge(shards, loads, mean, source, target, candidate) {
+            match self.judge(way, candidate) {
                 Ok((after, choice)) if best.as_ref().is_none_or(|(b, _)| after < *b) => best = Some((after, choice)),
                 Ok(_) => {}
                 Err(why) => refused.push(why),
@@ -359,10 +344,21 @@ impl Policy {
             None => Err(format!(
                 "no move improves the hottest excess by {:.0}% without making {} overfull",
                 self.min_improvement * 100.0,
-                shards[target].shard
+                way.shards[way.target].shard
             )),
         }
     }
+}
+
+/// A move's way through the fleet, as [`Policy::judge`] and [`Policy::best`] weigh it: from
+/// `shards[source]` to `shards[target]`, with every shard's load now (`loads`, their mean `mean`).
+#[derive(Clone, Copy)]
+struct Way<'a> {
+    shards: &'a [ShardInput],
+    loads: &'a [f64],
+    mean: f64,
+    source: usize,
+    target: usize,
 }
 
 /// The hottest shard's load above the mean (0 when none is above).

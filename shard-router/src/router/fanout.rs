@@ -125,7 +125,8 @@ impl ShardRouter {
                     None => continue,
                 }
             }
-            let (records, mut failures, stale) = self.fan_out(tenant, collection, bounds, limit, &plan).await;
+            let listed = Listed { tenant, collection, plan: &plan };
+            let (records, mut failures, stale) = self.fan_out(listed, bounds, limit).await;
             // A shard gave away vshards this map says it owns: a vshard move switched meanwhile
             // (or the collection changed its distribution). Their records are elsewhere, which
             // this map does not read yet: read again on the new map, or (the cut-over
@@ -154,12 +155,11 @@ impl ShardRouter {
     /// last key, for the number missing, which completes the page.
     async fn fan_out(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        listed: Listed<'_>,
         bounds: &ListBounds,
         limit: u32,
-        plan: &ListingPlan,
     ) -> (Vec<StoredRecord>, Vec<ShardFailure>, Vec<ShardId>) {
+        let plan = listed.plan;
         let mut positions: Vec<Position> = plan.shards.iter().map(|_| Position::Open(None)).collect();
         let mut records = Vec::new();
         let mut failures = Vec::new();
@@ -173,7 +173,7 @@ impl ShardRouter {
             let reads = asked.iter().map(|&i| {
                 let after = positions[i].after().or(bounds.after.as_deref());
                 let bounds = ListBounds { after: after.map(str::to_owned), ..bounds.clone() };
-                async move { self.read_shard(tenant, collection, &bounds, quota, plan, i).await }
+                async move { self.read_shard(listed, &bounds, quota, i).await }
             });
             for (read, i) in futures::future::join_all(reads).await.into_iter().zip(asked) {
                 match read {
@@ -221,13 +221,12 @@ impl ShardRouter {
     /// whether that shard has moved away vshards (or key ranges) `plan`'s map gives it.
     async fn read_shard(
         &self,
-        tenant: &TenantId,
-        collection: &CollectionName,
+        listed: Listed<'_>,
         bounds: &ListBounds,
         limit: u32,
-        plan: &ListingPlan,
         i: usize,
     ) -> Result<(Vec<StoredRecord>, bool), ShardFailure> {
+        let Listed { tenant, collection, plan } = listed;
         let (shard, holding) = (&plan.shards[i], &plan.holdings[i]);
         let deadline = self.fan_out_deadline();
         let read = async {
@@ -252,6 +251,14 @@ impl ShardRouter {
             Err(_) => Err(ShardFailure { shard: shard.clone(), error: Error::FanOutTimeout(deadline) }),
         }
     }
+}
+
+/// What a fan-out lists: `tenant`'s `collection` on the shards of `plan`.
+#[derive(Clone, Copy)]
+struct Listed<'a> {
+    tenant: &'a TenantId,
+    collection: &'a CollectionName,
+    plan: &'a ListingPlan,
 }
 
 /// What `map` gives `shard` for a listing of a collection spread by `spread`, `runs` being the
@@ -419,7 +426,8 @@ mod tests {
         map.epoch += 1;
         *router.write_map() = map; // in memory only: the catalog keeps what it holds
 
-        let (records, failures, stale) = router.fan_out(&tenant, &collection, &bounds, 1000, &plan).await;
+        let listed = Listed { tenant: &tenant, collection: &collection, plan: &plan };
+        let (records, failures, stale) = router.fan_out(listed, &bounds, 1000).await;
         assert!(failures.is_empty() && stale.is_empty(), "{failures:?} {stale:?}");
         let listed: Vec<String> = merge(records, 1000).into_iter().map(|r| r.key).collect();
         assert_eq!(listed, keys, "every key, once");
