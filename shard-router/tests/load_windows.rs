@@ -70,9 +70,9 @@ async fn stores_rolls_up_and_prunes(engine: &str) {
     let windows = meter.take_closed(t0 + 12 * 10_000);
     assert_eq!(windows.len(), 12);
     let rows: Vec<LoadRow> = windows.iter().flat_map(|w| LoadRow::of_window("i1", w)).collect();
-    catalog.store_load_rows(&rows).await.unwrap();
+    catalog.store_windows(&rows).await.unwrap();
     // The first window again, from the same instance: it adds up.
-    catalog.store_load_rows(&LoadRow::of_window("i1", &windows[0])).await.unwrap();
+    catalog.store_windows(&LoadRow::of_window("i1", &windows[0])).await.unwrap();
 
     let stored = catalog.load_rows(LoadScope::Vshard, 0, i64::MAX).await.unwrap();
     assert_eq!(stored.len(), 24, "one vshard row per shard and work per window");
@@ -84,9 +84,9 @@ async fn stores_rolls_up_and_prunes(engine: &str) {
     assert_eq!(tenants[1].subject, "a");
 
     // Roll up everything that ended by t0 + 60 s into minutes: the first six windows.
-    let rolled = catalog.roll_up_load(10_000, 60_000, t0 + 60_000).await.unwrap();
+    let rolled = catalog.roll_up_windows::<LoadRow>(10_000, 60_000, t0 + 60_000).await.unwrap();
     assert_eq!(rolled, 6 * 2 + 6, "six windows' vshard and tenant rows");
-    let again = catalog.roll_up_load(10_000, 60_000, t0 + 60_000).await.unwrap();
+    let again = catalog.roll_up_windows::<LoadRow>(10_000, 60_000, t0 + 60_000).await.unwrap();
     assert_eq!(again, 0, "a second roll-up finds nothing left");
     let stored = catalog.load_rows(LoadScope::Vshard, 0, i64::MAX).await.unwrap();
     let minute = stored.iter().find(|r| r.width_ms == 60_000 && r.shard == "s0").unwrap();
@@ -103,8 +103,8 @@ async fn stores_rolls_up_and_prunes(engine: &str) {
     assert!(overlapping.iter().all(|r| r.start_ms == t0 + 60_000 && r.width_ms == 10_000));
 
     // Pruning: the minute rows that ended by t0 + 60 s go; the 10 s rows stay.
-    assert_eq!(catalog.prune_load(60_000, t0 + 60_000).await.unwrap(), 3);
-    assert_eq!(catalog.prune_load(10_000, t0 + 90_000).await.unwrap(), 3 * 3);
+    assert_eq!(catalog.prune_windows::<LoadRow>(60_000, t0 + 60_000).await.unwrap(), 3);
+    assert_eq!(catalog.prune_windows::<LoadRow>(10_000, t0 + 90_000).await.unwrap(), 3 * 3);
     let left = catalog.load_rows(LoadScope::Vshard, 0, i64::MAX).await.unwrap();
     assert_eq!(left.len(), 6);
     assert!(left.iter().all(|r| r.start_ms >= t0 + 90_000));

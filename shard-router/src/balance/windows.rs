@@ -15,7 +15,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::balance::request_meter::RequestMeter;
-use crate::catalog::LoadRow;
+use crate::catalog::{LoadRow, RequestRow};
 use crate::clock::now_ms;
 use crate::config::LoadConfig;
 use crate::ids::ShardId;
@@ -102,7 +102,7 @@ impl LoadFlusher {
         let Some(router) = self.router.upgrade() else { return 0 };
         let requests = self.requests.take_closed(now, &self.instance);
         if !requests.is_empty()
-            && let Err(e) = router.catalog().store_request_rows(&requests).await
+            && let Err(e) = router.catalog().store_windows(&requests).await
         {
             tracing::warn!(error = %e, rows = requests.len(), "cannot store request windows; keeping them for the next flush");
             self.requests.put_back(requests);
@@ -112,7 +112,7 @@ impl LoadFlusher {
             return 0;
         }
         let rows: Vec<LoadRow> = windows.iter().flat_map(|w| LoadRow::of_window(&self.instance, w)).collect();
-        match router.catalog().store_load_rows(&rows).await {
+        match router.catalog().store_windows(&rows).await {
             Ok(()) => windows.len(),
             Err(e) => {
                 tracing::warn!(error = %e, windows = windows.len(), "cannot store load windows; keeping them for the next flush");
@@ -128,7 +128,7 @@ impl LoadFlusher {
     }
 
     /// Rolls up and prunes the catalog's load windows (any instance may: see
-    /// [`crate::catalog::Catalog::roll_up_load`]), and samples each shard's size.
+    /// [`crate::catalog::Catalog::roll_up_windows`]), and samples each shard's size.
     pub async fn upkeep(&self, now: i64) {
         let Some(router) = self.router.upgrade() else { return };
         let mut sizes = Vec::new();
@@ -147,21 +147,23 @@ impl LoadFlusher {
         let (window, rollup) = (millis(self.config.window), millis(self.config.rollup));
         let catalog = router.catalog();
         if rollup > window
-            && let Err(e) = catalog.roll_up_load(window, rollup, now - millis(self.config.full_resolution)).await
+            && let Err(e) =
+                catalog.roll_up_windows::<LoadRow>(window, rollup, now - millis(self.config.full_resolution)).await
         {
             tracing::warn!(error = %e, "cannot roll up load windows");
         }
         if rollup > window
-            && let Err(e) = catalog.roll_up_requests(window, rollup, now - millis(self.config.full_resolution)).await
+            && let Err(e) =
+                catalog.roll_up_windows::<RequestRow>(window, rollup, now - millis(self.config.full_resolution)).await
         {
             tracing::warn!(error = %e, "cannot roll up request windows");
         }
         let cutoff = now - millis(self.config.retention);
         for width in [window, rollup] {
-            if let Err(e) = catalog.prune_load(width, cutoff).await {
+            if let Err(e) = catalog.prune_windows::<LoadRow>(width, cutoff).await {
                 tracing::warn!(error = %e, "cannot prune load windows");
             }
-            if let Err(e) = catalog.prune_requests(width, cutoff).await {
+            if let Err(e) = catalog.prune_windows::<RequestRow>(width, cutoff).await {
                 tracing::warn!(error = %e, "cannot prune request windows");
             }
         }

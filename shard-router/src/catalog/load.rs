@@ -191,23 +191,6 @@ impl WindowTable for LoadRow {
 }
 
 impl Catalog {
-    /// Stores `rows` in one statement (a row stored before is added to).
-    pub async fn store_load_rows(&self, rows: &[LoadRow]) -> Result<(), Error> {
-        self.store_windows(rows).await
-    }
-
-    /// Rolls the rows of width `from_ms` that ended by `before_ms` up into rows of width `to_ms`
-    /// (their counters summed), in one transaction ([`Catalog::roll_up_windows`]). Returns how
-    /// many rows were rolled up.
-    pub async fn roll_up_load(&self, from_ms: i64, to_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        self.roll_up_windows::<LoadRow>(from_ms, to_ms, before_ms).await
-    }
-
-    /// Deletes the rows of width `width_ms` that ended by `before_ms`; returns how many.
-    pub async fn prune_load(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        self.prune_windows::<LoadRow>(width_ms, before_ms).await
-    }
-
     /// The rows of `scope` of the windows that overlap `[since_ms, until_ms)`, in time order.
     pub async fn load_rows(&self, scope: LoadScope, since_ms: i64, until_ms: i64) -> Result<Vec<LoadRow>, Error> {
         self.guarded(async {

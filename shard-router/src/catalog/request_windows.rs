@@ -247,23 +247,6 @@ impl WindowTable for RequestRow {
 }
 
 impl Catalog {
-    /// Stores `rows` in one statement (a row stored before is added to).
-    pub async fn store_request_rows(&self, rows: &[RequestRow]) -> Result<(), Error> {
-        self.store_windows(rows).await
-    }
-
-    /// Rolls the rows of width `from_ms` that ended by `before_ms` up into rows of width `to_ms`
-    /// (their counts summed), in one transaction ([`Catalog::roll_up_windows`]). Returns how
-    /// many rows were rolled up.
-    pub async fn roll_up_requests(&self, from_ms: i64, to_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        self.roll_up_windows::<RequestRow>(from_ms, to_ms, before_ms).await
-    }
-
-    /// Deletes the rows of width `width_ms` that ended by `before_ms`; returns how many.
-    pub async fn prune_requests(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
-        self.prune_windows::<RequestRow>(width_ms, before_ms).await
-    }
-
     /// The rows of `scope` of the windows that overlap `[since_ms, until_ms)`, in time order.
     pub async fn request_rows(
         &self,

@@ -2,7 +2,9 @@
 //! `request_windows`: [`super::request_windows`]): rows written many at a time in one statement
 //! (added to when they exist), rolled up into wider windows, and pruned. A table says how its
 //! rows are written and read ([`WindowTable`]); storing, rolling up and pruning are written once
-//! here.
+//! here, and called for a table by its row type ([`super::LoadRow`], [`super::RequestRow`]):
+//! `catalog.roll_up_windows::<LoadRow>(..)`. The trait is public in this private module, so no
+//! other crate can add a table.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,7 @@ use crate::storage::db::Engine;
 
 /// A catalog table of windows whose rows add up: rows with the same key (the window and what
 /// it is about) merge by adding their counts.
-pub(super) trait WindowTable: Clone + Sized {
+pub trait WindowTable: Clone + Sized {
     /// The table.
     const TABLE: &'static str;
     /// What identifies a row within its window (its key without the window's start).
@@ -40,7 +42,7 @@ pub(super) trait WindowTable: Clone + Sized {
 
 impl Catalog {
     /// Stores `rows` in one statement (a row stored before is added to).
-    pub(super) async fn store_windows<T: WindowTable>(&self, rows: &[T]) -> Result<(), Error> {
+    pub async fn store_windows<T: WindowTable>(&self, rows: &[T]) -> Result<(), Error> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -57,7 +59,7 @@ impl Catalog {
     /// (their counts summed), in one transaction: the rows are deleted and their sums stored, so
     /// two instances rolling up at once never count a row twice (the second finds it gone).
     /// Returns how many rows were rolled up.
-    pub(super) async fn roll_up_windows<T: WindowTable>(
+    pub async fn roll_up_windows<T: WindowTable>(
         &self,
         from_ms: i64,
         to_ms: i64,
@@ -90,7 +92,7 @@ impl Catalog {
     }
 
     /// Deletes the rows of width `width_ms` that ended by `before_ms`; returns how many.
-    pub(super) async fn prune_windows<T: WindowTable>(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
+    pub async fn prune_windows<T: WindowTable>(&self, width_ms: i64, before_ms: i64) -> Result<u64, Error> {
         let sql = format!("DELETE FROM {} WHERE width_ms = $1 AND start_ms + width_ms <= $2", T::TABLE);
         self.guarded(async {
             let done =
