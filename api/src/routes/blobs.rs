@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
-use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::blobs::{BlobCondition, BlobPath, BlobStore};
 use shardgate_shard_router::{Access, TenantId, now_ms};
@@ -17,7 +17,7 @@ use utoipa::IntoParams;
 
 use crate::app::App;
 use crate::blobs::service::{BlobInfo, NewBlob, blob_path, content_type_of, max_blob_size, serve_blob, store_blob};
-use crate::server::extract::{ApiPath, ApiQuery, Caller};
+use crate::server::extract::{ApiQuery, Bound, NeedsScope, Read, TenantPath, Write};
 use crate::wire::error::ApiError;
 use crate::wire::openapi::{Binary, errors};
 use crate::wire::pagination::{Page, decode_cursor};
@@ -42,6 +42,12 @@ pub struct BlobsRoute {
     tenant: String,
 }
 
+impl TenantPath for BlobsRoute {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
 /// Listing filters.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -56,18 +62,31 @@ pub struct BlobListQuery {
     cursor: Option<String>,
 }
 
-/// The caller's tenant (with `scope`) and the blob the request's URI names (what follows
-/// `/blobs/`, decoded and checked).
-async fn blob_of(
-    app: &App,
-    caller: &Caller,
-    route: &BlobRoute,
-    uri: &Uri,
-    scope: Scope,
-) -> Result<(TenantId, BlobPath), ApiError> {
-    let tenant = caller.for_tenant(app, &route.tenant, scope).await?;
-    let raw = uri.path().split_once("/blobs/").map(|(_, rest)| rest).unwrap_or_default();
-    Ok((tenant, blob_path(raw)?))
+impl TenantPath for BlobRoute {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
+/// The blob a request names, of the tenant the caller is bound to with the scope `S` (see
+/// [`Bound`]), and the application state: the preamble of every handler of one blob. The blob
+/// is what follows `/blobs/` in the request's URI, decoded and checked.
+#[derive(Debug)]
+pub struct Blob<S> {
+    app: Arc<App>,
+    tenant: TenantId,
+    path: BlobPath,
+    scope: std::marker::PhantomData<S>,
+}
+
+impl<S: NeedsScope> FromRequestParts<Arc<App>> for Blob<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let Bound { app, tenant, .. } = Bound::<BlobRoute, S>::from_request_parts(parts, app).await?;
+        let raw = parts.uri.path().split_once("/blobs/").map(|(_, rest)| rest).unwrap_or_default();
+        Ok(Self { app, tenant, path: blob_path(raw)?, scope: std::marker::PhantomData })
+    }
 }
 
 /// `If-Match` / `If-None-Match` of a blob write or delete (entity tags are SHA-256s).
@@ -101,13 +120,7 @@ errors!(PutBlobErrors:
         PutBlobErrors,
     )
 )]
-pub async fn put_blob(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<BlobRoute>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Write).await?;
+pub async fn put_blob(Blob { app, tenant, path, .. }: Blob<Write>, request: Request) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     let condition = blob_condition(&parts.headers)?;
     let content_type = content_type_of(&parts.headers)?;
@@ -137,13 +150,7 @@ errors!(GetBlobErrors:
         GetBlobErrors,
     )
 )]
-pub async fn get_blob(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<BlobRoute>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Read).await?;
+pub async fn get_blob(Blob { app, tenant, path, .. }: Blob<Read>, request: Request) -> Result<Response, ApiError> {
     let head = request.method() == axum::http::Method::HEAD;
     serve_blob(&app, &tenant, &path, request.headers(), head).await
 }
@@ -156,14 +163,9 @@ errors!(HeadBlobErrors: TenantNotFound, BlobNotFound, BlobDamaged);
     (status = 304, description = "Not modified"),
     HeadBlobErrors,
 ))]
-pub async fn head_blob(
-    app: State<Arc<App>>,
-    caller: Caller,
-    route: ApiPath<BlobRoute>,
-    request: Request,
-) -> Result<Response, ApiError> {
+pub async fn head_blob(blob: Blob<Read>, request: Request) -> Result<Response, ApiError> {
     // The same answer without its bytes: `get_blob` sees the HEAD method.
-    get_blob(app, caller, route, request).await
+    get_blob(blob, request).await
 }
 
 errors!(DeleteBlobErrors:
@@ -175,13 +177,7 @@ errors!(DeleteBlobErrors:
     (status = 204, description = "Deleted"),
     DeleteBlobErrors,
 ))]
-pub async fn delete_blob(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<BlobRoute>,
-    request: Request,
-) -> Result<Response, ApiError> {
-    let (tenant, path) = blob_of(&app, &caller, &route, request.uri(), Scope::Write).await?;
+pub async fn delete_blob(Blob { app, tenant, path, .. }: Blob<Write>, request: Request) -> Result<Response, ApiError> {
     let condition = blob_condition(request.headers())?;
     let (route, db) = app.router.resolve(&tenant, Access::Write)?;
     let store = BlobStore::new(&db, &route.shard).routed_at(route.epoch);
@@ -204,12 +200,8 @@ errors!(ListBlobsErrors: InvalidQuery, InvalidCursor);
     ListBlobsErrors,
 ))]
 pub async fn list_blobs(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<BlobsRoute>,
-    ApiQuery(query): ApiQuery<BlobListQuery>,
+    Bound { app, tenant, input: ApiQuery(query), .. }: Bound<BlobsRoute, Read, ApiQuery<BlobListQuery>>,
 ) -> Result<Response, ApiError> {
-    let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
     let limit = app.page_limit(query.limit)?;
     let after = query.cursor.as_deref().map(decode_cursor).transpose()?;
     let (route, db) = app.router.resolve(&tenant, Access::Read)?;

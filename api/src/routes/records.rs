@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use shardgate_cache::{CachedRecord, RecordState};
-use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::Error as StoreError;
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::fanout::ShardFailure;
@@ -26,7 +26,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::observability::request_health::routed_to;
-use crate::server::extract::{ApiPath, ApiQuery, Caller, require_json};
+use crate::server::extract::{ApiQuery, Bound, NeedsScope, Read, TenantPath, Write, require_json};
 use crate::server::fault_points;
 use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, ShardFailureReason, invalid_path};
@@ -56,6 +56,12 @@ pub struct CollectionPath {
     tenant: String,
     /// Collection name.
     collection: String,
+}
+
+impl TenantPath for CollectionPath {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
 }
 
 /// The entity tag of a record version: the quoted version, formatted without a heap string.
@@ -96,6 +102,33 @@ fn write_condition(headers: &HeaderMap) -> Result<WriteCondition, ApiError> {
     })
 }
 
+impl TenantPath for RecordPath {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
+/// The record a request names, of the tenant the caller is bound to with the scope `S` (see
+/// [`Bound`]), and the application state: the preamble of every handler of one record.
+#[derive(Debug)]
+pub struct Record<S> {
+    app: Arc<App>,
+    t: Target,
+    scope: std::marker::PhantomData<S>,
+}
+
+impl<S: NeedsScope> FromRequestParts<Arc<App>> for Record<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let Bound { app, tenant, path, .. } = Bound::<RecordPath, S>::from_request_parts(parts, app).await?;
+        let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+        let key = RecordKey::parse(&path.key).map_err(invalid_path)?;
+        Ok(Self { app, t: Target { tenant, collection, key }, scope: std::marker::PhantomData })
+    }
+}
+
+#[derive(Debug)]
 struct Target {
     tenant: shardgate_shard_router::TenantId,
     collection: CollectionName,
@@ -108,13 +141,6 @@ impl Target {
     }
 }
 
-async fn record_target(app: &App, caller: &Caller, path: &RecordPath, scope: Scope) -> Result<Target, ApiError> {
-    let tenant = caller.for_tenant(app, &path.tenant, scope).await?;
-    let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
-    let key = RecordKey::parse(&path.key).map_err(invalid_path)?;
-    Ok(Target { tenant, collection, key })
-}
-
 errors!(GetRecordErrors: InvalidPath, TenantNotFound, RecordNotFound, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// Read a record.
@@ -123,13 +149,7 @@ errors!(GetRecordErrors: InvalidPath, TenantNotFound, RecordNotFound, ShardOffli
     (status = 304, description = "Not modified (If-None-Match matched)"),
     GetRecordErrors,
 ))]
-pub async fn get_record(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(path): ApiPath<RecordPath>,
-    if_none_match: IfNoneMatch,
-) -> Result<Response, ApiError> {
-    let t = record_target(&app, &caller, &path, Scope::Read).await?;
+pub async fn get_record(Record { app, t, .. }: Record<Read>, if_none_match: IfNoneMatch) -> Result<Response, ApiError> {
     // Routed before the cache is asked: a read the cache answers names this map's epoch too.
     let route = app.router.resolve_record_fresh(t.address(), Access::Read).await?.0;
     RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &if_none_match).await)
@@ -199,13 +219,10 @@ errors!(PutRecordErrors:
     )
 )]
 pub async fn put_record(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(path): ApiPath<RecordPath>,
+    Record { app, t, .. }: Record<Write>,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let t = record_target(&app, &caller, &path, Scope::Write).await?;
     require_json(&headers)?;
     let body = body?;
     if body.len() > app.limits.max_record_bytes {
@@ -392,13 +409,7 @@ errors!(DeleteRecordErrors:
     (status = 204, description = "Deleted"),
     DeleteRecordErrors,
 ))]
-pub async fn delete_record(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(path): ApiPath<RecordPath>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
-    let t = record_target(&app, &caller, &path, Scope::Write).await?;
+pub async fn delete_record(Record { app, t, .. }: Record<Write>, headers: HeaderMap) -> Result<Response, ApiError> {
     let condition = match write_condition(&headers)? {
         WriteCondition::Absent => {
             return Err(ApiError::new(Code::InvalidHeader, "If-None-Match is not allowed on DELETE"));
@@ -546,12 +557,8 @@ pub struct RecordPage {
     ListRecordsErrors,
 ))]
 pub async fn list_records(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(path): ApiPath<CollectionPath>,
-    ApiQuery(query): ApiQuery<ListQuery>,
+    Bound { app, tenant, path, input: ApiQuery(query), .. }: Bound<CollectionPath, Read, ApiQuery<ListQuery>>,
 ) -> Result<Response, ApiError> {
-    let tenant = caller.for_tenant(&app, &path.tenant, Scope::Read).await?;
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
         v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::new(Code::InvalidQuery, e.to_string())))

@@ -2,17 +2,12 @@
 //! scope `read`), as the shards keep it exact. Which shards hold it is the operators' to know
 //! (`GET /v1/admin/tenants/{id}/usage`).
 
-use std::sync::Arc;
-
-use axum::extract::State;
 use serde::{Deserialize, Serialize};
-use shardgate_gatekeeper::Scope;
 use shardgate_shard_router::usage::collections::shown_collection_count;
 use shardgate_shard_router::usage::tenant_usage;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::app::App;
-use crate::server::extract::{ApiPath, Caller};
+use crate::server::extract::{Bound, Read, TenantPath};
 use crate::wire::envelope::UsageCounts;
 use crate::wire::error::ApiError;
 use crate::wire::openapi::errors;
@@ -23,6 +18,12 @@ use crate::wire::quotas::QuotaUses;
 pub struct UsageRoute {
     /// Tenant id (must be the token's tenant).
     tenant: String,
+}
+
+impl TenantPath for UsageRoute {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
 }
 
 /// What the tenant stores.
@@ -50,11 +51,8 @@ errors!(GetOwnUsageErrors: CatalogUnavailable);
     GetOwnUsageErrors,
 ))]
 pub async fn get_usage(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<UsageRoute>,
+    Bound { app, tenant, .. }: Bound<UsageRoute, Read>,
 ) -> Result<axum::Json<UsageReport>, ApiError> {
-    let tenant = caller.for_tenant(&app, &route.tenant, Scope::Read).await?;
     let usage = tenant_usage(&app.router, &tenant).await?;
     let quotas = app.router.tenant_quotas(&tenant)?;
     Ok(axum::Json(UsageReport {

@@ -170,6 +170,103 @@ impl Caller {
     }
 }
 
+/// The scope a tenant route needs, as a type (a parameter of [`Bound`]).
+pub trait NeedsScope: Send + Sync {
+    /// The scope.
+    const SCOPE: Scope;
+}
+
+/// The `read` scope.
+#[derive(Debug)]
+pub struct Read;
+/// The `write` scope.
+#[derive(Debug)]
+pub struct Write;
+/// The `manage` scope.
+#[derive(Debug)]
+pub struct Manage;
+
+impl NeedsScope for Read {
+    const SCOPE: Scope = Scope::Read;
+}
+impl NeedsScope for Write {
+    const SCOPE: Scope = Scope::Write;
+}
+impl NeedsScope for Manage {
+    const SCOPE: Scope = Scope::Manage;
+}
+
+/// A path under `/v1/tenants/{tenant}`: it names the tenant.
+pub trait TenantPath: serde::de::DeserializeOwned + Send {
+    /// The `{tenant}` segment, as sent.
+    fn tenant(&self) -> &str;
+}
+
+/// A tenant's request: the verified caller, bound to the tenant its path `P` names with the
+/// scope `S` ([`Caller::bound_tenant`]), the path, what else the operation reads of the request
+/// (`I`: its query as an [`ApiQuery`], its body as an [`ApiJson`], or `()` for neither) and the
+/// application state. Extracting it runs the checks in the order every tenant route has: the
+/// token (401), the path's syntax (400 `invalid_path`), the query's or the body's (400), then
+/// the binding to the tenant and the scope.
+#[derive(Debug)]
+pub struct Bound<P, S, I = ()> {
+    /// The application state.
+    pub app: Arc<App>,
+    /// The verified caller.
+    pub caller: Caller,
+    /// The tenant the path names, which the caller is bound to.
+    pub tenant: TenantId,
+    /// The incarnation of the tenant the token was accepted for.
+    pub incarnation: Incarnation,
+    /// The path, as sent.
+    pub path: P,
+    /// The query or the body.
+    pub input: I,
+    scope: std::marker::PhantomData<S>,
+}
+
+impl<P: TenantPath, S: NeedsScope, I> Bound<P, S, I> {
+    /// Binds `caller` to the tenant `path` names, once the request has been read.
+    async fn bind(app: &Arc<App>, caller: Caller, path: P, input: I) -> Result<Self, ApiError> {
+        let (tenant, incarnation) = caller.bound_tenant(app, path.tenant(), S::SCOPE).await?;
+        Ok(Self { app: app.clone(), caller, tenant, incarnation, path, input, scope: std::marker::PhantomData })
+    }
+}
+
+impl<P, S, I> FromRequestParts<Arc<App>> for Bound<P, S, I>
+where
+    P: TenantPath,
+    S: NeedsScope,
+    I: FromRequestParts<Arc<App>> + Send,
+    ApiError: From<I::Rejection>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let caller = Caller::from_request_parts(parts, app).await?;
+        let ApiPath(path) = ApiPath::<P>::from_request_parts(parts, app).await?;
+        let input = I::from_request_parts(parts, app).await?;
+        Self::bind(app, caller, path, input).await
+    }
+}
+
+impl<P, S, B> FromRequest<Arc<App>> for Bound<P, S, ApiJson<B>>
+where
+    P: TenantPath,
+    S: NeedsScope,
+    B: serde::de::DeserializeOwned + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        let caller = Caller::from_request_parts(&mut parts, app).await?;
+        let ApiPath(path) = ApiPath::<P>::from_request_parts(&mut parts, app).await?;
+        let input = ApiJson::from_request(axum::extract::Request::from_parts(parts, body), app).await?;
+        Self::bind(app, caller, path, input).await
+    }
+}
+
 /// An admin request: a verified caller with the platform `admin` scope (403 otherwise), the
 /// application state and the request id (for the audit log). Extracting it is the scope check,
 /// so an admin handler cannot forget it.

@@ -738,6 +738,13 @@ pub fn shard_in_path(raw: &str) -> Result<ShardId, ApiError> {
     ShardId::parse(raw).map_err(|_| ApiError::shard_not_found(raw))
 }
 
+impl From<std::convert::Infallible> for ApiError {
+    /// For an extractor that cannot fail (the `()` query of [`crate::server::extract::Bound`]).
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
+
 impl From<PathRejection> for ApiError {
     fn from(e: PathRejection) -> Self {
         tracing::debug!(reason = %e.body_text(), "path parameters refused");
