@@ -119,7 +119,7 @@ pub struct Principal {
     /// Granted scopes.
     pub scopes: Scopes,
     /// The `iat` claim (unix seconds), if the token has one: a token bound to a tenant is only
-    /// accepted for a tenant created no later than this (see the api's `Caller::for_tenant`).
+    /// accepted for a tenant created no later than this (see the api's `Caller::bound_tenant`).
     pub issued_at: Option<u64>,
 }
 

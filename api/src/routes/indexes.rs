@@ -4,21 +4,21 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
-use shardgate_gatekeeper::Scope;
 use shardgate_index_tables::{
     BuildFailure, Defined, FieldPath, IndexDef, IndexName, IndexState, Layout, LiveIndex, Lookup, ValueKey,
 };
-use shardgate_shard_router::{CollectionName, Incarnation, TenantId};
+use shardgate_shard_router::{CollectionName, TenantId};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::server::extract::{ApiJson, ApiPath, ApiQuery, Caller, RequestIdHeader};
+use crate::server::extract::{ApiJson, ApiQuery, Bound, Caller, Manage, NeedsScope, Read, RequestIdHeader, TenantPath};
 use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, invalid_path};
 use crate::wire::openapi::errors;
@@ -148,19 +148,6 @@ fn definition(name: &str, spec: IndexSpec) -> Result<IndexDef, ApiError> {
     Ok(IndexDef::new(name, fields, spec.unique, layout)?)
 }
 
-/// The caller's tenant (with `scope`) and the incarnation it was authorized for, and the
-/// collection.
-async fn target(
-    app: &App,
-    caller: &Caller,
-    route: &IndexRoute,
-    scope: Scope,
-) -> Result<(TenantId, Incarnation, CollectionName), ApiError> {
-    let (tenant, incarnation) = caller.bound_tenant(app, &route.tenant, scope).await?;
-    let collection = CollectionName::parse(&route.collection).map_err(invalid_path)?;
-    Ok((tenant, incarnation, collection))
-}
-
 errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists, IndexLimitReached);
 
 /// Create an index (its backfill starts at once; it answers look-ups when `active`). The same
@@ -174,13 +161,11 @@ errors!(PutIndexErrors: InvalidBody, InvalidPath, IndexExists, IndexLimitReached
     PutIndexErrors,
 ))]
 pub async fn put_index(
-    State(app): State<Arc<App>>,
-    caller: Caller,
     request: RequestIdHeader,
-    ApiPath(route): ApiPath<IndexRoute>,
-    ApiJson(spec): ApiJson<IndexSpec>,
+    bound: Bound<IndexRoute, Manage, ApiJson<IndexSpec>>,
 ) -> Result<Response, ApiError> {
-    let (tenant, incarnation, collection) = target(&app, &caller, &route, Scope::Manage).await?;
+    let Bound { app, caller, tenant, incarnation, path: route, input: ApiJson(spec), .. } = bound;
+    let collection = CollectionName::parse(&route.collection).map_err(invalid_path)?;
     let def = definition(&route.index, spec)?;
     let target = format!("{tenant}/{collection}/{}", def.name());
     let audit = caller.audit(&request, "index.create", Some(tenant.as_str()), format!("index:{target}"));
@@ -206,17 +191,40 @@ errors!(GetIndexErrors: TenantNotFound, IndexNotFound);
     (status = 200, description = "The index", body = IndexInfo),
     GetIndexErrors,
 ))]
-pub async fn get_index(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<IndexRoute>,
-) -> Result<axum::Json<IndexInfo>, ApiError> {
-    let index = find(&app, &caller, &route, Scope::Read).await?;
+pub async fn get_index(Index { index, .. }: Index<Read>) -> Result<axum::Json<IndexInfo>, ApiError> {
     Ok(axum::Json(info(&index)))
 }
 
-async fn find(app: &App, caller: &Caller, route: &IndexRoute, scope: Scope) -> Result<Arc<LiveIndex>, ApiError> {
-    let (tenant, _, collection) = target(app, caller, route, scope).await?;
+impl TenantPath for IndexRoute {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
+}
+
+/// The index a request names, of the tenant the caller is bound to with the scope `S` (see
+/// [`Bound`]), with the application state and the caller: the preamble of the handlers of one
+/// index that take no query and no body.
+#[derive(Debug)]
+pub struct Index<S> {
+    app: Arc<App>,
+    caller: Caller,
+    index: Arc<LiveIndex>,
+    scope: std::marker::PhantomData<S>,
+}
+
+impl<S: NeedsScope> FromRequestParts<Arc<App>> for Index<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        let Bound { app, caller, tenant, path, .. } = Bound::<IndexRoute, S>::from_request_parts(parts, app).await?;
+        let index = index_of(&app, &tenant, &path)?;
+        Ok(Self { app, caller, index, scope: std::marker::PhantomData })
+    }
+}
+
+/// The index `route` names in `tenant`'s collection (404 `index_not_found`).
+fn index_of(app: &App, tenant: &TenantId, route: &IndexRoute) -> Result<Arc<LiveIndex>, ApiError> {
+    let collection = CollectionName::parse(&route.collection).map_err(invalid_path)?;
     Ok(app.indexes.index(tenant.as_str(), collection.as_str(), &route.index)?)
 }
 
@@ -228,12 +236,9 @@ errors!(DeleteIndexErrors: TenantNotFound, IndexNotFound);
     DeleteIndexErrors,
 ))]
 pub async fn delete_index(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Index { app, caller, index, .. }: Index<Manage>,
     request: RequestIdHeader,
-    ApiPath(route): ApiPath<IndexRoute>,
 ) -> Result<StatusCode, ApiError> {
-    let index = find(&app, &caller, &route, Scope::Manage).await?;
     let audit =
         caller.audit(&request, "index.delete", Some(index.tenant.as_str()), format!("index:{}", index.target()));
     app.indexes.delete(index, &audit).await?;
@@ -281,12 +286,9 @@ errors!(LookupRecordsErrors:
     LookupRecordsErrors,
 ))]
 pub async fn lookup_records(
-    State(app): State<Arc<App>>,
-    caller: Caller,
-    ApiPath(route): ApiPath<IndexRoute>,
-    ApiQuery(query): ApiQuery<LookupQuery>,
+    Bound { app, tenant, path, input: ApiQuery(query), .. }: Bound<IndexRoute, Read, ApiQuery<LookupQuery>>,
 ) -> Result<Response, ApiError> {
-    let index = find(&app, &caller, &route, Scope::Read).await?;
+    let index = index_of(&app, &tenant, &path)?;
     index.ready_for_lookups()?;
     let what = match (&query.value, &query.from, &query.to) {
         (Some(value), None, None) => Lookup::Eq(index.def.query_key(value)?),

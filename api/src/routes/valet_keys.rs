@@ -14,7 +14,7 @@ use shardgate_valet::{Constraints, Permission};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
-use crate::server::extract::{ApiJson, ApiPath, Caller, RequestIdHeader};
+use crate::server::extract::{ApiJson, ApiPath, Bound, Caller, RequestIdHeader, TenantPath, Write};
 use crate::valet::service::{Issue, content_disposition, issue};
 use crate::wire::error::{ApiError, Code};
 use crate::wire::openapi::errors;
@@ -77,6 +77,12 @@ pub struct ValetKeyRoute {
     tenant: String,
     /// Grant id.
     id: String,
+}
+
+impl TenantPath for ValetKeyRoute {
+    fn tenant(&self) -> &str {
+        &self.tenant
+    }
 }
 
 errors!(
@@ -149,12 +155,9 @@ errors!(RevokeValetKeyErrors: TenantNotFound, ValetKeyNotFound);
     RevokeValetKeyErrors,
 ))]
 pub async fn revoke_valet_key(
-    State(app): State<Arc<App>>,
-    caller: Caller,
+    Bound { app, caller, tenant, path: route, .. }: Bound<ValetKeyRoute, Write>,
     request: RequestIdHeader,
-    ApiPath(route): ApiPath<ValetKeyRoute>,
 ) -> Result<StatusCode, ApiError> {
-    let tenant = caller.for_tenant(&app, &route.tenant, Scope::Write).await?;
     let audit = caller.audit(&request, "valet.revoke", Some(tenant.as_str()), format!("valet-key:{}", route.id));
     if app.router.catalog().revoke_valet_grant(tenant.as_str(), &route.id, &audit).await? {
         app.announce_valet_change().await;

@@ -114,12 +114,6 @@ impl FromRequestParts<Arc<App>> for Caller {
 }
 
 impl Caller {
-    /// Binds the request to `tenant` (from the path) and checks `scope`; see
-    /// [`Caller::bound_tenant`].
-    pub async fn for_tenant(&self, app: &App, tenant: &str, scope: Scope) -> Result<TenantId, ApiError> {
-        Ok(self.bound_tenant(app, tenant, scope).await?.0)
-    }
-
     /// Binds the request to `tenant` (from the path) and checks `scope`; returns the tenant and
     /// the incarnation the token was accepted for. A token of another tenant gets 404
     /// `tenant_not_found`, exactly like a tenant that does not exist (this instance's map is
