@@ -101,6 +101,14 @@ impl Fields {
         self
     }
 
+    /// Adds a field for each `(name, key)`: `value[key]` as [`cell`] shows it.
+    pub fn cells(&mut self, value: &Value, names: &[(&str, &str)]) -> &mut Self {
+        for (name, key) in names {
+            self.add(name, cell(value, key));
+        }
+        self
+    }
+
     /// The fields as lines.
     pub fn render(&self) -> String {
         let width = self.pairs.iter().map(|(n, _)| n.chars().count() + 1).max().unwrap_or(0);

@@ -96,16 +96,16 @@ fn shard_table(list: &Value) -> String {
 
 fn shard_fields(shard: &Value) -> String {
     let mut fields = Fields::default();
-    fields
-        .add("id", cell(shard, "id"))
-        .add("engine", cell(shard, "engine"))
-        .add("state", cell(shard, "state"))
-        .add("vshards", cell(shard, "vshards"))
-        .add("tenants", cell(shard, "tenants"))
-        .add("pinned tenants", cell(shard, "pinned_tenants"))
-        .add("records", cell(shard, "records"))
-        .add("data", bytes_cell(shard, "data_bytes"))
-        .add("size", bytes_cell(shard, "bytes"));
+    let shown = [
+        ("id", "id"),
+        ("engine", "engine"),
+        ("state", "state"),
+        ("vshards", "vshards"),
+        ("tenants", "tenants"),
+        ("pinned tenants", "pinned_tenants"),
+        ("records", "records"),
+    ];
+    fields.cells(shard, &shown).add("data", bytes_cell(shard, "data_bytes")).add("size", bytes_cell(shard, "bytes"));
     if let Some(breaker) = shard.get("breaker").filter(|b| !b.is_null()) {
         let reason = breaker.get("reason").and_then(Value::as_str).map(|r| format!(" ({r})")).unwrap_or_default();
         fields.add("breaker", format!("{}{reason}, opened {} times", cell(breaker, "state"), cell(breaker, "opens")));

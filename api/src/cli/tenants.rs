@@ -102,14 +102,9 @@ fn tenant_fields(tenant: &Value) -> String {
     };
     let mut fields = Fields::default();
     fields
-        .add("id", cell(tenant, "id"))
-        .add("name", cell(tenant, "name"))
-        .add("tier", cell(tenant, "tier"))
-        .add("shard", cell(tenant, "shard"))
-        .add("pinned", cell(tenant, "pinned"))
+        .cells(tenant, &[("id", "id"), ("name", "name"), ("tier", "tier"), ("shard", "shard"), ("pinned", "pinned")])
         .add("rate limit", limit("effective_rate_limit"))
         .add("own rate limit", limit("rate_limit"))
-        .add("created", cell(tenant, "created_at"))
-        .add("updated", cell(tenant, "updated_at"));
+        .cells(tenant, &[("created", "created_at"), ("updated", "updated_at")]);
     fields.render()
 }
