@@ -83,10 +83,11 @@ pub struct Admission {
 impl Admission {
     /// Adds `RateLimit-Policy` and `RateLimit`.
     pub fn report(&self, headers: &mut HeaderMap) {
-        if let Ok(value) = HeaderValue::from_str(&self.decision.policy_header(self.policy)) {
+        // From the `String` itself: its bytes become the value's, not a copy of them.
+        if let Ok(value) = HeaderValue::try_from(self.decision.policy_header(self.policy)) {
             headers.insert(RATELIMIT_POLICY, value);
         }
-        if let Ok(value) = HeaderValue::from_str(&self.decision.state_header(self.policy)) {
+        if let Ok(value) = HeaderValue::try_from(self.decision.state_header(self.policy)) {
             headers.insert(RATELIMIT, value);
         }
     }

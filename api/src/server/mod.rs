@@ -9,7 +9,7 @@
 //! 2. [`tls`]: on a listener with `tls`, the handshake, in the connection's task and within its
 //!    header deadline (certificates reloaded from disk when they change; their expiry read by
 //!    [`certificate_expiry`]);
-//! 3. (CORS, added by start-up around the edge), then [`edge`]: load shedding, the request id,
+//! 3. [`cross_origin`]: CORS (added by start-up around the edge), then [`edge`]: load shedding, the request id,
 //!    the request's span, the panic guard and the request metrics;
 //! 4. [`front_door`]: the path rules, then
 //! 5. [`admission`]: the bearer token, verified once, and the caller's rate limit (behind a
@@ -38,6 +38,7 @@ pub mod bulkhead;
 pub mod certificate_expiry;
 pub mod client_address;
 pub mod connections;
+pub mod cross_origin;
 pub mod deadline;
 pub mod edge;
 pub mod extract;

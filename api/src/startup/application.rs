@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::HeaderName;
 use prometheus_client::registry::Registry;
 use shardgate_cache::{RecordCache, RedisConfigError, RedisEndpoint, RedisLink, RedisTlsFiles};
 use shardgate_gatekeeper::internal::InternalKey;
@@ -19,6 +18,8 @@ use shardgate_index_tables::{IndexError, IndexTables};
 use shardgate_shard_router::ShardRouter;
 use shardgate_shard_router::ShardStore;
 use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower::layer::util::{Identity, Stack};
 use utoipa::OpenApi;
 use utoipa::openapi::OpenApi as OpenApiDoc;
 use utoipa_axum::router::OpenApiRouter;
@@ -34,7 +35,8 @@ use crate::server::admission::{Gate, RedisBuckets};
 use crate::server::bulkhead::{Bulkheads, Guarded, Limit};
 use crate::server::client_address::ProxyTrust;
 use crate::server::connections::Connections;
-use crate::server::deadline;
+use crate::server::cross_origin::CrossOriginLayer;
+use crate::server::deadline::DeadlineLayer;
 use crate::server::edge::EdgeLayer;
 use crate::server::front_door::front_door;
 use crate::server::tls::{Listener, ReloadCounts, ServerTls, acceptor};
@@ -160,72 +162,6 @@ pub fn openapi_document() -> OpenApiDoc {
     crate::wire::closed_sets::declare_closed_sets(&mut document);
     crate::wire::admin_plane::note_admin_listener(&mut document);
     document
-}
-
-/// Origins of one CORS policy: any, or a list.
-#[derive(Debug, Clone)]
-enum Origins {
-    Any,
-    List(Vec<axum::http::HeaderValue>),
-}
-
-impl Origins {
-    fn parse(list: &[String], key: &str) -> anyhow::Result<Self> {
-        if list.iter().any(|o| o == "*") {
-            return Ok(Origins::Any);
-        }
-        let values = list
-            .iter()
-            .map(|o| {
-                axum::http::HeaderValue::from_str(o).map_err(|_| anyhow::anyhow!("{key}: {o:?} is not a valid origin"))
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Origins::List(values))
-    }
-
-    fn allows(&self, origin: &axum::http::HeaderValue) -> bool {
-        match self {
-            Origins::Any => true,
-            Origins::List(list) => list.contains(origin),
-        }
-    }
-}
-
-/// CORS as configured: the API's origins (`cors.allowed_origins`, none by default: no grant) and,
-/// for `/valet/...`, the valet endpoint's (`valet.cors_allowed_origins`, any by default). Browsers
-/// may send `Range` and `Content-Type` and read `ETag`, `Content-Range`, `x-shardgate-epoch` and
-/// the like; credentials (cookies) are never allowed.
-fn cors_layer(config: &CorsConfig, valet_origins: &[String]) -> anyhow::Result<tower_http::cors::CorsLayer> {
-    use axum::http::{Method, header};
-    use tower_http::cors::{AllowOrigin, CorsLayer};
-    let api = Origins::parse(&config.allowed_origins, "cors.allowed_origins")?;
-    let valet = Origins::parse(valet_origins, "valet.cors_allowed_origins")?;
-    let origins = AllowOrigin::predicate(move |origin, request| {
-        if request.uri.path().starts_with("/valet/") { valet.allows(origin) } else { api.allows(origin) }
-    });
-    Ok(CorsLayer::new()
-        .allow_origin(origins)
-        .allow_methods([Method::GET, Method::HEAD, Method::PUT, Method::POST, Method::PATCH, Method::DELETE])
-        .allow_headers([
-            header::AUTHORIZATION,
-            header::CONTENT_TYPE,
-            header::IF_MATCH,
-            header::IF_NONE_MATCH,
-            header::RANGE,
-            header::IF_RANGE,
-        ])
-        .expose_headers([
-            header::ETAG,
-            header::LOCATION,
-            header::RETRY_AFTER,
-            header::CONTENT_RANGE,
-            header::CONTENT_LENGTH,
-            header::ACCEPT_RANGES,
-            header::CONTENT_DISPOSITION,
-            HeaderName::from_static("x-request-id"),
-            crate::wire::routed_epoch::EPOCH_HEADER,
-        ])
-        .max_age(config.max_age))
 }
 
 pub async fn not_found() -> ApiError {
@@ -672,15 +608,16 @@ impl Application {
     fn valet_router(app: Arc<App>, limits: &LimitsConfig, cors: &CorsConfig) -> anyhow::Result<Router> {
         let (routes, _) = valet_routes().split_for_parts();
         let routes = routes
-            .layer(axum::middleware::from_fn_with_state(limits.transfer_timeout, deadline::within))
+            .layer(DeadlineLayer::new(limits.transfer_timeout))
             .route("/healthz", axum::routing::get(ops::healthz))
             .fallback(not_found)
-            .method_not_allowed_fallback(method_not_allowed)
-            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
+            .method_not_allowed_fallback(method_not_allowed);
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
             .counting_shed(app.bulkheads.refusals(Limit::Global))
             .recording_health(app.load_flusher.as_ref().map(|f| f.request_meter().clone()));
-        Ok(edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?.with_state(app))
+        let front = edge_stack(edge, cors, &app.valet.cors_allowed_origins)?
+            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
+        Ok(routes.layer(front).with_state(app))
     }
 
     /// The routes of a listener of the API: with `plane` unset (no admin listener), all of them;
@@ -690,12 +627,11 @@ impl Application {
         // One semaphore for every route: the limit is global to the instance (the caps per
         // tenant are the front door's).
         // Each group of routes has its own deadline and body limit.
+        // In one `Router::layer` (see `edge_stack`).
         let group = |routes: OpenApiRouter<Arc<App>>, timeout: Duration, body_limit: usize| {
-            routes
-                .split_for_parts()
-                .0
-                .layer(DefaultBodyLimit::max(body_limit))
-                .layer(axum::middleware::from_fn_with_state(timeout, deadline::within))
+            routes.split_for_parts().0.layer(
+                ServiceBuilder::new().layer(DeadlineLayer::new(timeout)).layer(DefaultBodyLimit::max(body_limit)),
+            )
         };
         let mut routes = Router::new().merge(group(probe_routes(), limits.request_timeout, ADMIN_BODY_BYTES));
         if plane != Some(Plane::Admin) {
@@ -721,13 +657,14 @@ impl Application {
                 .route("/console/console.css", axum::routing::get(console::style));
         }
         let routes = routes.fallback(not_found).method_not_allowed_fallback(method_not_allowed);
-        let routes = routes
-            .layer(tower::util::MapResponseLayer::new(crate::wire::json_newline::end_json_with_newline))
-            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
             .counting_shed(app.bulkheads.refusals(Limit::Global))
             .recording_health(app.load_flusher.as_ref().map(|f| f.request_meter().clone()));
-        let routes = edge_layers(routes, edge, cors, &app.valet.cors_allowed_origins)?;
+        let routes = routes.layer(
+            edge_stack(edge, cors, &app.valet.cors_allowed_origins)?
+                .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
+                .layer(tower::util::MapResponseLayer::new(crate::wire::json_newline::end_json_with_newline)),
+        );
         // Outermost: the edge and the front door read which listener a request came in on.
         let routes = match plane {
             Some(plane) => routes.layer(axum::Extension(plane)),
@@ -810,12 +747,13 @@ impl Application {
 
 /// The layers every front of shardgate has (the gateway, its valet listener and the standalone
 /// gatekeeper): its [`EdgeLayer`] (load shedding, request id, span, panic guard, `nosniff`,
-/// metrics) inside CORS.
-pub fn edge_layers<S: Clone + Send + Sync + 'static>(
-    routes: Router<S>,
+/// metrics) inside CORS ([`crate::server::cross_origin`]). A front adds its own layers inside these (`.layer(..)`) and gives the
+/// stack to its router in one `Router::layer`: each call of that wraps every route in a boxed
+/// service, and a request clones every box below the one it enters, so levels cost per request.
+pub fn edge_stack(
     edge: EdgeLayer,
     cors: &CorsConfig,
     valet_origins: &[String],
-) -> anyhow::Result<Router<S>> {
-    Ok(routes.layer(edge).layer(cors_layer(cors, valet_origins)?))
+) -> anyhow::Result<ServiceBuilder<Stack<EdgeLayer, Stack<CrossOriginLayer, Identity>>>> {
+    Ok(ServiceBuilder::new().layer(CrossOriginLayer::new(cors, valet_origins)?).layer(edge))
 }

@@ -44,7 +44,7 @@ use crate::server::connections::Connections;
 use crate::server::extract::require_json;
 use crate::server::front_door::{check_request_target, client_ip};
 use crate::startup::application::{
-    ADMIN_BODY_BYTES, authenticator, edge_layers, method_not_allowed, metrics_with, rate_limit_store_for,
+    ADMIN_BODY_BYTES, authenticator, edge_stack, method_not_allowed, metrics_with, rate_limit_store_for,
 };
 use crate::startup::listeners::{Served, bind_admin, serve_together};
 use crate::wire::admin_plane::{Plane, is_admin_plane, is_unthrottled_here};
@@ -146,14 +146,15 @@ impl Gatekeeper {
         let edge = || crate::server::edge::EdgeLayer::new(config.limits.max_concurrent_requests, None);
         let Some((admin_listener, admin_tls)) = admin_listener else {
             let routes = probes.merge(metrics).fallback(forward);
-            let router = edge_layers(routes, edge(), &config.cors, &valet_origins)?.with_state(front);
+            let router = routes.layer(edge_stack(edge(), &config.cors, &valet_origins)?).with_state(front);
             return Ok(Self { listener, router, tls, admin: None, connections });
         };
         // Each listener marked with its plane, outermost: the edge and `forward` read it.
         let public = probes.clone().fallback(forward);
-        let router = edge_layers(public, edge(), &config.cors, &valet_origins)?.layer(axum::Extension(Plane::Public));
+        let router =
+            public.layer(edge_stack(edge(), &config.cors, &valet_origins)?).layer(axum::Extension(Plane::Public));
         let admin = probes.merge(metrics).fallback(crate::startup::application::not_found);
-        let admin = edge_layers(admin, edge(), &config.cors, &valet_origins)?.layer(axum::Extension(Plane::Admin));
+        let admin = admin.layer(edge_stack(edge(), &config.cors, &valet_origins)?).layer(axum::Extension(Plane::Admin));
         let admin = Some((admin_listener, admin.with_state(front.clone()), admin_tls));
         Ok(Self { listener, router: router.with_state(front), tls, admin, connections })
     }
