@@ -6,15 +6,19 @@
 //! ([`crate::server::usage_tally`]). Health, readiness and metrics endpoints are never
 //! throttled nor counted: a probe must not fail because a tenant is busy.
 
+use std::convert::Infallible;
+use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, Uri};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use shardgate_gatekeeper::AuthError;
 use shardgate_gatekeeper::internal::{self, InternalKey};
+use tower::{Layer, Service, ServiceExt};
 
 use crate::app::App;
 use crate::observability::metrics::VerifiedCaller;
@@ -36,7 +40,7 @@ pub fn client_ip(request: &Request) -> IpAddr {
 /// gatekeeper verified, and tells the gatekeeper the tenant's rate limit in a response header;
 /// the request is counted in its caller's bulkhead as at the front door. (Probes and metrics,
 /// which carry no tenant data, stay open for the orchestrator and the scraper.)
-async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: Next) -> Response {
+async fn trusted_door<N: Next>(app: &App, key: &InternalKey, mut request: Request, next: N) -> Response {
     // In a block: a borrow of the request (whose body is not `Sync`) must not live across an await.
     let (verified, client) = {
         let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
@@ -76,7 +80,7 @@ async fn trusted_door(app: &App, key: &InternalKey, mut request: Request, next: 
     };
     request.extensions_mut().insert(Authenticated(authenticated));
     let (tally, request) = tallied(app, tenant.as_deref(), request);
-    let mut response = marked(next.run(request).await, verified);
+    let mut response = marked(run(next, request).await, verified);
     response = counted(app, tenant.as_deref(), tally, response);
     if let Some(limit) = tenant.and_then(|t| app.tenant_rate_limit(&t))
         && let Ok(value) = HeaderValue::from_str(&format!("{} {}", limit.per_second, limit.burst))
@@ -155,12 +159,12 @@ pub fn check_request_path(path: &str) -> Result<(), ApiError> {
 /// then take the caller's slot in its bulkhead (429 at once when it is full), held until the
 /// response has been sent. In trusted mode the internal credential replaces authentication and
 /// throttling (the gatekeeper did them), except on the admin listener ([`Plane::Admin`]).
-pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next: Next) -> Response {
+async fn front_door<N: Next>(app: Arc<App>, mut request: Request, next: N) -> Response {
     if let Err(refused) = check_request_target(request.uri()) {
         return refused.into_response();
     }
     if is_unthrottled_here(request.uri().path(), request.extensions()) {
-        return next.run(request).await;
+        return run(next, request).await;
     }
     // The admin listener is reached directly, never through a gatekeeper: tokens are verified here.
     if let Some(key) = &app.trusted
@@ -198,11 +202,71 @@ pub async fn front_door(State(app): State<Arc<App>>, mut request: Request, next:
         request.extensions_mut().insert(Authenticated(authenticated));
     }
     let (tally, request) = tallied(&app, tenant, request);
-    let mut response = counted(&app, tenant, tally, marked(next.run(request).await, verified));
+    let mut response = counted(&app, tenant, tally, marked(run(next, request).await, verified));
     if let Some(admission) = admission {
         admission.report(response.headers_mut());
     }
     held_until_sent(&app, response, slot)
+}
+
+/// What the front door hands a request on to: the routes.
+trait Next: Service<Request, Response = Response, Error = Infallible> + Send + 'static {}
+
+impl<S> Next for S where S: Service<Request, Response = Response, Error = Infallible> + Send + 'static {}
+
+/// The response of `next` to `request`.
+async fn run<N: Next>(next: N, request: Request) -> Response {
+    next.oneshot(request).await.unwrap_or_else(|never| match never {})
+}
+
+/// The front door as a layer, around the routes: what this module says, for every request.
+#[derive(Debug, Clone)]
+pub struct FrontDoorLayer {
+    app: Arc<App>,
+}
+
+impl FrontDoorLayer {
+    /// The front door of `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        Self { app }
+    }
+}
+
+impl<S> Layer<S> for FrontDoorLayer {
+    type Service = FrontDoor<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        FrontDoor { app: self.app.clone(), inner }
+    }
+}
+
+/// See [`FrontDoorLayer`].
+#[derive(Debug, Clone)]
+pub struct FrontDoor<S> {
+    app: Arc<App>,
+    inner: S,
+}
+
+impl<S> Service<Request> for FrontDoor<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // The service made ready goes with the request; this one keeps a clone for the next.
+        let clone = self.inner.clone();
+        let ready = std::mem::replace(&mut self.inner, clone);
+        let app = self.app.clone();
+        Box::pin(async move { Ok(front_door(app, request, ready).await) })
+    }
 }
 
 /// `response`, marked as answered to a verified caller if it was one, so the edge counts it

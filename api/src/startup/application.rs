@@ -38,7 +38,7 @@ use crate::server::connections::Connections;
 use crate::server::cross_origin::CrossOriginLayer;
 use crate::server::deadline::DeadlineLayer;
 use crate::server::edge::EdgeLayer;
-use crate::server::front_door::front_door;
+use crate::server::front_door::FrontDoorLayer;
 use crate::server::tls::{Listener, ReloadCounts, ServerTls, acceptor};
 use crate::server::transfer_watch::TransferWatch;
 use crate::startup::embedded::{embedded_issuer, load_or_create_secret};
@@ -615,8 +615,7 @@ impl Application {
         let edge = EdgeLayer::new(limits.max_concurrent_requests, Some(app.metrics.clone()))
             .counting_shed(app.bulkheads.refusals(Limit::Global))
             .recording_health(app.load_flusher.as_ref().map(|f| f.request_meter().clone()));
-        let front = edge_stack(edge, cors, &app.valet.cors_allowed_origins)?
-            .layer(axum::middleware::from_fn_with_state(app.clone(), front_door));
+        let front = edge_stack(edge, cors, &app.valet.cors_allowed_origins)?.layer(FrontDoorLayer::new(app.clone()));
         Ok(routes.layer(front).with_state(app))
     }
 
@@ -662,7 +661,7 @@ impl Application {
             .recording_health(app.load_flusher.as_ref().map(|f| f.request_meter().clone()));
         let routes = routes.layer(
             edge_stack(edge, cors, &app.valet.cors_allowed_origins)?
-                .layer(axum::middleware::from_fn_with_state(app.clone(), front_door))
+                .layer(FrontDoorLayer::new(app.clone()))
                 .layer(tower::util::MapResponseLayer::new(crate::wire::json_newline::end_json_with_newline)),
         );
         // Outermost: the edge and the front door read which listener a request came in on.
