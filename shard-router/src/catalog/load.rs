@@ -107,73 +107,60 @@ const ADDED: [&str; 9] = [
     "overcount_us",
 ];
 
-/// The statement that stores the rows given as a JSON array in `$1`.
-fn insert_sql(engine: Engine) -> String {
-    let added = ADDED.map(|c| format!("{c} = load_windows.{c} + excluded.{c}")).join(", ");
-    let conflict =
-        format!("ON CONFLICT (start_ms, width_ms, instance, shard, scope, subject, work) DO UPDATE SET {added}");
-    match engine {
-        Engine::Postgres => format!(
-            "INSERT INTO load_windows ({COLUMNS}) SELECT {COLUMNS} FROM jsonb_to_recordset($1::jsonb) AS r(\
-             start_ms BIGINT, width_ms BIGINT, instance TEXT, shard TEXT, scope TEXT, subject TEXT, work TEXT, \
-             reads BIGINT, writes BIGINT, rows_read BIGINT, rows_written BIGINT, bytes_read BIGINT, \
-             bytes_written BIGINT, statement_us BIGINT, errors BIGINT, overcount_us BIGINT) {conflict}"
-        ),
-        Engine::Sqlite => {
-            let fields = COLUMNS.split(", ").map(|c| format!("json_extract(value, '$.{c}')")).collect::<Vec<_>>();
-            // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.
-            format!(
-                "INSERT INTO load_windows ({COLUMNS}) SELECT {} FROM json_each($1) WHERE true {conflict}",
-                fields.join(", ")
-            )
-        }
-    }
-}
-
-fn read_row(row: &sqlx::any::AnyRow) -> Result<LoadRow, Error> {
-    let count = |i: usize| -> Result<u64, Error> { column::<i64>(row, i).map(|n| u64::try_from(n).unwrap_or(0)) };
-    Ok(LoadRow {
-        start_ms: column(row, 0)?,
-        width_ms: column(row, 1)?,
-        instance: column(row, 2)?,
-        shard: column(row, 3)?,
-        scope: LoadScope::parse(&column::<String>(row, 4)?)?,
-        subject: column(row, 5)?,
-        work: column(row, 6)?,
-        counters: Counters {
-            reads: count(7)?,
-            writes: count(8)?,
-            rows_read: count(9)?,
-            rows_written: count(10)?,
-            bytes_read: count(11)?,
-            bytes_written: count(12)?,
-            statement_us: count(13)?,
-            errors: count(14)?,
-        },
-        overcount_us: count(15)?,
-    })
-}
-
-/// The JSON array of `rows` as the insert statement takes it.
-fn rows_json(rows: &[LoadRow]) -> Result<String, Error> {
-    serde_json::to_string(rows).map_err(|e| Error::Corrupt(format!("load rows: {e}")))
-}
-
 impl WindowTable for LoadRow {
     const TABLE: &'static str = "load_windows";
+    const ORDER: &'static str = "shard, subject";
     type Key = (String, String, LoadScope, String, String);
 
     fn insert_sql(engine: Engine) -> String {
-        insert_sql(engine)
+        let added = ADDED.map(|c| format!("{c} = load_windows.{c} + excluded.{c}")).join(", ");
+        let conflict =
+            format!("ON CONFLICT (start_ms, width_ms, instance, shard, scope, subject, work) DO UPDATE SET {added}");
+        match engine {
+            Engine::Postgres => format!(
+                "INSERT INTO load_windows ({COLUMNS}) SELECT {COLUMNS} FROM jsonb_to_recordset($1::jsonb) AS r(\
+                 start_ms BIGINT, width_ms BIGINT, instance TEXT, shard TEXT, scope TEXT, subject TEXT, work TEXT, \
+                 reads BIGINT, writes BIGINT, rows_read BIGINT, rows_written BIGINT, bytes_read BIGINT, \
+                 bytes_written BIGINT, statement_us BIGINT, errors BIGINT, overcount_us BIGINT) {conflict}"
+            ),
+            Engine::Sqlite => {
+                let fields = COLUMNS.split(", ").map(|c| format!("json_extract(value, '$.{c}')")).collect::<Vec<_>>();
+                // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.
+                format!(
+                    "INSERT INTO load_windows ({COLUMNS}) SELECT {} FROM json_each($1) WHERE true {conflict}",
+                    fields.join(", ")
+                )
+            }
+        }
     }
     fn columns() -> String {
         COLUMNS.to_owned()
     }
     fn read(row: &sqlx::any::AnyRow) -> Result<Self, Error> {
-        read_row(row)
+        let count = |i: usize| -> Result<u64, Error> { column::<i64>(row, i).map(|n| u64::try_from(n).unwrap_or(0)) };
+        Ok(LoadRow {
+            start_ms: column(row, 0)?,
+            width_ms: column(row, 1)?,
+            instance: column(row, 2)?,
+            shard: column(row, 3)?,
+            scope: LoadScope::parse(&column::<String>(row, 4)?)?,
+            subject: column(row, 5)?,
+            work: column(row, 6)?,
+            counters: Counters {
+                reads: count(7)?,
+                writes: count(8)?,
+                rows_read: count(9)?,
+                rows_written: count(10)?,
+                bytes_read: count(11)?,
+                bytes_written: count(12)?,
+                statement_us: count(13)?,
+                errors: count(14)?,
+            },
+            overcount_us: count(15)?,
+        })
     }
     fn json(rows: &[Self]) -> Result<String, Error> {
-        rows_json(rows)
+        serde_json::to_string(rows).map_err(|e| Error::Corrupt(format!("load rows: {e}")))
     }
     fn start_ms(&self) -> i64 {
         self.start_ms
@@ -193,20 +180,7 @@ impl WindowTable for LoadRow {
 impl Catalog {
     /// The rows of `scope` of the windows that overlap `[since_ms, until_ms)`, in time order.
     pub async fn load_rows(&self, scope: LoadScope, since_ms: i64, until_ms: i64) -> Result<Vec<LoadRow>, Error> {
-        self.guarded(async {
-            let rows = sqlx::query(&format!(
-                "SELECT {COLUMNS} FROM load_windows WHERE scope = $1 AND start_ms < $3 AND start_ms + width_ms > $2 \
-                 ORDER BY start_ms, shard, subject"
-            ))
-            .bind(scope.as_str())
-            .bind(since_ms)
-            .bind(until_ms)
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-            rows.iter().map(read_row).collect()
-        })
-        .await
+        self.rows_in_span(scope.as_str(), since_ms, until_ms).await
     }
 
     /// The instances that stored rows of windows that overlap `[since_ms, until_ms)`.

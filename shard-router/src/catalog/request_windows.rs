@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::windows::WindowTable;
-use super::{Catalog, catalog_err, column};
+use super::{Catalog, column};
 use crate::error::Error;
 use crate::storage::db::Engine;
 
@@ -161,76 +161,64 @@ fn all_columns() -> Vec<String> {
     columns
 }
 
-/// The statement that stores the rows given as a JSON array in `$1`.
-fn insert_sql(engine: Engine) -> String {
-    let columns = all_columns();
-    let list = columns.join(", ");
-    let added = added_columns().iter().map(|c| format!("{c} = request_windows.{c} + excluded.{c}")).collect::<Vec<_>>();
-    let conflict =
-        format!("ON CONFLICT (start_ms, width_ms, instance, scope, subject) DO UPDATE SET {}", added.join(", "));
-    match engine {
-        Engine::Postgres => {
-            let types = columns
-                .iter()
-                .map(|c| {
-                    let ty = if matches!(c.as_str(), "instance" | "scope" | "subject") { "TEXT" } else { "BIGINT" };
-                    format!("{c} {ty}")
-                })
-                .collect::<Vec<_>>();
-            format!(
-                "INSERT INTO request_windows ({list}) SELECT {list} FROM jsonb_to_recordset($1::jsonb) AS r({}) \
-                 {conflict}",
-                types.join(", ")
-            )
-        }
-        Engine::Sqlite => {
-            let fields = columns.iter().map(|c| format!("json_extract(value, '$.{c}')")).collect::<Vec<_>>();
-            // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.
-            format!(
-                "INSERT INTO request_windows ({list}) SELECT {} FROM json_each($1) WHERE true {conflict}",
-                fields.join(", ")
-            )
-        }
-    }
-}
-
-fn read_row(row: &sqlx::any::AnyRow) -> Result<RequestRow, Error> {
-    let count = |i: usize| -> Result<u64, Error> { column::<i64>(row, i).map(|n| u64::try_from(n).unwrap_or(0)) };
-    let mut buckets = [0; BUCKETS];
-    for (i, bucket) in buckets.iter_mut().enumerate() {
-        *bucket = count(8 + i)?;
-    }
-    Ok(RequestRow {
-        start_ms: column(row, 0)?,
-        width_ms: column(row, 1)?,
-        instance: column(row, 2)?,
-        scope: RequestScope::parse(&column::<String>(row, 3)?)?,
-        subject: column(row, 4)?,
-        counts: RequestCounts { requests: count(5)?, errors: count(6)?, latency_us: count(7)?, buckets },
-    })
-}
-
-/// The JSON array of `rows` as the insert statement takes it.
-fn rows_json(rows: &[RequestRow]) -> Result<String, Error> {
-    serde_json::to_string(&rows.iter().map(row_json).collect::<Vec<_>>())
-        .map_err(|e| Error::Corrupt(format!("request rows: {e}")))
-}
-
 impl WindowTable for RequestRow {
     const TABLE: &'static str = "request_windows";
+    const ORDER: &'static str = "subject";
     type Key = (String, RequestScope, String);
 
     fn insert_sql(engine: Engine) -> String {
-        insert_sql(engine)
+        let columns = all_columns();
+        let list = columns.join(", ");
+        let added =
+            added_columns().iter().map(|c| format!("{c} = request_windows.{c} + excluded.{c}")).collect::<Vec<_>>();
+        let conflict =
+            format!("ON CONFLICT (start_ms, width_ms, instance, scope, subject) DO UPDATE SET {}", added.join(", "));
+        match engine {
+            Engine::Postgres => {
+                let types = columns
+                    .iter()
+                    .map(|c| {
+                        let ty = if matches!(c.as_str(), "instance" | "scope" | "subject") { "TEXT" } else { "BIGINT" };
+                        format!("{c} {ty}")
+                    })
+                    .collect::<Vec<_>>();
+                format!(
+                    "INSERT INTO request_windows ({list}) SELECT {list} FROM jsonb_to_recordset($1::jsonb) AS r({}) \
+                     {conflict}",
+                    types.join(", ")
+                )
+            }
+            Engine::Sqlite => {
+                let fields = columns.iter().map(|c| format!("json_extract(value, '$.{c}')")).collect::<Vec<_>>();
+                // `WHERE true` keeps SQLite from reading `ON CONFLICT` as part of the SELECT.
+                format!(
+                    "INSERT INTO request_windows ({list}) SELECT {} FROM json_each($1) WHERE true {conflict}",
+                    fields.join(", ")
+                )
+            }
+        }
     }
     fn columns() -> String {
         all_columns().join(", ")
     }
     fn read(row: &sqlx::any::AnyRow) -> Result<Self, Error> {
-        read_row(row)
+        let count = |i: usize| -> Result<u64, Error> { column::<i64>(row, i).map(|n| u64::try_from(n).unwrap_or(0)) };
+        let mut buckets = [0; BUCKETS];
+        for (i, bucket) in buckets.iter_mut().enumerate() {
+            *bucket = count(8 + i)?;
+        }
+        Ok(RequestRow {
+            start_ms: column(row, 0)?,
+            width_ms: column(row, 1)?,
+            instance: column(row, 2)?,
+            scope: RequestScope::parse(&column::<String>(row, 3)?)?,
+            subject: column(row, 4)?,
+            counts: RequestCounts { requests: count(5)?, errors: count(6)?, latency_us: count(7)?, buckets },
+        })
     }
     fn json(rows: &[Self]) -> Result<String, Error> {
-        rows_json(rows)
+        serde_json::to_string(&rows.iter().map(row_json).collect::<Vec<_>>())
+            .map_err(|e| Error::Corrupt(format!("request rows: {e}")))
     }
     fn start_ms(&self) -> i64 {
         self.start_ms
@@ -254,21 +242,7 @@ impl Catalog {
         since_ms: i64,
         until_ms: i64,
     ) -> Result<Vec<RequestRow>, Error> {
-        let list = all_columns().join(", ");
-        self.guarded(async {
-            let rows = sqlx::query(&format!(
-                "SELECT {list} FROM request_windows WHERE scope = $1 AND start_ms < $3 AND start_ms + width_ms > $2 \
-                 ORDER BY start_ms, subject"
-            ))
-            .bind(scope.as_str())
-            .bind(since_ms)
-            .bind(until_ms)
-            .fetch_all(&self.db.pool)
-            .await
-            .map_err(catalog_err)?;
-            rows.iter().map(read_row).collect()
-        })
-        .await
+        self.rows_in_span(scope.as_str(), since_ms, until_ms).await
     }
 }
 

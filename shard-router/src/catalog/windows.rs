@@ -1,10 +1,10 @@
 //! What the catalog's tables of time windows share (`load_windows`: [`super::load`],
 //! `request_windows`: [`super::request_windows`]): rows written many at a time in one statement
-//! (added to when they exist), rolled up into wider windows, and pruned. A table says how its
-//! rows are written and read ([`WindowTable`]); storing, rolling up and pruning are written once
-//! here, and called for a table by its row type ([`super::LoadRow`], [`super::RequestRow`]):
-//! `catalog.roll_up_windows::<LoadRow>(..)`. The trait is public in this private module, so no
-//! other crate can add a table.
+//! (added to when they exist), rolled up into wider windows, pruned, and read back over a span of
+//! time. A table says how its rows are written and read ([`WindowTable`]); storing, rolling up,
+//! pruning and reading a span are written once here, and called for a table by its row type
+//! ([`super::LoadRow`], [`super::RequestRow`]): `catalog.roll_up_windows::<LoadRow>(..)`. The
+//! trait is public in this private module, so no other crate can add a table.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +17,9 @@ use crate::storage::db::Engine;
 pub trait WindowTable: Clone + Sized {
     /// The table.
     const TABLE: &'static str;
+    /// The order of the rows of one window in a read ([`Catalog::rows_in_span`]): the columns
+    /// after the window's start.
+    const ORDER: &'static str;
     /// What identifies a row within its window (its key without the window's start).
     type Key: Ord;
 
@@ -87,6 +90,33 @@ impl Catalog {
             }
             tx.commit().await.map_err(catalog_err)?;
             Ok(taken.len() as u64)
+        })
+        .await
+    }
+
+    /// The rows of `scope` (the table's `scope` column) of the windows that overlap
+    /// `[since_ms, until_ms)`, in time order, then in [`WindowTable::ORDER`].
+    pub(super) async fn rows_in_span<T: WindowTable>(
+        &self,
+        scope: &str,
+        since_ms: i64,
+        until_ms: i64,
+    ) -> Result<Vec<T>, Error> {
+        let sql = format!(
+            "SELECT {} FROM {} WHERE scope = $1 AND start_ms < $3 AND start_ms + width_ms > $2 ORDER BY start_ms, {}",
+            T::columns(),
+            T::TABLE,
+            T::ORDER
+        );
+        self.guarded(async {
+            let rows = sqlx::query(&sql)
+                .bind(scope)
+                .bind(since_ms)
+                .bind(until_ms)
+                .fetch_all(&self.db.pool)
+                .await
+                .map_err(catalog_err)?;
+            rows.iter().map(T::read).collect()
         })
         .await
     }
