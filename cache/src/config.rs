@@ -16,8 +16,10 @@ use crate::redis_endpoint::{RedisConfigError, RedisEndpoint, RedisTlsFiles, Sect
 pub struct CacheConfig {
     /// Cache record reads at all. Default true.
     pub enabled: bool,
-    /// Redis (L2, shared by every instance; also carries L1 invalidations). Default: unset, which
-    /// means L1 only (the embedded default).
+    /// Redis (L2, shared by every instance; also carries L1 invalidations): `redis://host:port`,
+    /// `rediss://` for TLS, or `redis+sentinel://host1:port1,host2:port2/<master name>` (and
+    /// `rediss+sentinel://`) to find the master through Sentinel and follow its failovers.
+    /// Default: unset, which means L1 only (the embedded default).
     #[serde(serialize_with = "shardgate_shard_router::config::redacted_option")]
     pub redis_url: Option<SecretString>,
     /// PEM file of the CA that signs the Redis server's certificate, for a `rediss://` URL whose

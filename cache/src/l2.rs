@@ -9,12 +9,19 @@
 //! invalidation channel in the same script. The ends of writes whose marks are held are sent in
 //! batches, one call for all the writes that ended while the previous batch was on its way. The scripts read only the
 //! first 64 bytes of a slot (its kind and version), never a cached record's body.
+//!
+//! With Sentinel (`redis+sentinel://`), the probe asks the sentinels where the master is whenever
+//! it has no working connection, and checks with `ROLE` that the server it talks to is still a
+//! master (a failed-over master that comes back is a replica). When the master moves, what the
+//! former one had not yet replicated is gone, markers of acknowledged writes among it: the cache
+//! stays bypassed until its owner has moved the cache generation on ([`L2::pending_master_move`]),
+//! so no entry the new master holds from before is read. Rate limits take the new master at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
@@ -121,8 +128,15 @@ pub struct L2 {
     probes: tokio::sync::watch::Sender<u64>,
     /// Where it connects, with its password file if it has one.
     endpoint: RedisEndpoint,
-    /// The client new connections are made with: made again when the password file changes.
-    client: ArcSwap<redis::Client>,
+    /// The client new connections are made with: made again when the password file changes, and
+    /// when the master moves (Sentinel; none until the sentinels have named one).
+    client: ArcSwapOption<redis::Client>,
+    /// The master's `host:port` as the sentinels last named it (Sentinel only).
+    master: Mutex<Option<String>>,
+    /// How many times the master has moved (Sentinel), and how many of those moves the owner has
+    /// taken in ([`L2::accept_master_move`]): Redis is not used while they differ.
+    master_moves: AtomicU64,
+    moves_accepted: AtomicU64,
     connection: ArcSwapOption<ConnectionManager>,
     healthy: AtomicBool,
     timeout: Duration,
@@ -144,13 +158,16 @@ impl L2 {
     /// Prepares a client for `endpoint` (no connection yet: [`L2::probe_once`] makes and keeps
     /// it).
     pub fn new(endpoint: &RedisEndpoint, timeout: Duration, uses: RedisUse) -> Result<Arc<Self>, RedisConfigError> {
-        let client = endpoint.client()?;
+        let client = if endpoint.is_sentinel() { None } else { Some(Arc::new(endpoint.client()?)) };
         Ok(Arc::new(Self {
             uses,
             recoveries: AtomicU64::new(0),
             probes: tokio::sync::watch::Sender::new(0),
             endpoint: endpoint.clone(),
-            client: ArcSwap::from_pointee(client),
+            client: ArcSwapOption::new(client),
+            master: Mutex::new(None),
+            master_moves: AtomicU64::new(0),
+            moves_accepted: AtomicU64::new(0),
             connection: ArcSwapOption::empty(),
             healthy: AtomicBool::new(false),
             timeout,
@@ -161,9 +178,58 @@ impl L2 {
         }))
     }
 
-    /// The client, for the pub/sub connection.
-    pub fn client(&self) -> Arc<redis::Client> {
+    /// The client, for the pub/sub connection (none while the sentinels have named no master).
+    pub fn client(&self) -> Option<Arc<redis::Client>> {
         self.client.load_full()
+    }
+
+    /// The number of the latest move of the master (Sentinel) if the owner has not taken it in
+    /// yet: until it does ([`L2::accept_master_move`]), Redis is not used.
+    pub fn pending_master_move(&self) -> Option<u64> {
+        let moves = self.master_moves.load(Ordering::Acquire);
+        (moves != self.moves_accepted.load(Ordering::Acquire)).then_some(moves)
+    }
+
+    /// The owner has taken in master move `moves` (the record cache moved its generation on).
+    pub fn accept_master_move(&self, moves: u64) {
+        self.moves_accepted.fetch_max(moves, Ordering::AcqRel);
+    }
+
+    /// Sentinel: asks the sentinels where the master is, and makes a client for it if it moved
+    /// (the connection to the former one is dropped).
+    async fn follow_sentinels(&self) {
+        let addr = match self.endpoint.find_master(self.timeout.max(Duration::from_millis(500))).await {
+            Ok(addr) => addr,
+            Err(why) => {
+                let failure = format!("no sentinel named the master: {why}");
+                let mut last = self.last_error.lock();
+                if last.as_deref() != Some(failure.as_str()) {
+                    tracing::warn!(error = %failure, "cannot find the redis master");
+                    *last = Some(failure);
+                }
+                return;
+            }
+        };
+        if self.master.lock().as_deref() == Some(addr.as_str()) {
+            return;
+        }
+        match self.endpoint.master_client(&addr) {
+            Ok(client) => {
+                let previous = self.master.lock().replace(addr.clone());
+                self.client.store(Some(Arc::new(client)));
+                self.connection.store(None);
+                if let Some(previous) = previous {
+                    let moves = self.master_moves.fetch_add(1, Ordering::AcqRel) + 1;
+                    if self.uses == RedisUse::RateLimits {
+                        self.accept_master_move(moves);
+                    }
+                    tracing::warn!(from = %previous, to = %addr, "the sentinels name another redis master: connecting to it");
+                } else {
+                    tracing::info!(master = %addr, "the sentinels name the redis master");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot make a client for the redis master the sentinels name"),
+        }
     }
 
     /// If the password file changed: a client with the new password, and the connection made
@@ -174,9 +240,14 @@ impl L2 {
         if !self.endpoint.password_changed() {
             return;
         }
-        match self.endpoint.client() {
+        let client = match self.master.lock().clone() {
+            Some(master) => self.endpoint.master_client(&master),
+            None if self.endpoint.is_sentinel() => return,
+            None => self.endpoint.client(),
+        };
+        match client {
             Ok(client) => {
-                self.client.store(Arc::new(client));
+                self.client.store(Some(Arc::new(client)));
                 self.connection.store(None);
                 tracing::info!("the redis password file changed: connecting again with its new content");
             }
@@ -207,7 +278,7 @@ impl L2 {
     }
 
     fn connection(&self) -> Result<ConnectionManager, Unavailable> {
-        if !self.is_healthy() {
+        if !self.is_healthy() || self.pending_master_move().is_some() {
             return Err(Unavailable);
         }
         self.connection.load_full().map(|c| (*c).clone()).ok_or(Unavailable)
@@ -291,14 +362,20 @@ impl L2 {
     /// Connects (again) when needed and probes with `PING`, updating the health flag.
     pub async fn probe_once(&self) {
         self.follow_password_file();
+        if self.endpoint.is_sentinel() && (!self.is_healthy() || self.connection.load().is_none()) {
+            self.follow_sentinels().await;
+        }
         let connection = match self.connection.load_full() {
             Some(c) => Some((*c).clone()),
             None => {
+                let Some(client) = self.client.load_full() else {
+                    return self.probed(None).await;
+                };
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(self.timeout.max(Duration::from_millis(500)))
                     .set_response_timeout(self.timeout)
                     .set_number_of_retries(1);
-                let connect = ConnectionManager::new_with_config((*self.client.load_full()).clone(), config);
+                let connect = ConnectionManager::new_with_config((*client).clone(), config);
                 let failure = match tokio::time::timeout(Duration::from_secs(2), connect).await {
                     Ok(Ok(c)) => {
                         self.connection.store(Some(Arc::new(c.clone())));
@@ -323,11 +400,26 @@ impl L2 {
 
     /// Pings `connection` (none: no connection) and records whether Redis answered.
     async fn probed(&self, connection: Option<ConnectionManager>) {
+        let within = self.timeout.max(Duration::from_millis(500));
         let alive = match connection {
+            // Through sentinels the server must still be a master: one that failed over and came
+            // back is a replica, which would answer reads with what it replicates late and
+            // refuse every write.
+            Some(mut c) if self.endpoint.is_sentinel() => {
+                let command = redis::cmd("ROLE");
+                let role = command.query_async::<Vec<redis::Value>>(&mut c);
+                match tokio::time::timeout(within, role).await {
+                    Ok(Ok(role)) => {
+                        role.first().and_then(|r| redis::from_redis_value::<String>(r).ok()).as_deref()
+                            == Some("master")
+                    }
+                    _ => false,
+                }
+            }
             Some(mut c) => {
                 let command = redis::cmd("PING");
                 let ping = command.query_async::<String>(&mut c);
-                matches!(tokio::time::timeout(self.timeout.max(Duration::from_millis(500)), ping).await, Ok(Ok(_)))
+                matches!(tokio::time::timeout(within, ping).await, Ok(Ok(_)))
             }
             None => false,
         };

@@ -489,13 +489,24 @@ impl RecordCache {
 
     /// Once Redis answers again after an outage in which invalidations failed after the
     /// generation moved on: moves it on once more with `bump` (see
-    /// [`RecordCache::move_generation_on`]). Does nothing otherwise; called on every catalog poll.
+    /// [`RecordCache::move_generation_on`]), and once the Redis master has moved (Sentinel: see
+    /// [`L2::pending_master_move`]). Does nothing otherwise; called on every catalog poll.
     pub async fn move_generation_on_after_outage<F>(&self, bump: F) -> Result<(), StoreError>
     where
         F: std::future::Future<Output = Result<u64, StoreError>>,
     {
         let Some(l2) = &self.l2 else { return Ok(()) };
         let mut moves = self.generation_moves.lock().await;
+        // The Redis master moved (Sentinel): whatever the former master had not replicated is
+        // gone, the markers of acknowledged writes among it, so nothing cached before is read
+        // again. Redis stays bypassed until this is done.
+        if let Some(master_moves) = l2.pending_master_move() {
+            self.set_generation(bump.await?);
+            l2.accept_master_move(master_moves);
+            *moves = GenerationMoves::default();
+            tracing::warn!("the redis master moved: the cache generation moved on, the cache is in use again");
+            return Ok(());
+        }
         let ended = l2.is_healthy() && moves.moved_in.is_some_and(|outage| outage != l2.recoveries());
         if !(ended && moves.missed_since) {
             return Ok(());
@@ -628,8 +639,11 @@ async fn subscribe(cache: Weak<RecordCache>) {
         let Some(l2) = strong.l2.clone() else { return };
         let channels = [strong.invalidation_channel.clone(), strong.epoch_channel.clone()];
         drop(strong);
-        let pubsub = tokio::time::timeout(Duration::from_secs(2), l2.client().get_async_pubsub()).await;
-        if let Ok(Ok(mut pubsub)) = pubsub
+        let pubsub = match l2.client() {
+            Some(client) => tokio::time::timeout(Duration::from_secs(2), client.get_async_pubsub()).await.ok(),
+            None => None,
+        };
+        if let Some(Ok(mut pubsub)) = pubsub
             && pubsub.subscribe(&channels).await.is_ok()
         {
             if let Some(strong) = cache.upgrade() {

@@ -7,9 +7,16 @@
 //! a CA file the roots are the Mozilla set built in (`webpki-roots`): a managed Redis with a
 //! public certificate works as is; a private CA is named by its file. A client certificate and
 //! key (both or neither) make the connection mutual TLS.
+//!
+//! `redis+sentinel://[user:password@]host1:port1,host2:port2/<master name>[/<db>]` (or
+//! `rediss+sentinel://`, TLS to the sentinels and the master alike) names a Sentinel deployment:
+//! the master is whatever the sentinels say it is (`SENTINEL get-master-addr-by-name`), asked
+//! again whenever the connection to it fails or it no longer says it is a master
+//! (`crate::l2`). The user and password are the master's; the sentinels are asked without.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -37,10 +44,24 @@ pub struct RedisTlsFiles<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Section(pub &'static str);
 
+/// The sentinels of a `redis+sentinel://` URL, and how to reach the master they name.
+#[derive(Debug, Clone)]
+struct Sentinels {
+    /// `host:port` of each sentinel, in the order given.
+    nodes: Vec<String>,
+    /// The master's name, as the sentinels monitor it.
+    master: String,
+    /// The master's URL with `{addr}` in place of its host and port: scheme, user and password,
+    /// database.
+    master_url: SecretString,
+}
+
 /// A Redis URL and its TLS material, read and checked: once one exists, a client can be built.
 #[derive(Clone)]
 pub struct RedisEndpoint {
     url: SecretString,
+    /// Set for a `redis+sentinel://` URL: the master is found through them.
+    sentinels: Option<Sentinels>,
     section: &'static str,
     tls: bool,
     certificates: Option<redis::TlsCertificates>,
@@ -119,6 +140,16 @@ pub enum RedisConfigError {
         /// The section.
         section: &'static str,
     },
+    /// A `redis+sentinel://` URL that does not say which sentinels or which master.
+    #[error(
+        "{section}.redis_url: {problem}; a Sentinel URL is redis+sentinel://[user:password@]host1:port1,host2:port2/<master name>[/<db>]"
+    )]
+    Sentinel {
+        /// The section.
+        section: &'static str,
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// Only one of the client certificate and key is set.
     #[error(
         "{section}.redis_client_cert_file and {section}.redis_client_key_file go together (mutual TLS): set both or neither"
@@ -147,7 +178,14 @@ impl RedisEndpoint {
     /// certificate, a client certificate file a PEM chain and a key file a PEM private key.
     pub fn parse(url: &SecretString, files: RedisTlsFiles<'_>, section: Section) -> Result<Self, RedisConfigError> {
         let section = section.0;
-        let parsed = redis::IntoConnectionInfo::into_connection_info(url.expose_secret())
+        let sentinels = parse_sentinels(url.expose_secret(), section)?;
+        // A Sentinel URL is checked as its master's URL would be, with its first sentinel's
+        // address standing in for the master's.
+        let checked = match &sentinels {
+            Some(sentinels) => sentinels.master_url.expose_secret().replace(ADDR, &sentinels.nodes[0]),
+            None => url.expose_secret().to_owned(),
+        };
+        let parsed = redis::IntoConnectionInfo::into_connection_info(checked.as_str())
             .map_err(|source| RedisConfigError::Url { section, source })?;
         let tls = match parsed.addr {
             redis::ConnectionAddr::TcpTls { insecure: true, .. } => return Err(RedisConfigError::Insecure { section }),
@@ -168,7 +206,48 @@ impl RedisEndpoint {
         };
         let custom = root_cert.is_some() || client_tls.is_some();
         let certificates = custom.then_some(redis::TlsCertificates { client_tls, root_cert });
-        Ok(Self { url: url.clone(), section, tls, certificates, password_file: None })
+        Ok(Self { url: url.clone(), sentinels, section, tls, certificates, password_file: None })
+    }
+
+    /// Whether the master is found through sentinels (`redis+sentinel://`).
+    pub fn is_sentinel(&self) -> bool {
+        self.sentinels.is_some()
+    }
+
+    /// Asks the sentinels, in the order given and each within `timeout`, where the master is
+    /// now: `host:port` from the first that knows. `Err` says why none answered.
+    pub(crate) async fn find_master(&self, timeout: Duration) -> Result<String, String> {
+        let Some(sentinels) = &self.sentinels else { return Err("no sentinels".to_owned()) };
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        let mut failures = Vec::new();
+        for node in &sentinels.nodes {
+            let ask = async {
+                let client =
+                    self.client_at(&SecretString::from(format!("{scheme}://{node}"))).map_err(|e| e.to_string())?;
+                let mut conn = client.get_multiplexed_async_connection().await.map_err(|e| e.to_string())?;
+                let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+                    .arg("get-master-addr-by-name")
+                    .arg(&sentinels.master)
+                    .query_async(&mut conn)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                addr.ok_or_else(|| format!("it knows no master named {}", sentinels.master))
+            };
+            match tokio::time::timeout(timeout, ask).await {
+                Ok(Ok((host, port))) if host.contains(':') => return Ok(format!("[{host}]:{port}")),
+                Ok(Ok((host, port))) => return Ok(format!("{host}:{port}")),
+                Ok(Err(why)) => failures.push(format!("sentinel {node}: {why}")),
+                Err(_) => failures.push(format!("sentinel {node}: no answer within {timeout:?}")),
+            }
+        }
+        Err(failures.join("; "))
+    }
+
+    /// A client for the master at `addr` (`host:port`, from [`RedisEndpoint::find_master`]),
+    /// with its password file's content now.
+    pub(crate) fn master_client(&self, addr: &str) -> Result<redis::Client, RedisConfigError> {
+        let Some(sentinels) = &self.sentinels else { return self.client() };
+        self.client_with_password(&SecretString::from(sentinels.master_url.expose_secret().replace(ADDR, addr)))
     }
 
     /// Whether the connection is TLS (`rediss://`).
@@ -199,22 +278,68 @@ impl RedisEndpoint {
 
     /// A client for the endpoint (no connection yet), with its password file's content now.
     pub(crate) fn client(&self) -> Result<redis::Client, RedisConfigError> {
-        install_crypto_provider();
+        self.client_with_password(&self.url)
+    }
+
+    /// A client for `url` with the password file's content in it, if there is a file.
+    fn client_with_password(&self, url: &SecretString) -> Result<redis::Client, RedisConfigError> {
         let url = match &self.password_file {
-            Some(file) => file.apply(&self.url).map_err(|e| RedisConfigError::Unreadable {
+            Some(file) => file.apply(url).map_err(|e| RedisConfigError::Unreadable {
                 section: self.section,
                 key: "redis_password_file",
                 path: file.path().to_owned(),
                 reason: std::io::Error::other(e.to_string()),
             })?,
-            None => self.url.clone(),
+            None => url.clone(),
         };
+        self.client_at(&url)
+    }
+
+    /// A client for `url` as it is, with the endpoint's TLS material.
+    fn client_at(&self, url: &SecretString) -> Result<redis::Client, RedisConfigError> {
+        install_crypto_provider();
         let client = match &self.certificates {
             Some(certificates) => redis::Client::build_with_tls(url.expose_secret(), certificates.clone()),
             None => redis::Client::open(url.expose_secret()),
         };
         client.map_err(|source| RedisConfigError::Url { section: self.section, source })
     }
+}
+
+/// What stands for the master's `host:port` in [`Sentinels::master_url`].
+const ADDR: &str = "{addr}";
+
+/// The sentinels of `raw` if it is a `redis+sentinel://` or `rediss+sentinel://` URL.
+fn parse_sentinels(raw: &str, section: &'static str) -> Result<Option<Sentinels>, RedisConfigError> {
+    let Some((scheme, rest)) = raw.split_once("://") else { return Ok(None) };
+    let master_scheme = match scheme {
+        "redis+sentinel" => "redis",
+        "rediss+sentinel" => "rediss",
+        _ => return Ok(None),
+    };
+    let refuse = |problem| RedisConfigError::Sentinel { section, problem };
+    if rest.contains(['?', '#']) {
+        return Err(refuse("it takes no parameters"));
+    }
+    let (authority, path) = rest.split_once('/').ok_or_else(|| refuse("it names no master"))?;
+    let (userinfo, hosts) = match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
+        None => (String::new(), authority),
+    };
+    let nodes: Vec<String> = hosts.split(',').map(str::to_owned).collect();
+    if nodes.iter().any(String::is_empty) {
+        return Err(refuse("its list of sentinels is empty or has an empty entry"));
+    }
+    let (master, db) = path.split_once('/').unwrap_or((path, ""));
+    if master.is_empty() {
+        return Err(refuse("it names no master"));
+    }
+    if !db.is_empty() && db.parse::<u32>().is_err() {
+        return Err(refuse("the database after the master's name is not a number"));
+    }
+    let db = if db.is_empty() { String::new() } else { format!("/{db}") };
+    let master_url = SecretString::from(format!("{master_scheme}://{userinfo}{ADDR}{db}"));
+    Ok(Some(Sentinels { nodes, master: master.to_owned(), master_url }))
 }
 
 fn read(section: &'static str, key: &'static str, path: &Path) -> Result<Vec<u8>, RedisConfigError> {
@@ -301,6 +426,39 @@ mod tests {
         assert!(error.contains("set both or neither"), "{error}");
         let error = refusal("rediss://localhost:6380/#insecure", RedisTlsFiles::default(), CACHE);
         assert!(error.contains("cannot be turned off"), "{error}");
+    }
+
+    #[test]
+    fn a_sentinel_url_names_its_sentinels_and_master_and_is_checked() {
+        let endpoint = RedisEndpoint::parse(
+            &url("redis+sentinel://:pw@10.0.0.1:26379,s2:26380/main/2"),
+            RedisTlsFiles::default(),
+            CACHE,
+        )
+        .unwrap();
+        assert!(endpoint.is_sentinel() && !endpoint.is_tls());
+        let sentinels = endpoint.sentinels.as_ref().unwrap();
+        assert_eq!(sentinels.nodes, ["10.0.0.1:26379", "s2:26380"]);
+        assert_eq!(sentinels.master, "main");
+        let master = endpoint.master_client("10.0.0.9:6380").unwrap();
+        assert_eq!(master.get_connection_info().addr.to_string(), "10.0.0.9:6380");
+        assert_eq!(master.get_connection_info().redis.db, 2);
+        assert_eq!(master.get_connection_info().redis.password.as_deref(), Some("pw"));
+        let tls =
+            RedisEndpoint::parse(&url("rediss+sentinel://s1:26379/main"), RedisTlsFiles::default(), CACHE).unwrap();
+        assert!(tls.is_tls() && tls.is_sentinel());
+        for (raw, problem) in [
+            ("redis+sentinel://s1:26379", "names no master"),
+            ("redis+sentinel://s1:26379/", "names no master"),
+            ("redis+sentinel://s1,,s2/main", "empty entry"),
+            ("redis+sentinel:///main", "empty entry"),
+            ("redis+sentinel://s1/main/x", "not a number"),
+            ("redis+sentinel://s1/main?timeout=1", "takes no parameters"),
+            ("rediss+sentinel://s1/main#insecure", "takes no parameters"),
+        ] {
+            let error = refusal(raw, RedisTlsFiles::default(), CACHE);
+            assert!(error.contains(problem) && error.contains("redis+sentinel://[user:password@]"), "{raw}: {error}");
+        }
     }
 
     #[test]

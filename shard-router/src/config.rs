@@ -17,8 +17,10 @@ use crate::storage::db::PoolConfig;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
-    /// Catalog database URL (`postgres://...` or `sqlite://...`). Default: unset, which means the
-    /// embedded default: a SQLite catalog at `<data_dir>/catalog.db`.
+    /// Catalog database URL (`postgres://...` or `sqlite://...`); a PostgreSQL URL may name a
+    /// primary and its standbys (`postgres://u@pg-a,pg-b/catalog?target_session_attrs=read-write`)
+    /// and follows the primary. Default: unset, which means the embedded default: a SQLite
+    /// catalog at `<data_dir>/catalog.db`.
     #[serde(serialize_with = "redacted_option")]
     pub catalog_url: Option<SecretString>,
     /// A file holding the password of `catalog_url` (a `postgres://` URL), in place of one
@@ -269,7 +271,9 @@ impl LoadConfig {
 pub struct ShardSeed {
     /// Its id.
     pub id: ShardId,
-    /// Its URL (kept secret).
+    /// Its URL (kept secret). A PostgreSQL URL may name a primary and its standbys
+    /// (`postgres://u@pg-a:5432,pg-b:5432/shard1?target_session_attrs=read-write`): the shard
+    /// follows the primary when a standby is promoted.
     #[serde(serialize_with = "redacted")]
     pub url: SecretString,
     /// A file holding the password of `url` (a `postgres://` URL), in place of one written in

@@ -1,7 +1,9 @@
 //! [`PgCluster`]: a PostgreSQL cluster of a test's own (`initdb` and `pg_ctl` as the `postgres`
 //! user, on a free loopback port), which the test may stop, kill, freeze and thaw to play a shard
 //! outage without touching the machine's shared server. [`PgCluster::start_tls`] starts one that
-//! speaks TLS with a certificate from a [`TestCa`], for the tests of TLS to PostgreSQL.
+//! speaks TLS with a certificate from a [`TestCa`], for the tests of TLS to PostgreSQL;
+//! [`PgCluster::start_primary`] and [`PgCluster::start_standby_of`] a primary and its streaming
+//! standby, for the tests of failover.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -143,6 +145,87 @@ impl PgCluster {
         std::fs::write(cluster.data().join("pg_hba.conf"), hba).expect("pg_hba.conf is written");
         cluster.launch();
         cluster
+    }
+
+    /// A cluster that streaming standbys may follow ([`PgCluster::start_standby_of`];
+    /// asynchronous replication until [`PgCluster::make_replication_synchronous`]).
+    pub async fn start_primary() -> Self {
+        let cluster = Self::init(60);
+        cluster.append_settings("wal_level = replica\nmax_wal_senders = 5\nwal_keep_size = '64MB'\n");
+        cluster.launch();
+        cluster
+    }
+
+    /// From now on a commit waits until a standby has flushed it (`synchronous_standby_names =
+    /// '*'`), so no acknowledged write is lost when a standby is promoted. Waits (at most 30 s)
+    /// until a standby is in sync: before, every commit would wait.
+    pub async fn make_replication_synchronous(&self) {
+        self.admin_execute("ALTER SYSTEM SET synchronous_standby_names = '*'").await;
+        self.admin_execute("SELECT pg_reload_conf()").await;
+        let in_sync = async || {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&self.url("postgres")).await.ok()?;
+            let sync: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")
+                .fetch_one(&mut conn)
+                .await
+                .ok()?;
+            conn.close().await.ok();
+            (sync > 0).then_some(())
+        };
+        assert!(crate::eventually(Duration::from_secs(30), in_sync).await.is_some(), "a standby is in sync");
+    }
+
+    /// A streaming standby of `primary` (`pg_basebackup -R`), started on a loopback port of its
+    /// own. It waits for no standby of its own once promoted.
+    pub async fn start_standby_of(primary: &PgCluster) -> Self {
+        let dir = tempfile::Builder::new().prefix("sg-pg-standby-").tempdir().expect("temp dir");
+        let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()).status().unwrap();
+        assert!(chown.success(), "chown of the standby's directory failed");
+        let data = dir.path().join("data");
+        let port = primary.port.to_string();
+        as_postgres(
+            &primary.bin.join("pg_basebackup"),
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+            ],
+        );
+        let standby = Self {
+            port: crate::free_port(),
+            max_connections: 60,
+            dir,
+            bin: primary.bin.clone(),
+            extra_options: String::new(),
+        };
+        standby.append_settings("synchronous_standby_names = ''\n");
+        standby.launch();
+        standby
+    }
+
+    /// Promotes a standby (`pg_ctl promote`): it takes writes when this returns.
+    pub fn promote(&self) {
+        as_postgres(&self.bin.join("pg_ctl"), &["-D", self.data().to_str().unwrap(), "-w", "-t", "30", "promote"]);
+    }
+
+    /// Adds lines to the cluster's `postgresql.conf` (later lines win).
+    fn append_settings(&self, lines: &str) {
+        use std::io::Write;
+        let mut conf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.data().join("postgresql.conf"))
+            .expect("postgresql.conf opens");
+        conf.write_all(lines.as_bytes()).expect("postgresql.conf is written");
     }
 
     /// Runs `sql` as `postgres` on database `postgres` (roles, passwords); panics if it fails.

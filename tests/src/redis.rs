@@ -1,6 +1,7 @@
 //! [`RedisServer`]: a `redis-server` process of a test's own, which the test may pause, kill and
 //! restart to play an outage; plain, or TLS only ([`RedisServer::start_tls`]) with a certificate
-//! from a [`TestCa`](crate::TestCa).
+//! from a [`TestCa`](crate::TestCa); a replica of another ([`RedisServer::start_replica_of`]);
+//! and [`Sentinels`] that watch a master and fail it over.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +15,11 @@ pub struct RedisServer {
     pub port: u16,
     tls: Option<RedisTls>,
     child: Option<std::process::Child>,
+    /// Arguments after the common ones (`--replicaof`).
+    extra: Vec<String>,
+    /// Its working directory: a replica writes the copy it receives there (`dump.rdb`), which a
+    /// server started in the same directory would load. Emptied before every start.
+    dir: tempfile::TempDir,
 }
 
 /// The files of a TLS-only Redis server.
@@ -30,7 +36,7 @@ impl RedisServer {
     /// Starts `redis-server` on a free port (no persistence) and waits until it answers.
     pub async fn start() -> Self {
         let port = crate::free_port();
-        let mut server = Self { port, tls: None, child: None };
+        let mut server = Self { port, tls: None, child: None, extra: Vec::new(), dir: work_dir() };
         server.launch().await;
         server
     }
@@ -55,7 +61,16 @@ impl RedisServer {
             ca_file: ca.cert_path.clone(),
             client_certificates,
         };
-        let mut server = Self { port, tls: Some(tls), child: None };
+        let mut server = Self { port, tls: Some(tls), child: None, extra: Vec::new(), dir: work_dir() };
+        server.launch().await;
+        server
+    }
+
+    /// A plain server replicating `master` (`--replicaof`), on a free port.
+    pub async fn start_replica_of(master: &RedisServer) -> Self {
+        let port = crate::free_port();
+        let extra = vec!["--replicaof".to_owned(), "127.0.0.1".to_owned(), master.port.to_string()];
+        let mut server = Self { port, tls: None, child: None, extra, dir: work_dir() };
         server.launch().await;
         server
     }
@@ -86,8 +101,10 @@ impl RedisServer {
 
     async fn launch(&mut self) {
         let port = self.port.to_string();
+        // A fresh server holds nothing: no copy a replica received before is loaded.
+        let _ = std::fs::remove_file(self.dir.path().join("dump.rdb"));
         let mut command = std::process::Command::new("redis-server");
-        command.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]);
+        command.args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]).arg("--dir").arg(self.dir.path());
         match &self.tls {
             None => {
                 command.args(["--port", &port]);
@@ -104,6 +121,7 @@ impl RedisServer {
                     .arg(&tls.ca_file);
             }
         }
+        command.args(&self.extra);
         let child = command.stdout(std::process::Stdio::null()).spawn().expect("redis-server is installed");
         self.child = Some(child);
         for _ in 0..100 {
@@ -147,9 +165,104 @@ impl RedisServer {
     }
 }
 
+/// A new working directory for a server.
+fn work_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("sg-redis-").tempdir().expect("temp dir")
+}
+
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.resume();
         self.stop();
+    }
+}
+
+/// Redis Sentinels of a test's own (`redis-server --sentinel`, each on a free port with its own
+/// configuration file), watching one master under the name [`Sentinels::MASTER`]. They agree
+/// that it is down after a second without an answer (two of three), and promote a replica.
+#[derive(Debug)]
+pub struct Sentinels {
+    /// Their ports.
+    pub ports: Vec<u16>,
+    children: Vec<std::process::Child>,
+    _dir: tempfile::TempDir,
+}
+
+impl Sentinels {
+    /// The name they watch the master under.
+    pub const MASTER: &'static str = "sg-main";
+
+    /// Starts three sentinels watching `master` and waits until each answers and knows of a
+    /// replica (`replicas` of them).
+    pub async fn start(master: &RedisServer, replicas: usize) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut ports = Vec::new();
+        let mut children = Vec::new();
+        for i in 0..3 {
+            let port = crate::free_port();
+            let conf = dir.path().join(format!("sentinel-{i}.conf"));
+            let text = format!(
+                "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                 sentinel monitor {name} 127.0.0.1 {master} 2\n\
+                 sentinel down-after-milliseconds {name} 1000\n\
+                 sentinel failover-timeout {name} 5000\n\
+                 sentinel parallel-syncs {name} 1\n",
+                dir = dir.path().display(),
+                name = Self::MASTER,
+                master = master.port,
+            );
+            std::fs::write(&conf, text).expect("the sentinel's configuration is written");
+            let child = std::process::Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("redis-server is installed");
+            ports.push(port);
+            children.push(child);
+        }
+        let sentinels = Self { ports, children, _dir: dir };
+        for port in &sentinels.ports {
+            let knows = async || {
+                let output = sentinels.cli(*port, &["SENTINEL", "replicas", Self::MASTER]);
+                (output.matches("slave").count() >= replicas || output.matches("replica").count() >= replicas)
+                    .then_some(())
+            };
+            assert!(
+                crate::eventually(Duration::from_secs(20), knows).await.is_some(),
+                "sentinel {port} knows the master and its replicas"
+            );
+        }
+        sentinels
+    }
+
+    /// `redis+sentinel://127.0.0.1:<port>,.../<master>`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self.ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+        format!("redis+sentinel://{}/{}", hosts.join(","), Self::MASTER)
+    }
+
+    /// The port of the master as sentinel `port` names it now.
+    pub fn master_port(&self) -> Option<u16> {
+        let output = self.cli(self.ports[0], &["SENTINEL", "get-master-addr-by-name", Self::MASTER]);
+        output.lines().nth(1).and_then(|port| port.trim().parse().ok())
+    }
+
+    fn cli(&self, port: u16, args: &[&str]) -> String {
+        let output = std::process::Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli is installed");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+impl Drop for Sentinels {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }

@@ -32,6 +32,7 @@ use crate::ids::ShardId;
 use crate::storage::batch::{Batches, BatchingConfig};
 use crate::storage::health::{BreakerConfig, Health, ProbeConnect};
 pub use crate::storage::health::{Ping, PingFailure};
+use crate::storage::hosts::{Follow, Host, split_hosts};
 use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
 use crate::storage::pg_tls::{PgTls, prepare_url};
 
@@ -148,6 +149,9 @@ pub struct Database {
     /// The URL it was opened with, so that a pool whose shard's URL changed in the catalog is
     /// told apart (and replaced).
     url: Arc<SecretString>,
+    /// Its hosts, if its URL names several or a `target_session_attrs`: the pools follow the
+    /// primary ([`crate::storage::hosts`]).
+    follow: Option<Arc<Follow>>,
 }
 
 /// A pool's connections at one moment ([`Database::connections`]).
@@ -203,9 +207,30 @@ impl Database {
         // A pool of its own, never connected, only to build the driver's options as `open` does
         // (it also points the probe at `url`); its pools are then forgotten.
         let fresh = Self::open_with(url, &PoolConfig::default(), Some(self.health.clone()))?;
-        self.pool.set_connect_options((*fresh.pool.connect_options()).clone());
-        if let (Some(native), Some(fresh)) = (&self.native, &fresh.native) {
-            native.set_connect_options((*fresh.connect_options()).clone());
+        match (&self.follow, &fresh.follow) {
+            (Some(ours), Some(theirs)) => {
+                ours.take_hosts(theirs)?;
+                // The host it follows now, with the new password; the probe is its own again.
+                let current = ours.current();
+                self.pool.set_connect_options(current.any);
+                if let Some(native) = &self.native {
+                    native.set_connect_options(current.native);
+                }
+                self.health.on_probe(follow_probe(ours.clone(), self.pool.clone(), self.native.clone()));
+            }
+            (None, None) => {
+                self.pool.set_connect_options((*fresh.pool.connect_options()).clone());
+                if let (Some(native), Some(fresh)) = (&self.native, &fresh.native) {
+                    native.set_connect_options((*fresh.connect_options()).clone());
+                }
+            }
+            _ => {
+                return Err(Error::InvalidDatabaseUrl(
+                    "a new password cannot change the database's hosts or target_session_attrs: change the URL \
+                     instead"
+                        .to_owned(),
+                ));
+            }
         }
         let pools = (self.pool.clone(), self.native.clone());
         self.health
@@ -235,26 +260,44 @@ impl Database {
 
     fn open_with(url: &SecretString, config: &PoolConfig, health: Option<Arc<Health>>) -> Result<Self, Error> {
         sqlx::any::install_default_drivers();
-        let raw = url.expose_secret();
-        let engine = Engine::of_url(raw)?;
-        let (raw, tls) = match engine {
-            Engine::Sqlite if !raw.contains('?') => (format!("{raw}?mode=rwc"), None),
-            Engine::Sqlite => (raw.to_owned(), None),
+        let given = url.expose_secret();
+        let engine = Engine::of_url(given)?;
+        // Neither the URL given nor those prepared for the driver appear in a message.
+        let invalid = |e: sqlx::Error, raw: &str| {
+            Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url).replace(raw, "<database url>"))
+        };
+        let (options, native_options, tls, follow) = match engine {
+            Engine::Sqlite => {
+                let raw = if given.contains('?') { given.to_owned() } else { format!("{given}?mode=rwc") };
+                let options = AnyConnectOptions::from_str(&raw).map_err(|e| invalid(e, &raw))?;
+                (options.disable_statement_logging(), None, None, None)
+            }
             Engine::Postgres => {
-                let prepared = prepare_url(raw, |var| std::env::var(var).ok())?;
-                (prepared.url, Some(Arc::new(prepared.tls)))
+                // One host of a URL that names one; each, if it names several.
+                let list = split_hosts(given)?;
+                let mut hosts = Vec::with_capacity(list.urls.len());
+                let mut tls = None;
+                for (host_url, name) in list.urls.iter().zip(&list.names) {
+                    let prepared = prepare_url(host_url, |var| std::env::var(var).ok())?;
+                    let any = AnyConnectOptions::from_str(&prepared.url)
+                        .map_err(|e| invalid(e, &prepared.url))?
+                        .disable_statement_logging();
+                    let native = native_options(&prepared.url).map_err(|e| invalid(e, &prepared.url))?;
+                    tls.get_or_insert(prepared.tls);
+                    hosts.push(Host { name: name.clone(), any, native });
+                }
+                let follow =
+                    list.follows().then(|| Follow::new(hosts.clone(), list.target, config.breaker.probe_timeout));
+                let first = hosts.swap_remove(0);
+                (first.any, Some(first.native), tls.map(Arc::new), follow)
             }
         };
-        // Neither the URL given nor the one prepared for the driver appears in a message.
-        let invalid = |e: sqlx::Error| {
-            Error::InvalidDatabaseUrl(redact_error(&e.to_string(), url).replace(raw.as_str(), "<database url>"))
-        };
-        let options = AnyConnectOptions::from_str(&raw).map_err(invalid)?.disable_statement_logging();
         let max = match engine {
             Engine::Sqlite => config.max_connections.min(4),
             Engine::Postgres => config.max_connections,
         };
-        let pool = AnyPoolOptions::new()
+        let checks = follow.clone();
+        let mut pool = AnyPoolOptions::new()
             .max_connections(max)
             .min_connections(0)
             .idle_timeout(config.idle_timeout)
@@ -263,6 +306,7 @@ impl Database {
             // dropped, and the next acquire opens a new one.
             .test_before_acquire(false)
             .after_connect(move |conn, _meta| {
+                let checks = checks.clone();
                 Box::pin(async move {
                     if engine == Engine::Sqlite {
                         use sqlx::Executor;
@@ -270,20 +314,42 @@ impl Database {
                         conn.execute("PRAGMA synchronous = NORMAL").await?;
                         conn.execute("PRAGMA busy_timeout = 10000").await?;
                     }
+                    if let Some(follow) = checks {
+                        follow.check_new(conn).await?;
+                    }
                     Ok(())
                 })
-            })
-            .connect_lazy_with(options.clone());
-        let probe: ProbeConnect = Arc::new(move || {
-            let options = options.clone();
-            let probe: futures::future::BoxFuture<'static, Result<(), sqlx::Error>> = Box::pin(async move {
-                use sqlx::Connection;
-                let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
-                sqlx::query("SELECT 1").execute(&mut conn).await?;
-                conn.close().await
             });
-            probe
+        if let Some(follow) = &follow {
+            pool = pool.before_acquire(retire_before_move(follow.clone()));
+        }
+        let pool = pool.connect_lazy_with(options.clone());
+        let native = native_options.map(|options| {
+            let native = PgPoolOptions::new()
+                .max_connections(NATIVE_CONNECTIONS)
+                .min_connections(0)
+                .idle_timeout(config.idle_timeout)
+                .acquire_timeout(config.acquire_timeout)
+                .test_before_acquire(false);
+            match &follow {
+                Some(follow) => native.before_acquire(retire_before_move(follow.clone())),
+                None => native,
+            }
+            .connect_lazy_with(options)
         });
+        let probe: ProbeConnect = match &follow {
+            Some(follow) => follow_probe(follow.clone(), pool.clone(), native.clone()),
+            None => Arc::new(move || {
+                let options = options.clone();
+                let probe: futures::future::BoxFuture<'static, Result<(), sqlx::Error>> = Box::pin(async move {
+                    use sqlx::Connection;
+                    let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
+                    sqlx::query("SELECT 1").execute(&mut conn).await?;
+                    conn.close().await
+                });
+                probe
+            }),
+        };
         let health = match health {
             Some(health) => {
                 health.on_probe(probe);
@@ -293,35 +359,14 @@ impl Database {
                 Arc::new(Health::new(config.breaker.clone(), config.statement_timeout, config.max_in_progress, probe))
             }
         };
-        let native = match engine {
-            Engine::Sqlite => None,
-            Engine::Postgres => {
-                // A bulk copy reads a whole tenant: on one core, so that it cannot take every
-                // core of the shard from its traffic.
-                let options = PgConnectOptions::from_str(&raw).map_err(invalid)?;
-                // Named (unless the URL names its connections), so that operators tell bulk
-                // copies apart in pg_stat_activity.
-                let options = match options.get_application_name() {
-                    Some(_) => options,
-                    None => options.application_name(NATIVE_APPLICATION_NAME),
-                };
-                let options = options.options([("max_parallel_workers_per_gather", "0")]).disable_statement_logging();
-                Some(
-                    PgPoolOptions::new()
-                        .max_connections(NATIVE_CONNECTIONS)
-                        .min_connections(0)
-                        .idle_timeout(config.idle_timeout)
-                        .acquire_timeout(config.acquire_timeout)
-                        .test_before_acquire(false)
-                        .connect_lazy_with(options),
-                )
-            }
-        };
+        if let Some(follow) = &follow {
+            follow.watched_by(&health);
+        }
         let pools = (pool.clone(), native.clone());
         health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
         let batches = Arc::new(Batches::new(BatchingConfig::default()));
         let url = Arc::new(url.clone());
-        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default(), batches, url })
+        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default(), batches, url, follow })
     }
 
     /// Opens one new connection of each of its pools (the engine-neutral one and, on
@@ -339,6 +384,16 @@ impl Database {
             Some(reason) => Error::Tls { target: target.to_owned(), reason },
             None => Error::Database { target: target.to_owned(), source },
         };
+        // A database that follows its primary is checked where its primary is now.
+        if let Some(follow) = &self.follow
+            && let Some(host) = follow.find().await.map_err(described)?
+            && follow.move_to(&host)
+        {
+            self.pool.set_connect_options(host.any);
+            if let Some(native) = &self.native {
+                native.set_connect_options(host.native);
+            }
+        }
         let options = self.pool.connect_options();
         sqlx::AnyConnection::connect_with(&options).await.map_err(described)?.close().await.map_err(described)?;
         if let Some(native) = &self.native {
@@ -487,13 +542,70 @@ fn close_idle<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) -> usize {
     closed
 }
 
-/// The PostgreSQL server (`host:port`) a database URL points at; `None` for SQLite or a URL
-/// that does not parse (then no server budget applies).
+/// The options of a database's native pool ([`Database::postgres`]) from the URL prepared for
+/// the driver.
+fn native_options(prepared: &str) -> Result<PgConnectOptions, sqlx::Error> {
+    // A bulk copy reads a whole tenant: on one core, so that it cannot take every core of the
+    // shard from its traffic.
+    let options = PgConnectOptions::from_str(prepared)?;
+    // Named (unless the URL names its connections), so that operators tell bulk copies apart in
+    // pg_stat_activity.
+    let options = match options.get_application_name() {
+        Some(_) => options,
+        None => options.application_name(NATIVE_APPLICATION_NAME),
+    };
+    Ok(options.options([("max_parallel_workers_per_gather", "0")]).disable_statement_logging())
+}
+
+/// A pool's check before a statement takes a pooled connection, for a database that follows its
+/// primary: a connection opened before the pools last moved to another host leads to the former
+/// one, and is closed instead.
+fn retire_before_move<C: Send + 'static>(
+    follow: Arc<Follow>,
+) -> impl for<'c> Fn(
+    &'c mut C,
+    sqlx::pool::PoolConnectionMetadata,
+) -> futures::future::BoxFuture<'c, Result<bool, sqlx::Error>>
++ Send
++ Sync
++ 'static {
+    move |_conn, meta| {
+        let keep = !follow.opened_before_move(meta.age);
+        Box::pin(async move { Ok(keep) })
+    }
+}
+
+/// The probe of a database that follows its primary: looks for the host that will do
+/// ([`Follow::find`]) and, if it moved, points both pools there and closes their idle
+/// connections (to the former host).
+fn follow_probe(follow: Arc<Follow>, pool: AnyPool, native: Option<PgPool>) -> ProbeConnect {
+    Arc::new(move || {
+        let (follow, pool, native) = (follow.clone(), pool.clone(), native.clone());
+        let probe: futures::future::BoxFuture<'static, Result<(), sqlx::Error>> = Box::pin(async move {
+            if let Some(host) = follow.find().await?
+                && follow.move_to(&host)
+            {
+                pool.set_connect_options(host.any);
+                close_idle(&pool);
+                if let Some(native) = &native {
+                    native.set_connect_options(host.native);
+                    close_idle(native);
+                }
+            }
+            Ok(())
+        });
+        probe
+    })
+}
+
+/// The PostgreSQL server (`host:port`) a database URL points at (its first host, if it names
+/// several); `None` for SQLite or a URL that does not parse (then no server budget applies).
 pub fn server_of(url: &SecretString) -> Option<String> {
     if Engine::of_url(url.expose_secret()).ok()? != Engine::Postgres {
         return None;
     }
-    let parsed = url::Url::parse(url.expose_secret()).ok()?;
+    let hosts = split_hosts(url.expose_secret()).ok()?;
+    let parsed = url::Url::parse(hosts.urls.first()?).ok()?;
     Some(format!("{}:{}", parsed.host_str().unwrap_or("localhost"), parsed.port().unwrap_or(5432)))
 }
 

@@ -663,7 +663,10 @@ impl Health {
         self.probe_requested.store(true, Ordering::Release);
     }
 
-    fn spawn_probe(self: &Arc<Self>) {
+    /// Runs a probe now, in a task of its own, unless one is running: the watchdog's when due,
+    /// and a pool's when a new connection found its server will not do
+    /// ([`crate::storage::hosts`]).
+    pub(crate) fn spawn_probe(self: &Arc<Self>) {
         if self.probing.swap(true, Ordering::AcqRel) {
             return;
         }

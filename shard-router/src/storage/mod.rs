@@ -17,6 +17,7 @@ pub mod blobs;
 pub mod db;
 pub mod health;
 pub mod holdings;
+pub mod hosts;
 pub mod meter;
 pub mod password_file;
 pub mod pg_tls;

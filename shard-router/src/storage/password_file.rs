@@ -68,6 +68,19 @@ impl PasswordFile {
 
 /// `url` with `password` as its password (percent-encoded as a URL's user information must be).
 fn with_password(url: &SecretString, password: &SecretString, file: &Path) -> Result<SecretString, Error> {
+    // A URL that names several hosts (`pg-a:5432,pg-b:5432`, `redis+sentinel://s1,s2/...`) does
+    // not parse as one: the password is set with one stand-in host, and the hosts put back.
+    let raw = url.expose_secret();
+    let hosts = raw.split_once("://").map(|(_, rest)| {
+        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+        authority.rsplit_once('@').map_or(authority, |(_, hosts)| hosts)
+    });
+    if let Some(hosts) = hosts.filter(|hosts| hosts.contains(',')) {
+        const STAND_IN: &str = "several-hosts.invalid";
+        let single = SecretString::from(raw.replacen(hosts, STAND_IN, 1));
+        let applied = with_password(&single, password, file)?;
+        return Ok(SecretString::from(applied.expose_secret().replacen(STAND_IN, hosts, 1)));
+    }
     let mut parsed = url::Url::parse(url.expose_secret()).map_err(|_| {
         Error::InvalidDatabaseUrl(format!("a URL with a password file ({}) must parse", file.display()))
     })?;
@@ -107,5 +120,22 @@ mod tests {
         assert!(file.apply(&url).is_err());
         std::fs::write(&path, "x").unwrap();
         assert!(file.apply(&SecretString::from("sqlite:///tmp/s.db".to_owned())).is_err());
+    }
+
+    #[test]
+    fn a_url_with_several_hosts_gets_the_password_and_keeps_its_hosts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("password");
+        std::fs::write(&path, "n3w/pw\n").unwrap();
+        let file = PasswordFile::new(path);
+        for (given, expected) in [
+            (
+                "postgres://app:old@pg-a:5432,pg-b:5433/s?target_session_attrs=read-write",
+                "postgres://app:n3w%2Fpw@pg-a:5432,pg-b:5433/s?target_session_attrs=read-write",
+            ),
+            ("redis+sentinel://s1:26379,s2:26379/main", "redis+sentinel://:n3w%2Fpw@s1:26379,s2:26379/main"),
+        ] {
+            assert_eq!(file.apply(&SecretString::from(given.to_owned())).unwrap().expose_secret(), expected);
+        }
     }
 }

@@ -49,7 +49,10 @@ pub fn check_shard_url(url: &SecretString, catalog: Engine) -> Result<Engine, Er
     let raw = url.expose_secret();
     let engine = Engine::of_url(raw)?;
     if engine == Engine::Postgres {
-        crate::storage::pg_tls::prepare_url(raw, |var| std::env::var(var).ok())?;
+        // Each host of a URL that names several, as the pools will connect to it.
+        for host_url in crate::storage::hosts::split_hosts(raw)?.urls {
+            crate::storage::pg_tls::prepare_url(&host_url, |var| std::env::var(var).ok())?;
+        }
     }
     if engine == Engine::Sqlite {
         if is_in_memory_sqlite(raw) {
@@ -201,7 +204,7 @@ pub fn check_same_shard(found: Option<&ShardMarker>, shard: &ShardId, catalog_id
     Err(Error::ShardIdentityMismatch { shard: shard.clone(), found })
 }
 
-/// A database URL as it may be shown (in the audit log, a log line): scheme, user, host, port
+/// A database URL as it may be shown (in the audit log, a log line): scheme, user, host(s), port
 /// and database; never the password or the query (which may hold `sslpassword`). A URL that
 /// does not parse is not shown at all.
 pub fn shown_database_url(url: &SecretString) -> String {
@@ -210,22 +213,21 @@ pub fn shown_database_url(url: &SecretString) -> String {
         let path = raw.split_once('?').map_or(raw, |(path, _)| path);
         return path.to_owned();
     }
-    match url::Url::parse(raw) {
-        Ok(parsed) => {
-            let mut shown = format!("{}://", parsed.scheme());
-            if !parsed.username().is_empty() {
-                shown.push_str(parsed.username());
-                shown.push('@');
-            }
-            shown.push_str(parsed.host_str().unwrap_or(""));
-            if let Some(port) = parsed.port() {
-                shown.push_str(&format!(":{port}"));
-            }
-            shown.push_str(parsed.path());
-            shown
-        }
-        Err(_) => "(a URL that is not shown)".to_owned(),
-    }
+    let hidden = || "(a URL that is not shown)".to_owned();
+    let Ok(list) = crate::storage::hosts::split_hosts(raw) else { return hidden() };
+    let Ok(parsed) = list.urls.iter().map(|u| url::Url::parse(u)).collect::<Result<Vec<_>, _>>() else {
+        return hidden();
+    };
+    let hosts: Vec<String> = parsed
+        .iter()
+        .map(|p| match p.port() {
+            Some(port) => format!("{}:{port}", p.host_str().unwrap_or("")),
+            None => p.host_str().unwrap_or("").to_owned(),
+        })
+        .collect();
+    let first = &parsed[0];
+    let user = if first.username().is_empty() { String::new() } else { format!("{}@", first.username()) };
+    format!("{}://{user}{}{}", first.scheme(), hosts.join(","), first.path())
 }
 
 fn shard_err(shard: &ShardId, source: sqlx::Error) -> Error {
@@ -252,6 +254,10 @@ mod tests {
             shown_database_url(&SecretString::from("postgres://u:p@[bad".to_owned())),
             "(a URL that is not shown)"
         );
+        let several = SecretString::from(
+            "postgres://app:s3cr%40t@pg-a:5432,pg-b/shard4?target_session_attrs=read-write&sslpassword=k".to_owned(),
+        );
+        assert_eq!(shown_database_url(&several), "postgres://app@pg-a:5432,pg-b/shard4");
     }
 
     #[test]

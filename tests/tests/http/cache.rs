@@ -9,6 +9,7 @@ use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_api::Config;
+use shardgate_tests::redis::Sentinels;
 use shardgate_tests::{
     Backend, RedisServer, RunningServer, TestApp, eventually, expect_json, expect_problem, get_json, metric,
     record_path,
@@ -332,12 +333,12 @@ async fn no_stale_reads_across_instances(customize: impl FnOnce(&mut Config)) ->
     let peer = app.spawn_peer(|_| {}).await;
     app.create_tenant("acme").await;
     let token = app.rw_token("acme");
+    let mut last = Value::Null;
     let known = eventually(Duration::from_secs(2), async || {
-        let body =
-            get_json(&app.client, &format!("{}{}", peer.base_url, record_path("acme", "hot", "a")), &token).await;
-        (body["code"] == "record_not_found").then_some(())
+        last = get_json(&app.client, &format!("{}{}", peer.base_url, record_path("acme", "hot", "a")), &token).await;
+        (last["code"] == "record_not_found").then_some(())
     });
-    assert!(known.await.is_some(), "the peer learns the new tenant");
+    assert!(known.await.is_some(), "the peer learns the new tenant: {last}");
     let up = async |base: &str| {
         let up = async || (cache_status(&app.client, base).await == "up").then_some(());
         assert!(eventually(Duration::from_secs(5), up).await.is_some(), "{base} connects to Redis");
@@ -655,4 +656,91 @@ async fn the_first_readyz_names_a_refused_redis_certificate() {
     assert_eq!(cache["status"], "degraded", "{body}");
     let error = cache["error"].as_str().unwrap_or_else(|| panic!("the first /readyz names no error: {body}"));
     assert!(error.contains("UnknownIssuer"), "{error}");
+}
+
+/// Redis behind Sentinel: a master, its replica and three sentinels of the test's own. Two
+/// instances find the master through the sentinels, and no read on either is older than an
+/// acknowledged write. Then a write is acknowledged whose invalidation the replica never gets,
+/// and the master is killed: reads go on while the sentinels promote the replica, none is
+/// served the version before the write from it (the cache generation moves on with the master),
+/// and once the failover is done the cache (and the shared rate limits) work on the new master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_sentinel_the_cache_follows_a_failover_and_no_read_is_stale() {
+    let run = sentinel_failover();
+    tokio::time::timeout(Duration::from_secs(180), run).await.expect("the test ends within three minutes");
+}
+
+async fn sentinel_failover() {
+    let mut master = RedisServer::start().await;
+    let replica = RedisServer::start_replica_of(&master).await;
+    let sentinels = Sentinels::start(&master, 1).await;
+    let url = sentinels.url();
+    let app = no_stale_reads_across_instances(|c| with_redis(c, &url, "sentinel", false)).await;
+    let token = app.rw_token("acme");
+    let (client, base) = (&app.client, app.base_url.as_str());
+
+    // `x` at version 1 is cached on the master and replicated.
+    assert_eq!(put_version(client, base, &token, "x", 1).await, Ok(1));
+    let slot_on = |server: &RedisServer| {
+        let key = server.cli(&["--scan", "--pattern", "sentinel:*:r:acme:hot:x"]);
+        key.lines().next().map(|key| server.cli(&["GET", key]))
+    };
+    let replicated = async || {
+        assert_eq!(version_at(client, base, &token, "x").await, Ok(1));
+        slot_on(&replica).filter(|slot| slot.starts_with("e:1:")).map(|_| ())
+    };
+    assert!(eventually(Duration::from_secs(5), replicated).await.is_some(), "x at 1 is cached on both servers");
+    // Version 2 is acknowledged while the replica hears nothing (frozen, its link cut by the
+    // master): the write's end (a marker) reaches the master only, which dies before it
+    // replicates it.
+    replica.pause();
+    master.cli(&["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(put_version(client, base, &token, "x", 2).await, Ok(2));
+    let ended = async || slot_on(&master).filter(|slot| slot.starts_with("m:2")).map(|_| ());
+    assert!(eventually(Duration::from_secs(5), ended).await.is_some(), "the write's end reached the master");
+    master.stop();
+    replica.resume();
+    assert!(slot_on(&replica).is_some_and(|slot| slot.starts_with("e:1:")), "the replica still caches x at 1");
+
+    // Reads go on through the failover, and none may be served version 1 from the new master.
+    let promoted = async || (sentinels.master_port() == Some(replica.port)).then_some(());
+    let ready = async || {
+        let body: Value = client.get(format!("{base}/readyz")).send().await.ok()?.json().await.ok()?;
+        let up = |c: &str| body["components"][c]["status"] == "up";
+        (sentinels.master_port() == Some(replica.port) && up("cache") && up("rate_limits")).then_some(())
+    };
+    let reads = async {
+        let mut reads = 0;
+        loop {
+            assert_eq!(version_at(client, base, &token, "x").await, Ok(2), "read {reads} during the failover");
+            reads += 1;
+            if ready().await.is_some() {
+                return reads;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let (reads, promoted) = tokio::join!(
+        tokio::time::timeout(Duration::from_secs(40), reads),
+        eventually(Duration::from_secs(30), promoted)
+    );
+    assert!(promoted.is_some(), "the sentinels promote the replica");
+    let reads = reads.expect("the cache and the limits use the new master within 40 s");
+    for _ in 0..5 {
+        assert_eq!(version_at(client, base, &token, "x").await, Ok(2), "after the failover ({reads} reads during it)");
+    }
+
+    // The cache works on the new master: no read is stale across two instances, and a record
+    // read again is served from Redis.
+    stress_no_stale_reads(&app, vec![app.base_url.clone()], 2, 4, 30).await;
+    let hits_before = metric(client, base, "shardgate_cache_l2_hits_total").await;
+    let served_from_redis = async || {
+        assert_eq!(version_at(client, base, &token, "x").await, Ok(2));
+        let hits = metric(client, base, "shardgate_cache_l2_hits_total").await - hits_before;
+        (hits >= 1.0).then_some(())
+    };
+    assert!(
+        eventually(Duration::from_secs(5), served_from_redis).await.is_some(),
+        "reads are served by the new master"
+    );
 }

@@ -22,6 +22,7 @@ mod console_heatmap;
 mod console_instances;
 mod distribution;
 mod epoch_header;
+mod failover;
 mod gatekeeper;
 mod https;
 mod incarnations;
