@@ -2,16 +2,17 @@
 //! standby (`pg_basebackup`, clusters of the test's own) with `target_session_attrs=read-write`.
 //! The primary is killed under write load and the standby promoted: the gateway writes again on
 //! its own, answers every request meanwhile, and loses no acknowledged write (synchronous
-//! replication). Every wait is bounded.
+//! replication). The catalog's URL follows its primary likewise. Every wait is bounded.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use reqwest::{Method, StatusCode};
+use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_tests::pg_cluster::PgCluster;
-use shardgate_tests::{TestApp, encode_segment, eventually, expect_json, record_path};
+use shardgate_tests::{Backend, TestApp, encode_segment, eventually, expect_json, record_path};
 
 /// How long the gateway may take to write again once a standby is promoted (measured: see
 /// docs/operations.md, "Standbys and failover").
@@ -185,4 +186,47 @@ async fn standby_first() {
     }
     let read = expect_json(app.get_record("ha", "docs", "d").await, StatusCode::OK).await;
     assert_eq!(read["value"]["n"], 4);
+}
+
+/// The catalog's URL names a primary and its standby likewise: once the primary is killed and
+/// the standby promoted, admin changes are written again, and what was written before is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_follows_its_promoted_standby() {
+    tokio::time::timeout(TEST_WITHIN, catalog_follows()).await.expect("the test ends within its bound");
+}
+
+async fn catalog_follows() {
+    let primary = PgCluster::start_primary().await;
+    primary.create_database("failover_catalog").await;
+    let standby = PgCluster::start_standby_of(&primary).await;
+    primary.make_replication_synchronous().await;
+    let url = url_of(&[&primary, &standby], "failover_catalog");
+    let app = TestApp::spawn_with(Backend::Postgres, |config| {
+        config.storage.catalog_url = Some(SecretString::from(url));
+    })
+    .await;
+    app.create_tenant("before").await;
+
+    primary.kill();
+    standby.promote();
+    let promoted = Instant::now();
+    let created = async || {
+        let response = app.admin(Method::POST, "/v1/admin/tenants", Some(&json!({"id": "after"}))).await;
+        let status = response.status();
+        // 409: an earlier try that was answered 503 or 504 did commit.
+        let done = status.is_success() || status == StatusCode::CONFLICT;
+        let waiting = [StatusCode::SERVICE_UNAVAILABLE, StatusCode::GATEWAY_TIMEOUT].contains(&status);
+        assert!(
+            done || waiting,
+            "an admin change fails only with 503 or 504 while the catalog moves: {status} {}",
+            response.text().await.unwrap_or_default()
+        );
+        done.then_some(())
+    };
+    assert!(eventually(WRITES_AGAIN_WITHIN, created).await.is_some(), "the catalog takes changes again");
+    eprintln!("the catalog took a change {:?} after the promotion", promoted.elapsed());
+    for tenant in ["before", "after"] {
+        expect_json(app.admin(Method::GET, &format!("/v1/admin/tenants/{tenant}"), None).await, StatusCode::OK).await;
+    }
+    expect_json(app.put_record("after", "docs", "d", &json!({"n": 1})).await, StatusCode::CREATED).await;
 }
