@@ -196,6 +196,15 @@ impl Database {
     /// pool; the old pool closes when its last user drops it) and the same [`Health`].
     pub fn resized(&self, url: &SecretString, config: &PoolConfig) -> Result<Self, Error> {
         let db = Self::open_with(url, config, Some(self.health.clone()))?;
+        // A database that follows its primary goes on where it is now, not at its first host.
+        if let (Some(ours), Some(theirs)) = (&self.follow, &db.follow)
+            && let Some(host) = theirs.start_where(ours)
+        {
+            db.pool.set_connect_options(host.any);
+            if let Some(native) = &db.native {
+                native.set_connect_options(host.native);
+            }
+        }
         Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db })
     }
 

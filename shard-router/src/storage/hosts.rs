@@ -257,6 +257,15 @@ impl Follow {
         )))
     }
 
+    /// Starts at the host `other` uses now (the same database reopened with other pool sizes),
+    /// which it returns; `None` if it has no such host.
+    pub fn start_where(&self, other: &Follow) -> Option<Host> {
+        let name = other.current().name;
+        let index = self.hosts.lock().iter().position(|h| h.name == name)?;
+        self.current.store(index, Ordering::Release);
+        Some(self.current())
+    }
+
     /// Makes `host` the one new connections go to; returns whether it was another one.
     pub fn move_to(&self, host: &Host) -> bool {
         let index = self.hosts.lock().iter().position(|h| h.name == host.name).unwrap_or(0);
@@ -418,6 +427,19 @@ mod tests {
         assert!(follow.opened_before_move(Duration::from_millis(25)), "opened before the move");
         std::thread::sleep(Duration::from_millis(10));
         assert!(!follow.opened_before_move(Duration::from_millis(2)), "opened after it");
+    }
+
+    #[test]
+    fn a_reopened_database_starts_at_the_host_it_followed() {
+        let ours = follow(2);
+        let second = ours.hosts.lock()[1].clone();
+        ours.move_to(&second);
+        let reopened = follow(2);
+        assert_eq!(reopened.current().name, "h0");
+        assert_eq!(reopened.start_where(&ours).map(|h| h.name).as_deref(), Some("h1"));
+        assert_eq!(reopened.current().name, "h1");
+        assert!(!reopened.opened_before_move(Duration::from_secs(3600)), "starting somewhere is no move");
+        assert!(follow(1).start_where(&ours).is_none(), "a host it does not have");
     }
 
     #[test]
