@@ -9,7 +9,9 @@ use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_api::Config;
 use shardgate_gatekeeper::throttle::RateLimit;
-use shardgate_tests::{Backend, RedisServer, TestApp, eventually, expect_json, expect_problem, metric, records_path};
+use shardgate_tests::{
+    Backend, RedisServer, RunningServer, TestApp, eventually, expect_json, expect_problem, metric, records_path,
+};
 
 async fn list(app: &TestApp, base_url: &str, token: &str, tenant: &str) -> reqwest::Response {
     app.client.get(format!("{base_url}{}", records_path(tenant, "docs"))).bearer_auth(token).send().await.unwrap()
@@ -174,9 +176,33 @@ async fn two_instances_share_one_tenant_limit_through_redis_over_tls() {
     assert!(!redis.cli(&["--scan", "--pattern", "*-rl:t:*:acme"]).trim().is_empty(), "the bucket lives in Redis");
 }
 
+/// The shared limit through Sentinel, before and after the master fails over: the limits find
+/// the new master by themselves, and the two instances share the tenant's limit again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_tenant_limit_through_sentinel_across_a_failover() {
+    let mut master = RedisServer::start().await;
+    let replica = RedisServer::start_replica_of(&master).await;
+    let sentinels = shardgate_tests::redis::Sentinels::start(&master, 1).await;
+    let url = sentinels.url();
+    let (app, peer) = share_one_tenant_limit(|c| with_redis(c, &url)).await;
+
+    master.stop();
+    let promoted = async || (sentinels.master_port() == Some(replica.port)).then_some(());
+    assert!(shardgate_tests::eventually(Duration::from_secs(30), promoted).await.is_some(), "a failover");
+    until_limits_shared(&app, &app.base_url).await;
+    until_limits_shared(&app, &peer.base_url).await;
+    tokio::time::sleep(Duration::from_secs(5)).await; // the bucket refills completely
+    limit_is_shared(&app, &peer.base_url).await;
+    assert!(
+        !replica.cli(&["--scan", "--pattern", "*-rl:t:*:acme"]).trim().is_empty(),
+        "the bucket is on the new master"
+    );
+}
+
 /// Two instances with the Redis `customize` configures share one tenant's limit (within the
-/// bound in docs/operations.md, "Rate limits"), every decision taken in Redis.
-async fn share_one_tenant_limit(customize: impl FnOnce(&mut Config)) {
+/// bound in docs/operations.md, "Rate limits"), every decision taken in Redis. Returns the app
+/// and its peer.
+async fn share_one_tenant_limit(customize: impl FnOnce(&mut Config)) -> (TestApp, RunningServer) {
     let app = TestApp::spawn_with(Backend::Sqlite, customize).await;
     app.create_tenant("acme").await;
     let peer = app.spawn_peer(|_| {}).await;
@@ -191,17 +217,24 @@ async fn share_one_tenant_limit(customize: impl FnOnce(&mut Config)) {
     };
     assert!(shardgate_tests::eventually(Duration::from_secs(5), learned).await.is_some());
     tokio::time::sleep(Duration::from_secs(5)).await; // the bucket refills completely
+    limit_is_shared(&app, &peer.base_url).await;
+    (app, peer)
+}
 
+/// 40 requests of `acme` (limit 2 per second, burst 10) alternately to `app` and the instance at
+/// `peer`: they admit together what one limit allows, every decision taken in Redis.
+async fn limit_is_shared(app: &TestApp, peer: &str) {
+    let token = app.rw_token("acme");
     let local = async || {
         metric(&app.client, &app.base_url, "shardgate_rate_limit_local_decisions_total").await
-            + metric(&app.client, &peer.base_url, "shardgate_rate_limit_local_decisions_total").await
+            + metric(&app.client, peer, "shardgate_rate_limit_local_decisions_total").await
     };
     let local_before = local().await;
     let started = Instant::now();
     let (mut admitted, mut refused) = (0, 0);
     for i in 0..40 {
-        let base = if i % 2 == 0 { &app.base_url } else { &peer.base_url };
-        match list(&app, base, &token, "acme").await.status() {
+        let base = if i % 2 == 0 { app.base_url.as_str() } else { peer };
+        match list(app, base, &token, "acme").await.status() {
             StatusCode::OK => admitted += 1,
             StatusCode::TOO_MANY_REQUESTS => refused += 1,
             other => panic!("unexpected {other}"),
