@@ -201,11 +201,8 @@ impl L2 {
         let addr = match self.endpoint.find_master(self.timeout.max(Duration::from_millis(500))).await {
             Ok(addr) => addr,
             Err(why) => {
-                let failure = format!("no sentinel named the master: {why}");
-                let mut last = self.last_error.lock();
-                if last.as_deref() != Some(failure.as_str()) {
+                if let Some(failure) = self.new_failure(format!("no sentinel named the master: {why}")) {
                     tracing::warn!(error = %failure, "cannot find the redis master");
-                    *last = Some(failure);
                 }
                 return;
             }
@@ -253,6 +250,13 @@ impl L2 {
             }
             Err(e) => tracing::warn!(error = %e, "cannot use the changed redis password file"),
         }
+    }
+
+    /// Keeps `failure` as the last error; returns it if it is another than the last (to be
+    /// logged: a cause that stays is logged once).
+    fn new_failure(&self, failure: String) -> Option<String> {
+        let mut last = self.last_error.lock();
+        (last.as_deref() != Some(failure.as_str())).then(|| last.insert(failure).clone())
     }
 
     /// Why the last connection attempt failed, while no connection is up.
@@ -387,10 +391,8 @@ impl L2 {
                 };
                 // Logged once per cause: a certificate the CA does not sign stays refused on
                 // every probe, and says so once.
-                let mut last = self.last_error.lock();
-                if last.as_deref() != Some(failure.as_str()) {
+                if let Some(failure) = self.new_failure(failure) {
                     tracing::warn!(error = %failure, "cannot connect to redis; the cache is bypassed until it answers");
-                    *last = Some(failure);
                 }
                 None
             }

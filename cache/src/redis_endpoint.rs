@@ -21,6 +21,7 @@ use std::time::Duration;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::{ExposeSecret, SecretString};
+use shardgate_shard_router::storage::hosts::{UrlParts, url_parts};
 use shardgate_shard_router::storage::password_file::PasswordFile;
 
 /// Makes rustls's ring provider the process's default (once; later calls do nothing): rustls
@@ -311,21 +312,17 @@ const ADDR: &str = "{addr}";
 
 /// The sentinels of `raw` if it is a `redis+sentinel://` or `rediss+sentinel://` URL.
 fn parse_sentinels(raw: &str, section: &'static str) -> Result<Option<Sentinels>, RedisConfigError> {
-    let Some((scheme, rest)) = raw.split_once("://") else { return Ok(None) };
+    let Some(UrlParts { scheme, userinfo, hosts, tail }) = url_parts(raw) else { return Ok(None) };
     let master_scheme = match scheme {
         "redis+sentinel" => "redis",
         "rediss+sentinel" => "rediss",
         _ => return Ok(None),
     };
     let refuse = |problem| RedisConfigError::Sentinel { section, problem };
-    if rest.contains(['?', '#']) {
+    if tail.contains(['?', '#']) {
         return Err(refuse("it takes no parameters"));
     }
-    let (authority, path) = rest.split_once('/').ok_or_else(|| refuse("it names no master"))?;
-    let (userinfo, hosts) = match authority.rsplit_once('@') {
-        Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
-        None => (String::new(), authority),
-    };
+    let path = tail.strip_prefix('/').ok_or_else(|| refuse("it names no master"))?;
     let nodes: Vec<String> = hosts.split(',').map(str::to_owned).collect();
     if nodes.iter().any(String::is_empty) {
         return Err(refuse("its list of sentinels is empty or has an empty entry"));

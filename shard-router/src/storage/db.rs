@@ -32,7 +32,7 @@ use crate::ids::ShardId;
 use crate::storage::batch::{Batches, BatchingConfig};
 use crate::storage::health::{BreakerConfig, Health, ProbeConnect};
 pub use crate::storage::health::{Ping, PingFailure};
-use crate::storage::hosts::{Follow, Host, split_hosts};
+use crate::storage::hosts::{Follow, Host, hosts_changed, split_hosts};
 use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
 use crate::storage::pg_tls::{PgTls, prepare_url};
 
@@ -200,10 +200,7 @@ impl Database {
         if let (Some(ours), Some(theirs)) = (&self.follow, &db.follow)
             && let Some(host) = theirs.start_where(ours)
         {
-            db.pool.set_connect_options(host.any);
-            if let Some(native) = &db.native {
-                native.set_connect_options(host.native);
-            }
+            point_pools(&db.pool, db.native.as_ref(), host);
         }
         Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db })
     }
@@ -220,11 +217,7 @@ impl Database {
             (Some(ours), Some(theirs)) => {
                 ours.take_hosts(theirs)?;
                 // The host it follows now, with the new password; the probe is its own again.
-                let current = ours.current();
-                self.pool.set_connect_options(current.any);
-                if let Some(native) = &self.native {
-                    native.set_connect_options(current.native);
-                }
+                point_pools(&self.pool, self.native.as_ref(), ours.current());
                 self.health.on_probe(follow_probe(ours.clone(), self.pool.clone(), self.native.clone()));
             }
             (None, None) => {
@@ -233,13 +226,7 @@ impl Database {
                     native.set_connect_options((*fresh.connect_options()).clone());
                 }
             }
-            _ => {
-                return Err(Error::InvalidDatabaseUrl(
-                    "a new password cannot change the database's hosts or target_session_attrs: change the URL \
-                     instead"
-                        .to_owned(),
-                ));
-            }
+            _ => return Err(hosts_changed()),
         }
         let pools = (self.pool.clone(), self.native.clone());
         self.health
@@ -398,10 +385,7 @@ impl Database {
             && let Some(host) = follow.find().await.map_err(described)?
             && follow.move_to(&host)
         {
-            self.pool.set_connect_options(host.any);
-            if let Some(native) = &self.native {
-                native.set_connect_options(host.native);
-            }
+            point_pools(&self.pool, self.native.as_ref(), host);
         }
         let options = self.pool.connect_options();
         sqlx::AnyConnection::connect_with(&options).await.map_err(described)?.close().await.map_err(described)?;
@@ -584,6 +568,14 @@ fn retire_before_move<C: Send + 'static>(
     }
 }
 
+/// Points a database's pools at `host`: their new connections go there.
+fn point_pools(pool: &AnyPool, native: Option<&PgPool>, host: Host) {
+    pool.set_connect_options(host.any);
+    if let Some(native) = native {
+        native.set_connect_options(host.native);
+    }
+}
+
 /// The probe of a database that follows its primary: looks for the host that will do
 /// ([`Follow::find`]) and, if it moved, points both pools there and closes their idle
 /// connections (to the former host).
@@ -594,10 +586,9 @@ fn follow_probe(follow: Arc<Follow>, pool: AnyPool, native: Option<PgPool>) -> P
             if let Some(host) = follow.find().await?
                 && follow.move_to(&host)
             {
-                pool.set_connect_options(host.any);
+                point_pools(&pool, native.as_ref(), host);
                 close_idle(&pool);
                 if let Some(native) = &native {
-                    native.set_connect_options(host.native);
                     close_idle(native);
                 }
             }

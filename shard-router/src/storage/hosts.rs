@@ -8,7 +8,7 @@
 //!   recovery). Others (`read-only`, `standby`, `prefer-standby`) are refused: a shard's pool
 //!   writes.
 //! - Every new connection is checked (one round trip, only for such URLs): a connection to a
-//!   server that will not do is closed, and its database's breaker is asked for a probe.
+//!   server that will not do is closed, and a probe of its database's breaker starts at once.
 //! - The probe ([`crate::storage::health`]) asks every host at once, each within three quarters
 //!   of the probe's timeout (a frozen host costs no more), and keeps the current host while it
 //!   will do; otherwise the first that will, in the order given. New connections go there, the
@@ -64,19 +64,43 @@ impl HostList {
     }
 }
 
+/// A URL cut around its list of hosts, which no URL parser takes when it names several:
+/// `<scheme>://<userinfo><hosts><tail>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UrlParts<'a> {
+    /// The scheme.
+    pub scheme: &'a str,
+    /// The user information with its `@` (`user:password@`), or empty.
+    pub userinfo: &'a str,
+    /// The hosts as written, separated by commas (`pg-a:5432,pg-b`).
+    pub hosts: &'a str,
+    /// Everything after them: path, query and fragment.
+    pub tail: &'a str,
+}
+
+/// `raw` cut around its list of hosts; `None` without `://`.
+pub fn url_parts(raw: &str) -> Option<UrlParts<'_>> {
+    let (scheme, rest) = raw.split_once("://")?;
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let (userinfo, hosts) = authority.split_at(authority.rfind('@').map_or(0, |at| at + 1));
+    Some(UrlParts { scheme, userinfo, hosts, tail })
+}
+
+/// The refusal of a new password whose URL names other hosts or another target than the
+/// database's.
+pub(crate) fn hosts_changed() -> Error {
+    Error::InvalidDatabaseUrl(
+        "a new password cannot change the database's hosts or target_session_attrs: change the URL instead".to_owned(),
+    )
+}
+
 /// Splits PostgreSQL URL `raw` into one URL per host of its authority (`host1:port1,host2:port2`),
 /// and reads `target_session_attrs`. A URL with one host and no target comes back as it is.
 /// Errors never quote the URL (it may hold a password).
 pub(crate) fn split_hosts(raw: &str) -> Result<HostList, Error> {
     let invalid = |why: &str| Error::InvalidDatabaseUrl(why.to_owned());
-    let Some((scheme, rest)) = raw.split_once("://") else {
+    let Some(UrlParts { scheme, userinfo, hosts, tail }) = url_parts(raw) else {
         return Err(invalid("the URL must start with postgres:// or postgresql://"));
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let (userinfo, hosts) = match authority.rfind('@') {
-        Some(at) => authority.split_at(at + 1),
-        None => ("", authority),
     };
     let (path, query) = tail.split_once('?').unwrap_or((tail, ""));
     let mut target = Target::Any;
@@ -191,10 +215,7 @@ impl Follow {
         let mut ours = self.hosts.lock();
         let names = |hosts: &[Host]| hosts.iter().map(|h| h.name.clone()).collect::<Vec<_>>();
         if names(&ours) != names(&theirs) || self.target != other.target {
-            return Err(Error::InvalidDatabaseUrl(
-                "a new password cannot change the database's hosts or target_session_attrs: change the URL instead"
-                    .to_owned(),
-            ));
+            return Err(hosts_changed());
         }
         *ours = theirs;
         Ok(())

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::error::Error;
+use crate::storage::hosts::url_parts;
 
 /// A password file: where it is, and what it held when last read.
 #[derive(Debug)]
@@ -71,11 +72,7 @@ fn with_password(url: &SecretString, password: &SecretString, file: &Path) -> Re
     // A URL that names several hosts (`pg-a:5432,pg-b:5432`, `redis+sentinel://s1,s2/...`) does
     // not parse as one: the password is set with one stand-in host, and the hosts put back.
     let raw = url.expose_secret();
-    let hosts = raw.split_once("://").map(|(_, rest)| {
-        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-        authority.rsplit_once('@').map_or(authority, |(_, hosts)| hosts)
-    });
-    if let Some(hosts) = hosts.filter(|hosts| hosts.contains(',')) {
+    if let Some(hosts) = url_parts(raw).map(|parts| parts.hosts).filter(|hosts| hosts.contains(',')) {
         const STAND_IN: &str = "several-hosts.invalid";
         let single = SecretString::from(raw.replacen(hosts, STAND_IN, 1));
         let applied = with_password(&single, password, file)?;
