@@ -36,6 +36,7 @@ const SOURCES: &[&str] = &[
     "shard-router/src/storage/db.rs",
     "shard-router/src/storage/health.rs",
     "shard-router/src/storage/batch.rs",
+    "shard-router/src/storage/replicas.rs#ReplicaReadsConfig",
     "shard-router/src/balance/plan.rs",
     "gatekeeper/src/config.rs",
     "gatekeeper/src/throttle.rs",

@@ -216,6 +216,15 @@ pub struct RecordCache {
     epoch_channel: String,
 }
 
+/// What the cache holds for a key ([`RecordCache::look`]).
+enum Looked {
+    /// The record, and which level held it.
+    Hit(CachedRecord, CacheOutcome),
+    /// No record: the version a load must reach (a marker's), whether a write of the key is in
+    /// progress, and `Bypass` if Redis failed (else `Miss`).
+    Miss { floor: i64, writing: bool, outcome: CacheOutcome },
+}
+
 impl RecordCache {
     /// Builds the cache, registers its metrics and starts its Redis tasks (probe, subscription).
     /// Fails on a Redis URL or TLS file that cannot be used, naming its key.
@@ -300,6 +309,60 @@ impl RecordCache {
         self.l1.as_ref().filter(|_| self.l1_trusted.load(Ordering::Acquire))
     }
 
+    /// What L1, then L2, hold for `cache_key` (an L2 hit fills L1, to live `ttl`).
+    async fn look(&self, cache_key: &str, ttl: Duration) -> Looked {
+        let mut floor = 0;
+        // A write in progress (or whose instance died): read the shard, store nothing.
+        let mut writing = false;
+        if let Some(l1) = self.trusted_l1() {
+            match shardgate_shard_router::in_trace_span!(tracing::trace_span!("cache.l1"), l1.get(cache_key)) {
+                Some(Slot::Record(record)) => {
+                    self.metrics.l1_hits.inc();
+                    return Looked::Hit(record, CacheOutcome::L1Hit);
+                }
+                Some(Slot::Marker(version)) => floor = version,
+                Some(Slot::Writing(version)) => (floor, writing) = (version, true),
+                None => {}
+            }
+        }
+        let mut outcome = CacheOutcome::Miss;
+        if let Some(l2) = &self.l2 {
+            match shardgate_shard_router::in_trace_span!(tracing::trace_span!("cache.redis"), l2.get(cache_key)) {
+                Ok(Some(Slot::Record(record))) => {
+                    self.metrics.l2_hits.inc();
+                    if let Some(l1) = self.trusted_l1() {
+                        l1.fill(cache_key, record.clone(), ttl).await;
+                    }
+                    return Looked::Hit(record, CacheOutcome::L2Hit);
+                }
+                Ok(Some(Slot::Marker(version))) => floor = floor.max(version),
+                Ok(Some(Slot::Writing(version))) => (floor, writing) = (floor.max(version), true),
+                Ok(None) => {}
+                Err(_) => {
+                    self.metrics.errors.inc();
+                    outcome = CacheOutcome::Bypass;
+                }
+            }
+        }
+        Looked::Miss { floor, writing, outcome }
+    }
+
+    /// The record the cache holds for `cache_key`, if it holds one, without reading the shard
+    /// or storing anything: for a read that a standby serves on a miss (what a standby read
+    /// returns may be older than the primary, so it is never stored). A miss is counted as one.
+    pub async fn peek(&self, cache_key: &str, collection: &str) -> (Option<CachedRecord>, CacheOutcome) {
+        if !self.config.enabled {
+            return (None, CacheOutcome::Off);
+        }
+        match self.look(cache_key, self.ttl(collection)).await {
+            Looked::Hit(record, outcome) => (Some(record), outcome),
+            Looked::Miss { outcome, .. } => {
+                self.metrics.misses.inc();
+                (None, outcome)
+            }
+        }
+    }
+
     /// Reads a record through the cache; `load` reads it from the shard. The caller makes the
     /// `cache.read` span around it (`shardgate_shard_router::in_trace_span!`), so that with traces
     /// off this future is awaited with no wrapper.
@@ -317,39 +380,10 @@ impl RecordCache {
             return (load().await.map_err(Arc::new), CacheOutcome::Off);
         }
         let ttl = self.ttl(collection);
-        let mut floor = 0;
-        // A write in progress (or whose instance died): read the shard, store nothing.
-        let mut writing = false;
-        if let Some(l1) = self.trusted_l1() {
-            match shardgate_shard_router::in_trace_span!(tracing::trace_span!("cache.l1"), l1.get(cache_key)) {
-                Some(Slot::Record(record)) => {
-                    self.metrics.l1_hits.inc();
-                    return (Ok(RecordState::Live(record)), CacheOutcome::L1Hit);
-                }
-                Some(Slot::Marker(version)) => floor = version,
-                Some(Slot::Writing(version)) => (floor, writing) = (version, true),
-                None => {}
-            }
-        }
-        let mut outcome = CacheOutcome::Miss;
-        if let Some(l2) = &self.l2 {
-            match shardgate_shard_router::in_trace_span!(tracing::trace_span!("cache.redis"), l2.get(cache_key)) {
-                Ok(Some(Slot::Record(record))) => {
-                    self.metrics.l2_hits.inc();
-                    if let Some(l1) = self.trusted_l1() {
-                        l1.fill(cache_key, record.clone(), ttl).await;
-                    }
-                    return (Ok(RecordState::Live(record)), CacheOutcome::L2Hit);
-                }
-                Ok(Some(Slot::Marker(version))) => floor = floor.max(version),
-                Ok(Some(Slot::Writing(version))) => (floor, writing) = (floor.max(version), true),
-                Ok(None) => {}
-                Err(_) => {
-                    self.metrics.errors.inc();
-                    outcome = CacheOutcome::Bypass;
-                }
-            }
-        }
+        let (floor, writing, outcome) = match self.look(cache_key, ttl).await {
+            Looked::Hit(record, outcome) => return (Ok(RecordState::Live(record)), outcome),
+            Looked::Miss { floor, writing, outcome } => (floor, writing, outcome),
+        };
         self.metrics.misses.inc();
         let acceptable = |result: &LoadResult| matches!(result, Ok(state) if state.version() >= floor);
         // The leader stores what it loaded before its flight ends, so a reader arriving later

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use shardgate_shard_router::ShardStore;
 use shardgate_shard_router::catalog::{Audit, JobRow};
 use shardgate_shard_router::records::{ListBounds, RecordAddress, StoredRecord};
+use shardgate_shard_router::storage::replicas::Consistency;
 use shardgate_shard_router::{Access, Error as StoreError, RecordKey};
 
 use crate::entry_store::{IndexEntry, IndexEntryStore};
@@ -219,7 +220,8 @@ impl IndexTables {
         after: &Option<String>,
     ) -> Result<Vec<(u32, StoredRecord)>, IndexError> {
         let bounds = ListBounds { after: after.clone(), ..ListBounds::default() };
-        let mut listing = self.router.list_records(&index.tenant, &index.collection, &bounds, JOB_PAGE).await?;
+        let mut listing =
+            self.router.list_records(&index.tenant, &index.collection, &bounds, JOB_PAGE, &Consistency::Strong).await?;
         if let Some(failure) = listing.failures.pop() {
             return Err(failure.error.into());
         }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::ids::ShardId;
 use crate::storage::batch::BatchingConfig;
 use crate::storage::db::PoolConfig;
+use crate::storage::replicas::ReplicaReadsConfig;
 
 /// The `[storage]` configuration section.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +71,9 @@ pub struct StorageConfig {
     pub load: LoadConfig,
     /// How point operations that meet on one shard are batched (see `crate::storage::batch`).
     pub batching: BatchingConfig,
+    /// Reads from the standbys a shard's URL names (`postgres://u@pg-a,pg-b/shard1?...`), for
+    /// the requests that ask for them (`x-shardgate-consistency: bounded`).
+    pub replica_reads: ReplicaReadsConfig,
 }
 
 impl Default for StorageConfig {
@@ -88,6 +92,7 @@ impl Default for StorageConfig {
             latency_budgets: BTreeMap::new(),
             load: LoadConfig::default(),
             batching: BatchingConfig::default(),
+            replica_reads: ReplicaReadsConfig::default(),
         }
     }
 }
@@ -96,6 +101,18 @@ impl StorageConfig {
     /// The latency budget of shard `shard`: its own in `latency_budgets`, else `latency_budget`.
     pub fn latency_budget_of(&self, shard: &str) -> Duration {
         self.latency_budgets.get(shard).copied().unwrap_or(self.latency_budget)
+    }
+
+    /// What is wrong with `replica_reads`, if anything.
+    pub fn validate_replica_reads(&self) -> Result<(), String> {
+        let r = &self.replica_reads;
+        if r.poll_interval.is_zero() {
+            return Err("storage.replica_reads.poll_interval must be above zero (e.g. 100ms)".to_owned());
+        }
+        if r.max_lag.is_zero() || r.max_lag > crate::storage::replicas::MAX_LAG_LIMIT {
+            return Err("storage.replica_reads.max_lag must be above zero and at most 5m (e.g. 1s)".to_owned());
+        }
+        Ok(())
     }
 
     /// What is wrong with the latency budgets, if anything.

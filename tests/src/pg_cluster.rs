@@ -213,6 +213,13 @@ impl PgCluster {
         standby
     }
 
+    /// Adds `lines` to the cluster's settings and has the running server read them again
+    /// (`pg_ctl reload`): for settings that need no restart (`recovery_min_apply_delay`, ...).
+    pub fn reconfigure(&self, lines: &str) {
+        self.append_settings(lines);
+        as_postgres(&self.bin.join("pg_ctl"), &["-D", self.data().to_str().unwrap(), "reload"]);
+    }
+
     /// Promotes a standby (`pg_ctl promote`): it takes writes when this returns.
     pub fn promote(&self) {
         as_postgres(&self.bin.join("pg_ctl"), &["-D", self.data().to_str().unwrap(), "-w", "-t", "30", "promote"]);

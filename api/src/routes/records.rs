@@ -17,6 +17,7 @@ use shardgate_shard_router::fanout::ShardFailure;
 use shardgate_shard_router::records::{
     Layout, ListBounds, PutOutcome, RecordAddress, RecordRead, RecordStore, StoredRecord, WriteCondition,
 };
+use shardgate_shard_router::storage::replicas;
 use shardgate_shard_router::storage::usage::Usage;
 use shardgate_shard_router::usage::quotas::Quotas;
 use shardgate_shard_router::{
@@ -26,8 +27,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::app::App;
 use crate::observability::request_health::routed_to;
-use crate::server::extract::{ApiQuery, Bound, NeedsScope, Read, TenantPath, Write, require_json};
+use crate::server::extract::{ApiQuery, Bound, NeedsScope, Read, ReadConsistency, TenantPath, Write, require_json};
 use crate::server::fault_points;
+use crate::wire::consistency::{READ_FROM_HEADER, read_from_value};
 use crate::wire::envelope::RecordEnvelope;
 use crate::wire::error::{ApiError, Code, ShardFailureReason, invalid_path};
 use crate::wire::json_newline::{json_line, json_line_response};
@@ -141,18 +143,36 @@ impl Target {
     }
 }
 
-errors!(GetRecordErrors: InvalidPath, TenantNotFound, RecordNotFound, ShardOffline, ShardUnavailable, ShardBusy);
+errors!(GetRecordErrors: InvalidPath, InvalidHeader, TenantNotFound, RecordNotFound, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// Read a record.
-#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged")), responses(
-    (status = 200, description = "The record", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(
+    RecordPath,
+    ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged"),
+    ("x-shardgate-consistency" = Option<String>, Header, description = "`strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms` (ms or s, at most 300s; without it `storage.replica_reads.max_lag`): a standby of the shard may serve the read if it is at most that far behind the primary (the record cache serves it as ever); else the primary does"),
+    ("x-shardgate-position" = Option<String>, Header, description = "With `bounded`: the `x-shardgate-position` tokens writes returned (comma-separated); the read is then never older than those writes"),
+), responses(
+    (status = 200, description = "The record", body = RecordEnvelope, headers(
+        ("ETag" = String, description = "Quoted version"),
+        ("x-shardgate-read-from" = Option<String>, description = "On a bounded read: `cache`, `standby` or `primary`, what served it"),
+    )),
     (status = 304, description = "Not modified (If-None-Match matched)"),
     GetRecordErrors,
 ))]
-pub async fn get_record(Record { app, t, .. }: Record<Read>, if_none_match: IfNoneMatch) -> Result<Response, ApiError> {
+pub async fn get_record(
+    Record { app, t, .. }: Record<Read>,
+    if_none_match: IfNoneMatch,
+    ReadConsistency(consistency): ReadConsistency,
+) -> Result<Response, ApiError> {
     // Routed before the cache is asked: a read the cache answers names this map's epoch too.
     let route = app.router.resolve_record_fresh(t.address(), Access::Read).await?.0;
-    RoutedEpoch::of(&route).stamp(read_record(&app, &t, &route, &if_none_match).await)
+    let answer = match consistency {
+        replicas::Consistency::Strong => read_record(&app, &t, &route, &if_none_match).await,
+        replicas::Consistency::Bounded(_) => {
+            Box::pin(read_bounded(&app, &t, &route, &if_none_match, &consistency)).await
+        }
+    };
+    RoutedEpoch::of(&route).stamp(answer)
 }
 
 /// The answer to a read of `t` routed on `route`: from the record cache, else from the shard.
@@ -181,14 +201,58 @@ async fn read_record(app: &App, t: &Target, route: &Route, if_none_match: &IfNon
     let RecordState::Live(record) = result.map_err(|e| ApiError::from(&*e))? else {
         return Err(shardgate_shard_router::Error::RecordNotFound.into());
     };
-    if if_none_match.hits(|tag| tag.parse() == Ok(record.version)) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        response.headers_mut().insert(header::ETAG, etag(record.version));
-        return Ok(response);
-    }
-    let mut response = json_line_response(StatusCode::OK, record.body);
-    response.headers_mut().insert(header::ETAG, etag(record.version));
+    Ok(record_response(record, if_none_match))
+}
+
+/// [`read_record`] for a bounded read: from the record cache if it holds the record, else from
+/// a standby within the bound (what it returns is not stored in the cache: it may be older than
+/// the primary), else from the primary ([`shardgate_shard_router::storage::replicas`]).
+async fn read_bounded(
+    app: &App,
+    t: &Target,
+    route: &Route,
+    if_none_match: &IfNoneMatch,
+    consistency: &replicas::Consistency,
+) -> Result<Response, ApiError> {
+    routed_to(&route.shard);
+    let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
+    let (held, outcome) = app.cache.peek(&cache_key, t.collection.as_str()).await;
+    tracing::Span::current().record("cache", outcome.as_str());
+    let (record, from) = match held {
+        Some(record) => (record, None),
+        None => {
+            let addr = t.address();
+            let router = &app.router;
+            let (read, from) = router
+                .read_record(addr, |route, db| async move {
+                    db.read_where(&route.shard, consistency, router.map_since(), |db| {
+                        let route = route.clone();
+                        async move { RecordStore::new(&db, &route.shard).in_layout(Layout::of(&route)).read(addr).await }
+                    })
+                    .await
+                })
+                .await?;
+            let RecordRead::Live(record) = read else {
+                return Err(shardgate_shard_router::Error::RecordNotFound.into());
+            };
+            (cached(record), Some(from))
+        }
+    };
+    let mut response = record_response(record, if_none_match);
+    response.headers_mut().insert(READ_FROM_HEADER, read_from_value(from));
     Ok(response)
+}
+
+/// A record's answer: 304 if `if_none_match` names its version, else 200 with its body; with
+/// its `ETag` either way.
+fn record_response(record: CachedRecord, if_none_match: &IfNoneMatch) -> Response {
+    let mut response = if if_none_match.hits(|tag| tag.parse() == Ok(record.version)) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        json_line_response(StatusCode::OK, record.body)
+    };
+    response.headers_mut().insert(header::ETAG, etag(record.version));
+    response
 }
 
 /// The cached form of a record: its version and the exact response body.
@@ -213,8 +277,8 @@ errors!(PutRecordErrors:
     ),
     request_body(content = Value, description = "Any JSON value (an object, an array, a string, a number, `true`, `false` or `null` (at most `limits.max_record_bytes`, default 1 MiB, nested at most `limits.max_json_depth` deep) that reads back as sent: numbers finite as a 64-bit double, strings of Unicode text (no lone surrogate escapes), no object with a key twice (400 `invalid_body` names the place otherwise)", content_type = "application/json"),
     responses(
-        (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
-        (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"))),
+        (status = 200, description = "Replaced", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"), ("x-shardgate-position" = Option<String>, description = "On a shard that reads from standbys (`storage.replica_reads`): the write's place in the shard's WAL; a bounded read that sends it back in `x-shardgate-position` is never older than this write"))),
+        (status = 201, description = "Created", body = RecordEnvelope, headers(("ETag" = String, description = "Quoted version"), ("x-shardgate-position" = Option<String>, description = "On a shard that reads from standbys (`storage.replica_reads`): the write's place in the shard's WAL; a bounded read that sends it back in `x-shardgate-position` is never older than this write"))),
         PutRecordErrors,
     )
 )]
@@ -376,11 +440,16 @@ where
     let cache_key = app.cache.record_key(t.tenant.as_str(), t.collection.as_str(), t.key.as_str());
     let marked = app.begin_record_write(&cache_key).await;
     let now = now_ms();
+    // The shard, if it reads from standbys: the write's answer then says its position.
+    let with_standbys = parking_lot::Mutex::new(None);
     let written = app
         .router
         .write_record(addr, |route, db| {
             served_on.note(&route);
             routed_to(&route.shard);
+            if db.reads_standbys() {
+                *with_standbys.lock() = Some((route.shard.clone(), db.clone()));
+            }
             change(route, db, now)
         })
         .await;
@@ -390,7 +459,14 @@ where
         fault_points::pass("record_committed").await;
     }
     app.end_record_write(&cache_key, t.collection.as_str(), version, marked).await;
-    Ok(written?)
+    let written = written?;
+    // Asked after the commit: the position covers it.
+    if let Some((shard, db)) = with_standbys.into_inner()
+        && let Some(position) = db.position(&shard).await
+    {
+        served_on.note_position(position);
+    }
+    Ok(written)
 }
 
 /// The record store of `db` on `route`: fenced at the route's epoch, in the layout of its
@@ -406,7 +482,7 @@ errors!(DeleteRecordErrors:
 
 /// Delete a record.
 #[utoipa::path(delete, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(RecordPath, ("If-Match" = Option<String>, Header, description = "`*` or quoted versions")), responses(
-    (status = 204, description = "Deleted"),
+    (status = 204, description = "Deleted", headers(("x-shardgate-position" = Option<String>, description = "On a shard that reads from standbys (`storage.replica_reads`): the write's place in the shard's WAL; a bounded read that sends it back in `x-shardgate-position` is never older than this write"))),
     DeleteRecordErrors,
 ))]
 pub async fn delete_record(Record { app, t, .. }: Record<Write>, headers: HeaderMap) -> Result<Response, ApiError> {
@@ -443,7 +519,7 @@ async fn delete_from_shard(
     Ok(StatusCode::NO_CONTENT)
 }
 
-errors!(ListRecordsErrors: InvalidQuery, InvalidCursor, InvalidPath, FanOutLimit, ShardOffline, ShardUnavailable, ShardBusy);
+errors!(ListRecordsErrors: InvalidQuery, InvalidHeader, InvalidCursor, InvalidPath, FanOutLimit, ShardOffline, ShardUnavailable, ShardBusy);
 
 /// How a listing of a distributed collection answers when a shard fails.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, ToSchema)]
@@ -552,12 +628,20 @@ pub struct RecordPage {
 /// (`hash` or `range`) is read on each physical shard that may hold keys in the interval, once
 /// per shard and all at once, merged by key; a shard that fails or misses its deadline is named
 /// in `_shards` (or, with `consistency=strict`, the answer is 503).
-#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(CollectionPath, ListQuery), responses(
-    (status = 200, description = "A page of records ordered by key (byte order)", body = RecordPage),
+#[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(
+    CollectionPath,
+    ListQuery,
+    ("x-shardgate-consistency" = Option<String>, Header, description = "`strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms`: each shard's part may be read from a standby at most that far behind its primary"),
+    ("x-shardgate-position" = Option<String>, Header, description = "With `bounded`: the `x-shardgate-position` tokens writes returned; the listing is then never older than those writes"),
+), responses(
+    (status = 200, description = "A page of records ordered by key (byte order)", body = RecordPage, headers(
+        ("x-shardgate-read-from" = Option<String>, description = "On a bounded listing: `standby` if standbys served every shard's part, else `primary`"),
+    )),
     ListRecordsErrors,
 ))]
 pub async fn list_records(
     Bound { app, tenant, path, input: ApiQuery(query), .. }: Bound<CollectionPath, Read, ApiQuery<ListQuery>>,
+    ReadConsistency(freshness): ReadConsistency,
 ) -> Result<Response, ApiError> {
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
@@ -591,7 +675,7 @@ pub async fn list_records(
             Some(app.enter_fan_out(tenant.as_str(), shards)?)
         }
     };
-    let listing = match app.router.list_records(&tenant, &collection, &bounds, limit + 1).await {
+    let listing = match app.router.list_records(&tenant, &collection, &bounds, limit + 1, &freshness).await {
         Ok(listing) => listing,
         Err(e) => return RoutedEpoch::of(&route).stamp(Err::<Response, _>(ApiError::from(e))),
     };
@@ -610,7 +694,11 @@ pub async fn list_records(
     });
     let page = Page::from_overfetch(listing.records, limit, |r| r.key.clone(), RecordEnvelope::from);
     let page = RecordPage { items: page.items, next_cursor: page.next_cursor, shards, explain: None };
-    RoutedEpoch::of(&route).stamp(Ok(axum::Json(page)))
+    let mut response = axum::Json(page).into_response();
+    if freshness != replicas::Consistency::Strong {
+        response.headers_mut().insert(READ_FROM_HEADER, read_from_value(Some(listing.read_from)));
+    }
+    RoutedEpoch::of(&route).stamp(Ok(response))
 }
 
 #[cfg(test)]

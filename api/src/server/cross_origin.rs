@@ -65,6 +65,8 @@ fn cors_layer(config: &CorsConfig, valet_origins: &[String]) -> anyhow::Result<C
             header::IF_NONE_MATCH,
             header::RANGE,
             header::IF_RANGE,
+            crate::wire::consistency::CONSISTENCY_HEADER,
+            crate::wire::routed_epoch::POSITION_HEADER,
         ])
         .expose_headers([
             header::ETAG,
@@ -76,6 +78,8 @@ fn cors_layer(config: &CorsConfig, valet_origins: &[String]) -> anyhow::Result<C
             header::CONTENT_DISPOSITION,
             HeaderName::from_static("x-request-id"),
             crate::wire::routed_epoch::EPOCH_HEADER,
+            crate::wire::routed_epoch::POSITION_HEADER,
+            crate::wire::consistency::READ_FROM_HEADER,
         ])
         .max_age(config.max_age))
 }

@@ -6,10 +6,12 @@ use axum::extract::{FromRequest, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 use shardgate_gatekeeper::{Principal, Scope};
+use shardgate_shard_router::storage::replicas::Consistency;
 use shardgate_shard_router::{Incarnation, TenantId};
 
 use crate::app::App;
 use crate::server::admission::Authenticated;
+use crate::wire::consistency::read_consistency;
 use crate::wire::error::{ApiError, Code, invalid_path};
 
 /// `axum::extract::Path` with problem+json rejections.
@@ -95,6 +97,20 @@ pub fn require_json(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
 /// The verified caller. Extracting it authenticates the request (401 otherwise).
 #[derive(Debug, Clone)]
 pub struct Caller(pub std::sync::Arc<Principal>);
+
+/// How fresh a read must be, as its headers ask (`x-shardgate-consistency`,
+/// `x-shardgate-position`: [`crate::wire::consistency`]); 400 `invalid_header` for a malformed
+/// one.
+#[derive(Debug)]
+pub struct ReadConsistency(pub Consistency);
+
+impl FromRequestParts<Arc<App>> for ReadConsistency {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
+        read_consistency(&parts.headers, app.router.replica_reads().max_lag).map(ReadConsistency)
+    }
+}
 
 impl FromRequestParts<Arc<App>> for Caller {
     type Rejection = ApiError;

@@ -347,6 +347,7 @@ impl Application {
         config.storage.load.validate().map_err(anyhow::Error::msg)?;
         config.storage.moves.validate().map_err(anyhow::Error::msg)?;
         config.storage.validate_latency_budgets().map_err(anyhow::Error::msg)?;
+        config.storage.validate_replica_reads().map_err(anyhow::Error::msg)?;
         config.storage.batching.validate().map_err(anyhow::Error::msg)?;
         let moves = &config.storage.moves;
         if moves.adaptive_pace && moves.pace_floor() < moves.pace_floor_bytes_per_second {

@@ -9,6 +9,8 @@
 //! - [`quotas`]: quotas, a tenant's own overrides, and each quota beside the usage it limits;
 //! - [`timestamps`]: RFC 3339 in UTC;
 //! - [`routed_epoch`]: `x-shardgate-epoch`, the shard-map epoch an answer was routed on;
+//! - [`consistency`]: how fresh a read must be (`x-shardgate-consistency`) and a write's place
+//!   (`x-shardgate-position`), for reads from standbys;
 //! - [`json_newline`]: the newline that ends every JSON answer (a response layer inside the front
 //!   door);
 //! - [`openapi`]: the document's base and each operation's problem responses; [`closed_sets`]:
@@ -23,6 +25,7 @@
 
 pub mod admin_plane;
 pub mod closed_sets;
+pub mod consistency;
 pub mod envelope;
 pub mod error;
 pub mod json_newline;

@@ -18,7 +18,17 @@
 use axum::http::{HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use parking_lot::Mutex;
+use shardgate_shard_router::storage::replicas::Position;
 use shardgate_shard_router::{Route, ShardRouter};
+
+/// The header of a write's position in its shard's WAL: in the answer of a write on a shard that
+/// reads from standbys, and brought back by a bounded read ([`crate::wire::consistency`]).
+pub const POSITION_HEADER: HeaderName = HeaderName::from_static("x-shardgate-position");
+
+/// The header value of a write's position.
+fn position_value(position: &Position) -> HeaderValue {
+    HeaderValue::try_from(position.to_string()).expect("a shard id, a colon and hexadecimal digits make a header value")
+}
 
 /// The response header that carries the epoch.
 pub const EPOCH_HEADER: HeaderName = HeaderName::from_static("x-shardgate-epoch");
@@ -72,27 +82,41 @@ impl RoutedEpoch {
 
 /// The epoch of the route a write was finally served on: the write's closure notes each route
 /// [`ShardRouter::write`] runs it on (twice when the shard's fence sent it back), and the
-/// handler stamps its answer with the last one noted.
+/// handler stamps its answer with the last one noted. Also the write's place in its shard's WAL,
+/// when that shard reads from standbys (`x-shardgate-position`, [`crate::wire::consistency`]).
 #[derive(Debug, Default)]
-pub struct ServedOn(Mutex<Option<RoutedEpoch>>);
+pub struct ServedOn {
+    epoch: Mutex<Option<RoutedEpoch>>,
+    position: Mutex<Option<Position>>,
+}
 
 impl ServedOn {
     /// Notes that the write runs on `route`.
     pub fn note(&self, route: &Route) {
-        *self.0.lock() = Some(RoutedEpoch::of(route));
+        *self.epoch.lock() = Some(RoutedEpoch::of(route));
+    }
+
+    /// Notes the write's position, once it is done.
+    pub fn note_position(&self, position: Position) {
+        *self.position.lock() = Some(position);
     }
 
     /// The epoch of the last route noted; `None` if the write was refused before it ran on any.
     pub fn epoch(&self) -> Option<RoutedEpoch> {
-        *self.0.lock()
+        *self.epoch.lock()
     }
 
-    /// `answer`, with the header if a route was noted.
+    /// `answer`, with the epoch header if a route was noted, and a success with the position
+    /// header if one was.
     pub fn stamp<T: IntoResponse, E: RoutedProblem>(&self, answer: Result<T, E>) -> Result<Response, E> {
-        match self.epoch() {
+        let mut answer = match self.epoch() {
             Some(epoch) => epoch.stamp(answer),
             None => answer.map(IntoResponse::into_response),
+        };
+        if let (Ok(response), Some(position)) = (&mut answer, self.position.lock().take()) {
+            response.headers_mut().insert(POSITION_HEADER, position_value(&position));
         }
+        answer
     }
 }
 

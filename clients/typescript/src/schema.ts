@@ -9661,7 +9661,12 @@ export interface operations {
                 /** @description `true`: run nothing, answer which shards the listing would read (in `explain`). */
                 explain?: boolean;
             };
-            header?: never;
+            header?: {
+                /** @description `strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms`: each shard's part may be read from a standby at most that far behind its primary */
+                "x-shardgate-consistency"?: string;
+                /** @description With `bounded`: the `x-shardgate-position` tokens writes returned; the listing is then never older than those writes */
+                "x-shardgate-position"?: string;
+            };
             path: {
                 /** @description Tenant id (must be the token's tenant). */
                 tenant: string;
@@ -9677,13 +9682,15 @@ export interface operations {
                 headers: {
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
                     "x-shardgate-epoch"?: number;
+                    /** @description On a bounded listing: `standby` if standbys served every shard's part, else `primary` */
+                    "x-shardgate-read-from"?: string | null;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["RecordPage"];
                 };
             };
-            /** @description `invalid_query`, `invalid_cursor` or `invalid_path`; or `invalid_request`: the request head is not valid HTTP/1.1 (answered before any routing; the connection is closed) */
+            /** @description `invalid_query`, `invalid_header`, `invalid_cursor` or `invalid_path`; or `invalid_request`: the request head is not valid HTTP/1.1 (answered before any routing; the connection is closed) */
             400: {
                 headers: {
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
@@ -9780,6 +9787,10 @@ export interface operations {
             header?: {
                 /** @description Quoted version: 304 if unchanged */
                 "If-None-Match"?: string;
+                /** @description `strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms` (ms or s, at most 300s; without it `storage.replica_reads.max_lag`): a standby of the shard may serve the read if it is at most that far behind the primary (the record cache serves it as ever); else the primary does */
+                "x-shardgate-consistency"?: string;
+                /** @description With `bounded`: the `x-shardgate-position` tokens writes returned (comma-separated); the read is then never older than those writes */
+                "x-shardgate-position"?: string;
             };
             path: {
                 /** @description Tenant id (must be the token's tenant). */
@@ -9803,6 +9814,8 @@ export interface operations {
                     ETag?: string;
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
                     "x-shardgate-epoch"?: number;
+                    /** @description On a bounded read: `cache`, `standby` or `primary`, what served it */
+                    "x-shardgate-read-from"?: string | null;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9818,7 +9831,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description `invalid_path`: a path segment breaks its rule; or `invalid_request`: the request head is not valid HTTP/1.1 (answered before any routing; the connection is closed) */
+            /** @description `invalid_path` or `invalid_header`; or `invalid_request`: the request head is not valid HTTP/1.1 (answered before any routing; the connection is closed) */
             400: {
                 headers: {
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
@@ -9945,6 +9958,8 @@ export interface operations {
                     ETag?: string;
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
                     "x-shardgate-epoch"?: number;
+                    /** @description On a shard that reads from standbys (`storage.replica_reads`): the write's place in the shard's WAL; a bounded read that sends it back in `x-shardgate-position` is never older than this write */
+                    "x-shardgate-position"?: string | null;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9958,6 +9973,8 @@ export interface operations {
                     ETag?: string;
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
                     "x-shardgate-epoch"?: number;
+                    /** @description On a shard that reads from standbys (`storage.replica_reads`): the write's place in the shard's WAL; a bounded read that sends it back in `x-shardgate-position` is never older than this write */
+                    "x-shardgate-position"?: string | null;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10135,6 +10152,8 @@ export interface operations {
                 headers: {
                     /** @description The shard-map epoch the request was routed on (decimal). On every answer given after routing, problems included (such as 404 `record_not_found`, 412 or a shard's 503); absent from answers given before it (a malformed request, a refused route such as 503 `shard_offline`). It grows with every change of the map: a response with a higher epoch than the one before it was routed on a newer map (after a resharding cut-over, on the new owner). */
                     "x-shardgate-epoch"?: number;
+                    /** @description On a shard that reads from standbys (`storage.replica_reads`): the write's place in the shard's WAL; a bounded read that sends it back in `x-shardgate-position` is never older than this write */
+                    "x-shardgate-position"?: string | null;
                     [name: string]: unknown;
                 };
                 content?: never;

@@ -17,6 +17,7 @@ use crate::map::{Distribution, MapSnapshot, ShardIndex, ShardState, Spread};
 use crate::router::ShardRouter;
 use crate::storage::meter::{Charge, NO_VSHARD, Work};
 use crate::storage::records::{Layout, ListBounds, RecordStore, StoredRecord};
+use crate::storage::replicas::{Consistency, ReadFrom};
 use crate::storage::shard::ShardStore;
 
 /// Which shards a listing reads, decided on one map.
@@ -64,6 +65,9 @@ pub struct Listing {
     pub plan: ListingPlan,
     /// The shards that did not answer.
     pub failures: Vec<ShardFailure>,
+    /// [`ReadFrom::Standby`] if standbys served every shard's part of it (a bounded listing),
+    /// else [`ReadFrom::Primary`].
+    pub read_from: ReadFrom,
 }
 
 impl ShardRouter {
@@ -97,13 +101,16 @@ impl ShardRouter {
 
     /// The records of `tenant`'s `collection` within `bounds`, ordered by key, at most `limit`.
     /// A collection distributed `tenant` fails whole if its shard does (as any read of its
-    /// tenant); a distributed one reports the shards that failed in [`Listing::failures`].
+    /// tenant); a distributed one reports the shards that failed in [`Listing::failures`]. A
+    /// bounded listing (`consistency`) reads each shard's part from a standby that fits the
+    /// bound, where one does ([`crate::storage::replicas`]).
     pub async fn list_records(
         &self,
         tenant: &TenantId,
         collection: &CollectionName,
         bounds: &ListBounds,
         limit: u32,
+        consistency: &Consistency,
     ) -> Result<Listing, Error> {
         let give_up = self.cutover_deadline();
         loop {
@@ -117,16 +124,24 @@ impl ShardRouter {
                         if self.distribution_of(tenant, collection) != Distribution::Tenant {
                             return Ok(None);
                         }
-                        RecordStore::new(&db, &route.shard).list(tenant, collection, bounds, limit).await.map(Some)
+                        let listed = db
+                            .read_where(&route.shard, consistency, self.map_since(), |db| {
+                                let shard = route.shard.clone();
+                                async move { RecordStore::new(&db, &shard).list(tenant, collection, bounds, limit).await }
+                            })
+                            .await?;
+                        Ok(Some(listed))
                     })
                     .await?;
                 match records {
-                    Some(records) => return Ok(Listing { records, plan, failures: Vec::new() }),
+                    Some((records, read_from)) => {
+                        return Ok(Listing { records, plan, failures: Vec::new(), read_from });
+                    }
                     None => continue,
                 }
             }
-            let listed = Listed { tenant, collection, plan: &plan };
-            let (records, mut failures, stale) = self.fan_out(listed, bounds, limit).await;
+            let listed = Listed { tenant, collection, plan: &plan, consistency };
+            let (records, mut failures, stale, read_from) = self.fan_out(listed, bounds, limit).await;
             // A shard gave away vshards this map says it owns: a vshard move switched meanwhile
             // (or the collection changed its distribution). Their records are elsewhere, which
             // this map does not read yet: read again on the new map, or (the cut-over
@@ -139,7 +154,7 @@ impl ShardRouter {
                     stale.into_iter().map(|shard| ShardFailure { shard, error: Error::TenantMoving(tenant.clone()) }),
                 );
             }
-            return Ok(Listing { records: merge(records, limit), plan, failures });
+            return Ok(Listing { records: merge(records, limit), plan, failures, read_from });
         }
     }
 
@@ -158,8 +173,9 @@ impl ShardRouter {
         listed: Listed<'_>,
         bounds: &ListBounds,
         limit: u32,
-    ) -> (Vec<StoredRecord>, Vec<ShardFailure>, Vec<ShardId>) {
+    ) -> (Vec<StoredRecord>, Vec<ShardFailure>, Vec<ShardId>, ReadFrom) {
         let plan = listed.plan;
+        let mut all_standby = true;
         let mut positions: Vec<Position> = plan.shards.iter().map(|_| Position::Open(None)).collect();
         let mut records = Vec::new();
         let mut failures = Vec::new();
@@ -177,7 +193,8 @@ impl ShardRouter {
             });
             for (read, i) in futures::future::join_all(reads).await.into_iter().zip(asked) {
                 match read {
-                    Ok((page, moved)) => {
+                    Ok(((page, moved), from)) => {
+                        all_standby &= from == ReadFrom::Standby;
                         if moved && !stale.contains(&plan.shards[i]) {
                             stale.push(plan.shards[i].clone());
                         }
@@ -196,14 +213,15 @@ impl ShardRouter {
             // Every shard still open has returned its keys up to its position; the records up
             // to the smallest position are complete.
             let cut = positions.iter().filter_map(Position::after).min().map(str::to_owned);
+            let read_from = if all_standby { ReadFrom::Standby } else { ReadFrom::Primary };
             let Some(cut) = cut else {
-                return (records, failures, stale);
+                return (records, failures, stale, read_from);
             };
             records.retain(|r| r.key <= cut);
             newest_by_key(&mut records);
             let complete = records.len();
             if complete >= limit as usize {
-                return (records, failures, stale);
+                return (records, failures, stale, read_from);
             }
             // The records after `cut` that were dropped are read again on the next round.
             for position in &mut positions {
@@ -225,8 +243,8 @@ impl ShardRouter {
         bounds: &ListBounds,
         limit: u32,
         i: usize,
-    ) -> Result<(Vec<StoredRecord>, bool), ShardFailure> {
-        let Listed { tenant, collection, plan } = listed;
+    ) -> Result<((Vec<StoredRecord>, bool), ReadFrom), ShardFailure> {
+        let Listed { tenant, collection, plan, consistency } = listed;
         let (shard, holding) = (&plan.shards[i], &plan.holdings[i]);
         let deadline = self.fan_out_deadline();
         let read = async {
@@ -238,13 +256,16 @@ impl ShardRouter {
                 vshard: NO_VSHARD,
                 tenant: Some(tenant.clone()),
             });
-            let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
-            match plan.distribution {
-                Distribution::Hash => store.list_in_vshards(tenant, collection, bounds, limit, &holding.runs).await,
-                Distribution::Tenant | Distribution::Range => {
-                    store.list_in_ranges(tenant, collection, bounds, limit, &holding.intervals).await
+            db.read_where(shard, consistency, self.map_since(), |db| async move {
+                let store = RecordStore::new(&db, shard).in_layout(Layout::Range);
+                match plan.distribution {
+                    Distribution::Hash => store.list_in_vshards(tenant, collection, bounds, limit, &holding.runs).await,
+                    Distribution::Tenant | Distribution::Range => {
+                        store.list_in_ranges(tenant, collection, bounds, limit, &holding.intervals).await
+                    }
                 }
-            }
+            })
+            .await
         };
         match tokio::time::timeout(deadline, read).await {
             Ok(result) => result.map_err(|error| ShardFailure { shard: shard.clone(), error }),
@@ -259,6 +280,8 @@ struct Listed<'a> {
     tenant: &'a TenantId,
     collection: &'a CollectionName,
     plan: &'a ListingPlan,
+    /// How fresh the listing must be: a bounded one may read standbys.
+    consistency: &'a Consistency,
 }
 
 /// What `map` gives `shard` for a listing of a collection spread by `spread`, `runs` being the
@@ -426,8 +449,9 @@ mod tests {
         map.epoch += 1;
         *router.write_map() = map; // in memory only: the catalog keeps what it holds
 
-        let listed = Listed { tenant: &tenant, collection: &collection, plan: &plan };
-        let (records, failures, stale) = router.fan_out(listed, &bounds, 1000).await;
+        let listed =
+            Listed { tenant: &tenant, collection: &collection, plan: &plan, consistency: &Consistency::Strong };
+        let (records, failures, stale, _) = router.fan_out(listed, &bounds, 1000).await;
         assert!(failures.is_empty() && stale.is_empty(), "{failures:?} {stale:?}");
         let listed: Vec<String> = merge(records, 1000).into_iter().map(|r| r.key).collect();
         assert_eq!(listed, keys, "every key, once");

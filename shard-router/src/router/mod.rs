@@ -17,6 +17,7 @@ pub mod pools;
 pub mod startup;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -33,6 +34,7 @@ use crate::storage::db::Database;
 use crate::storage::health::Health;
 use crate::storage::meter::{Charge, NO_VSHARD, Work};
 use crate::storage::records::RecordAddress;
+use crate::storage::replicas::mono_ms;
 
 pub use crate::config::{MoveConfig, ShardSeed, StorageConfig};
 
@@ -68,6 +70,9 @@ pub struct ShardRouter {
     fan_out_deadline: Duration,
     /// The tiers' quotas as configured (`quotas.tiers`), for the tiers the catalog sets none of.
     tier_quotas: TierQuotas,
+    /// When (`replicas::mono_ms`) the map last changed in memory: a standby serves a read only
+    /// with data at least that new ([`crate::storage::replicas`]).
+    map_since: AtomicU64,
 }
 
 impl ShardRouter {
@@ -89,6 +94,7 @@ impl ShardRouter {
             moves,
             fan_out_deadline,
             tier_quotas: TierQuotas::DEFAULT,
+            map_since: AtomicU64::new(mono_ms()),
         }
     }
 
@@ -126,7 +132,21 @@ impl ShardRouter {
 
     /// The map, write-locked: for a topology change, under [`ShardRouter::lock_admin`].
     pub(crate) fn write_map(&self) -> RwLockWriteGuard<'_, MapSnapshot> {
-        self.map.write()
+        let map = self.map.write();
+        self.map_since.store(mono_ms(), Ordering::Release);
+        map
+    }
+
+    /// `storage.replica_reads` as configured.
+    pub fn replica_reads(&self) -> &crate::storage::replicas::ReplicaReadsConfig {
+        self.pools.replica_reads()
+    }
+
+    /// When (`replicas::mono_ms`) the map this instance routes on last changed: what a standby
+    /// must have replayed up to before it serves a read routed on it (a standby of a shard
+    /// that just took a tenant over may not hold the copy yet).
+    pub fn map_since(&self) -> u64 {
+        self.map_since.load(Ordering::Acquire)
     }
 
     /// The shard pools.
@@ -146,7 +166,7 @@ impl ShardRouter {
                 let map = self.catalog.load_map().await?;
                 self.pools.sync(&map, &self.catalog).await;
                 tracing::info!(epoch = map.epoch, "shard map refreshed from the catalog");
-                *self.map.write() = map;
+                *self.write_map() = map;
             }
         }
         Ok(heads)

@@ -25,6 +25,7 @@ use crate::storage::password_file::PasswordFile;
 use crate::storage::registration::{
     Claim, check_same_shard, claim_identity, read_identity, release_identity, shown_database_url,
 };
+use crate::storage::replicas::ReplicaReadsConfig;
 
 /// How long registering a shard may take to connect and migrate it.
 pub(crate) const REGISTER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -44,6 +45,8 @@ pub struct ShardPools {
     meter: Option<Arc<LoadMeter>>,
     /// How every pool batches point operations (`storage.batching`).
     batching: BatchingConfig,
+    /// Whether and how shards read from their standbys (`storage.replica_reads`).
+    replica_reads: ReplicaReadsConfig,
     /// The shards whose password is read from a file (`storage.shards[].password_file`).
     passwords: ShardPasswords,
     /// Taken to read the shards' URLs again after a database refused a password
@@ -101,10 +104,16 @@ impl ShardPools {
         quarantined: HashMap<ShardId, Quarantine>,
         catalog_id: String,
         config: PoolConfig,
-        (meter, batching): (Option<Arc<LoadMeter>>, BatchingConfig),
+        (meter, batching, replica_reads): (Option<Arc<LoadMeter>>, BatchingConfig, ReplicaReadsConfig),
         passwords: ShardPasswords,
     ) -> Self {
-        let pools = pools.into_iter().map(|(id, db)| (id, prepared(db, meter.as_ref(), batching))).collect();
+        let pools = pools
+            .into_iter()
+            .map(|(id, db)| {
+                let db = db.reading_standbys(&replica_reads, &config);
+                (id, prepared(db, meter.as_ref(), batching))
+            })
+            .collect();
         Self {
             pools: RwLock::new(pools),
             quarantined: RwLock::new(quarantined),
@@ -112,6 +121,7 @@ impl ShardPools {
             config,
             meter,
             batching,
+            replica_reads,
             passwords,
             refused_password: tokio::sync::Mutex::new(None),
         }
@@ -221,7 +231,7 @@ impl ShardPools {
         }
         match Database::open(&self.url_for(id, url), &self.config) {
             Ok(db) => {
-                self.pools.write().insert(id.clone(), prepared(db, self.meter.as_ref(), self.batching));
+                self.pools.write().insert(id.clone(), self.prepared(db));
                 self.quarantined.write().remove(id);
                 tracing::info!(shard = %id, "shard put to use: its new URL reaches its own database");
                 true
@@ -269,7 +279,7 @@ impl ShardPools {
 
     /// Adds the pool of a newly registered shard.
     pub(crate) fn insert(&self, id: ShardId, db: Database) {
-        self.pools.write().insert(id, prepared(db, self.meter.as_ref(), self.batching));
+        self.pools.write().insert(id, self.prepared(db));
     }
 
     /// Forgets an unregistered shard; returns its pool, if it had one.
@@ -327,7 +337,7 @@ impl ShardPools {
                 for row in rows.iter().filter(|r| missing.contains(&r.id)) {
                     match Database::open(&self.url_for(&row.id, &row.url), &self.config) {
                         Ok(db) => {
-                            self.pools.write().insert(row.id.clone(), prepared(db, self.meter.as_ref(), self.batching));
+                            self.pools.write().insert(row.id.clone(), self.prepared(db));
                             changed = true;
                         }
                         Err(e) => tracing::warn!(shard = %row.id, error = %e, "cannot open pool for a new shard"),
@@ -428,6 +438,19 @@ fn prepared(db: Database, meter: Option<&Arc<LoadMeter>>, batching: BatchingConf
     match meter {
         Some(meter) => db.metered(meter.clone()),
         None => db,
+    }
+}
+
+impl ShardPools {
+    /// `storage.replica_reads` as configured.
+    pub fn replica_reads(&self) -> &ReplicaReadsConfig {
+        &self.replica_reads
+    }
+
+    /// `db`, a shard's pool, as this instance uses it: reading from its standbys if they are on,
+    /// batched and metered.
+    fn prepared(&self, db: Database) -> Database {
+        prepared(db.reading_standbys(&self.replica_reads, &self.config), self.meter.as_ref(), self.batching)
     }
 }
 

@@ -180,8 +180,14 @@ impl ShardRouter {
         let map = catalog.load_map().await?;
         tracing::info!(epoch = map.epoch, shards = map.shards.len(), tenants = map.tenants.len(), "shard map loaded");
         let meter = config.load.enabled.then(|| Arc::new(LoadMeter::new(config.load.meter())));
-        let pools =
-            ShardPools::new(pools, quarantined, catalog_id, config.pool.clone(), (meter, config.batching), passwords);
+        let pools = ShardPools::new(
+            pools,
+            quarantined,
+            catalog_id,
+            config.pool.clone(),
+            (meter, config.batching, config.replica_reads.clone()),
+            passwords,
+        );
         Ok(Self::new(catalog, map, pools, config.moves.clone(), config.fan_out_deadline))
     }
 

@@ -35,6 +35,7 @@ pub use crate::storage::health::{Ping, PingFailure};
 use crate::storage::hosts::{Follow, Host, hosts_changed, split_hosts};
 use crate::storage::meter::{Charge, LoadMeter, Sample, Work};
 use crate::storage::pg_tls::{PgTls, prepare_url};
+use crate::storage::replicas::{Consistency, Position, ReadFrom, ReplicaReadsConfig, Replicas, mono_ms};
 
 /// Which database engine a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -152,6 +153,9 @@ pub struct Database {
     /// Its hosts, if its URL names several or a `target_session_attrs`: the pools follow the
     /// primary ([`crate::storage::hosts`]).
     follow: Option<Arc<Follow>>,
+    /// Its standbys, if its URL names several hosts and `storage.replica_reads` is on
+    /// ([`crate::storage::replicas`]).
+    replicas: Option<Arc<Replicas<Database>>>,
 }
 
 /// A pool's connections at one moment ([`Database::connections`]).
@@ -202,7 +206,129 @@ impl Database {
         {
             point_pools(&db.pool, db.native.as_ref(), host);
         }
-        Ok(Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db })
+        let db = Self { meter: self.meter.clone(), charge: self.charge.clone(), batches: self.batches.clone(), ..db };
+        Ok(match &self.replicas {
+            Some(replicas) => db.reading_standbys(&replicas.config, config),
+            None => db,
+        })
+    }
+
+    /// This database reading from the standbys its URL names, when a read lets it
+    /// ([`Database::read_where`]), if `replica_reads` is on and its URL names several hosts
+    /// (else it is returned as it is). Their pools (sized by `config`, each statement within
+    /// `config.probe_timeout`) connect when first used; the primary's and the standbys' WAL
+    /// positions are read every `replica_reads.poll_interval` while the database is in use.
+    pub fn reading_standbys(mut self, replica_reads: &ReplicaReadsConfig, config: &PoolConfig) -> Self {
+        let Some(follow) = self.follow.clone() else { return self };
+        let hosts = follow.hosts();
+        if hosts.len() < 2 || !replica_reads.enabled {
+            return self;
+        }
+        let standbys = hosts.into_iter().map(|host| (host.name, self.standby(host.any, config))).collect();
+        let replicas = Arc::new(Replicas::new(standbys, replica_reads.clone(), config.probe_timeout));
+        spawn_replica_polls(Arc::downgrade(&replicas), follow, self.pool.clone());
+        self.replicas = Some(replicas);
+        self
+    }
+
+    /// A database of one standby at `options`, with a breaker of its own, whose statements wait
+    /// at most `config.probe_timeout`: a standby that froze costs a read that long before the
+    /// primary serves it.
+    fn standby(&self, options: AnyConnectOptions, config: &PoolConfig) -> Database {
+        let deadline = config.statement_timeout.min(config.probe_timeout);
+        let pool = AnyPoolOptions::new()
+            .max_connections(config.max_connections)
+            .min_connections(0)
+            .idle_timeout(config.idle_timeout)
+            .acquire_timeout(config.acquire_timeout.min(deadline))
+            .test_before_acquire(false)
+            .connect_lazy_with(options.clone());
+        let health =
+            Arc::new(Health::new(config.breaker.clone(), deadline, config.max_in_progress, connect_probe(options)));
+        let idle = pool.clone();
+        health.on_broken_connection(Arc::new(move || close_idle(&idle)));
+        Database {
+            pool,
+            engine: Engine::Postgres,
+            native: None,
+            health,
+            tls: self.tls.clone(),
+            meter: None,
+            charge: Charge::default(),
+            batches: Arc::new(Batches::new(BatchingConfig::default())),
+            url: self.url.clone(),
+            follow: None,
+            replicas: None,
+        }
+    }
+
+    /// Runs `read` (of shard `shard`) where `consistency` lets it: a bounded read on a standby
+    /// that fits its bound, its data no older than `not_before` (`replicas::mono_ms`: when the
+    /// map the read was routed on was installed), else on this database (the primary). A
+    /// standby read that fails is run again here. Says which served it.
+    pub async fn read_where<T, F, Fut>(
+        &self,
+        shard: &ShardId,
+        consistency: &Consistency,
+        not_before: u64,
+        read: F,
+    ) -> Result<(T, ReadFrom), Error>
+    where
+        F: Fn(Database) -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        if let (Consistency::Bounded(bound), Some(replicas), Some(follow)) = (consistency, &self.replicas, &self.follow)
+        {
+            match replicas.choose(shard, follow.current_index(), bound, not_before, mono_ms()) {
+                Some(standby) => {
+                    let standby = Database { meter: self.meter.clone(), charge: self.charge.clone(), ..standby };
+                    match read(standby).await {
+                        Ok(value) => {
+                            replicas.standby_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            return Ok((value, ReadFrom::Standby));
+                        }
+                        Err(e) => {
+                            replicas.fallbacks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            tracing::debug!(shard = %shard, error = %e, "a standby read failed: the primary serves it");
+                        }
+                    }
+                }
+                None => {
+                    replicas.primary_reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+        Ok((read(self.clone()).await?, ReadFrom::Primary))
+    }
+
+    /// Whether it reads from standbys ([`Database::reading_standbys`]).
+    pub fn reads_standbys(&self) -> bool {
+        self.replicas.is_some()
+    }
+
+    /// The primary's WAL insert position now, as the token a client brings back to read its own
+    /// writes from a standby ([`Position`]), asked after a write's commit. `None` unless it reads
+    /// from standbys, or when the primary does not answer in time.
+    pub async fn position(&self, shard: &ShardId) -> Option<Position> {
+        let replicas = self.replicas.as_ref()?;
+        let asked = sqlx::query_scalar::<_, i64>(PRIMARY_POSITION).fetch_one(&self.pool);
+        match tokio::time::timeout(replicas.timeout, asked).await {
+            Ok(Ok(lsn)) => Some(Position { shard: shard.clone(), lsn: u64::try_from(lsn).ok()? }),
+            Ok(Err(e)) => {
+                tracing::debug!(shard = %shard, error = %e, "cannot read the primary's WAL position");
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// The bounded reads of its standbys so far: served by a standby, by the primary for want
+    /// of a standby that fit, and by the primary after a standby failed. `None` unless it reads
+    /// from standbys.
+    pub fn standby_reads(&self) -> Option<(u64, u64, u64)> {
+        let r = self.replicas.as_ref()?;
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(std::sync::atomic::Ordering::Relaxed);
+        Some((load(&r.standby_reads), load(&r.primary_reads), load(&r.fallbacks)))
     }
 
     /// Opens its future connections with `url`: the same database with another password
@@ -335,16 +461,7 @@ impl Database {
         });
         let probe: ProbeConnect = match &follow {
             Some(follow) => follow_probe(follow.clone(), pool.clone(), native.clone()),
-            None => Arc::new(move || {
-                let options = options.clone();
-                let probe: futures::future::BoxFuture<'static, Result<(), sqlx::Error>> = Box::pin(async move {
-                    use sqlx::Connection;
-                    let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
-                    sqlx::query("SELECT 1").execute(&mut conn).await?;
-                    conn.close().await
-                });
-                probe
-            }),
+            None => connect_probe(options.clone()),
         };
         let health = match health {
             Some(health) => {
@@ -362,7 +479,19 @@ impl Database {
         health.on_broken_connection(Arc::new(move || close_idle(&pools.0) + pools.1.as_ref().map_or(0, close_idle)));
         let batches = Arc::new(Batches::new(BatchingConfig::default()));
         let url = Arc::new(url.clone());
-        Ok(Self { pool, engine, native, health, tls, meter: None, charge: Charge::default(), batches, url, follow })
+        Ok(Self {
+            pool,
+            engine,
+            native,
+            health,
+            tls,
+            meter: None,
+            charge: Charge::default(),
+            batches,
+            url,
+            follow,
+            replicas: None,
+        })
     }
 
     /// Opens one new connection of each of its pools (the engine-neutral one and, on
@@ -566,6 +695,79 @@ fn retire_before_move<C: Send + 'static>(
         let keep = !follow.opened_before_move(meta.age);
         Box::pin(async move { Ok(keep) })
     }
+}
+
+/// The primary's WAL insert position: every write acknowledged before it was asked lies at or
+/// before it.
+const PRIMARY_POSITION: &str = "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint";
+
+/// A standby's replay position, and whether it is a standby at all.
+const STANDBY_POSITION: &str = "SELECT pg_is_in_recovery(), (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint";
+
+/// Reads the primary's and the standbys' WAL positions every `poll_interval` until the database
+/// is dropped (its [`Replicas`] with it).
+fn spawn_replica_polls(replicas: std::sync::Weak<Replicas<Database>>, follow: Arc<Follow>, primary: AnyPool) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("no runtime to read the standbys' positions on: reads stay on the primary");
+        return;
+    };
+    runtime.spawn(async move {
+        let every = match replicas.upgrade() {
+            Some(r) => r.config.poll_interval.max(Duration::from_millis(1)),
+            None => return,
+        };
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let Some(replicas) = replicas.upgrade() else { return };
+            poll_replicas(&replicas, &follow, &primary).await;
+        }
+    });
+}
+
+/// One reading of the primary's insert position and every standby's replay position, at once.
+async fn poll_replicas(replicas: &Replicas<Database>, follow: &Follow, primary: &AnyPool) {
+    let current = follow.current_index();
+    let asked = mono_ms();
+    let timeout = replicas.timeout;
+    let position = tokio::time::timeout(timeout, sqlx::query_scalar::<_, i64>(PRIMARY_POSITION).fetch_one(primary));
+    let standbys = futures::future::join_all(replicas.others(current).map(|(index, standby)| async move {
+        let asked = sqlx::query_as::<_, (bool, Option<i64>)>(STANDBY_POSITION).fetch_one(&standby.db.pool);
+        let replayed = match tokio::time::timeout(timeout, asked).await {
+            Ok(Ok((true, Some(lsn)))) => u64::try_from(lsn).ok(),
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => {
+                tracing::debug!(host = %standby.name, error = %e, "a standby did not say its replay position");
+                None
+            }
+            Err(_) => None,
+        };
+        (index, replayed)
+    }));
+    let (position, standbys) = tokio::join!(position, standbys);
+    if let Ok(Ok(lsn)) = position
+        && let Ok(lsn) = u64::try_from(lsn)
+    {
+        replicas.sampled_primary(current, asked, lsn);
+    }
+    for (index, replayed) in standbys {
+        replicas.sampled_standby(index, replayed);
+    }
+}
+
+/// The probe of a database with one host: a new connection that answers `SELECT 1`.
+fn connect_probe(options: AnyConnectOptions) -> ProbeConnect {
+    Arc::new(move || {
+        let options = options.clone();
+        let probe: futures::future::BoxFuture<'static, Result<(), sqlx::Error>> = Box::pin(async move {
+            use sqlx::Connection;
+            let mut conn = sqlx::AnyConnection::connect_with(&options).await?;
+            sqlx::query("SELECT 1").execute(&mut conn).await?;
+            conn.close().await
+        });
+        probe
+    })
 }
 
 /// Points a database's pools at `host`: their new connections go there.

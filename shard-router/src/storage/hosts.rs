@@ -203,6 +203,16 @@ impl Follow {
         hosts[self.current.load(Ordering::Acquire).min(hosts.len() - 1)].clone()
     }
 
+    /// The index of [`Follow::current`] among its hosts (in the order the URL names them).
+    pub fn current_index(&self) -> usize {
+        self.current.load(Ordering::Acquire)
+    }
+
+    /// Its hosts, in the order the URL names them.
+    pub fn hosts(&self) -> Vec<Host> {
+        self.hosts.lock().clone()
+    }
+
     /// Tells it the database's health, whose probe it asks for ([`Follow::check_new`]).
     pub fn watched_by(&self, health: &Arc<Health>) {
         let _ = self.health.set(Arc::downgrade(health));

@@ -4,8 +4,9 @@
 //! ([`holdings`]) and what each tenant stores on it, kept by the database's own triggers
 //! ([`usage`]), the batching of point operations ([`batch`]), the write fences ([`shard`]),
 //! records ([`records`]) and blobs ([`blobs`]), and what makes a database safe to be a shard
-//! ([`registration`]), passwords kept in files ([`password_file`]), and the trace context that
-//! sampled statements carry ([`sql_comment`]). The catalog's database is opened with the same
+//! ([`registration`]), passwords kept in files ([`password_file`]), the trace context that
+//! sampled statements carry ([`sql_comment`]), and reads from standbys within a bound of lag
+//! ([`replicas`]). The catalog's database is opened with the same
 //! [`db::Database`].
 //!
 //! It knows nothing of the catalog, the router or the jobs that move data: a store is handed a
@@ -23,6 +24,7 @@ pub mod password_file;
 pub mod pg_tls;
 pub mod records;
 pub mod registration;
+pub mod replicas;
 pub mod shard;
 pub mod sql_comment;
 pub mod usage;

@@ -43,6 +43,7 @@ mod range_moves;
 mod rebalance;
 mod records;
 mod redistribution;
+mod replica_reads;
 mod request_health;
 mod restart;
 mod routing;

@@ -21,11 +21,19 @@ def _get_kwargs(
     key: str,
     *,
     if_none_match: str | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_none_match, Unset):
         headers["If-None-Match"] = if_none_match
+
+    if not isinstance(x_shardgate_consistency, Unset):
+        headers["x-shardgate-consistency"] = x_shardgate_consistency
+
+    if not isinstance(x_shardgate_position, Unset):
+        headers["x-shardgate-position"] = x_shardgate_position
 
 
 
@@ -141,6 +149,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     if_none_match: str | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Response[Any | Problem | RecordEnvelope]:
     """ Read a record.
@@ -150,6 +160,8 @@ def sync_detailed(
         collection (str):
         key (str):
         if_none_match (str | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -165,6 +177,8 @@ def sync_detailed(
 collection=collection,
 key=key,
 if_none_match=if_none_match,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     )
 
@@ -181,6 +195,8 @@ def sync(
     *,
     client: AuthenticatedClient,
     if_none_match: str | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Any | Problem | RecordEnvelope | None:
     """ Read a record.
@@ -190,6 +206,8 @@ def sync(
         collection (str):
         key (str):
         if_none_match (str | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -206,6 +224,8 @@ collection=collection,
 key=key,
 client=client,
 if_none_match=if_none_match,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     ).parsed
 
@@ -216,6 +236,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     if_none_match: str | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Response[Any | Problem | RecordEnvelope]:
     """ Read a record.
@@ -225,6 +247,8 @@ async def asyncio_detailed(
         collection (str):
         key (str):
         if_none_match (str | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -240,6 +264,8 @@ async def asyncio_detailed(
 collection=collection,
 key=key,
 if_none_match=if_none_match,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     )
 
@@ -256,6 +282,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     if_none_match: str | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Any | Problem | RecordEnvelope | None:
     """ Read a record.
@@ -265,6 +293,8 @@ async def asyncio(
         collection (str):
         key (str):
         if_none_match (str | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -281,5 +311,7 @@ collection=collection,
 key=key,
 client=client,
 if_none_match=if_none_match,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     )).parsed

@@ -27,9 +27,18 @@ def _get_kwargs(
     cursor: str | Unset = UNSET,
     consistency: ListRecordsConsistency | Unset = UNSET,
     explain: bool | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+    if not isinstance(x_shardgate_consistency, Unset):
+        headers["x-shardgate-consistency"] = x_shardgate_consistency
+
+    if not isinstance(x_shardgate_position, Unset):
+        headers["x-shardgate-position"] = x_shardgate_position
+
+
 
     
 
@@ -64,6 +73,7 @@ def _get_kwargs(
     }
 
 
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -166,6 +176,8 @@ def sync_detailed(
     cursor: str | Unset = UNSET,
     consistency: ListRecordsConsistency | Unset = UNSET,
     explain: bool | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Response[Problem | RecordPage]:
     """ List a collection's records in key order.
@@ -186,6 +198,8 @@ def sync_detailed(
         consistency (ListRecordsConsistency | Unset): How a listing of a distributed collection
             answers when a shard fails.
         explain (bool | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -206,6 +220,8 @@ limit=limit,
 cursor=cursor,
 consistency=consistency,
 explain=explain,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     )
 
@@ -227,6 +243,8 @@ def sync(
     cursor: str | Unset = UNSET,
     consistency: ListRecordsConsistency | Unset = UNSET,
     explain: bool | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Problem | RecordPage | None:
     """ List a collection's records in key order.
@@ -247,6 +265,8 @@ def sync(
         consistency (ListRecordsConsistency | Unset): How a listing of a distributed collection
             answers when a shard fails.
         explain (bool | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -268,6 +288,8 @@ limit=limit,
 cursor=cursor,
 consistency=consistency,
 explain=explain,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     ).parsed
 
@@ -283,6 +305,8 @@ async def asyncio_detailed(
     cursor: str | Unset = UNSET,
     consistency: ListRecordsConsistency | Unset = UNSET,
     explain: bool | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Response[Problem | RecordPage]:
     """ List a collection's records in key order.
@@ -303,6 +327,8 @@ async def asyncio_detailed(
         consistency (ListRecordsConsistency | Unset): How a listing of a distributed collection
             answers when a shard fails.
         explain (bool | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -323,6 +349,8 @@ limit=limit,
 cursor=cursor,
 consistency=consistency,
 explain=explain,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     )
 
@@ -344,6 +372,8 @@ async def asyncio(
     cursor: str | Unset = UNSET,
     consistency: ListRecordsConsistency | Unset = UNSET,
     explain: bool | Unset = UNSET,
+    x_shardgate_consistency: str | Unset = UNSET,
+    x_shardgate_position: str | Unset = UNSET,
 
 ) -> Problem | RecordPage | None:
     """ List a collection's records in key order.
@@ -364,6 +394,8 @@ async def asyncio(
         consistency (ListRecordsConsistency | Unset): How a listing of a distributed collection
             answers when a shard fails.
         explain (bool | Unset):
+        x_shardgate_consistency (str | Unset):
+        x_shardgate_position (str | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -385,5 +417,7 @@ limit=limit,
 cursor=cursor,
 consistency=consistency,
 explain=explain,
+x_shardgate_consistency=x_shardgate_consistency,
+x_shardgate_position=x_shardgate_position,
 
     )).parsed
