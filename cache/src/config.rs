@@ -17,9 +17,10 @@ pub struct CacheConfig {
     /// Cache record reads at all. Default true.
     pub enabled: bool,
     /// Redis (L2, shared by every instance; also carries L1 invalidations): `redis://host:port`,
-    /// `rediss://` for TLS, or `redis+sentinel://host1:port1,host2:port2/<master name>` (and
-    /// `rediss+sentinel://`) to find the master through Sentinel and follow its failovers.
-    /// Default: unset, which means L1 only (the embedded default).
+    /// `rediss://` for TLS, `redis+sentinel://host1:port1,host2:port2/<master name>` (and
+    /// `rediss+sentinel://`) to find the master through Sentinel and follow its failovers, or
+    /// `redis+cluster://node1:port1,node2:port2` (and `rediss+cluster://`) for a Redis Cluster
+    /// named by some of its nodes. Default: unset, which means L1 only (the embedded default).
     #[serde(serialize_with = "shardgate_shard_router::config::redacted_option")]
     pub redis_url: Option<SecretString>,
     /// PEM file of the CA that signs the Redis server's certificate, for a `rediss://` URL whose

@@ -16,6 +16,15 @@
 //! former one had not yet replicated is gone, markers of acknowledged writes among it: the cache
 //! stays bypassed until its owner has moved the cache generation on ([`L2::pending_master_move`]),
 //! so no entry the new master holds from before is read. Rate limits take the new master at once.
+//!
+//! With a cluster (`redis+cluster://`), one cluster connection follows the slots and the
+//! failovers by itself. A script's keys must share a slot: the fill, the mark and the rate
+//! limiter's and valet's scripts have one key; the ends of a batch of writes are sent as one call
+//! per slot. Invalidations are published with `PUBLISH`, which a cluster carries to every node,
+//! and this instance subscribes on one seed after another. The probe's `PING` goes to every node,
+//! and it reads which master serves which slots (`CLUSTER NODES`): when that changes (a replica
+//! promoted after its master failed), the cache is bypassed until the generation has moved on,
+//! as after a Sentinel failover.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,6 +33,7 @@ use std::time::Duration;
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
 
 use crate::entry::Slot;
 use crate::redis_endpoint::{RedisConfigError, RedisEndpoint};
@@ -88,6 +98,80 @@ end
 return #KEYS
 ";
 
+/// A connection to Redis: to one server (it reconnects by itself) or to a cluster (it follows
+/// the slots and the failovers by itself).
+#[derive(Clone)]
+enum Link {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Self::Single(c) => c.req_packed_command(cmd),
+            Self::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a redis::Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Self::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Self::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(c) => c.get_db(),
+            Self::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
+/// The cluster slot of `key` (CRC16 of its hash tag, or of the whole key without one, modulo
+/// 16384), as Redis Cluster computes it.
+fn hash_slot(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.iter().position(|&b| b == b'}').filter(|&close| close > 0).map(|close| &rest[..close])
+        })
+        .unwrap_or(key);
+    let mut crc: u16 = 0;
+    for &byte in tagged {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc % 16384
+}
+
+/// Which master serves which slots, from `CLUSTER NODES`: one `<slots>=<node id>` per master
+/// that serves slots and is not failing, sorted.
+fn masters_of(nodes: &str) -> String {
+    let mut masters: Vec<String> = nodes
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = *fields.get(2)?;
+            let slots = fields.get(8..).filter(|slots| !slots.is_empty())?;
+            (flags.split(',').any(|f| f == "master") && !flags.contains("fail"))
+                .then(|| format!("{}={}", slots.join(" "), fields[0]))
+        })
+        .collect();
+    masters.sort();
+    masters.join(";")
+}
+
 /// Redis is unreachable, timed out or answered with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unavailable;
@@ -131,13 +215,16 @@ pub struct L2 {
     /// The client new connections are made with: made again when the password file changes, and
     /// when the master moves (Sentinel; none until the sentinels have named one).
     client: ArcSwapOption<redis::Client>,
-    /// The master's `host:port` as the sentinels last named it (Sentinel only).
+    /// The master's `host:port` as the sentinels last named it (Sentinel), or which masters
+    /// serve which slots as the probe last read it (cluster, [`masters_of`]).
     master: Mutex<Option<String>>,
+    /// How many subscriptions have been tried (a cluster's seeds are taken in turn).
+    subscriptions: std::sync::atomic::AtomicUsize,
     /// How many times the master has moved (Sentinel), and how many of those moves the owner has
     /// taken in ([`L2::accept_master_move`]): Redis is not used while they differ.
     master_moves: AtomicU64,
     moves_accepted: AtomicU64,
-    connection: ArcSwapOption<ConnectionManager>,
+    connection: ArcSwapOption<Link>,
     healthy: AtomicBool,
     timeout: Duration,
     fill: redis::Script,
@@ -158,7 +245,11 @@ impl L2 {
     /// Prepares a client for `endpoint` (no connection yet: [`L2::probe_once`] makes and keeps
     /// it).
     pub fn new(endpoint: &RedisEndpoint, timeout: Duration, uses: RedisUse) -> Result<Arc<Self>, RedisConfigError> {
-        let client = if endpoint.is_sentinel() { None } else { Some(Arc::new(endpoint.client()?)) };
+        let client =
+            if endpoint.is_sentinel() || endpoint.is_cluster() { None } else { Some(Arc::new(endpoint.client()?)) };
+        if let Some(cluster) = endpoint.cluster_client(timeout) {
+            cluster?;
+        }
         Ok(Arc::new(Self {
             uses,
             recoveries: AtomicU64::new(0),
@@ -166,6 +257,7 @@ impl L2 {
             endpoint: endpoint.clone(),
             client: ArcSwapOption::new(client),
             master: Mutex::new(None),
+            subscriptions: std::sync::atomic::AtomicUsize::new(0),
             master_moves: AtomicU64::new(0),
             moves_accepted: AtomicU64::new(0),
             connection: ArcSwapOption::empty(),
@@ -178,8 +270,12 @@ impl L2 {
         }))
     }
 
-    /// The client, for the pub/sub connection (none while the sentinels have named no master).
+    /// The client, for the pub/sub connection (none while the sentinels have named no master);
+    /// for a cluster, each call names the next seed.
     pub fn client(&self) -> Option<Arc<redis::Client>> {
+        if let Some(seed) = self.endpoint.seed_client(self.subscriptions.fetch_add(1, Ordering::Relaxed)) {
+            return seed.ok().map(Arc::new);
+        }
         self.client.load_full()
     }
 
@@ -216,10 +312,7 @@ impl L2 {
                 self.client.store(Some(Arc::new(client)));
                 self.connection.store(None);
                 if let Some(previous) = previous {
-                    let moves = self.master_moves.fetch_add(1, Ordering::AcqRel) + 1;
-                    if self.uses == RedisUse::RateLimits {
-                        self.accept_master_move(moves);
-                    }
+                    self.master_moved();
                     tracing::warn!(from = %previous, to = %addr, "the sentinels name another redis master: connecting to it");
                 } else {
                     tracing::info!(master = %addr, "the sentinels name the redis master");
@@ -229,12 +322,45 @@ impl L2 {
         }
     }
 
+    /// Counts a move of the master (Sentinel) or of a cluster's masters: the cache is bypassed
+    /// until its owner takes it in; rate limits take it in at once.
+    fn master_moved(&self) {
+        let moves = self.master_moves.fetch_add(1, Ordering::AcqRel) + 1;
+        if self.uses == RedisUse::RateLimits {
+            self.accept_master_move(moves);
+        }
+    }
+
+    /// A cluster's masters as `CLUSTER NODES` on `link` names them now: a change since the last
+    /// probe is a move ([`L2::master_moved`]). False when the cluster did not answer.
+    async fn follow_cluster_masters(&self, link: &mut Link, within: Duration) -> bool {
+        let mut command = redis::cmd("CLUSTER");
+        command.arg("NODES");
+        let nodes = command.query_async::<String>(link);
+        let Ok(Ok(nodes)) = tokio::time::timeout(within, nodes).await else { return false };
+        let masters = masters_of(&nodes);
+        let previous = self.master.lock().replace(masters.clone());
+        if let Some(previous) = previous
+            && previous != masters
+        {
+            self.master_moved();
+            tracing::warn!(from = %previous, to = %masters, "the redis cluster's masters changed: the cache is bypassed until its generation moved on");
+        }
+        true
+    }
+
     /// If the password file changed: a client with the new password, and the connection made
     /// again with it on this probe (the old one is dropped; Redis keeps a connection's
     /// authentication, so it would go on working, but its reconnections would use the old
     /// password).
     fn follow_password_file(&self) {
         if !self.endpoint.password_changed() {
+            return;
+        }
+        if self.endpoint.is_cluster() {
+            // The next probe makes a cluster client with the new password.
+            self.connection.store(None);
+            tracing::info!("the redis password file changed: connecting again with its new content");
             return;
         }
         let client = match self.master.lock().clone() {
@@ -281,7 +407,7 @@ impl L2 {
         self.healthy.load(Ordering::Acquire)
     }
 
-    fn connection(&self) -> Result<ConnectionManager, Unavailable> {
+    fn connection(&self) -> Result<Link, Unavailable> {
         if !self.is_healthy() || self.pending_master_move().is_some() {
             return Err(Unavailable);
         }
@@ -333,8 +459,21 @@ impl L2 {
     /// Ends the writes `ends` in one call: each `(key, version, marker TTL, message)`, version 0
     /// when the write changed nothing. Version-guarded, each leaves a marker living its TTL (or
     /// the mark, if other writes of the key are in progress) and publishes its message on
-    /// `channel`.
+    /// `channel`. On a cluster, one call per slot (a script's keys share one), all at once.
     pub async fn end_writes(&self, ends: &[(&str, i64, Duration, &str)], channel: &str) -> Result<(), Unavailable> {
+        if !self.endpoint.is_cluster() {
+            return self.end_writes_in_one(ends, channel).await;
+        }
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<(&str, i64, Duration, &str)>> = Default::default();
+        for end in ends {
+            by_slot.entry(hash_slot(end.0.as_bytes())).or_default().push(*end);
+        }
+        let calls = by_slot.values().map(|group| self.end_writes_in_one(group, channel));
+        futures::future::join_all(calls).await.into_iter().collect()
+    }
+
+    /// [`L2::end_writes`] of keys of one slot, in one call.
+    async fn end_writes_in_one(&self, ends: &[(&str, i64, Duration, &str)], channel: &str) -> Result<(), Unavailable> {
         let mut conn = self.connection()?;
         let mut invocation = self.end_writes.prepare_invoke();
         invocation.arg(channel);
@@ -372,22 +511,13 @@ impl L2 {
         let connection = match self.connection.load_full() {
             Some(c) => Some((*c).clone()),
             None => {
-                let Some(client) = self.client.load_full() else {
-                    return self.probed(None).await;
-                };
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(self.timeout.max(Duration::from_millis(500)))
-                    .set_response_timeout(self.timeout)
-                    .set_number_of_retries(1);
-                let connect = ConnectionManager::new_with_config((*client).clone(), config);
-                let failure = match tokio::time::timeout(Duration::from_secs(2), connect).await {
-                    Ok(Ok(c)) => {
-                        self.connection.store(Some(Arc::new(c.clone())));
+                let failure = match self.connect().await {
+                    Ok(link) => {
+                        self.connection.store(Some(Arc::new(link.clone())));
                         *self.last_error.lock() = None;
-                        return self.probed(Some(c)).await;
+                        return self.probed(Some(link)).await;
                     }
-                    Ok(Err(e)) => connect_failure(&e),
-                    Err(_) => "connecting timed out".to_owned(),
+                    Err(failure) => failure,
                 };
                 // Logged once per cause: a certificate the CA does not sign stays refused on
                 // every probe, and says so once.
@@ -400,8 +530,31 @@ impl L2 {
         self.probed(connection).await;
     }
 
+    /// A new connection: to the cluster, or to the server the client names. `Err` says why not.
+    async fn connect(&self) -> Result<Link, String> {
+        if let Some(cluster) = self.endpoint.cluster_client(self.timeout) {
+            let client = cluster.map_err(|e| e.to_string())?;
+            return match tokio::time::timeout(Duration::from_secs(2), client.get_async_connection()).await {
+                Ok(Ok(c)) => Ok(Link::Cluster(c)),
+                Ok(Err(e)) => Err(connect_failure(&e)),
+                Err(_) => Err("connecting timed out".to_owned()),
+            };
+        }
+        let Some(client) = self.client.load_full() else { return Err("no master named yet".to_owned()) };
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(self.timeout.max(Duration::from_millis(500)))
+            .set_response_timeout(self.timeout)
+            .set_number_of_retries(1);
+        let connect = ConnectionManager::new_with_config((*client).clone(), config);
+        match tokio::time::timeout(Duration::from_secs(2), connect).await {
+            Ok(Ok(c)) => Ok(Link::Single(c)),
+            Ok(Err(e)) => Err(connect_failure(&e)),
+            Err(_) => Err("connecting timed out".to_owned()),
+        }
+    }
+
     /// Pings `connection` (none: no connection) and records whether Redis answered.
-    async fn probed(&self, connection: Option<ConnectionManager>) {
+    async fn probed(&self, connection: Option<Link>) {
         let within = self.timeout.max(Duration::from_millis(500));
         let alive = match connection {
             // Through sentinels the server must still be a master: one that failed over and came
@@ -419,9 +572,11 @@ impl L2 {
                 }
             }
             Some(mut c) => {
+                // On a cluster the PING goes to every node, and must come back from each.
                 let command = redis::cmd("PING");
                 let ping = command.query_async::<String>(&mut c);
                 matches!(tokio::time::timeout(within, ping).await, Ok(Ok(_)))
+                    && (!self.endpoint.is_cluster() || self.follow_cluster_masters(&mut c, within).await)
             }
             None => false,
         };
@@ -458,4 +613,36 @@ fn connect_failure(error: &redis::RedisError) -> String {
         ""
     };
     format!("{message}{hint}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_lands_in_the_slot_redis_cluster_gives_it() {
+        // `CLUSTER KEYSLOT foo` is 12182; a hash tag puts keys in one slot.
+        assert_eq!(hash_slot(b"foo"), 12182);
+        assert_eq!(hash_slot(b"{foo}.bar"), 12182);
+        assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"{user1000}.followers"));
+        // An empty tag is no tag: the whole key counts.
+        assert_ne!(hash_slot(b"{}foo"), hash_slot(b"foo"));
+        assert!(hash_slot(b"sg:1:t:c:k") < 16384);
+    }
+
+    #[test]
+    fn the_masters_are_the_serving_masters_that_do_not_fail() {
+        let nodes = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+b2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+c3 127.0.0.1:7002@17002 master,fail - 0 0 3 disconnected 10923-16383
+d4 127.0.0.1:7003@17003 slave a1 0 0 1 connected
+e5 127.0.0.1:7004@17004 master - 0 0 4 connected
+";
+        assert_eq!(masters_of(nodes), "0-5460=a1;5461-10922=b2");
+        let promoted = nodes
+            .replace("d4 127.0.0.1:7003@17003 slave a1", "d4 127.0.0.1:7003@17003 master -")
+            .replace("0 0 1 connected\n", "0 0 5 connected 10923-16383\n");
+        assert_eq!(masters_of(&promoted), "0-5460=a1;10923-16383=d4;5461-10922=b2");
+    }
 }

@@ -13,6 +13,10 @@
 //! the master is whatever the sentinels say it is (`SENTINEL get-master-addr-by-name`), asked
 //! again whenever the connection to it fails or it no longer says it is a master
 //! (`crate::l2`). The user and password are the master's; the sentinels are asked without.
+//!
+//! `redis+cluster://[user:password@]host1:port1,host2:port2` (or `rediss+cluster://`) names a
+//! Redis Cluster by some of its nodes (seeds): the client learns the rest, and the slots, from
+//! them, and follows the cluster's failovers and resharding. A cluster has one database: no path.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -57,12 +61,23 @@ struct Sentinels {
     master_url: SecretString,
 }
 
+/// The seed nodes of a `redis+cluster://` URL, and how to reach each.
+#[derive(Debug, Clone)]
+struct ClusterSeeds {
+    /// `host:port` of each seed, in the order given.
+    nodes: Vec<String>,
+    /// A node's URL with `{addr}` in place of its host and port: scheme, user and password.
+    node_url: SecretString,
+}
+
 /// A Redis URL and its TLS material, read and checked: once one exists, a client can be built.
 #[derive(Clone)]
 pub struct RedisEndpoint {
     url: SecretString,
     /// Set for a `redis+sentinel://` URL: the master is found through them.
     sentinels: Option<Sentinels>,
+    /// Set for a `redis+cluster://` URL.
+    cluster: Option<ClusterSeeds>,
     section: &'static str,
     tls: bool,
     certificates: Option<redis::TlsCertificates>,
@@ -151,6 +166,14 @@ pub enum RedisConfigError {
         /// What is wrong.
         problem: &'static str,
     },
+    /// A `redis+cluster://` URL that does not name its seed nodes rightly.
+    #[error("{section}.redis_url: {problem}; a cluster URL is redis+cluster://[user:password@]host1:port1,host2:port2")]
+    Cluster {
+        /// The section.
+        section: &'static str,
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// Only one of the client certificate and key is set.
     #[error(
         "{section}.redis_client_cert_file and {section}.redis_client_key_file go together (mutual TLS): set both or neither"
@@ -180,11 +203,13 @@ impl RedisEndpoint {
     pub fn parse(url: &SecretString, files: RedisTlsFiles<'_>, section: Section) -> Result<Self, RedisConfigError> {
         let section = section.0;
         let sentinels = parse_sentinels(url.expose_secret(), section)?;
+        let cluster = parse_cluster(url.expose_secret(), section)?;
         // A Sentinel URL is checked as its master's URL would be, with its first sentinel's
-        // address standing in for the master's.
-        let checked = match &sentinels {
-            Some(sentinels) => sentinels.master_url.expose_secret().replace(ADDR, &sentinels.nodes[0]),
-            None => url.expose_secret().to_owned(),
+        // address standing in for the master's; a cluster's as its first seed's.
+        let checked = match (&sentinels, &cluster) {
+            (Some(sentinels), _) => sentinels.master_url.expose_secret().replace(ADDR, &sentinels.nodes[0]),
+            (None, Some(cluster)) => cluster.node_url.expose_secret().replace(ADDR, &cluster.nodes[0]),
+            (None, None) => url.expose_secret().to_owned(),
         };
         let parsed = redis::IntoConnectionInfo::into_connection_info(checked.as_str())
             .map_err(|source| RedisConfigError::Url { section, source })?;
@@ -207,7 +232,48 @@ impl RedisEndpoint {
         };
         let custom = root_cert.is_some() || client_tls.is_some();
         let certificates = custom.then_some(redis::TlsCertificates { client_tls, root_cert });
-        Ok(Self { url: url.clone(), sentinels, section, tls, certificates, password_file: None })
+        Ok(Self { url: url.clone(), sentinels, cluster, section, tls, certificates, password_file: None })
+    }
+
+    /// Whether it names a Redis Cluster (`redis+cluster://`).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// A cluster client for its seeds (no connection yet), with the password file's content now;
+    /// each connection it makes waits `timeout` to connect and for each answer. `None` unless
+    /// it names a cluster.
+    pub(crate) fn cluster_client(
+        &self,
+        timeout: Duration,
+    ) -> Option<Result<redis::cluster::ClusterClient, RedisConfigError>> {
+        let cluster = self.cluster.as_ref()?;
+        install_crypto_provider();
+        let build = || {
+            let node_url = self.with_password_file_content(&cluster.node_url)?;
+            let urls: Vec<String> =
+                cluster.nodes.iter().map(|node| node_url.expose_secret().replace(ADDR, node)).collect();
+            let mut builder = redis::cluster::ClusterClientBuilder::new(urls)
+                .connection_timeout(timeout.max(Duration::from_millis(500)))
+                .response_timeout(timeout)
+                // One retry: the client learns a new slot map when an operation fails, and
+                // without a retry it would never use a promoted replica.
+                .retries(1);
+            if let Some(certificates) = &self.certificates {
+                builder = builder.certs(certificates.clone());
+            }
+            builder.build().map_err(|source| RedisConfigError::Url { section: self.section, source })
+        };
+        Some(build())
+    }
+
+    /// A client for seed number `turn` (modulo their number) of a cluster, for a subscription:
+    /// a cluster's nodes all see what is published on any of them. `None` unless it names a
+    /// cluster.
+    pub(crate) fn seed_client(&self, turn: usize) -> Option<Result<redis::Client, RedisConfigError>> {
+        let cluster = self.cluster.as_ref()?;
+        let node = &cluster.nodes[turn % cluster.nodes.len()];
+        Some(self.client_with_password(&SecretString::from(cluster.node_url.expose_secret().replace(ADDR, node))))
     }
 
     /// Whether the master is found through sentinels (`redis+sentinel://`).
@@ -284,16 +350,20 @@ impl RedisEndpoint {
 
     /// A client for `url` with the password file's content in it, if there is a file.
     fn client_with_password(&self, url: &SecretString) -> Result<redis::Client, RedisConfigError> {
-        let url = match &self.password_file {
+        self.client_at(&self.with_password_file_content(url)?)
+    }
+
+    /// `url` with the password file's content in it, if there is a file.
+    fn with_password_file_content(&self, url: &SecretString) -> Result<SecretString, RedisConfigError> {
+        match &self.password_file {
             Some(file) => file.apply(url).map_err(|e| RedisConfigError::Unreadable {
                 section: self.section,
                 key: "redis_password_file",
                 path: file.path().to_owned(),
                 reason: std::io::Error::other(e.to_string()),
-            })?,
-            None => url.clone(),
-        };
-        self.client_at(&url)
+            }),
+            None => Ok(url.clone()),
+        }
     }
 
     /// A client for `url` as it is, with the endpoint's TLS material.
@@ -337,6 +407,25 @@ fn parse_sentinels(raw: &str, section: &'static str) -> Result<Option<Sentinels>
     let db = if db.is_empty() { String::new() } else { format!("/{db}") };
     let master_url = SecretString::from(format!("{master_scheme}://{userinfo}{ADDR}{db}"));
     Ok(Some(Sentinels { nodes, master: master.to_owned(), master_url }))
+}
+
+/// The seeds of `raw` if it is a `redis+cluster://` or `rediss+cluster://` URL.
+fn parse_cluster(raw: &str, section: &'static str) -> Result<Option<ClusterSeeds>, RedisConfigError> {
+    let Some(UrlParts { scheme, userinfo, hosts, tail }) = url_parts(raw) else { return Ok(None) };
+    let node_scheme = match scheme {
+        "redis+cluster" => "redis",
+        "rediss+cluster" => "rediss",
+        _ => return Ok(None),
+    };
+    let refuse = |problem| RedisConfigError::Cluster { section, problem };
+    if !tail.is_empty() && tail != "/" {
+        return Err(refuse("it takes no path or parameters (a cluster has one database)"));
+    }
+    let nodes: Vec<String> = hosts.split(',').map(str::to_owned).collect();
+    if nodes.iter().any(String::is_empty) {
+        return Err(refuse("its list of nodes is empty or has an empty entry"));
+    }
+    Ok(Some(ClusterSeeds { nodes, node_url: SecretString::from(format!("{node_scheme}://{userinfo}{ADDR}")) }))
 }
 
 fn read(section: &'static str, key: &'static str, path: &Path) -> Result<Vec<u8>, RedisConfigError> {
@@ -455,6 +544,31 @@ mod tests {
         ] {
             let error = refusal(raw, RedisTlsFiles::default(), CACHE);
             assert!(error.contains(problem) && error.contains("redis+sentinel://[user:password@]"), "{raw}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_cluster_url_names_its_seeds_and_is_checked() {
+        let endpoint =
+            RedisEndpoint::parse(&url("redis+cluster://:pw@10.0.0.1:7000,n2:7001/"), RedisTlsFiles::default(), CACHE)
+                .unwrap();
+        assert!(endpoint.is_cluster() && !endpoint.is_sentinel() && !endpoint.is_tls());
+        assert!(endpoint.cluster_client(Duration::from_secs(1)).unwrap().is_ok());
+        let second = endpoint.seed_client(3).unwrap().unwrap();
+        assert_eq!(second.get_connection_info().addr.to_string(), "n2:7001");
+        assert_eq!(second.get_connection_info().redis.password.as_deref(), Some("pw"));
+        let tls = RedisEndpoint::parse(&url("rediss+cluster://n1:7000"), RedisTlsFiles::default(), CACHE).unwrap();
+        assert!(tls.is_tls() && tls.is_cluster());
+        let plain = RedisEndpoint::parse(&url("redis://n1:6379"), RedisTlsFiles::default(), CACHE).unwrap();
+        assert!(plain.cluster_client(Duration::from_secs(1)).is_none() && plain.seed_client(0).is_none());
+        for (raw, problem) in [
+            ("redis+cluster://n1,,n2", "empty entry"),
+            ("redis+cluster:///", "empty entry"),
+            ("redis+cluster://n1:7000/2", "no path or parameters"),
+            ("redis+cluster://n1:7000?timeout=1", "no path or parameters"),
+        ] {
+            let error = refusal(raw, RedisTlsFiles::default(), CACHE);
+            assert!(error.contains(problem) && error.contains("redis+cluster://[user:password@]"), "{raw}: {error}");
         }
     }
 

@@ -144,7 +144,8 @@ pub struct RateLimitConfig {
     /// Limit per client IP for requests without a valid token (and tokens without a tenant are
     /// limited by the `standard` tier per subject).
     pub anonymous: RateLimit,
-    /// Redis shared by every instance (a `redis+sentinel://` URL as `cache.redis_url` takes).
+    /// Redis shared by every instance (a `redis+sentinel://` or `redis+cluster://` URL as
+    /// `cache.redis_url` takes).
     /// Default: `cache.redis_url`; with neither, limits are enforced per instance.
     #[serde(serialize_with = "crate::config::redacted_option")]
     pub redis_url: Option<SecretString>,

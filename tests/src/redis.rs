@@ -1,7 +1,8 @@
 //! [`RedisServer`]: a `redis-server` process of a test's own, which the test may pause, kill and
 //! restart to play an outage; plain, or TLS only ([`RedisServer::start_tls`]) with a certificate
 //! from a [`TestCa`](crate::TestCa); a replica of another ([`RedisServer::start_replica_of`]);
-//! and [`Sentinels`] that watch a master and fail it over.
+//! [`Sentinels`] that watch a master and fail it over; and a [`RedisCluster`] of three masters
+//! with a replica each.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -264,5 +265,96 @@ impl Drop for Sentinels {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+}
+
+/// A Redis Cluster of a test's own: three masters with one replica each (`redis-server
+/// --cluster-enabled yes`, joined by `redis-cli --cluster create`), each on a free port. A
+/// master is judged failed after a second without an answer, and its replica then takes over
+/// however far behind it is.
+#[derive(Debug)]
+pub struct RedisCluster {
+    /// Every node, in the order given to `redis-cli --cluster create` (the masters first).
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts six nodes, makes them a cluster and waits (at most 30 s) until every node says
+    /// it is `ok`.
+    pub async fn start() -> Self {
+        let mut nodes = Vec::new();
+        for _ in 0..6 {
+            let port = crate::free_port();
+            let extra = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-replica-validity-factor",
+                "0",
+            ]
+            .map(str::to_owned)
+            .to_vec();
+            let mut node = RedisServer { port, tls: None, child: None, extra, dir: work_dir() };
+            node.launch().await;
+            nodes.push(node);
+        }
+        let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let output = std::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("redis-cli is installed");
+        assert!(output.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&output.stdout));
+        let cluster = Self { nodes };
+        let ok = async || {
+            cluster.live_nodes().all(|n| n.cli(&["CLUSTER", "INFO"]).contains("cluster_state:ok")).then_some(())
+        };
+        assert!(crate::eventually(Duration::from_secs(30), ok).await.is_some(), "the cluster is ok");
+        cluster
+    }
+
+    /// `redis+cluster://127.0.0.1:<port>,...` naming every node as a seed.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
+    /// The nodes whose process runs.
+    pub fn live_nodes(&self) -> impl Iterator<Item = &RedisServer> {
+        self.nodes.iter().filter(|n| n.child.is_some())
+    }
+
+    /// The index in [`RedisCluster::nodes`] of the node with `port`.
+    pub fn index_of(&self, port: u16) -> usize {
+        self.nodes.iter().position(|n| n.port == port).expect("a node of the cluster")
+    }
+
+    /// The master that serves `key` now, as a live node says (`CLUSTER KEYSLOT`, `CLUSTER
+    /// NODES`), and its replicas.
+    pub fn serving(&self, key: &str) -> Option<(u16, Vec<u16>)> {
+        let node = self.live_nodes().next()?;
+        let slot: u16 = node.cli(&["CLUSTER", "KEYSLOT", key]).trim().parse().ok()?;
+        let nodes = node.cli(&["CLUSTER", "NODES"]);
+        let port_of = |addr: &str| addr.split(['@', ':']).nth(1).and_then(|p| p.parse::<u16>().ok());
+        let master = nodes.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let serves = fields.get(8..)?.iter().any(|range| {
+                let (from, to) = range.split_once('-').unwrap_or((range, range));
+                matches!((from.parse::<u16>(), to.parse::<u16>()), (Ok(from), Ok(to)) if (from..=to).contains(&slot))
+            });
+            (serves && fields[2].contains("master") && !fields[2].contains("fail")).then(|| (fields[0], fields[1]))
+        })?;
+        let replicas = nodes
+            .lines()
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                (fields.get(3) == Some(&master.0)).then(|| port_of(fields[1])).flatten()
+            })
+            .collect();
+        Some((port_of(master.1)?, replicas))
     }
 }

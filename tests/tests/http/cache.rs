@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use shardgate_api::Config;
-use shardgate_tests::redis::Sentinels;
+use shardgate_tests::redis::{RedisCluster, Sentinels};
 use shardgate_tests::{
     Backend, RedisServer, RunningServer, TestApp, eventually, expect_json, expect_problem, get_json, metric,
     record_path,
@@ -233,17 +233,25 @@ async fn no_read_on_any_instance_is_older_than_an_acknowledged_write_over_tls() 
 
     // Invalidation over TLS: a peer holding the record in its L1 hears of a write elsewhere
     // through Redis pub/sub.
+    peer_l1_hears_of_a_write(&app, "filled", 1).await;
+}
+
+/// A peer of `app` with L1 on, holding `key` (at `version`) in its L1, hears of a write of it on
+/// `app` through Redis pub/sub: its next reads serve the new version within 2 s.
+async fn peer_l1_hears_of_a_write(app: &TestApp, key: &str, version: i64) {
     let peer = app.spawn_peer(|c| c.cache.l1.enabled = Some(true)).await;
     let up = async || (cache_status(&app.client, &peer.base_url).await == "up").then_some(());
-    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "the peer subscribes over TLS");
+    assert!(eventually(Duration::from_secs(5), up).await.is_some(), "the peer subscribes");
     let token = app.rw_token("acme");
     for _ in 0..3 {
-        assert_eq!(version_at(&app.client, &peer.base_url, &token, "filled").await, Ok(1));
+        assert_eq!(version_at(&app.client, &peer.base_url, &token, key).await, Ok(version));
     }
     let l1_hits = metric(&app.client, &peer.base_url, "shardgate_cache_l1_hits_total").await;
     assert!(l1_hits >= 1.0, "the peer serves the record from its L1 (hits: {l1_hits})");
-    assert_eq!(put_version(&app.client, &app.base_url, &token, "filled", 2).await, Ok(2));
-    let invalidated = async || (version_at(&app.client, &peer.base_url, &token, "filled").await == Ok(2)).then_some(());
+    let next = usize::try_from(version + 1).unwrap();
+    assert_eq!(put_version(&app.client, &app.base_url, &token, key, next).await, Ok(version + 1));
+    let invalidated =
+        async || (version_at(&app.client, &peer.base_url, &token, key).await == Ok(version + 1)).then_some(());
     assert!(eventually(Duration::from_secs(2), invalidated).await.is_some(), "the peer's L1 entry is invalidated");
     peer.stop().await;
 }
@@ -742,5 +750,95 @@ async fn sentinel_failover() {
     assert!(
         eventually(Duration::from_secs(5), served_from_redis).await.is_some(),
         "reads are served by the new master"
+    );
+}
+
+/// The cache through a Redis Cluster (three masters with a replica each): two instances read
+/// nothing stale, and an instance's L1 hears of writes elsewhere through the cluster. Then the
+/// master of a cached record dies holding the marker of its acknowledged write, which its
+/// replica never received: when the replica takes over, no read is served the entry it still
+/// holds, and the cache works on the new master.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_cluster_the_cache_follows_a_failover_and_no_read_is_stale() {
+    let run = cluster_failover();
+    tokio::time::timeout(Duration::from_secs(180), run).await.expect("the test ends within three minutes");
+}
+
+async fn cluster_failover() {
+    let mut cluster = RedisCluster::start().await;
+    let url = cluster.url();
+    let app = no_stale_reads_across_instances(|c| with_redis(c, &url, "cluster", false)).await;
+    let token = app.rw_token("acme");
+    let (client, base) = (&app.client, app.base_url.as_str());
+    // Invalidations published through the cluster reach a peer subscribed on any node.
+    assert_eq!(put_version(client, base, &token, "y", 0).await, Ok(1));
+    peer_l1_hears_of_a_write(&app, "y", 1).await;
+
+    // `x` at version 1 is cached on its master and replicated.
+    assert_eq!(put_version(client, base, &token, "x", 1).await, Ok(1));
+    let cached_key = async || {
+        assert_eq!(version_at(client, base, &token, "x").await, Ok(1));
+        let found = cluster.live_nodes().find_map(|n| {
+            let keys = n.cli(&["--scan", "--pattern", "cluster:*:r:acme:hot:x"]);
+            keys.lines().next().map(str::to_owned)
+        })?;
+        let (master, _) = cluster.serving(&found)?;
+        let node = &cluster.nodes[cluster.index_of(master)];
+        node.cli(&["GET", &found]).starts_with("e:1:").then_some(found)
+    };
+    let key = eventually(Duration::from_secs(5), cached_key).await.expect("x at 1 is cached");
+    let (master, replicas) = cluster.serving(&key).expect("a master serves x's slot");
+    let (m, r) = (cluster.index_of(master), cluster.index_of(replicas[0]));
+    assert_eq!(cluster.nodes[m].cli(&["WAIT", "1", "5000"]).trim(), "1", "the replica has x at 1");
+
+    // Version 2 is acknowledged while the replica hears nothing (frozen, its link cut by the
+    // master): the write's end (a marker) reaches the master only, which dies before it
+    // replicates it.
+    cluster.nodes[r].pause();
+    cluster.nodes[m].cli(&["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(put_version(client, base, &token, "x", 2).await, Ok(2));
+    let ended = async || cluster.nodes[m].cli(&["GET", &key]).starts_with("m:2").then_some(());
+    assert!(eventually(Duration::from_secs(5), ended).await.is_some(), "the write's end reached the master");
+    cluster.nodes[m].stop();
+    cluster.nodes[r].resume();
+
+    // Reads go on through the failover, and none may be served version 1 from the new master.
+    let promoted = async || (cluster.serving(&key).map(|(port, _)| port) == Some(replicas[0])).then_some(());
+    let ready = async || {
+        let body: Value = client.get(format!("{base}/readyz")).send().await.ok()?.json().await.ok()?;
+        (body["components"]["cache"]["status"] == "up").then_some(())
+    };
+    let reads = async {
+        let mut reads = 0;
+        let mut promoted_seen = false;
+        loop {
+            assert_eq!(version_at(client, base, &token, "x").await, Ok(2), "read {reads} during the failover");
+            reads += 1;
+            promoted_seen = promoted_seen || promoted().await.is_some();
+            if promoted_seen && ready().await.is_some() {
+                return reads;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let reads = tokio::time::timeout(Duration::from_secs(60), reads)
+        .await
+        .expect("the replica is promoted and the cache uses the cluster again within 60 s");
+    for _ in 0..5 {
+        assert_eq!(version_at(client, base, &token, "x").await, Ok(2), "after the failover ({reads} reads during it)");
+    }
+
+    // The cache works on the cluster again: no read is stale across two instances, and a record
+    // read again is served from Redis.
+    stress_no_stale_reads(&app, vec![app.base_url.clone()], 2, 4, 30).await;
+    let hits_before = metric(client, base, "shardgate_cache_l2_hits_total").await;
+    let served_from_redis = async || {
+        assert_eq!(version_at(client, base, &token, "x").await, Ok(2));
+        let hits = metric(client, base, "shardgate_cache_l2_hits_total").await - hits_before;
+        (hits >= 1.0).then_some(())
+    };
+    assert!(
+        eventually(Duration::from_secs(10), served_from_redis).await.is_some(),
+        "reads are served by the cluster after the failover"
     );
 }

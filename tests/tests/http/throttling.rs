@@ -199,6 +199,28 @@ async fn two_instances_share_one_tenant_limit_through_sentinel_across_a_failover
     );
 }
 
+/// Two instances share one tenant's limit through a Redis Cluster, before and after the master
+/// of the bucket's slot dies and its replica takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_share_one_tenant_limit_through_a_cluster_across_a_failover() {
+    let mut cluster = shardgate_tests::redis::RedisCluster::start().await;
+    let url = cluster.url();
+    let (app, peer) = share_one_tenant_limit(|c| with_redis(c, &url)).await;
+    let bucket = cluster
+        .live_nodes()
+        .find_map(|n| n.cli(&["--scan", "--pattern", "*-rl:t:*:acme"]).lines().next().map(str::to_owned))
+        .expect("the tenant's bucket is in the cluster");
+    let (master, replicas) = cluster.serving(&bucket).expect("a master serves the bucket's slot");
+    let m = cluster.index_of(master);
+    cluster.nodes[m].stop();
+    let promoted = async || (cluster.serving(&bucket).map(|(port, _)| port) == Some(replicas[0])).then_some(());
+    assert!(shardgate_tests::eventually(Duration::from_secs(30), promoted).await.is_some(), "a failover");
+    until_limits_shared(&app, &app.base_url).await;
+    until_limits_shared(&app, &peer.base_url).await;
+    tokio::time::sleep(Duration::from_secs(5)).await; // the bucket refills completely
+    limit_is_shared(&app, &peer.base_url).await;
+}
+
 /// Two instances with the Redis `customize` configures share one tenant's limit (within the
 /// bound in docs/operations.md, "Rate limits"), every decision taken in Redis. Returns the app
 /// and its peer.
