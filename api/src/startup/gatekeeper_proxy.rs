@@ -48,8 +48,9 @@ use crate::startup::application::{
 };
 use crate::startup::listeners::{Served, bind_admin, serve_together};
 use crate::wire::admin_plane::{Plane, is_admin_plane, is_unthrottled_here};
+use crate::wire::consistency::{CONSISTENCY_HEADER, READ_FROM_HEADER};
 use crate::wire::error::{ApiError, Code};
-use crate::wire::routed_epoch::EPOCH_HEADER;
+use crate::wire::routed_epoch::{EPOCH_HEADER, POSITION_HEADER};
 
 /// How long a tenant's limit reported by the backend is remembered.
 const LEARNED_LIMIT_TTL: Duration = Duration::from_secs(60);
@@ -223,7 +224,9 @@ async fn serve_metrics(State(front): State<Arc<Front>>, headers: axum::http::Hea
 
 /// Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus what the
 /// gatekeeper replaces: the client's `Authorization` (the backend trusts the internal credential
-/// instead) and any internal header a client tried to smuggle in.
+/// instead) and any internal header a client tried to smuggle in. The headers of reads from
+/// standbys (`x-shardgate-consistency`, `x-shardgate-position`, `x-shardgate-read-from`) are the
+/// client's, and pass both ways.
 fn forwardable(name: &HeaderName) -> bool {
     !matches!(
         name.as_str(),
@@ -239,8 +242,11 @@ fn forwardable(name: &HeaderName) -> bool {
             | "host"
             | "authorization"
             | "content-length"
-    ) && !name.as_str().starts_with("x-shardgate-")
+    ) && (!name.as_str().starts_with("x-shardgate-") || CLIENT_HEADERS.contains(name))
 }
+
+/// The `x-shardgate-` headers that are the client's own (reads from standbys).
+const CLIENT_HEADERS: [HeaderName; 3] = [CONSISTENCY_HEADER, POSITION_HEADER, READ_FROM_HEADER];
 
 /// Checks the caller against the route's access rule, as the backend's handlers would: 401
 /// without a valid token, 403 `missing_tenant_claim` for a token bound to no tenant on a tenant's

@@ -230,6 +230,19 @@ async fn bounded_reads() {
 #[tokio::test]
 async fn without_standbys_a_bounded_read_is_the_primarys_and_bad_headers_are_refused() {
     let app = TestApp::spawn_with(Backend::Sqlite, |config| config.cache.enabled = false).await;
+    bounded_reads_without_standbys(app).await;
+}
+
+/// Through the standalone gatekeeper likewise: the consistency and position headers reach the
+/// backend, and what served the read reaches the client (other `x-shardgate-` headers of a
+/// client are dropped).
+#[tokio::test]
+async fn through_the_gatekeeper_the_headers_of_bounded_reads_pass_both_ways() {
+    let app = TestApp::spawn_via_gatekeeper_with(Backend::Sqlite, |config| config.cache.enabled = false).await;
+    bounded_reads_without_standbys(app).await;
+}
+
+async fn bounded_reads_without_standbys(app: TestApp) {
     app.create_tenant("plain").await;
     let token = app.rw_token("plain");
     let url = format!("{}{}", app.base_url, record_path("plain", "docs", "a"));
