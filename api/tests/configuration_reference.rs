@@ -53,6 +53,7 @@ const ENTRY_NAMES: &[(&str, &str)] = &[
     ("cache.collection_ttl", "collection"),
     ("telemetry.headers", "header"),
     ("storage.latency_budgets", "shard"),
+    ("storage.replica_reads.collections", "collection"),
 ];
 
 const PREAMBLE: &str = "\

@@ -109,8 +109,14 @@ impl StorageConfig {
         if r.poll_interval.is_zero() {
             return Err("storage.replica_reads.poll_interval must be above zero (e.g. 100ms)".to_owned());
         }
-        if r.max_lag.is_zero() || r.max_lag > crate::storage::replicas::MAX_LAG_LIMIT {
+        let out_of_bounds = |lag: &Duration| lag.is_zero() || *lag > crate::storage::replicas::MAX_LAG_LIMIT;
+        if out_of_bounds(&r.max_lag) {
             return Err("storage.replica_reads.max_lag must be above zero and at most 5m (e.g. 1s)".to_owned());
+        }
+        if let Some((collection, _)) = r.collections.iter().find(|(_, lag)| out_of_bounds(lag)) {
+            return Err(format!(
+                "storage.replica_reads.collections.{collection} must be above zero and at most 5m (e.g. 2s)"
+            ));
         }
         Ok(())
     }

@@ -149,7 +149,7 @@ errors!(GetRecordErrors: InvalidPath, InvalidHeader, TenantNotFound, RecordNotFo
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records/{key}", params(
     RecordPath,
     ("If-None-Match" = Option<String>, Header, description = "Quoted version: 304 if unchanged"),
-    ("x-shardgate-consistency" = Option<String>, Header, description = "`strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms` (ms or s, at most 300s; without it `storage.replica_reads.max_lag`): a standby of the shard may serve the read if it is at most that far behind the primary (the record cache serves it as ever); else the primary does"),
+    ("x-shardgate-consistency" = Option<String>, Header, description = "`strong` or `bounded`, optionally `bounded; max-lag=250ms` (ms or s, at most 300s; without it `storage.replica_reads.max_lag`): a standby of the shard may serve the read if it is at most that far behind the primary (the record cache serves it as ever); else the primary does. Without the header: bounded as `storage.replica_reads.collections` says of the collection, else strong"),
     ("x-shardgate-position" = Option<String>, Header, description = "With `bounded`: the `x-shardgate-position` tokens writes returned (comma-separated); the read is then never older than those writes"),
 ), responses(
     (status = 200, description = "The record", body = RecordEnvelope, headers(
@@ -162,8 +162,9 @@ errors!(GetRecordErrors: InvalidPath, InvalidHeader, TenantNotFound, RecordNotFo
 pub async fn get_record(
     Record { app, t, .. }: Record<Read>,
     if_none_match: IfNoneMatch,
-    ReadConsistency(consistency): ReadConsistency,
+    asked: ReadConsistency,
 ) -> Result<Response, ApiError> {
+    let consistency = asked.of(&app, t.collection.as_str());
     // Routed before the cache is asked: a read the cache answers names this map's epoch too.
     let route = app.router.resolve_record_fresh(t.address(), Access::Read).await?.0;
     let answer = match consistency {
@@ -631,7 +632,7 @@ pub struct RecordPage {
 #[utoipa::path(get, path = "/v1/tenants/{tenant}/collections/{collection}/records", params(
     CollectionPath,
     ListQuery,
-    ("x-shardgate-consistency" = Option<String>, Header, description = "`strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms`: each shard's part may be read from a standby at most that far behind its primary"),
+    ("x-shardgate-consistency" = Option<String>, Header, description = "`strong` or `bounded`, optionally `bounded; max-lag=250ms`: each shard's part may be read from a standby at most that far behind its primary. Without the header: bounded as `storage.replica_reads.collections` says of the collection, else strong"),
     ("x-shardgate-position" = Option<String>, Header, description = "With `bounded`: the `x-shardgate-position` tokens writes returned; the listing is then never older than those writes"),
 ), responses(
     (status = 200, description = "A page of records ordered by key (byte order)", body = RecordPage, headers(
@@ -641,9 +642,10 @@ pub struct RecordPage {
 ))]
 pub async fn list_records(
     Bound { app, tenant, path, input: ApiQuery(query), .. }: Bound<CollectionPath, Read, ApiQuery<ListQuery>>,
-    ReadConsistency(freshness): ReadConsistency,
+    asked: ReadConsistency,
 ) -> Result<Response, ApiError> {
     let collection = CollectionName::parse(&path.collection).map_err(invalid_path)?;
+    let freshness = asked.of(&app, collection.as_str());
     let bound = |kind: &'static str, v: Option<String>| -> Result<Option<String>, ApiError> {
         v.map(|v| check_key_text(kind, &v).map(|()| v).map_err(|e| ApiError::new(Code::InvalidQuery, e.to_string())))
             .transpose()

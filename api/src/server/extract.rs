@@ -11,7 +11,7 @@ use shardgate_shard_router::{Incarnation, TenantId};
 
 use crate::app::App;
 use crate::server::admission::Authenticated;
-use crate::wire::consistency::read_consistency;
+use crate::wire::consistency::{Asked, read_consistency};
 use crate::wire::error::{ApiError, Code, invalid_path};
 
 /// `axum::extract::Path` with problem+json rejections.
@@ -100,9 +100,17 @@ pub struct Caller(pub std::sync::Arc<Principal>);
 
 /// How fresh a read must be, as its headers ask (`x-shardgate-consistency`,
 /// `x-shardgate-position`: [`crate::wire::consistency`]); 400 `invalid_header` for a malformed
-/// one.
+/// one. [`ReadConsistency::of`] applies the collection's default.
 #[derive(Debug)]
-pub struct ReadConsistency(pub Consistency);
+pub struct ReadConsistency(Asked);
+
+impl ReadConsistency {
+    /// What a read of `collection` must be: as the request said, else as
+    /// `storage.replica_reads.collections` says of it, else strong.
+    pub fn of(self, app: &App, collection: &str) -> Consistency {
+        self.0.or_default(app.router.replica_reads().bound_of(collection))
+    }
+}
 
 impl FromRequestParts<Arc<App>> for ReadConsistency {
     type Rejection = ApiError;

@@ -8,6 +8,9 @@
 //!   the write's place in its shard's WAL (`shard-a:0/16B3748`). A bounded read that brings it
 //!   back (several, comma-separated, for writes on several shards) is never older than those
 //!   writes, on any instance.
+//! - Without `x-shardgate-consistency`, a read of a collection named in
+//!   `storage.replica_reads.collections` is bounded by that collection's entry; any other is
+//!   strong.
 //! - `x-shardgate-read-from` (response of a bounded read): `cache`, `standby` or `primary`, what
 //!   served it (`standby` for a listing only if every shard's part came from one).
 
@@ -28,16 +31,38 @@ pub const READ_FROM_HEADER: HeaderName = HeaderName::from_static("x-shardgate-re
 /// The most position tokens a request may bring.
 pub const MAX_POSITIONS: usize = 32;
 
+/// What a request's headers ask of a read ([`read_consistency`]): a consistency, or none (its
+/// collection's default applies, [`Asked::or_default`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// The request said `strong` or `bounded`.
+    Said(Consistency),
+    /// It said nothing; the position tokens it brought, for a collection whose reads are bounded.
+    Unsaid(Vec<Position>),
+}
+
+impl Asked {
+    /// What the read must be: as the request said, else bounded by `collection_bound` (the
+    /// collection's `storage.replica_reads.collections` entry), else strong.
+    pub fn or_default(self, collection_bound: Option<Duration>) -> Consistency {
+        match (self, collection_bound) {
+            (Self::Said(consistency), _) => consistency,
+            (Self::Unsaid(after), Some(max_lag)) => Consistency::Bounded(Bounded { max_lag, after }),
+            (Self::Unsaid(_), None) => Consistency::Strong,
+        }
+    }
+}
+
 /// What the request's headers ask of a read; `default_max_lag` when a bounded read names none.
 /// 400 `invalid_header` for a value that is not one of the forms above.
-pub fn read_consistency(headers: &HeaderMap, default_max_lag: Duration) -> Result<Consistency, ApiError> {
-    let Some(value) = headers.get(CONSISTENCY_HEADER) else { return Ok(Consistency::Strong) };
+pub fn read_consistency(headers: &HeaderMap, default_max_lag: Duration) -> Result<Asked, ApiError> {
+    let Some(value) = headers.get(CONSISTENCY_HEADER) else { return Ok(Asked::Unsaid(positions(headers)?)) };
     let invalid = |why: &str| ApiError::new(Code::InvalidHeader, format!("x-shardgate-consistency: {why}"));
     let value = value.to_str().map_err(|_| invalid("must be text"))?;
     let mut parts = value.split(';').map(str::trim);
     let max_lag = match parts.next().unwrap_or("").to_ascii_lowercase().as_str() {
         "strong" => match parts.next() {
-            None => return Ok(Consistency::Strong),
+            None => return Ok(Asked::Said(Consistency::Strong)),
             Some(_) => return Err(invalid("`strong` takes no parameter")),
         },
         "bounded" => match parts.next() {
@@ -58,7 +83,7 @@ pub fn read_consistency(headers: &HeaderMap, default_max_lag: Duration) -> Resul
         },
         _ => return Err(invalid("`strong` or `bounded` (optionally `bounded; max-lag=250ms`)")),
     };
-    Ok(Consistency::Bounded(Bounded { max_lag, after: positions(headers)? }))
+    Ok(Asked::Said(Consistency::Bounded(Bounded { max_lag, after: positions(headers)? })))
 }
 
 /// `250ms` or `2s`, above zero and at most [`MAX_LAG_LIMIT`].
@@ -111,6 +136,14 @@ mod tests {
     use super::*;
 
     fn asked(consistency: Option<&str>, position: Option<&str>) -> Result<Consistency, ApiError> {
+        asked_in(consistency, position, None)
+    }
+
+    fn asked_in(
+        consistency: Option<&str>,
+        position: Option<&str>,
+        collection_bound: Option<Duration>,
+    ) -> Result<Consistency, ApiError> {
         let mut headers = HeaderMap::new();
         if let Some(value) = consistency {
             headers.insert(CONSISTENCY_HEADER, HeaderValue::from_str(value).unwrap());
@@ -118,7 +151,7 @@ mod tests {
         if let Some(value) = position {
             headers.insert(POSITION_HEADER, HeaderValue::from_str(value).unwrap());
         }
-        read_consistency(&headers, Duration::from_secs(1))
+        read_consistency(&headers, Duration::from_secs(1)).map(|asked| asked.or_default(collection_bound))
     }
 
     fn bounded(max_lag_ms: u64, after: Vec<Position>) -> Consistency {
@@ -139,7 +172,14 @@ mod tests {
             ["shard-a:0/16B3748", "shard-b:1/0"]
         );
         // A strong read needs no token: the primary has every write.
-        assert_eq!(asked(None, Some("nonsense")).unwrap(), Consistency::Strong);
+        assert_eq!(asked(None, Some("shard-a:0/1")).unwrap(), Consistency::Strong);
+        assert_eq!(asked(Some("strong"), Some("nonsense")).unwrap(), Consistency::Strong);
+        // A collection whose reads are bounded when the request does not say.
+        let two_s = Some(Duration::from_secs(2));
+        let Consistency::Bounded(read) = asked_in(None, Some("shard-a:0/5"), two_s).unwrap() else { panic!() };
+        assert_eq!((read.max_lag, read.after.len()), (Duration::from_secs(2), 1));
+        assert_eq!(asked_in(Some("strong"), None, two_s).unwrap(), Consistency::Strong);
+        assert_eq!(asked_in(Some("bounded; max-lag=100ms"), None, two_s).unwrap(), bounded(100, vec![]));
     }
 
     #[test]
@@ -160,8 +200,10 @@ mod tests {
             assert!(e.detail().starts_with("x-shardgate-consistency: "), "{bad}: {}", e.detail());
         }
         for bad in ["shard-a", "shard-a:zz/1", "Shard:0/1", &vec!["s:0/1"; 33].join(",")] {
-            let e = asked(Some("bounded"), Some(bad)).unwrap_err();
-            assert!(e.detail().starts_with("x-shardgate-position: "), "{bad}: {}", e.detail());
+            for consistency in [Some("bounded"), None] {
+                let e = asked(consistency, Some(bad)).unwrap_err();
+                assert!(e.detail().starts_with("x-shardgate-position: "), "{bad}: {}", e.detail());
+            }
         }
     }
 }

@@ -9662,7 +9662,7 @@ export interface operations {
                 explain?: boolean;
             };
             header?: {
-                /** @description `strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms`: each shard's part may be read from a standby at most that far behind its primary */
+                /** @description `strong` or `bounded`, optionally `bounded; max-lag=250ms`: each shard's part may be read from a standby at most that far behind its primary. Without the header: bounded as `storage.replica_reads.collections` says of the collection, else strong */
                 "x-shardgate-consistency"?: string;
                 /** @description With `bounded`: the `x-shardgate-position` tokens writes returned; the listing is then never older than those writes */
                 "x-shardgate-position"?: string;
@@ -9787,7 +9787,7 @@ export interface operations {
             header?: {
                 /** @description Quoted version: 304 if unchanged */
                 "If-None-Match"?: string;
-                /** @description `strong` (the default) or `bounded`, optionally `bounded; max-lag=250ms` (ms or s, at most 300s; without it `storage.replica_reads.max_lag`): a standby of the shard may serve the read if it is at most that far behind the primary (the record cache serves it as ever); else the primary does */
+                /** @description `strong` or `bounded`, optionally `bounded; max-lag=250ms` (ms or s, at most 300s; without it `storage.replica_reads.max_lag`): a standby of the shard may serve the read if it is at most that far behind the primary (the record cache serves it as ever); else the primary does. Without the header: bounded as `storage.replica_reads.collections` says of the collection, else strong */
                 "x-shardgate-consistency"?: string;
                 /** @description With `bounded`: the `x-shardgate-position` tokens writes returned (comma-separated); the read is then never older than those writes */
                 "x-shardgate-position"?: string;

@@ -23,7 +23,7 @@
 //! The polling and the standbys' pools are in [`crate::storage::db`]; this file holds what they
 //! decide with, and no I/O.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -52,11 +52,28 @@ pub struct ReplicaReadsConfig {
     /// Default 100 ms.
     #[serde(with = "crate::humantime_serde")]
     pub poll_interval: Duration,
+    /// Collections whose reads are bounded when the request does not say
+    /// (`x-shardgate-consistency`; `strong` still reads the primary), by collection name, with
+    /// their bound: for example `{ "events" = "2s" }`. Default: none.
+    #[serde(with = "crate::humantime_serde::map")]
+    pub collections: BTreeMap<String, Duration>,
 }
 
 impl Default for ReplicaReadsConfig {
     fn default() -> Self {
-        Self { enabled: false, max_lag: Duration::from_secs(1), poll_interval: Duration::from_millis(100) }
+        Self {
+            enabled: false,
+            max_lag: Duration::from_secs(1),
+            poll_interval: Duration::from_millis(100),
+            collections: BTreeMap::new(),
+        }
+    }
+}
+
+impl ReplicaReadsConfig {
+    /// The bound of `collection`'s reads when the request names none: its own, if it has one.
+    pub fn bound_of(&self, collection: &str) -> Option<Duration> {
+        self.collections.get(collection).copied()
     }
 }
 

@@ -229,7 +229,7 @@ async fn bounded_reads() {
 /// names no position; a malformed header is refused with a clear problem.
 #[tokio::test]
 async fn without_standbys_a_bounded_read_is_the_primarys_and_bad_headers_are_refused() {
-    let app = TestApp::spawn_with(Backend::Sqlite, |config| config.cache.enabled = false).await;
+    let app = TestApp::spawn_with(Backend::Sqlite, events_bounded).await;
     bounded_reads_without_standbys(app).await;
 }
 
@@ -238,8 +238,14 @@ async fn without_standbys_a_bounded_read_is_the_primarys_and_bad_headers_are_ref
 /// client are dropped).
 #[tokio::test]
 async fn through_the_gatekeeper_the_headers_of_bounded_reads_pass_both_ways() {
-    let app = TestApp::spawn_via_gatekeeper_with(Backend::Sqlite, |config| config.cache.enabled = false).await;
+    let app = TestApp::spawn_via_gatekeeper_with(Backend::Sqlite, events_bounded).await;
     bounded_reads_without_standbys(app).await;
+}
+
+/// The cache off (every read reaches the shard), and reads of `events` bounded by default.
+fn events_bounded(config: &mut shardgate_api::Config) {
+    config.cache.enabled = false;
+    config.storage.replica_reads.collections.insert("events".to_owned(), Duration::from_secs(2));
 }
 
 async fn bounded_reads_without_standbys(app: TestApp) {
@@ -253,6 +259,15 @@ async fn bounded_reads_without_standbys(app: TestApp) {
     assert_eq!((status, seen, from.as_str()), (StatusCode::OK, Some(1), "primary"));
     let strong = app.client.get(&url).bearer_auth(&token).send().await.unwrap();
     assert!(!strong.headers().contains_key("x-shardgate-read-from"), "a strong read says nothing of it");
+    // A collection bounded by default: a read without the header is a bounded one, `strong`
+    // is not.
+    let event = format!("{}{}", app.base_url, record_path("plain", "events", "e"));
+    let put = app.client.put(&event).bearer_auth(&token).json(&json!({"n": 2})).send().await.unwrap();
+    assert_eq!(put.status(), StatusCode::CREATED);
+    let by_default = app.client.get(&event).bearer_auth(&token).send().await.unwrap();
+    assert_eq!(by_default.headers()["x-shardgate-read-from"], "primary", "bounded by default");
+    let (status, seen, from) = read(&app.client, &event, &token, "strong", None).await;
+    assert_eq!((status, seen, from.as_str()), (StatusCode::OK, Some(2), ""), "`strong` overrides the default");
     for (header, value) in [
         ("x-shardgate-consistency", "eventual"),
         ("x-shardgate-consistency", "bounded; max-lag=0s"),
