@@ -83,13 +83,36 @@ pub struct Admission {
 impl Admission {
     /// Adds `RateLimit-Policy` and `RateLimit`.
     pub fn report(&self, headers: &mut HeaderMap) {
-        // From the `String` itself: its bytes become the value's, not a copy of them.
-        if let Ok(value) = HeaderValue::try_from(self.decision.policy_header(self.policy)) {
+        if let Some(value) = self.policy_value() {
             headers.insert(RATELIMIT_POLICY, value);
         }
         if let Ok(value) = HeaderValue::try_from(self.decision.state_header(self.policy)) {
             headers.insert(RATELIMIT, value);
         }
+    }
+}
+
+impl Admission {
+    /// The `RateLimit-Policy` value: the same for every request under one limit, so each thread
+    /// keeps the last one it built and hands out a copy (a reference count) while the policy and
+    /// the limit stay the same, as they do for a tenant's run of requests.
+    fn policy_value(&self) -> Option<HeaderValue> {
+        type Key = (&'static str, u32, u32);
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<(Key, HeaderValue)>> = const { std::cell::RefCell::new(None) };
+        }
+        let key = (self.policy, self.decision.limit.burst, self.decision.limit.per_second);
+        LAST.with_borrow_mut(|last| {
+            if let Some((held, value)) = last.as_ref()
+                && *held == key
+            {
+                return Some(value.clone());
+            }
+            // From the `String` itself: its bytes become the value's, not a copy of them.
+            let value = HeaderValue::try_from(self.decision.policy_header(self.policy)).ok()?;
+            *last = Some((key, value.clone()));
+            Some(value)
+        })
     }
 }
 

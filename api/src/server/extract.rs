@@ -116,7 +116,8 @@ impl FromRequestParts<Arc<App>> for ReadConsistency {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self, Self::Rejection> {
-        read_consistency(&parts.headers, app.router.replica_reads().max_lag).map(ReadConsistency)
+        let config = app.router.replica_reads();
+        read_consistency(&parts.headers, config.max_lag, !config.collections.is_empty()).map(ReadConsistency)
     }
 }
 

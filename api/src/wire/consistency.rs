@@ -54,9 +54,18 @@ impl Asked {
 }
 
 /// What the request's headers ask of a read; `default_max_lag` when a bounded read names none.
-/// 400 `invalid_header` for a value that is not one of the forms above.
-pub fn read_consistency(headers: &HeaderMap, default_max_lag: Duration) -> Result<Asked, ApiError> {
-    let Some(value) = headers.get(CONSISTENCY_HEADER) else { return Ok(Asked::Unsaid(positions(headers)?)) };
+/// Without `x-shardgate-consistency`, the position tokens are read only when
+/// `collection_defaults` (some collection's reads are bounded by default). 400 `invalid_header`
+/// for a value that is not one of the forms above.
+pub fn read_consistency(
+    headers: &HeaderMap,
+    default_max_lag: Duration,
+    collection_defaults: bool,
+) -> Result<Asked, ApiError> {
+    let Some(value) = headers.get(CONSISTENCY_HEADER) else {
+        let after = if collection_defaults { positions(headers)? } else { Vec::new() };
+        return Ok(Asked::Unsaid(after));
+    };
     let invalid = |why: &str| ApiError::new(Code::InvalidHeader, format!("x-shardgate-consistency: {why}"));
     let value = value.to_str().map_err(|_| invalid("must be text"))?;
     let mut parts = value.split(';').map(str::trim);
@@ -151,7 +160,8 @@ mod tests {
         if let Some(value) = position {
             headers.insert(POSITION_HEADER, HeaderValue::from_str(value).unwrap());
         }
-        read_consistency(&headers, Duration::from_secs(1)).map(|asked| asked.or_default(collection_bound))
+        read_consistency(&headers, Duration::from_secs(1), collection_bound.is_some())
+            .map(|asked| asked.or_default(collection_bound))
     }
 
     fn bounded(max_lag_ms: u64, after: Vec<Position>) -> Consistency {
@@ -200,8 +210,8 @@ mod tests {
             assert!(e.detail().starts_with("x-shardgate-consistency: "), "{bad}: {}", e.detail());
         }
         for bad in ["shard-a", "shard-a:zz/1", "Shard:0/1", &vec!["s:0/1"; 33].join(",")] {
-            for consistency in [Some("bounded"), None] {
-                let e = asked(consistency, Some(bad)).unwrap_err();
+            for (consistency, bound) in [(Some("bounded"), None), (None, Some(Duration::from_secs(1)))] {
+                let e = asked_in(consistency, Some(bad), bound).unwrap_err();
                 assert!(e.detail().starts_with("x-shardgate-position: "), "{bad}: {}", e.detail());
             }
         }
