@@ -1,6 +1,7 @@
 //! The health of every shard database in `/metrics`, read at each scrape: its circuit breaker's
 //! state, how often it opened, the statements in progress, refused and retried, the sizes of
-//! the batches its point operations were sent in, and its latency budget
+//! the batches its point operations were sent in, the bounded reads its standbys and its primary
+//! served (shards that read from standbys only), and its latency budget
 //! (`storage.latency_budget`, for the latency alert to compare with). Labelled by
 //! shard id (one series per registered shard: bounded). The catalog's breaker has its own two
 //! families (`catalog_breaker_state`, `catalog_breaker_opens`).
@@ -69,6 +70,26 @@ impl Collector for ShardHealthMetrics {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (shard, report) in &shards {
                 ConstCounter::new(value(report)).encode(family.encode_family(&[("shard", shard.as_str())])?)?;
+            }
+        }
+
+        // Only shards that read from their standbys have series (`storage.replica_reads`).
+        let mut family = encoder.encode_descriptor(
+            "shard_bounded_reads",
+            "Bounded reads (x-shardgate-consistency: bounded, or a collection bounded by default) of each shard \
+             that reads from its standbys, by what served them: standby; primary (no standby within the bound); \
+             primary_after_standby_failed",
+            None,
+            MetricType::Counter,
+        )?;
+        for (id, _, db) in &dbs {
+            let Some((standby, primary, fallbacks)) = db.standby_reads() else { continue };
+            let shard = id.to_string();
+            for (served_by, count) in
+                [("standby", standby), ("primary", primary), ("primary_after_standby_failed", fallbacks)]
+            {
+                let labels = [("shard", shard.as_str()), ("served_by", served_by)];
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
             }
         }
 

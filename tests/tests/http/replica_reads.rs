@@ -188,6 +188,16 @@ async fn bounded_reads() {
     assert!(by(loose, "standby") > 0, "the standby serves reads bounded by 5 s");
     assert!(stale_within_bound > 0, "some standby reads were older than the newest write (the standby does lag)");
 
+    // `/metrics` counts them by what served them.
+    let text = app.client.get(format!("{}/metrics", app.metrics_base())).send().await.unwrap().text().await.unwrap();
+    let served = |by: &str| {
+        let series = format!("shardgate_shard_bounded_reads_total{{shard=\"shard-3\",served_by=\"{by}\"}} ");
+        text.lines().find_map(|line| line.strip_prefix(series.as_str())?.trim().parse::<f64>().ok()).unwrap_or(-1.0)
+    };
+    assert!(served("standby") >= by(loose, "standby") as f64, "standby reads counted: {}", served("standby"));
+    assert!(served("primary") >= by(tight, "primary") as f64, "primary reads counted: {}", served("primary"));
+    assert!(served("primary_after_standby_failed") >= 0.0, "the fallbacks have a series");
+
     // A bounded listing is served by the standby too, and holds what was written 5 s before.
     tokio::time::sleep(APPLY_DELAY + Duration::from_millis(500)).await;
     let listing = app
