@@ -277,6 +277,10 @@ async fn usage_moves_with_its_tenant_and_never_counts_the_old_copy(backend: shar
     })
     .await;
     assert!(switched.is_some(), "the move switches");
+    // The switch and the job's new phase are one catalog commit; the instance's map follows it
+    // right after (the mover refreshes it), and the usage is counted where that map places acme.
+    let routed = async || (app.route("acme", "c", "k").await["shard"] == to.as_str()).then_some(());
+    assert!(eventually(Duration::from_secs(5), routed).await.is_some(), "the instance routes acme to {to}");
     let (usage, rows) = (admin_usage(&app, "acme").await, rows_by_shard(&app, "acme").await);
     assert_eq!(parts(&usage), BTreeMap::from([(to.clone(), before[&from])]), "{usage:#}");
     assert_eq!(rows.get(&to), Some(&before[&from]), "the new copy is whole: {rows:?}");
